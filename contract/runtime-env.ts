@@ -1,0 +1,42 @@
+/**
+ * Names of the environment variables that the stack sets and the handlers read. One list, so a
+ * grant in lib/ and the variable a handler reads cannot drift apart.
+ */
+export const ENV = {
+  ledgerTable: 'LEDGER_TABLE_NAME',
+  eventBus: 'EVENT_BUS_NAME',
+  /** The FIFO queue's own DLQ (permanent failures are moved there by the handler). */
+  dlqUrl: 'DLQ_URL',
+  /** Stage queue URLs, one per staged job type: STAGE_QUEUE_URL_RUN_TESTS, ... */
+  stageQueueUrlPrefix: 'STAGE_QUEUE_URL_',
+  diffBucket: 'DIFF_BUCKET_NAME',
+  gitCredentialsSecretArn: 'GIT_CREDENTIALS_SECRET_ARN',
+  githubTokenSecretArn: 'GITHUB_TOKEN_SECRET_ARN',
+  githubApiUrl: 'GITHUB_API_URL',
+  testRunnerProject: 'TEST_RUNNER_PROJECT_NAME',
+  /** Seconds a claim lease lasts before another worker may take the job over. */
+  leaseSeconds: 'LEASE_SECONDS',
+  /** Days a ledger record is kept (TTL); longer than the DLQ retention. */
+  ledgerRetentionDays: 'LEDGER_RETENTION_DAYS',
+  /** Deliveries SQS makes before its redrive policy moves a message to the DLQ. */
+  maxReceiveCount: 'MAX_RECEIVE_COUNT',
+} as const;
+
+export function stageQueueUrlEnv(jobType: string): string {
+  return `${ENV.stageQueueUrlPrefix}${jobType.toUpperCase()}`;
+}
+
+/** Source of events on the bus (EventBridge `source`). */
+export const EVENT_SOURCE = 'agent-jobs';
+export const EVENT_TYPES = ['AgentJobSucceeded', 'AgentJobFailed', 'AgentJobSkipped', 'WorkspaceBlocked'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** CloudWatch namespace of the custom metrics the handlers publish. */
+export const METRICS_NAMESPACE = 'AgentJobs';
+
+/** Inline diffs larger than this travel as a diffRef (S3 claim-check). Leaves room under 1 MiB for the envelope. */
+export const INLINE_DIFF_LIMIT_BYTES = 200 * 1024;
+/** Largest diff accepted at all (inline or by reference). */
+export const MAX_DIFF_BYTES = 20 * 1024 * 1024;
+/** SQS maximum message size set explicitly on every queue (1 MiB). */
+export const MAX_MESSAGE_BYTES = 1_048_576;

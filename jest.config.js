@@ -1,0 +1,17 @@
+/** @type {import('jest').Config} */
+// Octokit and a few of its dependencies ship ESM only: let ts-jest transpile them (allowJs).
+const esmOnly = ['@octokit', 'universal-user-agent', 'before-after-hook', 'content-type', 'json-with-bigint', 'fast-content-type-parse'];
+
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: {
+    '^.+\\.[tj]sx?$': ['ts-jest', { isolatedModules: true, tsconfig: { allowJs: true } }],
+  },
+  transformIgnorePatterns: [`node_modules/(?!(${esmOnly.join('|')})/)`],
+  snapshotSerializers: ['<rootDir>/test/infra/asset-hash-serializer.ts'],
+  setupFilesAfterEnv: ['aws-cdk-lib/testhelpers/jest-autoclean'],
+  testTimeout: 60_000,
+  maxWorkers: 2,
+};

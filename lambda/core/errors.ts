@@ -1,0 +1,60 @@
+/**
+ * Error classes of the job pipeline. The pipeline classifies by class, never by message text:
+ * a PermanentJobError fails the job at once (ledger FAILED, message to the DLQ, acknowledged);
+ * a TransientJobError is retried with back-off; anything else unknown is treated as transient
+ * until the receive budget runs out.
+ */
+
+/** Why a job failed permanently: stable codes for operators, events and tests. */
+export type PermanentReason =
+  | 'INVALID_JOB'
+  | 'CONFLICT'
+  | 'UNSAFE_PATCH'
+  | 'PATCH_DOES_NOT_APPLY'
+  | 'BASE_MISMATCH'
+  | 'BRANCH_DIVERGED'
+  | 'WORKSPACE_UNKNOWN'
+  | 'RETRIES_EXHAUSTED'
+  | 'PREDECESSOR_UNFINISHED'
+  | 'REJECTED_BY_TARGET';
+
+export class PermanentJobError extends Error {
+  override readonly name = 'PermanentJobError';
+  constructor(
+    readonly reason: PermanentReason,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export class InvalidJobError extends PermanentJobError {
+  constructor(message: string) {
+    super('INVALID_JOB', message);
+  }
+}
+
+/** Worth retrying later: throttling, network, 5xx, a lease held by another live worker. */
+export class TransientJobError extends Error {
+  override readonly name = 'TransientJobError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** The lease was taken over while this worker ran: it must not complete the job. */
+export class LeaseLostError extends TransientJobError {}
+
+/** A missing or malformed setting: thrown at cold start, naming the setting. */
+export class ConfigurationError extends Error {
+  override readonly name = 'ConfigurationError';
+}
+
+export function assertIsError(value: unknown): asserts value is Error {
+  if (!(value instanceof Error)) throw new Error(`non-error thrown: ${String(value)}`, { cause: value });
+}
+
+export function errorMessage(value: unknown): string {
+  return value instanceof Error ? value.message : String(value);
+}
