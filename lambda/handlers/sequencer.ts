@@ -1,0 +1,4 @@
+// Placeholder until the handler lands; replaced by its owner.
+export const handler = async (): Promise<never> => {
+  throw new Error('sequencer handler not built yet');
+};
