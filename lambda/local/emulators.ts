@@ -1,0 +1,217 @@
+/**
+ * The local AWS: fauxqs (SQS + S3) and dynalite (DynamoDB), both in this process, both bound to
+ * 127.0.0.1, with the queues, DLQs, ledger table and diff bucket created from the same contract
+ * the stack uses (contract/topology.ts), so local settings cannot drift from the deployed ones.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as vm from 'node:vm';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CreateTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import dynalite from 'dynalite';
+import { MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
+import { DLQ_RETENTION_DAYS, LEDGER_TABLE, QUEUE_RETENTION_DAYS, queueName, queueTopology, type QueueSpec } from '../../contract/topology';
+
+export const LOCAL_REGION = 'us-east-1';
+export const LOCAL_TABLE_NAME = 'agent-jobs-ledger';
+export const LOCAL_DIFF_BUCKET = 'agent-jobs-diffs';
+const LOOPBACK = '127.0.0.1';
+const DAY_SECONDS = 86_400;
+
+export interface EmulatorEndpoints {
+  readonly sqs: string;
+  readonly dynamodb: string;
+  /** fauxqs serves S3 on the SQS port (path-style only). */
+  readonly s3: string;
+}
+
+export interface LocalClients {
+  readonly sqs: SQSClient;
+  readonly dynamodb: DynamoDBDocumentClient;
+  readonly s3: S3Client;
+}
+
+export interface EmulatorOptions {
+  /** 0 or absent: a free port. */
+  readonly ports?: { readonly sqs?: number; readonly dynamodb?: number };
+  /** LevelDB directory for dynalite; in memory when absent. fauxqs is always in memory. */
+  readonly dynamoDbPath?: string;
+  /** @default queueTopology() */
+  readonly topology?: readonly QueueSpec[];
+}
+
+export interface LocalEmulators {
+  readonly endpoints: EmulatorEndpoints;
+  readonly topology: readonly QueueSpec[];
+  /** Queue URL by QueueSpec.name (the base name, e.g. `agent-jobs`). */
+  readonly queueUrls: Readonly<Record<string, string>>;
+  /** DLQ URL by the QueueSpec.name of the queue it serves. */
+  readonly dlqUrls: Readonly<Record<string, string>>;
+  readonly tableName: string;
+  readonly bucketName: string;
+  readonly clients: LocalClients;
+  /** Closes the clients and both servers; safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/**
+ * SDK client settings for a local endpoint. The endpoint is always explicit: fauxqs queue URLs
+ * are not meant to be dialled, and the SDK must never fall back to real AWS.
+ */
+export function localClientConfig(endpoint: string) {
+  return { endpoint, region: LOCAL_REGION, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
+}
+
+export function createLocalClients(endpoints: EmulatorEndpoints): LocalClients {
+  return {
+    sqs: new SQSClient(localClientConfig(endpoints.sqs)),
+    dynamodb: DynamoDBDocumentClient.from(new DynamoDBClient(localClientConfig(endpoints.dynamodb)), {
+      marshallOptions: { removeUndefinedValues: true },
+    }),
+    s3: new S3Client({ ...localClientConfig(endpoints.s3), forcePathStyle: true }),
+  };
+}
+
+export async function startEmulators(options: EmulatorOptions = {}): Promise<LocalEmulators> {
+  const topology = options.topology ?? queueTopology();
+  const fauxqs = await startFauxqs(options.ports?.sqs ?? 0);
+  let dynamo: Server | undefined;
+  let clients: LocalClients | undefined;
+  const stopAll = once(async () => {
+    clients?.sqs.destroy();
+    clients?.dynamodb.destroy();
+    clients?.s3.destroy();
+    await Promise.all([fauxqs.close(), dynamo ? closeServer(dynamo) : undefined]);
+  });
+  try {
+    dynamo = await listen(dynalite({ path: options.dynamoDbPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }), options.ports?.dynamodb ?? 0);
+    const endpoints = { sqs: fauxqs.url, s3: fauxqs.url, dynamodb: serverUrl(dynamo) };
+    clients = createLocalClients(endpoints);
+    const { queueUrls, dlqUrls } = await createQueues(clients.sqs, topology);
+    await createLedgerTable(clients.dynamodb, LOCAL_TABLE_NAME);
+    await clients.s3.send(new CreateBucketCommand({ Bucket: LOCAL_DIFF_BUCKET }));
+    return { endpoints, topology, queueUrls, dlqUrls, tableName: LOCAL_TABLE_NAME, bucketName: LOCAL_DIFF_BUCKET, clients, stop: stopAll };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+async function createQueues(sqs: SQSClient, topology: readonly QueueSpec[]) {
+  const queueUrls: Record<string, string> = {};
+  const dlqUrls: Record<string, string> = {};
+  for (const spec of topology) {
+    const fifoAttributes: Record<string, string> = spec.fifo
+      ? { FifoQueue: 'true', ContentBasedDeduplication: 'false', DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' }
+      : {};
+    const dlqUrl = await createQueue(sqs, queueName(spec.dlqName, spec.fifo), {
+      ...fifoAttributes,
+      MaximumMessageSize: String(MAX_MESSAGE_BYTES),
+      MessageRetentionPeriod: String(DLQ_RETENTION_DAYS * DAY_SECONDS),
+    });
+    const dlqArn = await queueArn(sqs, dlqUrl);
+    queueUrls[spec.name] = await createQueue(sqs, queueName(spec.name, spec.fifo), {
+      ...fifoAttributes,
+      MaximumMessageSize: String(MAX_MESSAGE_BYTES),
+      MessageRetentionPeriod: String(QUEUE_RETENTION_DAYS * DAY_SECONDS),
+      VisibilityTimeout: String(spec.visibilityTimeoutSeconds),
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: spec.maxReceiveCount }),
+    });
+    dlqUrls[spec.name] = dlqUrl;
+  }
+  return { queueUrls, dlqUrls };
+}
+
+async function createQueue(sqs: SQSClient, name: string, attributes: Record<string, string>): Promise<string> {
+  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
+  if (!QueueUrl) throw new Error(`CreateQueue ${name} returned no QueueUrl`);
+  return QueueUrl;
+}
+
+async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {
+  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+  const arn = Attributes?.QueueArn;
+  if (!arn) throw new Error(`GetQueueAttributes ${queueUrl} returned no QueueArn`);
+  return arn;
+}
+
+/** The ledger table as lib/ defines it; an existing table (persisted state) is kept. */
+async function createLedgerTable(dynamodb: DynamoDBDocumentClient, tableName: string): Promise<void> {
+  const { partitionKey, workspaceIndex } = LEDGER_TABLE;
+  try {
+    await dynamodb.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [
+          { AttributeName: partitionKey, AttributeType: 'S' },
+          { AttributeName: workspaceIndex.partitionKey, AttributeType: 'S' },
+          { AttributeName: workspaceIndex.sortKey, AttributeType: 'N' },
+        ],
+        KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: workspaceIndex.name,
+            KeySchema: [
+              { AttributeName: workspaceIndex.partitionKey, KeyType: 'HASH' },
+              { AttributeName: workspaceIndex.sortKey, KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'ALL' },
+          },
+        ],
+      }),
+    );
+  } catch (error) {
+    if (!(error instanceof ResourceInUseException)) throw error;
+  }
+}
+
+interface FauxqsModule {
+  buildApp(options: { logger: boolean }): { listen(options: { host: string; port: number }): Promise<string>; close(): Promise<void> };
+}
+
+/**
+ * fauxqs is ESM-only and exports only an `import` condition. TypeScript compiles `import()` to
+ * `require()` under ts-jest, and jest's own dynamic import needs --experimental-vm-modules, so the
+ * import runs in a script compiled by Node's own loader (USE_MAIN_CONTEXT_DEFAULT_LOADER, Node
+ * >= 20.12): the same code path under jest, tsx and plain node.
+ */
+async function startFauxqs(port: number): Promise<{ url: string; close(): Promise<void> }> {
+  const nativeImport = new vm.Script('(specifier) => import(specifier)', {
+    importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+  }).runInThisContext() as (specifier: string) => Promise<FauxqsModule>;
+  const { buildApp } = await nativeImport('fauxqs');
+  const app = buildApp({ logger: false });
+  const url = await app.listen({ host: LOOPBACK, port });
+  return { url, close: () => app.close() };
+}
+
+async function listen(server: Server, port: number): Promise<Server> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, LOOPBACK, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return server;
+}
+
+function serverUrl(server: Server): string {
+  const { address, port } = server.address() as AddressInfo;
+  return `http://${address}:${port}`;
+}
+
+function closeServer(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
+  // Keep-alive sockets of destroyed SDK clients would otherwise hold close() open.
+  server.closeAllConnections();
+  return closed;
+}
+
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let result: Promise<void> | undefined;
+  return () => (result ??= fn());
+}

@@ -1,0 +1,141 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import {
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type Message,
+} from '@aws-sdk/client-sqs';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
+import { LEDGER_TABLE, queueTopology } from '../../contract/topology';
+import { startEmulators } from '../../lambda/local/emulators';
+import { withEmulators } from '../support/emulators';
+
+describe('local emulators', () => {
+  const env = withEmulators();
+  const fifoSpec = queueTopology().find((spec) => spec.fifo);
+  if (!fifoSpec) throw new Error('the topology has no FIFO queue');
+
+  async function attributes(queueUrl: string): Promise<Record<string, string>> {
+    const { Attributes } = await env().clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['All'] }));
+    return Attributes ?? {};
+  }
+
+  async function receive(queueUrl: string, visibilityTimeout?: number): Promise<Message[]> {
+    const { Messages } = await env().clients.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        VisibilityTimeout: visibilityTimeout,
+        MessageSystemAttributeNames: ['All'],
+      }),
+    );
+    return Messages ?? [];
+  }
+
+  async function sendFifo(group: string, body: string): Promise<void> {
+    await env().clients.sqs.send(
+      new SendMessageCommand({ QueueUrl: env().queueUrls[fifoSpec!.name], MessageBody: body, MessageGroupId: group, MessageDeduplicationId: body }),
+    );
+  }
+
+  it('creates every queue of the topology with its DLQ, visibility and redrive settings', async () => {
+    for (const spec of queueTopology()) {
+      const queueUrl = env().queueUrls[spec.name];
+      const dlqUrl = env().dlqUrls[spec.name];
+      expect(queueUrl).toBeDefined();
+      expect(dlqUrl).toBeDefined();
+      const queue = await attributes(queueUrl!);
+      const dlq = await attributes(dlqUrl!);
+      expect(queue.VisibilityTimeout).toBe(String(spec.visibilityTimeoutSeconds));
+      expect(queue.MaximumMessageSize).toBe(String(MAX_MESSAGE_BYTES));
+      expect(JSON.parse(queue.RedrivePolicy ?? '{}')).toEqual({ deadLetterTargetArn: dlq.QueueArn, maxReceiveCount: spec.maxReceiveCount });
+      for (const attrs of [queue, dlq]) {
+        if (spec.fifo) {
+          expect(attrs).toMatchObject({ FifoQueue: 'true', ContentBasedDeduplication: 'false', DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
+        } else {
+          expect(attrs.FifoQueue).toBeUndefined();
+        }
+      }
+    }
+  });
+
+  it('creates the ledger table with the byWorkspace index', async () => {
+    const { Table } = await env().clients.dynamodb.send(new DescribeTableCommand({ TableName: env().tableName }));
+    expect(Table?.KeySchema).toEqual([{ AttributeName: LEDGER_TABLE.partitionKey, KeyType: 'HASH' }]);
+    expect(Table?.GlobalSecondaryIndexes?.[0]).toMatchObject({
+      IndexName: LEDGER_TABLE.workspaceIndex.name,
+      KeySchema: [
+        { AttributeName: LEDGER_TABLE.workspaceIndex.partitionKey, KeyType: 'HASH' },
+        { AttributeName: LEDGER_TABLE.workspaceIndex.sortKey, KeyType: 'RANGE' },
+      ],
+    });
+  });
+
+  it('serves the diff bucket path-style', async () => {
+    const { s3 } = env().clients;
+    await s3.send(new PutObjectCommand({ Bucket: env().bucketName, Key: 'diffs/x', Body: 'hello' }));
+    const object = await s3.send(new GetObjectCommand({ Bucket: env().bucketName, Key: 'diffs/x' }));
+    expect(await object.Body?.transformToString()).toBe('hello');
+  });
+
+  it('holds a FIFO group while one of its messages is in flight, and keeps groups independent', async () => {
+    const queueUrl = env().queueUrls[fifoSpec.name]!;
+    await sendFifo('ws#lock-a', 'a1');
+    await sendFifo('ws#lock-a', 'a2');
+    await sendFifo('ws#lock-b', 'b1');
+
+    const first = await receive(queueUrl);
+    expect(first.map((m) => m.Body).sort()).toEqual(['a1', 'b1']);
+    expect(await receive(queueUrl)).toEqual([]);
+
+    const a1 = first.find((m) => m.Body === 'a1');
+    await env().clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: a1?.ReceiptHandle }));
+    const second = await receive(queueUrl);
+    expect(second.map((m) => m.Body)).toEqual(['a2']);
+
+    for (const message of [...second, ...first.filter((m) => m !== a1)]) {
+      await env().clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }));
+    }
+  });
+
+  it('moves a message to the DLQ after maxReceiveCount receives', async () => {
+    const queueUrl = env().queueUrls[fifoSpec.name]!;
+    await sendFifo('ws#redrive', 'poison');
+    for (let attempt = 1; attempt <= fifoSpec.maxReceiveCount; attempt++) {
+      const [message] = await receive(queueUrl, 0);
+      expect(message?.Body).toBe('poison');
+      expect(message?.Attributes?.ApproximateReceiveCount).toBe(String(attempt));
+    }
+    expect(await receive(queueUrl, 0)).toEqual([]);
+    const dead = await receive(env().dlqUrls[fifoSpec.name]!);
+    expect(dead.map((m) => [m.Body, m.Attributes?.MessageGroupId])).toEqual([['poison', 'ws#redrive']]);
+  });
+});
+
+describe('local emulators on disk', () => {
+  it('keep ledger items across a restart', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-dynalite-'));
+    try {
+      const first = await startEmulators({ dynamoDbPath: dir });
+      await first.clients.dynamodb.send(new PutCommand({ TableName: first.tableName, Item: { pk: 'ws#kept', state: 'ACTIVE' } }));
+      await first.stop();
+
+      const second = await startEmulators({ dynamoDbPath: dir });
+      try {
+        const { Item } = await second.clients.dynamodb.send(new GetCommand({ TableName: second.tableName, Key: { pk: 'ws#kept' }, ConsistentRead: true }));
+        expect(Item).toEqual({ pk: 'ws#kept', state: 'ACTIVE' });
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
