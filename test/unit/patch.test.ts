@@ -1,0 +1,167 @@
+import { PermanentJobError } from '../../lambda/core/errors';
+import { applyHunks, parsePatchOperations, type FileOperation } from '../../lambda/core/patch';
+
+/** A one-file git diff modifying `path` (a line "old" becomes "new"). */
+function modifyDiff(path: string, oldName = `a/${path}`, newName = `b/${path}`): string {
+  return [`diff --git ${oldName} ${newName}`, 'index 3367afd..3e75765 100644', `--- ${oldName}`, `+++ ${newName}`, '@@ -1 +1 @@', '-old', '+new', ''].join('\n');
+}
+
+function addDiff(path: string, mode = '100644', line = 'x'): string {
+  return [`diff --git a/${path} b/${path}`, `new file mode ${mode}`, 'index 0000000..587be6b', '--- /dev/null', `+++ b/${path}`, '@@ -0,0 +1 @@', `+${line}`, ''].join('\n');
+}
+
+function deleteDiff(path: string): string {
+  return [`diff --git a/${path} b/${path}`, 'deleted file mode 100644', 'index 587be6b..0000000', `--- a/${path}`, '+++ /dev/null', '@@ -1 +0,0 @@', '-x', ''].join('\n');
+}
+
+function rejection(diff: string | Uint8Array, limits?: { maxBytes: number; maxFiles: number }): PermanentJobError {
+  try {
+    parsePatchOperations(diff, limits);
+  } catch (error) {
+    if (error instanceof PermanentJobError) return error;
+    throw error;
+  }
+  throw new Error('expected the patch to be rejected');
+}
+
+describe('parsePatchOperations: valid patches', () => {
+  test('a modification strips exactly a/ and b/', () => {
+    const [op] = parsePatchOperations(modifyDiff('src/a/b.ts'));
+    expect(op).toMatchObject({ kind: 'modify', path: 'src/a/b.ts' });
+    expect(op).not.toHaveProperty('mode');
+    expect(op?.hunks[0]?.lines).toEqual(['-old', '+new']);
+  });
+
+  test('add, delete, rename with edit, pure rename, mode change and quoted unicode names', () => {
+    const diff = [
+      addDiff('bin/run.sh', '100755'),
+      deleteDiff('gone.txt'),
+      'diff --git a/old.txt b/new.txt\nsimilarity index 90%\nrename from old.txt\nrename to new.txt\nindex 1..2 100644\n--- a/old.txt\n+++ b/new.txt\n@@ -1 +1 @@\n-old\n+new\n',
+      'diff --git a/p.txt b/q.txt\nsimilarity index 100%\nrename from p.txt\nrename to q.txt\n',
+      'diff --git a/tool b/tool\nold mode 100644\nnew mode 100755\n',
+      'diff --git "a/sp ace \\303\\251.txt" "b/sp ace \\303\\251.txt"\nindex 1..2 100644\n--- "a/sp ace \\303\\251.txt"\t\n+++ "b/sp ace \\303\\251.txt"\t\n@@ -1 +1 @@\n-old\n+new\n',
+    ].join('');
+    const ops = parsePatchOperations(diff).map(({ hunks, ...rest }) => ({ ...rest, hunkCount: hunks.length }));
+    expect(ops).toEqual<(Omit<FileOperation, 'hunks'> & { hunkCount: number })[]>([
+      { kind: 'add', path: 'bin/run.sh', mode: '100755', hunkCount: 1 },
+      { kind: 'delete', path: 'gone.txt', hunkCount: 1 },
+      { kind: 'rename', from: 'old.txt', path: 'new.txt', hunkCount: 1 },
+      { kind: 'rename', from: 'p.txt', path: 'q.txt', hunkCount: 0 },
+      { kind: 'modify', path: 'tool', mode: '100755', hunkCount: 0 },
+      { kind: 'modify', path: 'sp ace é.txt', hunkCount: 1 },
+    ]);
+  });
+
+  test('accepts bytes that are valid UTF-8, keeping a BOM inside the content', () => {
+    const [op] = parsePatchOperations(new TextEncoder().encode(addDiff('bom.txt', '100644', '\ufeffhello')));
+    expect(op?.hunks[0]?.lines).toEqual(['+\ufeffhello']);
+  });
+
+  test('a file deleted and a directory of the same name created is not a clash', () => {
+    const ops = parsePatchOperations(deleteDiff('lib') + addDiff('lib/index.ts'));
+    expect(ops.map((op) => `${op.kind}:${op.path}`)).toEqual(['delete:lib', 'add:lib/index.ts']);
+  });
+
+  test('a copy reads its source from the base tree, so the source may also be modified', () => {
+    const copy = 'diff --git a/a.txt b/c.txt\nsimilarity index 100%\ncopy from a.txt\ncopy to c.txt\n';
+    const ops = parsePatchOperations(copy + modifyDiff('a.txt'));
+    expect(ops.map((op) => op.kind)).toEqual(['copy', 'modify']);
+  });
+});
+
+describe('parsePatchOperations: hostile patches are rejected before any I/O', () => {
+  const symlinkModify = 'diff --git a/link b/link\nindex 1..2 120000\n--- a/link\n+++ b/link\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+/etc\n\\ No newline at end of file\n';
+  const submoduleModify = 'diff --git a/sub b/sub\nindex 1111111..2222222 160000\n--- a/sub\n+++ b/sub\n@@ -1 +1 @@\n-Subproject commit 1111111111111111111111111111111111111111\n+Subproject commit 2222222222222222222222222222222222222222\n';
+  const gitBinary = 'diff --git a/img.png b/img.png\nnew file mode 100644\nindex 0000000..1111111\nGIT binary patch\nliteral 3\nKcmZ>Y%K!iX1ONm8\n\nliteral 0\nHcmV?d00001\n\n';
+  const binaryDiffer = 'diff --git a/img.png b/img.png\nindex 1111111..2222222 100644\nBinary files a/img.png and b/img.png differ\n';
+
+  test.each<[string, string, string, RegExp]>([
+    ['absolute path', modifyDiff('etc/passwd', 'a//etc/passwd', 'b//etc/passwd'), '/etc/passwd', /absolute path/],
+    ['".." segment', modifyDiff('../outside.txt'), '../outside.txt', /"\.\." segment/],
+    ['"." segment', modifyDiff('./x.txt'), './x.txt', /"\." segment/],
+    ['empty segment', modifyDiff('a//x.txt'), 'a//x.txt', /empty path segment/],
+    ['.git segment', modifyDiff('.git/hooks/pre-commit'), '.git/hooks/pre-commit', /"\.git" segment/],
+    ['.GIT segment, any case', modifyDiff('sub/.GiT/config'), 'sub/.GiT/config', /"\.git" segment/],
+    ['backslash', modifyDiff('dir\\x.txt'), 'dir\\\\x.txt', /backslash/],
+    ['NUL in a quoted name', modifyDiff('x', '"a/nul\\000x"', '"b/nul\\000x"'), 'nul\\u0000x', /NUL/],
+    ['missing a/ prefix', modifyDiff('x.txt', 'x.txt', 'x.txt'), 'x.txt', /must start with "a\/"/],
+    ['new symlink', addDiff('evil', '120000', '/etc'), 'evil', /symlinks \(mode 120000\)/],
+    ['modified symlink (mode only on the index line)', symlinkModify, 'link', /symlinks \(mode 120000\)/],
+    ['new submodule', addDiff('sub', '160000', 'Subproject commit 1111111111111111111111111111111111111111'), 'sub', /submodules/],
+    ['modified submodule', submoduleModify, 'sub', /submodules/],
+    ['other mode', 'diff --git a/x b/x\nold mode 100644\nnew mode 100777\n', 'x', /mode 100777 is not allowed/],
+    ['GIT binary patch', gitBinary, 'img.png', /binary patches/],
+    ['Binary files differ', binaryDiffer, 'img.png', /binary patches/],
+    ['the same path twice', modifyDiff('twice.txt') + modifyDiff('twice.txt'), 'twice.txt', /more than once/],
+    ['rename source also modified', 'diff --git a/r b/s\nsimilarity index 100%\nrename from r\nrename to s\n' + modifyDiff('r'), '"r"', /more than once/],
+    ['file/directory clash', addDiff('lib') + addDiff('lib/index.ts'), 'lib/index.ts', /clash with "lib"/],
+    ['renamed without a rename header', modifyDiff('x', 'a/x', 'b/y'), 'y', /without a rename/],
+  ])('%s', (_rule, diff, namedPath, rule) => {
+    const error = rejection(diff);
+    expect(error.reason).toBe('UNSAFE_PATCH');
+    expect(error.message).toContain(namedPath);
+    expect(error.message).toMatch(rule);
+  });
+
+  test('oversize patch (bytes)', () => {
+    const diff = modifyDiff('big.txt');
+    const error = rejection(diff, { maxBytes: Buffer.byteLength(diff) - 1, maxFiles: 10 });
+    expect(error.reason).toBe('UNSAFE_PATCH');
+    expect(error.message).toMatch(/more than the limit/);
+    expect(parsePatchOperations(diff, { maxBytes: Buffer.byteLength(diff), maxFiles: 10 })).toHaveLength(1);
+  });
+
+  test('too many files', () => {
+    const error = rejection(modifyDiff('1') + modifyDiff('2') + modifyDiff('3'), { maxBytes: 1e6, maxFiles: 2 });
+    expect(error.reason).toBe('UNSAFE_PATCH');
+    expect(error.message).toMatch(/3 files, more than the limit of 2/);
+  });
+
+  test('invalid UTF-8 bytes', () => {
+    const bytes = Buffer.concat([Buffer.from(modifyDiff('x.txt').replace('+new', '+')), Buffer.from([0xc3, 0x28, 0x0a])]);
+    const error = rejection(bytes);
+    expect(error.reason).toBe('UNSAFE_PATCH');
+    expect(error.message).toMatch(/not valid UTF-8/);
+  });
+
+  test('a lone surrogate in a string', () => {
+    expect(rejection(modifyDiff('x.txt').replace('+new', '+\ud800')).message).toMatch(/not valid UTF-8/);
+  });
+
+  test.each([
+    ['text that is not a diff', 'hello\nworld\n'],
+    ['a hunk with a broken line', 'diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n-x\n'],
+    ['an empty diff', ''],
+  ])('%s is an invalid job', (_what, diff) => {
+    expect(rejection(diff).reason).toBe('INVALID_JOB');
+  });
+});
+
+describe('applyHunks', () => {
+  const hunksOf = (diff: string) => parsePatchOperations(diff)[0]?.hunks ?? [];
+
+  test('keeps CRLF bytes and a missing newline at EOF', () => {
+    const crlf = hunksOf('diff --git a/c b/c\n--- a/c\n+++ b/c\n@@ -1,2 +1,2 @@\n x\r\n-y\r\n+Y\r\n');
+    expect(applyHunks('c', 'x\r\ny\r\n', crlf)).toBe('x\r\nY\r\n');
+    const noEol = hunksOf('diff --git a/n b/n\n--- a/n\n+++ b/n\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n');
+    expect(applyHunks('n', 'a', noEol)).toBe('b');
+  });
+
+  test('does not convert line endings: an LF file does not take a CRLF patch', () => {
+    const crlf = hunksOf('diff --git a/c b/c\n--- a/c\n+++ b/c\n@@ -1,2 +1,2 @@\n x\r\n-y\r\n+Y\r\n');
+    expect(() => applyHunks('c', 'x\ny\n', crlf)).toThrow(expect.objectContaining({ reason: 'PATCH_DOES_NOT_APPLY' }));
+  });
+
+  test('names the file and the first hunk that does not match', () => {
+    const source = Array.from({ length: 30 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
+    const hunks = hunksOf(
+      'diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -2,3 +2,3 @@\n line 2\n-line 3\n+LINE 3\n line 4\n@@ -20,3 +20,3 @@\n line 20\n-not there\n+x\n line 22\n',
+    );
+    expect(() => applyHunks('dir/f', source, hunks)).toThrow(/"dir\/f": hunk 2 of 2 \(@@ -20,3 \+20,3 @@\)/);
+    expect(applyHunks('dir/f', source, hunks.slice(0, 1))).toContain('LINE 3\n');
+  });
+
+  test('creates a file from empty content', () => {
+    expect(applyHunks('new', '', hunksOf(addDiff('new', '100644', 'hello')))).toBe('hello\n');
+  });
+});
