@@ -1,0 +1,311 @@
+/**
+ * The processing rules every consumer shares (DESIGN.md "Processing rules"). A handler describes
+ * its job type as a `JobProcessor` and calls:
+ *
+ *   const process = createRecordProcessor(processor, deps);      // (record) => Promise<boolean>
+ *   return processFifoBatch(event.Records, process);             // or processStandardBatch (fifo-batch.ts)
+ *
+ * For each record `processRecord`:
+ *   1. parses the body with `processor.parse` (InvalidJobError → DLQ with the reason, acknowledged);
+ *   2. claims the job in the ledger (duplicate → acknowledged with the stored result; conflict →
+ *      permanent CONFLICT; busy → transient; cancelled / finished → acknowledged no-op; a job the
+ *      sequencer already forwarded → `processor.afterComplete` again with the recorded pin);
+ *   3. runs `processor.run(job, ctx)`; `ctx.heartbeat()` extends the lease and the message
+ *      visibility together, `ctx.recordProgress()` saves e.g. a build id before a long wait;
+ *   4. completes the ledger with the verdict (fenced on the lease), publishes the event, counts the
+ *      metric, moves a SKIPPED message to the DLQ, then calls `processor.afterComplete`.
+ * Errors: PermanentJobError → ledger FAILED, `processor.onPermanentFailure` (the sequencer fences the
+ * workspace there), DLQ with `reason` / `errorMessage` attributes, acknowledged. Anything else is
+ * transient: the record is retried with a ChangeMessageVisibility back-off, except on the last
+ * allowed receive, where it becomes permanent RETRIES_EXHAUSTED.
+ */
+import type { SQSRecord } from 'aws-lambda';
+import type { EventType } from '../../contract/runtime-env';
+import type { JobType } from '../../contract/job-types';
+import { jobDigest, type JobEnvelope } from './envelope';
+import { errorMessage, PermanentJobError, TransientJobError } from './errors';
+import type { Consumer, JobVerdict, Ledger } from './ledger';
+import type { EventPublisher, JobFailure, JobRecord } from './ports';
+
+export interface Clock {
+  /** Epoch milliseconds. */
+  now(): number;
+}
+
+/** Structured logger (Powertools Logger satisfies it); ids go in `extra`, payloads never do. */
+export interface JobLogger {
+  debug(message: string, extra?: Record<string, unknown>): void;
+  info(message: string, extra?: Record<string, unknown>): void;
+  warn(message: string, extra?: Record<string, unknown>): void;
+  error(message: string, extra?: Record<string, unknown>): void;
+}
+
+export type JobMetricName = 'JobSucceeded' | 'JobFailed' | 'JobSkipped' | 'JobForwarded' | 'WorkspaceBlocked';
+
+/** Counts (Powertools Metrics on AWS): job metrics carry the dimension jobType. */
+export interface JobMetrics {
+  count(metric: JobMetricName, jobType?: JobType): void;
+}
+
+/** The SQS operations a consumer needs beyond what the event source mapping does. */
+export interface QueueOps {
+  /** Sends the message to the source queue's DLQ with its attributes plus `reason` and `errorMessage`. */
+  moveToDlq(record: SQSRecord, failure: JobFailure): Promise<void>;
+  /** Sets the message's visibility timeout (back-off before the retry; heartbeats). */
+  changeVisibility(record: SQSRecord, seconds: number): Promise<void>;
+  /** Sends a message to another queue with the given string attributes. */
+  send(queueUrl: string, body: string, attributes: Record<string, string>): Promise<void>;
+}
+
+export interface PipelineSettings {
+  readonly consumer: Consumer;
+  readonly leaseSeconds: number;
+  /** The queue's maxReceiveCount: the last allowed receive turns a transient error permanent. */
+  readonly maxReceiveCount: number;
+  /** Visibility set by a heartbeat. */
+  readonly visibilitySeconds: number;
+  readonly backoff: BackoffSettings;
+}
+
+export interface BackoffSettings {
+  readonly baseSeconds: number;
+  readonly capSeconds: number;
+}
+
+export interface PipelineDeps {
+  readonly ledger: Ledger;
+  readonly queueOps: QueueOps;
+  readonly events: EventPublisher;
+  readonly metrics: JobMetrics;
+  readonly logger: JobLogger;
+  readonly clock: Clock;
+  /** A fresh lease owner per delivery attempt. */
+  readonly newOwner: () => string;
+  readonly settings: PipelineSettings;
+}
+
+export interface JobContext {
+  readonly record: SQSRecord;
+  /** The ledger record as claimed (attempt, pin, progress of an earlier attempt). */
+  readonly claimed: JobRecord;
+  readonly owner: string;
+  readonly logger: JobLogger;
+  /** Extends the ledger lease and the message visibility together. */
+  heartbeat(): Promise<void>;
+  recordProgress(progress: Record<string, string>): Promise<void>;
+}
+
+/** What `run` decided, and where the job sits in its workspace's order (sequencer only). */
+export interface RunResult {
+  readonly verdict: Exclude<JobVerdict, { status: 'FAILED' }>;
+  readonly workspace?: { readonly workspaceId: string; readonly seq: number };
+}
+
+export interface JobProcessor<M extends JobEnvelope = JobEnvelope> {
+  /** Validates the body (parseEnvelope or parseStageMessage); throws InvalidJobError. */
+  parse(body: string): M;
+  run(job: M, ctx: JobContext): Promise<RunResult>;
+  /** After the verdict is recorded, and again for a redelivered FORWARDED job: must be idempotent. */
+  afterComplete?(job: M, record: JobRecord): Promise<void>;
+  /** A permanent failure is about to be reported; `held` says whether this delivery held the claim. */
+  onPermanentFailure?(job: M, error: PermanentJobError, held: boolean): Promise<void>;
+}
+
+/** Visibility before the next try: exponential in the receive count, capped (SQS allows up to 12 h). */
+export function backoffSeconds(receiveCount: number, settings: BackoffSettings): number {
+  const exponent = Math.max(0, receiveCount - 1);
+  return Math.min(settings.capSeconds, settings.baseSeconds * 2 ** Math.min(exponent, 30));
+}
+
+export function receiveCount(record: SQSRecord): number {
+  const count = Number(record.attributes.ApproximateReceiveCount);
+  return Number.isFinite(count) && count > 0 ? count : 1;
+}
+
+/** Classifies a failure: permanent as is; anything else permanent only on the last allowed receive. */
+export function classifyFailure(error: unknown, receives: number, maxReceiveCount: number): PermanentJobError | TransientJobError {
+  if (error instanceof PermanentJobError) return error;
+  if (receives >= maxReceiveCount) {
+    return new PermanentJobError('RETRIES_EXHAUSTED', `gave up after ${receives} receives: ${errorMessage(error)}`, { cause: error });
+  }
+  return error instanceof TransientJobError ? error : new TransientJobError(errorMessage(error), { cause: error });
+}
+
+/** Operators triage a DLQ by this attribute; decisions §2 marks redriven deliveries with it. */
+export const REDRIVE_ATTRIBUTE = 'redrive';
+
+/** A forwarded job is not finished: its stage consumer publishes the outcome. */
+const EVENT_OF: Record<JobVerdict['status'], { event?: EventType; metric: JobMetricName }> = {
+  SUCCEEDED: { event: 'AgentJobSucceeded', metric: 'JobSucceeded' },
+  FAILED: { event: 'AgentJobFailed', metric: 'JobFailed' },
+  SKIPPED: { event: 'AgentJobSkipped', metric: 'JobSkipped' },
+  FORWARDED: { metric: 'JobForwarded' },
+};
+
+function jobLogger(logger: JobLogger, ids: Record<string, unknown>): JobLogger {
+  return {
+    debug: (m, extra) => logger.debug(m, { ...ids, ...extra }),
+    info: (m, extra) => logger.info(m, { ...ids, ...extra }),
+    warn: (m, extra) => logger.warn(m, { ...ids, ...extra }),
+    error: (m, extra) => logger.error(m, { ...ids, ...extra }),
+  };
+}
+
+function eventDetail(job: JobEnvelope, verdict: JobVerdict, attempt: number): Record<string, unknown> {
+  const { jobId, workspaceId, tenantId, type } = job;
+  const base = { jobId, workspaceId, tenantId, type, status: verdict.status, attempt };
+  switch (verdict.status) {
+    case 'SUCCEEDED':
+      return { ...base, result: verdict.result };
+    case 'FAILED':
+      return { ...base, reason: verdict.error.reason, message: verdict.error.message };
+    case 'SKIPPED':
+      return { ...base, reason: verdict.error.reason, blockedBy: verdict.blockedBy };
+    case 'FORWARDED':
+      return { ...base, pin: verdict.pin };
+  }
+}
+
+export function createRecordProcessor<M extends JobEnvelope>(processor: JobProcessor<M>, deps: PipelineDeps): (record: SQSRecord) => Promise<boolean> {
+  return (record) => processRecord(record, processor, deps);
+}
+
+/** Runs one delivery through the rules above; resolves true when the record may be acknowledged. */
+export async function processRecord<M extends JobEnvelope>(record: SQSRecord, processor: JobProcessor<M>, deps: PipelineDeps): Promise<boolean> {
+  let job: M;
+  try {
+    job = processor.parse(record.body);
+  } catch (error) {
+    const failure = classifyFailure(error, receiveCount(record), deps.settings.maxReceiveCount);
+    if (!(failure instanceof PermanentJobError)) throw error;
+    deps.logger.warn('unparseable message moved to the DLQ', { messageId: record.messageId, reason: failure.reason, error: failure.message });
+    await deps.queueOps.moveToDlq(record, { reason: failure.reason, message: failure.message });
+    deps.metrics.count('JobFailed');
+    return true;
+  }
+  const log = jobLogger(deps.logger, { jobId: job.jobId, workspaceId: job.workspaceId, jobType: job.type, messageId: record.messageId });
+  const run = new JobRun(record, job, processor, deps, log);
+  try {
+    return await run.execute();
+  } catch (error) {
+    return run.fail(error);
+  }
+}
+
+/** One delivery of one job: holds the claim state shared by the success and failure paths. */
+class JobRun<M extends JobEnvelope> {
+  private readonly owner: string;
+  private claimed: JobRecord | undefined;
+
+  constructor(
+    private readonly record: SQSRecord,
+    private readonly job: M,
+    private readonly processor: JobProcessor<M>,
+    private readonly deps: PipelineDeps,
+    private readonly log: JobLogger,
+  ) {
+    this.owner = deps.newOwner();
+  }
+
+  async execute(): Promise<boolean> {
+    const { ledger, settings, clock } = this.deps;
+    const claim = await ledger.claim({
+      job: this.job,
+      digest: jobDigest(this.job),
+      owner: this.owner,
+      now: clock.now(),
+      leaseMs: settings.leaseSeconds * 1000,
+      consumer: settings.consumer,
+      redrive: this.record.messageAttributes[REDRIVE_ATTRIBUTE] !== undefined,
+    });
+    switch (claim.kind) {
+      case 'retry':
+        throw new TransientJobError('claim raced with another writer');
+      case 'busy':
+        throw new TransientJobError(`job is leased by another worker until ${claim.record.leaseUntil}`);
+      case 'conflict':
+        throw new PermanentJobError('CONFLICT', `jobId ${this.job.jobId} was already used for a different request (digest ${claim.record.digest})`);
+      case 'duplicate':
+      case 'cancelled':
+        this.log.info(`acknowledged as ${claim.kind}`, { status: claim.record.status });
+        return true;
+      case 'finished':
+        return this.settleFinished(claim.record);
+      case 'forwarded':
+        this.log.info('re-forwarding with the recorded pin');
+        await this.processor.afterComplete?.(this.job, claim.record);
+        return true;
+      case 'claimed':
+        this.claimed = claim.record;
+        break;
+    }
+    const result = await this.processor.run(this.job, this.context(claim.record));
+    const done = await ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: clock.now(), verdict: result.verdict, workspace: result.workspace });
+    if (result.verdict.status === 'SKIPPED') await this.deps.queueOps.moveToDlq(this.record, result.verdict.error);
+    await this.report(result.verdict, done.attempt);
+    await this.processor.afterComplete?.(this.job, done);
+    return true;
+  }
+
+  /**
+   * A FAILED / SKIPPED record met again on an ordinary redelivery: the earlier worker recorded the
+   * verdict but may have died before the DLQ send, so send again (the FIFO DLQ dedups it).
+   */
+  private async settleFinished(record: JobRecord): Promise<boolean> {
+    this.log.info('already finished: acknowledged', { status: record.status });
+    if ((record.status === 'FAILED' || record.status === 'SKIPPED') && record.error) await this.deps.queueOps.moveToDlq(this.record, record.error);
+    return true;
+  }
+
+  async fail(error: unknown): Promise<boolean> {
+    const receives = receiveCount(this.record);
+    const failure = classifyFailure(error, receives, this.deps.settings.maxReceiveCount);
+    if (failure instanceof PermanentJobError) return this.failPermanently(failure);
+    const seconds = backoffSeconds(receives, this.deps.settings.backoff);
+    this.log.warn('transient failure: retrying later', { error: failure.message, receives, backoffSeconds: seconds });
+    await this.deps.queueOps.changeVisibility(this.record, seconds).catch((e: unknown) => this.log.warn('back-off not set', { error: errorMessage(e) }));
+    return false;
+  }
+
+  private async failPermanently(failure: PermanentJobError): Promise<boolean> {
+    const verdict: JobVerdict = { status: 'FAILED', error: { reason: failure.reason, message: failure.message } };
+    let attempt = 0;
+    if (this.claimed) {
+      // LeaseLostError here is transient: another worker owns the job now and will settle it.
+      const done = await this.deps.ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now(), verdict }).catch((e: unknown) => {
+        this.log.warn('could not record the failure', { error: errorMessage(e) });
+        return undefined;
+      });
+      if (done === undefined) return false;
+      attempt = done.attempt;
+    }
+    this.log.error('permanent failure: moved to the DLQ', { reason: failure.reason, error: failure.message });
+    await this.processor.onPermanentFailure?.(this.job, failure, this.claimed !== undefined);
+    await this.deps.queueOps.moveToDlq(this.record, verdict.error);
+    await this.report(verdict, attempt);
+    return true;
+  }
+
+  private async report(verdict: JobVerdict, attempt: number): Promise<void> {
+    const { event, metric } = EVENT_OF[verdict.status];
+    this.deps.metrics.count(metric, this.job.type);
+    this.log.info(`job ${verdict.status}`);
+    if (event) await this.deps.events.publish(event, eventDetail(this.job, verdict, attempt));
+  }
+
+  private context(claimed: JobRecord): JobContext {
+    const { ledger, queueOps, clock, settings } = this.deps;
+    return {
+      record: this.record,
+      claimed,
+      owner: this.owner,
+      logger: this.log,
+      heartbeat: async () => {
+        const now = clock.now();
+        await ledger.heartbeat({ jobId: this.job.jobId, owner: this.owner, leaseUntil: now + settings.leaseSeconds * 1000, now });
+        await queueOps.changeVisibility(this.record, settings.visibilitySeconds);
+      },
+      recordProgress: (progress) => ledger.recordProgress({ jobId: this.job.jobId, owner: this.owner, progress, now: clock.now() }),
+    };
+  }
+}
