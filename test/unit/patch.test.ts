@@ -1,5 +1,5 @@
 import { PermanentJobError } from '../../lambda/core/errors';
-import { applyHunks, parsePatchOperations, type FileOperation } from '../../lambda/core/patch';
+import { applyHunks, parsePatchOperations } from '../../lambda/core/patch';
 
 /** A one-file git diff modifying `path` (a line "old" becomes "new"). */
 function modifyDiff(path: string, oldName = `a/${path}`, newName = `b/${path}`): string {
@@ -42,7 +42,7 @@ describe('parsePatchOperations: valid patches', () => {
       'diff --git "a/sp ace \\303\\251.txt" "b/sp ace \\303\\251.txt"\nindex 1..2 100644\n--- "a/sp ace \\303\\251.txt"\t\n+++ "b/sp ace \\303\\251.txt"\t\n@@ -1 +1 @@\n-old\n+new\n',
     ].join('');
     const ops = parsePatchOperations(diff).map(({ hunks, ...rest }) => ({ ...rest, hunkCount: hunks.length }));
-    expect(ops).toEqual<(Omit<FileOperation, 'hunks'> & { hunkCount: number })[]>([
+    expect(ops).toEqual([
       { kind: 'add', path: 'bin/run.sh', mode: '100755', hunkCount: 1 },
       { kind: 'delete', path: 'gone.txt', hunkCount: 1 },
       { kind: 'rename', from: 'old.txt', path: 'new.txt', hunkCount: 1 },
