@@ -1,0 +1,49 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LocalPullRequestStore, PR_STORE_FILE } from '../../lambda/local/pr-store';
+
+describe('LocalPullRequestStore', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'pr-store-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const pr = (repoUrl: string, head: string) => ({ repoUrl, head, base: 'main', title: `PR for ${head}` });
+
+  it('creates once per (repository, head) and numbers per repository', async () => {
+    const store = new LocalPullRequestStore(join(dir, 'state'));
+
+    const first = await store.findOrCreate(pr('http://127.0.0.1:9/acme/widgets.git', 'agent/ws-1'));
+    const again = await store.findOrCreate(pr('http://127.0.0.1:9/acme/widgets.git', 'agent/ws-1'));
+    const second = await store.findOrCreate(pr('http://127.0.0.1:9/acme/widgets.git', 'agent/ws-2'));
+    const otherRepo = await store.findOrCreate(pr('http://127.0.0.1:9/acme/gadgets.git', 'agent/ws-1'));
+
+    expect(first).toEqual({ number: 1, url: 'http://127.0.0.1:9/acme/widgets/pull/1', created: true });
+    expect(again).toEqual({ ...first, created: false });
+    expect(second).toMatchObject({ number: 2, created: true });
+    expect(otherRepo).toMatchObject({ number: 1, created: true });
+  });
+
+  it('creates one PR when the same head is asked for concurrently', async () => {
+    const store = new LocalPullRequestStore(dir);
+
+    const results = await Promise.all(Array.from({ length: 5 }, () => store.findOrCreate(pr('http://h/o/r.git', 'agent/ws-1'))));
+
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.number))).toEqual(new Set([1]));
+    await expect(store.list()).resolves.toHaveLength(1);
+  });
+
+  it('keeps its pull requests across instances (the CLI reads what the platform wrote), with no temp files left', async () => {
+    await new LocalPullRequestStore(dir).findOrCreate({ ...pr('http://h/o/r.git', 'agent/ws-1'), body: 'details' });
+
+    const reader = new LocalPullRequestStore(dir);
+
+    await expect(reader.get('http://h/o/r.git', 1)).resolves.toMatchObject({ head: 'agent/ws-1', base: 'main', body: 'details', state: 'open' });
+    await expect(reader.get('http://h/o/r.git', 2)).resolves.toBeUndefined();
+    await expect(reader.list('http://h/other.git')).resolves.toEqual([]);
+    expect(readdirSync(dir)).toEqual([PR_STORE_FILE]);
+  });
+});

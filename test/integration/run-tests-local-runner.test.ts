@@ -1,0 +1,144 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { StageMessage } from '../../lambda/core/envelope';
+import { LocalTestRunner } from '../../lambda/local/test-runner';
+
+/** A real repository with two commits: A (test.sh, a.txt) and B (adds b.txt). */
+function makeRepo(root: string): { url: string; shaA: string; shaB: string } {
+  const dir = join(root, 'origin');
+  const git = (...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8' }).trim();
+  execFileSync('git', ['init', '--quiet', '--initial-branch=main', dir]);
+  git('config', 'user.email', 'test@example.invalid');
+  git('config', 'user.name', 'test');
+  writeFileSync(join(dir, 'test.sh'), 'echo "files:"; ls -1\n');
+  writeFileSync(join(dir, 'a.txt'), 'a\n');
+  git('add', '.');
+  git('commit', '--quiet', '-m', 'A');
+  const shaA = git('rev-parse', 'HEAD');
+  writeFileSync(join(dir, 'b.txt'), 'b\n');
+  git('add', '.');
+  git('commit', '--quiet', '-m', 'B');
+  return { url: dir, shaA, shaB: git('rev-parse', 'HEAD') };
+}
+
+function stageMessage(jobId: string, repo: { url: string; sha: string }, payload: StageMessage<'run_tests'>['payload'] = {}): StageMessage<'run_tests'> {
+  return {
+    jobId,
+    workspaceId: 'ws-1',
+    tenantId: 't-1',
+    type: 'run_tests',
+    createdAt: '2026-11-29T10:00:00.000Z',
+    payload,
+    pin: { sha: repo.sha, repoUrl: repo.url, branch: 'main' },
+  };
+}
+
+/** Alive and not a zombie waiting to be reaped by whatever adopted it. */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const stat = existsSync(`/proc/${pid}/stat`) ? readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
+  return !/^\d+ \(.*\) Z/.test(stat);
+}
+
+describe('LocalTestRunner', () => {
+  let root: string;
+  let repo: { url: string; shaA: string; shaB: string };
+  let stateDir: string;
+  let runner: LocalTestRunner;
+
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'local-runner-'));
+    repo = makeRepo(root);
+  });
+  beforeEach(() => {
+    stateDir = mkdtempSync(join(root, 'state-'));
+    runner = new LocalTestRunner({ stateDir });
+  });
+  afterEach(() => runner.close());
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('runs the default command (test.sh) on the tree of the pinned commit, not the branch head', async () => {
+    const { buildId } = await runner.start(stageMessage('job-pinned', { url: repo.url, sha: repo.shaA }));
+
+    const status = await runner.whenDone(buildId);
+
+    expect(status).toMatchObject({ state: 'PASSED', exitCode: 0 });
+    const logTail = status.state === 'PASSED' ? status.logTail : '';
+    expect(logTail.split('\n').filter(Boolean)).toEqual(['files:', 'a.txt', 'test.sh']);
+  });
+
+  it('reports failing tests as a FAILED verdict with the exit code and the output', async () => {
+    const { buildId } = await runner.start(stageMessage('job-fails', { url: repo.url, sha: repo.shaB }, { command: 'echo "2 tests failed" >&2; exit 3' }));
+
+    await expect(runner.whenDone(buildId)).resolves.toMatchObject({ state: 'FAILED', exitCode: 3, logTail: '2 tests failed\n' });
+  });
+
+  it('keeps only the tail of a long output', async () => {
+    const small = new LocalTestRunner({ stateDir: mkdtempSync(join(root, 'state-')), logTailBytes: 64 });
+    const { buildId } = await small.start(stageMessage('job-chatty', { url: repo.url, sha: repo.shaB }, { command: 'seq 1 20000' }));
+
+    const status = await small.whenDone(buildId);
+
+    const logTail = status.state === 'PASSED' ? status.logTail : '';
+    expect(Buffer.byteLength(logTail)).toBeLessThanOrEqual(64);
+    expect(logTail.endsWith('19999\n20000\n')).toBe(true);
+  });
+
+  it('starts at most one run per job, also from a second runner on the same state directory', async () => {
+    const counter = join(root, 'runs-of-job-once');
+    const job = stageMessage('job-once', { url: repo.url, sha: repo.shaB }, { command: `echo run >> ${counter}` });
+
+    const [first, second] = await Promise.all([runner.start(job), runner.start(job)]);
+    await runner.whenDone(first.buildId);
+    const restarted = new LocalTestRunner({ stateDir });
+    const third = await restarted.start(job);
+
+    expect(second).toEqual(first);
+    expect(third).toEqual(first);
+    await expect(restarted.poll(first.buildId)).resolves.toMatchObject({ state: 'PASSED' });
+    expect(readFileSync(counter, 'utf8')).toBe('run\n');
+  });
+
+  it('kills the whole process group on timeout, leaving no orphan', async () => {
+    const job = stageMessage('job-hangs', { url: repo.url, sha: repo.shaB }, { command: 'sleep 300 & echo "background $!"; sleep 300', timeoutSeconds: 1 });
+    const { buildId } = await runner.start(job);
+
+    const status = await runner.whenDone(buildId);
+
+    expect(status).toMatchObject({ state: 'ERROR', status: 'TIMED_OUT' });
+    const background = Number(/background (\d+)/.exec(status.state === 'ERROR' ? status.message : '')?.[1]);
+    const { pid: leader } = await runner.describe(buildId);
+    expect(background).toBeGreaterThan(0);
+    expect(leader).toBeGreaterThan(0);
+    expect(isAlive(background)).toBe(false);
+    expect(isAlive(leader!)).toBe(false);
+  });
+
+  it('ends what the tests left running after they exit', async () => {
+    const job = stageMessage('job-leaks', { url: repo.url, sha: repo.shaB }, { command: 'sleep 300 >/dev/null 2>&1 & echo "background $!"' });
+    const { buildId } = await runner.start(job);
+
+    const status = await runner.whenDone(buildId);
+
+    const background = Number(/background (\d+)/.exec(status.state === 'PASSED' ? status.logTail : '')?.[1]);
+    expect(background).toBeGreaterThan(0);
+    expect(isAlive(background)).toBe(false);
+  });
+
+  it('reports a commit that cannot be checked out as an infrastructure error', async () => {
+    const { buildId } = await runner.start(stageMessage('job-bad-sha', { url: repo.url, sha: 'f'.repeat(40) }));
+
+    await expect(runner.whenDone(buildId)).resolves.toMatchObject({ state: 'ERROR', status: 'FAILED', message: expect.stringMatching(/checkout of f{40} failed/) });
+  });
+
+  it('answers a poll for a build it never started with a named error', async () => {
+    await expect(runner.poll('local-nobody')).rejects.toThrow(/no local run local-nobody/);
+    await expect(runner.poll('tests:1234')).rejects.toThrow(/not a local build id/);
+  });
+});
