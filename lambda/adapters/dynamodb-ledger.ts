@@ -14,12 +14,12 @@ import {
   ttlFor,
   workspaceTakeOutcome,
   type CancelOutcome,
-  type ClaimOutcome,
   type ClaimRequest,
   type CompleteInput,
   type Ledger,
+  type SettledClaim,
+  type SettledTake,
   type TakeWorkspaceInput,
-  type WorkspaceTakeOutcome,
 } from '../core/ledger';
 import type { JobRecord, WorkspaceRecord } from '../core/ports';
 
@@ -56,7 +56,7 @@ export class DynamoDbLedger implements Ledger {
     this.retentionDays = options.retentionDays;
   }
 
-  async claim(req: ClaimRequest): Promise<ClaimOutcome> {
+  async claim(req: ClaimRequest): Promise<SettledClaim> {
     for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
       const written = await this.tryClaim(req);
       if (written) return { kind: 'claimed', record: written };
@@ -243,7 +243,7 @@ export class DynamoDbLedger implements Ledger {
     }
   }
 
-  async takeWorkspace(input: TakeWorkspaceInput): Promise<WorkspaceTakeOutcome> {
+  async takeWorkspace(input: TakeWorkspaceInput): Promise<SettledTake> {
     for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
       try {
         const out = await this.client.send(

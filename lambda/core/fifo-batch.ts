@@ -36,15 +36,26 @@ async function settle(process: RecordProcessor, record: SQSRecord): Promise<bool
   }
 }
 
-async function runGroup(group: readonly SQSRecord[], process: RecordProcessor): Promise<string[]> {
+/**
+ * Called for each record cut from its group without running. Its visibility timeout is still the
+ * queue's (minutes), and SQS keeps the whole group locked while it is in flight, so without a
+ * release the failed head's back-off would never be the real delay.
+ */
+export type ReleaseRecord = (record: SQSRecord) => Promise<void>;
+
+async function runGroup(group: readonly SQSRecord[], process: RecordProcessor, release: ReleaseRecord | undefined): Promise<string[]> {
   for (const [index, record] of group.entries()) {
-    if (!(await settle(process, record))) return group.slice(index).map((r) => r.messageId);
+    if (await settle(process, record)) continue;
+    const cut = group.slice(index + 1);
+    // Best effort: a record not released only waits for its visibility timeout.
+    if (release) await Promise.all(cut.map((r) => release(r).catch(() => undefined)));
+    return [record, ...cut].map((r) => r.messageId);
   }
   return [];
 }
 
-export async function processFifoBatch(records: readonly SQSRecord[], process: RecordProcessor): Promise<SQSBatchResponse> {
-  const failedIds = new Set((await Promise.all(groupRecords(records).map((group) => runGroup(group, process)))).flat());
+export async function processFifoBatch(records: readonly SQSRecord[], process: RecordProcessor, release?: ReleaseRecord): Promise<SQSBatchResponse> {
+  const failedIds = new Set((await Promise.all(groupRecords(records).map((group) => runGroup(group, process, release)))).flat());
   // Reported in batch order, as AWS lists them.
   return { batchItemFailures: records.filter((r) => failedIds.has(r.messageId)).map((r) => ({ itemIdentifier: r.messageId })) };
 }

@@ -135,6 +135,10 @@ export interface TakeWorkspaceInput {
   readonly now: number;
 }
 
+/** Outcomes after the adapter retried races away. */
+export type SettledClaim = Exclude<ClaimOutcome, { kind: 'retry' }>;
+export type SettledTake = Exclude<WorkspaceTakeOutcome, { kind: 'retry' }>;
+
 export type CancelOutcome = { readonly cancelled: true } | { readonly cancelled: false; readonly record: JobRecord };
 
 /**
@@ -143,7 +147,7 @@ export type CancelOutcome = { readonly cancelled: true } | { readonly cancelled:
  */
 export interface Ledger {
   /** One conditional write; on refusal one consistent read says why (see claimOutcome). */
-  claim(req: ClaimRequest): Promise<ClaimOutcome>;
+  claim(req: ClaimRequest): Promise<SettledClaim>;
   complete(input: CompleteInput): Promise<JobRecord>;
   /** Extends the lease of a job this owner holds. */
   heartbeat(input: { jobId: string; owner: string; leaseUntil: number; now: number }): Promise<void>;
@@ -156,7 +160,7 @@ export interface Ledger {
   /** A job not yet started (absent) or SKIPPED becomes CANCELLED; anything else is returned as is. */
   cancel(jobId: string, now: number): Promise<CancelOutcome>;
   /** Moves the cursor to a job (decisions §3). */
-  takeWorkspace(input: TakeWorkspaceInput): Promise<WorkspaceTakeOutcome>;
+  takeWorkspace(input: TakeWorkspaceInput): Promise<SettledTake>;
   /** Next sequence number without moving the cursor: orders SKIPPED jobs for replay. */
   nextWorkspaceSeq(workspaceId: string, now: number): Promise<number>;
   /** The job holding the cursor finished (with the new head after an apply_patch). */

@@ -34,10 +34,10 @@ export interface Clock {
 
 /** Structured logger (Powertools Logger satisfies it); ids go in `extra`, payloads never do. */
 export interface JobLogger {
-  debug(message: string, extra?: Record<string, unknown>): void;
-  info(message: string, extra?: Record<string, unknown>): void;
-  warn(message: string, extra?: Record<string, unknown>): void;
-  error(message: string, extra?: Record<string, unknown>): void;
+  debug(message: string, ...extra: Record<string, unknown>[]): void;
+  info(message: string, ...extra: Record<string, unknown>[]): void;
+  warn(message: string, ...extra: Record<string, unknown>[]): void;
+  error(message: string, ...extra: Record<string, unknown>[]): void;
 }
 
 export type JobMetricName = 'JobSucceeded' | 'JobFailed' | 'JobSkipped' | 'JobForwarded' | 'WorkspaceBlocked';
@@ -144,10 +144,10 @@ const EVENT_OF: Record<JobVerdict['status'], { event?: EventType; metric: JobMet
 
 function jobLogger(logger: JobLogger, ids: Record<string, unknown>): JobLogger {
   return {
-    debug: (m, extra) => logger.debug(m, { ...ids, ...extra }),
-    info: (m, extra) => logger.info(m, { ...ids, ...extra }),
-    warn: (m, extra) => logger.warn(m, { ...ids, ...extra }),
-    error: (m, extra) => logger.error(m, { ...ids, ...extra }),
+    debug: (m, ...extra) => logger.debug(m, ids, ...extra),
+    info: (m, ...extra) => logger.info(m, ids, ...extra),
+    warn: (m, ...extra) => logger.warn(m, ids, ...extra),
+    error: (m, ...extra) => logger.error(m, ids, ...extra),
   };
 }
 
@@ -219,8 +219,6 @@ class JobRun<M extends JobEnvelope> {
       redrive: this.record.messageAttributes[REDRIVE_ATTRIBUTE] !== undefined,
     });
     switch (claim.kind) {
-      case 'retry':
-        throw new TransientJobError('claim raced with another writer');
       case 'busy':
         throw new TransientJobError(`job is leased by another worker until ${claim.record.leaseUntil}`);
       case 'conflict':
