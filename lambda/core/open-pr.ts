@@ -38,6 +38,10 @@ export interface OpenPrResult extends Record<string, unknown> {
   readonly sha: string;
 }
 
+export function openPrResult(job: StageMessage<'open_pr'>, pr: { number: number; url: string; created: boolean }): OpenPrResult {
+  return { number: pr.number, url: pr.url, created: pr.created, head: job.pin.branch, sha: job.pin.sha };
+}
+
 /** What the PR host is asked for: the workspace branch into the job's base branch. */
 export function pullRequestRequest(job: StageMessage<'open_pr'>): {
   repoUrl: string;

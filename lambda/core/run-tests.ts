@@ -104,15 +104,13 @@ export function testResult(status: TestRunStatus, job: StageMessage<'run_tests'>
 
 /** How the handler waits for a build. */
 export interface WaitPolicy {
-  /** Pause between two polls. */
+  /** Pause between two polls (each one also heartbeats the lease and the message visibility). */
   readonly pollIntervalMs: number;
   /** Stop waiting when less than this is left of the invocation (time to record and answer). */
   readonly reserveMs: number;
-  /** Visibility delay before the next delivery resumes a build that outlived this invocation. */
-  readonly resumeDelaySeconds: number;
 }
 
-export const DEFAULT_WAIT_POLICY: WaitPolicy = { pollIntervalMs: 15_000, reserveMs: 30_000, resumeDelaySeconds: 60 };
+export const DEFAULT_WAIT_POLICY: WaitPolicy = { pollIntervalMs: 20_000, reserveMs: 30_000 };
 
 /** True when another poll interval would eat into the reserve: hand the build to a later delivery. */
 export function mustYield(remainingMs: number, policy: WaitPolicy): boolean {
@@ -120,14 +118,13 @@ export function mustYield(remainingMs: number, policy: WaitPolicy): boolean {
 }
 
 /**
- * The build is still running when this invocation must end. Not a failure: the record is reported
- * as a batch failure with a visibility delay, and the next delivery resumes the recorded build.
+ * The build is still running when this invocation must end. Not a failure of the build: the
+ * pipeline reports the record as a batch failure with its back-off as the visibility delay, and the
+ * next delivery resumes the recorded build. Transient, so it counts against the receive budget:
+ * a build must end within about maxReceiveCount invocations.
  */
 export class BuildStillRunningError extends TransientJobError {
-  constructor(
-    readonly buildId: string,
-    readonly retryAfterSeconds: number,
-  ) {
-    super(`build ${buildId} still running; resuming in ${retryAfterSeconds}s`);
+  constructor(readonly buildId: string) {
+    super(`build ${buildId} still running: the next delivery resumes it`);
   }
 }

@@ -1,4 +1,125 @@
-// Placeholder until the handler lands; replaced by its owner.
-export const handler = async (): Promise<never> => {
-  throw new Error('run-tests handler not built yet');
-};
+/**
+ * The run_tests stage: runs a workspace's tests at the commit the sequencer pinned, at most one
+ * build per job. The build id is recorded in the ledger before waiting, so a redelivery resumes
+ * that build instead of starting another. A build that outlives the invocation is handed to a later
+ * delivery: the lease is released and the record reported as a batch failure (the pipeline's
+ * back-off is the visibility delay), and the next delivery resumes polling the recorded build.
+ * Everything else is the shared pipeline (lambda/core/pipeline.ts).
+ */
+import { setTimeout as sleepFor } from 'node:timers/promises';
+import { CodeBuildClient } from '@aws-sdk/client-codebuild';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { JOB_TYPES } from '../../contract/job-types';
+import { ENV } from '../../contract/runtime-env';
+import { parseStageMessage, type StageMessage } from '../core/envelope';
+import { InvalidJobError } from '../core/errors';
+import { processStandardBatch } from '../core/fifo-batch';
+import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps, type RunResult } from '../core/pipeline';
+import type { TestRunner } from '../core/ports';
+import { BuildStillRunningError, DEFAULT_WAIT_POLICY, mustYield, testResult, type WaitPolicy } from '../core/run-tests';
+import { CodeBuildTestRunner } from '../adapters/codebuild-test-runner';
+import { EventBridgePublisher } from '../adapters/events';
+import {
+  awsClientConfig,
+  awsClients,
+  ledgerFromEnv,
+  logger,
+  pipelineSettingsFromEnv,
+  powertoolsJobMetrics,
+  randomOwner,
+  requireEnv,
+  systemClock,
+} from '../adapters/runtime';
+import { SqsQueueOps } from '../adapters/sqs-queue-ops';
+
+export interface RunTestsDeps extends PipelineDeps {
+  readonly runner: TestRunner;
+  /** @default DEFAULT_WAIT_POLICY */
+  readonly wait?: WaitPolicy;
+  /** Pause between polls; tests inject one that advances their clock. @default node:timers setTimeout */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/** The part of the Lambda context the handler reads. */
+export type InvocationContext = Pick<Context, 'getRemainingTimeInMillis'>;
+
+type RunTestsJob = StageMessage<'run_tests'>;
+
+class RunTestsProcessor implements JobProcessor<RunTestsJob> {
+  private readonly wait: WaitPolicy;
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  constructor(
+    private readonly deps: RunTestsDeps,
+    private readonly invocation: InvocationContext,
+  ) {
+    this.wait = deps.wait ?? DEFAULT_WAIT_POLICY;
+    this.sleep = deps.sleep ?? ((ms) => sleepFor(ms));
+  }
+
+  parse(body: string): RunTestsJob {
+    const message = parseStageMessage(body);
+    if (message.type !== 'run_tests') throw new InvalidJobError(`the run-tests queue received a ${message.type} job`);
+    return message;
+  }
+
+  async run(job: RunTestsJob, ctx: JobContext): Promise<RunResult> {
+    const buildId = await this.startOrResume(job, ctx);
+    for (;;) {
+      const status = await this.deps.runner.poll(buildId);
+      if (status.state !== 'RUNNING') {
+        ctx.logger.info('build finished', { buildId, state: status.state });
+        return { verdict: { status: 'SUCCEEDED', result: testResult(status, job, buildId) } };
+      }
+      if (mustYield(this.invocation.getRemainingTimeInMillis(), this.wait)) return this.handOver(job, ctx, buildId);
+      await ctx.heartbeat();
+      await this.sleep(this.wait.pollIntervalMs);
+    }
+  }
+
+  private async startOrResume(job: RunTestsJob, ctx: JobContext): Promise<string> {
+    const recorded = ctx.claimed.progress?.['buildId'];
+    if (recorded) {
+      ctx.logger.info('resuming the recorded build', { buildId: recorded });
+      return recorded;
+    }
+    const { buildId } = await this.deps.runner.start(job);
+    // Before any wait: a crash from here on resumes this build instead of starting a second one.
+    await ctx.recordProgress({ buildId });
+    ctx.logger.info('build started', { buildId, sha: job.pin.sha });
+    return buildId;
+  }
+
+  /** Ends this delivery with the build still running; the next delivery may claim at once. */
+  private async handOver(job: RunTestsJob, ctx: JobContext, buildId: string): Promise<never> {
+    const now = this.deps.clock.now();
+    await this.deps.ledger.heartbeat({ jobId: job.jobId, owner: ctx.owner, leaseUntil: now, now });
+    ctx.logger.info('build outlives this invocation: handing it to the next delivery', { buildId });
+    throw new BuildStillRunningError(buildId);
+  }
+}
+
+/** The Lambda handler over injected adapters: AWS ones below, local ones from the local platform. */
+export function createRunTestsHandler(deps: RunTestsDeps): (event: SQSEvent, context: InvocationContext) => Promise<SQSBatchResponse> {
+  return (event, context) => processStandardBatch(event.Records, createRecordProcessor(new RunTestsProcessor(deps, context), deps));
+}
+
+/** AWS adapters from the environment the stack sets; read at the first invocation (cold start). */
+function awsDeps(): RunTestsDeps {
+  const worker = JOB_TYPES.run_tests.stage;
+  return {
+    ledger: ledgerFromEnv(),
+    queueOps: new SqsQueueOps({ client: awsClients.sqs(), dlqUrl: requireEnv(ENV.dlqUrl) }),
+    events: new EventBridgePublisher(awsClients.eventBridge(), requireEnv(ENV.eventBus)),
+    metrics: powertoolsJobMetrics(),
+    logger,
+    clock: systemClock,
+    newOwner: randomOwner,
+    settings: pipelineSettingsFromEnv('stage', worker),
+    runner: new CodeBuildTestRunner(new CodeBuildClient(awsClientConfig()), requireEnv(ENV.testRunnerProject)),
+  };
+}
+
+let instance: ReturnType<typeof createRunTestsHandler> | undefined;
+
+export const handler = (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => (instance ??= createRunTestsHandler(awsDeps()))(event, context);
