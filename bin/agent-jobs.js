@@ -1,0 +1,5 @@
+#!/usr/bin/env node
+// The package.json bin: runs the TypeScript CLI through tsx (a runtime dependency), no build step.
+'use strict';
+require('tsx/cjs');
+require('./cli.ts');

@@ -1,0 +1,24 @@
+/** The command table: the one list from which dispatch and every help text are generated. */
+import type { CommandSpec } from '../command';
+import type { CliContext } from '../context';
+import { dlqList, dlqRedrive, dlqShow } from './dlq';
+import { enqueue } from './enqueue';
+import { cancel, jobs, status, wait } from './jobs';
+import { demo, localUp, repoImport } from './local';
+import { workspaceShow, workspaceUnblock } from './workspace';
+
+export const COMMANDS: readonly CommandSpec<CliContext>[] = [
+  localUp,
+  demo,
+  repoImport,
+  enqueue,
+  status,
+  wait,
+  jobs,
+  workspaceShow,
+  workspaceUnblock,
+  dlqList,
+  dlqShow,
+  dlqRedrive,
+  cancel,
+];

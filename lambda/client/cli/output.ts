@@ -1,0 +1,27 @@
+/** Text formatting for people; `--json` output bypasses all of this. */
+import { alignRows } from './command';
+
+export type Cell = string | number | boolean | undefined | null;
+
+/** A table with a header row; empty cells print as "-". */
+export function table(columns: readonly string[], rows: readonly (readonly Cell[])[]): string {
+  const text = [columns, ...rows.map((r) => r.map(cell))];
+  const widths = columns.map((_, i) => Math.max(...text.map((r) => (r[i] ?? '').length)));
+  return text.map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
+}
+
+/** `key  value` lines for one record, skipping absent values. */
+export function fields(entries: readonly (readonly [string, Cell | Record<string, unknown>])[]): string {
+  const present = entries.filter(([, v]) => v !== undefined && v !== null);
+  return alignRows(present.map(([k, v]) => [k, typeof v === 'object' ? JSON.stringify(v) : cell(v)] as const), '').join('\n');
+}
+
+function cell(value: Cell): string {
+  if (value === undefined || value === null || value === '') return '-';
+  return String(value);
+}
+
+/** First 12 characters of a commit sha, like git's short form. */
+export function shortSha(sha: string | undefined): string | undefined {
+  return sha?.slice(0, 12);
+}
