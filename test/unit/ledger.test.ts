@@ -1,0 +1,148 @@
+import { jobDigest, type JobEnvelope } from '../../lambda/core/envelope';
+import {
+  canTakeWorkspace,
+  claimOutcome,
+  isClaimable,
+  takeoverStatuses,
+  ttlFor,
+  workspaceTakeOutcome,
+  type ClaimRequest,
+} from '../../lambda/core/ledger';
+import type { JobRecord, JobStatus, WorkspaceRecord } from '../../lambda/core/ports';
+
+const NOW = 1_700_000_000_000;
+const job: JobEnvelope = {
+  jobId: 'job-1',
+  workspaceId: 'ws-1',
+  tenantId: 't-1',
+  type: 'run_tests',
+  createdAt: '2026-01-01T00:00:00Z',
+  payload: { command: 'npm test' },
+};
+const digest = jobDigest(job);
+
+function request(overrides: Partial<ClaimRequest> = {}): ClaimRequest {
+  return { job, digest, owner: 'me', now: NOW, leaseMs: 60_000, consumer: 'sequencer', redrive: false, ...overrides };
+}
+
+function stored(status: JobStatus, overrides: Partial<JobRecord> = {}): JobRecord {
+  return {
+    jobId: job.jobId,
+    workspaceId: job.workspaceId,
+    tenantId: job.tenantId,
+    type: job.type,
+    status,
+    digest,
+    attempt: 1,
+    createdAt: job.createdAt,
+    updatedAt: job.createdAt,
+    ttl: 0,
+    ...overrides,
+  };
+}
+
+describe('claim rules', () => {
+  it('claims an absent record', () => {
+    expect(isClaimable(undefined, request())).toBe(true);
+    expect(claimOutcome(undefined, request())).toEqual({ kind: 'retry' });
+  });
+
+  it('treats a live lease of another owner as busy, never a second execution', () => {
+    const record = stored('IN_FLIGHT', { leaseOwner: 'other', leaseUntil: NOW + 1 });
+    expect(isClaimable(record, request())).toBe(false);
+    expect(claimOutcome(record, request())).toEqual({ kind: 'busy', record });
+  });
+
+  it('takes over an expired lease (the lease end itself counts as expired)', () => {
+    expect(isClaimable(stored('IN_FLIGHT', { leaseOwner: 'other', leaseUntil: NOW }), request())).toBe(true);
+    expect(isClaimable(stored('IN_FLIGHT', { leaseOwner: 'other', leaseUntil: NOW - 1 }), request())).toBe(true);
+  });
+
+  it('reports a finished record with the same digest as a duplicate carrying the stored result', () => {
+    const record = stored('SUCCEEDED', { result: { commitSha: 'abc' } });
+    expect(claimOutcome(record, request())).toEqual({ kind: 'duplicate', record });
+  });
+
+  it('reports the same jobId with a different request as a conflict, even under an expired lease', () => {
+    const other = request({ digest: 'f'.repeat(64) });
+    for (const status of ['SUCCEEDED', 'IN_FLIGHT', 'FAILED', 'FORWARDED'] as const) {
+      const record = stored(status, { leaseUntil: NOW - 1 });
+      expect(isClaimable(record, other)).toBe(false);
+      expect(claimOutcome(record, other)).toEqual({ kind: 'conflict', record });
+    }
+  });
+
+  it('acknowledges a cancelled job whatever its digest (a tombstone has none)', () => {
+    const record = stored('CANCELLED', { digest: '' });
+    expect(claimOutcome(record, request())).toEqual({ kind: 'cancelled', record });
+    expect(claimOutcome(record, request({ redrive: true }))).toEqual({ kind: 'cancelled', record });
+  });
+
+  it('never runs a FAILED or SKIPPED job again on an ordinary redelivery', () => {
+    for (const status of ['FAILED', 'SKIPPED'] as const) {
+      const record = stored(status);
+      expect(isClaimable(record, request())).toBe(false);
+      expect(claimOutcome(record, request())).toEqual({ kind: 'finished', record });
+    }
+  });
+
+  it('lets a redriven delivery take over a FAILED or SKIPPED job, but not a SUCCEEDED one', () => {
+    expect(isClaimable(stored('FAILED'), request({ redrive: true }))).toBe(true);
+    expect(isClaimable(stored('SKIPPED'), request({ redrive: true }))).toBe(true);
+    expect(isClaimable(stored('SUCCEEDED'), request({ redrive: true }))).toBe(false);
+  });
+
+  it('lets a stage consumer take a FORWARDED job; the sequencer re-forwards it instead', () => {
+    const record = stored('FORWARDED', { pin: { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1/r.git', branch: 'main' } });
+    expect(isClaimable(record, request({ consumer: 'stage' }))).toBe(true);
+    expect(isClaimable(record, request())).toBe(false);
+    expect(claimOutcome(record, request())).toEqual({ kind: 'forwarded', record });
+  });
+
+  it('leaves a pinned job that a stage consumer is running to the stage', () => {
+    const pin = { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1/r.git', branch: 'main' };
+    const record = stored('IN_FLIGHT', { pin, leaseOwner: 'stage', leaseUntil: NOW + 1 });
+    expect(claimOutcome(record, request())).toEqual({ kind: 'finished', record });
+    expect(claimOutcome(record, request({ consumer: 'stage' }))).toEqual({ kind: 'busy', record });
+  });
+
+  it('names the statuses a claim may take over', () => {
+    expect(takeoverStatuses('sequencer', false)).toEqual([]);
+    expect(takeoverStatuses('stage', false)).toEqual(['FORWARDED']);
+    expect(takeoverStatuses('sequencer', true)).toEqual(['SKIPPED', 'FAILED']);
+  });
+
+  it('keeps records longer than the retention in days (epoch seconds)', () => {
+    expect(ttlFor(NOW, 30)).toBe(NOW / 1000 + 30 * 86_400);
+  });
+});
+
+describe('workspace cursor rules', () => {
+  const ws = (overrides: Partial<WorkspaceRecord>): WorkspaceRecord => ({ workspaceId: 'ws-1', state: 'ACTIVE', seq: 3, updatedAt: '', ...overrides });
+
+  it('takes a new or settled workspace', () => {
+    expect(canTakeWorkspace(undefined)).toBe(true);
+    expect(canTakeWorkspace(ws({ currentJobId: 'a', currentDone: true }))).toBe(true);
+    expect(canTakeWorkspace(ws({ currentJobId: 'a', currentDone: false }))).toBe(false);
+    expect(canTakeWorkspace(ws({ state: 'BLOCKED', currentDone: true }))).toBe(false);
+  });
+
+  it('skips on a BLOCKED workspace', () => {
+    const record = ws({ state: 'BLOCKED', blockedBy: 'a', currentDone: true });
+    expect(workspaceTakeOutcome(record, 'b')).toEqual({ kind: 'blocked', workspace: record });
+  });
+
+  it('lets the job that holds the cursor run again (redelivery after a crash)', () => {
+    const record = ws({ currentJobId: 'a', currentDone: false });
+    expect(workspaceTakeOutcome(record, 'a')).toEqual({ kind: 'taken', workspace: record });
+  });
+
+  it('names the unfinished predecessor so the workspace is fenced', () => {
+    const record = ws({ currentJobId: 'a', currentDone: false });
+    expect(workspaceTakeOutcome(record, 'b')).toEqual({ kind: 'predecessorUnfinished', workspace: record, predecessor: 'a' });
+  });
+
+  it('asks to retry when the record became takeable between the write and the read', () => {
+    expect(workspaceTakeOutcome(ws({ currentJobId: 'a', currentDone: true }), 'b')).toEqual({ kind: 'retry' });
+  });
+});
