@@ -18,6 +18,7 @@ import {
   type MessageAttributeValue,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { REDRIVE_ATTRIBUTE } from '../../core/pipeline';
 import type { QueueEndpoint } from '../targets';
 
 export interface DlqMessage {
@@ -165,7 +166,7 @@ export async function redriveMessage(sqs: SQSClient, queue: QueueEndpoint, messa
     new SendMessageCommand({
       QueueUrl: queue.url,
       MessageBody: message.body,
-      MessageAttributes: stringAttributes({ ...attributes, redrive: message.messageId }),
+      MessageAttributes: stringAttributes({ ...attributes, [REDRIVE_ATTRIBUTE]: message.messageId }),
       ...(queue.fifo ? { MessageGroupId: message.groupId, MessageDeduplicationId: redriveDeduplicationId(jobId, type, message.messageId) } : {}),
     }),
   );

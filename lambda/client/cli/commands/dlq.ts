@@ -19,9 +19,10 @@ function selectQueues(target: Target, name: string | undefined, path: readonly s
   return [queue];
 }
 
-/** Why the message is on the DLQ: the attribute the pipeline sets when it moves a job there. */
+/** Why the message is on the DLQ: the attributes the pipeline sets when it moves a job there (SqsQueueOps). */
 export function dlqReason(message: Pick<DlqMessage, 'attributes'>): string | undefined {
-  return message.attributes.reason ?? message.attributes.failureReason;
+  const { reason, errorMessage } = message.attributes;
+  return reason && errorMessage && errorMessage !== reason ? `${reason}: ${errorMessage}` : reason;
 }
 
 interface QueueListing {

@@ -1,0 +1,84 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
+import { queueTopology } from '../../contract/topology';
+import { TargetError } from '../../lambda/client/cli/errors';
+import { jobsQueue, resolveTarget, STACK_OUTPUTS, targetFromStackOutputs } from '../../lambda/client/targets';
+
+/** Every output an agent-jobs stack publishes, with recognisable values. */
+function stackOutputs(): { OutputKey: string; OutputValue: string }[] {
+  return [
+    { OutputKey: STACK_OUTPUTS.tableName, OutputValue: 'ledger-table' },
+    { OutputKey: STACK_OUTPUTS.diffBucket, OutputValue: 'diff-bucket' },
+    ...queueTopology().flatMap((q) => [
+      { OutputKey: STACK_OUTPUTS.queueUrl(q.name), OutputValue: `https://sqs/${q.name}` },
+      { OutputKey: STACK_OUTPUTS.dlqUrl(q.name), OutputValue: `https://sqs/${q.name}-dlq` },
+    ]),
+  ];
+}
+
+describe('targetFromStackOutputs', () => {
+  it('maps the outputs to queues in topology order, the FIFO jobs queue first', () => {
+    const target = targetFromStackOutputs('dev', 'eu-west-1', stackOutputs());
+    expect(target).toMatchObject({ kind: 'stack', region: 'eu-west-1', tableName: 'ledger-table', diffBucket: 'diff-bucket', endpoints: {} });
+    expect(target.queues.map((q) => q.name)).toEqual(queueTopology().map((q) => q.name));
+    expect(jobsQueue(target)).toMatchObject({ name: 'agent-jobs', fifo: true, url: 'https://sqs/agent-jobs', dlqUrl: 'https://sqs/agent-jobs-dlq' });
+    expect(STACK_OUTPUTS.queueUrl('run-tests')).toBe('RunTestsQueueUrl');
+  });
+
+  it('names every missing output', () => {
+    const outputs = stackOutputs().filter((o) => o.OutputKey !== 'LedgerTableName' && o.OutputKey !== 'OpenPrDlqUrl');
+    expect(() => targetFromStackOutputs('dev', 'eu-west-1', outputs)).toThrow('stack dev lacks the outputs OpenPrDlqUrl, LedgerTableName');
+  });
+});
+
+describe('resolveTarget with --stack', () => {
+  // CloudFormation has no offline emulator: a loopback server answers DescribeStacks (query protocol, XML).
+  let server: Server;
+  let endpoint: string;
+  const requests: string[] = [];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        requests.push(body);
+        const name = new URLSearchParams(body).get('StackName');
+        if (name !== 'dev') {
+          res.writeHead(400, { 'Content-Type': 'text/xml' });
+          res.end(`<ErrorResponse><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id ${name} does not exist</Message></Error><RequestId>r</RequestId></ErrorResponse>`);
+          return;
+        }
+        const members = stackOutputs().map((o) => `<member><OutputKey>${o.OutputKey}</OutputKey><OutputValue>${o.OutputValue}</OutputValue></member>`);
+        res.writeHead(200, { 'Content-Type': 'text/xml' });
+        res.end(
+          `<DescribeStacksResponse><DescribeStacksResult><Stacks><member><StackName>dev</StackName><StackStatus>CREATE_COMPLETE</StackStatus>` +
+            `<CreationTime>2026-01-01T00:00:00Z</CreationTime><Outputs>${members.join('')}</Outputs></member></Stacks></DescribeStacksResult>` +
+            `<ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></DescribeStacksResponse>`,
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  const client = () => new CloudFormationClient({ region: 'eu-west-1', endpoint, credentials: { accessKeyId: 'a', secretAccessKey: 'b' } });
+
+  it('reads the stack outputs through DescribeStacks', async () => {
+    const target = await resolveTarget({ stack: 'dev', region: 'eu-west-1', stateDir: '/nowhere', cloudFormation: client() });
+    expect(target.label).toBe('stack dev (eu-west-1)');
+    expect(jobsQueue(target).url).toBe('https://sqs/agent-jobs');
+    expect(requests.at(-1)).toContain('Action=DescribeStacks');
+  });
+
+  it('turns an unknown stack into a TargetError', async () => {
+    const attempt = resolveTarget({ stack: 'other', region: 'eu-west-1', stateDir: '/nowhere', cloudFormation: client() });
+    await expect(attempt).rejects.toThrow(TargetError);
+    await expect(resolveTarget({ stack: 'other', region: 'eu-west-1', stateDir: '/nowhere', cloudFormation: client() })).rejects.toThrow(/other does not exist/);
+  });
+});

@@ -1,0 +1,158 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { commandHelp, parseInvocation, type CommandSpec } from '../../lambda/client/cli/command';
+import { COMMANDS } from '../../lambda/client/cli/commands';
+import { jobFromArgs } from '../../lambda/client/cli/commands/enqueue';
+import type { CliContext, CliIo } from '../../lambda/client/cli/context';
+import { createContext } from '../../lambda/client/cli/context';
+import { UsageError } from '../../lambda/client/cli/errors';
+import { payloadFlags, payloadFromFlags } from '../../lambda/client/cli/job-options';
+import { runCli } from '../../lambda/client/cli/main';
+import { table } from '../../lambda/client/cli/output';
+
+/** A terminal in memory: what the CLI wrote, and stdin text. */
+function memoryIo(options: { stdin?: string; cwd?: string } = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: CliIo = {
+    stdout: (t) => out.push(t),
+    stderr: (t) => err.push(t),
+    readStdin: async () => options.stdin ?? '',
+    env: {},
+    cwd: options.cwd ?? tmpdir(),
+    untilInterrupted: () => new Promise(() => undefined),
+  };
+  return { io, stdout: () => out.join(''), stderr: () => err.join('') };
+}
+
+describe('parseInvocation', () => {
+  it('picks the longest command path and parses its options', () => {
+    const inv = parseInvocation(COMMANDS, ['workspace', 'unblock', 'ws-1', '--replay', '--json']);
+    expect(inv.kind).toBe('run');
+    if (inv.kind !== 'run') return;
+    expect(inv.command.path).toEqual(['workspace', 'unblock']);
+    expect(inv.args.positionals).toEqual(['ws-1']);
+    expect(inv.args.values).toMatchObject({ replay: true, json: true });
+    expect(inv.json).toBe(true);
+  });
+
+  it('rejects an unknown command, an unknown flag and a missing argument with UsageError', () => {
+    expect(() => parseInvocation(COMMANDS, ['frobnicate'])).toThrow(UsageError);
+    expect(() => parseInvocation(COMMANDS, ['status', 'j1', '--nope'])).toThrow(/--nope/);
+    expect(() => parseInvocation(COMMANDS, ['status'])).toThrow(/missing argument <jobId>/);
+    expect(() => parseInvocation(COMMANDS, ['status', 'a', 'b'])).toThrow(/unexpected argument: b/);
+  });
+
+  it('accepts several ids for the variadic wait', () => {
+    const inv = parseInvocation(COMMANDS, ['wait', 'a', 'b', 'c', '--timeout', '5']);
+    expect(inv.kind === 'run' && inv.args.positionals).toEqual(['a', 'b', 'c']);
+  });
+
+  it('returns help for --help on any command, for no command and for a command group', () => {
+    expect(parseInvocation(COMMANDS, ['dlq', 'redrive', '--help'])).toMatchObject({ kind: 'help', command: { path: ['dlq', 'redrive'] } });
+    expect(parseInvocation(COMMANDS, [])).toEqual({ kind: 'help', json: false });
+    expect(parseInvocation(COMMANDS, ['dlq', '-h'])).toEqual({ kind: 'help', json: false });
+  });
+});
+
+describe('help', () => {
+  it.each(COMMANDS.map((c) => [c.path.join(' '), c] as const))('%s: usage, its own options and the global ones', (_, command) => {
+    const help = commandHelp(command as CommandSpec<CliContext>, 'agent-jobs');
+    expect(help.startsWith(`Usage: agent-jobs ${command.path.join(' ')}`)).toBe(true);
+    for (const name of Object.keys(command.options ?? {})) expect(help).toContain(`--${name}`);
+    expect(help).toContain('--json');
+  });
+
+  it('lists a flag for every scalar payload field of every job type', () => {
+    const help = commandHelp(COMMANDS.find((c) => c.path[0] === 'enqueue') as CommandSpec<CliContext>, 'agent-jobs');
+    for (const flag of ['--repo', '--branch', '--diff-file', '--base-sha', '--message', '--command', '--timeout-seconds', '--base', '--title']) {
+      expect(help).toContain(flag);
+    }
+    expect(help).not.toContain('--diff-ref');
+  });
+});
+
+describe('runCli', () => {
+  it('prints help on stdout with exit 0', async () => {
+    const t = memoryIo();
+    expect(await runCli(['--help'], t.io, COMMANDS)).toBe(0);
+    expect(t.stdout()).toContain('Commands:');
+    expect(t.stderr()).toBe('');
+  });
+
+  it('reports a usage error on stderr with exit 2 and the usage of the command', async () => {
+    const t = memoryIo();
+    expect(await runCli(['workspace', 'unblock', 'ws-1'], t.io, COMMANDS)).toBe(2);
+    expect(t.stdout()).toBe('');
+    expect(t.stderr()).toContain('exactly one of --replay or --drop is required');
+    expect(t.stderr()).toContain('Usage: agent-jobs workspace unblock');
+  });
+
+  it('with --json keeps stdout empty on failure and writes a JSON error on stderr', async () => {
+    const t = memoryIo({ cwd: await mkdtemp(path.join(tmpdir(), 'cli-')) });
+    expect(await runCli(['status', 'job-1', '--json'], t.io, COMMANDS)).toBe(1);
+    expect(t.stdout()).toBe('');
+    expect(JSON.parse(t.stderr())).toEqual({ error: { name: 'TargetError', message: expect.stringContaining('no local platform') } });
+    await rm(t.io.cwd, { recursive: true });
+  });
+});
+
+describe('enqueue arguments', () => {
+  const flags = payloadFlags();
+  const usage = ['enqueue'];
+  const noFile = async (): Promise<string> => {
+    throw new Error('no file expected');
+  };
+
+  it('derives flags from the catalog, renaming the fields people name differently', () => {
+    const byFlag = Object.fromEntries(flags.map((f) => [f.flag, f]));
+    expect(byFlag.repo).toMatchObject({ path: ['repo', 'url'], types: ['apply_patch'] });
+    expect(byFlag['diff-file']).toMatchObject({ path: ['diff'], kind: 'file' });
+    expect(byFlag['timeout-seconds']).toMatchObject({ path: ['timeoutSeconds'], kind: 'number', types: ['run_tests'] });
+    expect(byFlag.base).toMatchObject({ path: ['baseBranch'], types: ['open_pr'] });
+    expect(byFlag['diff-ref-bucket']).toBeUndefined();
+  });
+
+  it('builds nested payloads, parses numbers and reads files', async () => {
+    const patch = await payloadFromFlags('apply_patch', { repo: 'http://h/r.git', branch: 'main', 'diff-file': 'p.diff', message: 'm' }, flags, {}, async (f) => `contents of ${f}`, usage);
+    expect(patch).toEqual({ repo: { url: 'http://h/r.git', branch: 'main' }, diff: 'contents of p.diff', message: 'm' });
+    const tests = await payloadFromFlags('run_tests', { 'timeout-seconds': '30', command: 'npm test' }, flags, {}, noFile, usage);
+    expect(tests).toEqual({ timeoutSeconds: 30, command: 'npm test' });
+  });
+
+  it('puts flags on top of --payload and refuses a flag of another job type', async () => {
+    expect(await payloadFromFlags('open_pr', { title: 'T' }, flags, { baseBranch: 'main', title: 'old' }, noFile, usage)).toEqual({ baseBranch: 'main', title: 'T' });
+    await expect(payloadFromFlags('run_tests', { title: 'T' }, flags, {}, noFile, usage)).rejects.toThrow('--title does not apply to run_tests (only open_pr)');
+    await expect(payloadFromFlags('run_tests', { 'timeout-seconds': 'soon' }, flags, {}, noFile, usage)).rejects.toThrow(UsageError);
+  });
+
+  it('reads a whole job from stdin, with the default tenant and a generated job id', async () => {
+    const job = { type: 'run_tests', workspaceId: 'ws-1', payload: { command: 'make check' } };
+    const t = memoryIo({ stdin: JSON.stringify(job) });
+    const request = await jobFromArgs(createContext(t.io, {}), {}, true);
+    expect(request).toMatchObject({ ...job, tenantId: 'default', jobId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+  });
+
+  it('requires --type and --workspace when not reading stdin', async () => {
+    const t = memoryIo();
+    await expect(jobFromArgs(createContext(t.io, {}), { workspace: 'w' }, false)).rejects.toThrow('--type is required');
+    await expect(jobFromArgs(createContext(t.io, {}), { type: 'open_pr' }, false)).rejects.toThrow('--workspace is required');
+    await expect(jobFromArgs(createContext(t.io, {}), { type: 'nope', workspace: 'w' }, false)).rejects.toThrow(/unknown --type nope/);
+  });
+
+  it('reads --diff-file relative to the working directory', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'cli-'));
+    await writeFile(path.join(dir, 'a.diff'), 'DIFF');
+    const t = memoryIo({ cwd: dir });
+    const request = await jobFromArgs(createContext(t.io, {}), { type: 'apply_patch', workspace: 'w', 'diff-file': 'a.diff', 'job-id': 'j1' }, false);
+    expect(request).toMatchObject({ jobId: 'j1', payload: { diff: 'DIFF' } });
+    await rm(dir, { recursive: true });
+  });
+});
+
+describe('table', () => {
+  it('aligns columns and prints empty cells as "-"', () => {
+    expect(table(['A', 'BB'], [['x', undefined], ['long', 2]])).toBe(['A     BB', 'x     -', 'long  2'].join('\n'));
+  });
+});
