@@ -1,0 +1,162 @@
+/**
+ * open_pr against a loopback fake of GitHub's pulls endpoints (test/support/fake-github.ts): the
+ * GitHub adapter over real HTTP, then the handler on the shared pipeline with dynalite + fauxqs.
+ */
+import { randomUUID } from 'node:crypto';
+import { Octokit } from '@octokit/rest';
+import type { SQSRecord } from 'aws-lambda';
+import { GitHubPullRequestHost } from '../../lambda/adapters/github-pr-host';
+import type { StageMessage } from '../../lambda/core/envelope';
+import { PermanentJobError, TransientJobError } from '../../lambda/core/errors';
+import { createOpenPrHandler } from '../../lambda/handlers/open-pr';
+import { withEmulators } from '../support/emulators';
+import { startFakeGitHub, type FakeGitHub } from '../support/fake-github';
+import { LEASE_SECONDS, quietLogger, stageHarness, type StageHarness } from './staged-harness';
+
+const REPO_URL = 'https://github.com/acme/widgets.git';
+const silent = { debug: quietLogger.debug, info: quietLogger.info, warn: quietLogger.warn, error: quietLogger.error };
+
+function hostFor(github: FakeGitHub, token = 'test-token'): GitHubPullRequestHost {
+  return new GitHubPullRequestHost(async () => new Octokit({ auth: token, baseUrl: github.url, log: silent }));
+}
+
+describe('GitHubPullRequestHost over HTTP', () => {
+  let github: FakeGitHub;
+  beforeEach(async () => {
+    github = await startFakeGitHub({ branches: ['main'] });
+  });
+  afterEach(() => github.close());
+
+  const input = (head: string) => ({ repoUrl: REPO_URL, head, base: 'main', title: `Changes from ${head}`, body: 'by the agent' });
+
+  it('creates the PR once, then finds it, sending the token', async () => {
+    const host = hostFor(github);
+
+    const created = await host.findOrCreate(input('agent/ws-1'));
+    const found = await host.findOrCreate(input('agent/ws-1'));
+
+    expect(created).toEqual({ number: 1, url: 'https://github.example/acme/widgets/pull/1', created: true });
+    expect(found).toEqual({ ...created, created: false });
+    expect(github.pulls('acme', 'widgets')).toEqual([expect.objectContaining({ head: 'agent/ws-1', base: 'main', body: 'by the agent' })]);
+    expect(new Set(github.authorizations)).toEqual(new Set(['token test-token']));
+  });
+
+  it('finds the PR again when a concurrent create makes GitHub answer 422 "already exists"', async () => {
+    const host = hostFor(github);
+    await host.findOrCreate(input('agent/ws-1'));
+    github.hideNextList();
+
+    await expect(host.findOrCreate(input('agent/ws-1'))).resolves.toEqual({ number: 1, url: expect.any(String), created: false });
+    expect(github.pulls('acme', 'widgets')).toHaveLength(1);
+  });
+
+  it("fails permanently with GitHub's message when the base branch does not exist", async () => {
+    const error = await hostFor(github)
+      .findOrCreate({ ...input('agent/ws-1'), base: 'release' })
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(PermanentJobError);
+    expect((error as Error).message).toMatch(/\(422\): Validation Failed; .*"field":"base".*"code":"invalid"/);
+  });
+
+  it('reports a connection dropped after the create as transient; the retry finds the PR instead of opening a second', async () => {
+    const host = hostFor(github);
+    github.dropNextCreateResponse();
+
+    await expect(host.findOrCreate(input('agent/ws-1'))).rejects.toBeInstanceOf(TransientJobError);
+    await expect(host.findOrCreate(input('agent/ws-1'))).resolves.toMatchObject({ number: 1, created: false });
+    expect(github.pulls('acme', 'widgets')).toHaveLength(1);
+  });
+});
+
+describe('open_pr handler (pipeline + dynalite + fauxqs + fake GitHub)', () => {
+  const emulators = withEmulators();
+  let github: FakeGitHub;
+  let h: StageHarness;
+
+  beforeEach(async () => {
+    github = await startFakeGitHub({ branches: ['main'] });
+    h = stageHarness(emulators(), 'open-pr');
+  });
+  afterEach(() => github.close());
+
+  function handler() {
+    const run = createOpenPrHandler({ ...h.deps, host: hostFor(github) });
+    return (records: SQSRecord[]) => run({ Records: records });
+  }
+
+  function job(payload: StageMessage<'open_pr'>['payload'] = { baseBranch: 'main', title: 'Agent changes' }): StageMessage<'open_pr'> {
+    return {
+      jobId: `job-${randomUUID().slice(0, 8)}`,
+      workspaceId: 'ws-1',
+      tenantId: 't-1',
+      type: 'open_pr',
+      createdAt: '2026-11-29T11:00:00.000Z',
+      payload,
+      pin: { sha: 'c'.repeat(40), repoUrl: REPO_URL, branch: 'agent/ws-1' },
+    };
+  }
+
+  it('opens the PR of the workspace branch and records number and URL in the ledger and the event', async () => {
+    const message = job();
+    await h.forward(message);
+
+    expect((await h.deliver(handler())).failed).toBe(false);
+
+    const result = { number: 1, url: 'https://github.example/acme/widgets/pull/1', created: true, head: 'agent/ws-1', sha: 'c'.repeat(40) };
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result });
+    expect(h.events).toEqual([{ type: 'AgentJobSucceeded', detail: expect.objectContaining({ jobId: message.jobId, result }) }]);
+  });
+
+  it('repairs a crash after the create on the next delivery, without a second PR', async () => {
+    const message = job();
+    await h.forward(message);
+    github.dropNextCreateResponse();
+
+    const first = await h.deliver(handler());
+    // The failed worker's lease runs out before anyone may take the job over.
+    h.now += (LEASE_SECONDS + 1) * 1000;
+    const second = await h.deliver(handler());
+
+    expect(first.failed).toBe(true);
+    expect(second).toEqual({ failed: false, receiveCount: 2 });
+    expect(github.pulls('acme', 'widgets')).toHaveLength(1);
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { number: 1, created: false } });
+    expect(h.events.map((e) => e.type)).toEqual(['AgentJobSucceeded']);
+  });
+
+  it('acknowledges a duplicate delivery of an opened PR without calling GitHub', async () => {
+    const message = job();
+    await h.forward(message);
+    await h.deliver(handler());
+    const requests = github.authorizations.length;
+    await h.sendRaw(JSON.stringify(message));
+
+    expect((await h.deliver(handler())).failed).toBe(false);
+    expect(github.authorizations).toHaveLength(requests);
+  });
+
+  it('fails a PR GitHub refuses permanently: ledger FAILED, DLQ with the reason, AgentJobFailed', async () => {
+    const message = job({ baseBranch: 'release', title: 'Agent changes' });
+    await h.forward(message);
+
+    expect((await h.deliver(handler())).failed).toBe(false);
+
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'REJECTED_BY_TARGET' } });
+    const dead = (await h.dlqMessages()).find((m) => m.MessageAttributes?.['jobId']?.StringValue === message.jobId);
+    expect(dead?.MessageAttributes?.['reason']?.StringValue).toBe('REJECTED_BY_TARGET');
+    expect(h.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'REJECTED_BY_TARGET' }) }]);
+  });
+
+  it('retries a GitHub outage and succeeds on the next delivery', async () => {
+    const message = job();
+    await h.forward(message);
+    github.failNext('GET', 503, { message: 'Service Unavailable' });
+
+    expect((await h.deliver(handler())).failed).toBe(true);
+    h.now += (LEASE_SECONDS + 1) * 1000;
+    expect((await h.deliver(handler())).failed).toBe(false);
+
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { number: 1, created: true } });
+  });
+});

@@ -1,0 +1,124 @@
+/**
+ * Test harness for the stage handlers on the local emulators: the pipeline deps over dynalite and
+ * fauxqs (zero back-off, controllable clock, recorded events), what the sequencer leaves behind
+ * for a staged job, and one event-source-mapping delivery (receive, invoke, delete if acknowledged).
+ */
+import { randomUUID } from 'node:crypto';
+import { DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
+import { DynamoDbLedger } from '../../lambda/adapters/dynamodb-ledger';
+import { SqsQueueOps } from '../../lambda/adapters/sqs-queue-ops';
+import { jobAttributes, jobDigest, type StageMessage } from '../../lambda/core/envelope';
+import type { JobLogger, PipelineDeps } from '../../lambda/core/pipeline';
+import type { LocalEmulators } from '../support/emulators';
+import { stringAttributes } from '../support/sqs-records';
+
+export const quietLogger: JobLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
+export interface RecordedEvent {
+  readonly type: string;
+  readonly detail: Record<string, unknown>;
+}
+
+export interface StageHarness {
+  readonly deps: PipelineDeps;
+  readonly ledger: DynamoDbLedger;
+  readonly events: RecordedEvent[];
+  /** The clock the pipeline reads (epoch ms); tests move it to let a lease expire. */
+  now: number;
+  /** Records the job FORWARDED with its pin (as the sequencer does) and sends it to the stage queue. */
+  forward(message: StageMessage): Promise<void>;
+  /** Sends a raw body to the stage queue (duplicates, wrong types). */
+  sendRaw(body: string): Promise<void>;
+  /** One receive and invocation; resolves whether the record was reported as failed. */
+  deliver(invoke: (records: SQSRecord[]) => Promise<SQSBatchResponse>): Promise<{ failed: boolean; receiveCount: number }>;
+  /** Messages currently on the stage queue's DLQ. */
+  dlqMessages(): Promise<Message[]>;
+}
+
+export const LEASE_SECONDS = 300;
+
+export function stageHarness(emulators: LocalEmulators, queue: string): StageHarness {
+  const { clients, tableName, queueUrls, dlqUrls } = emulators;
+  const queueUrl = queueUrls[queue]!;
+  const ledger = new DynamoDbLedger({ client: clients.dynamodb, tableName, retentionDays: 30 });
+  const events: RecordedEvent[] = [];
+  const harness: StageHarness = {
+    ledger,
+    events,
+    now: Date.parse('2026-11-29T12:00:00Z'),
+    deps: {
+      ledger,
+      queueOps: new SqsQueueOps({ client: clients.sqs, dlqUrl: dlqUrls[queue]! }),
+      events: { publish: async (type, detail) => void events.push({ type, detail }) },
+      metrics: { count: () => undefined },
+      logger: quietLogger,
+      clock: { now: () => harness.now },
+      newOwner: randomUUID,
+      // Zero back-off: a record reported as failed is the next receive (no waiting in tests).
+      settings: { consumer: 'stage', leaseSeconds: LEASE_SECONDS, maxReceiveCount: 5, visibilitySeconds: 600, backoff: { baseSeconds: 0, capSeconds: 0 } },
+    },
+    async forward(message) {
+      const { pin, ...envelope } = message;
+      const owner = randomUUID();
+      // consumer 'stage': with 'sequencer' and no takeover statuses the ledger's condition has
+      // parentheses dynalite rejects (reported to the ledger's owner).
+      await ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: harness.now, leaseMs: 60_000, consumer: 'stage', redrive: false });
+      await ledger.complete({ jobId: message.jobId, owner, now: harness.now, verdict: { status: 'FORWARDED', pin } });
+      await send(JSON.stringify(message), jobAttributes(message));
+    },
+    sendRaw: (body) => send(body, {}),
+    async deliver(invoke) {
+      const out = await clients.sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] }),
+      );
+      const message = out.Messages?.[0];
+      if (!message) throw new Error(`no message on ${queue} to deliver`);
+      const record = toRecord(message, await queueArn(queueUrl));
+      const response = await invoke([record]);
+      const failed = response.batchItemFailures.some((f) => f.itemIdentifier === record.messageId);
+      if (!failed) await clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }));
+      return { failed, receiveCount: Number(record.attributes.ApproximateReceiveCount) };
+    },
+    async dlqMessages() {
+      const out = await clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrls[queue], MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ['All'] }));
+      return out.Messages ?? [];
+    },
+  };
+
+  async function send(body: string, attributes: Record<string, string>): Promise<void> {
+    const messageAttributes = Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]));
+    await clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: messageAttributes }));
+  }
+
+  async function queueArn(url: string): Promise<string> {
+    const out = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+    return out.Attributes!.QueueArn!;
+  }
+
+  return harness;
+}
+
+/** A received message as the event source mapping hands it to the function. */
+export function toRecord(message: Message, eventSourceARN: string): SQSRecord {
+  const attrs = message.Attributes ?? {};
+  const messageAttributes = Object.fromEntries(Object.entries(message.MessageAttributes ?? {}).map(([name, a]) => [name, a.StringValue ?? '']));
+  return {
+    messageId: message.MessageId!,
+    receiptHandle: message.ReceiptHandle!,
+    body: message.Body ?? '',
+    attributes: {
+      ApproximateReceiveCount: attrs.ApproximateReceiveCount ?? '1',
+      SentTimestamp: attrs.SentTimestamp ?? '0',
+      SenderId: attrs.SenderId ?? 'local',
+      ApproximateFirstReceiveTimestamp: attrs.ApproximateFirstReceiveTimestamp ?? '0',
+      ...(attrs.MessageGroupId ? { MessageGroupId: attrs.MessageGroupId } : {}),
+      ...(attrs.MessageDeduplicationId ? { MessageDeduplicationId: attrs.MessageDeduplicationId } : {}),
+    },
+    messageAttributes: stringAttributes(messageAttributes),
+    md5OfBody: message.MD5OfBody ?? '',
+    eventSource: 'aws:sqs',
+    eventSourceARN,
+    awsRegion: 'us-east-1',
+  };
+}
