@@ -5,6 +5,7 @@
  * stage queue, and fences the workspace when a job fails for good. Everything else is the shared
  * pipeline (lambda/core/pipeline.ts) and the FIFO batch planner (lambda/core/fifo-batch.ts).
  */
+import { mkdir } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
@@ -16,27 +17,19 @@ import { processFifoBatch } from '../core/fifo-batch';
 import type { SettledTake } from '../core/ledger';
 import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps, type RunResult } from '../core/pipeline';
 import type { DiffStore, JobRecord, WorkspaceRecord } from '../core/ports';
-import type { GitCredentials, SecretsSource } from '../adapters/secrets';
+import * as gitAdapter from '../adapters/git';
+import type { ApplyPatchCommitInput, ApplyPatchCommitResult, GitAuth } from '../adapters/git';
+import { S3DiffStore } from '../adapters/diff-store';
+import { EventBridgePublisher } from '../adapters/events';
+import { awsClients, ledgerFromEnv, logger, pipelineSettingsFromEnv, powertoolsJobMetrics, randomOwner, requireEnv, systemClock } from '../adapters/runtime';
+import { secretsFromEnv, type SecretsSource } from '../adapters/secrets';
+import { SqsQueueOps } from '../adapters/sqs-queue-ops';
 
-export interface ApplyPatchInput {
-  readonly repoUrl: string;
-  readonly branch: string;
-  readonly diff: string;
-  readonly baseSha?: string;
-  readonly jobId: string;
-  readonly message: string;
-  readonly author?: { readonly name: string; readonly email: string };
-  /** Fixed author/committer time: the same base + diff + jobId give the same commit. */
-  readonly createdAt: string;
-  readonly auth?: GitCredentials;
-  readonly workDir: string;
-}
-
-/** The git adapter (lambda/adapters/git) as the sequencer uses it. */
+/** The git adapter (lambda/adapters/git) as the sequencer uses it; tests wrap it to inject faults. */
 export interface GitPort {
-  applyPatchCommit(input: ApplyPatchInput): Promise<{ commitSha: string; parentSha: string; alreadyApplied: boolean }>;
+  applyPatchCommit(input: ApplyPatchCommitInput): Promise<ApplyPatchCommitResult>;
   /** The branch's head commit, or undefined when the branch does not exist. */
-  resolveBranchHead(repoUrl: string, branch: string, auth?: GitCredentials): Promise<string | undefined>;
+  resolveBranchHead(repoUrl: string, branch: string, auth?: GitAuth): Promise<string | undefined>;
 }
 
 export interface SequencerDeps extends PipelineDeps {
@@ -106,11 +99,16 @@ class SequencerProcessor implements JobProcessor {
       author: payload.author,
       createdAt: job.createdAt,
       auth: await this.deps.secrets.gitCredentials(),
-      workDir: path.join(this.deps.workRoot, job.jobId),
+      workDir: await this.workDir(),
     });
     // Head and cursor in one write, before the ledger completes: a redelivery finds the commit anyway.
     await this.deps.ledger.finishWorkspaceJob({ workspaceId: job.workspaceId, jobId: job.jobId, head: applied.commitSha, now: this.deps.clock.now() });
     return { status: 'SUCCEEDED', result: { commitSha: applied.commitSha, alreadyApplied: applied.alreadyApplied } };
+  }
+
+  private async workDir(): Promise<string> {
+    await mkdir(this.deps.workRoot, { recursive: true });
+    return this.deps.workRoot;
   }
 
   /** The commit a staged job runs at: the head the last apply_patch recorded, else the branch head. */
@@ -160,4 +158,30 @@ export function stageQueueUrlsFromEnv(read: (name: string) => string): Record<St
   return Object.fromEntries(staged.map((type) => [type, read(stageQueueUrlEnv(type))])) as Record<StagedJobType, string>;
 }
 
+/** Lambda's writable scratch space. */
 export const SEQUENCER_WORK_ROOT = path.join(os.tmpdir(), 'agent-jobs');
+
+/** The AWS adapters, configured from the environment the stack sets (ConfigurationError names a missing one). */
+export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): SequencerDeps {
+  const read = (name: string) => requireEnv(name, env);
+  return {
+    ledger: ledgerFromEnv(awsClients.dynamodb(), env),
+    queueOps: new SqsQueueOps({ client: awsClients.sqs(), dlqUrl: read(ENV.dlqUrl) }),
+    events: new EventBridgePublisher(awsClients.eventBridge(), read(ENV.eventBus)),
+    metrics: powertoolsJobMetrics(),
+    logger,
+    clock: systemClock,
+    newOwner: randomOwner,
+    settings: pipelineSettingsFromEnv('sequencer', SEQUENCER, env),
+    diffStore: new S3DiffStore(awsClients.s3(), read(ENV.diffBucket)),
+    git: { applyPatchCommit: (input) => gitAdapter.applyPatchCommit(input, { logger }), resolveBranchHead: gitAdapter.resolveBranchHead },
+    secrets: secretsFromEnv(awsClients.secretsManager(), env),
+    stageQueueUrls: stageQueueUrlsFromEnv(read),
+    workRoot: SEQUENCER_WORK_ROOT,
+  };
+}
+
+let sequencer: ((event: SQSEvent) => Promise<SQSBatchResponse>) | undefined;
+
+/** Built on the first invocation of the container (not at import, so tests can import createSequencer). */
+export const handler = (event: SQSEvent): Promise<SQSBatchResponse> => (sequencer ??= createSequencer(awsSequencerDeps()))(event);
