@@ -70,7 +70,8 @@ export class DynamoDbLedger implements Ledger {
     const { job } = req;
     const takeover = takeoverStatuses(req.consumer, req.redrive);
     const takeoverValues = Object.fromEntries(takeover.map((s, i) => [`:t${i}`, s]));
-    const takeoverClause = takeover.length ? ` OR #status IN (${Object.keys(takeoverValues).join(', ')})` : '';
+    const leaseExpired = '#status = :inFlight AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :nowMs)';
+    const takeable = takeover.length ? `(${leaseExpired}) OR #status IN (${Object.keys(takeoverValues).join(', ')})` : leaseExpired;
     try {
       const out = await this.client.send(
         new UpdateCommand({
@@ -80,9 +81,7 @@ export class DynamoDbLedger implements Ledger {
             'SET #status = :inFlight, leaseOwner = :owner, leaseUntil = :until, jobId = :jobId, workspaceId = :ws, ' +
             'tenantId = :tenant, #type = :type, digest = :digest, createdAt = if_not_exists(createdAt, :createdAt), ' +
             'updatedAt = :now, #ttl = :ttl ADD attempt :one REMOVE #error, blockedBy',
-          ConditionExpression:
-            'attribute_not_exists(pk) OR (digest = :digest AND ((#status = :inFlight AND ' +
-            `(attribute_not_exists(leaseUntil) OR leaseUntil <= :nowMs))${takeoverClause}))`,
+          ConditionExpression: `attribute_not_exists(pk) OR (digest = :digest AND (${takeable}))`,
           ExpressionAttributeNames: { '#status': 'status', '#type': 'type', '#ttl': LEDGER_TABLE.ttlAttribute, '#error': 'error' },
           ExpressionAttributeValues: {
             ':inFlight': 'IN_FLIGHT',
