@@ -1,0 +1,179 @@
+/**
+ * The whole platform in one stack, derived from the catalog: one lane (queue + DLQ + worker) per
+ * entry of queueTopology(), so a new job type gets its queue, DLQ, function, event source mapping,
+ * alarms, dashboard row, grants and outputs with no change here.
+ *
+ * Environment-agnostic and without physical names, so `AgentJobs-dev` and `AgentJobs-prod` deploy
+ * side by side into one account and synthesize offline.
+ */
+import { join } from 'node:path';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import type { Construct } from 'constructs';
+import { ENV, METRICS_NAMESPACE, stageQueueUrlEnv } from '../contract/runtime-env';
+import { LEDGER_RETENTION_DAYS, queueTopology, type QueueSpec } from '../contract/topology';
+import { bindCapabilities, type CapabilityResources } from './capabilities';
+import type { AgentJobsConfig } from './config';
+import { Ledger } from './constructs/ledger';
+import { OpsDashboard } from './constructs/ops-dashboard';
+import { QueueWithDlq } from './constructs/queue-with-dlq';
+import { TestRunner } from './constructs/test-runner';
+import { Worker } from './constructs/worker';
+import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from './outputs';
+
+export interface AgentJobsStackProps extends StackProps {
+  readonly config: AgentJobsConfig;
+  /** Directory that handler entries (catalog `handlerEntry`) are relative to. @default the repository root */
+  readonly projectRoot?: string;
+}
+
+/** A queue and the worker that consumes it. */
+export interface Lane {
+  readonly spec: QueueSpec;
+  readonly queue: QueueWithDlq;
+  readonly worker: Worker;
+}
+
+export class AgentJobsStack extends Stack {
+  readonly lanes: readonly Lane[];
+  readonly ledger: Ledger;
+  readonly eventBus: events.EventBus;
+  readonly diffBucket: s3.Bucket;
+  readonly alarmTopic: sns.Topic;
+  readonly testRunner: TestRunner;
+
+  constructor(scope: Construct, id: string, props: AgentJobsStackProps) {
+    super(scope, id, props);
+    const { config } = props;
+    const projectRoot = props.projectRoot ?? join(__dirname, '..');
+
+    this.alarmTopic = this.createAlarmTopic(config.alarmEmail);
+    const alarmAction = new actions.SnsAction(this.alarmTopic);
+    this.ledger = new Ledger(this, 'Ledger');
+    this.eventBus = new events.EventBus(this, 'EventBus', { description: 'agent-jobs job events' });
+    this.diffBucket = this.createDiffBucket();
+    const gitCredentials = this.secret('GitCredentials', config.gitCredentialsSecretArn, 'agent-jobs git credentials: JSON {"username","password"}');
+    this.testRunner = new TestRunner(this, 'TestRunner', {
+      gitCredentials,
+      timeout: Duration.minutes(config.testRunnerTimeoutMinutes),
+    });
+    const resources: CapabilityResources = {
+      gitCredentials,
+      githubToken: this.secret('GithubToken', config.githubTokenSecretArn, 'agent-jobs GitHub token (plain string)'),
+      githubApiUrl: config.githubApiUrl,
+      diffBucket: this.diffBucket,
+      testRunner: this.testRunner,
+    };
+
+    this.lanes = queueTopology(config.workers).map((spec) => {
+      const { worker: settings } = spec;
+      const queue = new QueueWithDlq(this, spec.name, {
+        fifo: spec.fifo,
+        consumer: {
+          timeout: Duration.seconds(settings.timeoutSeconds),
+          batchSize: settings.batchSize,
+          maxConcurrency: settings.maxConcurrency,
+        },
+        visibilityTimeout: Duration.seconds(spec.visibilityTimeoutSeconds),
+        maxReceiveCount: spec.maxReceiveCount,
+        oldestMessageAlarmThreshold: Duration.seconds(settings.oldestMessageAlarmSeconds),
+        alarmAction,
+      });
+      const worker = new Worker(this, spec.consumer, {
+        entry: join(projectRoot, settings.handlerEntry),
+        queue,
+        memorySize: settings.memoryMb,
+        alarmAction,
+        environment: {
+          [ENV.leaseSeconds]: String(config.leaseSeconds ?? settings.timeoutSeconds),
+          [ENV.ledgerRetentionDays]: String(LEDGER_RETENTION_DAYS),
+          [ENV.maxReceiveCount]: String(spec.maxReceiveCount),
+          POWERTOOLS_SERVICE_NAME: spec.consumer,
+          POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        },
+      });
+      this.ledger.bind(worker.function);
+      this.eventBus.grantPutEventsTo(worker.function);
+      worker.function.addEnvironment(ENV.eventBus, this.eventBus.eventBusName);
+      bindCapabilities(worker, settings.needs, resources);
+      return { spec, queue, worker };
+    });
+    this.wireSequencer();
+
+    new OpsDashboard(this, 'Dashboard', { lanes: this.lanes.map((l) => ({ name: l.spec.name, ...l })), metricsNamespace: METRICS_NAMESPACE });
+    this.addOutputs();
+  }
+
+  /** The sequencer (FIFO lane) pins staged jobs and forwards them to every staged lane's queue. */
+  private wireSequencer(): void {
+    const sequencer = this.lanes.find((l) => l.spec.fifo);
+    if (!sequencer) throw new Error('queueTopology() has no FIFO lane for the sequencer');
+    for (const stage of this.lanes.filter((l) => !l.spec.fifo)) {
+      stage.queue.queue.grantSendMessages(sequencer.worker.function);
+      sequencer.worker.function.addEnvironment(stageQueueUrlEnv(stage.spec.consumer), stage.queue.queue.queueUrl);
+    }
+  }
+
+  private createAlarmTopic(email: string | undefined): sns.Topic {
+    // CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key: a customer-managed
+    // key with a grant to CloudWatch is the only way to encrypt alarm notifications.
+    const key = new kms.Key(this, 'AlarmTopicKey', {
+      description: 'agent-jobs alarm topic encryption',
+      enableKeyRotation: true,
+    });
+    key.grant(new iam.ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
+    const topic = new sns.Topic(this, 'AlarmTopic', { masterKey: key, enforceSSL: true });
+    if (email) topic.addSubscription(new subscriptions.EmailSubscription(email));
+    return topic;
+  }
+
+  private createDiffBucket(): s3.Bucket {
+    const bucket = new s3.Bucket(this, 'DiffBucket', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      // Diffs must outlive any replay from a DLQ (14 days); the ledger keeps its records as long.
+      lifecycleRules: [{ expiration: Duration.days(LEDGER_RETENTION_DAYS), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+      autoDeleteObjects: false,
+    });
+    Validations.of(bucket).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason: 'Claim-check objects are written once by producers and read once by the sequencer under its own role; '
+        + 'CloudTrail data events audit object access where required, without a second log bucket per environment.',
+    });
+    return bucket;
+  }
+
+  /** An existing secret by complete ARN, or a new one for the operator to fill in after the first deploy. */
+  private secret(id: string, arn: string | undefined, description: string): secretsmanager.ISecret {
+    if (arn) return secretsmanager.Secret.fromSecretCompleteArn(this, id, arn);
+    const secret = new secretsmanager.Secret(this, id, { description });
+    Validations.of(secret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason: 'Holds a credential issued by the git host or GitHub; it is rotated there, and Secrets Manager cannot rotate it.',
+    });
+    return secret;
+  }
+
+  private addOutputs(): void {
+    const output = (key: string, value: string): CfnOutput => new CfnOutput(this, key, { value });
+    for (const { spec, queue } of this.lanes) {
+      output(queueUrlOutputKey(spec.name), queue.queue.queueUrl);
+      output(dlqUrlOutputKey(spec.name), queue.deadLetterQueue.queueUrl);
+    }
+    output(STACK_OUTPUTS.ledgerTableName, this.ledger.table.tableName);
+    output(STACK_OUTPUTS.eventBusName, this.eventBus.eventBusName);
+    output(STACK_OUTPUTS.diffBucketName, this.diffBucket.bucketName);
+    output(STACK_OUTPUTS.alarmTopicArn, this.alarmTopic.topicArn);
+    output(STACK_OUTPUTS.testRunnerProjectName, this.testRunner.project.projectName);
+  }
+}

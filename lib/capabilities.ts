@@ -1,0 +1,56 @@
+/**
+ * Turns the catalog's `needs` (contract/job-types.ts Capability) into grants: each capability is
+ * one least-privilege permission plus the environment variable that names its resource, granted
+ * together so they cannot drift. A new capability in the catalog fails to compile here until it
+ * has a binding.
+ */
+import type * as s3 from 'aws-cdk-lib/aws-s3';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type { Capability } from '../contract/job-types';
+import { ENV } from '../contract/runtime-env';
+import { acknowledgeWildcard, nagArnRef } from './nag';
+import type { TestRunner } from './constructs/test-runner';
+import type { Worker } from './constructs/worker';
+
+/** The shared resources a capability can reach. */
+export interface CapabilityResources {
+  readonly gitCredentials: secretsmanager.ISecret;
+  readonly githubToken: secretsmanager.ISecret;
+  readonly githubApiUrl: string;
+  readonly diffBucket: s3.IBucket;
+  readonly testRunner: TestRunner;
+}
+
+type Binding = (worker: Worker, resources: CapabilityResources) => void;
+
+/** Read access to a secret, and its ARN (never its value) in the environment. */
+function bindSecret(worker: Worker, secret: secretsmanager.ISecret, envVar: string): void {
+  secret.grantRead(worker.function);
+  worker.function.addEnvironment(envVar, secret.secretArn);
+}
+
+const BINDINGS: Record<Capability, Binding> = {
+  gitCredentials: (worker, r) => bindSecret(worker, r.gitCredentials, ENV.gitCredentialsSecretArn),
+  githubToken: (worker, r) => {
+    bindSecret(worker, r.githubToken, ENV.githubTokenSecretArn);
+    worker.function.addEnvironment(ENV.githubApiUrl, r.githubApiUrl);
+  },
+  diffBucketRead: (worker, r) => {
+    // GetObject only (no s3:GetObject* or List* of grantRead); ListBucket on the bucket itself so a
+    // missing key answers NoSuchKey, not AccessDenied, and the handler can tell bad input from a fault.
+    worker.allow(['s3:GetObject'], [r.diffBucket.arnForObjects('*')]);
+    worker.allow(['s3:ListBucket'], [r.diffBucket.bucketArn]);
+    acknowledgeWildcard(worker.role, `Resource::${nagArnRef(r.diffBucket)}/*`,
+      'Producers choose a key per job (<workspaceId>/<jobId>/<sha256>.diff): reading claim-checked diffs needs any key of the one diff bucket.');
+    worker.function.addEnvironment(ENV.diffBucket, r.diffBucket.bucketName);
+  },
+  testRunner: (worker, r) => {
+    const project = r.testRunner.project;
+    worker.allow(['codebuild:StartBuild', 'codebuild:BatchGetBuilds'], [project.projectArn]);
+    worker.function.addEnvironment(ENV.testRunnerProject, project.projectName);
+  },
+};
+
+export function bindCapabilities(worker: Worker, needs: readonly Capability[], resources: CapabilityResources): void {
+  for (const capability of needs) BINDINGS[capability](worker, resources);
+}

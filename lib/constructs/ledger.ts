@@ -1,0 +1,59 @@
+/**
+ * The ledger: the single DynamoDB table that makes every job exactly-once in effect.
+ *
+ * Default settings:
+ * - On-demand billing (traffic follows agents, not a schedule), TTL on `LEDGER_TABLE.ttlAttribute`,
+ *   point-in-time recovery, deletion retained.
+ * - Encryption with the AWS-managed key (aws/dynamodb): key use shows in CloudTrail and there is no
+ *   key policy or rotation to run; a customer-managed key would only add cost, since no principal
+ *   outside this account reads the table.
+ * - The `byWorkspace` index (LEDGER_TABLE.workspaceIndex) lists a workspace's jobs in order.
+ */
+import { RemovalPolicy } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import { Construct } from 'constructs';
+import { ENV } from '../../contract/runtime-env';
+import { LEDGER_TABLE } from '../../contract/topology';
+
+/** What a worker does with the ledger: conditional claims and completions, consistent reads, index queries. */
+const READ_WRITE_ACTIONS: readonly string[] = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'];
+
+export interface LedgerProps {
+  /** @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+export class Ledger extends Construct {
+  readonly table: dynamodb.Table;
+
+  constructor(scope: Construct, id: string, props: LedgerProps = {}) {
+    super(scope, id);
+    this.table = new dynamodb.Table(this, 'Table', {
+      partitionKey: { name: LEDGER_TABLE.partitionKey, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: LEDGER_TABLE.ttlAttribute,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: dynamodb.TableEncryption.AWS_MANAGED,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    });
+    const index = LEDGER_TABLE.workspaceIndex;
+    this.table.addGlobalSecondaryIndex({
+      indexName: index.name,
+      partitionKey: { name: index.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: index.sortKey, type: dynamodb.AttributeType.NUMBER },
+    });
+  }
+
+  /** Grants `fn` the ledger operations (table and its index) and names the table in its environment. */
+  bind(fn: lambda.Function): void {
+    // The table and its one index by exact ARN (Table.grant would add `index/*`).
+    iam.Grant.addToPrincipal({
+      grantee: fn,
+      actions: [...READ_WRITE_ACTIONS],
+      resourceArns: [this.table.tableArn, `${this.table.tableArn}/index/${LEDGER_TABLE.workspaceIndex.name}`],
+    });
+    fn.addEnvironment(ENV.ledgerTable, this.table.tableName);
+  }
+}

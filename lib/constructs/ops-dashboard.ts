@@ -1,0 +1,108 @@
+/**
+ * The platform's CloudWatch dashboard: one row per lane (queue backlog and oldest age, DLQ depth,
+ * function invocations / errors / throttles, duration), then the job outcomes and blocked
+ * workspaces that the handlers publish as custom metrics.
+ */
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { Construct } from 'constructs';
+import type { QueueWithDlq } from './queue-with-dlq';
+import type { Worker } from './worker';
+
+/**
+ * Custom metrics (count, unit Count) published by the handlers in METRICS_NAMESPACE. Outcomes carry
+ * the dimension `jobType`; the dashboard searches by metric name, so extra dimensions (Powertools
+ * adds `service`) still show.
+ */
+export const JOB_METRICS = {
+  succeeded: 'JobSucceeded',
+  failed: 'JobFailed',
+  skipped: 'JobSkipped',
+  workspaceBlocked: 'WorkspaceBlocked',
+} as const;
+
+export interface DashboardLane {
+  readonly name: string;
+  readonly queue: QueueWithDlq;
+  readonly worker: Worker;
+}
+
+export interface OpsDashboardProps {
+  readonly lanes: readonly DashboardLane[];
+  /** Namespace of the handlers' custom metrics. */
+  readonly metricsNamespace: string;
+  /** @default 5 minutes */
+  readonly period?: Duration;
+}
+
+const WIDTH = 6;
+
+export class OpsDashboard extends Construct {
+  readonly dashboard: cloudwatch.Dashboard;
+
+  constructor(scope: Construct, id: string, props: OpsDashboardProps) {
+    super(scope, id);
+    const period = props.period ?? Duration.minutes(5);
+    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
+    for (const lane of props.lanes) this.dashboard.addWidgets(...laneWidgets(lane, period));
+
+    const search = (metricName: string, label: string): cloudwatch.MathExpression =>
+      new cloudwatch.MathExpression({
+        expression: `SEARCH('Namespace="${props.metricsNamespace}" MetricName="${metricName}"', 'Sum', ${period.toSeconds()})`,
+        label,
+        period,
+      });
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Jobs by outcome',
+        width: WIDTH * 3,
+        left: [
+          search(JOB_METRICS.succeeded, 'succeeded'),
+          search(JOB_METRICS.failed, 'failed'),
+          search(JOB_METRICS.skipped, 'skipped'),
+        ],
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Workspaces blocked',
+        width: WIDTH,
+        left: [search(JOB_METRICS.workspaceBlocked, 'blocked')],
+      }),
+    );
+  }
+}
+
+function laneWidgets({ name, queue, worker }: DashboardLane, period: Duration): cloudwatch.IWidget[] {
+  const max = { period, statistic: cloudwatch.Stats.MAXIMUM };
+  const sum = { period, statistic: cloudwatch.Stats.SUM };
+  const fn = worker.function;
+  return [
+    new cloudwatch.GraphWidget({
+      title: `${name}: backlog and oldest message`,
+      width: WIDTH,
+      left: [queue.queue.metricApproximateNumberOfMessagesVisible({ ...max, label: 'visible' })],
+      right: [queue.queue.metricApproximateAgeOfOldestMessage({ ...max, label: 'oldest age (s)' })],
+    }),
+    new cloudwatch.GraphWidget({
+      title: `${name}: DLQ depth`,
+      width: WIDTH,
+      left: [queue.deadLetterQueue.metric('ApproximateNumberOfMessagesVisible', { ...max, label: 'DLQ visible' })],
+    }),
+    new cloudwatch.GraphWidget({
+      title: `${name}: invocations and errors`,
+      width: WIDTH,
+      left: [
+        fn.metricInvocations({ ...sum, label: 'invocations' }),
+        fn.metricErrors({ ...sum, label: 'errors' }),
+        fn.metricThrottles({ ...sum, label: 'throttles' }),
+      ],
+    }),
+    new cloudwatch.GraphWidget({
+      title: `${name}: duration`,
+      width: WIDTH,
+      left: [
+        fn.metricDuration({ period, statistic: cloudwatch.Stats.percentile(99), label: 'p99' }),
+        fn.metricDuration({ period, statistic: cloudwatch.Stats.AVERAGE, label: 'average' }),
+      ],
+    }),
+  ];
+}

@@ -1,0 +1,151 @@
+/**
+ * A queue, its dead-letter queue and their alarms, with the platform's rules built in.
+ *
+ * Default settings:
+ * - SQS-managed SSE on both queues: encryption at rest without a KMS key to administer, no KMS
+ *   request per message (cost and throttling at FIFO high throughput), and producers in other
+ *   roles need no key grant. A customer-managed key buys key-policy control we do not need: the
+ *   queue policy already limits who reads.
+ * - HTTPS-only queue policy, explicit 1 MiB maximum message size (CloudFormation's default is smaller).
+ * - FIFO: high-throughput mode (deduplication per message group, throughput limit per group) and no
+ *   content-based deduplication, because producers send explicit deduplication ids.
+ * - Retention: 4 days on the queue, 14 days on the DLQ (SQS keeps the original enqueue time when it
+ *   moves a message, so the DLQ must keep messages longer than the queue).
+ * - Alarms: oldest-message age on the queue, visible messages > 0 on the DLQ.
+ *
+ * The queue also carries the settings of its consumer (`consumer`), so every rule that ties the two
+ * together (visibility vs. timeout, batch size on FIFO) is checked in one place, at synth.
+ */
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
+import { DLQ_RETENTION_DAYS, QUEUE_RETENTION_DAYS, VISIBILITY_TIMEOUT_FACTOR } from '../../contract/topology';
+import { alarmAbove } from './alarms';
+import { SettingsProblems } from './settings-problems';
+
+/** How the queue's one consumer (a Lambda event source mapping) reads it. */
+export interface QueueConsumerSettings {
+  /** The consumer function's timeout. */
+  readonly timeout: Duration;
+  /** Records per batch: at most 10 (FIFO allows no more; a standard queue would need a batching window). */
+  readonly batchSize: number;
+  /** Event source mapping MaximumConcurrency, 2..1000. */
+  readonly maxConcurrency: number;
+}
+
+export interface QueueWithDlqProps {
+  /** @default false */
+  readonly fifo?: boolean;
+  readonly consumer: QueueConsumerSettings;
+  /** @default VISIBILITY_TIMEOUT_FACTOR (6) x consumer.timeout */
+  readonly visibilityTimeout?: Duration;
+  /** Deliveries before SQS moves a message to the DLQ. @default 5 */
+  readonly maxReceiveCount?: number;
+  /** @default QUEUE_RETENTION_DAYS (4 days) */
+  readonly retentionPeriod?: Duration;
+  /** An existing DLQ. @default a new DLQ of the same kind as the queue, retention DLQ_RETENTION_DAYS (14 days) */
+  readonly deadLetterQueue?: sqs.IQueue;
+  /** Alarm when the oldest message is older than this. @default 15 minutes */
+  readonly oldestMessageAlarmThreshold?: Duration;
+  /** Where every alarm of this construct notifies. */
+  readonly alarmAction: cloudwatch.IAlarmAction;
+}
+
+const MIN_MAX_RECEIVE_COUNT = 5;
+const MAX_BATCH_SIZE = 10;
+const MIN_CONCURRENCY = 2;
+const MAX_CONCURRENCY = 1000;
+
+export class QueueWithDlq extends Construct {
+  readonly queue: sqs.Queue;
+  readonly deadLetterQueue: sqs.IQueue;
+  readonly fifo: boolean;
+  readonly consumer: QueueConsumerSettings;
+  readonly oldestMessageAlarm: cloudwatch.Alarm;
+  /** Present when this construct created the DLQ (an imported DLQ is alarmed by its owner). */
+  readonly dlqDepthAlarm?: cloudwatch.Alarm;
+
+  constructor(scope: Construct, id: string, props: QueueWithDlqProps) {
+    super(scope, id);
+    this.fifo = props.fifo ?? false;
+    this.consumer = props.consumer;
+    const visibilityTimeout = props.visibilityTimeout ?? Duration.seconds(props.consumer.timeout.toSeconds() * VISIBILITY_TIMEOUT_FACTOR);
+    const maxReceiveCount = props.maxReceiveCount ?? MIN_MAX_RECEIVE_COUNT;
+    const retentionPeriod = props.retentionPeriod ?? Duration.days(QUEUE_RETENTION_DAYS);
+    const dlqRetention = Duration.days(DLQ_RETENTION_DAYS);
+    const oldestThreshold = props.oldestMessageAlarmThreshold ?? Duration.minutes(15);
+
+    validate(this.node.path, { ...props, fifo: this.fifo, visibilityTimeout, maxReceiveCount, retentionPeriod, dlqRetention, oldestThreshold });
+
+    const common = {
+      fifo: this.fifo ? true : undefined,
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      maxMessageSizeBytes: MAX_MESSAGE_BYTES,
+      ...(this.fifo
+        ? {
+            deduplicationScope: sqs.DeduplicationScope.MESSAGE_GROUP,
+            fifoThroughputLimit: sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+            contentBasedDeduplication: false,
+          }
+        : {}),
+    };
+    if (props.deadLetterQueue) {
+      this.deadLetterQueue = props.deadLetterQueue;
+    } else {
+      const dlq = new sqs.Queue(this, 'Dlq', { ...common, retentionPeriod: dlqRetention });
+      this.deadLetterQueue = dlq;
+      this.dlqDepthAlarm = alarmAbove(this, 'DlqDepthAlarm', {
+        metric: dlq.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM }),
+        threshold: 0,
+        description: `${this.node.path}: messages are waiting in the dead-letter queue (triage with agent-jobs dlq list)`,
+        action: props.alarmAction,
+      });
+    }
+    this.queue = new sqs.Queue(this, 'Queue', {
+      ...common,
+      visibilityTimeout,
+      retentionPeriod,
+      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount },
+    });
+    this.oldestMessageAlarm = alarmAbove(this, 'OldestMessageAlarm', {
+      metric: this.queue.metricApproximateAgeOfOldestMessage({ statistic: cloudwatch.Stats.MAXIMUM }),
+      threshold: oldestThreshold.toSeconds(),
+      description: `${this.node.path}: a message has waited longer than ${oldestThreshold.toHumanString()} (stuck consumer or a failing FIFO group head)`,
+      action: props.alarmAction,
+    });
+  }
+}
+
+interface ResolvedSettings extends QueueWithDlqProps {
+  readonly fifo: boolean;
+  readonly visibilityTimeout: Duration;
+  readonly maxReceiveCount: number;
+  readonly retentionPeriod: Duration;
+  readonly dlqRetention: Duration;
+  readonly oldestThreshold: Duration;
+}
+
+function validate(path: string, s: ResolvedSettings): void {
+  const problems = new SettingsProblems();
+  const timeout = s.consumer.timeout.toSeconds();
+  problems.check('visibilityTimeout', s.visibilityTimeout.toSeconds(), (v) => v < timeout * VISIBILITY_TIMEOUT_FACTOR,
+    `must be at least ${VISIBILITY_TIMEOUT_FACTOR} x the consumer timeout (${timeout} s), or a slow batch is redelivered while it still runs`);
+  problems.check('maxReceiveCount', s.maxReceiveCount, (v) => v < MIN_MAX_RECEIVE_COUNT,
+    `must be at least ${MIN_MAX_RECEIVE_COUNT}, or throttled deliveries land in the DLQ`);
+  problems.check('consumer.batchSize', s.consumer.batchSize, (v) => v < 1 || v > MAX_BATCH_SIZE,
+    s.fifo ? `must be 1..${MAX_BATCH_SIZE} on a FIFO queue` : `must be 1..${MAX_BATCH_SIZE} (larger batches need a batching window)`);
+  problems.check('consumer.maxConcurrency', s.consumer.maxConcurrency, (v) => v < MIN_CONCURRENCY || v > MAX_CONCURRENCY,
+    `must be ${MIN_CONCURRENCY}..${MAX_CONCURRENCY} (event source mapping MaximumConcurrency)`);
+  problems.check('oldestMessageAlarmThreshold', s.oldestThreshold.toSeconds(), (v) => v <= 0 || v >= s.retentionPeriod.toSeconds(),
+    `must be above 0 and below the retention period (${s.retentionPeriod.toSeconds()} s), or the alarm can never fire`);
+  if (!s.deadLetterQueue) {
+    problems.check('retentionPeriod', s.retentionPeriod.toSeconds(), (v) => v >= s.dlqRetention.toSeconds(),
+      `must be shorter than the DLQ retention (${s.dlqRetention.toSeconds()} s): a moved message keeps its original enqueue time`);
+  } else if (s.deadLetterQueue.fifo !== s.fifo) {
+    problems.add('deadLetterQueue', s.fifo ? 'must be a FIFO queue, because the queue is FIFO' : 'must be a standard queue, because the queue is standard');
+  }
+  problems.throwIfAny(path);
+}

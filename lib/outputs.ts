@@ -1,0 +1,31 @@
+/**
+ * Stack output keys: the CLI resolves a deployed stack from these (DescribeStacks), so they are
+ * stable API. Queue keys derive from the topology's queue names, so a new job type's queue gets
+ * its outputs with no change here.
+ */
+export const STACK_OUTPUTS = {
+  ledgerTableName: 'LedgerTableName',
+  eventBusName: 'EventBusName',
+  diffBucketName: 'DiffBucketName',
+  alarmTopicArn: 'AlarmTopicArn',
+  testRunnerProjectName: 'TestRunnerProjectName',
+} as const;
+
+/** `agent-jobs` -> `AgentJobs` (output keys are alphanumeric). */
+function pascal(name: string): string {
+  return name
+    .split(/[^A-Za-z0-9]+/)
+    .filter((part) => part.length > 0)
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('');
+}
+
+/** Output key of a queue's URL: `QueueUrlAgentJobs`, `QueueUrlRunTests`, ... */
+export function queueUrlOutputKey(queueName: string): string {
+  return `QueueUrl${pascal(queueName)}`;
+}
+
+/** Output key of a queue's DLQ URL: `DlqUrlAgentJobs`, `DlqUrlRunTests`, ... */
+export function dlqUrlOutputKey(queueName: string): string {
+  return `DlqUrl${pascal(queueName)}`;
+}
