@@ -3,3 +3,4 @@ export { applyHunks } from './apply';
 export { FILE_MODES, isFileMode, unsafePatch, type FileMode, type FileOperation, type PatchHunk } from './operations';
 export { DEFAULT_PATCH_LIMITS, parsePatchOperations, type PatchLimits } from './parse';
 export { checkPath } from './paths';
+export { JOB_TRAILER, commitMessage, hasJobTrailer } from './commit-message';

@@ -1,0 +1,170 @@
+/**
+ * Applies validated file operations to a commit's tree by editing blobs and trees in the object
+ * store directly: no checkout, so only the directories on the touched paths are read, and a large
+ * repository costs neither disk nor file handles.
+ */
+import { PermanentJobError } from '../../core/errors';
+import { applyHunks, isFileMode, unsafePatch, type FileMode, type FileOperation, type PatchHunk } from '../../core/patch';
+import type { ObjectStore, TreeEntry } from './object-store';
+
+const TREE_MODE = '040000';
+const SYMLINK_MODE = '120000';
+
+function doesNotApply(path: string, why: string): PermanentJobError {
+  return new PermanentJobError('PATCH_DOES_NOT_APPLY', `patch does not apply: ${JSON.stringify(path)}: ${why}`);
+}
+
+function split(path: string): { dir: string; name: string } {
+  const slash = path.lastIndexOf('/');
+  return slash < 0 ? { dir: '', name: path } : { dir: path.slice(0, slash), name: path.slice(slash + 1) };
+}
+
+/** A lazily loaded, mutable view of one tree; `write` stores the changed trees bottom-up. */
+export class TreeEditor {
+  /** Loaded directories by path ('' is the root). */
+  private readonly dirs = new Map<string, Map<string, TreeEntry>>();
+  private readonly dirty = new Set<string>();
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly rootTree: string,
+  ) {}
+
+  /** The regular file at `path` in the current state of the tree. */
+  async readFile(path: string): Promise<{ oid: string; mode: FileMode }> {
+    const { dir, name } = split(path);
+    const entries = await this.directory(dir, path, false);
+    const entry = entries?.get(name);
+    if (!entry) throw doesNotApply(path, 'file does not exist');
+    if (entry.type === 'tree') throw doesNotApply(path, 'is a directory');
+    if (!isFileMode(entry.mode)) throw unsafePatch(path, entry.mode === SYMLINK_MODE ? 'is a committed symlink' : `has mode ${entry.mode}`);
+    return { oid: entry.oid, mode: entry.mode };
+  }
+
+  async removeFile(path: string): Promise<void> {
+    await this.readFile(path);
+    const { dir, name } = split(path);
+    this.dirs.get(dir)?.delete(name);
+    this.markDirty(dir);
+    this.pruneEmpty(dir);
+  }
+
+  /** Writes a file; with `create` the path must be free (as `git apply` requires for new files). */
+  async writeFile(path: string, file: { oid: string; mode: FileMode }, create: boolean): Promise<void> {
+    const { dir, name } = split(path);
+    const entries = await this.directory(dir, path, true);
+    if (!entries) throw doesNotApply(path, 'parent directory cannot be created');
+    const existing = entries.get(name);
+    if (existing?.type === 'tree') throw doesNotApply(path, 'a directory of that name exists');
+    if (create && existing) throw doesNotApply(path, 'file already exists');
+    entries.set(name, { mode: file.mode, path: name, oid: file.oid, type: 'blob' });
+    this.markDirty(dir);
+  }
+
+  /** Stores every changed tree and returns the new root tree id. */
+  async write(): Promise<string> {
+    const deepestFirst = [...this.dirty].sort((a, b) => b.split('/').length - a.split('/').length || b.length - a.length);
+    let root = this.rootTree;
+    for (const dir of deepestFirst) {
+      const entries = this.dirs.get(dir);
+      if (!entries) continue; // pruned: it became empty
+      const oid = await this.store.writeTree([...entries.values()]);
+      if (dir === '') root = oid;
+      else {
+        const { dir: parent, name } = split(dir);
+        this.dirs.get(parent)?.set(name, { mode: TREE_MODE, path: name, oid, type: 'tree' });
+      }
+    }
+    return root;
+  }
+
+  /**
+   * Entries of directory `dir`, loading it and its parents on first use. Walking through a committed
+   * symlink or submodule is refused: the patch would write outside what the tree shows.
+   */
+  private async directory(dir: string, forPath: string, create: boolean): Promise<Map<string, TreeEntry> | undefined> {
+    const loaded = this.dirs.get(dir);
+    if (loaded) return loaded;
+    if (dir === '') return this.load('', this.rootTree);
+    const { dir: parentDir, name } = split(dir);
+    const parent = await this.directory(parentDir, forPath, create);
+    const entry = parent?.get(name);
+    if (!entry) {
+      if (!parent || !create) return undefined;
+      const fresh = new Map<string, TreeEntry>();
+      this.dirs.set(dir, fresh);
+      return fresh;
+    }
+    if (entry.mode === SYMLINK_MODE) throw unsafePatch(forPath, `walks through the committed symlink "${dir}"`);
+    if (entry.type === 'commit') throw unsafePatch(forPath, `walks through the submodule "${dir}"`);
+    if (entry.type !== 'tree') throw doesNotApply(forPath, `"${dir}" is a file, not a directory`);
+    return this.load(dir, entry.oid);
+  }
+
+  private async load(dir: string, oid: string): Promise<Map<string, TreeEntry>> {
+    const entries = new Map((await this.store.readTree(oid)).map((e) => [e.path, e] as const));
+    this.dirs.set(dir, entries);
+    return entries;
+  }
+
+  private markDirty(dir: string): void {
+    for (let d: string | undefined = dir; d !== undefined; d = d === '' ? undefined : split(d).dir) this.dirty.add(d);
+  }
+
+  /** git stores no empty trees: drop a directory that lost its last entry, and its empty parents. */
+  private pruneEmpty(dir: string): void {
+    for (let d = dir; d !== '' && this.dirs.get(d)?.size === 0; d = split(d).dir) {
+      this.dirs.delete(d);
+      this.dirs.get(split(d).dir)?.delete(split(d).name);
+    }
+  }
+}
+
+/**
+ * Applies operations the way `git apply` does: every operation reads the base tree, removals happen
+ * before writes (so a file can become a directory), and a new file may not overwrite anything.
+ * Returns the new root tree id.
+ */
+export async function applyOperations(store: ObjectStore, rootTree: string, operations: readonly FileOperation[]): Promise<string> {
+  const editor = new TreeEditor(store, rootTree);
+  const writes: { path: string; file: { oid: string; mode: FileMode }; create: boolean }[] = [];
+  const removals: string[] = [];
+  for (const op of operations) {
+    if (op.kind === 'add') {
+      const oid = await store.writeBlob(encode(applyHunks(op.path, '', op.hunks)));
+      writes.push({ path: op.path, file: { oid, mode: op.mode }, create: true });
+      continue;
+    }
+    const source = op.kind === 'rename' || op.kind === 'copy' ? op.from : op.path;
+    const base = await editor.readFile(source);
+    if (op.kind === 'delete') {
+      const rest = op.hunks.length === 0 ? await store.readBlob(base.oid) : encode(await patched(store, op.path, base.oid, op.hunks));
+      if (rest.length > 0) throw doesNotApply(op.path, 'the deletion does not remove the whole file');
+      removals.push(op.path);
+      continue;
+    }
+    // No hunks (pure rename or mode change): keep the blob as is, whatever its encoding.
+    const oid = op.hunks.length === 0 ? base.oid : await store.writeBlob(encode(await patched(store, op.path, base.oid, op.hunks)));
+    writes.push({ path: op.path, file: { oid, mode: op.mode ?? base.mode }, create: op.kind !== 'modify' });
+    if (op.kind === 'rename') removals.push(op.from);
+  }
+  for (const path of removals) await editor.removeFile(path);
+  for (const { path, file, create } of writes) await editor.writeFile(path, file, create);
+  return editor.write();
+}
+
+async function patched(store: ObjectStore, path: string, oid: string, hunks: readonly PatchHunk[]): Promise<string> {
+  const bytes = await store.readBlob(oid);
+  let text: string;
+  try {
+    // ignoreBOM keeps a BOM as content, so the file's bytes survive the round trip.
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw doesNotApply(path, 'the file is not UTF-8 text');
+  }
+  return applyHunks(path, text, hunks);
+}
+
+function encode(text: string): Uint8Array {
+  return new TextEncoder().encode(text);
+}

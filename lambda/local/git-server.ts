@@ -1,0 +1,182 @@
+/**
+ * A loopback smart-HTTP git server for the local platform and the tests: a small node:http server
+ * that runs git's own `git http-backend` as a CGI program over bare repositories under `root`.
+ * No npm package: the protocol, pack negotiation and ref locking are git's, so pushes and fetches
+ * behave as they do against a real host (including the compare-and-swap on a ref update).
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const LOOPBACK = '127.0.0.1';
+const HTTP_BACKEND = process.env.GIT_HTTP_BACKEND ?? '/usr/lib/git-core/git-http-backend';
+const REPO_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+export interface GitServerOptions {
+  /** Directory holding the bare repositories (`<name>.git`). */
+  readonly root: string;
+  /** @default 0 (a free port) */
+  readonly port?: number;
+  /** When set, every request must carry these HTTP basic credentials. @default no authentication */
+  readonly auth?: { readonly username: string; readonly password: string };
+}
+
+export interface GitServer {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  readonly port: number;
+  /** Clone URL of the bare repository `<root>/<name>.git`. */
+  repoUrl(name: string): string;
+  /** Creates an empty bare repository, or a bare copy of `fromDir` (all branches). Returns its git dir. */
+  createBareRepo(name: string, options?: { fromDir?: string; initialBranch?: string }): Promise<string>;
+  /** A bare copy of the local repository `srcDir` (all branches). Returns its git dir. */
+  importRepository(srcDir: string, name: string): Promise<string>;
+  /** Git dir of a repository under root. */
+  gitDir(name: string): string;
+  /** Stops listening and ends every running `git http-backend`. */
+  close(): Promise<void>;
+}
+
+export class InvalidRepositoryNameError extends Error {
+  override readonly name = 'InvalidRepositoryNameError';
+}
+
+export async function startGitServer(options: GitServerOptions): Promise<GitServer> {
+  const { root } = options;
+  await mkdir(root, { recursive: true });
+  const children = new Set<ChildProcess>();
+  const server = createServer((req, res) => {
+    if (options.auth && !authorized(req, options.auth)) {
+      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="agent-jobs"' }).end();
+      return;
+    }
+    serveCgi(root, req, res, children);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, LOOPBACK, resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${LOOPBACK}:${port}`;
+  const gitDir = (name: string): string => {
+    if (!REPO_NAME.test(name) || name.endsWith('.git')) throw new InvalidRepositoryNameError(`invalid repository name: ${JSON.stringify(name)}`);
+    return join(root, `${name}.git`);
+  };
+  const importRepository = async (srcDir: string, name: string): Promise<string> => {
+    const dir = gitDir(name);
+    // A bare clone keeps every branch of the source as a branch (refs/heads/*).
+    await run('git', ['clone', '--quiet', '--bare', '--no-local', srcDir, dir]);
+    return dir;
+  };
+  return {
+    url,
+    port,
+    repoUrl: (name) => `${url}/${name}.git`,
+    gitDir,
+    importRepository,
+    async createBareRepo(name, { fromDir, initialBranch = 'main' } = {}) {
+      if (fromDir !== undefined) return importRepository(fromDir, name);
+      const dir = gitDir(name);
+      await run('git', ['init', '--quiet', '--bare', `--initial-branch=${initialBranch}`, dir]);
+      return dir;
+    },
+    async close() {
+      for (const child of children) child.kill('SIGKILL');
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function authorized(req: IncomingMessage, expected: { username: string; password: string }): boolean {
+  const header = req.headers.authorization ?? '';
+  if (!header.startsWith('Basic ')) return false;
+  return Buffer.from(header.slice('Basic '.length), 'base64').toString('utf8') === `${expected.username}:${expected.password}`;
+}
+
+function remoteUser(req: IncomingMessage): string {
+  const header = req.headers.authorization;
+  const decoded = header?.startsWith('Basic ') ? Buffer.from(header.slice('Basic '.length), 'base64').toString('utf8') : '';
+  // http-backend only enables receive-pack for an authenticated user; locally everyone is one.
+  return decoded.split(':')[0] || 'agent-jobs';
+}
+
+/** Runs one request through `git http-backend` (CGI/1.1), streaming both bodies. */
+function serveCgi(root: string, req: IncomingMessage, res: ServerResponse, children: Set<ChildProcess>): void {
+  const requestUrl = new URL(req.url ?? '/', 'http://localhost');
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    GIT_PROJECT_ROOT: root,
+    GIT_HTTP_EXPORT_ALL: '1',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_COUNT: '1',
+    GIT_CONFIG_KEY_0: 'http.receivepack',
+    GIT_CONFIG_VALUE_0: 'true',
+    REQUEST_METHOD: req.method ?? 'GET',
+    PATH_INFO: decodeURIComponent(requestUrl.pathname),
+    QUERY_STRING: requestUrl.search.slice(1),
+    CONTENT_TYPE: req.headers['content-type'] ?? '',
+    REMOTE_USER: remoteUser(req),
+    REMOTE_ADDR: req.socket.remoteAddress ?? LOOPBACK,
+    SERVER_PROTOCOL: `HTTP/${req.httpVersion}`,
+    GATEWAY_INTERFACE: 'CGI/1.1',
+  };
+  if (req.headers['content-length'] !== undefined) env.CONTENT_LENGTH = req.headers['content-length'];
+  if (req.headers['content-encoding'] !== undefined) env.HTTP_CONTENT_ENCODING = req.headers['content-encoding'];
+  const protocol = req.headers['git-protocol'];
+  if (typeof protocol === 'string') env.GIT_PROTOCOL = protocol;
+
+  const child = spawn(HTTP_BACKEND, [], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  children.add(child);
+  child.once('close', () => children.delete(child));
+  const fail = (status: number, message: string) => {
+    if (!res.headersSent) res.writeHead(status, { 'Content-Type': 'text/plain' }).end(message);
+    else res.destroy();
+  };
+  child.once('error', (error) => fail(500, `git http-backend failed to start: ${error.message}`));
+  child.stderr.resume();
+  req.pipe(child.stdin);
+  child.stdin.on('error', () => undefined); // the backend may exit before reading everything
+  res.on('close', () => child.kill('SIGKILL'));
+
+  let head = Buffer.alloc(0);
+  const onHeaderData = (chunk: Buffer) => {
+    head = Buffer.concat([head, chunk]);
+    const end = headerEnd(head);
+    if (end === undefined) return;
+    child.stdout.off('data', onHeaderData);
+    const { status, headers } = parseCgiHeaders(head.subarray(0, end.index).toString('latin1'));
+    res.writeHead(status, headers);
+    res.write(head.subarray(end.index + end.length));
+    child.stdout.pipe(res);
+  };
+  child.stdout.on('data', onHeaderData);
+  child.stdout.once('end', () => {
+    if (!res.headersSent) fail(502, 'git http-backend sent no CGI headers');
+  });
+}
+
+function headerEnd(buffer: Buffer): { index: number; length: number } | undefined {
+  const crlf = buffer.indexOf('\r\n\r\n');
+  const lf = buffer.indexOf('\n\n');
+  if (crlf >= 0 && (lf < 0 || crlf < lf)) return { index: crlf, length: 4 };
+  return lf >= 0 ? { index: lf, length: 2 } : undefined;
+}
+
+function parseCgiHeaders(text: string): { status: number; headers: Record<string, string> } {
+  let status = 200;
+  const headers: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).trim();
+    const value = line.slice(colon + 1).trim();
+    if (name.toLowerCase() === 'status') status = Number.parseInt(value, 10) || 500;
+    else headers[name] = value;
+  }
+  return { status, headers };
+}

@@ -1,0 +1,324 @@
+/**
+ * applyPatchCommit against the loopback git server (git http-backend over bare repositories made
+ * with the git CLI). Results are compared with what `git apply --index` makes of the same diff,
+ * and the remote is inspected with the git CLI.
+ */
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { HttpClient } from 'isomorphic-git';
+import nodeHttp from 'isomorphic-git/http/node';
+import { applyPatchCommit, checkoutCommit, resolveBranchHead, type ApplyPatchCommitInput } from '../../lambda/adapters/git';
+import { PermanentJobError, TransientJobError } from '../../lambda/core/errors';
+import { startGitServer, type GitServer } from '../../lambda/local/git-server';
+import { commitFiles, createRepo, diffOfEdits, git, gitApplyTree, removeDir, tempDir, writeFiles, type FileSpec } from '../support/git-fixtures';
+
+const BASE_FILES: Record<string, FileSpec> = {
+  'README.md': '# demo\n\nhello\n',
+  'src/app.ts': Array.from({ length: 40 }, (_, i) => `export const v${i} = ${i};\n`).join(''),
+  'crlf.txt': 'one\r\ntwo\r\nthree\r\n',
+  'no-eol.txt': 'first\nlast line without newline',
+  'old-name.txt': Array.from({ length: 30 }, (_, i) => `line ${i}\n`).join(''),
+  'pure-rename.txt': 'moved as is\n',
+  'doomed.txt': 'delete me\n',
+  'run.sh': '#!/bin/sh\necho hi\n',
+  'docs/sp ace é.md': 'unicode name\n',
+  'bom.txt': '\ufeffwith bom\n',
+  link: { content: 'src', mode: 'symlink' },
+};
+
+let root: string;
+let server: GitServer;
+let sourceDir: string;
+let baseSha: string;
+let scratch: string;
+let repoCount = 0;
+
+beforeAll(async () => {
+  root = await tempDir('git-root');
+  scratch = await tempDir('git-work');
+  sourceDir = await tempDir('git-source');
+  baseSha = await createRepo(sourceDir, BASE_FILES);
+  server = await startGitServer({ root: join(root, 'repos') });
+});
+
+afterAll(async () => {
+  await server.close();
+  await Promise.all([root, scratch, sourceDir].map(removeDir));
+});
+
+/** A fresh remote repository holding the base commit on `main`. */
+async function freshRemote(): Promise<{ url: string; gitDir: string }> {
+  const name = `ws-${++repoCount}`;
+  const gitDir = await server.importRepository(sourceDir, name);
+  return { url: server.repoUrl(name), gitDir };
+}
+
+function input(url: string, diff: string, overrides: Partial<ApplyPatchCommitInput> = {}): ApplyPatchCommitInput {
+  return {
+    repoUrl: url,
+    branch: 'main',
+    diff,
+    baseSha,
+    jobId: 'job-1',
+    message: 'Apply the agent edit',
+    createdAt: '2026-03-01T12:00:00.000Z',
+    workDir: scratch,
+    ...overrides,
+  };
+}
+
+const remoteHead = (gitDir: string) => git(gitDir, 'rev-parse', 'refs/heads/main');
+const commitsSinceBase = async (gitDir: string) => Number(await git(gitDir, 'rev-list', '--count', `${baseSha}..main`));
+
+async function rejectionOf(promise: Promise<unknown>): Promise<PermanentJobError> {
+  const outcome = await promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  if (!(outcome instanceof PermanentJobError)) throw new Error(`expected a PermanentJobError, got ${String(outcome)}`);
+  return outcome;
+}
+
+/** Every kind of edit an agent makes, as a real `git diff`. */
+const fullDiff = () =>
+  diffOfEdits(sourceDir, baseSha, async (dir) => {
+    await writeFiles(dir, {
+      'README.md': '# demo\n\nhello, agent\n',
+      'src/app.ts': Array.from({ length: 40 }, (_, i) => `export const v${i} = ${i === 3 || i === 30 ? i * 10 : i};\n`).join(''),
+      'crlf.txt': 'one\r\nTWO\r\nthree\r\n',
+      'no-eol.txt': 'first\nstill no newline',
+      'new/dir/file.txt': 'brand new\n',
+      'new-file ünï.txt': 'quoted name\n',
+      'docs/sp ace é.md': 'unicode name, edited\n',
+      'bom.txt': '\ufeffwith bom, edited\n',
+      'run.sh': { content: '#!/bin/sh\necho hi\n', mode: 'exec' },
+    });
+    await git(dir, 'rm', '--quiet', 'doomed.txt');
+    await mkdir(join(dir, 'moved'));
+    await git(dir, 'mv', 'pure-rename.txt', 'moved/pure.txt');
+    await git(dir, 'mv', 'old-name.txt', 'new-name.txt');
+    await writeFiles(dir, { 'new-name.txt': Array.from({ length: 30 }, (_, i) => `line ${i === 15 ? 'fifteen' : i}\n`).join('') });
+  });
+
+describe('applyPatchCommit', () => {
+  test('commits the same tree as `git apply --index`, with the trailer, and the remote passes fsck --strict', async () => {
+    const { url, gitDir } = await freshRemote();
+    const diff = await fullDiff();
+    expect(diff).toMatch(/rename from old-name.txt/);
+    expect(diff).toMatch(/old mode 100644\nnew mode 100755/);
+    expect(diff).toMatch(/\\ No newline at end of file/);
+    expect(diff).toMatch(/"b\/new-file \\303\\274n\\303\\257.txt"/);
+
+    const result = await applyPatchCommit(input(url, diff));
+
+    expect(result).toEqual({ commitSha: await remoteHead(gitDir), parentSha: baseSha, alreadyApplied: false });
+    expect(await git(gitDir, 'rev-parse', 'main^{tree}')).toBe(await gitApplyTree(gitDir, baseSha, diff));
+    expect(await git(gitDir, 'log', '-1', '--format=%B', 'main')).toBe('Apply the agent edit\n\nAgent-Job-Id: job-1\n');
+    expect(await git(gitDir, 'log', '-1', '--format=%an <%ae> %aI %cI', 'main')).toBe(
+      'agent-jobs <agent-jobs@users.noreply.github.com> 2026-03-01T12:00:00+00:00 2026-03-01T12:00:00+00:00',
+    );
+    expect(await commitsSinceBase(gitDir)).toBe(1);
+    await git(gitDir, 'fsck', '--strict', '--no-progress');
+  });
+
+  test('the same base + diff + jobId give the same commit hash in separate clones', async () => {
+    const diff = await fullDiff();
+    const first = await freshRemote();
+    const second = await freshRemote();
+    const a = await applyPatchCommit(input(first.url, diff, { author: { name: 'Agent', email: 'agent@example.com' } }));
+    const b = await applyPatchCommit(input(second.url, diff, { author: { name: 'Agent', email: 'agent@example.com' } }));
+    expect(a.commitSha).toBe(b.commitSha);
+    expect(await remoteHead(second.gitDir)).toBe(a.commitSha);
+  });
+
+  test('a redelivery finds the trailer commit, even below later commits, and pushes nothing', async () => {
+    const { url, gitDir } = await freshRemote();
+    const diff = await fullDiff();
+    const first = await applyPatchCommit(input(url, diff));
+
+    const again = await applyPatchCommit(input(url, diff));
+    expect(again).toEqual({ commitSha: first.commitSha, parentSha: baseSha, alreadyApplied: true });
+    expect(await commitsSinceBase(gitDir)).toBe(1);
+
+    // A later job lands on top; the first job is redelivered with its original base.
+    const later = await diffOfEdits(gitDir, first.commitSha, (dir) => writeFiles(dir, { 'later.txt': 'later\n' }));
+    const second = await applyPatchCommit(input(url, later, { jobId: 'job-2', baseSha: first.commitSha }));
+    const late = await applyPatchCommit(input(url, diff));
+    expect(late).toEqual({ commitSha: first.commitSha, parentSha: baseSha, alreadyApplied: true });
+    expect(await remoteHead(gitDir)).toBe(second.commitSha);
+    expect(await commitsSinceBase(gitDir)).toBe(2);
+  });
+
+  test('the search for the trailer deepens a shallow history when it has to', async () => {
+    const { url, gitDir } = await freshRemote();
+    const diff = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'deep.txt': 'deep\n' }));
+    const applied = await applyPatchCommit(input(url, diff));
+    // Twelve more commits on top, then a redelivery without a base: the first fetch (depth 3) does not reach it.
+    const work = await tempDir('deep');
+    try {
+      await git(work, 'clone', '--quiet', gitDir, '.');
+      for (let i = 0; i < 12; i++) await commitFiles(work, { [`f${i}.txt`]: `${i}\n` }, `commit ${i}`);
+      await git(work, 'push', '--quiet', 'origin', 'main');
+    } finally {
+      await removeDir(work);
+    }
+    const again = await applyPatchCommit(input(url, diff, { baseSha: undefined }), { fetchDepth: 3 });
+    expect(again).toMatchObject({ commitSha: applied.commitSha, alreadyApplied: true });
+    expect(await commitsSinceBase(gitDir)).toBe(13);
+  });
+
+  test('without a base, the patch goes on the current head', async () => {
+    const { url, gitDir } = await freshRemote();
+    const work = await tempDir('nobase');
+    let head: string;
+    try {
+      await git(work, 'clone', '--quiet', gitDir, '.');
+      head = await commitFiles(work, { 'other.txt': 'someone else\n' }, 'other');
+      await git(work, 'push', '--quiet', 'origin', 'main');
+    } finally {
+      await removeDir(work);
+    }
+    const diff = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'README.md': '# demo\n\nhello again\n' }));
+    const result = await applyPatchCommit(input(url, diff, { baseSha: undefined }));
+    expect(result).toMatchObject({ parentSha: head, alreadyApplied: false });
+    expect(await git(gitDir, 'show', 'main:README.md')).toBe('# demo\n\nhello again');
+  });
+
+  test('a base that is not the branch head is BASE_MISMATCH', async () => {
+    const { url, gitDir } = await freshRemote();
+    const diff = await fullDiff();
+    const error = await rejectionOf(applyPatchCommit(input(url, diff, { baseSha: 'a'.repeat(40) })));
+    expect(error.reason).toBe('BASE_MISMATCH');
+    expect(error.message).toContain(baseSha);
+    expect(await remoteHead(gitDir)).toBe(baseSha);
+  });
+
+  test('a hunk that does not match is PATCH_DOES_NOT_APPLY naming the file, and the remote is unchanged', async () => {
+    const { url, gitDir } = await freshRemote();
+    const diff = (await fullDiff()).replace('-export const v30 = 30;', '-export const v30 = 31;');
+    const error = await rejectionOf(applyPatchCommit(input(url, diff)));
+    expect(error.reason).toBe('PATCH_DOES_NOT_APPLY');
+    expect(error.message).toMatch(/"src\/app.ts": hunk 2 of 2/);
+    expect(await remoteHead(gitDir)).toBe(baseSha);
+  });
+
+  test.each([
+    ['adds a file through the committed symlink', 'diff --git a/link/evil.txt b/link/evil.txt\nnew file mode 100644\n--- /dev/null\n+++ b/link/evil.txt\n@@ -0,0 +1 @@\n+x\n', /walks through the committed symlink "link"/],
+    ['edits a file through the committed symlink', 'diff --git a/link/app.ts b/link/app.ts\n--- a/link/app.ts\n+++ b/link/app.ts\n@@ -1 +1 @@\n-export const v0 = 0;\n+export const v0 = 1;\n', /walks through the committed symlink "link"/],
+    ['edits the symlink itself as a file', 'diff --git a/link b/link\n--- a/link\n+++ b/link\n@@ -1 +1 @@\n-src\n\\ No newline at end of file\n+/etc\n\\ No newline at end of file\n', /is a committed symlink/],
+  ])('a patch that %s is UNSAFE_PATCH and nothing is pushed', async (_what, diff, rule) => {
+    const { url, gitDir } = await freshRemote();
+    const error = await rejectionOf(applyPatchCommit(input(url, diff)));
+    expect(error.reason).toBe('UNSAFE_PATCH');
+    expect(error.message).toMatch(rule);
+    expect(await remoteHead(gitDir)).toBe(baseSha);
+  });
+
+  test('a hostile patch is refused before any request to the remote', async () => {
+    const requests: string[] = [];
+    const counting: HttpClient = { request: (req) => (requests.push(req.url), nodeHttp.request(req)) };
+    const { url } = await freshRemote();
+    const error = await rejectionOf(applyPatchCommit(input(url, 'diff --git a/../x b/../x\n--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n'), { http: counting }));
+    expect(error.reason).toBe('UNSAFE_PATCH');
+    expect(requests).toEqual([]);
+  });
+
+  test('a branch that moved to another commit before the push is BRANCH_DIVERGED, never overwritten', async () => {
+    const { url, gitDir } = await freshRemote();
+    const diff = await fullDiff();
+    // Fault injection: someone else pushes between our fetch and our push.
+    let moved: string | undefined;
+    const interloper: HttpClient = {
+      async request(req) {
+        if (moved === undefined && req.url.includes('service=git-receive-pack')) moved = await pushOtherCommit(gitDir);
+        return nodeHttp.request(req);
+      },
+    };
+    const error = await rejectionOf(applyPatchCommit(input(url, diff, { baseSha: undefined }), { http: interloper }));
+    expect(error.reason).toBe('BRANCH_DIVERGED');
+    expect(await remoteHead(gitDir)).toBe(moved);
+  });
+
+  test('two jobs racing on the same base: exactly one wins, the other is BRANCH_DIVERGED', async () => {
+    const { url, gitDir } = await freshRemote();
+    const diffA = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'a.txt': 'a\n' }));
+    const diffB = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'b.txt': 'b\n' }));
+    // Fault injection: a barrier holds both pushes until both jobs have fetched and committed,
+    // so both send their ref update against the same old value and git's ref lock decides.
+    let release!: () => void;
+    const bothReady = new Promise<void>((resolve) => (release = resolve));
+    let waiting = 0;
+    const barrier: HttpClient = {
+      async request(req) {
+        if (req.method === 'POST' && req.url.endsWith('/git-receive-pack')) {
+          if (++waiting === 2) release();
+          await bothReady;
+        }
+        return nodeHttp.request(req);
+      },
+    };
+    const outcomes = await Promise.allSettled([
+      applyPatchCommit(input(url, diffA, { jobId: 'job-a' }), { http: barrier }),
+      applyPatchCommit(input(url, diffB, { jobId: 'job-b' }), { http: barrier }),
+    ]);
+    const won = outcomes.filter((o) => o.status === 'fulfilled');
+    const lost = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as PermanentJobError] : []));
+    expect(won).toHaveLength(1);
+    expect(lost.map((e) => e.reason)).toEqual(['BRANCH_DIVERGED']);
+    expect(await commitsSinceBase(gitDir)).toBe(1);
+    expect(await remoteHead(gitDir)).toBe(won[0]?.status === 'fulfilled' ? won[0].value.commitSha : undefined);
+  });
+
+  test('a branch that does not exist is BRANCH_DIVERGED', async () => {
+    const { url } = await freshRemote();
+    const error = await rejectionOf(applyPatchCommit(input(url, await fullDiff(), { branch: 'no-such-branch' })));
+    expect(error.reason).toBe('BRANCH_DIVERGED');
+    expect(error.message).toMatch(/no-such-branch does not exist/);
+  });
+
+  test('an unreachable remote is a transient error and the scratch directory is removed', async () => {
+    const closed = await startGitServer({ root: join(root, 'closed') });
+    const url = closed.repoUrl('gone');
+    await closed.close();
+    const work = join(scratch, 'unreachable');
+    await mkdir(work);
+    await expect(applyPatchCommit(input(url, await fullDiff(), { workDir: work }))).rejects.toBeInstanceOf(TransientJobError);
+    expect(await readdir(work)).toEqual([]);
+    await rm(work, { recursive: true });
+  });
+});
+
+describe('resolveBranchHead and checkoutCommit', () => {
+  test('resolve the head of a branch, or undefined when it is missing', async () => {
+    const { url } = await freshRemote();
+    expect(await resolveBranchHead(url, 'main')).toBe(baseSha);
+    expect(await resolveBranchHead(url, 'nope')).toBeUndefined();
+  });
+
+  test('check out a pinned commit (not the branch head) into a working tree', async () => {
+    const { url } = await freshRemote();
+    await applyPatchCommit(input(url, await fullDiff()));
+    const dir = join(scratch, 'checkout');
+    try {
+      await checkoutCommit({ repoUrl: url, sha: baseSha, dir });
+      expect(await git(dir, 'rev-parse', 'HEAD')).toBe(baseSha);
+      expect(await git(dir, 'status', '--porcelain')).toBe('');
+      expect(await readFile(join(dir, 'crlf.txt'), 'utf8')).toBe('one\r\ntwo\r\nthree\r\n');
+    } finally {
+      await removeDir(dir);
+    }
+  });
+});
+
+/** Pushes an unrelated commit on main with the git CLI; returns it. */
+async function pushOtherCommit(gitDir: string): Promise<string> {
+  const work = await tempDir('other');
+  try {
+    await git(work, 'clone', '--quiet', gitDir, '.');
+    const sha = await commitFiles(work, { 'elsewhere.txt': 'moved\n' }, 'moved elsewhere');
+    await git(work, 'push', '--quiet', 'origin', 'main');
+    return sha;
+  } finally {
+    await removeDir(work);
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * Test helpers that build real repositories and diffs with the git CLI, so the patch engine is
+ * checked against what git itself produces and applies.
+ */
+import { execFile } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** Fixed identity and no user or system config, so results do not depend on the machine. */
+const GIT_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_AUTHOR_NAME: 'Fixture',
+  GIT_AUTHOR_EMAIL: 'fixture@example.invalid',
+  GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z',
+  GIT_COMMITTER_NAME: 'Fixture',
+  GIT_COMMITTER_EMAIL: 'fixture@example.invalid',
+  GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z',
+  GIT_TERMINAL_PROMPT: '0',
+};
+
+/** Runs git in `cwd` and returns its stdout without the trailing newline. */
+export async function git(cwd: string, ...args: string[]): Promise<string> {
+  const { stdout } = await run('git', args, { cwd, env: GIT_ENV, maxBuffer: 64 * 1024 * 1024 });
+  return stdout.replace(/\n$/, '');
+}
+
+export async function tempDir(prefix: string): Promise<string> {
+  return mkdtemp(join(tmpdir(), `agent-jobs-${prefix}-`));
+}
+
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+}
+
+/** A file's content; `mode: 'exec'` makes it 100755, `symlink` makes a symlink to `content`. */
+export type FileSpec = string | Buffer | { readonly content: string | Buffer; readonly mode: 'exec' | 'symlink' };
+
+export async function writeFiles(dir: string, files: Record<string, FileSpec>): Promise<void> {
+  for (const [path, spec] of Object.entries(files)) {
+    const file = join(dir, path);
+    await mkdir(dirname(file), { recursive: true });
+    if (typeof spec === 'string' || Buffer.isBuffer(spec)) await writeFile(file, spec);
+    else if (spec.mode === 'symlink') await symlink(spec.content.toString(), file);
+    else {
+      await writeFile(file, spec.content);
+      await chmod(file, 0o755);
+    }
+  }
+}
+
+/** A new repository with one commit holding `files` on `branch`. Returns the commit sha. */
+export async function createRepo(dir: string, files: Record<string, FileSpec>, branch = 'main'): Promise<string> {
+  await git(dir, 'init', '--quiet', `--initial-branch=${branch}`);
+  // The fixture must hold the bytes it was given: no line-ending conversion.
+  await git(dir, 'config', 'core.autocrlf', 'false');
+  await writeFiles(dir, files);
+  await git(dir, 'add', '--all');
+  await git(dir, 'commit', '--quiet', '--message', 'base');
+  return git(dir, 'rev-parse', 'HEAD');
+}
+
+/** Commits `files` on the checked-out branch of `dir`; returns the new commit sha. */
+export async function commitFiles(dir: string, files: Record<string, FileSpec>, message: string): Promise<string> {
+  await writeFiles(dir, files);
+  await git(dir, 'add', '--all');
+  await git(dir, 'commit', '--quiet', '--message', message);
+  return git(dir, 'rev-parse', 'HEAD');
+}
+
+/**
+ * The `git diff` (rename detection on, as agents produce it) of the edits `edit` makes in a fresh
+ * clone of `repoDir` at `sha`. The clone is removed afterwards.
+ */
+export async function diffOfEdits(repoDir: string, sha: string, edit: (workTree: string) => Promise<void>): Promise<string> {
+  const work = await tempDir('diff');
+  try {
+    await git(work, 'clone', '--quiet', '--no-checkout', repoDir, '.');
+    await git(work, 'config', 'core.autocrlf', 'false');
+    await git(work, 'checkout', '--quiet', '--detach', sha);
+    await edit(work);
+    await git(work, 'add', '--all');
+    return `${await git(work, 'diff', '--cached', '-M', '--no-color')}\n`;
+  } finally {
+    await removeDir(work);
+  }
+}
+
+/** The tree `git apply --index` makes of `diff` on commit `sha` of `repo` (a path or URL). */
+export async function gitApplyTree(repo: string, sha: string, diff: string): Promise<string> {
+  const work = await tempDir('apply');
+  const patchFile = `${work}.diff`;
+  try {
+    await git(work, 'clone', '--quiet', '--no-checkout', repo, '.');
+    await git(work, 'config', 'core.autocrlf', 'false');
+    await git(work, 'checkout', '--quiet', '--detach', sha);
+    await writeFile(patchFile, diff);
+    await git(work, 'apply', '--index', patchFile);
+    return git(work, 'write-tree');
+  } finally {
+    await rm(patchFile, { force: true });
+    await removeDir(work);
+  }
+}
