@@ -77,14 +77,15 @@ function pascal(name: string): string {
 }
 
 /**
- * The CloudFormation output keys the stack must publish for the CLI. lib/ emits these names; the
- * queue keys derive from the topology, so a new job type's queue is found without a CLI change.
+ * The CloudFormation output keys the CLI reads. lib/outputs.ts emits them; lambda/ may not import
+ * lib/, so they are mirrored here and a unit test (cli-targets.test.ts) holds the two together.
+ * Queue keys derive from the topology, so a new job type's queue is found without a CLI change.
  */
 export const STACK_OUTPUTS = {
   tableName: 'LedgerTableName',
   diffBucket: 'DiffBucketName',
-  queueUrl: (queue: string) => `${pascal(queue)}QueueUrl`,
-  dlqUrl: (queue: string) => `${pascal(queue)}DlqUrl`,
+  queueUrl: (queue: string) => `QueueUrl${pascal(queue)}`,
+  dlqUrl: (queue: string) => `DlqUrl${pascal(queue)}`,
 } as const;
 
 export function targetFromStackOutputs(stackName: string, region: string, outputs: readonly Output[]): Target {

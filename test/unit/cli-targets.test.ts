@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { queueTopology } from '../../contract/topology';
+import { STACK_OUTPUTS as EMITTED, dlqUrlOutputKey, queueUrlOutputKey } from '../../lib/outputs';
 import { TargetError } from '../../lambda/client/cli/errors';
 import { jobsQueue, resolveTarget, STACK_OUTPUTS, targetFromStackOutputs } from '../../lambda/client/targets';
 
@@ -23,12 +24,20 @@ describe('targetFromStackOutputs', () => {
     expect(target).toMatchObject({ kind: 'stack', region: 'eu-west-1', tableName: 'ledger-table', diffBucket: 'diff-bucket', endpoints: {} });
     expect(target.queues.map((q) => q.name)).toEqual(queueTopology().map((q) => q.name));
     expect(jobsQueue(target)).toMatchObject({ name: 'agent-jobs', fifo: true, url: 'https://sqs/agent-jobs', dlqUrl: 'https://sqs/agent-jobs-dlq' });
-    expect(STACK_OUTPUTS.queueUrl('run-tests')).toBe('RunTestsQueueUrl');
+  });
+
+  it('reads the output keys the stack emits (lib/outputs.ts)', () => {
+    expect(STACK_OUTPUTS.tableName).toBe(EMITTED.ledgerTableName);
+    expect(STACK_OUTPUTS.diffBucket).toBe(EMITTED.diffBucketName);
+    for (const { name } of queueTopology()) {
+      expect(STACK_OUTPUTS.queueUrl(name)).toBe(queueUrlOutputKey(name));
+      expect(STACK_OUTPUTS.dlqUrl(name)).toBe(dlqUrlOutputKey(name));
+    }
   });
 
   it('names every missing output', () => {
-    const outputs = stackOutputs().filter((o) => o.OutputKey !== 'LedgerTableName' && o.OutputKey !== 'OpenPrDlqUrl');
-    expect(() => targetFromStackOutputs('dev', 'eu-west-1', outputs)).toThrow('stack dev lacks the outputs OpenPrDlqUrl, LedgerTableName');
+    const outputs = stackOutputs().filter((o) => o.OutputKey !== 'LedgerTableName' && o.OutputKey !== 'DlqUrlOpenPr');
+    expect(() => targetFromStackOutputs('dev', 'eu-west-1', outputs)).toThrow('stack dev lacks the outputs DlqUrlOpenPr, LedgerTableName');
   });
 });
 

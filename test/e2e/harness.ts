@@ -1,0 +1,143 @@
+/**
+ * The end-to-end harness: the real CLI in child processes, as a user runs it. `local up` runs the
+ * platform on free loopback ports with a temp state dir; every other command is one more process.
+ * Everything started here is stopped by `stop()`, which also checks the ports are free again.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+
+const execFileP = promisify(execFile);
+const ROOT = path.resolve(__dirname, '../..');
+const BIN = path.join(ROOT, 'bin/agent-jobs.js');
+
+export interface CliResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface RunningPlatform {
+  readonly stateDir: string;
+  /** What `local up --json` printed when ready. */
+  readonly ready: { readonly endpoints: Record<string, string>; readonly gitUrl: string };
+  cli(args: readonly string[], stdin?: string): Promise<CliResult>;
+  /** Parses stdout as JSON and fails (with stderr) on a non-zero exit. */
+  cliJson<T = unknown>(args: readonly string[], stdin?: string): Promise<T>;
+  events(): Promise<{ type: string; detail: Record<string, unknown> }[]>;
+  stop(): Promise<void>;
+}
+
+export function runCli(args: readonly string[], stdin?: string): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(stdin ?? '');
+  });
+}
+
+/** Starts `agent-jobs local up --json` and resolves once it printed its ready line. */
+export async function startPlatform(): Promise<RunningPlatform> {
+  const stateDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-e2e-'));
+  const child = spawn(process.execPath, [BIN, 'local', 'up', '--json', '--state-dir', stateDir], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_NO_WARNINGS: '1' },
+  });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const ready = await new Promise<RunningPlatform['ready']>((resolve, reject) => {
+    let buffered = '';
+    const onData = (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const newline = buffered.indexOf('\n');
+      if (newline < 0) return;
+      child.stdout.off('data', onData);
+      child.stdout.resume();
+      try {
+        resolve(JSON.parse(buffered.slice(0, newline)) as RunningPlatform['ready']);
+      } catch (error) {
+        reject(error);
+      }
+    };
+    child.stdout.on('data', onData);
+    void exited.then((code) => reject(new Error(`local up exited (${code}) before it was ready:\n${stderr}`)));
+  });
+  const cli = (args: readonly string[], stdin?: string) => runCli([...args, '--state-dir', stateDir], stdin);
+  return {
+    stateDir,
+    ready,
+    cli,
+    async cliJson<T>(args: readonly string[], stdin?: string): Promise<T> {
+      const result = await cli([...args, '--json'], stdin);
+      if (result.code !== 0) throw new Error(`agent-jobs ${args.join(' ')} exited ${result.code}:\n${result.stderr}`);
+      return JSON.parse(result.stdout) as T;
+    },
+    async events() {
+      const text = await readFile(path.join(stateDir, 'events.jsonl'), 'utf8').catch(() => '');
+      return text
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { type: string; detail: Record<string, unknown> });
+    },
+    async stop() {
+      await stopChild(child, exited);
+      for (const url of Object.values(ready.endpoints)) await expectPortFree(Number(new URL(url).port));
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.kill('SIGINT');
+  await exited;
+}
+
+/** Fails when something still listens on the port. */
+async function expectPortFree(port: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (error) => reject(new Error(`port ${port} is still in use after stop: ${error.message}`)));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve()));
+  });
+}
+
+export async function git(cwd: string, ...args: string[]): Promise<string> {
+  const { stdout } = await execFileP('git', args, { cwd, env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } });
+  return stdout.trim();
+}
+
+/** A small repository with a few branches, as a workspace's source. */
+export async function makeRepository(files: Record<string, string>, branches: readonly string[] = []): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-src-'));
+  await git(dir, 'init', '--quiet', '--initial-branch=main');
+  for (const [name, content] of Object.entries(files)) {
+    await mkdir(path.dirname(path.join(dir, name)), { recursive: true });
+    await writeFile(path.join(dir, name), content);
+  }
+  await git(dir, 'add', '.');
+  await git(dir, '-c', 'user.name=e2e', '-c', 'user.email=e2e@example.com', 'commit', '--quiet', '-m', 'initial');
+  for (const branch of branches) await git(dir, 'branch', branch);
+  return dir;
+}
+
+/** Subjects of the commits on a branch of a remote, newest first. */
+export async function remoteLog(url: string, branch: string): Promise<string[]> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-clone-'));
+  try {
+    await git(dir, 'clone', '--quiet', '--branch', branch, url, 'c');
+    return (await git(path.join(dir, 'c'), 'log', '--format=%s')).split('\n');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
