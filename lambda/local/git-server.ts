@@ -85,7 +85,9 @@ export async function startGitServer(options: GitServerOptions): Promise<GitServ
       return dir;
     },
     async close() {
+      const exited = [...children].map((child) => new Promise((resolve) => child.once('close', resolve)));
       for (const child of children) child.kill('SIGKILL');
+      await Promise.all(exited);
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
@@ -141,7 +143,10 @@ function serveCgi(root: string, req: IncomingMessage, res: ServerResponse, child
   child.stderr.resume();
   req.pipe(child.stdin);
   child.stdin.on('error', () => undefined); // the backend may exit before reading everything
-  res.on('close', () => child.kill('SIGKILL'));
+  // A client that goes away mid-request must not leave the backend waiting on its stdin.
+  res.on('close', () => {
+    if (!res.writableFinished) child.kill('SIGKILL');
+  });
 
   let head = Buffer.alloc(0);
   const onHeaderData = (chunk: Buffer) => {
