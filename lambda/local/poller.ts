@@ -37,7 +37,7 @@ export interface PollerOptions {
 }
 
 export interface QueuePoller {
-  /** Stops receiving and resolves when the batches in flight have finished. */
+  /** Stops receiving and resolves when the batches in flight have finished (see getRemainingTimeInMillis). */
   stop(): Promise<void>;
 }
 
@@ -78,14 +78,20 @@ async function pollLoop(options: PollerOptions, signal: AbortSignal): Promise<vo
       continue;
     }
     // Received messages are always handled, even when stopping: their receive already counted.
-    if (messages.length > 0) await invoke(options, messages.map((m) => toSqsRecord(m, options.queueArn, options.region)));
+    if (messages.length > 0) await invoke(options, messages.map((m) => toSqsRecord(m, options.queueArn, options.region)), signal);
   }
 }
 
-async function invoke(options: PollerOptions, records: SQSRecord[]): Promise<void> {
+async function invoke(options: PollerOptions, records: SQSRecord[], stopping: AbortSignal): Promise<void> {
   const { logger, name } = options;
   const deadline = Date.now() + options.timeoutSeconds * 1_000;
-  const context: InvocationContext = { functionName: name, awsRequestId: randomUUID(), getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()) };
+  const context: InvocationContext = {
+    functionName: name,
+    awsRequestId: randomUUID(),
+    // Once the platform is stopping, a handler that waits (run_tests) sees no time left and hands
+    // its work to a later delivery, so shutdown does not wait for a whole test run.
+    getRemainingTimeInMillis: () => (stopping.aborted ? 0 : Math.max(0, deadline - Date.now())),
+  };
   let response: SQSBatchResponse | void;
   try {
     response = await options.handler({ Records: records }, context);

@@ -1,0 +1,329 @@
+/**
+ * The local platform (`npm start`): in one process, on 127.0.0.1 only, the emulators (fauxqs for
+ * SQS + S3, dynalite for the ledger), the loopback git server, the JSON-lines event log and one
+ * poller per queue of the topology that feeds the same handler code as on AWS, wired to local
+ * adapters. `<stateDir>/platform.json` tells the CLI where everything is while it runs.
+ *
+ * State: the ledger (when persisting), the git repositories, test runs and pull requests survive a
+ * restart; queued messages do not, because fauxqs keeps queues in memory only.
+ */
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import type { Writable } from 'node:stream';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { allWorkers, type StagedJobType } from '../../contract/job-types';
+import { LEDGER_RETENTION_DAYS, queueTopology, type QueueSpec } from '../../contract/topology';
+import { S3DiffStore } from '../adapters/diff-store';
+import { DynamoDbLedger } from '../adapters/dynamodb-ledger';
+import { JsonlEventLog } from '../adapters/events';
+import * as gitAdapter from '../adapters/git';
+import { DEFAULT_BACKOFF, randomOwner, systemClock } from '../adapters/runtime';
+import { StaticSecrets } from '../adapters/secrets';
+import { SqsQueueOps } from '../adapters/sqs-queue-ops';
+import type { BackoffSettings, JobLogger, JobMetrics, PipelineDeps } from '../core/pipeline';
+import { DEFAULT_WAIT_POLICY } from '../core/run-tests';
+import { createOpenPrHandler } from '../handlers/open-pr';
+import { createRunTestsHandler } from '../handlers/run-tests';
+import { createSequencer } from '../handlers/sequencer';
+import { LOCAL_REGION, startEmulators, type EmulatorEndpoints, type LocalEmulators } from './emulators';
+import { StreamLogger } from './file-logger';
+import { startGitServer, type GitServer } from './git-server';
+import { startLiveView, type LiveView } from './live-view';
+import { startQueuePoller, type LocalHandler, type QueuePoller } from './poller';
+import { LocalPullRequestStore } from './pr-store';
+import { LocalTestRunner } from './test-runner';
+
+export const PLATFORM_FILE = 'platform.json';
+/** `<project>/.agent-jobs` (git-ignored). */
+export const DEFAULT_STATE_DIR = path.resolve(__dirname, '..', '..', '.agent-jobs');
+
+export type PlatformLogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+
+export interface PlatformOptions {
+  /** @default DEFAULT_STATE_DIR */
+  readonly stateDir?: string;
+  /** 0 or absent: a free port. */
+  readonly ports?: { readonly sqs?: number; readonly dynamodb?: number; readonly git?: number };
+  /** Deletes the state directory before starting. @default false */
+  readonly reset?: boolean;
+  /** Keeps the ledger on disk under the state directory. @default true */
+  readonly persist?: boolean;
+  /** Level of the handler logs in `<stateDir>/platform.log`. @default 'INFO' */
+  readonly logLevel?: PlatformLogLevel;
+  /** Where the ready line and the live view go; null for none (tests). @default process.stdout */
+  readonly output?: Writable | null;
+  /** Retry back-off of every worker. @default DEFAULT_BACKOFF (as on AWS) */
+  readonly backoff?: BackoffSettings;
+}
+
+/** What `<stateDir>/platform.json` holds: everything a client needs to reach the running platform. */
+export interface PlatformInfo {
+  readonly pid: number;
+  readonly startedAt: string;
+  readonly stateDir: string;
+  readonly region: string;
+  readonly endpoints: EmulatorEndpoints;
+  /** By QueueSpec.name, e.g. `agent-jobs` (the FIFO ingress), `run-tests`, `open-pr`. */
+  readonly queueUrls: Readonly<Record<string, string>>;
+  /** By the QueueSpec.name of the queue each DLQ serves. */
+  readonly dlqUrls: Readonly<Record<string, string>>;
+  readonly tableName: string;
+  readonly bucketName: string;
+  /** Base URL of the git server; repositories are `<gitUrl>/<name>.git`. */
+  readonly gitUrl: string;
+  readonly eventLog: string;
+  readonly logFile: string;
+}
+
+export interface LocalPlatform {
+  readonly info: PlatformInfo;
+  readonly emulators: LocalEmulators;
+  readonly git: GitServer;
+  readonly events: JsonlEventLog;
+  /** Stops pollers (in-flight batches finish), servers and files; safe to call twice. */
+  stop(): Promise<void>;
+}
+
+export class PlatformAlreadyRunningError extends Error {
+  override readonly name = 'PlatformAlreadyRunningError';
+}
+
+/** Paths inside the state directory. */
+function statePaths(stateDir: string) {
+  return {
+    info: path.join(stateDir, PLATFORM_FILE),
+    dynamodb: path.join(stateDir, 'dynamodb'),
+    repos: path.join(stateDir, 'repos'),
+    events: path.join(stateDir, 'events.jsonl'),
+    log: path.join(stateDir, 'platform.log'),
+    work: path.join(stateDir, 'work'),
+    testRuns: path.join(stateDir, 'test-runs'),
+  };
+}
+
+/** The running platform's description, or undefined when none is running from this state directory. */
+export async function readPlatformInfo(stateDir: string = DEFAULT_STATE_DIR): Promise<PlatformInfo | undefined> {
+  let info: PlatformInfo;
+  try {
+    info = JSON.parse(await readFile(statePaths(stateDir).info, 'utf8')) as PlatformInfo;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  // A file left by a killed platform names a dead process.
+  return isAlive(info.pid) ? info : undefined;
+}
+
+export async function startPlatform(options: PlatformOptions = {}): Promise<LocalPlatform> {
+  const stateDir = path.resolve(options.stateDir ?? DEFAULT_STATE_DIR);
+  const paths = statePaths(stateDir);
+  const running = await readPlatformInfo(stateDir);
+  if (running) throw new PlatformAlreadyRunningError(`a local platform (pid ${running.pid}) is already running from ${stateDir}`);
+  if (options.reset) await rm(stateDir, { recursive: true, force: true });
+  await mkdir(stateDir, { recursive: true });
+
+  const logStream = createWriteStream(paths.log, { flags: 'a' });
+  const logger = new StreamLogger(logStream, { serviceName: 'agent-jobs-local', logLevel: options.logLevel ?? 'INFO' });
+  const stack = new ShutdownStack();
+  stack.push(() => closeStream(logStream));
+  try {
+    const emulators = await startEmulators({ ports: options.ports, dynamoDbPath: options.persist === false ? undefined : paths.dynamodb });
+    stack.push(() => emulators.stop());
+    const git = await startGitServer({ root: paths.repos, port: options.ports?.git });
+    stack.push(() => git.close());
+    const events = new JsonlEventLog(paths.events);
+    const testRunner = new LocalTestRunner({ stateDir: paths.testRuns });
+    stack.push(() => testRunner.close());
+
+    const wiring: Wiring = { emulators, events, logger, stateDir, paths, testRunner, backoff: options.backoff ?? DEFAULT_BACKOFF };
+    const pollers = await Promise.all(emulators.topology.map((spec) => startWorker(spec, wiring)));
+    stack.push(() => Promise.all(pollers.map((p) => p.stop())).then(() => undefined));
+
+    const info: PlatformInfo = {
+      pid: process.pid,
+      startedAt: new Date().toISOString(),
+      stateDir,
+      region: LOCAL_REGION,
+      endpoints: emulators.endpoints,
+      queueUrls: emulators.queueUrls,
+      dlqUrls: emulators.dlqUrls,
+      tableName: emulators.tableName,
+      bucketName: emulators.bucketName,
+      gitUrl: git.url,
+      eventLog: paths.events,
+      logFile: paths.log,
+    };
+    await writeFileAtomic(paths.info, JSON.stringify(info, null, 2));
+    stack.push(() => rm(paths.info, { force: true }));
+
+    if (options.output !== null) {
+      const output = options.output ?? process.stdout;
+      const view: LiveView = startLiveView({ events, output });
+      stack.push(() => view.stop());
+      output.write(readyLine(info, options.persist !== false));
+    }
+    logger.info('local platform started', { stateDir, endpoints: info.endpoints, gitUrl: info.gitUrl });
+    return { info, emulators, git, events, stop: stack.unwind };
+  } catch (error) {
+    await stack.unwind();
+    throw error;
+  }
+}
+
+/**
+ * Stops the platform on SIGINT / SIGTERM, then calls `onStopped` (the CLI sets the exit code
+ * there). Returns a function that removes the signal handlers.
+ */
+export function stopOnSignals(platform: LocalPlatform, onStopped: (error?: unknown) => void): () => void {
+  const handle = () => {
+    remove();
+    platform.stop().then(() => onStopped(), onStopped);
+  };
+  const remove = () => {
+    process.off('SIGINT', handle);
+    process.off('SIGTERM', handle);
+  };
+  process.once('SIGINT', handle);
+  process.once('SIGTERM', handle);
+  return remove;
+}
+
+interface Wiring {
+  readonly emulators: LocalEmulators;
+  readonly events: JsonlEventLog;
+  readonly logger: StreamLogger;
+  readonly stateDir: string;
+  readonly paths: ReturnType<typeof statePaths>;
+  readonly testRunner: LocalTestRunner;
+  readonly backoff: BackoffSettings;
+}
+
+type WorkerName = 'sequencer' | StagedJobType;
+
+/**
+ * The handler of each worker over local adapters. Keyed by every worker of the catalog, so a new
+ * staged job type does not compile until it has a local handler too.
+ */
+const LOCAL_HANDLERS: Record<WorkerName, (pipeline: PipelineDeps, wiring: Wiring) => LocalHandler> = {
+  sequencer: (pipeline, { emulators, paths, logger }) =>
+    createSequencer({
+      ...pipeline,
+      diffStore: new S3DiffStore(emulators.clients.s3, emulators.bucketName),
+      git: { applyPatchCommit: (input) => gitAdapter.applyPatchCommit(input, { logger }), resolveBranchHead: gitAdapter.resolveBranchHead },
+      // The loopback git server needs no credentials.
+      secrets: new StaticSecrets(),
+      stageQueueUrls: stageQueueUrls(emulators),
+      workRoot: paths.work,
+    }),
+  // Polling a local child process is cheap: a short interval keeps local runs snappy.
+  run_tests: (pipeline, { testRunner }) => createRunTestsHandler({ ...pipeline, runner: testRunner, wait: { ...DEFAULT_WAIT_POLICY, pollIntervalMs: 500, reserveMs: 2_000 } }),
+  open_pr: (pipeline, { stateDir }) => createOpenPrHandler({ ...pipeline, host: new LocalPullRequestStore(stateDir) }),
+};
+
+async function startWorker(spec: QueueSpec, wiring: Wiring): Promise<QueuePoller> {
+  const { emulators } = wiring;
+  const name = spec.consumer as WorkerName;
+  const logger = wiring.logger.createChild({ persistentKeys: { function: name } });
+  const pipeline: PipelineDeps = {
+    ledger: new DynamoDbLedger({ client: emulators.clients.dynamodb, tableName: emulators.tableName, retentionDays: LEDGER_RETENTION_DAYS }),
+    queueOps: new SqsQueueOps({ client: emulators.clients.sqs, dlqUrl: required(emulators.dlqUrls, spec.name) }),
+    events: wiring.events,
+    metrics: loggedMetrics(logger),
+    logger,
+    clock: systemClock,
+    newOwner: randomOwner,
+    settings: {
+      consumer: name === 'sequencer' ? 'sequencer' : 'stage',
+      // As on AWS by default: a lease lasts as long as the worker may run.
+      leaseSeconds: spec.worker.timeoutSeconds,
+      maxReceiveCount: spec.maxReceiveCount,
+      visibilitySeconds: spec.visibilityTimeoutSeconds,
+      backoff: wiring.backoff,
+    },
+  };
+  const queueUrl = required(emulators.queueUrls, spec.name);
+  const { Attributes } = await emulators.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+  return startQueuePoller({
+    name,
+    sqs: emulators.clients.sqs,
+    queueUrl,
+    queueArn: required(Attributes ?? {}, 'QueueArn'),
+    region: LOCAL_REGION,
+    batchSize: spec.worker.batchSize,
+    maxConcurrency: spec.worker.maxConcurrency,
+    timeoutSeconds: spec.worker.timeoutSeconds,
+    handler: LOCAL_HANDLERS[name](pipeline, wiring),
+    logger,
+  });
+}
+
+function stageQueueUrls(emulators: LocalEmulators): Record<StagedJobType, string> {
+  const staged = allWorkers().flatMap(({ name, settings }) => (name === 'sequencer' ? [] : [[name, required(emulators.queueUrls, settings.queue)]]));
+  return Object.fromEntries(staged) as Record<StagedJobType, string>;
+}
+
+/** CloudWatch metrics have no local counterpart: counts go to the log. */
+function loggedMetrics(logger: JobLogger): JobMetrics {
+  return { count: (metric, jobType) => logger.debug('metric', { metric, jobType }) };
+}
+
+function readyLine(info: PlatformInfo, persist: boolean): string {
+  const ledger = persist ? 'ledger on disk' : 'ledger in memory';
+  return [
+    `agent-jobs local platform ready (pid ${info.pid})`,
+    `  sqs+s3   ${info.endpoints.sqs}   (queues in memory)`,
+    `  dynamodb ${info.endpoints.dynamodb}   (${ledger})`,
+    `  git      ${info.gitUrl}/<repo>.git`,
+    `  state    ${info.stateDir}   logs: ${info.logFile}`,
+    '  Ctrl-C to stop',
+    '',
+  ].join('\n');
+}
+
+function required(values: Readonly<Record<string, string>>, key: string): string {
+  const value = values[key];
+  if (value === undefined) throw new Error(`local platform: no ${key} was created`);
+  return value;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: the process exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Readers never see a half-written file: write aside, then rename over. */
+async function writeFileAtomic(file: string, content: string): Promise<void> {
+  const temporary = `${file}.${process.pid}.tmp`;
+  await writeFile(temporary, content);
+  await rename(temporary, file);
+}
+
+function closeStream(stream: WriteStream): Promise<void> {
+  return new Promise((resolve) => stream.end(resolve));
+}
+
+/** Undo steps run last-in first-out, once, whatever fails along the way. */
+class ShutdownStack {
+  private readonly steps: Array<() => Promise<unknown>> = [];
+  private unwound: Promise<void> | undefined;
+
+  push(step: () => Promise<unknown>): void {
+    this.steps.push(step);
+  }
+
+  readonly unwind = (): Promise<void> => (this.unwound ??= this.run());
+
+  private async run(): Promise<void> {
+    const errors: unknown[] = [];
+    for (const step of this.steps.reverse()) {
+      await step().catch((error: unknown) => errors.push(error));
+    }
+    if (errors.length > 0) throw new AggregateError(errors, 'local platform: some parts did not stop cleanly');
+  }
+}

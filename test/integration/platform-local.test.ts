@@ -1,0 +1,112 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { enqueueAgentJobs, newJobId, type JobRequest } from '../../lambda/client';
+import type { JobRecord } from '../../lambda/core/ports';
+import { createLocalClients, type LocalClients } from '../../lambda/local/emulators';
+import { readPlatformInfo, startPlatform, type LocalPlatform, type PlatformInfo } from '../../lambda/local/platform';
+
+const run = promisify(execFile);
+const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com' };
+const git = async (cwd: string, ...args: string[]) => (await run('git', args, { cwd, env: gitEnv })).stdout.trim();
+
+/** Resolves true when something listens on the port, false when the connection is refused. */
+function listening(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    socket.once('connect', () => socket.destroy() && resolve(true)).once('error', () => resolve(false));
+  });
+}
+
+// Five jobs through git, a child-process test run and the PR store: allow for a busy 2-core machine.
+describe('local platform', () => {
+  let work: string;
+  let platform: LocalPlatform | undefined;
+
+  beforeEach(async () => {
+    work = await mkdtemp(path.join(tmpdir(), 'agent-jobs-platform-'));
+  });
+  afterEach(async () => {
+    await platform?.stop();
+    await rm(work, { recursive: true, force: true });
+  });
+
+  /** Polls the ledger until every job has left IN_FLIGHT / unclaimed; the jest timeout bounds it. */
+  async function settled(clients: LocalClients, info: PlatformInfo, jobIds: string[], done: (r: JobRecord) => boolean): Promise<JobRecord[]> {
+    for (;;) {
+      const records = await Promise.all(
+        jobIds.map(async (jobId) => (await clients.dynamodb.send(new GetCommand({ TableName: info.tableName, Key: { pk: `job#${jobId}` }, ConsistentRead: true }))).Item as JobRecord | undefined),
+      );
+      if (records.every((r) => r !== undefined && done(r))) return records as JobRecord[];
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  it('runs jobs sent with the producer, in order, through the same handlers as on AWS, then stops cleanly', async () => {
+    // Prepare: a source repository with three successive changes, and the platform serving its first commit.
+    const src = path.join(work, 'src');
+    await run('git', ['init', '--quiet', '--initial-branch=main', src]);
+    await writeFile(path.join(src, 'a.txt'), 'one\n');
+    await git(src, 'add', '.');
+    await git(src, 'commit', '--quiet', '-m', 'initial');
+    platform = await startPlatform({ stateDir: path.join(work, 'state'), output: null });
+    await platform.git.createBareRepo('demo', { fromDir: src });
+    const repoUrl = platform.git.repoUrl('demo');
+
+    const diffs: string[] = [];
+    for (const [file, content] of [['a.txt', 'two\n'], ['a.txt', 'three\n'], ['b.txt', 'new file\n']] as const) {
+      await writeFile(path.join(src, file), content);
+      await git(src, 'add', '.');
+      await git(src, 'commit', '--quiet', '-m', `change ${file}`);
+      diffs.push(`${await git(src, 'diff', 'HEAD~1', 'HEAD')}\n`);
+    }
+
+    // Act: a client finds the platform through platform.json and enqueues as against AWS.
+    const info = await readPlatformInfo(path.join(work, 'state'));
+    expect(info).toMatchObject({ pid: process.pid, gitUrl: platform.git.url, queueUrls: { 'agent-jobs': expect.any(String) } });
+    const clients = createLocalClients(info!.endpoints);
+    const base = { workspaceId: 'ws-demo', tenantId: 'tenant-1' };
+    const patches: JobRequest[] = diffs.map((diff, i) => ({
+      ...base,
+      jobId: newJobId(),
+      type: 'apply_patch',
+      payload: { repo: { url: repoUrl, branch: 'main' }, diff, message: `agent change ${i + 1}` },
+    }));
+    const tests: JobRequest = { ...base, jobId: newJobId(), type: 'run_tests', payload: { command: 'test "$(cat a.txt)" = three && test -f b.txt' } };
+    const pr: JobRequest = { ...base, jobId: newJobId(), type: 'open_pr', payload: { baseBranch: 'release', title: 'Agent work' } };
+    const jobs = [...patches, tests, pr];
+    const outcomes = await enqueueAgentJobs(jobs, { sqs: clients.sqs, queueUrl: info!.queueUrls['agent-jobs']! });
+    expect(outcomes.map((o) => o.status)).toEqual(jobs.map(() => 'SENT'));
+
+    // Assess: the ledger, the repository and the stage results.
+    const records = await settled(clients, info!, jobs.map((j) => j.jobId!), (r) => r.status === 'SUCCEEDED' || r.status === 'FAILED');
+    expect(records.map((r) => r.status)).toEqual(jobs.map(() => 'SUCCEEDED'));
+    expect(records.map((r) => r.wsSeq)).toEqual([1, 2, 3, 4, 5]);
+
+    const bare = platform.git.gitDir('demo');
+    expect(await git(bare, 'rev-parse', 'main^{tree}')).toBe(await git(src, 'rev-parse', 'HEAD^{tree}'));
+    const trailers = (await git(bare, 'log', '--format=%(trailers:key=Agent-Job-Id,valueonly)', 'main')).split('\n').filter(Boolean);
+    expect(trailers).toEqual(patches.map((p) => p.jobId).reverse());
+    const head = await git(bare, 'rev-parse', 'main');
+    expect(records[2]?.result).toMatchObject({ commitSha: head });
+    expect(records[3]).toMatchObject({ pin: { sha: head }, result: { verdict: 'passed', exitCode: 0, sha: head } });
+    expect(records[4]?.result).toMatchObject({ number: 1 });
+
+    const events = await readFile(info!.eventLog, 'utf8');
+    expect(events.trim().split('\n').map((line) => JSON.parse(line).detail.jobId)).toEqual(expect.arrayContaining(jobs.map((j) => j.jobId)));
+
+    clients.sqs.destroy();
+    clients.dynamodb.destroy();
+    clients.s3.destroy();
+    await platform.stop();
+    platform = undefined;
+
+    expect(await readPlatformInfo(path.join(work, 'state'))).toBeUndefined();
+    for (const url of [info!.endpoints.sqs, info!.endpoints.dynamodb, info!.gitUrl]) expect(await listening(url)).toBe(false);
+  }, 180_000);
+});
