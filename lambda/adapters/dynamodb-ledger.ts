@@ -153,6 +153,13 @@ export class DynamoDbLedger implements Ledger {
     });
   }
 
+  async release(input: { jobId: string; owner: string; now: number }): Promise<void> {
+    await this.fencedUpdate(input.jobId, input.owner, 'leaseUntil = :until, updatedAt = :now', {
+      ':until': input.now,
+      ':now': new Date(input.now).toISOString(),
+    });
+  }
+
   async recordProgress(input: { jobId: string; owner: string; progress: Record<string, string>; now: number }): Promise<void> {
     await this.fencedUpdate(input.jobId, input.owner, 'progress = :progress, updatedAt = :now', {
       ':progress': input.progress,

@@ -151,6 +151,8 @@ export interface Ledger {
   complete(input: CompleteInput): Promise<JobRecord>;
   /** Extends the lease of a job this owner holds. */
   heartbeat(input: { jobId: string; owner: string; leaseUntil: number; now: number }): Promise<void>;
+  /** Ends this owner's lease at once, so a retry need not wait for it to run out. */
+  release(input: { jobId: string; owner: string; now: number }): Promise<void>;
   /** Records progress before a long wait (e.g. a build id) so a redelivery resumes it. */
   recordProgress(input: { jobId: string; owner: string; progress: Record<string, string>; now: number }): Promise<void>;
   getJob(jobId: string): Promise<JobRecord | undefined>;

@@ -92,13 +92,21 @@ export interface JobContext {
   readonly logger: JobLogger;
   /** Extends the ledger lease and the message visibility together. */
   heartbeat(): Promise<void>;
+  /** Indexes the job under its workspace (byWorkspace) when its verdict is written, whatever it is. */
+  placeInWorkspace(position: WorkspacePosition): void;
   recordProgress(progress: Record<string, string>): Promise<void>;
 }
 
-/** What `run` decided, and where the job sits in its workspace's order (sequencer only). */
+export interface WorkspacePosition {
+  readonly workspaceId: string;
+  readonly seq: number;
+}
+
+/** What `run` decided (failures are thrown). */
+export type RunVerdict = Exclude<JobVerdict, { status: 'FAILED' }>;
+
 export interface RunResult {
-  readonly verdict: Exclude<JobVerdict, { status: 'FAILED' }>;
-  readonly workspace?: { readonly workspaceId: string; readonly seq: number };
+  readonly verdict: RunVerdict;
 }
 
 export interface JobProcessor<M extends JobEnvelope = JobEnvelope> {
@@ -196,6 +204,7 @@ export async function processRecord<M extends JobEnvelope>(record: SQSRecord, pr
 class JobRun<M extends JobEnvelope> {
   private readonly owner: string;
   private claimed: JobRecord | undefined;
+  private position: WorkspacePosition | undefined;
 
   constructor(
     private readonly record: SQSRecord,
@@ -237,10 +246,10 @@ class JobRun<M extends JobEnvelope> {
         this.claimed = claim.record;
         break;
     }
-    const result = await this.processor.run(this.job, this.context(claim.record));
-    const done = await ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: clock.now(), verdict: result.verdict, workspace: result.workspace });
-    if (result.verdict.status === 'SKIPPED') await this.deps.queueOps.moveToDlq(this.record, result.verdict.error);
-    await this.report(result.verdict, done.attempt);
+    const { verdict } = await this.processor.run(this.job, this.context(claim.record));
+    const done = await ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: clock.now(), verdict, workspace: this.position });
+    if (verdict.status === 'SKIPPED') await this.deps.queueOps.moveToDlq(this.record, verdict.error);
+    await this.report(verdict, done.attempt);
     await this.processor.afterComplete?.(this.job, done);
     return true;
   }
@@ -261,7 +270,12 @@ class JobRun<M extends JobEnvelope> {
     if (failure instanceof PermanentJobError) return this.failPermanently(failure);
     const seconds = backoffSeconds(receives, this.deps.settings.backoff);
     this.log.warn('transient failure: retrying later', { error: failure.message, receives, backoffSeconds: seconds });
-    await this.deps.queueOps.changeVisibility(this.record, seconds).catch((e: unknown) => this.log.warn('back-off not set', { error: errorMessage(e) }));
+    // Best effort: without the release the retry waits for the lease, without the back-off for the visibility timeout.
+    const bestEffort = (what: string) => (e: unknown) => this.log.warn(`${what} failed`, { error: errorMessage(e) });
+    if (this.claimed) {
+      await this.deps.ledger.release({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now() }).catch(bestEffort('lease release'));
+    }
+    await this.deps.queueOps.changeVisibility(this.record, seconds).catch(bestEffort('back-off'));
     return false;
   }
 
@@ -270,7 +284,7 @@ class JobRun<M extends JobEnvelope> {
     let attempt = 0;
     if (this.claimed) {
       // LeaseLostError here is transient: another worker owns the job now and will settle it.
-      const done = await this.deps.ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now(), verdict }).catch((e: unknown) => {
+      const done = await this.deps.ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now(), verdict, workspace: this.position }).catch((e: unknown) => {
         this.log.warn('could not record the failure', { error: errorMessage(e) });
         return undefined;
       });
@@ -302,6 +316,9 @@ class JobRun<M extends JobEnvelope> {
         const now = clock.now();
         await ledger.heartbeat({ jobId: this.job.jobId, owner: this.owner, leaseUntil: now + settings.leaseSeconds * 1000, now });
         await queueOps.changeVisibility(this.record, settings.visibilitySeconds);
+      },
+      placeInWorkspace: (position) => {
+        this.position = position;
       },
       recordProgress: (progress) => ledger.recordProgress({ jobId: this.job.jobId, owner: this.owner, progress, now: clock.now() }),
     };

@@ -15,7 +15,7 @@ import { jobAttributes, parseEnvelope, type JobEnvelope, type Pin } from '../cor
 import { LeaseLostError, PermanentJobError } from '../core/errors';
 import { processFifoBatch } from '../core/fifo-batch';
 import type { SettledTake } from '../core/ledger';
-import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps, type RunResult } from '../core/pipeline';
+import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps, type RunResult, type RunVerdict } from '../core/pipeline';
 import type { DiffStore, JobRecord, WorkspaceRecord } from '../core/ports';
 import * as gitAdapter from '../adapters/git';
 import type { ApplyPatchCommitInput, ApplyPatchCommitResult, GitAuth } from '../adapters/git';
@@ -61,15 +61,15 @@ class SequencerProcessor implements JobProcessor {
     const { ledger, clock } = this.deps;
     const repo = job.type === 'apply_patch' ? job.payload.repo : undefined;
     const take = await ledger.takeWorkspace({ workspaceId: job.workspaceId, jobId: job.jobId, repo, now: clock.now() });
-    if (take.kind !== 'taken') return this.skip(job, take, ctx);
-    const workspace = { workspaceId: job.workspaceId, seq: take.workspace.seq };
-    if (job.type === 'apply_patch') return { verdict: await this.applyPatch(job), workspace };
+    if (take.kind !== 'taken') return { verdict: await this.skip(job, take, ctx) };
+    ctx.placeInWorkspace({ workspaceId: job.workspaceId, seq: take.workspace.seq });
+    if (job.type === 'apply_patch') return { verdict: await this.applyPatch(job) };
     const pin = await this.pin(job, take.workspace);
     await ledger.finishWorkspaceJob({ workspaceId: job.workspaceId, jobId: job.jobId, now: clock.now() });
-    return { verdict: { status: 'FORWARDED', pin }, workspace };
+    return { verdict: { status: 'FORWARDED', pin } };
   }
 
-  private async skip(job: JobEnvelope, take: Exclude<SettledTake, { kind: 'taken' }>, ctx: JobContext): Promise<RunResult> {
+  private async skip(job: JobEnvelope, take: Exclude<SettledTake, { kind: 'taken' }>, ctx: JobContext): Promise<RunVerdict> {
     const { ledger, clock } = this.deps;
     let blockedBy = take.workspace.blockedBy ?? 'unknown';
     if (take.kind === 'predecessorUnfinished') {
@@ -78,11 +78,8 @@ class SequencerProcessor implements JobProcessor {
       await this.fence(job.workspaceId, blockedBy, 'PREDECESSOR_UNFINISHED');
     }
     // Skipped jobs get a place in the workspace's order too, so a replay can follow it.
-    const seq = await ledger.nextWorkspaceSeq(job.workspaceId, clock.now());
-    return {
-      verdict: { status: 'SKIPPED', blockedBy, error: { reason: SKIPPED_REASON, message: `workspace ${job.workspaceId} is blocked by job ${blockedBy}` } },
-      workspace: { workspaceId: job.workspaceId, seq },
-    };
+    ctx.placeInWorkspace({ workspaceId: job.workspaceId, seq: await ledger.nextWorkspaceSeq(job.workspaceId, clock.now()) });
+    return { status: 'SKIPPED', blockedBy, error: { reason: SKIPPED_REASON, message: `workspace ${job.workspaceId} is blocked by job ${blockedBy}` } };
   }
 
   private async applyPatch(job: JobEnvelope<'apply_patch'>): Promise<{ status: 'SUCCEEDED'; result: Record<string, unknown> }> {

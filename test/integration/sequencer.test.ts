@@ -1,0 +1,387 @@
+/**
+ * The real sequencer handler against fauxqs (FIFO queue, DLQs, stage queues), dynalite (ledger) and
+ * a loopback git server, driven the way the event source mapping drives it. Faults are injected by
+ * wrapping the real adapters (git, ledger); CloudWatch metrics are recorded in memory (no emulator).
+ */
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ChangeMessageVisibilityCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { S3DiffStore } from '../../lambda/adapters/diff-store';
+import { DynamoDbLedger } from '../../lambda/adapters/dynamodb-ledger';
+import { JsonlEventLog } from '../../lambda/adapters/events';
+import * as gitAdapter from '../../lambda/adapters/git';
+import { StaticSecrets } from '../../lambda/adapters/secrets';
+import { SqsQueueOps } from '../../lambda/adapters/sqs-queue-ops';
+import { enqueueAgentJob } from '../../lambda/client/producer';
+import { deduplicationId, jobAttributes, messageGroupId, type JobEnvelope } from '../../lambda/core/envelope';
+import { TransientJobError } from '../../lambda/core/errors';
+import type { Ledger } from '../../lambda/core/ledger';
+import type { JobMetricName } from '../../lambda/core/pipeline';
+import { startGitServer, type GitServer } from '../../lambda/local/git-server';
+import { createSequencer, type GitPort, type SequencerDeps } from '../../lambda/handlers/sequencer';
+import { deliver, drain, driveQueue, queueArn, receive, toSqsRecord } from '../support/drive-queue';
+import { withEmulators } from '../support/emulators';
+
+const run = promisify(execFile);
+const LEASE_SECONDS = 60;
+const TENANT = 'tenant-1';
+
+/** A promise resolved from outside: orders steps across concurrent deliveries without timers. */
+function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** A diff that appends `line` to log.txt holding `lines`: it applies only on exactly that content. */
+function appendDiff(lines: readonly string[], line: string): string {
+  const context = lines.slice(-3);
+  const start = lines.length - context.length + 1;
+  return [
+    'diff --git a/log.txt b/log.txt',
+    '--- a/log.txt',
+    '+++ b/log.txt',
+    `@@ -${start},${context.length} +${start},${context.length + 1} @@`,
+    ...context.map((l) => ` ${l}`),
+    `+${line}`,
+    '',
+  ].join('\n');
+}
+
+describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
+  const emulators = withEmulators();
+  let gitServer: GitServer;
+  let root: string;
+  let events: JsonlEventLog;
+  let ledger: DynamoDbLedger;
+  let clockOffset = 0;
+  const metrics: { metric: JobMetricName; jobType?: string }[] = [];
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'sequencer-it-'));
+    gitServer = await startGitServer({ root: join(root, 'remotes') });
+    events = new JsonlEventLog(join(root, 'events.jsonl'));
+    ledger = new DynamoDbLedger({ client: emulators().clients.dynamodb, tableName: emulators().tableName, retentionDays: 30 });
+  });
+
+  afterAll(async () => {
+    await gitServer?.close();
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  afterEach(async () => {
+    // Every test leaves the shared queues empty for the next one.
+    await Promise.all(['agent-jobs', 'run-tests', 'open-pr'].flatMap((q) => [drain(sqs(), emulators().queueUrls[q] as string), drain(sqs(), emulators().dlqUrls[q] as string)]));
+    clockOffset = 0;
+    metrics.length = 0;
+  });
+
+  const sqs = () => emulators().clients.sqs;
+  const queueUrl = () => emulators().queueUrls['agent-jobs'] as string;
+  const dlqUrl = () => emulators().dlqUrls['agent-jobs'] as string;
+
+  function deps(overrides: { git?: GitPort; ledger?: Ledger } = {}): SequencerDeps {
+    const env = emulators();
+    return {
+      ledger: overrides.ledger ?? ledger,
+      queueOps: new SqsQueueOps({ client: env.clients.sqs, dlqUrl: dlqUrl() }),
+      events,
+      metrics: { count: (metric, jobType) => metrics.push({ metric, jobType }) },
+      logger: new Logger({ serviceName: 'sequencer-it', logLevel: 'SILENT' }),
+      clock: { now: () => Date.now() + clockOffset },
+      newOwner: randomUUID,
+      settings: { consumer: 'sequencer', leaseSeconds: LEASE_SECONDS, maxReceiveCount: 5, visibilitySeconds: 720, backoff: { baseSeconds: 0, capSeconds: 0 } },
+      diffStore: new S3DiffStore(env.clients.s3, env.bucketName),
+      git: overrides.git ?? { applyPatchCommit: (input) => gitAdapter.applyPatchCommit(input), resolveBranchHead: gitAdapter.resolveBranchHead },
+      secrets: new StaticSecrets(),
+      stageQueueUrls: { run_tests: env.queueUrls['run-tests'] as string, open_pr: env.queueUrls['open-pr'] as string },
+      workRoot: join(root, 'work'),
+    };
+  }
+
+  /** A workspace: a remote repository whose main branch holds log.txt with one line. */
+  async function newWorkspace(): Promise<{ workspaceId: string; repoUrl: string; gitDir: string; lines: string[] }> {
+    const workspaceId = `ws-${randomUUID().slice(0, 8)}`;
+    const src = await mkdtemp(join(root, 'src-'));
+    await writeFile(join(src, 'log.txt'), 'line 0\n');
+    const git = (...args: string[]) => run('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], { cwd: src });
+    await git('init', '-q', '-b', 'main');
+    await git('add', 'log.txt');
+    await git('commit', '-q', '-m', 'initial');
+    const gitDir = await gitServer.createBareRepo(workspaceId, { fromDir: src });
+    return { workspaceId, repoUrl: gitServer.repoUrl(workspaceId), gitDir, lines: ['line 0'] };
+  }
+
+  type Workspace = Awaited<ReturnType<typeof newWorkspace>>;
+
+  /** An apply_patch job appending the next line (the workspace's expected content advances). */
+  function patchJob(ws: Workspace, diff?: string): JobEnvelope<'apply_patch'> {
+    const line = `line ${ws.lines.length}`;
+    const job: JobEnvelope<'apply_patch'> = {
+      jobId: `job-${randomUUID()}`,
+      workspaceId: ws.workspaceId,
+      tenantId: TENANT,
+      type: 'apply_patch',
+      createdAt: '2026-01-01T00:00:00Z',
+      payload: { repo: { url: ws.repoUrl, branch: 'main' }, diff: diff ?? appendDiff(ws.lines, line), message: `append ${line}` },
+    };
+    if (diff === undefined) ws.lines.push(line);
+    return job;
+  }
+
+  async function send(job: JobEnvelope): Promise<void> {
+    await enqueueAgentJob(job, { sqs: sqs(), queueUrl: queueUrl() });
+  }
+
+  /** Commits on the remote main branch after the initial one, oldest first, as [jobId trailer, subject]. */
+  async function remoteCommits(ws: Workspace): Promise<string[]> {
+    const { stdout } = await run('git', ['--git-dir', ws.gitDir, 'log', '--reverse', '--format=%(trailers:key=Agent-Job-Id,valueonly,separator=)', 'main']);
+    return stdout.split('\n').filter((l) => l.trim() !== '');
+  }
+
+  async function remoteFile(ws: Workspace): Promise<string> {
+    return (await run('git', ['--git-dir', ws.gitDir, 'show', 'main:log.txt'])).stdout;
+  }
+
+  const attr = (m: Message, name: string) => m.MessageAttributes?.[name]?.StringValue;
+  const eventsOf = async (jobId: string) => (await events.readFrom(0)).events.filter((e) => e.detail['jobId'] === jobId || e.detail['blockedBy'] === jobId);
+
+  it('applies interleaved workspaces in send order, one commit per job, and forwards a pinned run_tests', async () => {
+    const workspaces = await Promise.all([newWorkspace(), newWorkspace(), newWorkspace()]);
+    const jobs = new Map<string, JobEnvelope[]>(workspaces.map((ws) => [ws.workspaceId, []]));
+    for (let round = 0; round < 4; round++) {
+      for (const ws of workspaces) {
+        const job = patchJob(ws);
+        jobs.get(ws.workspaceId)?.push(job);
+        await send(job);
+      }
+    }
+    const first = workspaces[0] as Workspace;
+    const tests: JobEnvelope = { jobId: `job-${randomUUID()}`, workspaceId: first.workspaceId, tenantId: TENANT, type: 'run_tests', createdAt: '2026-01-01T00:00:00Z', payload: {} };
+    await send(tests);
+
+    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()), concurrency: 2 });
+
+    expect(responses.flatMap((r) => r.batchItemFailures)).toEqual([]);
+    for (const ws of workspaces) {
+      const sent = (jobs.get(ws.workspaceId) ?? []).map((j) => j.jobId);
+      expect(await remoteCommits(ws)).toEqual(sent);
+      expect(await remoteFile(ws)).toBe(ws.lines.map((l) => `${l}\n`).join(''));
+      expect((await ledger.listWorkspaceJobs(ws.workspaceId)).map((j) => [j.jobId, j.status])).toEqual([
+        ...sent.map((id) => [id, 'SUCCEEDED']),
+        ...(ws === first ? [[tests.jobId, 'FORWARDED']] : []),
+      ]);
+    }
+    const head = (await ledger.getWorkspace(first.workspaceId))?.head;
+    const stage = await drain(sqs(), emulators().queueUrls['run-tests'] as string);
+    expect(stage).toHaveLength(1);
+    expect(JSON.parse(stage[0]?.Body ?? '{}')).toEqual({ ...tests, pin: { sha: head, repoUrl: first.repoUrl, branch: 'main' } });
+    expect(attr(stage[0] as Message, 'jobId')).toBe(tests.jobId);
+    expect(metrics.filter((m) => m.metric === 'JobSucceeded')).toHaveLength(12);
+  });
+
+  it('acknowledges a duplicate delivery without a second commit, and re-forwards a staged job with the same pin', async () => {
+    const ws = await newWorkspace();
+    const patch = patchJob(ws);
+    const tests: JobEnvelope = { jobId: `job-${randomUUID()}`, workspaceId: ws.workspaceId, tenantId: TENANT, type: 'run_tests', createdAt: '2026-01-01T00:00:00Z', payload: {} };
+    await send(patch);
+    await send(tests);
+    const handler = createSequencer(deps());
+    const arn = await queueArn(sqs(), queueUrl());
+    const delivered: Message[] = [];
+    // Deliver each message twice, as SQS may: the second delivery of each is a redelivery.
+    for (let batch = await receive(sqs(), queueUrl()); batch.length > 0; batch = await receive(sqs(), queueUrl())) {
+      expect(await handler({ Records: batch.map((m) => toSqsRecord(m, arn)) })).toEqual({ batchItemFailures: [] });
+      expect(await deliver(sqs(), queueUrl(), arn, batch, handler)).toEqual({ batchItemFailures: [] });
+      delivered.push(...batch);
+    }
+
+    expect(delivered).toHaveLength(2);
+    expect(await remoteCommits(ws)).toEqual([patch.jobId]);
+    expect(await ledger.getJob(patch.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 1, result: { alreadyApplied: false } });
+    const forwarded = await drain(sqs(), emulators().queueUrls['run-tests'] as string);
+    const pins = forwarded.map((m) => JSON.parse(m.Body ?? '{}').pin);
+    expect(pins).toHaveLength(2);
+    expect(pins[1]).toEqual(pins[0]);
+    expect(pins[0]).toMatchObject({ sha: (await ledger.getWorkspace(ws.workspaceId))?.head });
+  });
+
+  it('never runs a job twice when its visibility expires while it runs', async () => {
+    const ws = await newWorkspace();
+    const job = patchJob(ws);
+    await send(job);
+    const entered = deferred();
+    const release = deferred();
+    const slowGit: GitPort = {
+      resolveBranchHead: gitAdapter.resolveBranchHead,
+      applyPatchCommit: async (input) => {
+        entered.resolve();
+        await release.promise;
+        return gitAdapter.applyPatchCommit(input);
+      },
+    };
+    const arn = await queueArn(sqs(), queueUrl());
+    const firstBatch = await receive(sqs(), queueUrl());
+    const firstRun = deliver(sqs(), queueUrl(), arn, firstBatch, createSequencer(deps({ git: slowGit })));
+    await entered.promise;
+
+    // The visibility timeout runs out while the first worker is still inside git.
+    await sqs().send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl(), ReceiptHandle: firstBatch[0]?.ReceiptHandle, VisibilityTimeout: 0 }));
+    const secondBatch = await receive(sqs(), queueUrl());
+    expect(secondBatch.map((m) => m.MessageId)).toEqual(firstBatch.map((m) => m.MessageId));
+    const second = await deliver(sqs(), queueUrl(), arn, secondBatch, createSequencer(deps()));
+    expect(second.batchItemFailures).toEqual([{ itemIdentifier: secondBatch[0]?.MessageId }]);
+
+    release.resolve();
+    expect((await firstRun).batchItemFailures).toEqual([]);
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
+    expect(await remoteCommits(ws)).toEqual([job.jobId]);
+    expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
+  });
+
+  it('finds the pushed commit after a crash between the push and the ledger completion', async () => {
+    const ws = await newWorkspace();
+    const crashing = patchJob(ws);
+    const next = patchJob(ws);
+    await send(crashing);
+    await send(next);
+    let crashed = false;
+    const crashOnce: Ledger = Object.assign(Object.create(ledger) as DynamoDbLedger, {
+      complete: async (input: Parameters<Ledger['complete']>[0]) => {
+        if (input.jobId === crashing.jobId && !crashed) {
+          crashed = true;
+          // The worker dies here; by the redelivery its lease has run out.
+          clockOffset += LEASE_SECONDS * 1000;
+          throw new Error('worker crashed');
+        }
+        return ledger.complete(input);
+      },
+    });
+
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps({ ledger: crashOnce })) });
+
+    expect(crashed).toBe(true);
+    expect(await remoteCommits(ws)).toEqual([crashing.jobId, next.jobId]);
+    expect(await ledger.getJob(crashing.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 2, result: { alreadyApplied: true } });
+    expect(await ledger.getJob(next.jobId)).toMatchObject({ status: 'SUCCEEDED' });
+  });
+
+  it('keeps the original of a reused jobId and sends the conflicting message to the DLQ', async () => {
+    const ws = await newWorkspace();
+    const original = patchJob(ws);
+    await send(original);
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
+    const reused = { ...original, payload: { ...original.payload, message: 'something else' } };
+    // Sent after the dedup window would have passed: a fresh dedup id.
+    await sqs().send(
+      new SendMessageCommand({
+        QueueUrl: queueUrl(),
+        MessageBody: JSON.stringify(reused),
+        MessageGroupId: messageGroupId(ws.workspaceId),
+        MessageDeduplicationId: deduplicationId(`${original.jobId}-later`, 'apply_patch'),
+        MessageAttributes: Object.fromEntries(Object.entries(jobAttributes(reused)).map(([k, v]) => [k, { DataType: 'String', StringValue: v }])),
+      }),
+    );
+
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
+
+    expect(await ledger.getJob(original.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { alreadyApplied: false } });
+    const dlq = await drain(sqs(), dlqUrl());
+    expect(dlq.map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([[original.jobId, 'CONFLICT']]);
+    expect(JSON.parse(dlq[0]?.Body ?? '{}')).toEqual(reused);
+    expect((await eventsOf(original.jobId)).map((e) => [e.type, e.detail['reason']])).toEqual([
+      ['AgentJobSucceeded', undefined],
+      ['AgentJobFailed', 'CONFLICT'],
+    ]);
+    expect(await remoteCommits(ws)).toEqual([original.jobId]);
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE' });
+  });
+
+  it('moves a poison message to the DLQ with the reason and acknowledges it', async () => {
+    await sqs().send(new SendMessageCommand({ QueueUrl: queueUrl(), MessageBody: '{"jobId": not json', MessageGroupId: 'ws#poison', MessageDeduplicationId: randomUUID() }));
+
+    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
+
+    expect(responses).toEqual([{ batchItemFailures: [] }]);
+    const dlq = await drain(sqs(), dlqUrl());
+    expect(dlq).toHaveLength(1);
+    expect(dlq[0]?.Body).toBe('{"jobId": not json');
+    expect(attr(dlq[0] as Message, 'reason')).toBe('INVALID_JOB');
+    expect(attr(dlq[0] as Message, 'errorMessage')).toMatch(/not JSON/);
+    expect(dlq[0]?.Attributes?.['MessageGroupId']).toBe('ws#poison');
+  });
+
+  it('fences the workspace when a patch no longer applies: later jobs are SKIPPED and wait on the DLQ in order', async () => {
+    const ws = await newWorkspace();
+    const good = patchJob(ws);
+    const bad = patchJob(ws, appendDiff(['line that is not there'], 'never'));
+    const later = [patchJob(ws), patchJob(ws)];
+    for (const job of [good, bad, ...later]) await send(job);
+
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
+
+    expect(await remoteCommits(ws)).toEqual([good.jobId]);
+    expect(await ledger.getJob(bad.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'PATCH_DOES_NOT_APPLY' } });
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: bad.jobId, blockedReason: 'PATCH_DOES_NOT_APPLY' });
+    for (const job of later) expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'SKIPPED', blockedBy: bad.jobId, error: { reason: 'SKIPPED' } });
+    const dlq = await drain(sqs(), dlqUrl());
+    expect(dlq.map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([
+      [bad.jobId, 'PATCH_DOES_NOT_APPLY'],
+      ...later.map((j) => [j.jobId, 'SKIPPED']),
+    ]);
+    expect(dlq.every((m) => m.Attributes?.['MessageGroupId'] === messageGroupId(ws.workspaceId))).toBe(true);
+    // The skipped jobs keep their place in the workspace's order, for a replay.
+    expect((await ledger.listWorkspaceJobs(ws.workspaceId)).map((j) => j.jobId)).toEqual([good, bad, ...later].map((j) => j.jobId));
+    // The fence goes up before the failure is reported, so no later job can slip through.
+    expect((await eventsOf(bad.jobId)).map((e) => e.type)).toEqual(['WorkspaceBlocked', 'AgentJobFailed', 'AgentJobSkipped', 'AgentJobSkipped']);
+    expect(metrics.map((m) => m.metric).sort()).toEqual(['JobFailed', 'JobSkipped', 'JobSkipped', 'JobSucceeded', 'WorkspaceBlocked']);
+  });
+
+  it('turns a transient error into RETRIES_EXHAUSTED on the last allowed receive and fences the workspace', async () => {
+    const ws = await newWorkspace();
+    const stuck = patchJob(ws);
+    const after = patchJob(ws);
+    await send(stuck);
+    await send(after);
+    let attempts = 0;
+    const flakyGit: GitPort = {
+      resolveBranchHead: gitAdapter.resolveBranchHead,
+      applyPatchCommit: async (input) => {
+        if (input.jobId !== stuck.jobId) return gitAdapter.applyPatchCommit(input);
+        attempts++;
+        throw new TransientJobError('remote answered 503');
+      },
+    };
+
+    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps({ git: flakyGit })) });
+
+    expect(attempts).toBe(5);
+    expect(responses.filter((r) => r.batchItemFailures.length > 0)).toHaveLength(4);
+    expect(await ledger.getJob(stuck.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'RETRIES_EXHAUSTED' } });
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: stuck.jobId });
+    expect(await ledger.getJob(after.jobId)).toMatchObject({ status: 'SKIPPED', blockedBy: stuck.jobId });
+    expect((await drain(sqs(), dlqUrl())).map((m) => attr(m, 'reason'))).toEqual(['RETRIES_EXHAUSTED', 'SKIPPED']);
+    expect(await remoteCommits(ws)).toEqual([]);
+  });
+
+  it('fences the workspace when the previous job left the queue without a verdict', async () => {
+    const ws = await newWorkspace();
+    const lost = patchJob(ws);
+    const next = patchJob(ws);
+    // A worker took `lost` and died on every delivery until SQS's redrive removed it.
+    await ledger.takeWorkspace({ workspaceId: ws.workspaceId, jobId: lost.jobId, repo: lost.payload.repo, now: Date.now() });
+    await send(next);
+
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
+
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: lost.jobId, blockedReason: 'PREDECESSOR_UNFINISHED' });
+    expect(await ledger.getJob(next.jobId)).toMatchObject({ status: 'SKIPPED', blockedBy: lost.jobId });
+    expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([[next.jobId, 'SKIPPED']]);
+    expect(await remoteCommits(ws)).toEqual([]);
+  });
+});
