@@ -1,0 +1,77 @@
+/**
+ * Configuration: defaults, per-worker overrides, one error naming every bad setting, and the
+ * file + context loading of bin/app.ts.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { JOB_TYPES, SEQUENCER } from '../../contract/job-types';
+import { InvalidConfigError, loadConfig, resolveConfig } from '../../lib/config';
+import { InvalidSettingsError } from '../../lib/constructs/settings-problems';
+import { addStack, newApp } from './helpers';
+
+describe('resolveConfig', () => {
+  it('defaults to the catalog settings and GitHub.com', () => {
+    const config = resolveConfig('dev', {});
+    expect(config).toMatchObject({ envName: 'dev', githubApiUrl: 'https://api.github.com', testRunnerTimeoutMinutes: 60 });
+    expect(config.workers.sequencer).toEqual(SEQUENCER);
+    expect(config.workers.run_tests).toEqual(JOB_TYPES.run_tests.stage);
+    expect(config.alarmEmail).toBeUndefined();
+  });
+
+  it('applies per-worker overrides on top of the catalog', () => {
+    const config = resolveConfig('prod', { workers: { sequencer: { maxConcurrency: 50 }, open_pr: { timeoutSeconds: 30, memoryMb: 512 } } });
+    expect(config.workers.sequencer).toEqual({ ...SEQUENCER, maxConcurrency: 50 });
+    expect(config.workers.open_pr).toMatchObject({ timeoutSeconds: 30, memoryMb: 512, batchSize: JOB_TYPES.open_pr.stage.batchSize });
+  });
+
+  it('names every invalid setting in one error', () => {
+    const bad = () => resolveConfig('dev', {
+      alarmEmail: 'not-an-email',
+      githubApiUrl: 'http://ghe.example.com',
+      gitCredentialsSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:git',
+      leaseSeconds: -1,
+      workers: { sequencer: { batchSize: 2.5, queue: 'renamed' }, lint: {} },
+      colour: 'blue',
+    });
+    expect(bad).toThrow(InvalidConfigError);
+    for (const setting of [/alarmEmail:/, /githubApiUrl: must be an https URL/, /gitCredentialsSecretArn: must be a complete Secrets Manager secret ARN/,
+      /leaseSeconds:/, /workers\.sequencer\.batchSize:/, /workers\.sequencer: .*queue/, /workers: .*lint/, /\(root\): .*colour/]) {
+      expect(bad).toThrow(setting);
+    }
+  });
+
+  it('rejects an environment name that cannot be part of a stack name', () => {
+    expect(() => resolveConfig('../Prod', {})).toThrow(/env = "\.\.\/Prod": must match/);
+  });
+});
+
+describe('loadConfig', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'agent-jobs-config-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('reads config/<env>.json, then cdk context wins', () => {
+    writeFileSync(join(dir, 'staging.json'), JSON.stringify({ alarmEmail: 'file@example.com', leaseSeconds: 300, workers: { run_tests: { maxConcurrency: 3 } } }));
+    const app = new App({ context: { env: 'staging', alarmEmail: 'context@example.com', leaseSeconds: '600' } });
+    const config = loadConfig(app, dir);
+    expect(config).toMatchObject({ envName: 'staging', alarmEmail: 'context@example.com', leaseSeconds: 600 });
+    expect(config.workers.run_tests.maxConcurrency).toBe(3);
+  });
+
+  it('defaults to dev without a file, and names the file when it holds no object', () => {
+    expect(loadConfig(new App(), dir).envName).toBe('dev');
+    writeFileSync(join(dir, 'dev.json'), '[1]');
+    expect(() => loadConfig(new App(), dir)).toThrow(/dev\.json[\s\S]*\(root\): must be a JSON object/);
+  });
+});
+
+it('a worker override that breaks a queue rule fails the synth naming each setting', () => {
+  const create = () => addStack(newApp(), 'dev', { workers: { sequencer: { batchSize: 20, maxReceiveCount: 3, maxConcurrency: 1 } } });
+  expect(create).toThrow(InvalidSettingsError);
+  expect(create).toThrow(/AgentJobs-dev\/agent-jobs has invalid settings/);
+  expect(create).toThrow(/maxReceiveCount = 3[\s\S]*consumer\.batchSize = 20: must be 1\.\.10 on a FIFO queue[\s\S]*consumer\.maxConcurrency = 1/);
+});
