@@ -11,7 +11,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
-import { queueName, queueTopology } from '../../contract/topology';
+import { queueTopology } from '../../contract/topology';
 import { TargetError } from './cli/errors';
 
 export interface QueueEndpoint {
@@ -36,14 +36,13 @@ export interface Target {
   readonly tableName: string;
   readonly diffBucket?: string;
   /** Only on the local platform. */
-  readonly local?: { readonly stateDir: string; readonly gitUrl?: string; readonly eventsFile?: string };
+  readonly local?: { readonly stateDir: string; readonly gitUrl: string; readonly eventsFile: string };
 }
 
 export const DEFAULT_STATE_DIR = '.agent-jobs';
 export const PLATFORM_FILE = 'platform.json';
 /** Credentials the local emulators accept; never used against AWS. */
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
-const LOCAL_REGION = 'us-east-1';
 
 export interface ResolveOptions {
   /** Stack name; when absent the local platform is used. */
@@ -116,16 +115,20 @@ export function targetFromStackOutputs(stackName: string, region: string, output
   };
 }
 
+/** The part of the local platform's `platform.json` (PlatformInfo in lambda/local/platform.ts) the CLI reads. */
 const platformFileSchema = z.object({
-  region: z.string().optional(),
-  endpoints: z.object({ sqs: z.string(), dynamodb: z.string(), s3: z.string().optional(), git: z.string().optional() }),
+  pid: z.number().int(),
+  region: z.string(),
+  endpoints: z.object({ sqs: z.string(), dynamodb: z.string(), s3: z.string() }),
+  queueUrls: z.record(z.string(), z.string()),
+  dlqUrls: z.record(z.string(), z.string()),
   tableName: z.string(),
-  bucket: z.string().optional(),
-  queues: z.record(z.string(), z.object({ url: z.string(), dlqUrl: z.string() })),
-  eventsFile: z.string().optional(),
+  bucketName: z.string(),
+  gitUrl: z.string(),
+  eventLog: z.string(),
 });
 
-/** Reads the file the local platform writes when it is ready. */
+/** Reads the file the local platform writes when it is ready (and removes when it stops). */
 export async function readLocalPlatform(stateDir: string): Promise<Target> {
   const file = path.join(stateDir, PLATFORM_FILE);
   let text: string;
@@ -135,25 +138,37 @@ export async function readLocalPlatform(stateDir: string): Promise<Target> {
     throw new TargetError(`no local platform at ${stateDir} (${file} not found): start it with "agent-jobs local up", or pass --stack`);
   }
   const parsed = platformFileSchema.safeParse(JSON.parse(text));
-  if (!parsed.success) throw new TargetError(`${file} is not a platform description: ${parsed.error.message}`);
+  if (!parsed.success) throw new TargetError(`${file} is not a platform description: ${z.prettifyError(parsed.error)}`);
+  if (!isAlive(parsed.data.pid)) throw new TargetError(`the local platform at ${stateDir} is not running (pid ${parsed.data.pid} is gone): start it with "agent-jobs local up"`);
   return targetFromPlatformFile(stateDir, parsed.data);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: the process exists but belongs to another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function targetFromPlatformFile(stateDir: string, file: z.infer<typeof platformFileSchema>): Target {
   const queues = queueTopology().map((q) => {
-    const entry = file.queues[q.name] ?? file.queues[queueName(q.name, q.fifo)];
-    if (!entry) throw new TargetError(`${path.join(stateDir, PLATFORM_FILE)} lacks the queue ${q.name}`);
-    return { name: q.name, url: entry.url, dlqUrl: entry.dlqUrl, fifo: q.fifo, consumer: q.consumer };
+    const url = file.queueUrls[q.name];
+    const dlqUrl = file.dlqUrls[q.name];
+    if (!url || !dlqUrl) throw new TargetError(`${path.join(stateDir, PLATFORM_FILE)} lacks the queue ${q.name}`);
+    return { name: q.name, url, dlqUrl, fifo: q.fifo, consumer: q.consumer };
   });
   return {
     kind: 'local',
     label: `local platform (${stateDir})`,
-    region: file.region ?? LOCAL_REGION,
-    endpoints: { sqs: file.endpoints.sqs, dynamodb: file.endpoints.dynamodb, s3: file.endpoints.s3 },
+    region: file.region,
+    endpoints: file.endpoints,
     queues,
     tableName: file.tableName,
-    diffBucket: file.bucket,
-    local: { stateDir, gitUrl: file.endpoints.git, eventsFile: file.eventsFile },
+    diffBucket: file.bucketName,
+    local: { stateDir, gitUrl: file.gitUrl, eventsFile: file.eventLog },
   };
 }
 

@@ -91,7 +91,7 @@ export async function startPlatform(): Promise<RunningPlatform> {
     },
     async stop() {
       await stopChild(child, exited);
-      for (const url of Object.values(ready.endpoints)) await expectPortFree(Number(new URL(url).port));
+      for (const url of [...Object.values(ready.endpoints), ready.gitUrl]) await expectPortFree(Number(new URL(url).port));
       await rm(stateDir, { recursive: true, force: true });
     },
   };

@@ -26,6 +26,11 @@ function memoryIo(options: { stdin?: string; cwd?: string } = {}) {
   return { io, stdout: () => out.join(''), stderr: () => err.join('') };
 }
 
+const contextOf = (io: CliIo) =>
+  createContext(io, {}, async () => {
+    throw new Error('no nested command expected');
+  });
+
 describe('parseInvocation', () => {
   it('picks the longest command path and parses its options', () => {
     const inv = parseInvocation(COMMANDS, ['workspace', 'unblock', 'ws-1', '--replay', '--json']);
@@ -130,22 +135,22 @@ describe('enqueue arguments', () => {
   it('reads a whole job from stdin, with the default tenant and a generated job id', async () => {
     const job = { type: 'run_tests', workspaceId: 'ws-1', payload: { command: 'make check' } };
     const t = memoryIo({ stdin: JSON.stringify(job) });
-    const request = await jobFromArgs(createContext(t.io, {}), {}, true);
+    const request = await jobFromArgs(contextOf(t.io), {}, true);
     expect(request).toMatchObject({ ...job, tenantId: 'default', jobId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
   });
 
   it('requires --type and --workspace when not reading stdin', async () => {
     const t = memoryIo();
-    await expect(jobFromArgs(createContext(t.io, {}), { workspace: 'w' }, false)).rejects.toThrow('--type is required');
-    await expect(jobFromArgs(createContext(t.io, {}), { type: 'open_pr' }, false)).rejects.toThrow('--workspace is required');
-    await expect(jobFromArgs(createContext(t.io, {}), { type: 'nope', workspace: 'w' }, false)).rejects.toThrow(/unknown --type nope/);
+    await expect(jobFromArgs(contextOf(t.io), { workspace: 'w' }, false)).rejects.toThrow('--type is required');
+    await expect(jobFromArgs(contextOf(t.io), { type: 'open_pr' }, false)).rejects.toThrow('--workspace is required');
+    await expect(jobFromArgs(contextOf(t.io), { type: 'nope', workspace: 'w' }, false)).rejects.toThrow(/unknown --type nope/);
   });
 
   it('reads --diff-file relative to the working directory', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'cli-'));
     await writeFile(path.join(dir, 'a.diff'), 'DIFF');
     const t = memoryIo({ cwd: dir });
-    const request = await jobFromArgs(createContext(t.io, {}), { type: 'apply_patch', workspace: 'w', 'diff-file': 'a.diff', 'job-id': 'j1' }, false);
+    const request = await jobFromArgs(contextOf(t.io), { type: 'apply_patch', workspace: 'w', 'diff-file': 'a.diff', 'job-id': 'j1' }, false);
     expect(request).toMatchObject({ jobId: 'j1', payload: { diff: 'DIFF' } });
     await rm(dir, { recursive: true });
   });

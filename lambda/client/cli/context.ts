@@ -19,6 +19,15 @@ export interface CliIo {
   readonly untilInterrupted: () => Promise<void>;
 }
 
+/** What one command printed, when run in process by another (the demo). */
+export interface CapturedRun {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export type Invoke = (argv: readonly string[]) => Promise<CapturedRun>;
+
 export interface CliContext {
   readonly io: CliIo;
   readonly json: boolean;
@@ -29,9 +38,11 @@ export interface CliContext {
   ledger(): Promise<Ledger>;
   /** A progress or status line for people: always stderr, so `--json` stdout stays pure. */
   note(line: string): void;
+  /** Runs another command of this CLI in process, capturing its output. */
+  readonly invoke: Invoke;
 }
 
-export function createContext(io: CliIo, values: OptionValues): CliContext & { close(): void } {
+export function createContext(io: CliIo, values: OptionValues, invoke: Invoke): CliContext & { close(): void } {
   const stateDir = path.resolve(io.cwd, stringOption(values, 'state-dir') ?? io.env.AGENT_JOBS_STATE_DIR ?? DEFAULT_STATE_DIR);
   const stack = stringOption(values, 'stack') ?? io.env.AGENT_JOBS_STACK;
   const region = stringOption(values, 'region') ?? io.env.AWS_REGION;
@@ -46,6 +57,7 @@ export function createContext(io: CliIo, values: OptionValues): CliContext & { c
     ledger: async () =>
       new DynamoDbLedger({ client: (await context.clients()).dynamodb, tableName: (await context.target()).tableName, retentionDays: LEDGER_RETENTION_DAYS }),
     note: (line) => io.stderr(`${line}\n`),
+    invoke,
     close: () => clients?.destroy(),
   };
   return context;

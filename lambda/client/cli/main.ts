@@ -20,7 +20,7 @@ export async function runCli(argv: readonly string[], io: CliIo, table: readonly
     io.stdout(`${invocation.json ? JSON.stringify({ help: text }) : text}\n`);
     return 0;
   }
-  const context = createContext(io, invocation.args.values);
+  const context = createContext(io, invocation.args.values, (nested) => captured(nested, io, table));
   try {
     const output = await invocation.command.run(context, invocation.args);
     const printed = invocation.json ? JSON.stringify(output.data, null, 2) : output.text;
@@ -31,6 +31,14 @@ export async function runCli(argv: readonly string[], io: CliIo, table: readonly
   } finally {
     context.close();
   }
+}
+
+/** Runs a command with the same environment, collecting what it prints instead of printing it. */
+async function captured(argv: readonly string[], io: CliIo, table: readonly CommandSpec<CliContext>[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, { ...io, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), readStdin: async () => '' }, table);
+  return { code, stdout, stderr };
 }
 
 function reportError(io: CliIo, error: unknown, table: readonly CommandSpec<CliContext>[], json: boolean): number {

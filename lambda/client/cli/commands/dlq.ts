@@ -68,7 +68,8 @@ export const dlqList: CommandSpec<CliContext> = {
           ...l.messages.map((m) => [m.messageId, m.attributes.jobId, m.attributes.type, m.attributes.workspaceId, dlqReason(m) ?? '', m.sentAt] as const),
           ...l.waitingBehind.map((j) => ['(behind head)', j.jobId, j.type, j.workspaceId, `SKIPPED, blocked by ${j.blockedBy ?? '?'}`, ''] as const),
         ];
-        const heading = `${l.queue} DLQ: ${l.approximateCount} message(s)`;
+        const hidden = l.approximateCount - l.messages.length - l.waitingBehind.length;
+        const heading = `${l.queue} DLQ: ${l.approximateCount} message(s)${hidden > 0 ? `, ${hidden} more behind the group heads shown` : ''}`;
         return rows.length ? `${heading}\n${table(['MESSAGE', 'JOB', 'TYPE', 'WORKSPACE', 'REASON', 'SENT'], rows)}` : heading;
       })
       .join('\n\n');
