@@ -4,7 +4,7 @@
  * wrapping the real adapters (git, ledger); CloudWatch metrics are recorded in memory (no emulator).
  */
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -340,6 +340,53 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     // The fence goes up before the failure is reported, so no later job can slip through.
     expect((await eventsOf(bad.jobId)).map((e) => e.type)).toEqual(['WorkspaceBlocked', 'AgentJobFailed', 'AgentJobSkipped', 'AgentJobSkipped']);
     expect(metrics.map((m) => m.metric).sort()).toEqual(['JobFailed', 'JobSkipped', 'JobSkipped', 'JobSucceeded', 'WorkspaceBlocked']);
+  });
+
+  it('runs the skipped jobs in their original order when an operator unblocks and redrives them', async () => {
+    const ws = await newWorkspace();
+    const bad = patchJob(ws, appendDiff(['line that is not there'], 'never'));
+    const skipped = [patchJob(ws), patchJob(ws)];
+    for (const job of [bad, ...skipped]) await send(job);
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
+    const dlq = await drain(sqs(), dlqUrl());
+
+    // What `workspace unblock --replay` does (docs/decisions.md §2): lift the fence, send the
+    // SKIPPED messages back in order with the redrive attribute and a fresh dedup id.
+    await ledger.unblockWorkspace(ws.workspaceId, Date.now());
+    for (const message of dlq.filter((m) => attr(m, 'reason') === 'SKIPPED')) {
+      const job = JSON.parse(message.Body ?? '{}') as JobEnvelope;
+      await sqs().send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl(),
+          MessageBody: message.Body,
+          MessageGroupId: messageGroupId(job.workspaceId),
+          MessageDeduplicationId: createHash('sha256').update(`${job.jobId}:${job.type}:redrive:${message.MessageId}`).digest('hex'),
+          MessageAttributes: Object.fromEntries(
+            Object.entries({ ...jobAttributes(job), redrive: 'true' }).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]),
+          ),
+        }),
+      );
+    }
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
+
+    expect(await remoteCommits(ws)).toEqual(skipped.map((j) => j.jobId));
+    for (const job of skipped) expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE', currentJobId: skipped[1]?.jobId, currentDone: true });
+    expect(await drain(sqs(), dlqUrl())).toEqual([]);
+  });
+
+  it('acknowledges a job cancelled before it ran without running it or moving the cursor', async () => {
+    const ws = await newWorkspace();
+    const cancelled = patchJob(ws);
+    await ledger.cancel(cancelled.jobId, Date.now());
+    await send(cancelled);
+
+    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
+
+    expect(responses).toEqual([{ batchItemFailures: [] }]);
+    expect(await remoteCommits(ws)).toEqual([]);
+    expect(await ledger.getJob(cancelled.jobId)).toMatchObject({ status: 'CANCELLED' });
+    expect(await ledger.getWorkspace(ws.workspaceId)).toBeUndefined();
   });
 
   it('turns a transient error into RETRIES_EXHAUSTED on the last allowed receive and fences the workspace', async () => {
