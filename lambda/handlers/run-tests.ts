@@ -2,7 +2,7 @@
  * The run_tests stage: runs a workspace's tests at the commit the sequencer pinned, at most one
  * build per job. The build id is recorded in the ledger before waiting, so a redelivery resumes
  * that build instead of starting another. A build that outlives the invocation is handed to a later
- * delivery: the lease is released and the record reported as a batch failure (the pipeline's
+ * delivery: the record is reported as a batch failure (the pipeline releases the lease and its
  * back-off is the visibility delay), and the next delivery resumes polling the recorded build.
  * Everything else is the shared pipeline (lambda/core/pipeline.ts).
  */
@@ -71,7 +71,11 @@ class RunTestsProcessor implements JobProcessor<RunTestsJob> {
         ctx.logger.info('build finished', { buildId, state: status.state });
         return { verdict: { status: 'SUCCEEDED', result: testResult(status, job, buildId) } };
       }
-      if (mustYield(this.invocation.getRemainingTimeInMillis(), this.wait)) return this.handOver(job, ctx, buildId);
+      if (mustYield(this.invocation.getRemainingTimeInMillis(), this.wait)) {
+        // Not finished, not failed: the pipeline releases the lease and backs off; the next delivery resumes.
+        ctx.logger.info('build outlives this invocation: handing it to the next delivery', { buildId });
+        throw new BuildStillRunningError(buildId);
+      }
       await ctx.heartbeat();
       await this.sleep(this.wait.pollIntervalMs);
     }
@@ -88,14 +92,6 @@ class RunTestsProcessor implements JobProcessor<RunTestsJob> {
     await ctx.recordProgress({ buildId });
     ctx.logger.info('build started', { buildId, sha: job.pin.sha });
     return buildId;
-  }
-
-  /** Ends this delivery with the build still running; the next delivery may claim at once. */
-  private async handOver(job: RunTestsJob, ctx: JobContext, buildId: string): Promise<never> {
-    const now = this.deps.clock.now();
-    await this.deps.ledger.heartbeat({ jobId: job.jobId, owner: ctx.owner, leaseUntil: now, now });
-    ctx.logger.info('build outlives this invocation: handing it to the next delivery', { buildId });
-    throw new BuildStillRunningError(buildId);
   }
 }
 

@@ -8,7 +8,7 @@ import { BatchGetBuildsCommand, CodeBuildClient, StartBuildCommand, type Build }
 import type { SQSRecord } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { CodeBuildTestRunner } from '../../lambda/adapters/codebuild-test-runner';
-import type { StageMessage } from '../../lambda/core/envelope';
+import { jobDigest, type StageMessage } from '../../lambda/core/envelope';
 import { createRunTestsHandler } from '../../lambda/handlers/run-tests';
 import { withEmulators } from '../support/emulators';
 import { LEASE_SECONDS, stageHarness, type StageHarness } from './staged-harness';
@@ -102,21 +102,36 @@ describe('run_tests handler (pipeline + dynalite + fauxqs)', () => {
     expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 3, result: { verdict: 'passed', buildId: 'tests:1' } });
   });
 
-  it('resumes the recorded build after a worker died mid-wait (lease expired), without a second build', async () => {
+  it('resumes the recorded build after a transient CodeBuild error mid-wait, without a second build', async () => {
     const message = job();
     await h.forward(message);
     codebuild.on(StartBuildCommand).resolves({ build: { id: 'tests:1' } });
-    // The first worker records the build, then loses CodeBuild (its last words are a transient error).
     codebuild.on(BatchGetBuildsCommand).rejectsOnce(new Error('socket hang up')).resolves({ builds: [build('SUCCEEDED')] });
 
     expect((await h.deliver(handler())).failed).toBe(true);
-    // Still leased by the dead worker: the redelivery must not run it concurrently.
-    expect((await h.deliver(handler())).failed).toBe(true);
-    h.now += (LEASE_SECONDS + 1) * 1000;
     expect((await h.deliver(handler())).failed).toBe(false);
 
     expect(codebuild.commandCalls(StartBuildCommand)).toHaveLength(1);
     expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { buildId: 'tests:1' } });
+  });
+
+  it('resumes the build a dead worker recorded once its lease runs out, without starting another', async () => {
+    const message = job();
+    await h.forward(message);
+    // A worker claimed the job, started and recorded its build, then died: no release, no verdict.
+    const { pin: _pin, ...envelope } = message;
+    const owner = 'dead-worker';
+    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', redrive: false });
+    await h.ledger.recordProgress({ jobId: message.jobId, owner, progress: { buildId: 'tests:1' }, now: h.now });
+    codebuild.on(BatchGetBuildsCommand).resolves({ builds: [build('SUCCEEDED')] });
+
+    // Its lease is live: the redelivery must not run the job concurrently.
+    expect((await h.deliver(handler())).failed).toBe(true);
+    h.now += (LEASE_SECONDS + 1) * 1000;
+    expect((await h.deliver(handler())).failed).toBe(false);
+
+    expect(codebuild.commandCalls(StartBuildCommand)).toHaveLength(0);
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', buildId: 'tests:1' } });
   });
 
   it('acknowledges a redelivery of a finished job without touching CodeBuild', async () => {

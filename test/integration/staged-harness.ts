@@ -9,7 +9,8 @@ import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { DynamoDbLedger } from '../../lambda/adapters/dynamodb-ledger';
 import { SqsQueueOps } from '../../lambda/adapters/sqs-queue-ops';
 import { jobAttributes, jobDigest, type StageMessage } from '../../lambda/core/envelope';
-import type { JobLogger, PipelineDeps } from '../../lambda/core/pipeline';
+import type { Consumer } from '../../lambda/core/ledger';
+import type { Clock, JobLogger, PipelineDeps } from '../../lambda/core/pipeline';
 import type { LocalEmulators } from '../support/emulators';
 import { stringAttributes } from '../support/sqs-records';
 
@@ -38,32 +39,43 @@ export interface StageHarness {
 
 export const LEASE_SECONDS = 300;
 
+/**
+ * Pipeline deps of a consumer of `queue` over the emulators. Zero back-off: a record reported as
+ * failed is the next receive, so no test waits for a visibility timeout.
+ */
+export function emulatorPipelineDeps(
+  emulators: LocalEmulators,
+  queue: string,
+  options: { consumer: Consumer; events: RecordedEvent[]; clock: Clock },
+): PipelineDeps & { ledger: DynamoDbLedger } {
+  const { clients, tableName, dlqUrls } = emulators;
+  return {
+    ledger: new DynamoDbLedger({ client: clients.dynamodb, tableName, retentionDays: 30 }),
+    queueOps: new SqsQueueOps({ client: clients.sqs, dlqUrl: dlqUrls[queue]! }),
+    events: { publish: async (type, detail) => void options.events.push({ type, detail }) },
+    metrics: { count: () => undefined },
+    logger: quietLogger,
+    clock: options.clock,
+    newOwner: randomUUID,
+    settings: { consumer: options.consumer, leaseSeconds: LEASE_SECONDS, maxReceiveCount: 5, visibilitySeconds: 600, backoff: { baseSeconds: 0, capSeconds: 0 } },
+  };
+}
+
 export function stageHarness(emulators: LocalEmulators, queue: string): StageHarness {
-  const { clients, tableName, queueUrls, dlqUrls } = emulators;
+  const { clients, queueUrls, dlqUrls } = emulators;
   const queueUrl = queueUrls[queue]!;
-  const ledger = new DynamoDbLedger({ client: clients.dynamodb, tableName, retentionDays: 30 });
   const events: RecordedEvent[] = [];
+  const deps = emulatorPipelineDeps(emulators, queue, { consumer: 'stage', events, clock: { now: () => harness.now } });
+  const { ledger } = deps;
   const harness: StageHarness = {
     ledger,
     events,
     now: Date.parse('2026-11-29T12:00:00Z'),
-    deps: {
-      ledger,
-      queueOps: new SqsQueueOps({ client: clients.sqs, dlqUrl: dlqUrls[queue]! }),
-      events: { publish: async (type, detail) => void events.push({ type, detail }) },
-      metrics: { count: () => undefined },
-      logger: quietLogger,
-      clock: { now: () => harness.now },
-      newOwner: randomUUID,
-      // Zero back-off: a record reported as failed is the next receive (no waiting in tests).
-      settings: { consumer: 'stage', leaseSeconds: LEASE_SECONDS, maxReceiveCount: 5, visibilitySeconds: 600, backoff: { baseSeconds: 0, capSeconds: 0 } },
-    },
+    deps,
     async forward(message) {
       const { pin, ...envelope } = message;
       const owner = randomUUID();
-      // consumer 'stage': with 'sequencer' and no takeover statuses the ledger's condition has
-      // parentheses dynalite rejects (reported to the ledger's owner).
-      await ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: harness.now, leaseMs: 60_000, consumer: 'stage', redrive: false });
+      await ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: harness.now, leaseMs: 60_000, consumer: 'sequencer', redrive: false });
       await ledger.complete({ jobId: message.jobId, owner, now: harness.now, verdict: { status: 'FORWARDED', pin } });
       await send(JSON.stringify(message), jobAttributes(message));
     },

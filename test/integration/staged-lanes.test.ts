@@ -1,0 +1,160 @@
+/**
+ * Issue 3's scenario, end to end on the local emulators: an agent sends, for one workspace,
+ * patch A, patch B, run_tests, patch C, open_pr. The sequencer, the run_tests and the open_pr
+ * handlers are driven by the local event-source-mapping pollers. The stage pollers start only after
+ * patch C is on the branch: the worst timing for the tests, which must still see A and B, not C.
+ */
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { JOB_TYPES, SEQUENCER } from '../../contract/job-types';
+import { applyPatchCommit, resolveBranchHead } from '../../lambda/adapters/git';
+import { S3DiffStore } from '../../lambda/adapters/diff-store';
+import { StaticSecrets } from '../../lambda/adapters/secrets';
+import { enqueueAgentJobs, type JobRequest } from '../../lambda/client';
+import type { JobRecord } from '../../lambda/core/ports';
+import { createOpenPrHandler } from '../../lambda/handlers/open-pr';
+import { createRunTestsHandler } from '../../lambda/handlers/run-tests';
+import { createSequencer } from '../../lambda/handlers/sequencer';
+import { startGitServer, type GitServer } from '../../lambda/local/git-server';
+import { startQueuePoller, type LocalHandler, type QueuePoller } from '../../lambda/local/poller';
+import { LocalPullRequestStore } from '../../lambda/local/pr-store';
+import { LocalTestRunner } from '../../lambda/local/test-runner';
+import { withEmulators } from '../support/emulators';
+import { createRepo, diffOfEdits, git, tempDir, writeFiles } from '../support/git-fixtures';
+import { emulatorPipelineDeps, quietLogger, type RecordedEvent } from './staged-harness';
+
+const WORKSPACE = 'ws-issue3';
+const BRANCH = 'agent/ws-issue3';
+const systemClock = { now: () => Date.now() };
+
+describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one workspace', () => {
+  const emulators = withEmulators();
+  let root: string;
+  let gitServer: GitServer;
+  let seed: string;
+  let base: string;
+  const pollers: QueuePoller[] = [];
+  let runner: LocalTestRunner;
+
+  beforeAll(async () => {
+    root = await tempDir('staged');
+    gitServer = await startGitServer({ root: join(root, 'git') });
+    seed = join(root, 'seed');
+    await mkdir(seed);
+    // The repository's tests print the tree they run on.
+    base = await createRepo(seed, { 'test.sh': 'echo "tree:"; ls -1 | sort\n', 'README.md': 'widgets\n' });
+    await git(seed, 'branch', BRANCH);
+    await gitServer.importRepository(seed, 'widgets');
+    runner = new LocalTestRunner({ stateDir: join(root, 'runner') });
+  });
+
+  afterAll(async () => {
+    await Promise.all(pollers.map((p) => p.stop()));
+    await runner?.close();
+    await gitServer?.close();
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  async function poll(queue: string, handler: LocalHandler, settings: { batchSize: number; timeoutSeconds: number }): Promise<void> {
+    const { clients, queueUrls } = emulators();
+    const queueUrl = queueUrls[queue]!;
+    const attrs = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+    pollers.push(
+      startQueuePoller({
+        name: queue,
+        sqs: clients.sqs,
+        queueUrl,
+        queueArn: attrs.Attributes!.QueueArn!,
+        region: 'us-east-1',
+        batchSize: settings.batchSize,
+        maxConcurrency: 2,
+        timeoutSeconds: settings.timeoutSeconds,
+        handler,
+        logger: quietLogger,
+        waitTimeSeconds: 1,
+      }),
+    );
+  }
+
+  /** Waits for the ledger to reach a state (the jest timeout bounds it). */
+  async function until(what: () => Promise<boolean>): Promise<void> {
+    while (!(await what())) await sleep(100);
+  }
+
+  it('tests A+B (not C) at the pinned commit, opens one PR, and records every outcome in the ledger and on the bus', async () => {
+    const env = emulators();
+    const repoUrl = gitServer.repoUrl('widgets');
+    const patch = (file: string) => diffOfEdits(seed, base, (tree) => writeFiles(tree, { [file]: `${file}\n` }));
+    const applyPatch = async (jobId: string, file: string): Promise<JobRequest> => ({
+      jobId,
+      workspaceId: WORKSPACE,
+      tenantId: 'tenant-1',
+      type: 'apply_patch',
+      payload: { repo: { url: repoUrl, branch: BRANCH }, diff: await patch(file), message: `add ${file}` },
+    });
+    const jobs: JobRequest[] = [
+      await applyPatch('job-a', 'a.txt'),
+      await applyPatch('job-b', 'b.txt'),
+      { jobId: 'job-tests', workspaceId: WORKSPACE, tenantId: 'tenant-1', type: 'run_tests', payload: {} },
+      await applyPatch('job-c', 'c.txt'),
+      { jobId: 'job-pr', workspaceId: WORKSPACE, tenantId: 'tenant-1', type: 'open_pr', payload: { baseBranch: 'main', title: 'Agent changes' } },
+    ];
+    const events: RecordedEvent[] = [];
+    const deps = (queue: string, consumer: 'sequencer' | 'stage') => emulatorPipelineDeps(env, queue, { consumer, events, clock: systemClock });
+    const sequencerDeps = deps(SEQUENCER.queue, 'sequencer');
+    const { ledger } = sequencerDeps;
+    const status = async (jobId: string) => (await ledger.getJob(jobId))?.status;
+    const job = async (jobId: string): Promise<JobRecord> => {
+      const record = await ledger.getJob(jobId);
+      if (!record) throw new Error(`job ${jobId} is not in the ledger`);
+      return record;
+    };
+    const prStore = new LocalPullRequestStore(join(root, 'prs'));
+
+    const sent = await enqueueAgentJobs(jobs, { sqs: env.clients.sqs, queueUrl: env.queueUrls[SEQUENCER.queue]! });
+    expect(sent.map((s) => s.status)).toEqual(['SENT', 'SENT', 'SENT', 'SENT', 'SENT']);
+
+    await poll(
+      SEQUENCER.queue,
+      createSequencer({
+        ...sequencerDeps,
+        diffStore: new S3DiffStore(env.clients.s3, env.bucketName),
+        git: { applyPatchCommit: (input) => applyPatchCommit(input), resolveBranchHead },
+        secrets: new StaticSecrets(),
+        stageQueueUrls: { run_tests: env.queueUrls['run-tests']!, open_pr: env.queueUrls['open-pr']! },
+        workRoot: join(root, 'sequencer'),
+      }),
+      SEQUENCER,
+    );
+    await until(async () => (await status('job-c')) === 'SUCCEEDED' && (await status('job-pr')) === 'FORWARDED');
+
+    await poll(
+      'run-tests',
+      createRunTestsHandler({ ...deps('run-tests', 'stage'), runner, wait: { pollIntervalMs: 50, reserveMs: 1_000 } }),
+      JOB_TYPES.run_tests.stage,
+    );
+    await poll('open-pr', createOpenPrHandler({ ...deps('open-pr', 'stage'), host: prStore }), JOB_TYPES.open_pr.stage);
+    await until(async () => (await status('job-tests')) === 'SUCCEEDED' && (await status('job-pr')) === 'SUCCEEDED');
+
+    const [a, b, c, tests, pr] = [await job('job-a'), await job('job-b'), await job('job-c'), await job('job-tests'), await job('job-pr')];
+    const commitOf = (record: JobRecord) => String(record.result?.['commitSha']);
+    expect([a.status, b.status, c.status]).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
+    // The workspace moved on to C before the tests ran...
+    expect((await ledger.getWorkspace(WORKSPACE))?.head).toBe(commitOf(c));
+    // ...yet the tests ran on B's commit, whose tree has A and B but not C.
+    expect(tests.pin?.sha).toBe(commitOf(b));
+    expect(tests.result).toMatchObject({ verdict: 'passed', exitCode: 0, sha: commitOf(b) });
+    expect(String(tests.result?.['logTail']).split('\n').filter(Boolean)).toEqual(['tree:', 'README.md', 'a.txt', 'b.txt', 'test.sh']);
+    // One pull request for the workspace branch, at C.
+    expect(pr.result).toMatchObject({ number: 1, created: true, head: BRANCH, sha: commitOf(c) });
+    expect(await prStore.list(repoUrl)).toEqual([expect.objectContaining({ number: 1, head: BRANCH, base: 'main', title: 'Agent changes' })]);
+    // Every outcome is on the bus, the stage results included.
+    const succeeded = new Map(events.filter((e) => e.type === 'AgentJobSucceeded').map((e) => [e.detail['jobId'], e.detail]));
+    expect([...succeeded.keys()].sort()).toEqual(['job-a', 'job-b', 'job-c', 'job-pr', 'job-tests']);
+    expect(succeeded.get('job-tests')?.['result']).toEqual(tests.result);
+    expect(succeeded.get('job-pr')?.['result']).toEqual(pr.result);
+    expect(events.filter((e) => e.type !== 'AgentJobSucceeded')).toEqual([]);
+  });
+});
