@@ -10,14 +10,15 @@ import type { QueueWithDlq } from './queue-with-dlq';
 import type { Worker } from './worker';
 
 /**
- * Custom metrics (count, unit Count) published by the handlers in METRICS_NAMESPACE. Outcomes carry
- * the dimension `jobType`; the dashboard searches by metric name, so extra dimensions (Powertools
+ * Custom metrics (count, unit Count) published by the handlers in METRICS_NAMESPACE (names shared
+ * with lambda/core/pipeline.ts JobMetricName). Outcomes carry the dimension `jobType`; the dashboard searches by metric name, so extra dimensions (Powertools
  * adds `service`) still show.
  */
 export const JOB_METRICS = {
   succeeded: 'JobSucceeded',
   failed: 'JobFailed',
   skipped: 'JobSkipped',
+  forwarded: 'JobForwarded',
   workspaceBlocked: 'WorkspaceBlocked',
 } as const;
 
@@ -60,6 +61,7 @@ export class OpsDashboard extends Construct {
           search(JOB_METRICS.succeeded, 'succeeded'),
           search(JOB_METRICS.failed, 'failed'),
           search(JOB_METRICS.skipped, 'skipped'),
+          search(JOB_METRICS.forwarded, 'forwarded to a stage'),
         ],
       }),
       new cloudwatch.GraphWidget({
