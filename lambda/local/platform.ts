@@ -12,6 +12,7 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { Writable } from 'node:stream';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { allWorkers, type StagedJobType } from '../../contract/job-types';
 import { LEDGER_RETENTION_DAYS, queueTopology, type QueueSpec } from '../../contract/topology';
 import { S3DiffStore } from '../adapters/diff-store';
@@ -192,7 +193,8 @@ export function stopOnSignals(platform: LocalPlatform, onStopped: (error?: unkno
 interface Wiring {
   readonly emulators: LocalEmulators;
   readonly events: JsonlEventLog;
-  readonly logger: StreamLogger;
+  /** The platform's logger; each worker's handler gets a child that names the function. */
+  readonly logger: Logger;
   readonly stateDir: string;
   readonly paths: ReturnType<typeof statePaths>;
   readonly testRunner: LocalTestRunner;
@@ -225,6 +227,7 @@ async function startWorker(spec: QueueSpec, wiring: Wiring): Promise<QueuePoller
   const { emulators } = wiring;
   const name = spec.consumer as WorkerName;
   const logger = wiring.logger.createChild({ persistentKeys: { function: name } });
+  const workerWiring: Wiring = { ...wiring, logger };
   const pipeline: PipelineDeps = {
     ledger: new DynamoDbLedger({ client: emulators.clients.dynamodb, tableName: emulators.tableName, retentionDays: LEDGER_RETENTION_DAYS }),
     queueOps: new SqsQueueOps({ client: emulators.clients.sqs, dlqUrl: required(emulators.dlqUrls, spec.name) }),
@@ -253,7 +256,7 @@ async function startWorker(spec: QueueSpec, wiring: Wiring): Promise<QueuePoller
     batchSize: spec.worker.batchSize,
     maxConcurrency: spec.worker.maxConcurrency,
     timeoutSeconds: spec.worker.timeoutSeconds,
-    handler: LOCAL_HANDLERS[name](pipeline, wiring),
+    handler: LOCAL_HANDLERS[name](pipeline, workerWiring),
     logger,
   });
 }
