@@ -8,12 +8,14 @@ import { PermanentJobError, TransientJobError } from './errors';
 import type { TestRunStatus } from './ports';
 
 /**
- * Used when the job names no command: `npm test` when package.json has a test script, else
- * `./test.sh` when present, else exit 2 with a message. One shell line, so CodeBuild (which cannot
- * look into the repository before the build) and the local runner behave the same.
+ * Used when the job names no command: `npm test` (after `npm ci` when a lockfile is present) when
+ * package.json has a test script, else `./test.sh` when present, else exit 2 with a message. One
+ * shell line, always sent as TEST_COMMAND, so CodeBuild (which cannot look into the repository
+ * before the build) and the local runner behave the same.
  */
 export const DEFAULT_TEST_COMMAND =
-  `if [ -f package.json ] && node -e "process.exit(require('./package.json').scripts?.test ? 0 : 1)"; then npm test; ` +
+  `if [ -f package.json ] && node -e "process.exit(require('./package.json').scripts?.test ? 0 : 1)"; then ` +
+  `{ [ ! -f package-lock.json ] || npm ci; } && npm test; ` +
   `elif [ -f test.sh ]; then sh ./test.sh; ` +
   `else echo 'no test command: give payload.command, a package.json test script or test.sh' >&2; exit 2; fi`;
 

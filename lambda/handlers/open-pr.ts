@@ -16,7 +16,7 @@ import type { PullRequestHost } from '../core/ports';
 import { EventBridgePublisher } from '../adapters/events';
 import { GitHubPullRequestHost } from '../adapters/github-pr-host';
 import { awsClients, ledgerFromEnv, logger, pipelineSettingsFromEnv, powertoolsJobMetrics, randomOwner, requireEnv, systemClock } from '../adapters/runtime';
-import { secretsFromEnv } from '../adapters/secrets';
+import { SecretsManagerSecrets } from '../adapters/secrets';
 import { SqsQueueOps } from '../adapters/sqs-queue-ops';
 
 export interface OpenPrDeps extends PipelineDeps {
@@ -56,8 +56,7 @@ function octokitLog(log: JobLogger) {
 
 /** AWS adapters from the environment the stack sets; read at the first invocation (cold start). */
 function awsDeps(): OpenPrDeps {
-  const secrets = secretsFromEnv(awsClients.secretsManager());
-  requireEnv(ENV.githubTokenSecretArn);
+  const secrets = new SecretsManagerSecrets({ client: awsClients.secretsManager(), githubTokenArn: requireEnv(ENV.githubTokenSecretArn) });
   const baseUrl = process.env[ENV.githubApiUrl] || GITHUB_API_DEFAULT;
   return {
     ledger: ledgerFromEnv(),
