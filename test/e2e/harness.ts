@@ -141,3 +141,28 @@ export async function remoteLog(url: string, branch: string): Promise<string[]> 
     await rm(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * Real `git diff` output for a series of changes made one after the other on a copy of `sourceDir`:
+ * diff i applies on top of diff i-1, as an agent's patches would. Returns the diff file paths.
+ */
+export async function diffChain(sourceDir: string, steps: readonly Record<string, string>[]): Promise<string[]> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-diffs-'));
+  const scratch = path.join(dir, 'scratch');
+  await git(dir, 'clone', '--quiet', sourceDir, scratch);
+  const files: string[] = [];
+  for (const [index, changes] of steps.entries()) {
+    for (const [name, content] of Object.entries(changes)) await writeFile(path.join(scratch, name), content);
+    await git(scratch, 'add', '-A');
+    const file = path.join(dir, `${index}.diff`);
+    await writeFile(file, `${await git(scratch, 'diff', '--cached', '--no-color')}\n`);
+    await git(scratch, '-c', 'user.name=e2e', '-c', 'user.email=e2e@example.com', 'commit', '--quiet', '-m', `step ${index}`);
+    files.push(file);
+  }
+  return files;
+}
+
+/** `enqueue --type apply_patch` arguments. */
+export function applyPatchArgs(workspace: string, jobId: string, repoUrl: string, branch: string, diffFile: string, message: string): string[] {
+  return ['enqueue', '--type', 'apply_patch', '--workspace', workspace, '--job-id', jobId, '--repo', repoUrl, '--branch', branch, '--diff-file', diffFile, '--message', message];
+}

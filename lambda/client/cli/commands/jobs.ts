@@ -55,9 +55,15 @@ export const status: CommandSpec<CliContext> = {
 
 type WaitState = { jobId: string; status: string; job?: JobRecord };
 
+/** SUCCEEDED, and for a test run also green: `wait` answers "did the work succeed", not "did it run". */
+export function jobSucceeded(job: JobRecord): boolean {
+  return job.status === 'SUCCEEDED' && job.result?.verdict !== 'failed';
+}
+
 export const wait: CommandSpec<CliContext> = {
   path: ['wait'],
   summary: 'wait until every job is finished; exit code 0 only when all succeeded',
+  notes: ['A run_tests job whose tests failed counts as not succeeded (its job status is SUCCEEDED, verdict failed).'],
   positionals: [{ name: 'jobId', description: 'job ids to wait for', variadic: true }],
   options: { timeout: { type: 'string', valueName: 'seconds', description: `give up after this long (default ${DEFAULT_WAIT_SECONDS})` } },
   async run(ctx, { positionals, values }) {
@@ -81,7 +87,7 @@ export const wait: CommandSpec<CliContext> = {
       await sleep(WAIT_POLL_MS);
     }
     const done = states.every((s) => s.job && TERMINAL_STATUSES.includes(s.job.status));
-    const succeeded = done && states.every((s) => s.status === 'SUCCEEDED');
+    const succeeded = done && states.every((s) => s.job !== undefined && jobSucceeded(s.job));
     const rows = states.map((s) => [s.jobId, s.job?.type, s.status, s.job ? jobSummary(s.job) : ''] as const);
     const text = [table(['JOB', 'TYPE', 'STATUS', 'DETAIL'], rows), done ? '' : `timed out after ${timeoutSeconds}s`].filter(Boolean).join('\n');
     return {
