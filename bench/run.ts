@@ -1,0 +1,40 @@
+/**
+ * `npm run bench [name...]`: runs the benchmarks (all, or those named) sequentially, prints each
+ * report and writes BENCHMARKS.md.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { machineLine, toMarkdown, type Benchmark } from './harness';
+import { bench as orderedLane } from './ordered-lane.bench';
+import { bench as ledger } from './ledger.bench';
+
+const ALL: readonly Benchmark[] = [orderedLane, ledger];
+
+async function main(): Promise<void> {
+  const wanted = process.argv.slice(2);
+  const selected = wanted.length ? ALL.filter((b) => wanted.includes(b.name)) : ALL;
+  if (selected.length === 0) throw new Error(`no benchmark named ${wanted.join(', ')}; have: ${ALL.map((b) => b.name).join(', ')}`);
+  const sections: string[] = [];
+  for (const benchmark of selected) {
+    process.stderr.write(`running ${benchmark.name}...\n`);
+    const report = await benchmark.run();
+    const markdown = toMarkdown(report);
+    process.stdout.write(`${markdown}\n`);
+    sections.push(markdown);
+  }
+  const header = [
+    '# Benchmarks',
+    '',
+    `Written by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)} (${machineLine()}).`,
+    'Everything runs against the local emulators (fauxqs, dynalite) and a loopback git server, so the',
+    'figures describe this code on this machine, not AWS latency or limits. Timings here are noisy:',
+    'read the ratios first.',
+    '',
+  ];
+  await writeFile(join(__dirname, '..', 'BENCHMARKS.md'), [...header, ...sections].join('\n'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+});
