@@ -184,10 +184,9 @@ export async function processRecord<M extends JobEnvelope>(record: SQSRecord, pr
   try {
     job = processor.parse(record.body);
   } catch (error) {
-    const failure = classifyFailure(error, receiveCount(record), deps.settings.maxReceiveCount);
-    if (!(failure instanceof PermanentJobError)) throw error;
-    deps.logger.warn('unparseable message moved to the DLQ', { messageId: record.messageId, reason: failure.reason, error: failure.message });
-    await deps.queueOps.moveToDlq(record, { reason: failure.reason, message: failure.message });
+    if (!(error instanceof PermanentJobError)) throw error;
+    deps.logger.warn('unparseable message moved to the DLQ', { messageId: record.messageId, reason: error.reason, error: error.message });
+    await deps.queueOps.moveToDlq(record, { reason: error.reason, message: error.message });
     deps.metrics.count('JobFailed');
     return true;
   }
@@ -205,6 +204,8 @@ class JobRun<M extends JobEnvelope> {
   private readonly owner: string;
   private claimed: JobRecord | undefined;
   private position: WorkspacePosition | undefined;
+  /** The verdict is in the ledger: what follows (DLQ, events, forward) is redone by a redelivery. */
+  private settled = false;
 
   constructor(
     private readonly record: SQSRecord,
@@ -248,6 +249,7 @@ class JobRun<M extends JobEnvelope> {
     }
     const { verdict } = await this.processor.run(this.job, this.context(claim.record));
     const done = await ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: clock.now(), verdict, workspace: this.position });
+    this.settled = true;
     if (verdict.status === 'SKIPPED') await this.deps.queueOps.moveToDlq(this.record, verdict.error);
     await this.report(verdict, done.attempt);
     await this.processor.afterComplete?.(this.job, done);
@@ -267,12 +269,12 @@ class JobRun<M extends JobEnvelope> {
   async fail(error: unknown): Promise<boolean> {
     const receives = receiveCount(this.record);
     const failure = classifyFailure(error, receives, this.deps.settings.maxReceiveCount);
-    if (failure instanceof PermanentJobError) return this.failPermanently(failure);
+    if (failure instanceof PermanentJobError && !this.settled) return this.failPermanently(failure);
     const seconds = backoffSeconds(receives, this.deps.settings.backoff);
     this.log.warn('transient failure: retrying later', { error: failure.message, receives, backoffSeconds: seconds });
     // Best effort: without the release the retry waits for the lease, without the back-off for the visibility timeout.
     const bestEffort = (what: string) => (e: unknown) => this.log.warn(`${what} failed`, { error: errorMessage(e) });
-    if (this.claimed) {
+    if (this.claimed && !this.settled) {
       await this.deps.ledger.release({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now() }).catch(bestEffort('lease release'));
     }
     await this.deps.queueOps.changeVisibility(this.record, seconds).catch(bestEffort('back-off'));

@@ -22,7 +22,7 @@ import type { ApplyPatchCommitInput, ApplyPatchCommitResult, GitAuth } from '../
 import { S3DiffStore } from '../adapters/diff-store';
 import { EventBridgePublisher } from '../adapters/events';
 import { awsClients, ledgerFromEnv, logger, pipelineSettingsFromEnv, powertoolsJobMetrics, randomOwner, requireEnv, systemClock } from '../adapters/runtime';
-import { secretsFromEnv, type SecretsSource } from '../adapters/secrets';
+import { SecretsManagerSecrets, type SecretsSource } from '../adapters/secrets';
 import { SqsQueueOps } from '../adapters/sqs-queue-ops';
 
 /** The git adapter (lambda/adapters/git) as the sequencer uses it; tests wrap it to inject faults. */
@@ -172,7 +172,7 @@ export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): Sequence
     settings: pipelineSettingsFromEnv('sequencer', SEQUENCER, env),
     diffStore: new S3DiffStore(awsClients.s3(), read(ENV.diffBucket)),
     git: { applyPatchCommit: (input) => gitAdapter.applyPatchCommit(input, { logger }), resolveBranchHead: gitAdapter.resolveBranchHead },
-    secrets: secretsFromEnv(awsClients.secretsManager(), env),
+    secrets: new SecretsManagerSecrets({ client: awsClients.secretsManager(), gitCredentialsArn: read(ENV.gitCredentialsSecretArn) }),
     stageQueueUrls: stageQueueUrlsFromEnv(read),
     workRoot: SEQUENCER_WORK_ROOT,
   };

@@ -1,0 +1,60 @@
+import { SEQUENCER } from '../../contract/job-types';
+import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
+import { awsClientConfig, ledgerFromEnv, pipelineSettingsFromEnv, positiveIntEnv, requireEnv } from '../../lambda/adapters/runtime';
+import { ConfigurationError } from '../../lambda/core/errors';
+import { awsSequencerDeps } from '../../lambda/handlers/sequencer';
+
+/** Every variable the stack sets for the sequencer. */
+const sequencerEnv = (): NodeJS.ProcessEnv => ({
+  [ENV.ledgerTable]: 'ledger',
+  [ENV.ledgerRetentionDays]: '30',
+  [ENV.leaseSeconds]: '180',
+  [ENV.maxReceiveCount]: '5',
+  [ENV.dlqUrl]: 'https://sqs.eu-west-1.amazonaws.com/1/agent-jobs-dlq.fifo',
+  [ENV.eventBus]: 'bus',
+  [ENV.diffBucket]: 'diffs',
+  [ENV.gitCredentialsSecretArn]: 'arn:aws:secretsmanager:eu-west-1:1:secret:git',
+  [stageQueueUrlEnv('run_tests')]: 'https://sqs.eu-west-1.amazonaws.com/1/run-tests',
+  [stageQueueUrlEnv('open_pr')]: 'https://sqs.eu-west-1.amazonaws.com/1/open-pr',
+});
+
+describe('cold-start configuration', () => {
+  it('names a missing or empty variable', () => {
+    expect(() => requireEnv('LEDGER_TABLE_NAME', {})).toThrow(new ConfigurationError('environment variable LEDGER_TABLE_NAME is not set'));
+    expect(() => requireEnv('LEDGER_TABLE_NAME', { LEDGER_TABLE_NAME: '' })).toThrow(ConfigurationError);
+  });
+
+  it('rejects a number setting that is not a positive integer, naming it and the value', () => {
+    for (const raw of ['abc', '0', '-3', '1.5']) {
+      expect(() => positiveIntEnv(ENV.leaseSeconds, { [ENV.leaseSeconds]: raw })).toThrow(`${ENV.leaseSeconds} must be a positive integer, got "${raw}"`);
+    }
+  });
+
+  it('derives the pipeline settings from the environment and the worker declaration', () => {
+    expect(pipelineSettingsFromEnv('sequencer', SEQUENCER, sequencerEnv())).toEqual({
+      consumer: 'sequencer',
+      leaseSeconds: 180,
+      maxReceiveCount: 5,
+      visibilitySeconds: SEQUENCER.timeoutSeconds * 6,
+      backoff: { baseSeconds: 10, capSeconds: 900 },
+    });
+  });
+
+  it('points the SDK clients at AWS_ENDPOINT_URL only when it is set', () => {
+    expect(awsClientConfig({ AWS_ENDPOINT_URL: 'http://127.0.0.1:4566' })).toEqual({ endpoint: 'http://127.0.0.1:4566' });
+    expect(awsClientConfig({})).toEqual({});
+  });
+
+  it('builds the ledger only with its table and retention set', () => {
+    expect(() => ledgerFromEnv(undefined, { [ENV.ledgerRetentionDays]: '30' })).toThrow(ENV.ledgerTable);
+  });
+
+  it('fails the sequencer at cold start naming each missing variable', () => {
+    expect(() => awsSequencerDeps(sequencerEnv())).not.toThrow();
+    for (const name of Object.keys(sequencerEnv())) {
+      const env = sequencerEnv();
+      delete env[name];
+      expect(() => awsSequencerDeps(env)).toThrow(`environment variable ${name} is not set`);
+    }
+  });
+});
