@@ -18,12 +18,11 @@ import { deduplicationId, jobAttributes, messageGroupId, parseEnvelope, type Job
 import { ConfigurationError, InvalidJobError } from '../core/errors';
 import type { DiffStore } from '../core/ports';
 
+/** Per job type (distributes over the union), so `payload` stays tied to `type`. */
+type WithOptionalIds<E> = E extends unknown ? Omit<E, 'jobId' | 'createdAt'> & { readonly jobId?: string; readonly createdAt?: string } : never;
+
 /** A job as a caller writes it: jobId and createdAt are filled in when absent. */
-export type JobRequest = JobEnvelope extends infer E
-  ? E extends JobEnvelope
-    ? Omit<E, 'jobId' | 'createdAt'> & { readonly jobId?: string; readonly createdAt?: string }
-    : never
-  : never;
+export type JobRequest = WithOptionalIds<JobEnvelope>;
 
 export interface EnqueueOptions {
   readonly sqs: SQSClient;

@@ -174,7 +174,8 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
 
 /**
  * Stops the platform on SIGINT / SIGTERM, then calls `onStopped` (the CLI sets the exit code
- * there). Returns a function that removes the signal handlers.
+ * there). The handlers are removed at the first signal, so a second Ctrl-C during a slow stop
+ * ends the process the default way. Returns a function that removes the handlers.
  */
 export function stopOnSignals(platform: LocalPlatform, onStopped: (error?: unknown) => void): () => void {
   const handle = () => {

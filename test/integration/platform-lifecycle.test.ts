@@ -17,6 +17,9 @@ function listening(url: string): Promise<boolean> {
   });
 }
 
+// Each test starts whole platforms (emulators, git server, pollers): allow for a busy 2-core machine.
+jest.setTimeout(120_000);
+
 describe('local platform lifecycle', () => {
   let stateDir: string;
   const started: LocalPlatform[] = [];
