@@ -16,7 +16,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
-import type { Construct } from 'constructs';
+import { Construct } from 'constructs';
 import { ENV, METRICS_NAMESPACE, stageQueueUrlEnv } from '../contract/runtime-env';
 import { LEDGER_RETENTION_DAYS, queueTopology, type QueueSpec } from '../contract/topology';
 import { bindCapabilities, type CapabilityResources } from './capabilities';
@@ -74,7 +74,9 @@ export class AgentJobsStack extends Stack {
 
     this.lanes = queueTopology(config.workers).map((spec) => {
       const { worker: settings } = spec;
-      const queue = new QueueWithDlq(this, spec.name, {
+      // One scope per lane, named by the catalog key (unique), so a queue named like its job type cannot clash.
+      const scope = new Construct(this, spec.consumer);
+      const queue = new QueueWithDlq(scope, 'Queue', {
         fifo: spec.fifo,
         consumer: {
           timeout: Duration.seconds(settings.timeoutSeconds),
@@ -86,7 +88,7 @@ export class AgentJobsStack extends Stack {
         oldestMessageAlarmThreshold: Duration.seconds(settings.oldestMessageAlarmSeconds),
         alarmAction,
       });
-      const worker = new Worker(this, spec.consumer, {
+      const worker = new Worker(scope, 'Worker', {
         entry: join(projectRoot, settings.handlerEntry),
         queue,
         memorySize: settings.memoryMb,

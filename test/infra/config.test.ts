@@ -72,6 +72,6 @@ describe('loadConfig', () => {
 it('a worker override that breaks a queue rule fails the synth naming each setting', () => {
   const create = () => addStack(newApp(), 'dev', { workers: { sequencer: { batchSize: 20, maxReceiveCount: 3, maxConcurrency: 1 } } });
   expect(create).toThrow(InvalidSettingsError);
-  expect(create).toThrow(/AgentJobs-dev\/agent-jobs has invalid settings/);
+  expect(create).toThrow(/AgentJobs-dev\/sequencer\/Queue has invalid settings/);
   expect(create).toThrow(/maxReceiveCount = 3[\s\S]*consumer\.batchSize = 20: must be 1\.\.10 on a FIFO queue[\s\S]*consumer\.maxConcurrency = 1/);
 });
