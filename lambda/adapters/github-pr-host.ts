@@ -65,11 +65,15 @@ function httpError(error: unknown): HttpErrorShape | undefined {
 /** GitHub's messages from a 422: the top-level message and each entry of `errors`. */
 function validationMessages(error: HttpErrorShape): string[] {
   const data = error.response?.data as { message?: unknown; errors?: unknown } | undefined;
-  const entries = Array.isArray(data?.errors) ? data.errors : [];
-  const messages = entries.map((e: unknown) =>
-    typeof e === 'string' ? e : typeof (e as { message?: unknown })?.message === 'string' ? (e as { message: string }).message : JSON.stringify(e),
-  );
+  const messages = (Array.isArray(data?.errors) ? data.errors : []).map(entryMessage);
   return typeof data?.message === 'string' ? [data.message, ...messages] : messages;
+}
+
+/** An entry of a 422's `errors`: a string, or an object with or without a `message`. */
+function entryMessage(entry: unknown): string {
+  if (typeof entry === 'string') return entry;
+  const message = (entry as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : JSON.stringify(entry);
 }
 
 function isAlreadyExists(error: unknown): boolean {

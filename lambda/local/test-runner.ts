@@ -60,6 +60,7 @@ interface ActiveRun {
 
 export class LocalTestRunner implements TestRunner {
   private readonly active = new Map<string, ActiveRun>();
+  private closed = false;
   private readonly checkout: Checkout;
   private readonly defaultTimeoutSeconds: number;
   private readonly logTailBytes: number;
@@ -84,7 +85,8 @@ export class LocalTestRunner implements TestRunner {
     }
     const active: ActiveRun = { state, done: Promise.resolve() };
     this.active.set(buildId, active);
-    active.done = this.execute(job, active);
+    // Only a state file that cannot be written rejects: poll then reports the run as lost (STOPPED).
+    active.done = this.execute(job, active).catch(() => undefined);
     return { buildId };
   }
 
@@ -100,7 +102,7 @@ export class LocalTestRunner implements TestRunner {
   }
 
   /** The run's recorded state (pid, timing) for the CLI and tests. */
-  async describe(buildId: string): Promise<LocalRunState> {
+  async runState(buildId: string): Promise<LocalRunState> {
     return this.active.get(buildId)?.state ?? this.readState(buildId);
   }
 
@@ -112,6 +114,7 @@ export class LocalTestRunner implements TestRunner {
 
   /** Kills every running test process group and waits for their state to be written. */
   async close(): Promise<void> {
+    this.closed = true;
     for (const { state } of this.active.values()) if (state.pid !== undefined) killGroup(state.pid);
     await Promise.all([...this.active.values()].map((a) => a.done));
   }
@@ -125,6 +128,10 @@ export class LocalTestRunner implements TestRunner {
         await this.checkout({ repoUrl: job.pin.repoUrl, sha: job.pin.sha, dir });
       } catch (error) {
         await this.finish(active, { state: 'ERROR', status: 'FAILED', message: `checkout of ${job.pin.sha} failed: ${errorMessage(error)}` });
+        return;
+      }
+      if (this.closed) {
+        await this.finish(active, { state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down before the tests started' });
         return;
       }
       await this.finish(active, await this.spawnTests(job, dir, active));
@@ -170,6 +177,8 @@ export class LocalTestRunner implements TestRunner {
         const durationMs = Date.now() - started;
         if (timedOut) {
           resolve({ state: 'ERROR', status: 'TIMED_OUT', message: `no result after ${timeoutMs / 1000}s; last output:\n${output.text()}` });
+        } else if (this.closed) {
+          resolve({ state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down during the run' });
         } else if (code === 0) {
           resolve({ state: 'PASSED', exitCode: 0, logTail: output.text(), durationMs });
         } else {

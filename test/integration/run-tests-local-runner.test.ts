@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { StageMessage } from '../../lambda/core/envelope';
 import { LocalTestRunner } from '../../lambda/local/test-runner';
 
@@ -113,7 +114,7 @@ describe('LocalTestRunner', () => {
 
     expect(status).toMatchObject({ state: 'ERROR', status: 'TIMED_OUT' });
     const background = Number(/background (\d+)/.exec(status.state === 'ERROR' ? status.message : '')?.[1]);
-    const { pid: leader } = await runner.describe(buildId);
+    const { pid: leader } = await runner.runState(buildId);
     expect(background).toBeGreaterThan(0);
     expect(leader).toBeGreaterThan(0);
     expect(isAlive(background)).toBe(false);
@@ -129,6 +130,16 @@ describe('LocalTestRunner', () => {
     const background = Number(/background (\d+)/.exec(status.state === 'PASSED' ? status.logTail : '')?.[1]);
     expect(background).toBeGreaterThan(0);
     expect(isAlive(background)).toBe(false);
+  });
+
+  it('stops a running test on close and records it as STOPPED, not as a verdict', async () => {
+    const { buildId } = await runner.start(stageMessage('job-closed', { url: repo.url, sha: repo.shaB }, { command: 'sleep 300' }));
+    while ((await runner.runState(buildId)).pid === undefined) await sleep(20);
+
+    await runner.close();
+
+    await expect(runner.poll(buildId)).resolves.toMatchObject({ state: 'ERROR', status: 'STOPPED' });
+    expect(isAlive((await runner.runState(buildId)).pid!)).toBe(false);
   });
 
   it('reports a commit that cannot be checked out as an infrastructure error', async () => {
