@@ -31,6 +31,8 @@ export interface LocalClients {
   readonly sqs: SQSClient;
   readonly dynamodb: DynamoDBDocumentClient;
   readonly s3: S3Client;
+  /** Closes the clients' sockets (the document client's own destroy() is a no-op). */
+  destroy(): void;
 }
 
 export interface EmulatorOptions {
@@ -65,12 +67,18 @@ export function localClientConfig(endpoint: string) {
 }
 
 export function createLocalClients(endpoints: EmulatorEndpoints): LocalClients {
+  const sqs = new SQSClient(localClientConfig(endpoints.sqs));
+  const dynamodb = new DynamoDBClient(localClientConfig(endpoints.dynamodb));
+  const s3 = new S3Client({ ...localClientConfig(endpoints.s3), forcePathStyle: true });
   return {
-    sqs: new SQSClient(localClientConfig(endpoints.sqs)),
-    dynamodb: DynamoDBDocumentClient.from(new DynamoDBClient(localClientConfig(endpoints.dynamodb)), {
-      marshallOptions: { removeUndefinedValues: true },
-    }),
-    s3: new S3Client({ ...localClientConfig(endpoints.s3), forcePathStyle: true }),
+    sqs,
+    dynamodb: DynamoDBDocumentClient.from(dynamodb, { marshallOptions: { removeUndefinedValues: true } }),
+    s3,
+    destroy() {
+      sqs.destroy();
+      dynamodb.destroy();
+      s3.destroy();
+    },
   };
 }
 
@@ -80,9 +88,7 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Loc
   let dynamo: Server | undefined;
   let clients: LocalClients | undefined;
   const stopAll = once(async () => {
-    clients?.sqs.destroy();
-    clients?.dynamodb.destroy();
-    clients?.s3.destroy();
+    clients?.destroy();
     await Promise.all([fauxqs.close(), dynamo ? closeServer(dynamo) : undefined]);
   });
   try {

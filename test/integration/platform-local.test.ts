@@ -100,9 +100,7 @@ describe('local platform', () => {
     const events = await readFile(info!.eventLog, 'utf8');
     expect(events.trim().split('\n').map((line) => JSON.parse(line).detail.jobId)).toEqual(expect.arrayContaining(jobs.map((j) => j.jobId)));
 
-    clients.sqs.destroy();
-    clients.dynamodb.destroy();
-    clients.s3.destroy();
+    clients.destroy();
     await platform.stop();
     platform = undefined;
 
