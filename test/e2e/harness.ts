@@ -14,6 +14,19 @@ const execFileP = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../..');
 const BIN = path.join(ROOT, 'bin/agent-jobs.js');
 
+/** Temp directories made by the helpers below; removeScratch() deletes them. */
+const scratchDirs: string[] = [];
+
+async function scratchDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
+  scratchDirs.push(dir);
+  return dir;
+}
+
+export async function removeScratch(): Promise<void> {
+  for (const dir of scratchDirs.splice(0)) await rm(dir, { recursive: true, force: true });
+}
+
 export interface CliResult {
   readonly code: number;
   readonly stdout: string;
@@ -119,7 +132,7 @@ export async function git(cwd: string, ...args: string[]): Promise<string> {
 
 /** A small repository with a few branches, as a workspace's source. */
 export async function makeRepository(files: Record<string, string>, branches: readonly string[] = []): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-src-'));
+  const dir = await scratchDir('agent-jobs-src-');
   await git(dir, 'init', '--quiet', '--initial-branch=main');
   for (const [name, content] of Object.entries(files)) {
     await mkdir(path.dirname(path.join(dir, name)), { recursive: true });
@@ -147,7 +160,7 @@ export async function remoteLog(url: string, branch: string): Promise<string[]> 
  * diff i applies on top of diff i-1, as an agent's patches would. Returns the diff file paths.
  */
 export async function diffChain(sourceDir: string, steps: readonly Record<string, string>[]): Promise<string[]> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-diffs-'));
+  const dir = await scratchDir('agent-jobs-diffs-');
   const scratch = path.join(dir, 'scratch');
   await git(dir, 'clone', '--quiet', sourceDir, scratch);
   const files: string[] = [];

@@ -4,7 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { applyPatchArgs, diffChain, git, makeRepository, remoteLog, startPlatform, type RunningPlatform } from './harness';
+import { applyPatchArgs, diffChain, git, makeRepository, remoteLog, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(180_000);
 
@@ -27,6 +27,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await platform?.stop();
+  await removeScratch();
 });
 
 async function remoteHead(branch: string): Promise<string> {

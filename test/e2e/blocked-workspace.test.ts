@@ -1,0 +1,119 @@
+/**
+ * The fence through the CLI: a poison patch blocks its workspace, later jobs are skipped onto the
+ * DLQ, and the operator drops or replays them with `workspace unblock`; `cancel` beats delivery.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { applyPatchArgs, diffChain, makeRepository, remoteLog, removeScratch, startPlatform, type RunningPlatform } from './harness';
+
+jest.setTimeout(240_000);
+
+interface JobJson {
+  jobId: string;
+  status: string;
+  blockedBy?: string;
+  error?: { reason: string };
+}
+interface DlqListing {
+  queue: string;
+  messages: { messageId: string; attributes: Record<string, string> }[];
+  waitingBehind: { jobId: string; blockedBy?: string }[];
+}
+
+let platform: RunningPlatform;
+let source: string;
+let repoUrl: string;
+let poison: string;
+
+beforeAll(async () => {
+  platform = await startPlatform();
+  source = await makeRepository({ 'app.txt': 'one\n' }, ['drop', 'replay', 'cancel']);
+  repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'fenced'])).url;
+  // Context that is not in app.txt: the patch can never apply.
+  poison = path.join(await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-')), 'poison.diff');
+  await writeFile(poison, ['diff --git a/app.txt b/app.txt', '--- a/app.txt', '+++ b/app.txt', '@@ -1 +1 @@', '-not the content', '+two', ''].join('\n'));
+});
+
+afterAll(async () => {
+  await platform?.stop();
+  await removeScratch();
+  await rm(path.dirname(poison), { recursive: true, force: true });
+});
+
+async function blockWorkspace(ws: string, branch: string, later: readonly { jobId: string; diff: string }[]): Promise<void> {
+  await platform.cliJson(applyPatchArgs(ws, `${ws}-poison`, repoUrl, branch, poison, 'Poison'));
+  for (const job of later) await platform.cliJson(applyPatchArgs(ws, job.jobId, repoUrl, branch, job.diff, job.jobId));
+  const waited = await platform.cli(['wait', `${ws}-poison`, ...later.map((j) => j.jobId), '--timeout', '120', '--json']);
+  expect(waited.code).toBe(1);
+}
+
+test('a poison patch blocks its workspace; the later jobs are skipped and visible on the DLQ; --drop cancels them', async () => {
+  const [first, second] = await diffChain(source, [{ 'drop-1.txt': '1\n' }, { 'drop-1.txt': '1\n2\n' }]);
+  await blockWorkspace('ws-drop', 'drop', [
+    { jobId: 'drop-1', diff: first ?? '' },
+    { jobId: 'drop-2', diff: second ?? '' },
+  ]);
+
+  expect(await platform.cliJson<JobJson>(['status', 'ws-drop-poison'])).toMatchObject({ status: 'FAILED', error: { reason: 'PATCH_DOES_NOT_APPLY' } });
+  expect(await platform.cliJson<JobJson>(['status', 'drop-1'])).toMatchObject({ status: 'SKIPPED', blockedBy: 'ws-drop-poison' });
+  expect(await platform.cliJson(['workspace', 'show', 'ws-drop'])).toMatchObject({ state: 'BLOCKED', blockedBy: 'ws-drop-poison' });
+  const [jobsDlq] = await platform.cliJson<DlqListing[]>(['dlq', 'list', '--queue', 'agent-jobs']);
+  const head = jobsDlq?.messages.find((m) => m.attributes.jobId === 'ws-drop-poison');
+  expect(head?.attributes).toMatchObject({ workspaceId: 'ws-drop', type: 'apply_patch', reason: 'PATCH_DOES_NOT_APPLY' });
+  expect(jobsDlq?.waitingBehind.map((j) => j.jobId)).toEqual(['drop-1', 'drop-2']);
+  const shown = await platform.cliJson<{ reason: string; job: JobJson }>(['dlq', 'show', head?.messageId ?? '']);
+  expect(shown).toMatchObject({ reason: expect.stringContaining('PATCH_DOES_NOT_APPLY'), job: { jobId: 'ws-drop-poison', status: 'FAILED' } });
+  expect((await platform.events()).some((e) => e.type === 'WorkspaceBlocked' && e.detail.workspaceId === 'ws-drop')).toBe(true);
+
+  const unblocked = await platform.cliJson<{ workspace: { state: string }; jobs: { jobId: string; action: string }[] }>(['workspace', 'unblock', 'ws-drop', '--drop']);
+
+  expect(unblocked.workspace.state).toBe('ACTIVE');
+  expect(unblocked.jobs).toEqual([
+    expect.objectContaining({ jobId: 'ws-drop-poison', action: 'kept' }),
+    expect.objectContaining({ jobId: 'drop-1', action: 'dropped' }),
+    expect.objectContaining({ jobId: 'drop-2', action: 'dropped' }),
+  ]);
+  expect(await platform.cliJson<JobJson>(['status', 'drop-2'])).toMatchObject({ status: 'CANCELLED' });
+  const [after] = await platform.cliJson<DlqListing[]>(['dlq', 'list', '--queue', 'agent-jobs']);
+  expect(after?.messages.map((m) => m.attributes.jobId)).toContain('ws-drop-poison');
+  expect(after?.messages.map((m) => m.attributes.jobId)).not.toContain('drop-1');
+  // The workspace runs again: a new job commits on top of the first (and only) good state.
+  const [fresh] = await diffChain(source, [{ 'fresh.txt': 'new\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-drop', 'drop-3', repoUrl, 'drop', fresh ?? '', 'After unblock'));
+  expect((await platform.cliJson<{ succeeded: boolean }>(['wait', 'drop-3', '--timeout', '120'])).succeeded).toBe(true);
+  expect(await remoteLog(repoUrl, 'drop')).toEqual(['After unblock', 'initial']);
+});
+
+test('--replay runs the skipped jobs again in their original order', async () => {
+  // The second patch edits what the first creates: it only applies if the order is kept.
+  const [first, second] = await diffChain(source, [{ 'replay.txt': '1\n' }, { 'replay.txt': '1\n2\n' }]);
+  await blockWorkspace('ws-replay', 'replay', [
+    { jobId: 'replay-1', diff: first ?? '' },
+    { jobId: 'replay-2', diff: second ?? '' },
+  ]);
+
+  const unblocked = await platform.cliJson<{ jobs: { jobId: string; action: string }[] }>(['workspace', 'unblock', 'ws-replay', '--replay']);
+
+  expect(unblocked.jobs.filter((j) => j.action === 'replayed').map((j) => j.jobId)).toEqual(['replay-1', 'replay-2']);
+  expect((await platform.cliJson<{ succeeded: boolean }>(['wait', 'replay-1', 'replay-2', '--timeout', '120'])).succeeded).toBe(true);
+  expect(await remoteLog(repoUrl, 'replay')).toEqual(['replay-2', 'replay-1', 'initial']);
+  expect(await platform.cliJson(['workspace', 'show', 'ws-replay'])).toMatchObject({ state: 'ACTIVE' });
+});
+
+test('cancel: a job cancelled before delivery stays CANCELLED and commits nothing', async () => {
+  const [diff] = await diffChain(source, [{ 'cancel.txt': 'x\n' }]);
+  expect(await platform.cliJson(['cancel', 'cancel-1'])).toEqual({ jobId: 'cancel-1', status: 'CANCELLED' });
+
+  await platform.cliJson(applyPatchArgs('ws-cancel', 'cancel-1', repoUrl, 'cancel', diff ?? '', 'Cancelled'));
+  // A later job of the same workspace finishing proves the cancelled one was delivered first.
+  const [later] = await diffChain(source, [{ 'cancel-later.txt': 'y\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-cancel', 'cancel-2', repoUrl, 'cancel', later ?? '', 'Runs'));
+  await platform.cli(['wait', 'cancel-1', 'cancel-2', '--timeout', '120']);
+
+  expect(await platform.cliJson<JobJson>(['status', 'cancel-1'])).toMatchObject({ status: 'CANCELLED' });
+  expect(await remoteLog(repoUrl, 'cancel')).toEqual(['Runs', 'initial']);
+  const again = await platform.cli(['cancel', 'cancel-2', '--json']);
+  expect(again.code).toBe(1);
+  expect(again.stderr).toContain('SUCCEEDED');
+});
