@@ -23,6 +23,8 @@ const BASE_FILES: Record<string, FileSpec> = {
   'run.sh': '#!/bin/sh\necho hi\n',
   'docs/sp ace é.md': 'unicode name\n',
   'bom.txt': '\ufeffwith bom\n',
+  'empty.txt': '',
+  'lib/only.ts': 'the only file in lib\n',
   link: { content: 'src', mode: 'symlink' },
 };
 
@@ -119,6 +121,44 @@ describe('applyPatchCommit', () => {
     );
     expect(await commitsSinceBase(gitDir)).toBe(1);
     await git(gitDir, 'fsck', '--strict', '--no-progress');
+  });
+
+  test.each<{ what: string; edit: (dir: string) => Promise<unknown>; diffOptions?: string[] }>([
+    {
+      what: 'a file becomes a directory',
+      edit: async (dir) => {
+        await git(dir, 'rm', '--quiet', 'doomed.txt');
+        await writeFiles(dir, { 'doomed.txt/inside.txt': 'now a directory\n' });
+      },
+    },
+    { what: 'a directory loses its last file and disappears', edit: (dir) => git(dir, 'rm', '--quiet', 'lib/only.ts') },
+    {
+      what: 'empty files are added and deleted',
+      edit: async (dir) => {
+        await git(dir, 'rm', '--quiet', 'empty.txt');
+        await writeFiles(dir, { 'new-empty.txt': '' });
+      },
+    },
+    {
+      what: 'a copy with an edit (git diff -C)',
+      edit: (dir) => writeFiles(dir, { 'copy-of-old.txt': Array.from({ length: 30 }, (_, i) => `line ${i === 2 ? 'two' : i}\n`).join('') }),
+      diffOptions: ['-C', '--find-copies-harder'],
+    },
+  ])('$what: same tree as `git apply --index`', async ({ edit, diffOptions }) => {
+    const { url, gitDir } = await freshRemote();
+    const diff = await diffOfEdits(sourceDir, baseSha, async (dir) => void (await edit(dir)), diffOptions);
+    await applyPatchCommit(input(url, diff));
+    expect(await git(gitDir, 'rev-parse', 'main^{tree}')).toBe(await gitApplyTree(gitDir, baseSha, diff));
+    await git(gitDir, 'fsck', '--strict', '--no-progress');
+  });
+
+  test('a new file that already exists is PATCH_DOES_NOT_APPLY', async () => {
+    const { url, gitDir } = await freshRemote();
+    const diff = 'diff --git a/README.md b/README.md\nnew file mode 100644\n--- /dev/null\n+++ b/README.md\n@@ -0,0 +1 @@\n+again\n';
+    const error = await rejectionOf(applyPatchCommit(input(url, diff)));
+    expect(error.reason).toBe('PATCH_DOES_NOT_APPLY');
+    expect(error.message).toMatch(/"README.md": file already exists/);
+    expect(await remoteHead(gitDir)).toBe(baseSha);
   });
 
   test('the same base + diff + jobId give the same commit hash in separate clones', async () => {

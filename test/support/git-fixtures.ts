@@ -35,7 +35,8 @@ export async function tempDir(prefix: string): Promise<string> {
 }
 
 export async function removeDir(dir: string): Promise<void> {
-  await rm(dir, { recursive: true, force: true });
+  // Retries ENOTEMPTY: a git child may still be finishing writes (seen under heavy load).
+  await rm(dir, { recursive: true, force: true, maxRetries: 5 });
 }
 
 /** A file's content; `mode: 'exec'` makes it 100755, `symlink` makes a symlink to `content`. */
@@ -74,10 +75,15 @@ export async function commitFiles(dir: string, files: Record<string, FileSpec>, 
 }
 
 /**
- * The `git diff` (rename detection on, as agents produce it) of the edits `edit` makes in a fresh
- * clone of `repoDir` at `sha`. The clone is removed afterwards.
+ * The `git diff` of the edits `edit` makes in a fresh clone of `repoDir` at `sha` (rename detection
+ * on by default, as agents produce it). The clone is removed afterwards.
  */
-export async function diffOfEdits(repoDir: string, sha: string, edit: (workTree: string) => Promise<void>): Promise<string> {
+export async function diffOfEdits(
+  repoDir: string,
+  sha: string,
+  edit: (workTree: string) => Promise<void>,
+  diffOptions: readonly string[] = ['-M'],
+): Promise<string> {
   const work = await tempDir('diff');
   try {
     await git(work, 'clone', '--quiet', '--no-checkout', repoDir, '.');
@@ -85,7 +91,7 @@ export async function diffOfEdits(repoDir: string, sha: string, edit: (workTree:
     await git(work, 'checkout', '--quiet', '--detach', sha);
     await edit(work);
     await git(work, 'add', '--all');
-    return `${await git(work, 'diff', '--cached', '-M', '--no-color')}\n`;
+    return `${await git(work, 'diff', '--cached', '--no-color', ...diffOptions)}\n`;
   } finally {
     await removeDir(work);
   }
