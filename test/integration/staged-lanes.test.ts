@@ -156,5 +156,6 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
     expect(succeeded.get('job-tests')?.['result']).toEqual(tests.result);
     expect(succeeded.get('job-pr')?.['result']).toEqual(pr.result);
     expect(events.filter((e) => e.type !== 'AgentJobSucceeded')).toEqual([]);
-  });
+    // About 10 s alone; the bound leaves room for a loaded CI machine running suites side by side.
+  }, 180_000);
 });
