@@ -8,6 +8,7 @@
  */
 import { join } from 'node:path';
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -24,6 +25,7 @@ import type { AgentJobsConfig } from './config';
 import { Ledger } from './constructs/ledger';
 import { OpsDashboard } from './constructs/ops-dashboard';
 import { QueueWithDlq } from './constructs/queue-with-dlq';
+import { InvalidSettingsError } from './constructs/settings-problems';
 import { TestRunner } from './constructs/test-runner';
 import { Worker } from './constructs/worker';
 import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from './outputs';
@@ -32,6 +34,13 @@ export interface AgentJobsStackProps extends StackProps {
   readonly config: AgentJobsConfig;
   /** Directory that handler entries (catalog `handlerEntry`) are relative to. @default the repository root */
   readonly projectRoot?: string;
+}
+
+interface LaneContext {
+  readonly alarmAction: cloudwatch.IAlarmAction;
+  readonly projectRoot: string;
+  readonly config: AgentJobsConfig;
+  readonly resources: CapabilityResources;
 }
 
 /** A queue and the worker that consumes it. */
@@ -72,51 +81,53 @@ export class AgentJobsStack extends Stack {
       testRunner: this.testRunner,
     };
 
-    this.lanes = queueTopology(config.workers).map((spec) => {
-      const { worker: settings } = spec;
-      // One scope per lane, named by the catalog key (unique), so a queue named like its job type cannot clash.
-      const scope = new Construct(this, spec.consumer);
-      const queue = new QueueWithDlq(scope, 'Queue', {
-        fifo: spec.fifo,
-        consumer: {
-          timeout: Duration.seconds(settings.timeoutSeconds),
-          batchSize: settings.batchSize,
-          maxConcurrency: settings.maxConcurrency,
-        },
-        visibilityTimeout: Duration.seconds(spec.visibilityTimeoutSeconds),
-        maxReceiveCount: spec.maxReceiveCount,
-        oldestMessageAlarmThreshold: Duration.seconds(settings.oldestMessageAlarmSeconds),
-        alarmAction,
-      });
-      const worker = new Worker(scope, 'Worker', {
-        entry: join(projectRoot, settings.handlerEntry),
-        queue,
-        memorySize: settings.memoryMb,
-        alarmAction,
-        environment: {
-          [ENV.leaseSeconds]: String(config.leaseSeconds ?? settings.timeoutSeconds),
-          [ENV.ledgerRetentionDays]: String(LEDGER_RETENTION_DAYS),
-          [ENV.maxReceiveCount]: String(spec.maxReceiveCount),
-          POWERTOOLS_SERVICE_NAME: spec.consumer,
-          POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-        },
-      });
-      this.ledger.bind(worker.function);
-      this.eventBus.grantPutEventsTo(worker.function);
-      worker.function.addEnvironment(ENV.eventBus, this.eventBus.eventBusName);
-      bindCapabilities(worker, settings.needs, resources);
-      return { spec, queue, worker };
-    });
+    this.lanes = queueTopology(config.workers).map((spec) => this.addLane(spec, { alarmAction, projectRoot, config, resources }));
     this.wireSequencer();
 
     new OpsDashboard(this, 'Dashboard', { lanes: this.lanes.map((l) => ({ name: l.spec.name, ...l })), metricsNamespace: METRICS_NAMESPACE });
     this.addOutputs();
   }
 
+  /** A queue with its DLQ and the worker that consumes it, granted what the catalog says it needs. */
+  private addLane(spec: QueueSpec, shared: LaneContext): Lane {
+    const { worker: settings } = spec;
+    // One scope per lane, named by the catalog key (unique), so a queue named like its job type cannot clash.
+    const scope = new Construct(this, spec.consumer);
+    const queue = new QueueWithDlq(scope, 'Queue', {
+      fifo: spec.fifo,
+      consumer: {
+        timeout: Duration.seconds(settings.timeoutSeconds),
+        batchSize: settings.batchSize,
+        maxConcurrency: settings.maxConcurrency,
+      },
+      visibilityTimeout: Duration.seconds(spec.visibilityTimeoutSeconds),
+      maxReceiveCount: spec.maxReceiveCount,
+      oldestMessageAlarmThreshold: Duration.seconds(settings.oldestMessageAlarmSeconds),
+      alarmAction: shared.alarmAction,
+    });
+    const worker = new Worker(scope, 'Worker', {
+      entry: join(shared.projectRoot, settings.handlerEntry),
+      queue,
+      memorySize: settings.memoryMb,
+      alarmAction: shared.alarmAction,
+      environment: {
+        // A worker cannot outlive its timeout, so by then its lease is certainly abandoned.
+        [ENV.leaseSeconds]: String(shared.config.leaseSeconds ?? settings.timeoutSeconds),
+        [ENV.ledgerRetentionDays]: String(LEDGER_RETENTION_DAYS),
+        [ENV.maxReceiveCount]: String(spec.maxReceiveCount),
+      },
+    });
+    this.ledger.bind(worker.function);
+    this.eventBus.grantPutEventsTo(worker.function);
+    worker.function.addEnvironment(ENV.eventBus, this.eventBus.eventBusName);
+    bindCapabilities(worker, settings.needs, shared.resources);
+    return { spec, queue, worker };
+  }
+
   /** The sequencer (FIFO lane) pins staged jobs and forwards them to every staged lane's queue. */
   private wireSequencer(): void {
     const sequencer = this.lanes.find((l) => l.spec.fifo);
-    if (!sequencer) throw new Error('queueTopology() has no FIFO lane for the sequencer');
+    if (!sequencer) throw new InvalidSettingsError('queueTopology()', ['no FIFO lane for the sequencer']);
     for (const stage of this.lanes.filter((l) => !l.spec.fifo)) {
       stage.queue.queue.grantSendMessages(sequencer.worker.function);
       sequencer.worker.function.addEnvironment(stageQueueUrlEnv(stage.spec.consumer), stage.queue.queue.queueUrl);

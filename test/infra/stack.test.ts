@@ -134,9 +134,10 @@ describe('functions', () => {
       [ENV.diffBucket]: ref(stack.diffBucket),
       [ENV.gitCredentialsSecretArn]: { Ref: 'GitCredentials8CA32E0F' },
       [ENV.maxReceiveCount]: '5',
+      [ENV.leaseSeconds]: '120',
+      [ENV.ledgerRetentionDays]: '30',
       [stageQueueUrlEnv('run_tests')]: ref(lane('run_tests').queue.queue),
       [stageQueueUrlEnv('open_pr')]: ref(lane('open_pr').queue.queue),
-      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
     });
     expect(env('run_tests')).toMatchObject({ [ENV.testRunnerProject]: ref(stack.testRunner.project), [ENV.dlqUrl]: ref(lane('run_tests').queue.deadLetterQueue as sqs.Queue) });
     expect(env('open_pr')).toMatchObject({ [ENV.githubTokenSecretArn]: { Ref: 'GithubTokenF8738152' }, [ENV.githubApiUrl]: 'https://api.github.com' });
@@ -314,12 +315,12 @@ describe('environments', () => {
     expect(twoEnvs.synth().stacks.map((s) => s.stackName).sort()).toEqual(['AgentJobs-dev', 'AgentJobs-prod']);
   });
 
-  it('imports configured secrets by ARN instead of creating them', () => {
+  it('imports configured secrets by ARN instead of creating them, and applies the configured API URL and lease', () => {
     const git = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:agent-jobs/git-AbCdEf';
     const gh = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:agent-jobs/github-GhIjKl';
-    const { template: t } = synth({ gitCredentialsSecretArn: git, githubTokenSecretArn: gh, githubApiUrl: 'https://ghe.example.com/api/v3' }, 'prod');
+    const { template: t } = synth({ gitCredentialsSecretArn: git, githubTokenSecretArn: gh, githubApiUrl: 'https://ghe.example.com/api/v3', leaseSeconds: 300 }, 'prod');
     t.resourceCountIs('AWS::SecretsManager::Secret', 0);
-    t.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: Match.objectLike({ [ENV.githubTokenSecretArn]: gh, [ENV.githubApiUrl]: 'https://ghe.example.com/api/v3' }) } });
+    t.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: Match.objectLike({ [ENV.githubTokenSecretArn]: gh, [ENV.githubApiUrl]: 'https://ghe.example.com/api/v3', [ENV.leaseSeconds]: '300' }) } });
     t.hasResourceProperties('AWS::IAM::Policy', { PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'], Resource: git })]) } });
   });
 });
