@@ -29,15 +29,16 @@ export interface PollerOptions {
   readonly timeoutSeconds: number;
   readonly handler: LocalHandler;
   readonly logger: JobLogger;
-  /**
-   * Long-poll wait. Short, because stopping waits for the receives in flight rather than aborting
-   * them (an aborted receive would hide its messages for a whole visibility timeout). @default 1
-   */
+  /** Long-poll wait, as the event source mapping does. @default 20 */
   readonly waitTimeSeconds?: number;
 }
 
 export interface QueuePoller {
-  /** Stops receiving and resolves when the batches in flight have finished (see getRemainingTimeInMillis). */
+  /**
+   * Aborts the pending receives and resolves when the batches in flight have finished (see
+   * getRemainingTimeInMillis). A receive aborted after SQS took its messages leaves them invisible
+   * for a visibility timeout: harmless for the local platform, whose queues die with it.
+   */
   stop(): Promise<void>;
 }
 
@@ -65,10 +66,11 @@ async function pollLoop(options: PollerOptions, signal: AbortSignal): Promise<vo
         new ReceiveMessageCommand({
           QueueUrl: queueUrl,
           MaxNumberOfMessages: options.batchSize,
-          WaitTimeSeconds: options.waitTimeSeconds ?? 1,
+          WaitTimeSeconds: options.waitTimeSeconds ?? 20,
           MessageSystemAttributeNames: ['All'],
           MessageAttributeNames: ['All'],
         }),
+        { abortSignal: signal },
       );
       messages = response.Messages ?? [];
     } catch (error) {
