@@ -115,9 +115,10 @@ async function script({ run, print }: DemoOptions, work: string): Promise<DemoSu
   const step = async (title: string, argv: readonly string[], okCodes: readonly number[] = [0]): Promise<string> => {
     print(`\n# ${title}\n$ agent-jobs ${argv.map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ')}`);
     const result = await run(argv);
-    const shown = [result.stdout.trimEnd(), result.code === 0 ? '' : result.stderr.trimEnd()].filter(Boolean).join('\n');
+    const expected = okCodes.includes(result.code);
+    const shown = [result.stdout.trimEnd(), expected ? '' : result.stderr.trimEnd()].filter(Boolean).join('\n');
     if (shown) print(shown);
-    if (!okCodes.includes(result.code)) throw new DemoStepError(`demo step "${title}" failed (exit ${result.code}): ${result.stderr.trim()}`);
+    if (!expected) throw new DemoStepError(`demo step "${title}" failed (exit ${result.code}): ${result.stderr.trim()}`);
     return result.stdout.trim();
   };
 
@@ -151,7 +152,8 @@ async function script({ run, print }: DemoOptions, work: string): Promise<DemoSu
   const statuses: Record<string, string> = {};
   for (const jobId of jobIds) {
     const result = await run(['status', jobId, '--json']);
-    statuses[jobId] = result.code === 0 ? (JSON.parse(result.stdout) as { status: string }).status : 'UNKNOWN';
+    const job = result.code === 0 ? (JSON.parse(result.stdout) as { status: string; result?: { verdict?: string } }) : undefined;
+    statuses[jobId] = job ? `${job.status}${job.result?.verdict ? ` (tests ${job.result.verdict})` : ''}` : 'UNKNOWN';
   }
   const commits: Record<string, string[]> = {};
   const clone = path.join(work, 'clone');

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { commandHelp, parseInvocation, type CommandSpec } from '../../lambda/client/cli/command';
 import { COMMANDS } from '../../lambda/client/cli/commands';
 import { jobFromArgs } from '../../lambda/client/cli/commands/enqueue';
+import { jobSummary } from '../../lambda/client/cli/commands/jobs';
 import type { CliContext, CliIo } from '../../lambda/client/cli/context';
 import { createContext } from '../../lambda/client/cli/context';
 import { UsageError } from '../../lambda/client/cli/errors';
@@ -159,5 +160,22 @@ describe('enqueue arguments', () => {
 describe('table', () => {
   it('aligns columns and prints empty cells as "-"', () => {
     expect(table(['A', 'BB'], [['x', undefined], ['long', 2]])).toBe(['A     BB', 'x     -', 'long  2'].join('\n'));
+  });
+});
+
+describe('jobSummary', () => {
+  const base = { jobId: 'j', workspaceId: 'w', tenantId: 't', digest: 'd', attempt: 1, createdAt: '', updatedAt: '', ttl: 0 } as const;
+  const sha = 'a'.repeat(40);
+
+  it('says what each built-in job type produced, in one line', () => {
+    expect(jobSummary({ ...base, type: 'apply_patch', status: 'SUCCEEDED', result: { commitSha: sha, alreadyApplied: true } })).toBe('commit aaaaaaaaaaaa (already on the branch)');
+    expect(jobSummary({ ...base, type: 'run_tests', status: 'SUCCEEDED', result: { verdict: 'failed', exitCode: 1, sha, logTail: 'x'.repeat(5000) } })).toBe('tests failed (exit 1) at aaaaaaaaaaaa');
+    expect(jobSummary({ ...base, type: 'open_pr', status: 'SUCCEEDED', result: { number: 3, url: 'http://pr/3' } })).toBe('pull request #3 http://pr/3');
+  });
+
+  it('prefers the failure, then the fence, and shortens unknown results', () => {
+    expect(jobSummary({ ...base, type: 'apply_patch', status: 'FAILED', error: { reason: 'CONFLICT', message: 'other digest' } })).toBe('CONFLICT: other digest');
+    expect(jobSummary({ ...base, type: 'apply_patch', status: 'SKIPPED', blockedBy: 'j0' })).toBe('blocked by j0');
+    expect(jobSummary({ ...base, type: 'run_tests', status: 'SUCCEEDED', result: { custom: 'y'.repeat(300) } })).toHaveLength(100);
   });
 });

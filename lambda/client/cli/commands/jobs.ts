@@ -4,19 +4,35 @@ import { TERMINAL_STATUSES, type JobRecord } from '../../../core/ports';
 import { numberOption, requireString, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import { OutcomeError } from '../errors';
-import { fields, table } from '../output';
+import { fields, shortSha, table } from '../output';
 
 /** Status shown for a job the ledger has not seen yet (still on the queue). */
 export const PENDING = 'PENDING';
 const WAIT_POLL_MS = 500;
 const DEFAULT_WAIT_SECONDS = 600;
 
+const SUMMARY_CHARS = 100;
+
+/** One line about a job's outcome; `status --json` has the whole record. */
 export function jobSummary(job: JobRecord): string {
   if (job.error) return `${job.error.reason}: ${job.error.message}`;
   if (job.blockedBy) return `blocked by ${job.blockedBy}`;
-  if (job.result) return JSON.stringify(job.result);
-  if (job.pin) return `pinned to ${job.pin.sha.slice(0, 12)}`;
+  if (job.result) return resultSummary(job.result);
+  if (job.pin) return `pinned to ${shortSha(job.pin.sha)}`;
   return '';
+}
+
+/** The results the built-in job types record; any other result as compact JSON. */
+function resultSummary(result: Record<string, unknown>): string {
+  const text = (key: string) => (typeof result[key] === 'string' || typeof result[key] === 'number' ? String(result[key]) : undefined);
+  const verdict = text('verdict');
+  if (verdict) return `tests ${verdict} (exit ${text('exitCode') ?? '?'}) at ${shortSha(text('sha')) ?? '?'}`;
+  const commit = text('commitSha');
+  if (commit) return `commit ${shortSha(commit)}${result.alreadyApplied === true ? ' (already on the branch)' : ''}`;
+  const url = text('url');
+  if (url) return `pull request #${text('number') ?? '?'} ${url}`;
+  const json = JSON.stringify(result);
+  return json.length > SUMMARY_CHARS ? `${json.slice(0, SUMMARY_CHARS - 1)}…` : json;
 }
 
 export function jobFields(job: JobRecord): string {
