@@ -5,23 +5,36 @@
  * The log tail is the failed phase's context message plus a link to the CloudWatch Logs stream:
  * reading the log events would need logs:GetLogEvents and another SDK client for one field.
  */
-import { BatchGetBuildsCommand, StartBuildCommand, type Build, type BuildPhase, type CodeBuildClient } from '@aws-sdk/client-codebuild';
+import {
+  BatchGetBuildsCommand,
+  ListBuildsForProjectCommand,
+  StartBuildCommand,
+  type Build,
+  type BuildPhase,
+  type CodeBuildClient,
+} from '@aws-sdk/client-codebuild';
 import type { StageMessage } from '../core/envelope';
 import type { TestRunner, TestRunStatus } from '../core/ports';
-import { buildEnvironment, buildIdempotencyToken } from '../core/run-tests';
+import { BUILD_ENV, buildEnvironment, buildIdempotencyToken, type BuildFinder } from '../core/run-tests';
 
 /** Phases that prepare the build: a failure there is infrastructure, not a test verdict. */
 const SETUP_PHASES = new Set(['SUBMITTED', 'QUEUED', 'PROVISIONING', 'DOWNLOAD_SOURCE', 'INSTALL', 'PRE_BUILD']);
 /** CodeBuild accepts build timeouts of 5 to 2160 minutes. */
 const MIN_TIMEOUT_MINUTES = 5;
 const MAX_TIMEOUT_MINUTES = 2160;
+/** Pages of 100 most recent builds searched for a job's unrecorded build (needs ListBuildsForProject). */
+const FIND_PAGES = 3;
 
 /** CodeBuild answered without the build it was asked about. */
 export class BuildNotFoundError extends Error {
   override readonly name = 'BuildNotFoundError';
 }
 
-export class CodeBuildTestRunner implements TestRunner {
+/**
+ * The idempotency token only covers 5 minutes, less than a lease: a crash between StartBuild and
+ * recording the build id is covered by `findBuild`, which the handler calls only in that case.
+ */
+export class CodeBuildTestRunner implements TestRunner, BuildFinder {
   constructor(
     private readonly client: CodeBuildClient,
     private readonly projectName: string,
@@ -41,6 +54,23 @@ export class CodeBuildTestRunner implements TestRunner {
     const buildId = out.build?.id;
     if (!buildId) throw new BuildNotFoundError(`StartBuild on ${this.projectName} returned no build id`);
     return { buildId };
+  }
+
+  /** The project's most recent build started for this job (its JOB_ID variable), if any. */
+  async findBuild(job: StageMessage<'run_tests'>): Promise<string | undefined> {
+    let nextToken: string | undefined;
+    for (let page = 0; page < FIND_PAGES; page++) {
+      const list = await this.client.send(new ListBuildsForProjectCommand({ projectName: this.projectName, sortOrder: 'DESCENDING', nextToken }));
+      const ids = list.ids ?? [];
+      if (ids.length > 0) {
+        const { builds } = await this.client.send(new BatchGetBuildsCommand({ ids }));
+        const match = builds?.find((b) => b.environment?.environmentVariables?.some((v) => v.name === BUILD_ENV.jobId && v.value === job.jobId));
+        if (match?.id) return match.id;
+      }
+      nextToken = list.nextToken;
+      if (!nextToken) return undefined;
+    }
+    return undefined;
   }
 
   async poll(buildId: string): Promise<TestRunStatus> {

@@ -30,6 +30,18 @@ export const BUILD_ENV = {
   jobId: 'JOB_ID',
 } as const;
 
+/**
+ * Keys of JobRecord.progress. `startRequestedAt` is written before the build is started, so a
+ * delivery that finds it without a `buildId` knows an earlier attempt may have started a build it
+ * never recorded (a crash in between) and looks for it before starting one.
+ */
+export const PROGRESS = { buildId: 'buildId', startRequestedAt: 'startRequestedAt' } as const;
+
+/** A runner that can find the build an earlier attempt started for a job (the crash window above). */
+export interface BuildFinder {
+  findBuild(job: StageMessage<'run_tests'>): Promise<string | undefined>;
+}
+
 export function testCommand(job: StageMessage<'run_tests'>): string {
   return job.payload.command ?? DEFAULT_TEST_COMMAND;
 }

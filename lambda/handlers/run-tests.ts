@@ -16,7 +16,7 @@ import { InvalidJobError } from '../core/errors';
 import { processStandardBatch } from '../core/fifo-batch';
 import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps, type RunResult } from '../core/pipeline';
 import type { TestRunner } from '../core/ports';
-import { BuildStillRunningError, DEFAULT_WAIT_POLICY, mustYield, testResult, type WaitPolicy } from '../core/run-tests';
+import { BuildStillRunningError, DEFAULT_WAIT_POLICY, PROGRESS, mustYield, testResult, type BuildFinder, type WaitPolicy } from '../core/run-tests';
 import { CodeBuildTestRunner } from '../adapters/codebuild-test-runner';
 import { EventBridgePublisher } from '../adapters/events';
 import {
@@ -33,7 +33,8 @@ import {
 import { SqsQueueOps } from '../adapters/sqs-queue-ops';
 
 export interface RunTestsDeps extends PipelineDeps {
-  readonly runner: TestRunner;
+  /** A runner whose start is not idempotent for ever (CodeBuild) also finds unrecorded builds. */
+  readonly runner: TestRunner & Partial<BuildFinder>;
   /** @default DEFAULT_WAIT_POLICY */
   readonly wait?: WaitPolicy;
   /** Pause between polls; tests inject one that advances their clock. @default node:timers setTimeout */
@@ -82,14 +83,25 @@ class RunTestsProcessor implements JobProcessor<RunTestsJob> {
   }
 
   private async startOrResume(job: RunTestsJob, ctx: JobContext): Promise<string> {
-    const recorded = ctx.claimed.progress?.['buildId'];
+    const progress = ctx.claimed.progress ?? {};
+    const recorded = progress[PROGRESS.buildId];
     if (recorded) {
       ctx.logger.info('resuming the recorded build', { buildId: recorded });
       return recorded;
     }
+    const startRequestedAt = progress[PROGRESS.startRequestedAt];
+    // An earlier attempt asked for a build and died before recording it: find that build first.
+    const unrecorded = startRequestedAt ? await this.deps.runner.findBuild?.(job) : undefined;
+    if (startRequestedAt && unrecorded) {
+      await ctx.recordProgress({ [PROGRESS.startRequestedAt]: startRequestedAt, [PROGRESS.buildId]: unrecorded });
+      ctx.logger.info('resuming the build an earlier attempt started', { buildId: unrecorded });
+      return unrecorded;
+    }
+    const requested = { [PROGRESS.startRequestedAt]: new Date(this.deps.clock.now()).toISOString() };
+    await ctx.recordProgress(requested);
     const { buildId } = await this.deps.runner.start(job);
     // Before any wait: a crash from here on resumes this build instead of starting a second one.
-    await ctx.recordProgress({ buildId });
+    await ctx.recordProgress({ ...requested, [PROGRESS.buildId]: buildId });
     ctx.logger.info('build started', { buildId, sha: job.pin.sha });
     return buildId;
   }

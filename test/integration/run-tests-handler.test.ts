@@ -4,7 +4,7 @@
  * event source mapping does; back-off is zero so a redelivery is the next receive.
  */
 import { randomUUID } from 'node:crypto';
-import { BatchGetBuildsCommand, CodeBuildClient, StartBuildCommand, type Build } from '@aws-sdk/client-codebuild';
+import { BatchGetBuildsCommand, CodeBuildClient, ListBuildsForProjectCommand, StartBuildCommand, type Build } from '@aws-sdk/client-codebuild';
 import type { SQSRecord } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { CodeBuildTestRunner } from '../../lambda/adapters/codebuild-test-runner';
@@ -132,6 +132,41 @@ describe('run_tests handler (pipeline + dynalite + fauxqs)', () => {
 
     expect(codebuild.commandCalls(StartBuildCommand)).toHaveLength(0);
     expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', buildId: 'tests:1' } });
+  });
+
+  it('finds the build a worker started but died before recording, instead of starting a second', async () => {
+    const message = job();
+    await h.forward(message);
+    // The dead worker asked for a build (marker written), CodeBuild started it, the worker died.
+    const { pin: _pin, ...envelope } = message;
+    const owner = 'dead-worker';
+    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', redrive: false });
+    await h.ledger.recordProgress({ jobId: message.jobId, owner, progress: { startRequestedAt: new Date(h.now).toISOString() }, now: h.now });
+    h.now += (LEASE_SECONDS + 1) * 1000;
+    const started: Build = build('SUCCEEDED', {
+      id: 'tests:7',
+      environment: { type: 'LINUX_CONTAINER', image: 'i', computeType: 'BUILD_GENERAL1_SMALL', environmentVariables: [{ name: 'JOB_ID', value: message.jobId }] },
+    });
+    codebuild.on(ListBuildsForProjectCommand).resolves({ ids: ['tests:8', 'tests:7'] });
+    codebuild.on(BatchGetBuildsCommand).resolves({ builds: [build('IN_PROGRESS', { id: 'tests:8' }), started] });
+
+    expect((await h.deliver(handler())).failed).toBe(false);
+
+    expect(codebuild.commandCalls(StartBuildCommand)).toHaveLength(0);
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', progress: { buildId: 'tests:7' }, result: { buildId: 'tests:7', verdict: 'passed' } });
+  });
+
+  it('records that it asks for a build before starting it, and the build id right after', async () => {
+    const message = job();
+    await h.forward(message);
+    codebuild.on(StartBuildCommand).resolves({ build: { id: 'tests:1' } });
+    codebuild.on(BatchGetBuildsCommand).resolves({ builds: [build('SUCCEEDED')] });
+
+    await h.deliver(handler());
+
+    // A first attempt never searches: there is nothing an earlier attempt could have started.
+    expect(codebuild.commandCalls(ListBuildsForProjectCommand)).toHaveLength(0);
+    expect((await h.ledger.getJob(message.jobId))?.progress).toEqual({ startRequestedAt: new Date(h.now).toISOString(), buildId: 'tests:1' });
   });
 
   it('acknowledges a redelivery of a finished job without touching CodeBuild', async () => {

@@ -1,4 +1,4 @@
-import { BatchGetBuildsCommand, CodeBuildClient, StartBuildCommand, type Build } from '@aws-sdk/client-codebuild';
+import { BatchGetBuildsCommand, CodeBuildClient, ListBuildsForProjectCommand, StartBuildCommand, type Build } from '@aws-sdk/client-codebuild';
 import { mockClient } from 'aws-sdk-client-mock';
 import { CodeBuildTestRunner, buildStatus, timeoutMinutes } from '../../lambda/adapters/codebuild-test-runner';
 import type { StageMessage } from '../../lambda/core/envelope';
@@ -76,6 +76,38 @@ describe('CodeBuildTestRunner.poll', () => {
     codebuild.on(BatchGetBuildsCommand).resolves({ builds: [], buildsNotFound: ['tests:gone'] });
 
     await expect(new CodeBuildTestRunner(new CodeBuildClient({}), 'p').poll('tests:gone')).rejects.toThrow(/build tests:gone not found/);
+  });
+});
+
+describe('CodeBuildTestRunner.findBuild', () => {
+  const withJob = (id: string, jobId: string): Build => ({ id, environment: { type: 'LINUX_CONTAINER', image: 'i', computeType: 'BUILD_GENERAL1_SMALL', environmentVariables: [{ name: 'JOB_ID', value: jobId }] } });
+
+  it("finds the job's build by its JOB_ID variable, newest builds first, across pages", async () => {
+    codebuild
+      .on(ListBuildsForProjectCommand, { projectName: 'p', sortOrder: 'DESCENDING', nextToken: undefined })
+      .resolves({ ids: ['p:9', 'p:8'], nextToken: 'page-2' })
+      .on(ListBuildsForProjectCommand, { projectName: 'p', sortOrder: 'DESCENDING', nextToken: 'page-2' })
+      .resolves({ ids: ['p:7'] });
+    codebuild
+      .on(BatchGetBuildsCommand, { ids: ['p:9', 'p:8'] })
+      .resolves({ builds: [withJob('p:9', 'job-other'), withJob('p:8', 'job-2')] })
+      .on(BatchGetBuildsCommand, { ids: ['p:7'] })
+      .resolves({ builds: [withJob('p:7', 'job-1')] });
+
+    await expect(new CodeBuildTestRunner(new CodeBuildClient({}), 'p').findBuild(job())).resolves.toBe('p:7');
+  });
+
+  it('gives up after a few pages and when the project has no more builds', async () => {
+    codebuild.on(ListBuildsForProjectCommand).resolves({ ids: ['p:9'], nextToken: 'more' });
+    codebuild.on(BatchGetBuildsCommand).resolves({ builds: [withJob('p:9', 'job-other')] });
+
+    await expect(new CodeBuildTestRunner(new CodeBuildClient({}), 'p').findBuild(job())).resolves.toBeUndefined();
+    expect(codebuild.commandCalls(ListBuildsForProjectCommand)).toHaveLength(3);
+
+    codebuild.reset();
+    codebuild.on(ListBuildsForProjectCommand).resolves({ ids: [] });
+    await expect(new CodeBuildTestRunner(new CodeBuildClient({}), 'p').findBuild(job())).resolves.toBeUndefined();
+    expect(codebuild.commandCalls(BatchGetBuildsCommand)).toHaveLength(0);
   });
 });
 
