@@ -4,6 +4,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { enqueueAgentJobs, newJobId, type JobRequest } from '../../lambda/client';
 import type { JobRecord } from '../../lambda/core/ports';
@@ -26,13 +27,14 @@ function listening(url: string): Promise<boolean> {
 // Five jobs through git, a child-process test run and the PR store: allow for a busy 2-core machine.
 describe('local platform', () => {
   let work: string;
-  let platform: LocalPlatform | undefined;
+  /** Stopped after each test, whatever happened (stop() is idempotent). */
+  let running: LocalPlatform | undefined;
 
   beforeEach(async () => {
     work = await mkdtemp(path.join(tmpdir(), 'agent-jobs-platform-'));
   });
   afterEach(async () => {
-    await platform?.stop();
+    await running?.stop();
     await rm(work, { recursive: true, force: true });
   });
 
@@ -47,16 +49,21 @@ describe('local platform', () => {
     }
   }
 
-  it('runs jobs sent with the producer, in order, through the same handlers as on AWS, then stops cleanly', async () => {
-    // Prepare: a source repository with three successive changes, and the platform serving its first commit.
+  /** A source repository with `a.txt`, served by a fresh platform from its first commit. */
+  async function platformWithRepo(): Promise<{ src: string; repoUrl: string; platform: LocalPlatform }> {
     const src = path.join(work, 'src');
     await run('git', ['init', '--quiet', '--initial-branch=main', src]);
     await writeFile(path.join(src, 'a.txt'), 'one\n');
     await git(src, 'add', '.');
     await git(src, 'commit', '--quiet', '-m', 'initial');
-    platform = await startPlatform({ stateDir: path.join(work, 'state'), output: null });
+    const platform = (running = await startPlatform({ stateDir: path.join(work, 'state'), output: null }));
     await platform.git.createBareRepo('demo', { fromDir: src });
-    const repoUrl = platform.git.repoUrl('demo');
+    return { src, repoUrl: platform.git.repoUrl('demo'), platform };
+  }
+
+  it('runs jobs sent with the producer, in order, through the same handlers as on AWS, then stops cleanly', async () => {
+    // Prepare: three successive changes of the source repository.
+    const { src, repoUrl, platform } = await platformWithRepo();
 
     const diffs: string[] = [];
     for (const [file, content] of [['a.txt', 'two\n'], ['a.txt', 'three\n'], ['b.txt', 'new file\n']] as const) {
@@ -102,9 +109,46 @@ describe('local platform', () => {
 
     clients.destroy();
     await platform.stop();
-    platform = undefined;
 
     expect(await readPlatformInfo(path.join(work, 'state'))).toBeUndefined();
     for (const url of [info!.endpoints.sqs, info!.endpoints.dynamodb, info!.gitUrl]) expect(await listening(url)).toBe(false);
+  }, 180_000);
+
+  it('fences the workspace after a patch that does not apply and parks the later job on the DLQ', async () => {
+    const { repoUrl, platform } = await platformWithRepo();
+    const clients = createLocalClients(platform.info.endpoints);
+    const patch = (diff: string): JobRequest => ({
+      workspaceId: 'ws-fenced',
+      tenantId: 'tenant-1',
+      jobId: newJobId(),
+      type: 'apply_patch',
+      payload: { repo: { url: repoUrl, branch: 'main' }, diff, message: 'change' },
+    });
+    const bad = patch('diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-not what is there\n+two\n');
+    const good = patch('diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n');
+    await enqueueAgentJobs([bad, good], { sqs: clients.sqs, queueUrl: platform.info.queueUrls['agent-jobs']! });
+
+    const records = await settled(clients, platform.info, [bad.jobId!, good.jobId!], (r) => r.status !== 'IN_FLIGHT');
+    expect(records.map((r) => [r.status, r.error?.reason])).toEqual([
+      ['FAILED', 'PATCH_DOES_NOT_APPLY'],
+      ['SKIPPED', 'SKIPPED'],
+    ]);
+    expect(records[1]?.blockedBy).toBe(bad.jobId);
+
+    const dlqUrl = platform.info.dlqUrls['agent-jobs']!;
+    const parked: Array<[string | undefined, string | undefined]> = [];
+    for (;;) {
+      const { Messages = [] } = await clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, MessageAttributeNames: ['All'], MaxNumberOfMessages: 10 }));
+      if (Messages.length === 0) break;
+      for (const m of Messages) {
+        parked.push([m.MessageAttributes?.jobId?.StringValue, m.MessageAttributes?.reason?.StringValue]);
+        await clients.sqs.send(new DeleteMessageCommand({ QueueUrl: dlqUrl, ReceiptHandle: m.ReceiptHandle }));
+      }
+    }
+    expect(parked).toEqual([
+      [bad.jobId, 'PATCH_DOES_NOT_APPLY'],
+      [good.jobId, 'SKIPPED'],
+    ]);
+    clients.destroy();
   }, 180_000);
 });
