@@ -8,7 +8,7 @@
 import { mkdir } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { JOB_TYPES, SEQUENCER, type StagedJobType } from '../../contract/job-types';
 import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { jobAttributes, parseEnvelope, type JobEnvelope, type Pin } from '../core/envelope';
@@ -181,4 +181,7 @@ export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): Sequence
 let sequencer: ((event: SQSEvent) => Promise<SQSBatchResponse>) | undefined;
 
 /** Built on the first invocation of the container (not at import, so tests can import createSequencer). */
-export const handler = (event: SQSEvent): Promise<SQSBatchResponse> => (sequencer ??= createSequencer(awsSequencerDeps()))(event);
+export const handler = (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
+  logger.addContext(context);
+  return (sequencer ??= createSequencer(awsSequencerDeps()))(event);
+};
