@@ -142,7 +142,8 @@ async function findJobCommit(session: Session, jobId: string, head: string, stop
     const commit = await readCommitDeepening(session, oid, seen);
     if (!commit) return undefined;
     const parent = commit.parent[0];
-    if (hasJobTrailer(commit.message, jobId)) return { commitSha: oid, parentSha: parent ?? '', alreadyApplied: true };
+    // A job's commit always has a parent, so a root commit is never one.
+    if (parent !== undefined && hasJobTrailer(commit.message, jobId)) return { commitSha: oid, parentSha: parent, alreadyApplied: true };
     oid = parent;
   }
   return undefined;
