@@ -4,7 +4,7 @@
  * Default settings (the caller's `functionProps` win over each of them):
  * - Node.js 24 runtime (the newest in aws-cdk-lib), ARM64, active X-Ray tracing, 512 MB.
  * - esbuild bundling on this machine (never Docker), target node22 (the oldest runtime we support),
- *   minified, with source maps enabled at run time; `@aws-sdk/*` is external (the runtime ships it).
+ *   minified, with source maps enabled at run time; `@aws-sdk/*` and `@smithy/*` are external (the runtime ships them).
  * - An explicit log group (one month, not `logRetention`, which deploys an extra Lambda).
  * - Its own role, holding only what it is granted: writing to its log group, X-Ray, consuming its
  *   queue and sending to its DLQ (permanent failures are moved there by the handler).
@@ -49,8 +49,11 @@ export interface WorkerProps {
   readonly functionProps?: Omit<nodejs.NodejsFunctionProps, OwnedFunctionProp>;
 }
 
-/** Stays out of every bundle: the Lambda runtime provides AWS SDK v3. */
-const EXTERNAL_MODULES = ['@aws-sdk/*'];
+/**
+ * Stays out of every bundle: the Lambda runtime provides AWS SDK v3 and its Smithy packages (the
+ * same list the `sdkV3ExcludeSmithyPackages` feature flag gives, which an explicit list replaces).
+ */
+const EXTERNAL_MODULES = ['@aws-sdk/*', '@smithy/*'];
 
 export class Worker extends Construct {
   readonly function: nodejs.NodejsFunction;
