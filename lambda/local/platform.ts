@@ -137,6 +137,13 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
     const testRunner = new LocalTestRunner({ stateDir: paths.testRuns });
     stack.push(() => testRunner.close());
 
+    const output = options.output === null ? undefined : (options.output ?? process.stdout);
+    if (output) {
+      // Stopped after the pollers (unwinding is last-in first-out), so it shows the last events too.
+      const view: LiveView = startLiveView({ events, output });
+      stack.push(() => view.stop());
+    }
+
     const wiring: Wiring = { emulators, events, logger, stateDir, paths, testRunner, backoff: options.backoff ?? DEFAULT_BACKOFF };
     const pollers = await Promise.all(emulators.topology.map((spec) => startWorker(spec, wiring)));
     stack.push(() => Promise.all(pollers.map((p) => p.stop())).then(() => undefined));
@@ -158,12 +165,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
     await writeFileAtomic(paths.info, JSON.stringify(info, null, 2));
     stack.push(() => rm(paths.info, { force: true }));
 
-    if (options.output !== null) {
-      const output = options.output ?? process.stdout;
-      const view: LiveView = startLiveView({ events, output });
-      stack.push(() => view.stop());
-      output.write(readyLine(info, options.persist !== false));
-    }
+    output?.write(readyLine(info, options.persist !== false));
     logger.info('local platform started', { stateDir, endpoints: info.endpoints, gitUrl: info.gitUrl });
     return { info, emulators, git, events, stop: stack.unwind };
   } catch (error) {
