@@ -16,8 +16,10 @@
  *      metric, moves a SKIPPED message to the DLQ, then calls `processor.afterComplete`.
  * Errors: PermanentJobError → ledger FAILED, `processor.onPermanentFailure` (the sequencer fences the
  * workspace there), DLQ with `reason` / `errorMessage` attributes, acknowledged. Anything else is
- * transient: the record is retried with a ChangeMessageVisibility back-off, except on the last
- * allowed receive, where it becomes permanent RETRIES_EXHAUSTED.
+ * transient: the lease is released and the record retried with a ChangeMessageVisibility back-off,
+ * except on the last allowed receive, where it becomes permanent RETRIES_EXHAUSTED. Once a verdict
+ * is in the ledger nothing records a second one: a failing later step (DLQ move, forward, event) is
+ * retried, and the redelivery redoes the DLQ move or the forward from the record.
  */
 import type { SQSRecord } from 'aws-lambda';
 import type { EventType } from '../../contract/runtime-env';

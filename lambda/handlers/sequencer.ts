@@ -44,7 +44,10 @@ export interface SequencerDeps extends PipelineDeps {
 
 const SKIPPED_REASON = 'SKIPPED';
 
-/** The job types that must not run past a failure: the workspace is fenced when they fail for good. */
+/**
+ * Whether a permanent failure fences the workspace: a failed apply_patch leaves the tree missing a
+ * patch, and a job that exhausted its retries may have left it half-done (or never run).
+ */
 function fencesOnFailure(job: JobEnvelope, error: PermanentJobError, held: boolean): boolean {
   if (error.reason === 'RETRIES_EXHAUSTED') return true;
   return held && job.type === 'apply_patch';
@@ -64,6 +67,7 @@ class SequencerProcessor implements JobProcessor {
     if (take.kind !== 'taken') return { verdict: await this.skip(job, take, ctx) };
     ctx.placeInWorkspace({ workspaceId: job.workspaceId, seq: take.workspace.seq });
     if (job.type === 'apply_patch') return { verdict: await this.applyPatch(job) };
+    // Every other job type is staged (contract/job-types.ts): pinned here, run by its stage consumer.
     const pin = await this.pin(job, take.workspace);
     await ledger.finishWorkspaceJob({ workspaceId: job.workspaceId, jobId: job.jobId, now: clock.now() });
     return { verdict: { status: 'FORWARDED', pin } };
