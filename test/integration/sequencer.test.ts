@@ -271,6 +271,19 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     expect(await ledger.getJob(next.jobId)).toMatchObject({ status: 'SUCCEEDED' });
   });
 
+  it('applies a claim-checked diff read from the diff store', async () => {
+    const ws = await newWorkspace();
+    const job = patchJob(ws);
+    const { diff, ...payload } = job.payload;
+    const diffRef = await new S3DiffStore(emulators().clients.s3, emulators().bucketName).put(`${ws.workspaceId}/${job.jobId}`, diff as string);
+    await send({ ...job, payload: { ...payload, diffRef } });
+
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
+
+    expect(await remoteCommits(ws)).toEqual([job.jobId]);
+    expect(await remoteFile(ws)).toBe('line 0\nline 1\n');
+  });
+
   it('keeps the original of a reused jobId and sends the conflicting message to the DLQ', async () => {
     const ws = await newWorkspace();
     const original = patchJob(ws);
