@@ -11,8 +11,9 @@ import { SqsQueueOps } from '../../lambda/adapters/sqs-queue-ops';
 import { jobAttributes, jobDigest, type StageMessage } from '../../lambda/core/envelope';
 import type { Consumer } from '../../lambda/core/ledger';
 import type { Clock, JobLogger, PipelineDeps } from '../../lambda/core/pipeline';
+import { LOCAL_REGION } from '../../lambda/local/emulators';
+import { toSqsRecord } from '../../lambda/local/poller';
 import type { LocalEmulators } from '../support/emulators';
-import { stringAttributes } from '../support/sqs-records';
 
 export const quietLogger: JobLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -86,7 +87,7 @@ export function stageHarness(emulators: LocalEmulators, queue: string): StageHar
       );
       const message = out.Messages?.[0];
       if (!message) throw new Error(`no message on ${queue} to deliver`);
-      const record = toRecord(message, await queueArn(queueUrl));
+      const record = toSqsRecord(message, await queueArn(queueUrl), LOCAL_REGION);
       const response = await invoke([record]);
       const failed = response.batchItemFailures.some((f) => f.itemIdentifier === record.messageId);
       if (!failed) await clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }));
@@ -109,28 +110,4 @@ export function stageHarness(emulators: LocalEmulators, queue: string): StageHar
   }
 
   return harness;
-}
-
-/** A received message as the event source mapping hands it to the function. */
-export function toRecord(message: Message, eventSourceARN: string): SQSRecord {
-  const attrs = message.Attributes ?? {};
-  const messageAttributes = Object.fromEntries(Object.entries(message.MessageAttributes ?? {}).map(([name, a]) => [name, a.StringValue ?? '']));
-  return {
-    messageId: message.MessageId!,
-    receiptHandle: message.ReceiptHandle!,
-    body: message.Body ?? '',
-    attributes: {
-      ApproximateReceiveCount: attrs.ApproximateReceiveCount ?? '1',
-      SentTimestamp: attrs.SentTimestamp ?? '0',
-      SenderId: attrs.SenderId ?? 'local',
-      ApproximateFirstReceiveTimestamp: attrs.ApproximateFirstReceiveTimestamp ?? '0',
-      ...(attrs.MessageGroupId ? { MessageGroupId: attrs.MessageGroupId } : {}),
-      ...(attrs.MessageDeduplicationId ? { MessageDeduplicationId: attrs.MessageDeduplicationId } : {}),
-    },
-    messageAttributes: stringAttributes(messageAttributes),
-    md5OfBody: message.MD5OfBody ?? '',
-    eventSource: 'aws:sqs',
-    eventSourceARN,
-    awsRegion: 'us-east-1',
-  };
 }

@@ -73,7 +73,6 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
         timeoutSeconds: settings.timeoutSeconds,
         handler,
         logger: quietLogger,
-        waitTimeSeconds: 1,
       }),
     );
   }
