@@ -105,6 +105,7 @@ describe('GitHubPullRequestHost', () => {
     ['a 429', { status: 429, body: { message: 'Too Many Requests' } }],
     ['a 403 rate limit', { status: 403, body: { message: 'API rate limit exceeded' }, headers: { 'x-ratelimit-remaining': '0' } }],
     ['a network error', new TypeError('fetch failed')],
+    ['a 401 (a token mid-rotation)', { status: 401, body: { message: 'Bad credentials' } }],
   ])('treats %s as transient', async (_name, answer) => {
     const { host } = scriptedHost([answer]);
 
