@@ -10,12 +10,13 @@ import {
   SendMessageCommand,
   type MessageAttributeValue,
   type SendMessageBatchRequestEntry,
+  type SendMessageBatchResult,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { DiffRef } from '../../contract/job-types';
 import { INLINE_DIFF_LIMIT_BYTES, MAX_DIFF_BYTES, MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
 import { deduplicationId, jobAttributes, messageGroupId, parseEnvelope, type JobEnvelope } from '../core/envelope';
-import { ConfigurationError, InvalidJobError } from '../core/errors';
+import { ConfigurationError, errorMessage, InvalidJobError } from '../core/errors';
 import type { DiffStore } from '../core/ports';
 
 /** Per job type (distributes over the union), so `payload` stays tied to `type`. */
@@ -178,9 +179,19 @@ async function sendBatch(
 ): Promise<void> {
   const byId = new Map(batch.map((item, position) => [String(position), item]));
   const itemOf = (id: string | undefined) => (id === undefined ? undefined : byId.get(id));
-  const response = await options.sqs.send(
-    new SendMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: [...byId].map(([Id, { message }]) => ({ Id, ...message.entry })) }),
-  );
+  let response: SendMessageBatchResult;
+  try {
+    response = await options.sqs.send(
+      new SendMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: [...byId].map(([Id, { message }]) => ({ Id, ...message.entry })) }),
+    );
+  } catch (error) {
+    // The request as a whole failed (network, throttling): every entry is reported, none is lost.
+    const reason = errorMessage(error);
+    for (const { index, message } of batch) {
+      fail(index, message.workspaceId, message.jobId, new EnqueueError('SEND_FAILED', `SendMessageBatch failed for job ${message.jobId}: ${reason}`, (error as Error).name));
+    }
+    return;
+  }
   for (const entry of response.Successful ?? []) {
     const item = itemOf(entry.Id);
     if (!item || !entry.MessageId) continue;

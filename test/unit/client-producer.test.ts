@@ -20,15 +20,19 @@ function job(jobId: string, workspaceId: string, diff = 'diff --git a/a b/a\n'):
   };
 }
 
-/** Accepts every entry of every batch, except the job ids listed. */
-function acceptAllBut(...refused: string[]) {
-  sqsMock.on(SendMessageBatchCommand).callsFake(({ Entries = [] }: { Entries?: SendMessageBatchRequestEntry[] }) => {
+/** A SendMessageBatch answer that accepts every entry except the job ids listed. */
+function accepting(...refused: string[]) {
+  return ({ Entries = [] }: { Entries?: SendMessageBatchRequestEntry[] }) => {
     const jobIdOf = (e: SendMessageBatchRequestEntry) => e.MessageAttributes?.jobId?.StringValue ?? '';
     return {
       Successful: Entries.filter((e) => !refused.includes(jobIdOf(e))).map((e) => ({ Id: e.Id, MessageId: `m-${jobIdOf(e)}`, MD5OfMessageBody: '' })),
       Failed: Entries.filter((e) => refused.includes(jobIdOf(e))).map((e) => ({ Id: e.Id, Code: 'InternalError', SenderFault: false })),
     };
-  });
+  };
+}
+
+function acceptAllBut(...refused: string[]) {
+  sqsMock.on(SendMessageBatchCommand).callsFake(accepting(...refused));
 }
 
 function sentBatches(): string[][] {
@@ -56,6 +60,17 @@ describe('enqueueAgentJobs', () => {
     expect(outcomes[0]).toMatchObject({ error: expect.any(InvalidJobError) });
     expect(outcomes[1]).toMatchObject({ error: expect.any(EnqueueError) });
     expect(sentBatches()).toEqual([['b1']]);
+  });
+
+  it('reports every job of a batch whose request failed, and goes on with the other workspaces', async () => {
+    sqsMock
+      .on(SendMessageBatchCommand)
+      .rejectsOnce(Object.assign(new Error('socket hang up'), { name: 'TimeoutError' }))
+      .callsFake(accepting());
+    const outcomes = await enqueueAgentJobs([job('a1', 'A'), job('b1', 'B'), job('a2', 'A'), job('c1', 'C')], options);
+    expect(outcomes.map((o) => [o.jobId, o.status])).toEqual([['a1', 'FAILED'], ['b1', 'FAILED'], ['a2', 'FAILED'], ['c1', 'SENT']]);
+    expect(outcomes[0]).toMatchObject({ error: { reason: 'SEND_FAILED', code: 'TimeoutError' } });
+    expect(outcomes[2]).toMatchObject({ error: { reason: 'EARLIER_JOB_FAILED' } });
   });
 
   it('reports an entry SQS did not mention as failed', async () => {
