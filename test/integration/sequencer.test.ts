@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ChangeMessageVisibilityCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { S3DiffStore } from '../../lambda/adapters/diff-store';
 import { DynamoDbLedger } from '../../lambda/adapters/dynamodb-ledger';
@@ -22,6 +24,7 @@ import { deduplicationId, jobAttributes, messageGroupId, type JobEnvelope } from
 import { TransientJobError } from '../../lambda/core/errors';
 import type { Ledger } from '../../lambda/core/ledger';
 import type { JobMetricName } from '../../lambda/core/pipeline';
+import { localClientConfig } from '../../lambda/local/emulators';
 import { startGitServer, type GitServer } from '../../lambda/local/git-server';
 import { createSequencer, type GitPort, type SequencerDeps } from '../../lambda/handlers/sequencer';
 import { deliver, drain, driveQueue, queueArn, receive, toSqsRecord } from '../support/drive-queue';
@@ -269,6 +272,27 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     expect(await remoteCommits(ws)).toEqual([crashing.jobId, next.jobId]);
     expect(await ledger.getJob(crashing.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 2, result: { alreadyApplied: true } });
     expect(await ledger.getJob(next.jobId)).toMatchObject({ status: 'SUCCEEDED' });
+  });
+
+  it('needs no ledger reads on the happy path: four writes per apply_patch', async () => {
+    const ws = await newWorkspace();
+    await send(patchJob(ws));
+    const operations: string[] = [];
+    const client = DynamoDBDocumentClient.from(new DynamoDBClient(localClientConfig(emulators().endpoints.dynamodb)));
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        operations.push(context.commandName ?? 'unknown');
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
+    const counted = new DynamoDbLedger({ client, tableName: emulators().tableName, retentionDays: 30 });
+
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps({ ledger: counted })) });
+    client.destroy();
+
+    // claim, cursor, head + cursor done, complete
+    expect(operations).toEqual(['UpdateItemCommand', 'UpdateItemCommand', 'UpdateItemCommand', 'UpdateItemCommand']);
   });
 
   it('applies a claim-checked diff read from the diff store', async () => {
