@@ -28,7 +28,7 @@ let poison: string;
 
 beforeAll(async () => {
   platform = await startPlatform();
-  source = await makeRepository({ 'app.txt': 'one\n' }, ['drop', 'replay', 'cancel']);
+  source = await makeRepository({ 'app.txt': 'one\n' }, ['drop', 'replay', 'cancel', 'redrive']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'fenced'])).url;
   // Context that is not in app.txt: the patch can never apply.
   poison = path.join(await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-')), 'poison.diff');
@@ -96,7 +96,10 @@ test('--replay runs the skipped jobs again in their original order', async () =>
   const unblocked = await platform.cliJson<{ jobs: { jobId: string; action: string }[] }>(['workspace', 'unblock', 'ws-replay', '--replay']);
 
   expect(unblocked.jobs.filter((j) => j.action === 'replayed').map((j) => j.jobId)).toEqual(['replay-1', 'replay-2']);
-  expect((await platform.cliJson<{ succeeded: boolean }>(['wait', 'replay-1', 'replay-2', '--timeout', '120'])).succeeded).toBe(true);
+  // Both were SKIPPED (terminal) before the replay, so `wait` could answer before they run again.
+  const settled = (j: JobJson) => j.status !== 'SKIPPED' && j.status !== 'IN_FLIGHT';
+  expect(await platform.untilJob<JobJson>('replay-1', settled)).toMatchObject({ status: 'SUCCEEDED' });
+  expect(await platform.untilJob<JobJson>('replay-2', settled)).toMatchObject({ status: 'SUCCEEDED' });
   expect(await remoteLog(repoUrl, 'replay')).toEqual(['replay-2', 'replay-1', 'initial']);
   expect(await platform.cliJson(['workspace', 'show', 'ws-replay'])).toMatchObject({ state: 'ACTIVE' });
 });
@@ -116,4 +119,22 @@ test('cancel: a job cancelled before delivery stays CANCELLED and commits nothin
   const again = await platform.cli(['cancel', 'cancel-2', '--json']);
   expect(again.code).toBe(1);
   expect(again.stderr).toContain('SUCCEEDED');
+});
+
+test('dlq redrive leaves a blocked workspace alone, then sends its failed job back to run again', async () => {
+  await blockWorkspace('ws-redrive', 'redrive', []);
+
+  const whileBlocked = await platform.cliJson<{ redriven: { jobId: string }[]; left: { jobId: string }[] }>(['dlq', 'redrive', '--queue', 'agent-jobs']);
+  expect(whileBlocked.redriven.map((r) => r.jobId)).not.toContain('ws-redrive-poison');
+  expect(whileBlocked.left.map((l) => l.jobId)).toContain('ws-redrive-poison');
+
+  await platform.cliJson(['workspace', 'unblock', 'ws-redrive', '--drop']);
+  const redriven = await platform.cliJson<{ redriven: { jobId: string }[] }>(['dlq', 'redrive', '--queue', 'agent-jobs']);
+  expect(redriven.redriven.map((r) => r.jobId)).toContain('ws-redrive-poison');
+
+  // It still cannot apply: the redriven delivery runs it (a second attempt) and fails it again.
+  // `wait` would return at once (the job is FAILED already), so poll until the second attempt ends.
+  const job = await platform.untilJob<JobJson & { attempt: number }>('ws-redrive-poison', (j) => j.attempt >= 2 && j.status !== 'IN_FLIGHT');
+  expect(job).toMatchObject({ status: 'FAILED', attempt: 2, error: { reason: 'PATCH_DOES_NOT_APPLY' } });
+  expect(await platform.cliJson(['workspace', 'show', 'ws-redrive'])).toMatchObject({ state: 'BLOCKED', blockedBy: 'ws-redrive-poison' });
 });

@@ -8,11 +8,13 @@ import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 
 const execFileP = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../..');
 const BIN = path.join(ROOT, 'bin/agent-jobs.js');
+const POLL_MS = 500;
 
 /** Temp directories made by the helpers below; removeScratch() deletes them. */
 const scratchDirs: string[] = [];
@@ -41,6 +43,11 @@ export interface RunningPlatform {
   /** Parses stdout as JSON and fails (with stderr) on a non-zero exit. */
   cliJson<T = unknown>(args: readonly string[], stdin?: string): Promise<T>;
   events(): Promise<{ type: string; detail: Record<string, unknown> }[]>;
+  /**
+   * Polls `status --json` until `done` holds: for jobs that are already terminal (SKIPPED, FAILED)
+   * and run again after a replay or redrive, where `wait` would return at once.
+   */
+  untilJob<T extends { status: string }>(jobId: string, done: (job: T) => boolean): Promise<T>;
   stop(): Promise<void>;
 }
 
@@ -94,6 +101,14 @@ export async function startPlatform(): Promise<RunningPlatform> {
       const result = await cli([...args, '--json'], stdin);
       if (result.code !== 0) throw new Error(`agent-jobs ${args.join(' ')} exited ${result.code}:\n${result.stderr}`);
       return JSON.parse(result.stdout) as T;
+    },
+    async untilJob<T extends { status: string }>(jobId: string, done: (job: T) => boolean): Promise<T> {
+      for (;;) {
+        const result = await cli(['status', jobId, '--json']);
+        const job = result.code === 0 ? (JSON.parse(result.stdout) as T) : undefined;
+        if (job && done(job)) return job;
+        await sleep(POLL_MS);
+      }
     },
     async events() {
       const text = await readFile(path.join(stateDir, 'events.jsonl'), 'utf8').catch(() => '');

@@ -61,7 +61,8 @@ test('the same job enqueued twice makes one commit', async () => {
   expect(second.jobId).toBe(first.jobId);
 
   await platform.cliJson(['wait', 'dup-1', '--timeout', '120']);
-  // A third send after the job finished: the ledger, not only SQS dedup, must keep it to one commit.
+  // A third send after the job finished (inside SQS's 5-minute dedup window, so SQS drops it; the
+  // ledger and the commit trailer cover later resends: integration tests of the sequencer).
   await platform.cliJson(args);
   await platform.cliJson(['wait', 'dup-1', '--timeout', '120']);
 
