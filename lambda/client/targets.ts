@@ -137,10 +137,18 @@ export async function readLocalPlatform(stateDir: string): Promise<Target> {
   } catch {
     throw new TargetError(`no local platform at ${stateDir} (${file} not found): start it with "agent-jobs local up", or pass --stack`);
   }
-  const parsed = platformFileSchema.safeParse(JSON.parse(text));
+  const parsed = platformFileSchema.safeParse(parseJsonOrUndefined(text));
   if (!parsed.success) throw new TargetError(`${file} is not a platform description: ${z.prettifyError(parsed.error)}`);
   if (!isAlive(parsed.data.pid)) throw new TargetError(`the local platform at ${stateDir} is not running (pid ${parsed.data.pid} is gone): start it with "agent-jobs local up"`);
   return targetFromPlatformFile(stateDir, parsed.data);
+}
+
+function parseJsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined; // reported by the schema check with the file's name
+  }
 }
 
 function isAlive(pid: number): boolean {

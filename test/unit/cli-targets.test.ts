@@ -1,10 +1,14 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { queueTopology } from '../../contract/topology';
 import { STACK_OUTPUTS as EMITTED, dlqUrlOutputKey, queueUrlOutputKey } from '../../lib/outputs';
 import { TargetError } from '../../lambda/client/cli/errors';
-import { jobsQueue, resolveTarget, STACK_OUTPUTS, targetFromStackOutputs } from '../../lambda/client/targets';
+import { jobsQueue, PLATFORM_FILE, resolveTarget, STACK_OUTPUTS, targetFromStackOutputs } from '../../lambda/client/targets';
 
 /** Every output an agent-jobs stack publishes, with recognisable values. */
 function stackOutputs(): { OutputKey: string; OutputValue: string }[] {
@@ -89,5 +93,64 @@ describe('resolveTarget with --stack', () => {
     const attempt = resolveTarget({ stack: 'other', region: 'eu-west-1', stateDir: '/nowhere', cloudFormation: client() });
     await expect(attempt).rejects.toThrow(TargetError);
     await expect(resolveTarget({ stack: 'other', region: 'eu-west-1', stateDir: '/nowhere', cloudFormation: client() })).rejects.toThrow(/other does not exist/);
+  });
+});
+
+describe('resolveTarget without --stack: the local platform', () => {
+  let stateDir: string;
+
+  beforeEach(async () => {
+    stateDir = await mkdtemp(path.join(tmpdir(), 'cli-targets-'));
+  });
+
+  afterEach(async () => {
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  /** platform.json as lambda/local/platform.ts writes it. */
+  function platformFile(pid: number) {
+    const names = queueTopology().map((q) => q.name);
+    return {
+      pid,
+      startedAt: '2026-01-01T00:00:00.000Z',
+      stateDir,
+      region: 'us-east-1',
+      endpoints: { sqs: 'http://127.0.0.1:1', s3: 'http://127.0.0.1:1', dynamodb: 'http://127.0.0.1:2' },
+      queueUrls: Object.fromEntries(names.map((n) => [n, `http://sqs/${n}`])),
+      dlqUrls: Object.fromEntries(names.map((n) => [n, `http://sqs/${n}-dlq`])),
+      tableName: 'agent-jobs-ledger',
+      bucketName: 'agent-jobs-diffs',
+      gitUrl: 'http://127.0.0.1:3',
+      eventLog: path.join(stateDir, 'events.jsonl'),
+      logFile: path.join(stateDir, 'platform.log'),
+    };
+  }
+
+  it('reads platform.json of a running platform', async () => {
+    await writeFile(path.join(stateDir, PLATFORM_FILE), JSON.stringify(platformFile(process.pid)));
+    const target = await resolveTarget({ stateDir });
+    expect(target).toMatchObject({
+      kind: 'local',
+      endpoints: { sqs: 'http://127.0.0.1:1', dynamodb: 'http://127.0.0.1:2' },
+      tableName: 'agent-jobs-ledger',
+      diffBucket: 'agent-jobs-diffs',
+      local: { stateDir, gitUrl: 'http://127.0.0.1:3' },
+    });
+    expect(jobsQueue(target)).toMatchObject({ url: 'http://sqs/agent-jobs', dlqUrl: 'http://sqs/agent-jobs-dlq', fifo: true });
+  });
+
+  it('says how to start one when there is none', async () => {
+    await expect(resolveTarget({ stateDir })).rejects.toThrow(/no local platform at .*agent-jobs local up/);
+  });
+
+  it('refuses a file left behind by a platform that is gone', async () => {
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid;
+    await writeFile(path.join(stateDir, PLATFORM_FILE), JSON.stringify(platformFile(gone)));
+    await expect(resolveTarget({ stateDir })).rejects.toThrow(`is not running (pid ${gone} is gone)`);
+  });
+
+  it('names what is wrong in a malformed file', async () => {
+    await writeFile(path.join(stateDir, PLATFORM_FILE), JSON.stringify({ ...platformFile(process.pid), tableName: undefined }));
+    await expect(resolveTarget({ stateDir })).rejects.toThrow(/tableName/);
   });
 });

@@ -48,6 +48,7 @@ export function createContext(io: CliIo, values: OptionValues, invoke: Invoke): 
   const region = stringOption(values, 'region') ?? io.env.AWS_REGION;
   let target: Promise<Target> | undefined;
   let clients: TargetClients | undefined;
+  let ledger: Ledger | undefined;
   const context: CliContext & { close(): void } = {
     io,
     json: values.json === true,
@@ -55,7 +56,7 @@ export function createContext(io: CliIo, values: OptionValues, invoke: Invoke): 
     target: () => (target ??= resolveTarget({ stack, region, stateDir })),
     clients: async () => (clients ??= createClients(await context.target())),
     ledger: async () =>
-      new DynamoDbLedger({ client: (await context.clients()).dynamodb, tableName: (await context.target()).tableName, retentionDays: LEDGER_RETENTION_DAYS }),
+      (ledger ??= new DynamoDbLedger({ client: (await context.clients()).dynamodb, tableName: (await context.target()).tableName, retentionDays: LEDGER_RETENTION_DAYS })),
     note: (line) => io.stderr(`${line}\n`),
     invoke,
     close: () => clients?.destroy(),

@@ -79,7 +79,10 @@ export function jobSucceeded(job: JobRecord): boolean {
 export const wait: CommandSpec<CliContext> = {
   path: ['wait'],
   summary: 'wait until every job is finished; exit code 0 only when all succeeded',
-  notes: ['A run_tests job whose tests failed counts as not succeeded (its job status is SUCCEEDED, verdict failed).'],
+  notes: [
+    'A run_tests job whose tests failed counts as not succeeded (its job status is SUCCEEDED, verdict failed).',
+    'SKIPPED and FAILED are final here: after "workspace unblock --replay" or "dlq redrive", follow the jobs with "status".',
+  ],
   positionals: [{ name: 'jobId', description: 'job ids to wait for', variadic: true }],
   options: { timeout: { type: 'string', valueName: 'seconds', description: `give up after this long (default ${DEFAULT_WAIT_SECONDS})` } },
   async run(ctx, { positionals, values }) {

@@ -10,7 +10,8 @@ import { Writable } from 'node:stream';
 import { readLocalPlatform } from '../../targets';
 import { numberOption, requireString, type CommandSpec, type OptionValues } from '../command';
 import type { CliContext } from '../context';
-import { NotAvailableError, TargetError } from '../errors';
+import { errorMessage } from '../../../core/errors';
+import { NotAvailableError, OutcomeError, TargetError, UsageError } from '../errors';
 
 // require(), not import(): the bin runs through tsx's CommonJS hook, which does not serve import().
 const loadPlatform = (): typeof import('../../../local/platform') => require('../../../local/platform');
@@ -57,13 +58,15 @@ export const localUp: CommandSpec<CliContext> = {
   },
   notes: ['With --json: one JSON line (the platform description) when ready, and nothing else on stdout.'],
   async run(ctx, { values }) {
-    const { startPlatform } = loadPlatform();
+    const { startPlatform, PlatformAlreadyRunningError } = loadPlatform();
     const platform = await startPlatform({
       stateDir: ctx.stateDir,
       ports: ports(values, this.path),
       reset: values.reset === true,
       persist: values.persist === true,
       output: ctx.json ? null : terminal(ctx.io.stdout),
+    }).catch((error: unknown) => {
+      throw error instanceof PlatformAlreadyRunningError ? new TargetError(error.message) : error;
     });
     try {
       if (ctx.json) ctx.io.stdout(`${JSON.stringify(platform.info)}\n`);
@@ -116,12 +119,18 @@ export const repoImport: CommandSpec<CliContext> = {
     const name = requireString(values, 'name', this.path);
     const target = await ctx.target();
     if (!target.local) throw new NotAvailableError(`repo import works on the local platform only; ${target.label} uses your git host`);
-    const { startGitServer } = loadGitServer();
+    const { startGitServer, InvalidRepositoryNameError } = loadGitServer();
+    const source = path.resolve(ctx.io.cwd, positionals[0] ?? '');
     // The platform's git server serves every repository under its root; a second, short-lived
     // server on the same root does the import with the same name rules (platform.json has no API).
     const server = await startGitServer({ root: path.join(target.local.stateDir, 'repos') });
     try {
-      await server.importRepository(path.resolve(ctx.io.cwd, positionals[0] ?? ''), name);
+      await server.importRepository(source, name);
+    } catch (error) {
+      if (error instanceof InvalidRepositoryNameError) throw new UsageError(error.message, this.path);
+      // execFile's error carries git's stderr: "already exists", "not a git repository", ...
+      const detail = (error as { stderr?: string }).stderr?.trim() || errorMessage(error);
+      throw new OutcomeError(`cannot import ${source} as ${name}: ${detail}`);
     } finally {
       await server.close();
     }
