@@ -14,7 +14,7 @@ import type { Writable } from 'node:stream';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { allWorkers, type StagedJobType } from '../../contract/job-types';
-import { LEDGER_RETENTION_DAYS, queueTopology, type QueueSpec } from '../../contract/topology';
+import { LEDGER_RETENTION_DAYS, type QueueSpec } from '../../contract/topology';
 import { S3DiffStore } from '../adapters/diff-store';
 import { DynamoDbLedger } from '../adapters/dynamodb-ledger';
 import { JsonlEventLog } from '../adapters/events';
