@@ -30,6 +30,7 @@ export interface DemoOptions {
 /** What the demo did, for `--json` and for tests. */
 export interface DemoSummary {
   readonly repoUrl: string;
+  /** Outcome by the step's name (`mul-1`, ...); the job ids carry a per-run suffix. */
   readonly jobs: Readonly<Record<string, string>>;
   readonly commits: Readonly<Record<string, readonly string[]>>;
 }
@@ -61,7 +62,7 @@ async function writeFiles(dir: string, files: Readonly<Record<string, string>>):
 }
 
 /** The sample repository: main plus the branches the workspaces work on. */
-export async function createSampleRepository(dir: string): Promise<void> {
+async function createSampleRepository(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true });
   await git(dir, 'init', '--quiet', '--initial-branch=main');
   await writeFiles(dir, SAMPLE_FILES);
@@ -122,38 +123,42 @@ async function script({ run, print }: DemoOptions, work: string): Promise<DemoSu
     return result.stdout.trim();
   };
 
+  // Ids unique to this run: a platform started with --persist keeps earlier runs' repositories and
+  // ledger, where the same ids would be duplicates (and rightly do nothing).
+  const runId = Date.now().toString(36);
+  const id = (name: string) => `${name}-${runId}`;
   const source = path.join(work, 'demo-calculator');
   await createSampleRepository(source);
   const diffs = await makeDiffs(source, work);
-  const repoUrl = await step('Import the sample repository into the local git server', ['repo', 'import', source, '--name', 'demo-calculator']);
+  const repoUrl = await step('Import the sample repository into the local git server', ['repo', 'import', source, '--name', id('demo-calculator')]);
   const patch = (ws: string, branch: string, jobId: string, diff: string | undefined, message: string) =>
     ['enqueue', '--type', 'apply_patch', '--workspace', ws, '--job-id', jobId, '--repo', repoUrl, '--branch', branch, '--diff-file', diff ?? '', '--message', message];
 
   print('\n## Three workspaces work in parallel; each one\'s jobs run in the order they were sent.');
-  await step('feature-mul: a first (buggy) multiplication', patch('feature-mul', 'feature-mul', 'mul-1', diffs['mul-buggy'], 'Add mul'));
-  await step('feature-mul: run the tests at that commit', ['enqueue', '--type', 'run_tests', '--workspace', 'feature-mul', '--job-id', 'mul-tests-1', '--command', 'npm test']);
-  await step('feature-mul: the fix', patch('feature-mul', 'feature-mul', 'mul-2', diffs['mul-fix'], 'Fix mul'));
-  await step('feature-mul: run the tests again', ['enqueue', '--type', 'run_tests', '--workspace', 'feature-mul', '--job-id', 'mul-tests-2', '--command', 'npm test']);
-  await step('feature-mul: open the pull request', ['enqueue', '--type', 'open_pr', '--workspace', 'feature-mul', '--job-id', 'mul-pr', '--base', 'main', '--title', 'Add multiplication']);
-  await step('docs: a README change', patch('docs', 'docs', 'docs-1', diffs.docs, 'Document usage'));
-  await step('docs: the same job delivered again (same job id): no second commit', patch('docs', 'docs', 'docs-1', diffs.docs, 'Document usage'));
-  await step('refactor: a patch that cannot apply (poison)', patch('refactor', 'refactor', 'refactor-1', diffs.poison, 'Swap operands'));
-  await step('refactor: a later job of that workspace', patch('refactor', 'refactor', 'refactor-2', diffs.rename, 'Rename sum.js'));
+  await step('feature-mul: a first (buggy) multiplication', patch(id('feature-mul'), 'feature-mul', id('mul-1'), diffs['mul-buggy'], 'Add mul'));
+  await step('feature-mul: run the tests at that commit', ['enqueue', '--type', 'run_tests', '--workspace', id('feature-mul'), '--job-id', id('mul-tests-1'), '--command', 'npm test']);
+  await step('feature-mul: the fix', patch(id('feature-mul'), 'feature-mul', id('mul-2'), diffs['mul-fix'], 'Fix mul'));
+  await step('feature-mul: run the tests again', ['enqueue', '--type', 'run_tests', '--workspace', id('feature-mul'), '--job-id', id('mul-tests-2'), '--command', 'npm test']);
+  await step('feature-mul: open the pull request', ['enqueue', '--type', 'open_pr', '--workspace', id('feature-mul'), '--job-id', id('mul-pr'), '--base', 'main', '--title', 'Add multiplication']);
+  await step('docs: a README change', patch(id('docs'), 'docs', id('docs-1'), diffs.docs, 'Document usage'));
+  await step('docs: the same job delivered again (same job id): no second commit', patch(id('docs'), 'docs', id('docs-1'), diffs.docs, 'Document usage'));
+  await step('refactor: a patch that cannot apply (poison)', patch(id('refactor'), 'refactor', id('refactor-1'), diffs.poison, 'Swap operands'));
+  await step('refactor: a later job of that workspace', patch(id('refactor'), 'refactor', id('refactor-2'), diffs.rename, 'Rename sum.js'));
 
-  const jobIds = ['mul-1', 'mul-tests-1', 'mul-2', 'mul-tests-2', 'mul-pr', 'docs-1', 'refactor-1', 'refactor-2'];
+  const jobNames = ['mul-1', 'mul-tests-1', 'mul-2', 'mul-tests-2', 'mul-pr', 'docs-1', 'refactor-1', 'refactor-2'];
   // Exit 1 is expected here: the first test run fails and the poison job fails, on purpose.
-  await step('Wait for every job', ['wait', ...jobIds, '--timeout', '300'], [0, 1]);
-  await step('feature-mul, in order', ['jobs', '--workspace', 'feature-mul']);
-  await step('The poison job blocked its workspace', ['workspace', 'show', 'refactor']);
+  await step('Wait for every job', ['wait', ...jobNames.map(id), '--timeout', '300'], [0, 1]);
+  await step('feature-mul, in order', ['jobs', '--workspace', id('feature-mul')]);
+  await step('The poison job blocked its workspace', ['workspace', 'show', id('refactor')]);
   await step('The failed job and the skipped one wait on the DLQ', ['dlq', 'list']);
-  await step('Drop the skipped job and lift the fence', ['workspace', 'unblock', 'refactor', '--drop']);
-  await step('refactor is ACTIVE again', ['workspace', 'show', 'refactor']);
+  await step('Drop the skipped job and lift the fence', ['workspace', 'unblock', id('refactor'), '--drop']);
+  await step('refactor is ACTIVE again', ['workspace', 'show', id('refactor')]);
 
   const statuses: Record<string, string> = {};
-  for (const jobId of jobIds) {
-    const result = await run(['status', jobId, '--json']);
+  for (const name of jobNames) {
+    const result = await run(['status', id(name), '--json']);
     const job = result.code === 0 ? (JSON.parse(result.stdout) as { status: string; result?: { verdict?: string } }) : undefined;
-    statuses[jobId] = job ? `${job.status}${job.result?.verdict ? ` (tests ${job.result.verdict})` : ''}` : 'UNKNOWN';
+    statuses[name] = job ? `${job.status}${job.result?.verdict ? ` (tests ${job.result.verdict})` : ''}` : 'UNKNOWN';
   }
   const commits: Record<string, string[]> = {};
   const clone = path.join(work, 'clone');
