@@ -97,19 +97,21 @@ export async function diffOfEdits(
   }
 }
 
-/** The tree `git apply --index` makes of `diff` on commit `sha` of `repo` (a path or URL). */
-export async function gitApplyTree(repo: string, sha: string, diff: string): Promise<string> {
-  const work = await tempDir('apply');
-  const patchFile = `${work}.diff`;
+/**
+ * The tree `git apply --index` makes of `diff` on commit `sha` of the repository at `gitDir`,
+ * computed in a temporary index (`read-tree` + `git apply --cached`: the same index result as
+ * `--index`, without a work tree).
+ */
+export async function gitApplyTree(gitDir: string, sha: string, diff: string): Promise<string> {
+  const dir = await tempDir('apply');
+  const env = { ...GIT_ENV, GIT_DIR: gitDir, GIT_INDEX_FILE: join(dir, 'index') };
+  const inRepo = async (...args: string[]) => (await run('git', args, { cwd: dir, env })).stdout.trim();
   try {
-    await git(work, 'clone', '--quiet', '--no-checkout', repo, '.');
-    await git(work, 'config', 'core.autocrlf', 'false');
-    await git(work, 'checkout', '--quiet', '--detach', sha);
-    await writeFile(patchFile, diff);
-    await git(work, 'apply', '--index', patchFile);
-    return git(work, 'write-tree');
+    await writeFile(join(dir, 'patch.diff'), diff);
+    await inRepo('read-tree', sha);
+    await inRepo('apply', '--cached', join(dir, 'patch.diff'));
+    return await inRepo('write-tree');
   } finally {
-    await rm(patchFile, { force: true });
-    await removeDir(work);
+    await removeDir(dir);
   }
 }
