@@ -1,10 +1,13 @@
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { commandHelp, parseInvocation, type CommandSpec } from '../../lambda/client/cli/command';
 import { COMMANDS } from '../../lambda/client/cli/commands';
 import { jobFromArgs } from '../../lambda/client/cli/commands/enqueue';
+import { dlqReason } from '../../lambda/client/cli/commands/dlq';
 import { jobSummary } from '../../lambda/client/cli/commands/jobs';
+import { redriveDeduplicationId } from '../../lambda/client/cli/dlq';
 import type { CliContext, CliIo } from '../../lambda/client/cli/context';
 import { createContext } from '../../lambda/client/cli/context';
 import { UsageError } from '../../lambda/client/cli/errors';
@@ -177,5 +180,19 @@ describe('jobSummary', () => {
     expect(jobSummary({ ...base, type: 'apply_patch', status: 'FAILED', error: { reason: 'CONFLICT', message: 'other digest' } })).toBe('CONFLICT: other digest');
     expect(jobSummary({ ...base, type: 'apply_patch', status: 'SKIPPED', blockedBy: 'j0' })).toBe('blocked by j0');
     expect(jobSummary({ ...base, type: 'run_tests', status: 'SUCCEEDED', result: { custom: 'y'.repeat(300) } })).toHaveLength(100);
+  });
+});
+
+describe('DLQ helpers', () => {
+  it('gives a redriven message the dedup id of decisions §2, distinct from the original send', () => {
+    const expected = createHash('sha256').update('job-1:apply_patch:redrive:msg-9').digest('hex');
+    expect(redriveDeduplicationId('job-1', 'apply_patch', 'msg-9')).toBe(expected);
+    expect(redriveDeduplicationId('job-1', 'apply_patch', 'msg-10')).not.toBe(expected);
+  });
+
+  it('reads the reason the pipeline attaches, with its message when it adds something', () => {
+    expect(dlqReason({ attributes: { reason: 'CONFLICT', errorMessage: 'digest differs' } })).toBe('CONFLICT: digest differs');
+    expect(dlqReason({ attributes: { reason: 'SKIPPED', errorMessage: 'SKIPPED' } })).toBe('SKIPPED');
+    expect(dlqReason({ attributes: {} })).toBeUndefined();
   });
 });

@@ -42,7 +42,8 @@ function publicMessage({ receiptHandle: _handle, body: _body, ...rest }: DlqMess
 
 async function listQueue(ctx: CliContext, queue: QueueEndpoint): Promise<QueueListing> {
   const { sqs } = await ctx.clients();
-  const [messages, approximateCount] = [await peekDlq(sqs, queue), await approximateDepth(sqs, queue)];
+  const messages = await peekDlq(sqs, queue);
+  const approximateCount = await approximateDepth(sqs, queue);
   const shown = new Set(messages.map((m) => messageJob(m).jobId));
   const workspaces = queue.fifo ? [...new Set(messages.flatMap((m) => messageJob(m).workspaceId ?? []))] : [];
   const ledger = await ctx.ledger();
