@@ -110,6 +110,13 @@ function remoteUser(req: IncomingMessage): string {
 /** Runs one request through `git http-backend` (CGI/1.1), streaming both bodies. */
 function serveCgi(root: string, req: IncomingMessage, res: ServerResponse, children: Set<ChildProcess>): void {
   const requestUrl = new URL(req.url ?? '/', 'http://localhost');
+  let pathInfo: string;
+  try {
+    pathInfo = decodeURIComponent(requestUrl.pathname);
+  } catch {
+    res.writeHead(400, { 'Content-Type': 'text/plain' }).end('malformed path');
+    return;
+  }
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     GIT_PROJECT_ROOT: root,
@@ -119,7 +126,7 @@ function serveCgi(root: string, req: IncomingMessage, res: ServerResponse, child
     GIT_CONFIG_KEY_0: 'http.receivepack',
     GIT_CONFIG_VALUE_0: 'true',
     REQUEST_METHOD: req.method ?? 'GET',
-    PATH_INFO: decodeURIComponent(requestUrl.pathname),
+    PATH_INFO: pathInfo,
     QUERY_STRING: requestUrl.search.slice(1),
     CONTENT_TYPE: req.headers['content-type'] ?? '',
     REMOTE_USER: remoteUser(req),

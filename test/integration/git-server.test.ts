@@ -57,6 +57,11 @@ describe('startGitServer', () => {
     expect(await resolveBranchHead(server.repoUrl('empty'), 'trunk')).toBe(baseSha);
   });
 
+  test('answers 400 to a malformed path and keeps serving', async () => {
+    expect((await fetch(`${server.url}/%E0%A4%A/info/refs`)).status).toBe(400);
+    expect((await fetch(`${server.url}/nothing-here.git/info/refs?service=git-upload-pack`)).status).toBe(404);
+  });
+
   test('refuses repository names that could leave the root', async () => {
     await expect(server.createBareRepo('../escape')).rejects.toBeInstanceOf(InvalidRepositoryNameError);
     await expect(server.importRepository(sourceDir, 'a/b')).rejects.toBeInstanceOf(InvalidRepositoryNameError);
