@@ -108,6 +108,11 @@ test('--json: stdout is one JSON document and nothing else, for every kind of co
     expect({ command, code: result.code }).toEqual({ command, code: 0 });
     expect(() => JSON.parse(result.stdout)).not.toThrow();
   }
+  const fromStdin = await platform.cliJson<{ jobId: string; type: string; tenantId: string }>(
+    ['enqueue', '-'],
+    JSON.stringify({ type: 'run_tests', workspaceId: 'ws-json', jobId: 'stdin-1', payload: { command: 'true' } }),
+  );
+  expect(fromStdin).toMatchObject({ jobId: 'stdin-1', type: 'run_tests', tenantId: 'default' });
   const failed = await platform.cli(['status', 'no-such-job', '--json']);
   expect(failed.code).toBe(1);
   expect(failed.stdout).toBe('');
