@@ -279,6 +279,27 @@ describe('applyPatchCommit', () => {
     expect(await remoteHead(gitDir)).toBe(moved);
   });
 
+  test('a branch rewound before the push is BRANCH_DIVERGED: the push is a compare-and-swap on the fetched head', async () => {
+    const { url, gitDir } = await freshRemote();
+    const first = await applyPatchCommit(input(url, await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'one.txt': '1\n' })), { jobId: 'job-0' }));
+    const diff = await diffOfEdits(gitDir, first.commitSha, (dir) => writeFiles(dir, { 'two.txt': '2\n' }));
+    // Fault injection: someone rewinds the branch to the base after our fetch. Our commit still
+    // descends from the new value, so only the compare-and-swap stops it resurrecting job-0's commit.
+    let rewound = false;
+    const rewinder: HttpClient = {
+      async request(req) {
+        if (!rewound && req.url.includes('service=git-receive-pack')) {
+          await git(gitDir, 'update-ref', 'refs/heads/main', baseSha);
+          rewound = true;
+        }
+        return nodeHttp.request(req);
+      },
+    };
+    const error = await rejectionOf(applyPatchCommit(input(url, diff, { baseSha: first.commitSha }), { http: rewinder }));
+    expect(error.reason).toBe('BRANCH_DIVERGED');
+    expect(await remoteHead(gitDir)).toBe(baseSha);
+  });
+
   test('two jobs racing on the same base: exactly one wins, the other is BRANCH_DIVERGED', async () => {
     const { url, gitDir } = await freshRemote();
     const diffA = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'a.txt': 'a\n' }));
