@@ -93,13 +93,15 @@ export const demo: CommandSpec<CliContext> = {
     );
     if (running) return summary(await demoAgainst(ctx, ctx.stateDir));
     const stateDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-demo-platform-'));
-    const { startPlatform } = loadPlatform();
-    const platform = await startPlatform({ stateDir, persist: false, output: null });
-    ctx.note(`started a local platform for the demo in ${stateDir}`);
     try {
-      return summary(await demoAgainst(ctx, stateDir));
+      const platform = await loadPlatform().startPlatform({ stateDir, persist: false, output: null });
+      ctx.note(`started a local platform for the demo in ${stateDir}`);
+      try {
+        return summary(await demoAgainst(ctx, stateDir));
+      } finally {
+        await platform.stop();
+      }
     } finally {
-      await platform.stop();
       await rm(stateDir, { recursive: true, force: true });
     }
   },
