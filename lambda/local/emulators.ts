@@ -3,8 +3,11 @@
  * 127.0.0.1, with the queues, DLQs, ledger table and diff bucket created from the same contract
  * the stack uses (contract/topology.ts), so local settings cannot drift from the deployed ones.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import * as vm from 'node:vm';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -188,10 +191,24 @@ async function startFauxqs(port: number): Promise<{ url: string; close(): Promis
   const nativeImport = new vm.Script('(specifier) => import(specifier)', {
     importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   }).runInThisContext() as (specifier: string) => Promise<FauxqsModule>;
-  const { buildApp } = await nativeImport('fauxqs');
+  const { buildApp } = await nativeImport(fauxqsEntryUrl());
   const app = buildApp({ logger: false });
   const url = await app.listen({ host: LOOPBACK, port });
   return { url, close: () => app.close() };
+}
+
+/**
+ * The absolute URL of fauxqs' ESM entry, found from this file's location: a bare `fauxqs`
+ * specifier would resolve from the working directory and fail when the CLI runs elsewhere.
+ */
+function fauxqsEntryUrl(): string {
+  for (const dir of require.resolve.paths('fauxqs') ?? []) {
+    const manifest = path.join(dir, 'fauxqs', 'package.json');
+    if (!existsSync(manifest)) continue;
+    const { exports } = JSON.parse(readFileSync(manifest, 'utf8')) as { exports: { '.': { import: { default: string } } } };
+    return pathToFileURL(path.join(dir, 'fauxqs', exports['.'].import.default)).href;
+  }
+  throw new Error('the fauxqs package is not installed: run npm ci');
 }
 
 async function listen(server: Server, port: number): Promise<Server> {
