@@ -125,14 +125,20 @@ describe('credentials', () => {
     expect(await git(server.gitDir('private'), 'rev-parse', 'main')).toBe(result.commitSha);
   });
 
-  test('missing or wrong credentials are REJECTED_BY_TARGET (permanent), not retried', async () => {
+  test('missing or wrong credentials are transient (a credential mid-rotation), and never echoed', async () => {
     for (const credentials of [undefined, { username: 'agent', password: 'wrong' }]) {
       const error = await applyPatchCommit(await job(credentials)).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(PermanentJobError);
-      expect((error as PermanentJobError).reason).toBe('REJECTED_BY_TARGET');
-      expect((error as PermanentJobError).message).toMatch(/HTTP 401/);
-      expect((error as PermanentJobError).message).not.toContain('s3cret');
+      expect(error).toBeInstanceOf(TransientJobError);
+      expect((error as TransientJobError).message).toMatch(/HTTP 401/);
+      expect((error as TransientJobError).message).not.toMatch(/s3cret|wrong/);
     }
+  });
+
+  test('a repository the host refuses (404) is REJECTED_BY_TARGET, not retried', async () => {
+    const error = await resolveBranchHead(server.repoUrl('missing'), 'main', auth).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentJobError);
+    expect((error as PermanentJobError).reason).toBe('REJECTED_BY_TARGET');
+    expect((error as PermanentJobError).message).toMatch(/HTTP 404/);
   });
 });
 

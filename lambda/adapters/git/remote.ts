@@ -30,11 +30,15 @@ export function remoteOptions(url: string, auth?: GitAuth, http: HttpClient = no
 }
 
 const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
-const RETRYABLE_STATUS = new Set([408, 429]);
+/**
+ * 401 is retryable like the GitHub PR host's: a rotated credential reaches a warm container only
+ * when its cached secret expires; a credential that stays wrong exhausts the retries and fails then.
+ */
+const RETRYABLE_STATUS = new Set([401, 408, 429]);
 
 /**
- * Classifies a failure talking to the remote: network errors, 5xx, 408 and 429 are transient; other
- * HTTP statuses (401, 403, 404) mean the host refuses the request and retrying will not help.
+ * Classifies a failure talking to the remote: network errors, 5xx, 401, 408 and 429 are transient;
+ * other HTTP statuses (403, 404) mean the host refuses the request and retrying will not help.
  * Errors already classified and unknown errors pass through (the pipeline treats unknown as transient).
  */
 export function classifyRemoteError(error: unknown, action: string): unknown {
