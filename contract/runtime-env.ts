@@ -22,6 +22,18 @@ export const ENV = {
   maxReceiveCount: 'MAX_RECEIVE_COUNT',
 } as const;
 
+/**
+ * Variables the run_tests handler sets when it starts a test build, and the CodeBuild buildspec
+ * reads. The handler always sends TEST_COMMAND (the job's command or the one default), so the
+ * build never needs a default of its own.
+ */
+export const TEST_BUILD_ENV = {
+  repoUrl: 'REPO_URL',
+  commitSha: 'COMMIT_SHA',
+  testCommand: 'TEST_COMMAND',
+  jobId: 'JOB_ID',
+} as const;
+
 export function stageQueueUrlEnv(jobType: string): string {
   return `${ENV.stageQueueUrlPrefix}${jobType.toUpperCase()}`;
 }

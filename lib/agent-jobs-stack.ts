@@ -28,7 +28,7 @@ import { QueueWithDlq } from './constructs/queue-with-dlq';
 import { InvalidSettingsError } from './constructs/settings-problems';
 import { TestRunner } from './constructs/test-runner';
 import { Worker } from './constructs/worker';
-import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from './outputs';
+import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../contract/stack-outputs';
 
 export interface AgentJobsStackProps extends StackProps {
   readonly config: AgentJobsConfig;

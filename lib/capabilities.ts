@@ -46,7 +46,8 @@ const BINDINGS: Record<Capability, Binding> = {
   },
   testRunner: (worker, r) => {
     const project = r.testRunner.project;
-    worker.allow(['codebuild:StartBuild', 'codebuild:BatchGetBuilds'], [project.projectArn]);
+    // ListBuildsForProject finds a build an earlier attempt started but never recorded (a crash window).
+    worker.allow(['codebuild:StartBuild', 'codebuild:BatchGetBuilds', 'codebuild:ListBuildsForProject'], [project.projectArn]);
     worker.function.addEnvironment(ENV.testRunnerProject, project.projectName);
   },
 };

@@ -11,6 +11,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
+import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { queueTopology } from '../../contract/topology';
 import { TargetError } from './cli/errors';
 
@@ -66,27 +67,7 @@ export async function resolveTarget(options: ResolveOptions): Promise<Target> {
   return targetFromStackOutputs(options.stack, region, stack.Outputs ?? []);
 }
 
-/** PascalCase of a topology name: `run-tests` -> `RunTests`. */
-function pascal(name: string): string {
-  return name
-    .split(/[^A-Za-z0-9]+/)
-    .filter(Boolean)
-    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
-    .join('');
-}
-
-/**
- * The CloudFormation output keys the CLI reads. lib/outputs.ts emits them; lambda/ may not import
- * lib/, so they are mirrored here and a unit test (cli-targets.test.ts) holds the two together.
- * Queue keys derive from the topology, so a new job type's queue is found without a CLI change.
- */
-export const STACK_OUTPUTS = {
-  tableName: 'LedgerTableName',
-  diffBucket: 'DiffBucketName',
-  queueUrl: (queue: string) => `QueueUrl${pascal(queue)}`,
-  dlqUrl: (queue: string) => `DlqUrl${pascal(queue)}`,
-} as const;
-
+/** Queue keys derive from the topology, so a new job type's queue is found without a CLI change. */
 export function targetFromStackOutputs(stackName: string, region: string, outputs: readonly Output[]): Target {
   const byKey = new Map(outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])));
   const missing: string[] = [];
@@ -97,12 +78,12 @@ export function targetFromStackOutputs(stackName: string, region: string, output
   };
   const queues = queueTopology().map((q) => ({
     name: q.name,
-    url: need(STACK_OUTPUTS.queueUrl(q.name)),
-    dlqUrl: need(STACK_OUTPUTS.dlqUrl(q.name)),
+    url: need(queueUrlOutputKey(q.name)),
+    dlqUrl: need(dlqUrlOutputKey(q.name)),
     fifo: q.fifo,
     consumer: q.consumer,
   }));
-  const tableName = need(STACK_OUTPUTS.tableName);
+  const tableName = need(STACK_OUTPUTS.ledgerTableName);
   if (missing.length > 0) throw new TargetError(`stack ${stackName} lacks the outputs ${missing.join(', ')} (is it an agent-jobs stack?)`);
   return {
     kind: 'stack',
@@ -111,7 +92,7 @@ export function targetFromStackOutputs(stackName: string, region: string, output
     endpoints: {},
     queues,
     tableName,
-    diffBucket: byKey.get(STACK_OUTPUTS.diffBucket),
+    diffBucket: byKey.get(STACK_OUTPUTS.diffBucketName),
   };
 }
 

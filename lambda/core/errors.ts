@@ -16,7 +16,9 @@ export type PermanentReason =
   | 'WORKSPACE_UNKNOWN'
   | 'RETRIES_EXHAUSTED'
   | 'PREDECESSOR_UNFINISHED'
-  | 'REJECTED_BY_TARGET';
+  | 'REJECTED_BY_TARGET'
+  /** The test build itself broke (FAULT, TIMED_OUT, STOPPED, a failed checkout): no verdict. */
+  | 'TEST_RUN_ERROR';
 
 export class PermanentJobError extends Error {
   override readonly name = 'PermanentJobError';

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { StageMessage } from './envelope';
 import { PermanentJobError, TransientJobError } from './errors';
 import type { TestRunStatus } from './ports';
+import { TEST_BUILD_ENV } from '../../contract/runtime-env';
 
 /**
  * Used when the job names no command: `npm test` (after `npm ci` when a lockfile is present) when
@@ -23,12 +24,7 @@ export const DEFAULT_TEST_COMMAND =
 export const LOG_TAIL_BYTES = 8 * 1024;
 
 /** Names of the variables the build receives (the CodeBuild buildspec reads the same names). */
-export const BUILD_ENV = {
-  repoUrl: 'REPO_URL',
-  commitSha: 'COMMIT_SHA',
-  testCommand: 'TEST_COMMAND',
-  jobId: 'JOB_ID',
-} as const;
+export const BUILD_ENV = TEST_BUILD_ENV;
 
 /**
  * Keys of JobRecord.progress. `startRequestedAt` is written before the build is started, so a
@@ -92,7 +88,7 @@ export class TestRunError extends PermanentJobError {
     readonly buildStatus: string,
     message: string,
   ) {
-    super('REJECTED_BY_TARGET', `test run ${buildStatus}: ${message}`);
+    super('TEST_RUN_ERROR', `test run ${buildStatus}: ${message}`);
   }
 }
 

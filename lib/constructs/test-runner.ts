@@ -12,21 +12,14 @@ import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
+import { TEST_BUILD_ENV } from '../../contract/runtime-env';
 import { acknowledgeWildcard, nagRef } from '../nag';
 
-/** Environment variables the run_tests handler sets at StartBuild (names shared with lambda/core/run-tests.ts). */
-export const TEST_RUNNER_ENV = {
-  repoUrl: 'REPO_URL',
-  commitSha: 'COMMIT_SHA',
-  testCommand: 'TEST_COMMAND',
-  jobId: 'JOB_ID',
-} as const;
+/** Environment variables the run_tests handler sets at StartBuild (contract/runtime-env.ts). */
+export const TEST_RUNNER_ENV = TEST_BUILD_ENV;
 
 /** JSON keys of the git credentials secret: `{ "username": "...", "password": "<token>" }`. */
 export const GIT_CREDENTIAL_KEYS = { username: 'username', password: 'password' } as const;
-
-/** Used when TEST_COMMAND is empty: the repository's npm test script, else its test.sh. */
-const DEFAULT_TEST_COMMAND = 'if [ -f package.json ]; then npm ci && npm test; else sh ./test.sh; fi';
 
 export interface TestRunnerProps {
   readonly gitCredentials: secretsmanager.ISecret;
@@ -71,7 +64,7 @@ export class TestRunner extends Construct {
         phases: {
           pre_build: {
             commands: [
-              `test -n "$${env.repoUrl}" && test -n "$${env.commitSha}"`,
+              `test -n "$${env.repoUrl}" && test -n "$${env.commitSha}" && test -n "$${env.testCommand}"`,
               // The credential helper reads the secret from the environment: nothing is written to disk.
               `git config --global credential.helper '!f() { echo "username=$GIT_USERNAME"; echo "password=$GIT_PASSWORD"; }; f'`,
               'git init -q "$CODEBUILD_SRC_DIR/workspace" && cd "$CODEBUILD_SRC_DIR/workspace"',
@@ -83,7 +76,7 @@ export class TestRunner extends Construct {
           build: {
             commands: [
               `echo "agent-jobs: job $${env.jobId} testing $${env.commitSha}"`,
-              `cd "$CODEBUILD_SRC_DIR/workspace" && if [ -n "$${env.testCommand}" ]; then bash -c "$${env.testCommand}"; else ${DEFAULT_TEST_COMMAND}; fi`,
+              `cd "$CODEBUILD_SRC_DIR/workspace" && bash -c "$${env.testCommand}"`,
             ],
           },
         },

@@ -11,7 +11,7 @@ import { LEDGER_TABLE, VISIBILITY_TIMEOUT_FACTOR, queueTopology } from '../../co
 import type { AgentJobsStack } from '../../lib/agent-jobs-stack';
 import { JOB_METRICS } from '../../lib/constructs/ops-dashboard';
 import { TEST_RUNNER_ENV } from '../../lib/constructs/test-runner';
-import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../lib/outputs';
+import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { addStack, nagFindings, newApp, synth } from './helpers';
 
 type Resource = { Type: string; Properties: Record<string, any> };
@@ -151,7 +151,7 @@ describe('least privilege', () => {
     const statements = policyStatements('run_tests');
     const codebuild = statements.filter((s) => actionsOf([s]).some((a) => a.startsWith('codebuild:')));
     expect(codebuild).toEqual([
-      expect.objectContaining({ Action: ['codebuild:BatchGetBuilds', 'codebuild:StartBuild'], Resource: { 'Fn::GetAtt': [logicalId(stack.testRunner.project), 'Arn'] } }),
+      expect.objectContaining({ Action: ['codebuild:BatchGetBuilds', 'codebuild:ListBuildsForProject', 'codebuild:StartBuild'], Resource: { 'Fn::GetAtt': [logicalId(stack.testRunner.project), 'Arn'] } }),
     ]);
     expect(actionsOf(statements).filter((a) => a.startsWith('secretsmanager:') || a.startsWith('s3:'))).toEqual([]);
   });

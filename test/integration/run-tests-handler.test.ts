@@ -191,10 +191,10 @@ describe('run_tests handler (pipeline + dynalite + fauxqs)', () => {
 
     expect((await h.deliver(handler())).failed).toBe(false);
 
-    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'REJECTED_BY_TARGET', message: expect.stringContaining(`test run ${status}`) } });
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining(`test run ${status}`) } });
     const [dead] = (await h.dlqMessages()).filter((m) => m.MessageAttributes?.['jobId']?.StringValue === message.jobId);
-    expect(dead?.MessageAttributes?.['reason']?.StringValue).toBe('REJECTED_BY_TARGET');
-    expect(h.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ jobId: message.jobId, reason: 'REJECTED_BY_TARGET' }) }]);
+    expect(dead?.MessageAttributes?.['reason']?.StringValue).toBe('TEST_RUN_ERROR');
+    expect(h.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ jobId: message.jobId, reason: 'TEST_RUN_ERROR' }) }]);
   });
 
   it('sends a message for another job type to the DLQ as invalid', async () => {

@@ -6,18 +6,18 @@ import * as path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { queueTopology } from '../../contract/topology';
-import { STACK_OUTPUTS as EMITTED, dlqUrlOutputKey, queueUrlOutputKey } from '../../lib/outputs';
+import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { TargetError } from '../../lambda/client/cli/errors';
-import { jobsQueue, PLATFORM_FILE, resolveTarget, STACK_OUTPUTS, targetFromStackOutputs } from '../../lambda/client/targets';
+import { jobsQueue, PLATFORM_FILE, resolveTarget, targetFromStackOutputs } from '../../lambda/client/targets';
 
 /** Every output an agent-jobs stack publishes, with recognisable values. */
 function stackOutputs(): { OutputKey: string; OutputValue: string }[] {
   return [
-    { OutputKey: STACK_OUTPUTS.tableName, OutputValue: 'ledger-table' },
-    { OutputKey: STACK_OUTPUTS.diffBucket, OutputValue: 'diff-bucket' },
+    { OutputKey: STACK_OUTPUTS.ledgerTableName, OutputValue: 'ledger-table' },
+    { OutputKey: STACK_OUTPUTS.diffBucketName, OutputValue: 'diff-bucket' },
     ...queueTopology().flatMap((q) => [
-      { OutputKey: STACK_OUTPUTS.queueUrl(q.name), OutputValue: `https://sqs/${q.name}` },
-      { OutputKey: STACK_OUTPUTS.dlqUrl(q.name), OutputValue: `https://sqs/${q.name}-dlq` },
+      { OutputKey: queueUrlOutputKey(q.name), OutputValue: `https://sqs/${q.name}` },
+      { OutputKey: dlqUrlOutputKey(q.name), OutputValue: `https://sqs/${q.name}-dlq` },
     ]),
   ];
 }
@@ -28,15 +28,6 @@ describe('targetFromStackOutputs', () => {
     expect(target).toMatchObject({ kind: 'stack', region: 'eu-west-1', tableName: 'ledger-table', diffBucket: 'diff-bucket', endpoints: {} });
     expect(target.queues.map((q) => q.name)).toEqual(queueTopology().map((q) => q.name));
     expect(jobsQueue(target)).toMatchObject({ name: 'agent-jobs', fifo: true, url: 'https://sqs/agent-jobs', dlqUrl: 'https://sqs/agent-jobs-dlq' });
-  });
-
-  it('reads the output keys the stack emits (lib/outputs.ts)', () => {
-    expect(STACK_OUTPUTS.tableName).toBe(EMITTED.ledgerTableName);
-    expect(STACK_OUTPUTS.diffBucket).toBe(EMITTED.diffBucketName);
-    for (const { name } of queueTopology()) {
-      expect(STACK_OUTPUTS.queueUrl(name)).toBe(queueUrlOutputKey(name));
-      expect(STACK_OUTPUTS.dlqUrl(name)).toBe(dlqUrlOutputKey(name));
-    }
   });
 
   it('names every missing output', () => {

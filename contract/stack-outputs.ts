@@ -1,6 +1,6 @@
 /**
- * Stack output keys: the CLI resolves a deployed stack from these (DescribeStacks), so they are
- * stable API. Queue keys derive from the topology's queue names, so a new job type's queue gets
+ * Stack output keys: the stack (lib/) emits them and the CLI (lambda/client) resolves a deployed
+ * stack from them (DescribeStacks), so they are stable API shared by both sides. Queue keys derive from the topology's queue names, so a new job type's queue gets
  * its outputs with no change here.
  */
 export const STACK_OUTPUTS = {
