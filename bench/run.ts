@@ -5,10 +5,11 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { machineLine, toMarkdown, type Benchmark } from './harness';
+import { bench as applyPatch } from './apply-patch.bench';
 import { bench as orderedLane } from './ordered-lane.bench';
 import { bench as ledger } from './ledger.bench';
 
-const ALL: readonly Benchmark[] = [orderedLane, ledger];
+const ALL: readonly Benchmark[] = [applyPatch, orderedLane, ledger];
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);
