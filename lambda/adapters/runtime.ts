@@ -18,8 +18,10 @@ import { ENV, METRICS_NAMESPACE } from '../../contract/runtime-env';
 import { VISIBILITY_TIMEOUT_FACTOR } from '../../contract/topology';
 import { ConfigurationError } from '../core/errors';
 import type { Consumer } from '../core/ledger';
-import type { BackoffSettings, Clock, JobMetrics, PipelineSettings } from '../core/pipeline';
+import type { BackoffSettings, Clock, JobMetrics, PipelineDeps, PipelineSettings } from '../core/pipeline';
 import { DynamoDbLedger } from './dynamodb-ledger';
+import { EventBridgePublisher } from './events';
+import { SqsQueueOps } from './sqs-queue-ops';
 
 const SERVICE_NAME = 'agent-jobs';
 
@@ -89,4 +91,22 @@ export const awsClients = {
 
 export function ledgerFromEnv(client: DynamoDBDocumentClient = awsClients.dynamodb(), env: NodeJS.ProcessEnv = process.env): DynamoDbLedger {
   return new DynamoDbLedger({ client, tableName: requireEnv(ENV.ledgerTable, env), retentionDays: positiveIntEnv(ENV.ledgerRetentionDays, env) });
+}
+
+/**
+ * What every consumer shares on AWS: the ledger, its own DLQ, the event bus, metrics, logger,
+ * clock and pipeline settings, all from the environment the stack sets (a missing variable throws
+ * ConfigurationError naming it). Handlers add their own adapters on top.
+ */
+export function awsPipelineDeps(consumer: Consumer, worker: WorkerSettings, env: NodeJS.ProcessEnv = process.env): PipelineDeps {
+  return {
+    ledger: ledgerFromEnv(awsClients.dynamodb(), env),
+    queueOps: new SqsQueueOps({ client: awsClients.sqs(), dlqUrl: requireEnv(ENV.dlqUrl, env) }),
+    events: new EventBridgePublisher(awsClients.eventBridge(), requireEnv(ENV.eventBus, env)),
+    metrics: powertoolsJobMetrics(),
+    logger,
+    clock: systemClock,
+    newOwner: randomOwner,
+    settings: pipelineSettingsFromEnv(consumer, worker, env),
+  };
 }

@@ -13,11 +13,9 @@ import { processStandardBatch } from '../core/fifo-batch';
 import { openPrResult, pullRequestRequest } from '../core/open-pr';
 import { createRecordProcessor, type JobContext, type JobLogger, type JobProcessor, type PipelineDeps, type RunResult } from '../core/pipeline';
 import type { PullRequestHost } from '../core/ports';
-import { EventBridgePublisher } from '../adapters/events';
 import { GitHubPullRequestHost } from '../adapters/github-pr-host';
-import { awsClients, ledgerFromEnv, logger, pipelineSettingsFromEnv, powertoolsJobMetrics, randomOwner, requireEnv, systemClock } from '../adapters/runtime';
+import { awsClients, awsPipelineDeps, logger, requireEnv } from '../adapters/runtime';
 import { SecretsManagerSecrets } from '../adapters/secrets';
-import { SqsQueueOps } from '../adapters/sqs-queue-ops';
 
 export interface OpenPrDeps extends PipelineDeps {
   readonly host: PullRequestHost;
@@ -59,14 +57,7 @@ function awsDeps(): OpenPrDeps {
   const secrets = new SecretsManagerSecrets({ client: awsClients.secretsManager(), githubTokenArn: requireEnv(ENV.githubTokenSecretArn) });
   const baseUrl = process.env[ENV.githubApiUrl] || GITHUB_API_DEFAULT;
   return {
-    ledger: ledgerFromEnv(),
-    queueOps: new SqsQueueOps({ client: awsClients.sqs(), dlqUrl: requireEnv(ENV.dlqUrl) }),
-    events: new EventBridgePublisher(awsClients.eventBridge(), requireEnv(ENV.eventBus)),
-    metrics: powertoolsJobMetrics(),
-    logger,
-    clock: systemClock,
-    newOwner: randomOwner,
-    settings: pipelineSettingsFromEnv('stage', JOB_TYPES.open_pr.stage),
+    ...awsPipelineDeps('stage', JOB_TYPES.open_pr.stage),
     // A client per job with the (cached) secret value: a rotated token is picked up without a restart.
     host: new GitHubPullRequestHost(async () => new Octokit({ auth: await secrets.githubToken(), baseUrl, log: octokitLog(logger) })),
   };

@@ -19,19 +19,7 @@ import { createRecordProcessor, type JobContext, type JobProcessor, type Pipelin
 import type { TestRunner } from '../core/ports';
 import { BuildStillRunningError, DEFAULT_WAIT_POLICY, PROGRESS, mustYield, testResult, type BuildFinder, type WaitPolicy } from '../core/run-tests';
 import { CodeBuildTestRunner } from '../adapters/codebuild-test-runner';
-import { EventBridgePublisher } from '../adapters/events';
-import {
-  awsClientConfig,
-  awsClients,
-  ledgerFromEnv,
-  logger,
-  pipelineSettingsFromEnv,
-  powertoolsJobMetrics,
-  randomOwner,
-  requireEnv,
-  systemClock,
-} from '../adapters/runtime';
-import { SqsQueueOps } from '../adapters/sqs-queue-ops';
+import { awsClientConfig, awsPipelineDeps, requireEnv } from '../adapters/runtime';
 
 export interface RunTestsDeps extends PipelineDeps {
   /** A runner whose start is not idempotent for ever (CodeBuild) also finds unrecorded builds. */
@@ -115,16 +103,8 @@ export function createRunTestsHandler(deps: RunTestsDeps): (event: SQSEvent, con
 
 /** AWS adapters from the environment the stack sets; read at the first invocation (cold start). */
 function awsDeps(): RunTestsDeps {
-  const worker = JOB_TYPES.run_tests.stage;
   return {
-    ledger: ledgerFromEnv(),
-    queueOps: new SqsQueueOps({ client: awsClients.sqs(), dlqUrl: requireEnv(ENV.dlqUrl) }),
-    events: new EventBridgePublisher(awsClients.eventBridge(), requireEnv(ENV.eventBus)),
-    metrics: powertoolsJobMetrics(),
-    logger,
-    clock: systemClock,
-    newOwner: randomOwner,
-    settings: pipelineSettingsFromEnv('stage', worker),
+    ...awsPipelineDeps('stage', JOB_TYPES.run_tests.stage),
     runner: new CodeBuildTestRunner(new CodeBuildClient(awsClientConfig()), requireEnv(ENV.testRunnerProject)),
   };
 }

@@ -20,10 +20,8 @@ import type { DiffStore, JobRecord, WorkspaceRecord } from '../core/ports';
 import * as gitAdapter from '../adapters/git';
 import type { ApplyPatchCommitInput, ApplyPatchCommitResult, GitAuth } from '../adapters/git';
 import { S3DiffStore } from '../adapters/diff-store';
-import { EventBridgePublisher } from '../adapters/events';
-import { awsClients, ledgerFromEnv, logger, pipelineSettingsFromEnv, powertoolsJobMetrics, randomOwner, requireEnv, systemClock } from '../adapters/runtime';
+import { awsClients, awsPipelineDeps, logger, requireEnv } from '../adapters/runtime';
 import { SecretsManagerSecrets, type SecretsSource } from '../adapters/secrets';
-import { SqsQueueOps } from '../adapters/sqs-queue-ops';
 
 /** The git adapter (lambda/adapters/git) as the sequencer uses it; tests wrap it to inject faults. */
 export interface GitPort {
@@ -166,14 +164,7 @@ export const SEQUENCER_WORK_ROOT = path.join(os.tmpdir(), 'agent-jobs');
 export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): SequencerDeps {
   const read = (name: string) => requireEnv(name, env);
   return {
-    ledger: ledgerFromEnv(awsClients.dynamodb(), env),
-    queueOps: new SqsQueueOps({ client: awsClients.sqs(), dlqUrl: read(ENV.dlqUrl) }),
-    events: new EventBridgePublisher(awsClients.eventBridge(), read(ENV.eventBus)),
-    metrics: powertoolsJobMetrics(),
-    logger,
-    clock: systemClock,
-    newOwner: randomOwner,
-    settings: pipelineSettingsFromEnv('sequencer', SEQUENCER, env),
+    ...awsPipelineDeps('sequencer', SEQUENCER, env),
     diffStore: new S3DiffStore(awsClients.s3(), read(ENV.diffBucket)),
     git: { applyPatchCommit: (input) => gitAdapter.applyPatchCommit(input, { logger }), resolveBranchHead: gitAdapter.resolveBranchHead },
     secrets: new SecretsManagerSecrets({ client: awsClients.secretsManager(), gitCredentialsArn: read(ENV.gitCredentialsSecretArn) }),
