@@ -13,6 +13,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { queueTopology } from '../../contract/topology';
+import { isProcessAlive } from '../local/process-alive';
 import { TargetError } from './cli/errors';
 
 export interface QueueEndpoint {
@@ -120,7 +121,7 @@ export async function readLocalPlatform(stateDir: string): Promise<Target> {
   }
   const parsed = platformFileSchema.safeParse(parseJsonOrUndefined(text));
   if (!parsed.success) throw new TargetError(`${file} is not a platform description: ${z.prettifyError(parsed.error)}`);
-  if (!isAlive(parsed.data.pid)) throw new TargetError(`the local platform at ${stateDir} is not running (pid ${parsed.data.pid} is gone): start it with "agent-jobs local up"`);
+  if (!isProcessAlive(parsed.data.pid)) throw new TargetError(`the local platform at ${stateDir} is not running (pid ${parsed.data.pid} is gone): start it with "agent-jobs local up"`);
   return targetFromPlatformFile(stateDir, parsed.data);
 }
 
@@ -132,15 +133,6 @@ function parseJsonOrUndefined(text: string): unknown {
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists but belongs to another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 function targetFromPlatformFile(stateDir: string, file: z.infer<typeof platformFileSchema>): Target {
   const queues = queueTopology().map((q) => {

@@ -33,6 +33,7 @@ import { startGitServer, type GitServer } from './git-server';
 import { startLiveView, type LiveView } from './live-view';
 import { startQueuePoller, type LocalHandler, type QueuePoller } from './poller';
 import { LocalPullRequestStore } from './pr-store';
+import { isProcessAlive } from './process-alive';
 import { LocalTestRunner } from './test-runner';
 
 export const PLATFORM_FILE = 'platform.json';
@@ -113,7 +114,7 @@ export async function readPlatformInfo(stateDir: string = DEFAULT_STATE_DIR): Pr
     throw error;
   }
   // A file left by a killed platform names a dead process.
-  return isAlive(info.pid) ? info : undefined;
+  return isProcessAlive(info.pid) ? info : undefined;
 }
 
 export async function startPlatform(options: PlatformOptions = {}): Promise<LocalPlatform> {
@@ -293,15 +294,6 @@ function required(values: Readonly<Record<string, string>>, key: string): string
   return value;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Readers never see a half-written file: write aside, then rename over. */
 async function writeFileAtomic(file: string, content: string): Promise<void> {
