@@ -7,7 +7,7 @@
  *
  * For each record `processRecord`:
  *   1. parses the body with `processor.parse` (InvalidJobError → DLQ with the reason, acknowledged);
- *   2. claims the job in the ledger (duplicate → acknowledged with the stored result; conflict →
+ *   2. claims the job in the ledger (duplicate → acknowledged, its outcome event published again; conflict →
  *      permanent CONFLICT; busy → transient; cancelled / finished → acknowledged no-op; a job the
  *      sequencer already forwarded → `processor.afterComplete` again with the recorded pin);
  *   3. runs `processor.run(job, ctx)`; `ctx.heartbeat()` extends the lease and the message
@@ -176,6 +176,20 @@ function eventDetail(job: JobEnvelope, verdict: JobVerdict, attempt: number): Re
   }
 }
 
+/** The verdict a finished record holds, to report it again; undefined for a record without one. */
+function recordedVerdict(record: JobRecord): Exclude<JobVerdict, { status: 'FORWARDED' }> | undefined {
+  switch (record.status) {
+    case 'SUCCEEDED':
+      return { status: 'SUCCEEDED', result: record.result ?? {} };
+    case 'FAILED':
+      return record.error ? { status: 'FAILED', error: record.error } : undefined;
+    case 'SKIPPED':
+      return record.error ? { status: 'SKIPPED', error: record.error, blockedBy: record.blockedBy ?? 'unknown' } : undefined;
+    default:
+      return undefined;
+  }
+}
+
 export function createRecordProcessor<M extends JobEnvelope>(processor: JobProcessor<M>, deps: PipelineDeps): (record: SQSRecord) => Promise<boolean> {
   return (record) => processRecord(record, processor, deps);
 }
@@ -235,10 +249,10 @@ class JobRun<M extends JobEnvelope> {
         throw new TransientJobError(`job is leased by another worker until ${claim.record.leaseUntil}`);
       case 'conflict':
         throw new PermanentJobError('CONFLICT', `jobId ${this.job.jobId} was already used for a different request (digest ${claim.record.digest})`);
-      case 'duplicate':
       case 'cancelled':
-        this.log.info(`acknowledged as ${claim.kind}`, { status: claim.record.status });
+        this.log.info('acknowledged as cancelled', { status: claim.record.status });
         return true;
+      case 'duplicate':
       case 'finished':
         return this.settleFinished(claim.record);
       case 'forwarded':
@@ -259,12 +273,17 @@ class JobRun<M extends JobEnvelope> {
   }
 
   /**
-   * A FAILED / SKIPPED record met again on an ordinary redelivery: the earlier worker recorded the
-   * verdict but may have died before the DLQ send, so send again (the FIFO DLQ dedups it).
+   * A SUCCEEDED / FAILED / SKIPPED record met again on an ordinary redelivery. The earlier worker
+   * recorded the verdict but may have died before the DLQ send or the event, so both are done
+   * again: the FIFO DLQ dedups the send, and events are at least once (consumers dedup by jobId).
+   * Metrics are not counted again.
    */
   private async settleFinished(record: JobRecord): Promise<boolean> {
     this.log.info('already finished: acknowledged', { status: record.status });
-    if ((record.status === 'FAILED' || record.status === 'SKIPPED') && record.error) await this.deps.queueOps.moveToDlq(this.record, record.error);
+    const verdict = recordedVerdict(record);
+    if (verdict === undefined) return true;
+    if (verdict.status !== 'SUCCEEDED') await this.deps.queueOps.moveToDlq(this.record, verdict.error);
+    await this.publish(verdict, record.attempt);
     return true;
   }
 
@@ -303,9 +322,13 @@ class JobRun<M extends JobEnvelope> {
   }
 
   private async report(verdict: JobVerdict, attempt: number): Promise<void> {
-    const { event, metric } = EVENT_OF[verdict.status];
-    this.deps.metrics.count(metric, this.job.type);
+    this.deps.metrics.count(EVENT_OF[verdict.status].metric, this.job.type);
     this.log.info(`job ${verdict.status}`);
+    await this.publish(verdict, attempt);
+  }
+
+  private async publish(verdict: JobVerdict, attempt: number): Promise<void> {
+    const { event } = EVENT_OF[verdict.status];
     if (event) await this.deps.events.publish(event, eventDetail(this.job, verdict, attempt));
   }
 

@@ -214,6 +214,29 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     expect(pins[0]).toMatchObject({ sha: (await ledger.getWorkspace(ws.workspaceId))?.head });
   });
 
+  it('publishes the outcome again when the event was lost after the verdict was recorded (events are at least once)', async () => {
+    const ws = await newWorkspace();
+    const patch = patchJob(ws);
+    await send(patch);
+    let failNext = true;
+    const flakyBus = {
+      publish: async (type: Parameters<JsonlEventLog['publish']>[0], detail: Record<string, unknown>) => {
+        if (failNext) {
+          failNext = false;
+          throw new TransientJobError('event bus unavailable');
+        }
+        await events.publish(type, detail);
+      },
+    };
+    const { batches } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer({ ...deps(), events: flakyBus }) });
+
+    expect(batches).toBe(2);
+    expect(await remoteCommits(ws)).toEqual([patch.jobId]);
+    expect(await ledger.getJob(patch.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
+    expect((await eventsOf(patch.jobId)).map((e) => e.type)).toEqual(['AgentJobSucceeded']);
+    expect(metrics.filter((m) => m.metric === 'JobSucceeded')).toHaveLength(1);
+  });
+
   it('never runs a job twice when its visibility expires while it runs', async () => {
     const ws = await newWorkspace();
     const job = patchJob(ws);
