@@ -46,7 +46,12 @@ export const applyPatchPayloadSchema = z
 export const runTestsPayloadSchema = z.strictObject({
   command: z.string().min(1).max(4_000).optional(),
   profile: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).optional(),
-  timeoutSeconds: z.number().int().min(1).max(8 * 3600).optional(),
+  /**
+   * At most 45 minutes: a build longer than one invocation is resumed by later deliveries, and each
+   * hand-over spends one of the stage queue's receives (5 x ~14 min with the catalog settings), so
+   * a longer build would run out of receives before it ends.
+   */
+  timeoutSeconds: z.number().int().min(1).max(45 * 60).optional(),
 });
 
 export const openPrPayloadSchema = z.strictObject({

@@ -1,0 +1,128 @@
+import { createHash } from 'node:crypto';
+import {
+  canonicalJson,
+  deduplicationId,
+  jobAttributes,
+  jobDigest,
+  messageGroupId,
+  parseEnvelope,
+  parseStageMessage,
+  type JobEnvelope,
+} from '../../lambda/core/envelope';
+import { InvalidJobError } from '../../lambda/core/errors';
+
+const patch = {
+  jobId: 'job-1',
+  workspaceId: 'ws-1',
+  tenantId: 'acme',
+  type: 'apply_patch',
+  createdAt: '2026-11-29T10:00:00.000Z',
+  payload: { repo: { url: 'https://git.example.com/acme/app.git', branch: 'agent/ws-1' }, diff: 'diff --git a/x b/x\n', message: 'Fix it' },
+} as const;
+
+function invalid(input: unknown): string {
+  try {
+    parseEnvelope(input);
+  } catch (error) {
+    expect(error).toBeInstanceOf(InvalidJobError);
+    return (error as InvalidJobError).message;
+  }
+  throw new Error('expected the envelope to be rejected');
+}
+
+describe('parseEnvelope', () => {
+  it('accepts a valid job as an object or as JSON text', () => {
+    expect(parseEnvelope(patch)).toEqual(patch);
+    expect(parseEnvelope(JSON.stringify(patch))).toEqual(patch);
+  });
+
+  it('names every invalid field of the envelope at once', () => {
+    const message = invalid({ ...patch, jobId: '../etc', workspaceId: '', tenantId: 'a b', createdAt: 'yesterday' });
+    for (const field of ['jobId', 'workspaceId', 'tenantId', 'createdAt']) expect(message).toContain(`${field}:`);
+  });
+
+  it.each([
+    ['an unknown type', { ...patch, type: 'deploy' }, 'type'],
+    ['an unknown envelope field', { ...patch, extra: 1 }, 'extra'],
+    ['a job id longer than 64 characters', { ...patch, jobId: 'j'.repeat(65) }, 'jobId'],
+    ['a createdAt with an offset', { ...patch, createdAt: '2026-11-29T10:00:00+02:00' }, 'createdAt'],
+  ])('rejects %s', (_label, input, field) => {
+    expect(invalid(input)).toContain(field);
+  });
+
+  it('validates the payload against its job type and prefixes the path with payload', () => {
+    const message = invalid({ ...patch, payload: { ...patch.payload, repo: { url: 'file:///etc', branch: 'a..b' }, message: '' } });
+    expect(message).toMatch(/^invalid apply_patch payload: /);
+    expect(message).toContain('payload.repo.url');
+    expect(message).toContain('payload.repo.branch');
+    expect(message).toContain('payload.message');
+  });
+
+  it('requires exactly one of diff and diffRef', () => {
+    const { diff: _diff, ...withoutDiff } = patch.payload;
+    expect(invalid({ ...patch, payload: withoutDiff })).toContain('exactly one of diff or diffRef');
+    const diffRef = { bucket: 'diffs', key: 'ws-1/job-1.diff', sha256: 'a'.repeat(64), bytes: 10 };
+    expect(invalid({ ...patch, payload: { ...patch.payload, diffRef } })).toContain('exactly one of diff or diffRef');
+    expect(parseEnvelope({ ...patch, payload: { ...withoutDiff, diffRef } }).payload).toMatchObject({ diffRef });
+  });
+
+  it('caps run_tests timeoutSeconds at what hand-overs between deliveries can cover', () => {
+    const tests = { ...patch, type: 'run_tests', payload: { timeoutSeconds: 45 * 60 } };
+    expect(parseEnvelope(tests).payload).toEqual({ timeoutSeconds: 2700 });
+    expect(invalid({ ...tests, payload: { timeoutSeconds: 45 * 60 + 1 } })).toContain('payload.timeoutSeconds');
+  });
+
+  it('says when the body is not JSON', () => {
+    expect(invalid('{not json')).toMatch(/body is not JSON/);
+  });
+});
+
+describe('parseStageMessage', () => {
+  const tests = { ...patch, type: 'run_tests', payload: {} };
+  const pin = { sha: 'b'.repeat(40), repoUrl: 'https://git.example.com/acme/app.git', branch: 'agent/ws-1' };
+
+  it('accepts an envelope with its pin', () => {
+    expect(parseStageMessage(JSON.stringify({ ...tests, pin }))).toEqual({ ...tests, pin });
+  });
+
+  it('rejects a message without a valid pin', () => {
+    expect(() => parseStageMessage({ ...tests })).toThrow(/pin/);
+    expect(() => parseStageMessage({ ...tests, pin: { ...pin, sha: 'HEAD' } })).toThrow(/pin: sha/);
+  });
+});
+
+describe('FIFO ids and attributes', () => {
+  it('groups by workspace', () => {
+    expect(messageGroupId('ws-1')).toBe('ws#ws-1');
+  });
+
+  it('derives the deduplication id as sha256("<jobId>:<type>") in hex', () => {
+    expect(deduplicationId('job-1', 'apply_patch')).toBe(createHash('sha256').update('job-1:apply_patch').digest('hex'));
+    expect(deduplicationId('job-1', 'apply_patch')).toMatch(/^[0-9a-f]{64}$/);
+    expect(deduplicationId('job-1', 'run_tests')).not.toBe(deduplicationId('job-1', 'apply_patch'));
+  });
+
+  it('carries the triage ids as message attributes', () => {
+    expect(jobAttributes(parseEnvelope(patch))).toEqual({ jobId: 'job-1', workspaceId: 'ws-1', tenantId: 'acme', type: 'apply_patch' });
+  });
+});
+
+describe('jobDigest', () => {
+  const job = parseEnvelope(patch) as JobEnvelope<'apply_patch'>;
+
+  it('does not depend on key order or on createdAt (a producer retry re-stamps it)', () => {
+    const reordered = JSON.parse(JSON.stringify({ payload: { message: 'Fix it', diff: job.payload.diff, repo: { branch: 'agent/ws-1', url: job.payload.repo.url } } }));
+    expect(jobDigest({ ...job, ...reordered, createdAt: '2030-01-01T00:00:00Z' })).toBe(jobDigest(job));
+  });
+
+  it('changes with the payload, the workspace or the tenant', () => {
+    const digest = jobDigest(job);
+    expect(jobDigest({ ...job, payload: { ...job.payload, message: 'Other' } })).not.toBe(digest);
+    expect(jobDigest({ ...job, workspaceId: 'ws-2' })).not.toBe(digest);
+    expect(jobDigest({ ...job, tenantId: 'other' })).not.toBe(digest);
+  });
+
+  it('canonical JSON sorts keys at every depth and drops undefined', () => {
+    expect(canonicalJson({ b: 1, a: { d: [2, { f: 1, e: 0 }], c: undefined } })).toBe('{"a":{"d":[2,{"e":0,"f":1}]},"b":1}');
+  });
+});
