@@ -3,7 +3,7 @@
  * with the git CLI). Results are compared with what `git apply --index` makes of the same diff,
  * and the remote is inspected with the git CLI.
  */
-import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
@@ -328,6 +328,16 @@ describe('applyPatchCommit', () => {
     expect(lost.map((e) => e.reason)).toEqual(['BRANCH_DIVERGED']);
     expect(await commitsSinceBase(gitDir)).toBe(1);
     expect(await remoteHead(gitDir)).toBe(won[0]?.status === 'fulfilled' ? won[0].value.commitSha : undefined);
+  });
+
+  test('a push the remote refuses without the branch moving (a protected branch) is REJECTED_BY_TARGET, naming the refusal', async () => {
+    const { url, gitDir } = await freshRemote();
+    // git's own mechanism for a host-side refusal: a pre-receive hook run by http-backend's receive-pack.
+    await writeFile(join(gitDir, 'hooks', 'pre-receive'), '#!/bin/sh\nexit 1\n', { mode: 0o755 });
+    const error = await rejectionOf(applyPatchCommit(input(url, await fullDiff())));
+    expect(error.reason).toBe('REJECTED_BY_TARGET');
+    expect(error.message).toMatch(/refs\/heads\/main: pre-receive hook declined/);
+    expect(await remoteHead(gitDir)).toBe(baseSha);
   });
 
   test('a branch that does not exist is BRANCH_DIVERGED', async () => {

@@ -178,10 +178,13 @@ async function fetchBranchDeepening(session: Session, by: number): Promise<void>
  * Pushes `commitSha` only if the remote branch is still at `parent` (isomorphic-git sends the ref
  * value it saw, and receive-pack updates the ref only if it still holds that value: a compare-and-swap).
  * When the branch moved, the job either is there already (a twin won) or the branch diverged.
+ * When the remote refused the update and the branch did not move (a protected branch, a hook), the
+ * host rejects the job.
  */
 async function pushFastForward(session: Session, jobId: string, commitSha: string, parent: string): Promise<ApplyPatchCommitResult> {
   const localRef = `refs/heads/${session.branch}`;
   await git.writeRef({ fs, gitdir: session.gitdir, ref: localRef, value: commitSha, force: true });
+  let refusal: InstanceType<typeof Errors.GitPushError> | undefined;
   try {
     await git.push({
       fs,
@@ -194,12 +197,21 @@ async function pushFastForward(session: Session, jobId: string, commitSha: strin
     });
     return { commitSha, parentSha: parent, alreadyApplied: false };
   } catch (error) {
-    const moved = error instanceof Errors.UserCanceledError || error instanceof Errors.PushRejectedError || error instanceof Errors.GitPushError;
-    if (!moved) throw classifyRemoteError(error, `push ${session.branch}`);
+    // UserCanceledError and PushRejectedError: the client saw the branch move. GitPushError: the
+    // remote refused the update, for a moved ref or for a reason of its own.
+    if (error instanceof Errors.GitPushError) refusal = error;
+    else if (!(error instanceof Errors.UserCanceledError || error instanceof Errors.PushRejectedError)) throw classifyRemoteError(error, `push ${session.branch}`);
   }
   const head = await fetchBranch(session, session.fetchDepth);
   const existing = await findJobCommit(session, jobId, head, parent);
   if (existing) return existing;
+  if (refusal && head === parent) {
+    throw new PermanentJobError(
+      'REJECTED_BY_TARGET',
+      `push ${session.branch}: the remote refused the update and the branch is still at ${parent}:${refusal.data.prettyDetails}`,
+      { cause: refusal },
+    );
+  }
   throw new PermanentJobError(
     'BRANCH_DIVERGED',
     `branch ${session.branch} moved from ${parent} to ${head} while the patch was applied; pushes are fast-forward only`,
