@@ -10,6 +10,7 @@ import { LEDGER_TABLE } from '../../contract/topology';
 import { LeaseLostError, TransientJobError } from '../core/errors';
 import {
   claimOutcome,
+  RERUN_STATUSES,
   takeoverStatuses,
   ttlFor,
   workspaceTakeOutcome,
@@ -58,7 +59,8 @@ export class DynamoDbLedger implements Ledger {
 
   async claim(req: ClaimRequest): Promise<SettledClaim> {
     for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
-      const written = await this.tryClaim(req);
+      // A redrive's takeover of a finished record is a second write: it also drops the old run's progress.
+      const written = (await this.tryClaim(req, false)) ?? (req.redrive ? await this.tryClaim(req, true) : undefined);
       if (written) return { kind: 'claimed', record: written };
       const outcome = claimOutcome(await this.getJob(req.job.jobId), req);
       if (outcome.kind !== 'retry') return outcome;
@@ -66,12 +68,18 @@ export class DynamoDbLedger implements Ledger {
     throw new TransientJobError(`claim of job ${req.job.jobId} kept racing with other writers`);
   }
 
-  private async tryClaim(req: ClaimRequest): Promise<JobRecord | undefined> {
+  /**
+   * One conditional write. The ordinary claim takes a new record, an expired lease or a record handed
+   * over (isClaimable); a rerun takes only a FAILED or SKIPPED record and starts the job afresh.
+   */
+  private async tryClaim(req: ClaimRequest, rerun: boolean): Promise<JobRecord | undefined> {
     const { job } = req;
-    const takeover = takeoverStatuses(req.consumer, req.redrive);
+    const takeover = rerun ? RERUN_STATUSES : takeoverStatuses(req.consumer, false);
     const takeoverValues = Object.fromEntries(takeover.map((s, i) => [`:t${i}`, s]));
+    const statusIn = `#status IN (${Object.keys(takeoverValues).join(', ')})`;
     const leaseExpired = '#status = :inFlight AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :nowMs)';
-    const takeable = takeover.length ? `(${leaseExpired}) OR #status IN (${Object.keys(takeoverValues).join(', ')})` : leaseExpired;
+    const takeable = takeover.length ? `(${leaseExpired}) OR ${statusIn}` : leaseExpired;
+    const condition = rerun ? `digest = :digest AND ${statusIn}` : `attribute_not_exists(pk) OR (digest = :digest AND (${takeable}))`;
     try {
       const out = await this.client.send(
         new UpdateCommand({
@@ -80,8 +88,8 @@ export class DynamoDbLedger implements Ledger {
           UpdateExpression:
             'SET #status = :inFlight, leaseOwner = :owner, leaseUntil = :until, jobId = :jobId, workspaceId = :ws, ' +
             'tenantId = :tenant, #type = :type, digest = :digest, createdAt = if_not_exists(createdAt, :createdAt), ' +
-            'updatedAt = :now, #ttl = :ttl ADD attempt :one REMOVE #error, blockedBy',
-          ConditionExpression: `attribute_not_exists(pk) OR (digest = :digest AND (${takeable}))`,
+            `updatedAt = :now, #ttl = :ttl ADD attempt :one REMOVE #error, blockedBy${rerun ? ', progress' : ''}`,
+          ConditionExpression: condition,
           ExpressionAttributeNames: { '#status': 'status', '#type': 'type', '#ttl': LEDGER_TABLE.ttlAttribute, '#error': 'error' },
           ExpressionAttributeValues: {
             ':inFlight': 'IN_FLIGHT',
@@ -94,7 +102,7 @@ export class DynamoDbLedger implements Ledger {
             ':digest': req.digest,
             ':createdAt': job.createdAt,
             ':now': new Date(req.now).toISOString(),
-            ':nowMs': req.now,
+            ...(rerun ? {} : { ':nowMs': req.now }),
             ':ttl': ttlFor(req.now, this.retentionDays),
             ':one': 1,
             ...takeoverValues,

@@ -42,12 +42,19 @@ export type ClaimOutcome =
   | { readonly kind: 'retry' };
 
 /**
+ * Finished statuses only a redriven delivery takes over (decisions §2). The job then runs again
+ * from the start: the claim drops the progress of the failed run (e.g. a broken build's id), so
+ * the operator's redrive does not resume it.
+ */
+export const RERUN_STATUSES: readonly JobStatus[] = ['SKIPPED', 'FAILED'];
+
+/**
  * Statuses a claim takes over whatever the lease says: a stage consumer takes the FORWARDED
- * record the sequencer left; a redriven delivery takes a SKIPPED or FAILED one (decisions §2).
+ * record the sequencer left; a redriven delivery takes a SKIPPED or FAILED one.
  */
 export function takeoverStatuses(consumer: Consumer, redrive: boolean): JobStatus[] {
   const statuses: JobStatus[] = consumer === 'stage' ? ['FORWARDED'] : [];
-  return redrive ? [...statuses, 'SKIPPED', 'FAILED'] : statuses;
+  return redrive ? [...statuses, ...RERUN_STATUSES] : statuses;
 }
 
 export function isLeaseLive(record: Pick<JobRecord, 'leaseUntil'>, now: number): boolean {

@@ -104,6 +104,25 @@ describe('DynamoDbLedger on dynalite', () => {
     expect(redriven.kind === 'claimed' && redriven.record).not.toHaveProperty('blockedBy');
   });
 
+  it('keeps the progress of a run for a takeover of its expired lease, and drops it when a redrive runs a FAILED job again', async () => {
+    const job = newJob();
+    const first = claimOf(job);
+    await ledger.claim(first);
+    const progress = { buildId: 'build-1' };
+    await ledger.recordProgress({ jobId: job.jobId, owner: first.owner, progress, now: NOW });
+    const resumed = await ledger.claim(claimOf(job, { now: NOW + LEASE_MS, redrive: true }));
+    expect(resumed).toMatchObject({ kind: 'claimed', record: { progress, attempt: 2 } });
+
+    const failedBy = resumed.kind === 'claimed' ? resumed.record.leaseOwner : undefined;
+    await ledger.complete({ jobId: job.jobId, owner: failedBy ?? '', now: NOW, verdict: { status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: 'FAULT' } } });
+    expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'FAILED', progress });
+    expect((await ledger.claim(claimOf(job))).kind).toBe('finished');
+    const rerun = await ledger.claim(claimOf(job, { consumer: 'stage', redrive: true }));
+    expect(rerun).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', attempt: 3 } });
+    expect(rerun.kind === 'claimed' && rerun.record).not.toHaveProperty('progress');
+    expect(rerun.kind === 'claimed' && rerun.record).not.toHaveProperty('error');
+  });
+
   it('hands a FORWARDED job to the stage consumer with its pin and place kept', async () => {
     const job = newJob();
     const claim = claimOf(job);
