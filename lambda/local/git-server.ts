@@ -94,17 +94,19 @@ export async function startGitServer(options: GitServerOptions): Promise<GitServ
   };
 }
 
+/** `user:password` of an HTTP basic Authorization header, or undefined without one. */
+function basicCredentials(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  return header?.startsWith('Basic ') ? Buffer.from(header.slice('Basic '.length), 'base64').toString('utf8') : undefined;
+}
+
 function authorized(req: IncomingMessage, expected: { username: string; password: string }): boolean {
-  const header = req.headers.authorization ?? '';
-  if (!header.startsWith('Basic ')) return false;
-  return Buffer.from(header.slice('Basic '.length), 'base64').toString('utf8') === `${expected.username}:${expected.password}`;
+  return basicCredentials(req) === `${expected.username}:${expected.password}`;
 }
 
 function remoteUser(req: IncomingMessage): string {
-  const header = req.headers.authorization;
-  const decoded = header?.startsWith('Basic ') ? Buffer.from(header.slice('Basic '.length), 'base64').toString('utf8') : '';
   // http-backend only enables receive-pack for an authenticated user; locally everyone is one.
-  return decoded.split(':')[0] || 'agent-jobs';
+  return basicCredentials(req)?.split(':')[0] || 'agent-jobs';
 }
 
 /** Runs one request through `git http-backend` (CGI/1.1), streaming both bodies. */
