@@ -45,6 +45,18 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 /** CloudWatch namespace of the custom metrics the handlers publish. */
 export const METRICS_NAMESPACE = 'AgentJobs';
+/**
+ * Custom metrics (count, unit Count) the handlers publish in METRICS_NAMESPACE and the dashboard
+ * graphs. Outcomes carry the dimension `jobType`.
+ */
+export const JOB_METRICS = {
+  succeeded: 'JobSucceeded',
+  failed: 'JobFailed',
+  skipped: 'JobSkipped',
+  forwarded: 'JobForwarded',
+  workspaceBlocked: 'WorkspaceBlocked',
+} as const;
+export type JobMetricName = (typeof JOB_METRICS)[keyof typeof JOB_METRICS];
 
 /** Inline diffs larger than this travel as a diffRef (S3 claim-check). Leaves room under 1 MiB for the envelope. */
 export const INLINE_DIFF_LIMIT_BYTES = 200 * 1024;

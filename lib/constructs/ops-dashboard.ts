@@ -1,26 +1,15 @@
 /**
  * The platform's CloudWatch dashboard: one row per lane (queue backlog and oldest age, DLQ depth,
  * function invocations / errors / throttles, duration), then the job outcomes and blocked
- * workspaces that the handlers publish as custom metrics.
+ * workspaces that the handlers publish as custom metrics (contract/runtime-env.ts JOB_METRICS). The
+ * dashboard searches by metric name, so extra dimensions (Powertools adds `service`) still show.
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { Construct } from 'constructs';
+import { JOB_METRICS } from '../../contract/runtime-env';
 import type { QueueWithDlq } from './queue-with-dlq';
 import type { Worker } from './worker';
-
-/**
- * Custom metrics (count, unit Count) published by the handlers in METRICS_NAMESPACE (names shared
- * with lambda/core/pipeline.ts JobMetricName). Outcomes carry the dimension `jobType`; the dashboard searches by metric name, so extra dimensions (Powertools
- * adds `service`) still show.
- */
-export const JOB_METRICS = {
-  succeeded: 'JobSucceeded',
-  failed: 'JobFailed',
-  skipped: 'JobSkipped',
-  forwarded: 'JobForwarded',
-  workspaceBlocked: 'WorkspaceBlocked',
-} as const;
 
 export interface DashboardLane {
   readonly name: string;

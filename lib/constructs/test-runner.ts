@@ -2,9 +2,9 @@
  * The CodeBuild project that runs a workspace's tests at a pinned commit (the run_tests stage).
  *
  * No source: the run_tests handler names the repository and commit per build, as environment
- * variable overrides at StartBuild (TEST_RUNNER_ENV). The buildspec fetches exactly that commit with
- * the git credentials secret (never a plain environment value), runs TEST_COMMAND, and the build
- * status is the verdict (SUCCEEDED when the command exits 0). Encryption stays CodeBuild's default
+ * variable overrides at StartBuild (contract/runtime-env.ts TEST_BUILD_ENV). The buildspec fetches
+ * exactly that commit with the git credentials secret (never a plain environment value), runs
+ * TEST_COMMAND, and the build status is the verdict (SUCCEEDED when the command exits 0). Encryption stays CodeBuild's default
  * (the AWS-managed key): the project produces no artifacts.
  */
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
@@ -14,9 +14,6 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { TEST_BUILD_ENV } from '../../contract/runtime-env';
 import { acknowledgeWildcard, nagRef } from '../nag';
-
-/** Environment variables the run_tests handler sets at StartBuild (contract/runtime-env.ts). */
-export const TEST_RUNNER_ENV = TEST_BUILD_ENV;
 
 /** JSON keys of the git credentials secret: `{ "username": "...", "password": "<token>" }`. */
 export const GIT_CREDENTIAL_KEYS = { username: 'username', password: 'password' } as const;
@@ -37,7 +34,7 @@ export class TestRunner extends Construct {
 
   constructor(scope: Construct, id: string, props: TestRunnerProps) {
     super(scope, id);
-    const env = TEST_RUNNER_ENV;
+    const env = TEST_BUILD_ENV;
     this.logGroup = new logs.LogGroup(this, 'LogGroup', {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.RETAIN,

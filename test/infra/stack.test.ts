@@ -6,11 +6,9 @@ import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { allWorkers } from '../../contract/job-types';
-import { ENV, METRICS_NAMESPACE, MAX_MESSAGE_BYTES, stageQueueUrlEnv } from '../../contract/runtime-env';
+import { ENV, JOB_METRICS, METRICS_NAMESPACE, MAX_MESSAGE_BYTES, TEST_BUILD_ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { LEDGER_TABLE, VISIBILITY_TIMEOUT_FACTOR, queueTopology } from '../../contract/topology';
 import type { AgentJobsStack } from '../../lib/agent-jobs-stack';
-import { JOB_METRICS } from '../../lib/constructs/ops-dashboard';
-import { TEST_RUNNER_ENV } from '../../lib/constructs/test-runner';
 import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { addStack, nagFindings, newApp, synth } from './helpers';
 
@@ -276,7 +274,7 @@ describe('test runner', () => {
     });
     const buildSpec = JSON.stringify(project.Properties.Source.BuildSpec);
     expect(buildSpec).toContain('secrets-manager');
-    for (const name of Object.values(TEST_RUNNER_ENV)) expect(buildSpec).toContain(`$${name}`);
+    for (const name of Object.values(TEST_BUILD_ENV)) expect(buildSpec).toContain(`$${name}`);
     expect(buildSpec).toContain('git fetch');
     expect(buildSpec).toContain('GitCredentials8CA32E0F');
   });
