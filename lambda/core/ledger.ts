@@ -34,8 +34,10 @@ export type ClaimOutcome =
   | { readonly kind: 'busy'; readonly record: JobRecord }
   /** Cancelled by an operator before it ran: acknowledge as a no-op. */
   | { readonly kind: 'cancelled'; readonly record: JobRecord }
-  /** FAILED / SKIPPED (ordinary redelivery) or already handed to a stage: nothing runs again. */
+  /** FAILED / SKIPPED on an ordinary redelivery: nothing runs again; its outcome is reported again. */
   | { readonly kind: 'finished'; readonly record: JobRecord }
+  /** The sequencer meets a job its stage consumer has taken (running or done): the stage reports it. */
+  | { readonly kind: 'staged'; readonly record: JobRecord }
   /** The sequencer meets a job it already pinned and forwarded: re-send with the recorded pin. */
   | { readonly kind: 'forwarded'; readonly record: JobRecord }
   /** The record changed between the failed write and the read (e.g. the lease just expired). */
@@ -75,6 +77,8 @@ export function claimOutcome(existing: JobRecord | undefined, req: ClaimRequest)
   // A tombstone left by `cancel` before the job was ever seen carries no digest: cancel wins.
   if (existing.status === 'CANCELLED') return { kind: 'cancelled', record: existing };
   if (existing.digest !== req.digest) return { kind: 'conflict', record: existing };
+  // Pinned and past FORWARDED: a stage consumer took it, so its verdict is the stage's (and on the stage's DLQ).
+  if (req.consumer === 'sequencer' && existing.pin !== undefined && existing.status !== 'FORWARDED') return { kind: 'staged', record: existing };
   switch (existing.status) {
     case 'SUCCEEDED':
       return { kind: 'duplicate', record: existing };
@@ -84,8 +88,6 @@ export function claimOutcome(existing: JobRecord | undefined, req: ClaimRequest)
     case 'FORWARDED':
       return { kind: 'forwarded', record: existing };
     case 'IN_FLIGHT':
-      // The sequencer pinned it already and a stage consumer is running it: not the FIFO lane's work.
-      if (req.consumer === 'sequencer' && existing.pin !== undefined) return { kind: 'finished', record: existing };
       return { kind: 'busy', record: existing };
   }
 }

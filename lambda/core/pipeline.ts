@@ -7,9 +7,10 @@
  *
  * For each record `processRecord`:
  *   1. parses the body with `processor.parse` (InvalidJobError → DLQ with the reason, acknowledged);
- *   2. claims the job in the ledger (duplicate → acknowledged, its outcome event published again; conflict →
- *      permanent CONFLICT; busy → transient; cancelled / finished → acknowledged no-op; a job the
- *      sequencer already forwarded → `processor.afterComplete` again with the recorded pin);
+ *   2. claims the job in the ledger (duplicate / finished → acknowledged, its outcome reported again;
+ *      conflict → permanent CONFLICT; busy → transient; cancelled, or taken by its stage consumer →
+ *      acknowledged no-op; a job the sequencer already forwarded → `processor.afterComplete` again
+ *      with the recorded pin);
  *   3. runs `processor.run(job, ctx)`; `ctx.heartbeat()` extends the lease and the message
  *      visibility together, `ctx.recordProgress()` saves e.g. a build id before a long wait;
  *   4. completes the ledger with the verdict (fenced on the lease), publishes the event, counts the
@@ -251,6 +252,9 @@ class JobRun<M extends JobEnvelope> {
         throw new PermanentJobError('CONFLICT', `jobId ${this.job.jobId} was already used for a different request (digest ${claim.record.digest})`);
       case 'cancelled':
         this.log.info('acknowledged as cancelled', { status: claim.record.status });
+        return true;
+      case 'staged':
+        this.log.info('acknowledged: its stage consumer took it', { status: claim.record.status });
         return true;
       case 'duplicate':
       case 'finished':

@@ -20,7 +20,7 @@ import * as gitAdapter from '../../lambda/adapters/git';
 import { StaticSecrets } from '../../lambda/adapters/secrets';
 import { SqsQueueOps } from '../../lambda/adapters/sqs-queue-ops';
 import { enqueueAgentJob } from '../../lambda/client/producer';
-import { deduplicationId, jobAttributes, messageGroupId, type JobEnvelope } from '../../lambda/core/envelope';
+import { deduplicationId, jobAttributes, jobDigest, messageGroupId, type JobEnvelope } from '../../lambda/core/envelope';
 import { TransientJobError } from '../../lambda/core/errors';
 import type { Ledger } from '../../lambda/core/ledger';
 import type { JobMetricName } from '../../lambda/core/pipeline';
@@ -212,6 +212,35 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     expect(pins).toHaveLength(2);
     expect(pins[1]).toEqual(pins[0]);
     expect(pins[0]).toMatchObject({ sha: (await ledger.getWorkspace(ws.workspaceId))?.head });
+  });
+
+  it('leaves a forwarded job that its stage failed to the stage: a late redelivery neither dead-letters nor reports it again', async () => {
+    const ws = await newWorkspace();
+    const patch = patchJob(ws);
+    const pr: JobEnvelope = { jobId: `job-${randomUUID()}`, workspaceId: ws.workspaceId, tenantId: TENANT, type: 'open_pr', createdAt: '2026-01-01T00:00:00Z', payload: { baseBranch: 'main', title: 'agent work' } };
+    await send(patch);
+    await send(pr);
+    const handler = createSequencer(deps());
+    const arn = await queueArn(sqs(), queueUrl());
+    const delivered: Message[] = [];
+    for (let batch = await receive(sqs(), queueUrl()); batch.length > 0; batch = await receive(sqs(), queueUrl())) {
+      expect(await deliver(sqs(), queueUrl(), arn, batch, handler)).toEqual({ batchItemFailures: [] });
+      delivered.push(...batch);
+    }
+    const forwarded = delivered.find((m) => (JSON.parse(m.Body ?? '{}') as JobEnvelope).jobId === pr.jobId);
+    // The open_pr stage takes the job and fails it (it goes to the stage's DLQ there).
+    const stage = { job: pr, digest: jobDigest(pr), owner: randomUUID(), now: Date.now(), leaseMs: LEASE_SECONDS * 1000, consumer: 'stage' as const, redrive: false };
+    expect((await ledger.claim(stage)).kind).toBe('claimed');
+    const failure = { reason: 'REJECTED_BY_TARGET', message: 'no commits between main and main' };
+    await ledger.complete({ jobId: pr.jobId, owner: stage.owner, now: Date.now(), verdict: { status: 'FAILED', error: failure } });
+
+    // The sequencer's acknowledgement of the forward was lost: SQS delivers the FIFO message again.
+    expect(await handler({ Records: [toSqsRecord(forwarded as Message, arn)] })).toEqual({ batchItemFailures: [] });
+
+    expect(await drain(sqs(), dlqUrl())).toEqual([]);
+    expect(await eventsOf(pr.jobId)).toEqual([]);
+    expect(await drain(sqs(), emulators().queueUrls['open-pr'] as string)).toHaveLength(1);
+    expect(await ledger.getJob(pr.jobId)).toMatchObject({ status: 'FAILED', error: failure, attempt: 2 });
   });
 
   it('publishes the outcome again when the event was lost after the verdict was recorded (events are at least once)', async () => {

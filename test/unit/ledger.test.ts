@@ -102,8 +102,17 @@ describe('claim rules', () => {
   it('leaves a pinned job that a stage consumer is running to the stage', () => {
     const pin = { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1/r.git', branch: 'main' };
     const record = stored('IN_FLIGHT', { pin, leaseOwner: 'stage', leaseUntil: NOW + 1 });
-    expect(claimOutcome(record, request())).toEqual({ kind: 'finished', record });
+    expect(claimOutcome(record, request())).toEqual({ kind: 'staged', record });
     expect(claimOutcome(record, request({ consumer: 'stage' }))).toEqual({ kind: 'busy', record });
+  });
+
+  it('leaves the verdict of a pinned job to its stage: the sequencer reports no outcome of its own', () => {
+    const pin = { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1/r.git', branch: 'main' };
+    for (const status of ['SUCCEEDED', 'FAILED'] as const) {
+      const record = stored(status, { pin, error: { reason: 'REJECTED_BY_TARGET', message: 'no' } });
+      expect(claimOutcome(record, request())).toEqual({ kind: 'staged', record });
+      expect(claimOutcome(record, request({ consumer: 'stage' }))).toEqual({ kind: status === 'SUCCEEDED' ? 'duplicate' : 'finished', record });
+    }
   });
 
   it('names the statuses a claim may take over', () => {
