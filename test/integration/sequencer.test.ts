@@ -218,16 +218,14 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     const ws = await newWorkspace();
     const patch = patchJob(ws);
     const pr: JobEnvelope = { jobId: `job-${randomUUID()}`, workspaceId: ws.workspaceId, tenantId: TENANT, type: 'open_pr', createdAt: '2026-01-01T00:00:00Z', payload: { baseBranch: 'main', title: 'agent work' } };
-    await send(patch);
-    await send(pr);
     const handler = createSequencer(deps());
     const arn = await queueArn(sqs(), queueUrl());
-    const delivered: Message[] = [];
-    for (let batch = await receive(sqs(), queueUrl()); batch.length > 0; batch = await receive(sqs(), queueUrl())) {
-      expect(await deliver(sqs(), queueUrl(), arn, batch, handler)).toEqual({ batchItemFailures: [] });
-      delivered.push(...batch);
-    }
-    const forwarded = delivered.find((m) => (JSON.parse(m.Body ?? '{}') as JobEnvelope).jobId === pr.jobId);
+    await send(patch);
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler });
+    await send(pr);
+    const forwarded = await receive(sqs(), queueUrl());
+    expect(forwarded).toHaveLength(1);
+    expect(await deliver(sqs(), queueUrl(), arn, forwarded, handler)).toEqual({ batchItemFailures: [] });
     // The open_pr stage takes the job and fails it (it goes to the stage's DLQ there).
     const stage = { job: pr, digest: jobDigest(pr), owner: randomUUID(), now: Date.now(), leaseMs: LEASE_SECONDS * 1000, consumer: 'stage' as const, redrive: false };
     expect((await ledger.claim(stage)).kind).toBe('claimed');
@@ -235,7 +233,7 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     await ledger.complete({ jobId: pr.jobId, owner: stage.owner, now: Date.now(), verdict: { status: 'FAILED', error: failure } });
 
     // The sequencer's acknowledgement of the forward was lost: SQS delivers the FIFO message again.
-    expect(await handler({ Records: [toSqsRecord(forwarded as Message, arn)] })).toEqual({ batchItemFailures: [] });
+    expect(await handler({ Records: forwarded.map((m) => toSqsRecord(m, arn)) })).toEqual({ batchItemFailures: [] });
 
     expect(await drain(sqs(), dlqUrl())).toEqual([]);
     expect(await eventsOf(pr.jobId)).toEqual([]);
