@@ -27,11 +27,14 @@ export type JobEnvelope<T extends JobType = JobType> = {
 }[T];
 
 /** The commit a staged job was pinned to by the sequencer, added when it is forwarded. */
-export const pinSchema = z.strictObject({
-  sha: z.string().regex(/^[0-9a-f]{40}$/),
-  repoUrl: z.url(),
-  branch: z.string().min(1),
-});
+export const pinSchema = z.strictObject(
+  {
+    sha: z.string().regex(/^[0-9a-f]{40}$/, 'must be a 40-character lower-case hex commit id'),
+    repoUrl: z.url('must be a URL'),
+    branch: z.string().min(1, 'must not be empty'),
+  },
+  { error: (issue) => (issue.input === undefined ? 'is required: the sequencer adds it when it forwards the job' : undefined) },
+);
 export type Pin = z.infer<typeof pinSchema>;
 export type StageMessage<T extends JobType = JobType> = JobEnvelope<T> & { pin: Pin };
 
@@ -62,7 +65,7 @@ export function parseStageMessage(input: unknown): StageMessage {
   if (typeof value !== 'object' || value === null) throw new InvalidJobError('invalid stage message: body is not an object');
   const { pin, ...envelope } = value as Record<string, unknown>;
   const parsedPin = pinSchema.safeParse(pin);
-  if (!parsedPin.success) throw new InvalidJobError(`invalid stage message: pin: ${describe(parsedPin.error)}`);
+  if (!parsedPin.success) throw new InvalidJobError(`invalid stage message: ${describe(parsedPin.error, ['pin'])}`);
   return { ...parseEnvelope(envelope), pin: parsedPin.data };
 }
 

@@ -86,8 +86,9 @@ describe('parseStageMessage', () => {
   });
 
   it('rejects a message without a valid pin', () => {
-    expect(() => parseStageMessage({ ...tests })).toThrow(/pin/);
-    expect(() => parseStageMessage({ ...tests, pin: { ...pin, sha: 'HEAD' } })).toThrow(/pin: sha/);
+    expect(() => parseStageMessage({ ...tests })).toThrow(/pin: is required/);
+    expect(() => parseStageMessage({ ...tests, pin: { ...pin, sha: 'HEAD' } })).toThrow(/pin\.sha: must be a 40-character/);
+    expect(() => parseStageMessage({ ...tests, pin: { ...pin, repoUrl: 'x', branch: '' } })).toThrow(/pin\.repoUrl: must be a URL; pin\.branch: must not be empty/);
   });
 });
 
