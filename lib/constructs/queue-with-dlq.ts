@@ -11,7 +11,9 @@
  *   content-based deduplication, because producers send explicit deduplication ids.
  * - Retention: 4 days on the queue, 14 days on the DLQ (SQS keeps the original enqueue time when it
  *   moves a message, so the DLQ must keep messages longer than the queue).
- * - Alarms: oldest-message age on the queue, visible messages > 0 on the DLQ.
+ * - Alarms: oldest-message age on the queue; on the DLQ, visible messages > 0 and a message older
+ *   than half the DLQ retention (the depth alarm notifies once, and SQS deletes a message at the end
+ *   of the retention, skipped jobs waiting for their replay included).
  *
  * The queue also carries the settings of its consumer (`consumer`), so every rule that ties the two
  * together (visibility vs. timeout, batch size on FIFO) is checked in one place, at synth.
@@ -66,6 +68,8 @@ export class QueueWithDlq extends Construct {
   readonly oldestMessageAlarm: cloudwatch.Alarm;
   /** Present when this construct created the DLQ (an imported DLQ is alarmed by its owner). */
   readonly dlqDepthAlarm?: cloudwatch.Alarm;
+  /** Present when this construct created the DLQ: a message is halfway to being deleted. */
+  readonly dlqAgeAlarm?: cloudwatch.Alarm;
 
   constructor(scope: Construct, id: string, props: QueueWithDlqProps) {
     super(scope, id);
@@ -101,6 +105,13 @@ export class QueueWithDlq extends Construct {
         metric: dlq.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM }),
         threshold: 0,
         description: `${this.node.path}: messages are waiting in the dead-letter queue (triage with agent-jobs dlq list)`,
+        action: props.alarmAction,
+      });
+      const dlqAgeThreshold = Duration.seconds(dlqRetention.toSeconds() / 2);
+      this.dlqAgeAlarm = alarmAbove(this, 'DlqAgeAlarm', {
+        metric: dlq.metricApproximateAgeOfOldestMessage({ statistic: cloudwatch.Stats.MAXIMUM }),
+        threshold: dlqAgeThreshold.toSeconds(),
+        description: `${this.node.path}: a dead-letter message is older than ${dlqAgeThreshold.toHumanString()}; SQS deletes it at ${dlqRetention.toHumanString()} (redrive or drop it)`,
         action: props.alarmAction,
       });
     }

@@ -7,7 +7,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { allWorkers } from '../../contract/job-types';
 import { ENV, JOB_METRICS, METRICS_NAMESPACE, MAX_MESSAGE_BYTES, TEST_BUILD_ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
-import { LEDGER_TABLE, VISIBILITY_TIMEOUT_FACTOR, queueTopology } from '../../contract/topology';
+import { DLQ_RETENTION_DAYS, LEDGER_TABLE, VISIBILITY_TIMEOUT_FACTOR, queueTopology } from '../../contract/topology';
 import type { AgentJobsStack } from '../../lib/agent-jobs-stack';
 import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { addStack, nagFindings, newApp, synth } from './helpers';
@@ -227,7 +227,7 @@ describe('data stores', () => {
 describe('alarms', () => {
   const topic = () => ({ Ref: logicalId(stack.alarmTopic) });
 
-  it('every queue alarms on its oldest message, every DLQ on visible messages > 0, every function on errors and throttles', () => {
+  it('every queue alarms on its oldest message, every DLQ on visible messages > 0 and on a message halfway to expiry, every function on errors and throttles', () => {
     for (const { spec, queue, worker } of stack.lanes) {
       const queueName = (q: { node: { defaultChild?: unknown } }) => [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(q), 'QueueName'] } }];
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
@@ -237,13 +237,17 @@ describe('alarms', () => {
         MetricName: 'ApproximateNumberOfMessagesVisible', Dimensions: queueName(queue.deadLetterQueue as sqs.Queue), Threshold: 0,
         ComparisonOperator: 'GreaterThanThreshold', AlarmActions: [topic()],
       });
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'ApproximateAgeOfOldestMessage', Dimensions: queueName(queue.deadLetterQueue as sqs.Queue), Threshold: (DLQ_RETENTION_DAYS * 86_400) / 2,
+        ComparisonOperator: 'GreaterThanThreshold', AlarmActions: [topic()],
+      });
       for (const metric of ['Errors', 'Throttles']) {
         template.hasResourceProperties('AWS::CloudWatch::Alarm', {
           MetricName: metric, Namespace: 'AWS/Lambda', Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(worker.function) } }], AlarmActions: [topic()],
         });
       }
     }
-    template.resourceCountIs('AWS::CloudWatch::Alarm', stack.lanes.length * 4);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', stack.lanes.length * 5);
   });
 
   it('all alarm actions go to one encrypted topic, with the configured e-mail subscribed', () => {
