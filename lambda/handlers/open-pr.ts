@@ -4,7 +4,7 @@
  * the create is repaired by the next delivery finding the PR. Everything else is the shared pipeline.
  */
 import { Octokit } from '@octokit/rest';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { JOB_TYPES } from '../../contract/job-types';
 import { ENV } from '../../contract/runtime-env';
 import { parseStageMessage, type StageMessage } from '../core/envelope';
@@ -65,4 +65,7 @@ function awsDeps(): OpenPrDeps {
 
 let instance: ReturnType<typeof createOpenPrHandler> | undefined;
 
-export const handler = (event: SQSEvent): Promise<SQSBatchResponse> => (instance ??= createOpenPrHandler(awsDeps()))(event);
+export const handler = (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
+  logger.addContext(context);
+  return (instance ??= createOpenPrHandler(awsDeps()))(event);
+};

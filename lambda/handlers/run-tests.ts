@@ -19,7 +19,7 @@ import { createRecordProcessor, type JobContext, type JobProcessor, type Pipelin
 import type { TestRunner } from '../core/ports';
 import { BuildStillRunningError, DEFAULT_WAIT_POLICY, PROGRESS, mustYield, testResult, type BuildFinder, type WaitPolicy } from '../core/run-tests';
 import { CodeBuildTestRunner } from '../adapters/codebuild-test-runner';
-import { awsClientConfig, awsPipelineDeps, requireEnv } from '../adapters/runtime';
+import { awsClientConfig, awsPipelineDeps, logger, requireEnv } from '../adapters/runtime';
 
 export interface RunTestsDeps extends PipelineDeps {
   /** A runner whose start is not idempotent for ever (CodeBuild) also finds unrecorded builds. */
@@ -111,4 +111,7 @@ function awsDeps(): RunTestsDeps {
 
 let instance: ReturnType<typeof createRunTestsHandler> | undefined;
 
-export const handler = (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => (instance ??= createRunTestsHandler(awsDeps()))(event, context);
+export const handler = (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
+  logger.addContext(context);
+  return (instance ??= createRunTestsHandler(awsDeps()))(event, context);
+};

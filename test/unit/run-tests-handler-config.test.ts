@@ -21,7 +21,7 @@ describe('stage handlers at cold start', () => {
 
   it.each([
     ['run_tests', 'TEST_RUNNER_PROJECT_NAME', () => runTestsHandler({ Records: [] }, {} as Context)],
-    ['open_pr', 'GITHUB_TOKEN_SECRET_ARN', () => openPrHandler({ Records: [] })],
+    ['open_pr', 'GITHUB_TOKEN_SECRET_ARN', () => openPrHandler({ Records: [] }, {} as Context)],
   ])('%s throws a ConfigurationError naming %s when it is not set', (_type, missing, invoke) => {
     Object.assign(process.env, complete);
     delete process.env[missing];
@@ -38,6 +38,6 @@ describe('stage handlers at cold start', () => {
     });
 
     await expect(runTestsHandler({ Records: [] }, {} as Context)).resolves.toEqual({ batchItemFailures: [] });
-    await expect(openPrHandler({ Records: [] })).resolves.toEqual({ batchItemFailures: [] });
+    await expect(openPrHandler({ Records: [] }, {} as Context)).resolves.toEqual({ batchItemFailures: [] });
   });
 });
