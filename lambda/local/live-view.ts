@@ -1,6 +1,8 @@
 /**
  * The local platform's terminal view: one line per job event as it lands in the event log, then a
  * compact tally of jobs by outcome per workspace. It reads the same JSON-lines log the CLI reads.
+ * Events already in the log at start belong to an earlier run (whose in-memory ledger is gone), so
+ * the view shows this run's events only.
  */
 import type { Writable } from 'node:stream';
 import type { JsonlEventLog, LoggedEvent } from '../adapters/events';
@@ -22,9 +24,9 @@ interface WorkspaceTally {
   blockedBy?: string;
 }
 
-export function startLiveView(options: LiveViewOptions): LiveView {
+export async function startLiveView(options: LiveViewOptions): Promise<LiveView> {
   const tallies = new Map<string, WorkspaceTally>();
-  let offset = 0;
+  let offset = (await options.events.readFrom(0)).nextOffset;
   let reading: Promise<void> = Promise.resolve();
 
   const readNew = async () => {

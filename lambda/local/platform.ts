@@ -141,7 +141,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
     const output = options.output === null ? undefined : (options.output ?? process.stdout);
     if (output) {
       // Stopped after the pollers (unwinding is last-in first-out), so it shows the last events too.
-      const view: LiveView = startLiveView({ events, output });
+      const view: LiveView = await startLiveView({ events, output });
       stack.push(() => view.stop());
     }
 

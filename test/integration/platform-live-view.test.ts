@@ -17,20 +17,22 @@ describe('live view', () => {
     );
   });
 
-  it('prints every logged event once and tallies jobs by outcome per workspace', async () => {
+  it('prints every event logged since it started once and tallies jobs by outcome per workspace', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-view-'));
     try {
       const log = new JsonlEventLog(path.join(dir, 'events.jsonl'));
       const output = new PassThrough();
       let printed = '';
       output.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+      // An earlier run's history: its ledger may be gone, so the view must not show it.
+      await log.publish('WorkspaceBlocked', { workspaceId: 'ws-0', blockedBy: 'old', reason: 'CONFLICT' });
+
+      // A long interval: only stop()'s final read runs, so the output is deterministic.
+      const view = await startLiveView({ events: log, output, intervalMs: 3_600_000 });
       await log.publish('AgentJobSucceeded', { workspaceId: 'ws-1', type: 'apply_patch', jobId: 'a', status: 'SUCCEEDED' });
       await log.publish('AgentJobFailed', { workspaceId: 'ws-1', type: 'apply_patch', jobId: 'b', status: 'FAILED', reason: 'CONFLICT' });
       await log.publish('WorkspaceBlocked', { workspaceId: 'ws-1', blockedBy: 'b', reason: 'CONFLICT' });
       await log.publish('AgentJobSucceeded', { workspaceId: 'ws-2', type: 'open_pr', jobId: 'c', status: 'SUCCEEDED' });
-
-      // A long interval: only stop()'s final read runs, so the output is deterministic.
-      const view = startLiveView({ events: log, output, intervalMs: 3_600_000 });
       await view.stop();
 
       const lines = printed.trim().split('\n');
