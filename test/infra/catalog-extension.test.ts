@@ -32,7 +32,7 @@ it('derives a whole lane from a new catalog entry', () => {
 
   template.resourceCountIs('AWS::SQS::Queue', 8);
   template.resourceCountIs('AWS::Lambda::Function', 4);
-  template.resourceCountIs('AWS::CloudWatch::Alarm', 16);
+  template.resourceCountIs('AWS::CloudWatch::Alarm', 20);
   template.hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: 1800, RedrivePolicy: Match.objectLike({ maxReceiveCount: 6 }) });
   template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
     FunctionName: { Ref: id(lane.worker.function) },
