@@ -25,7 +25,7 @@ import type { AgentJobsConfig } from './config';
 import { Ledger } from './constructs/ledger';
 import { OpsDashboard } from './constructs/ops-dashboard';
 import { QueueWithDlq } from './constructs/queue-with-dlq';
-import { InvalidSettingsError } from './constructs/settings-problems';
+import { InvalidSettingsError, SettingsProblems } from './constructs/settings-problems';
 import { TestRunner } from './constructs/test-runner';
 import { Worker } from './constructs/worker';
 import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../contract/stack-outputs';
@@ -83,6 +83,7 @@ export class AgentJobsStack extends Stack {
 
     this.lanes = queueTopology(config.workers).map((spec) => this.addLane(spec, { alarmAction, projectRoot, config, resources }));
     this.wireSequencer();
+    this.checkTestBuildsFit(config.testRunnerTimeoutMinutes);
 
     new OpsDashboard(this, 'Dashboard', { lanes: this.lanes.map((l) => ({ name: l.spec.name, ...l })), metricsNamespace: METRICS_NAMESPACE });
     this.addOutputs();
@@ -132,6 +133,20 @@ export class AgentJobsStack extends Stack {
       stage.queue.queue.grantSendMessages(sequencer.worker.function);
       sequencer.worker.function.addEnvironment(stageQueueUrlEnv(stage.spec.consumer), stage.queue.queue.queueUrl);
     }
+  }
+
+  /**
+   * A job that runs tests waits for its build over at most maxReceiveCount deliveries of one function
+   * timeout each; a build allowed to run longer would outlive its job (RETRIES_EXHAUSTED while it runs).
+   */
+  private checkTestBuildsFit(buildMinutes: number): void {
+    const problems = new SettingsProblems();
+    for (const { spec } of this.lanes.filter((l) => l.spec.worker.needs.includes('testRunner'))) {
+      const waitSeconds = spec.worker.timeoutSeconds * spec.maxReceiveCount;
+      problems.check('testRunnerTimeoutMinutes', buildMinutes, (m) => m * 60 > waitSeconds,
+        `must be at most ${waitSeconds / 60} minutes: ${spec.consumer} waits for a build at most maxReceiveCount (${spec.maxReceiveCount}) x timeoutSeconds (${spec.worker.timeoutSeconds})`);
+    }
+    problems.throwIfAny(`${this.node.path} configuration`);
   }
 
   private createAlarmTopic(email: string | undefined): sns.Topic {

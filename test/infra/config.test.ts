@@ -75,3 +75,14 @@ it('a worker override that breaks a queue rule fails the synth naming each setti
   expect(create).toThrow(/AgentJobs-dev\/sequencer\/Queue has invalid settings/);
   expect(create).toThrow(/maxReceiveCount = 3[\s\S]*consumer\.batchSize = 20: must be 1\.\.10 on a FIFO queue[\s\S]*consumer\.maxConcurrency = 1/);
 });
+
+it('a test build that can outlast what its run_tests job waits for fails the synth naming the setting', () => {
+  const { timeoutSeconds, maxReceiveCount } = JOB_TYPES.run_tests.stage;
+  const budgetMinutes = (timeoutSeconds * maxReceiveCount) / 60;
+  expect(() => addStack(newApp(), 'dev', { testRunnerTimeoutMinutes: budgetMinutes })).not.toThrow();
+  const create = () => addStack(newApp(), 'dev', { testRunnerTimeoutMinutes: budgetMinutes + 1 });
+  expect(create).toThrow(InvalidSettingsError);
+  expect(create).toThrow(new RegExp(`testRunnerTimeoutMinutes = ${budgetMinutes + 1}: must be at most ${budgetMinutes}`));
+  // The budget follows the worker's own overrides.
+  expect(() => addStack(newApp(), 'dev', { testRunnerTimeoutMinutes: budgetMinutes + 1, workers: { run_tests: { maxReceiveCount: maxReceiveCount + 1 } } })).not.toThrow();
+});
