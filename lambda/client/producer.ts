@@ -138,7 +138,7 @@ async function prepare(job: JobRequest, diffStore: DiffStore | undefined): Promi
   const envelope = parseEnvelope({ ...job, jobId: job.jobId ?? newJobId(), createdAt: job.createdAt ?? new Date().toISOString() });
   const { envelope: final, diffRef } = await claimCheckDiff(envelope, diffStore);
   const body = JSON.stringify(final);
-  const attributes = sqsAttributes(jobAttributes(final));
+  const attributes = stringAttributes(jobAttributes(final));
   const bytes = Buffer.byteLength(body) + attributeBytes(attributes);
   if (bytes > MAX_MESSAGE_BYTES) {
     throw new InvalidJobError(`job ${final.jobId} is ${bytes} bytes as a message, over the ${MAX_MESSAGE_BYTES}-byte SQS limit`);
@@ -213,7 +213,8 @@ async function sendBatch(
   }
 }
 
-function sqsAttributes(attributes: Record<string, string>): Record<string, MessageAttributeValue> {
+/** String message attributes as SQS takes them (also what a DLQ redrive sends again). */
+export function stringAttributes(attributes: Readonly<Record<string, string>>): Record<string, MessageAttributeValue> {
   return Object.fromEntries(Object.entries(attributes).map(([name, value]) => [name, { DataType: 'String', StringValue: value }]));
 }
 

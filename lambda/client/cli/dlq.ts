@@ -15,10 +15,10 @@ import {
   ReceiveMessageCommand,
   SendMessageCommand,
   type Message,
-  type MessageAttributeValue,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { REDRIVE_ATTRIBUTE } from '../../core/pipeline';
+import { stringAttributes } from '../producer';
 import type { QueueEndpoint } from '../targets';
 
 export interface DlqMessage {
@@ -45,7 +45,12 @@ const JOB_ATTRIBUTES = ['jobId', 'workspaceId', 'tenantId', 'type'] as const;
 
 /** `sha256("<jobId>:<type>:redrive:<dlqMessageId>")`: fresh, so the original send's dedup window does not swallow it. */
 export function redriveDeduplicationId(jobId: string, type: string, dlqMessageId: string): string {
-  return createHash('sha256').update(`${jobId}:${type}:redrive:${dlqMessageId}`).digest('hex');
+  return copyDeduplicationId('redrive', jobId, type, dlqMessageId);
+}
+
+/** The dedup id of a copy of a DLQ message: one per copied message and purpose, so a retried copy is deduplicated. */
+function copyDeduplicationId(purpose: 'redrive' | 'requeue', jobId: string, type: string, dlqMessageId: string): string {
+  return createHash('sha256').update(`${jobId}:${type}:${purpose}:${dlqMessageId}`).digest('hex');
 }
 
 function toDlqMessage(queue: string, m: Message): DlqMessage {
@@ -144,10 +149,6 @@ export async function walkDlq(
   }
 }
 
-function stringAttributes(values: Readonly<Record<string, string>>): Record<string, MessageAttributeValue> {
-  return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]));
-}
-
 /** The job a DLQ message carries, from its attributes (set on every message by the producer). */
 export function messageJob(message: DlqMessage): { jobId: string; type: string; workspaceId?: string } {
   return { jobId: message.attributes.jobId ?? '', type: message.attributes.type ?? '', workspaceId: message.attributes.workspaceId };
@@ -184,9 +185,7 @@ export async function requeueAtTail(sqs: SQSClient, queue: QueueEndpoint, messag
       QueueUrl: queue.dlqUrl,
       MessageBody: message.body,
       MessageAttributes: stringAttributes(message.attributes),
-      ...(queue.fifo
-        ? { MessageGroupId: message.groupId, MessageDeduplicationId: createHash('sha256').update(`${jobId}:${type}:requeue:${message.messageId}`).digest('hex') }
-        : {}),
+      ...(queue.fifo ? { MessageGroupId: message.groupId, MessageDeduplicationId: copyDeduplicationId('requeue', jobId, type, message.messageId) } : {}),
     }),
   );
   return out.MessageId ?? '';
