@@ -116,7 +116,8 @@ export async function readLocalPlatform(stateDir: string): Promise<Target> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
-  } catch {
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new TargetError(`cannot read ${file}: ${(error as Error).message}`, { cause: error });
     throw new TargetError(`no local platform at ${stateDir} (${file} not found): start it with "agent-jobs local up", or pass --stack`);
   }
   const parsed = platformFileSchema.safeParse(parseJsonOrUndefined(text));
@@ -132,7 +133,6 @@ function parseJsonOrUndefined(text: string): unknown {
     return undefined; // reported by the schema check with the file's name
   }
 }
-
 
 function targetFromPlatformFile(stateDir: string, file: z.infer<typeof platformFileSchema>): Target {
   const queues = queueTopology().map((q) => {

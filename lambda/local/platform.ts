@@ -294,7 +294,6 @@ function required(values: Readonly<Record<string, string>>, key: string): string
   return value;
 }
 
-
 /** Readers never see a half-written file: write aside, then rename over. */
 async function writeFileAtomic(file: string, content: string): Promise<void> {
   const temporary = `${file}.${process.pid}.tmp`;

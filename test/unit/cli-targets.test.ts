@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -132,6 +132,11 @@ describe('resolveTarget without --stack: the local platform', () => {
 
   it('says how to start one when there is none', async () => {
     await expect(resolveTarget({ stateDir })).rejects.toThrow(/no local platform at .*agent-jobs local up/);
+  });
+
+  it('reports a platform.json it cannot read as that, not as a missing platform', async () => {
+    await mkdir(path.join(stateDir, PLATFORM_FILE));
+    await expect(resolveTarget({ stateDir })).rejects.toThrow(/cannot read .*platform\.json: EISDIR/);
   });
 
   it('refuses a file left behind by a platform that is gone', async () => {
