@@ -134,6 +134,8 @@ describe('enqueue arguments', () => {
     expect(await payloadFromFlags('open_pr', { title: 'T' }, flags, { baseBranch: 'main', title: 'old' }, noFile, usage)).toEqual({ baseBranch: 'main', title: 'T' });
     await expect(payloadFromFlags('run_tests', { title: 'T' }, flags, {}, noFile, usage)).rejects.toThrow('--title does not apply to run_tests (only open_pr)');
     await expect(payloadFromFlags('run_tests', { 'timeout-seconds': 'soon' }, flags, {}, noFile, usage)).rejects.toThrow(UsageError);
+    // Number('') is 0: an empty value must not pass as a zero timeout.
+    await expect(payloadFromFlags('run_tests', { 'timeout-seconds': ' ' }, flags, {}, noFile, usage)).rejects.toThrow('--timeout-seconds must be a number, got " "');
   });
 
   it('reads a whole job from stdin, with the default tenant and a generated job id', async () => {

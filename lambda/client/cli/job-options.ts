@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../../contract/job-types';
-import type { OptionSpec, OptionValues } from './command';
+import { numberOption, type OptionSpec, type OptionValues } from './command';
 import { UsageError } from './errors';
 
 type FlagKind = 'string' | 'number' | 'file';
@@ -102,13 +102,7 @@ export async function payloadFromFlags(
     const raw = values[flag.flag];
     if (typeof raw !== 'string') continue;
     if (!flag.types.includes(type)) throw new UsageError(`--${flag.flag} does not apply to ${type} (only ${flag.types.join(', ')})`, commandPath);
-    let value: unknown = raw;
-    if (flag.kind === 'number') {
-      value = Number(raw);
-      if (!Number.isFinite(value)) throw new UsageError(`--${flag.flag} must be a number, got "${raw}"`, commandPath);
-    } else if (flag.kind === 'file') {
-      value = await readText(raw);
-    }
+    const value = flag.kind === 'number' ? numberOption(values, flag.flag, commandPath) : flag.kind === 'file' ? await readText(raw) : raw;
     setPath(payload, flag.path, value);
   }
   return payload;
