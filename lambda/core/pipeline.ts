@@ -294,9 +294,19 @@ class JobRun<M extends JobEnvelope> {
   async fail(error: unknown): Promise<boolean> {
     const receives = receiveCount(this.record);
     const failure = classifyFailure(error, receives, this.deps.settings.maxReceiveCount);
-    if (failure instanceof PermanentJobError && !this.settled) return this.failPermanently(failure);
+    if (!(failure instanceof PermanentJobError) || this.settled) return this.retryLater(failure, receives);
+    try {
+      return await this.failPermanently(failure);
+    } catch (reportError) {
+      // Not recorded (e.g. LeaseLostError: the new owner settles it), or recorded with a later step
+      // left undone: either way a redelivery finishes the work, after the back-off.
+      return this.retryLater(reportError, receives);
+    }
+  }
+
+  private async retryLater(error: unknown, receives: number): Promise<boolean> {
     const seconds = backoffSeconds(receives, this.deps.settings.backoff);
-    this.log.warn('transient failure: retrying later', { error: failure.message, receives, backoffSeconds: seconds });
+    this.log.warn('transient failure: retrying later', { error: errorMessage(error), receives, backoffSeconds: seconds });
     // Best effort: without the release the retry waits for the lease, without the back-off for the visibility timeout.
     const bestEffort = (what: string) => (e: unknown) => this.log.warn(`${what} failed`, { error: errorMessage(e) });
     if (this.claimed && !this.settled) {
@@ -310,15 +320,11 @@ class JobRun<M extends JobEnvelope> {
     const verdict: JobVerdict = { status: 'FAILED', error: { reason: failure.reason, message: failure.message } };
     let attempt = 0;
     if (this.claimed) {
-      // LeaseLostError here is transient: another worker owns the job now and will settle it.
-      const done = await this.deps.ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now(), verdict, workspace: this.position }).catch((e: unknown) => {
-        this.log.warn('could not record the failure', { error: errorMessage(e) });
-        return undefined;
-      });
-      if (done === undefined) return false;
+      const done = await this.deps.ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now(), verdict, workspace: this.position });
+      this.settled = true;
       attempt = done.attempt;
     }
-    this.log.error('permanent failure: moved to the DLQ', { reason: failure.reason, error: failure.message });
+    this.log.error('permanent failure', { reason: failure.reason, error: failure.message });
     await this.processor.onPermanentFailure?.(this.job, failure, this.claimed !== undefined);
     await this.deps.queueOps.moveToDlq(this.record, verdict.error);
     await this.report(verdict, attempt);

@@ -23,7 +23,7 @@ import { enqueueAgentJob } from '../../lambda/client/producer';
 import { deduplicationId, jobAttributes, jobDigest, messageGroupId, type JobEnvelope } from '../../lambda/core/envelope';
 import { TransientJobError } from '../../lambda/core/errors';
 import type { Ledger } from '../../lambda/core/ledger';
-import type { JobMetricName } from '../../lambda/core/pipeline';
+import type { JobMetricName, QueueOps } from '../../lambda/core/pipeline';
 import { localClientConfig } from '../../lambda/local/emulators';
 import { startGitServer, type GitServer } from '../../lambda/local/git-server';
 import { createSequencer, type GitPort, type SequencerDeps } from '../../lambda/handlers/sequencer';
@@ -460,6 +460,39 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     for (const job of skipped) expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
     expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE', currentJobId: skipped[1]?.jobId, currentDone: true });
     expect(await drain(sqs(), dlqUrl())).toEqual([]);
+  });
+
+  it('retries with its back-off when the DLQ send after a recorded failure fails, and finishes the move on the redelivery', async () => {
+    const ws = await newWorkspace();
+    const bad = patchJob(ws, appendDiff(['line that is not there'], 'never'));
+    await send(bad);
+    const base = deps();
+    const backoffs: number[] = [];
+    let dlqDown = true;
+    // Fault injection around the real SQS adapter: the first DLQ send fails.
+    const queueOps: QueueOps = {
+      send: (url, body, attributes) => base.queueOps.send(url, body, attributes),
+      changeVisibility: async (record, seconds) => {
+        backoffs.push(seconds);
+        await base.queueOps.changeVisibility(record, seconds);
+      },
+      moveToDlq: async (record, failure) => {
+        if (dlqDown) {
+          dlqDown = false;
+          throw new Error('DLQ unavailable');
+        }
+        await base.queueOps.moveToDlq(record, failure);
+      },
+    };
+
+    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer({ ...base, queueOps }) });
+
+    expect(responses.map((r) => r.batchItemFailures.length)).toEqual([1, 0]);
+    expect(backoffs).toEqual([0]);
+    expect(await ledger.getJob(bad.jobId)).toMatchObject({ status: 'FAILED', attempt: 1, error: { reason: 'PATCH_DOES_NOT_APPLY' } });
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: bad.jobId });
+    expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([[bad.jobId, 'PATCH_DOES_NOT_APPLY']]);
+    expect((await eventsOf(bad.jobId)).map((e) => e.type)).toEqual(['WorkspaceBlocked', 'AgentJobFailed']);
   });
 
   it('acknowledges a job cancelled before it ran without running it or moving the cursor', async () => {
