@@ -88,7 +88,7 @@ export function loadConfig(app: Construct, configDir: string): AgentJobsConfig {
   if (typeof envName !== 'string') throw new InvalidConfigError('cdk context', ['env: must be a string']);
   const file = join(configDir, `${envName}.json`);
   // Only a valid env name reaches the file system (it becomes a path).
-  const fromFile: unknown = ENV_NAME.test(envName) && existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
+  const fromFile: unknown = ENV_NAME.test(envName) && existsSync(file) ? readJson(file) : {};
   const fromContext = Object.fromEntries(
     CONTEXT_KEYS.flatMap((key) => {
       const value: unknown = app.node.tryGetContext(key);
@@ -99,4 +99,12 @@ export function loadConfig(app: Construct, configDir: string): AgentJobsConfig {
     throw new InvalidConfigError(file, ['(root): must be a JSON object']);
   }
   return resolveConfig(envName, { ...fromFile, ...fromContext }, `${file} and cdk context`);
+}
+
+function readJson(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new InvalidConfigError(file, [`(root): not valid JSON: ${(error as Error).message}`]);
+  }
 }

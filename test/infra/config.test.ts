@@ -62,10 +62,12 @@ describe('loadConfig', () => {
     expect(config.workers.run_tests.maxConcurrency).toBe(3);
   });
 
-  it('defaults to dev without a file, and names the file when it holds no object', () => {
+  it('defaults to dev without a file, and names the file when it holds no object or no JSON', () => {
     expect(loadConfig(new App(), dir).envName).toBe('dev');
     writeFileSync(join(dir, 'dev.json'), '[1]');
     expect(() => loadConfig(new App(), dir)).toThrow(/dev\.json[\s\S]*\(root\): must be a JSON object/);
+    writeFileSync(join(dir, 'dev.json'), '{ "alarmEmail": ');
+    expect(() => loadConfig(new App(), dir)).toThrow(/dev\.json[\s\S]*\(root\): not valid JSON/);
   });
 });
 
