@@ -5,10 +5,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { BatchGetBuildsCommand, CodeBuildClient, ListBuildsForProjectCommand, StartBuildCommand, type Build } from '@aws-sdk/client-codebuild';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { CodeBuildTestRunner } from '../../lambda/adapters/codebuild-test-runner';
-import { jobDigest, type StageMessage } from '../../lambda/core/envelope';
+import { jobAttributes, jobDigest, type StageMessage } from '../../lambda/core/envelope';
+import { REDRIVE_ATTRIBUTE } from '../../lambda/core/pipeline';
 import { createRunTestsHandler } from '../../lambda/handlers/run-tests';
 import { withEmulators } from '../support/emulators';
 import { LEASE_SECONDS, stageHarness, type StageHarness } from './staged-harness';
@@ -195,6 +197,32 @@ describe('run_tests handler (pipeline + dynalite + fauxqs)', () => {
     const [dead] = (await h.dlqMessages()).filter((m) => m.MessageAttributes?.['jobId']?.StringValue === message.jobId);
     expect(dead?.MessageAttributes?.['reason']?.StringValue).toBe('TEST_RUN_ERROR');
     expect(h.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ jobId: message.jobId, reason: 'TEST_RUN_ERROR' }) }]);
+  });
+
+  it('starts a new build when an operator redrives a job whose build broke, instead of resuming the broken one', async () => {
+    const message = job();
+    await h.forward(message);
+    codebuild.on(StartBuildCommand).resolvesOnce({ build: { id: 'tests:1' } }).resolves({ build: { id: 'tests:2' } });
+    codebuild.on(BatchGetBuildsCommand, { ids: ['tests:1'] }).resolves({ builds: [build('FAULT')] });
+    codebuild.on(BatchGetBuildsCommand, { ids: ['tests:2'] }).resolves({ builds: [build('SUCCEEDED', { id: 'tests:2' })] });
+    expect((await h.deliver(handler())).failed).toBe(false);
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'TEST_RUN_ERROR' } });
+
+    // `dlq redrive` sends the message back with the redrive attribute (decisions §2).
+    const attributes = { ...jobAttributes(message), [REDRIVE_ATTRIBUTE]: 'dlq-message-1' };
+    const { sqs } = emulators().clients;
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: emulators().queueUrls[QUEUE],
+        MessageBody: JSON.stringify(message),
+        MessageAttributes: Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, { DataType: 'String', StringValue: v }])),
+      }),
+    );
+    expect((await h.deliver(handler())).failed).toBe(false);
+
+    expect(codebuild.commandCalls(StartBuildCommand)).toHaveLength(2);
+    // Claimed by the sequencer, the stage, then the redrive.
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 3, progress: { buildId: 'tests:2' }, result: { verdict: 'passed', buildId: 'tests:2' } });
   });
 
   it('sends a message for another job type to the DLQ as invalid', async () => {
