@@ -71,6 +71,8 @@ export const status: CommandSpec<CliContext> = {
 
 type WaitState = { jobId: string; status: string; job?: JobRecord };
 
+const allFinished = (states: readonly WaitState[]) => states.every((s) => s.job && TERMINAL_STATUSES.includes(s.job.status));
+
 /** SUCCEEDED, and for a test run also green: `wait` answers "did the work succeed", not "did it run". */
 export function jobSucceeded(job: JobRecord): boolean {
   return job.status === 'SUCCEEDED' && job.result?.verdict !== 'failed';
@@ -101,11 +103,10 @@ export const wait: CommandSpec<CliContext> = {
       const line = states.map((s) => `${s.jobId}=${s.status}`).join(' ');
       if (line !== lastLine) ctx.note(`waiting: ${line}`);
       lastLine = line;
-      if (states.every((s) => s.job && TERMINAL_STATUSES.includes(s.job.status))) break;
-      if (Date.now() >= deadline) break;
+      if (allFinished(states) || Date.now() >= deadline) break;
       await sleep(WAIT_POLL_MS);
     }
-    const done = states.every((s) => s.job && TERMINAL_STATUSES.includes(s.job.status));
+    const done = allFinished(states);
     const succeeded = done && states.every((s) => s.job !== undefined && jobSucceeded(s.job));
     const rows = states.map((s) => [s.jobId, s.job?.type, s.status, s.job ? jobSummary(s.job) : ''] as const);
     const text = [table(['JOB', 'TYPE', 'STATUS', 'DETAIL'], rows), done ? '' : `timed out after ${timeoutSeconds}s`].filter(Boolean).join('\n');
