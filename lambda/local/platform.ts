@@ -8,7 +8,7 @@
  * restart; queued messages do not, because fauxqs keeps queues in memory only.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { Writable } from 'node:stream';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
@@ -35,6 +35,7 @@ import { startQueuePoller, type LocalHandler, type QueuePoller } from './poller'
 import { LocalPullRequestStore } from './pr-store';
 import { isProcessAlive } from './process-alive';
 import { LocalTestRunner } from './test-runner';
+import { writeFileAtomic } from './write-atomic';
 
 export const PLATFORM_FILE = 'platform.json';
 /** `<project>/.agent-jobs` (git-ignored). */
@@ -292,13 +293,6 @@ function required(values: Readonly<Record<string, string>>, key: string): string
   const value = values[key];
   if (value === undefined) throw new Error(`local platform: no ${key} was created`);
   return value;
-}
-
-/** Readers never see a half-written file: write aside, then rename over. */
-async function writeFileAtomic(file: string, content: string): Promise<void> {
-  const temporary = `${file}.${process.pid}.tmp`;
-  await writeFile(temporary, content);
-  await rename(temporary, file);
 }
 
 function closeStream(stream: WriteStream): Promise<void> {

@@ -3,9 +3,10 @@
  * directory, found or created by (repository, head branch), numbered per repository. Writes are
  * atomic (temp file + rename) and serialized within the process, so a crash never leaves a torn file.
  */
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PullRequestHost } from '../core/ports';
+import { writeFileAtomic } from './write-atomic';
 
 type FindOrCreateInput = Parameters<PullRequestHost['findOrCreate']>[0];
 
@@ -85,8 +86,6 @@ export class LocalPullRequestStore implements PullRequestHost {
 
   private async write(file: StoreFile): Promise<void> {
     await mkdir(this.stateDir, { recursive: true });
-    const temp = `${this.path}.${process.pid}.tmp`;
-    await writeFile(temp, `${JSON.stringify(file, null, 2)}\n`);
-    await rename(temp, this.path);
+    await writeFileAtomic(this.path, `${JSON.stringify(file, null, 2)}\n`);
   }
 }

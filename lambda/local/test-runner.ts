@@ -5,7 +5,7 @@
  * and the state file (atomic writes) lets `poll` answer for any run this directory has seen.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ID_PATTERN } from '../../contract/job-types';
@@ -13,6 +13,7 @@ import type { StageMessage } from '../core/envelope';
 import { errorMessage } from '../core/errors';
 import type { TestRunner, TestRunStatus } from '../core/ports';
 import { LOG_TAIL_BYTES, buildEnvironment, tail, testCommand } from '../core/run-tests';
+import { writeFileAtomic } from './write-atomic';
 
 const run = promisify(execFile);
 
@@ -191,9 +192,7 @@ export class LocalTestRunner implements TestRunner {
 
   private async finish(active: ActiveRun, status: TestRunStatus): Promise<void> {
     active.state = { ...active.state, status };
-    const path = this.statePath(active.state.jobId);
-    await writeFile(`${path}.tmp`, JSON.stringify(active.state));
-    await rename(`${path}.tmp`, path);
+    await writeFileAtomic(this.statePath(active.state.jobId), JSON.stringify(active.state));
   }
 
   private async readState(buildId: string): Promise<LocalRunState> {
