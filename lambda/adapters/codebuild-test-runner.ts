@@ -1,6 +1,6 @@
 /**
  * TestRunner on AWS CodeBuild. The project is a NO_SOURCE project whose buildspec clones REPO_URL,
- * checks out COMMIT_SHA and runs TEST_COMMAND in its build phase (see BUILD_ENV).
+ * checks out COMMIT_SHA and runs TEST_COMMAND in its build phase (contract/runtime-env.ts TEST_BUILD_ENV).
  *
  * The log tail is the failed phase's context message plus a link to the CloudWatch Logs stream:
  * reading the log events would need logs:GetLogEvents and another SDK client for one field.
@@ -15,7 +15,8 @@ import {
 } from '@aws-sdk/client-codebuild';
 import type { StageMessage } from '../core/envelope';
 import type { TestRunner, TestRunStatus } from '../core/ports';
-import { BUILD_ENV, buildEnvironment, buildIdempotencyToken, type BuildFinder } from '../core/run-tests';
+import { TEST_BUILD_ENV } from '../../contract/runtime-env';
+import { buildEnvironment, buildIdempotencyToken, type BuildFinder } from '../core/run-tests';
 
 /** Phases that prepare the build: a failure there is infrastructure, not a test verdict. */
 const SETUP_PHASES = new Set(['SUBMITTED', 'QUEUED', 'PROVISIONING', 'DOWNLOAD_SOURCE', 'INSTALL', 'PRE_BUILD']);
@@ -64,7 +65,7 @@ export class CodeBuildTestRunner implements TestRunner, BuildFinder {
       const ids = list.ids ?? [];
       if (ids.length > 0) {
         const { builds } = await this.client.send(new BatchGetBuildsCommand({ ids }));
-        const match = builds?.find((b) => b.environment?.environmentVariables?.some((v) => v.name === BUILD_ENV.jobId && v.value === job.jobId));
+        const match = builds?.find((b) => b.environment?.environmentVariables?.some((v) => v.name === TEST_BUILD_ENV.jobId && v.value === job.jobId));
         if (match?.id) return match.id;
       }
       nextToken = list.nextToken;

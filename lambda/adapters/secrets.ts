@@ -70,11 +70,6 @@ function parseSecret(raw: string, format: 'json' | 'auto'): unknown {
   }
 }
 
-/** Secrets Manager source configured from the environment the stack sets. */
-export function secretsFromEnv(client: SecretsManagerClient, env: NodeJS.ProcessEnv = process.env): SecretsManagerSecrets {
-  return new SecretsManagerSecrets({ client, gitCredentialsArn: env[ENV.gitCredentialsSecretArn], githubTokenArn: env[ENV.githubTokenSecretArn] });
-}
-
 /** The local platform's source: fixed values, or none. */
 export class StaticSecrets implements SecretsSource {
   constructor(private readonly values: { readonly gitCredentials?: GitCredentials; readonly githubToken?: string } = {}) {}

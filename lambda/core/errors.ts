@@ -53,10 +53,6 @@ export class ConfigurationError extends Error {
   override readonly name = 'ConfigurationError';
 }
 
-export function assertIsError(value: unknown): asserts value is Error {
-  if (!(value instanceof Error)) throw new Error(`non-error thrown: ${String(value)}`, { cause: value });
-}
-
 export function errorMessage(value: unknown): string {
   return value instanceof Error ? value.message : String(value);
 }

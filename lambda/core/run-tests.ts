@@ -23,9 +23,6 @@ export const DEFAULT_TEST_COMMAND =
 /** Bytes of build output kept in the result: it lands in a DynamoDB item and an EventBridge event. */
 export const LOG_TAIL_BYTES = 8 * 1024;
 
-/** Names of the variables the build receives (the CodeBuild buildspec reads the same names). */
-export const BUILD_ENV = TEST_BUILD_ENV;
-
 /**
  * Keys of JobRecord.progress. `startRequestedAt` is written before the build is started, so a
  * delivery that finds it without a `buildId` knows an earlier attempt may have started a build it
@@ -42,12 +39,13 @@ export function testCommand(job: StageMessage<'run_tests'>): string {
   return job.payload.command ?? DEFAULT_TEST_COMMAND;
 }
 
-export function buildEnvironment(job: StageMessage<'run_tests'>): Record<(typeof BUILD_ENV)[keyof typeof BUILD_ENV], string> {
+/** The variables the build receives (lib/'s buildspec reads the same names from contract/). */
+export function buildEnvironment(job: StageMessage<'run_tests'>): Record<(typeof TEST_BUILD_ENV)[keyof typeof TEST_BUILD_ENV], string> {
   return {
-    [BUILD_ENV.repoUrl]: job.pin.repoUrl,
-    [BUILD_ENV.commitSha]: job.pin.sha,
-    [BUILD_ENV.testCommand]: testCommand(job),
-    [BUILD_ENV.jobId]: job.jobId,
+    [TEST_BUILD_ENV.repoUrl]: job.pin.repoUrl,
+    [TEST_BUILD_ENV.commitSha]: job.pin.sha,
+    [TEST_BUILD_ENV.testCommand]: testCommand(job),
+    [TEST_BUILD_ENV.jobId]: job.jobId,
   };
 }
 
