@@ -3,11 +3,11 @@
  * with the git CLI). Results are compared with what `git apply --index` makes of the same diff,
  * and the remote is inspected with the git CLI.
  */
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
-import { applyPatchCommit, checkoutCommit, resolveBranchHead, type ApplyPatchCommitInput } from '../../lambda/adapters/git';
+import { applyPatchCommit, resolveBranchHead, type ApplyPatchCommitInput } from '../../lambda/adapters/git';
 import { PermanentJobError, TransientJobError } from '../../lambda/core/errors';
 import { startGitServer, type GitServer } from '../../lambda/local/git-server';
 import { commitFiles, createRepo, diffOfEdits, git, gitApplyTree, removeDir, tempDir, writeFiles, type FileSpec } from '../support/git-fixtures';
@@ -359,25 +359,11 @@ describe('applyPatchCommit', () => {
   });
 });
 
-describe('resolveBranchHead and checkoutCommit', () => {
+describe('resolveBranchHead', () => {
   test('resolve the head of a branch, or undefined when it is missing', async () => {
     const { url } = await freshRemote();
     expect(await resolveBranchHead(url, 'main')).toBe(baseSha);
     expect(await resolveBranchHead(url, 'nope')).toBeUndefined();
-  });
-
-  test('check out a pinned commit (not the branch head) into a working tree', async () => {
-    const { url } = await freshRemote();
-    await applyPatchCommit(input(url, await fullDiff()));
-    const dir = join(scratch, 'checkout');
-    try {
-      await checkoutCommit({ repoUrl: url, sha: baseSha, dir });
-      expect(await git(dir, 'rev-parse', 'HEAD')).toBe(baseSha);
-      expect(await git(dir, 'status', '--porcelain')).toBe('');
-      expect(await readFile(join(dir, 'crlf.txt'), 'utf8')).toBe('one\r\ntwo\r\nthree\r\n');
-    } finally {
-      await removeDir(dir);
-    }
   });
 });
 

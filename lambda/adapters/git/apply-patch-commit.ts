@@ -49,7 +49,7 @@ export interface ApplyPatchOptions {
   readonly http?: HttpClient;
 }
 
-export const DEFAULT_AUTHOR = { name: 'agent-jobs', email: 'agent-jobs@users.noreply.github.com' } as const;
+const DEFAULT_AUTHOR = { name: 'agent-jobs', email: 'agent-jobs@users.noreply.github.com' } as const;
 
 /** One job's view of the remote branch, in a scratch bare repository. */
 interface Session {

@@ -3,7 +3,6 @@
  * a preemptive basic-auth header, and one classification of remote failures into the pipeline's
  * error classes.
  */
-import * as fs from 'node:fs';
 import git, { Errors, type HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { PermanentJobError, TransientJobError } from '../../core/errors';
@@ -65,18 +64,4 @@ export async function resolveBranchHead(repoUrl: string, branch: string, auth?: 
   } catch (error) {
     throw classifyRemoteError(error, `list refs of ${repoUrl}`);
   }
-}
-
-/**
- * A working tree of commit `sha` in `dir` (a full clone, then a detached checkout): for running
- * tests at a pinned commit, where a real checkout is what the tests need.
- */
-export async function checkoutCommit(input: { repoUrl: string; sha: string; dir: string; auth?: GitAuth }): Promise<void> {
-  const { repoUrl, sha, dir, auth } = input;
-  try {
-    await git.clone({ fs, dir, ...remoteOptions(repoUrl, auth), noCheckout: true, noTags: true });
-  } catch (error) {
-    throw classifyRemoteError(error, `clone ${repoUrl}`);
-  }
-  await git.checkout({ fs, dir, ref: sha, force: true });
 }

@@ -2,7 +2,7 @@
  * The commit trailer that makes apply_patch idempotent in the repository itself: before applying,
  * the adapter looks for a commit carrying the job's trailer between the branch head and the base.
  */
-export const JOB_TRAILER = 'Agent-Job-Id';
+const JOB_TRAILER = 'Agent-Job-Id';
 
 /** `message` + blank line + `Agent-Job-Id: <jobId>`. */
 export function commitMessage(message: string, jobId: string): string {

@@ -6,7 +6,7 @@ import type { StructuredPatchHunk } from 'diff';
 import { PermanentJobError } from '../errors';
 
 /** The only file modes a patch may produce or touch: regular and executable files. */
-export const FILE_MODES = ['100644', '100755'] as const;
+const FILE_MODES = ['100644', '100755'] as const;
 export type FileMode = (typeof FILE_MODES)[number];
 
 export type PatchHunk = Readonly<StructuredPatchHunk>;

@@ -15,7 +15,7 @@ export interface PatchLimits {
   readonly maxFiles: number;
 }
 
-export const DEFAULT_PATCH_LIMITS: PatchLimits = { maxBytes: MAX_DIFF_BYTES, maxFiles: 2_000 };
+const DEFAULT_PATCH_LIMITS: PatchLimits = { maxBytes: MAX_DIFF_BYTES, maxFiles: 2_000 };
 
 const DEV_NULL = '/dev/null';
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
