@@ -176,25 +176,6 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
   }
 }
 
-/**
- * Stops the platform on SIGINT / SIGTERM, then calls `onStopped` (the CLI sets the exit code
- * there). The handlers are removed at the first signal, so a second Ctrl-C during a slow stop
- * ends the process the default way. Returns a function that removes the handlers.
- */
-export function stopOnSignals(platform: LocalPlatform, onStopped: (error?: unknown) => void): () => void {
-  const handle = () => {
-    remove();
-    platform.stop().then(() => onStopped(), onStopped);
-  };
-  const remove = () => {
-    process.off('SIGINT', handle);
-    process.off('SIGTERM', handle);
-  };
-  process.once('SIGINT', handle);
-  process.once('SIGTERM', handle);
-  return remove;
-}
-
 interface Wiring {
   readonly emulators: LocalEmulators;
   readonly events: JsonlEventLog;

@@ -62,30 +62,30 @@ describe('local platform lifecycle', () => {
   });
 
   it('stops on SIGINT: removes platform.json, closes every port and lets the process exit by itself', async () => {
-    // The process must end on its own after stop(): a leaked timer, socket or child keeps it alive.
-    const script = `
-      const { startPlatform, stopOnSignals } = require('./lambda/local/platform.ts');
-      startPlatform({ stateDir: process.env.STATE_DIR }).then((platform) => {
-        stopOnSignals(platform, (error) => { process.exitCode = error ? 1 : 0; });
-      }, (error) => { console.error(error); process.exitCode = 2; });
-    `;
-    const child = spawn(process.execPath, ['--require', 'tsx/cjs', '-e', script], { cwd: PROJECT_ROOT, env: { ...process.env, STATE_DIR: stateDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // `local up` as npm start runs it. The process must end on its own after stop(): a leaked
+    // timer, socket or child keeps it alive.
+    const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'bin', 'agent-jobs.js'), 'local', 'up', '--state-dir', stateDir], {
+      cwd: PROJECT_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(child);
     let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = once(child, 'exit');
     await new Promise<void>((resolve, reject) => {
       child.stdout.on('data', (chunk: Buffer) => {
         stdout += chunk.toString();
         if (stdout.includes('Ctrl-C to stop')) resolve();
       });
-      child.once('exit', (code) => reject(new Error(`platform exited early (${code}): ${stdout}`)));
+      child.once('exit', (code) => reject(new Error(`platform exited early (${code}): ${stdout}${stderr}`)));
     });
     const info = await readPlatformInfo(stateDir);
     expect(info?.pid).toBe(child.pid);
 
     child.kill('SIGINT');
     const [code] = await exited;
-    expect(code).toBe(0);
+    expect({ code, stderr }).toEqual({ code: 0, stderr: 'local platform stopped\n' });
     expect(await readPlatformInfo(stateDir)).toBeUndefined();
     for (const url of [info!.endpoints.sqs, info!.endpoints.dynamodb, info!.gitUrl]) expect(await listening(url)).toBe(false);
   });
