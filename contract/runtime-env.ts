@@ -34,6 +34,12 @@ export const TEST_BUILD_ENV = {
   jobId: 'JOB_ID',
 } as const;
 
+/**
+ * JSON keys of the git credentials secret, `{ "username": "...", "password": "<token>" }`: the
+ * sequencer reads them to push, the test build's buildspec to fetch.
+ */
+export const GIT_CREDENTIAL_KEYS = { username: 'username', password: 'password' } as const;
+
 export function stageQueueUrlEnv(jobType: string): string {
   return `${ENV.stageQueueUrlPrefix}${jobType.toUpperCase()}`;
 }

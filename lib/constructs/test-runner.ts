@@ -12,11 +12,8 @@ import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
-import { TEST_BUILD_ENV } from '../../contract/runtime-env';
+import { GIT_CREDENTIAL_KEYS, TEST_BUILD_ENV } from '../../contract/runtime-env';
 import { acknowledgeWildcard, nagRef } from '../nag';
-
-/** JSON keys of the git credentials secret: `{ "username": "...", "password": "<token>" }`. */
-export const GIT_CREDENTIAL_KEYS = { username: 'username', password: 'password' } as const;
 
 export interface TestRunnerProps {
   readonly gitCredentials: secretsmanager.ISecret;
