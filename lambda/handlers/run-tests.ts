@@ -2,10 +2,10 @@
  * The run_tests stage: runs a workspace's tests at the commit the sequencer pinned, at most one
  * build per job. The build id is recorded in the ledger before waiting, so a redelivery resumes
  * that build instead of starting another; a mark recorded before starting it tells a redelivery to
- * look for a build a crashed attempt started but never recorded (PROGRESS in core). A build that outlives the invocation is handed to a later
- * delivery: the record is reported as a batch failure (the pipeline releases the lease and its
- * back-off is the visibility delay), and the next delivery resumes polling the recorded build.
- * Everything else is the shared pipeline (lambda/core/pipeline.ts).
+ * look for a build a crashed attempt started but never recorded (PROGRESS in core). A build that
+ * outlives the invocation is handed to a later delivery: the record is reported as a batch failure
+ * (the pipeline releases the lease and its back-off is the visibility delay), and the next delivery
+ * resumes polling the recorded build. Everything else is the shared pipeline (lambda/core/pipeline.ts).
  */
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { CodeBuildClient } from '@aws-sdk/client-codebuild';
