@@ -64,12 +64,15 @@ export const workspaceUnblock: CommandSpec<CliContext> = {
     const queue = jobsQueue(await ctx.target());
     const group = messageGroupId(workspaceId);
     const handled: { jobId: string; action: Action; status?: string }[] = [];
+    // The copies this walk puts at the group's tail are never visited: walkDlq's sent-time check
+    // alone would requeue them again and again if this machine's clock ran ahead of SQS's.
+    const copies = new Set<string>();
     await walkDlq(sqs, queue, async (message) => {
-      if (message.groupId !== group) return 'hold';
+      if (message.groupId !== group || copies.has(message.messageId)) return 'hold';
       const { jobId } = messageJob(message);
       const job = await ledger.getJob(jobId);
       if (job?.status !== 'SKIPPED') {
-        await requeueAtTail(sqs, queue, message);
+        copies.add(await requeueAtTail(sqs, queue, message));
         handled.push({ jobId, action: 'kept', status: job?.status });
       } else if (mode === 'replay') {
         await redriveMessage(sqs, queue, message);
