@@ -23,6 +23,7 @@ import { Construct } from 'constructs';
 import { ENV } from '../../contract/runtime-env';
 import { acknowledgeWildcard } from '../nag';
 import { ALARM_PERIOD, alarmAbove } from './alarms';
+import { SettingsProblems } from './settings-problems';
 import type { QueueWithDlq } from './queue-with-dlq';
 
 export type WorkerAlarm = 'errors' | 'throttles';
@@ -55,6 +56,11 @@ export interface WorkerProps {
  */
 const EXTERNAL_MODULES = ['@aws-sdk/*', '@smithy/*'];
 
+const DEFAULT_MEMORY_MB = 512;
+/** What Lambda accepts; CloudFormation would only refuse it at deploy. */
+const MAX_TIMEOUT_SECONDS = 900;
+const MEMORY_MB = { min: 128, max: 10_240 } as const;
+
 export class Worker extends Construct {
   readonly function: nodejs.NodejsFunction;
   readonly role: iam.Role;
@@ -64,6 +70,8 @@ export class Worker extends Construct {
   constructor(scope: Construct, id: string, props: WorkerProps) {
     super(scope, id);
     const { queue } = props;
+    const caller = props.functionProps ?? {};
+    validate(this.node.path, queue.consumer.timeout.toSeconds(), caller.memorySize ?? props.memorySize ?? DEFAULT_MEMORY_MB);
     this.logGroup = new logs.LogGroup(this, 'LogGroup', {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.RETAIN,
@@ -79,7 +87,7 @@ export class Worker extends Construct {
     const defaults: nodejs.NodejsFunctionProps = {
       runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
-      memorySize: 512,
+      memorySize: DEFAULT_MEMORY_MB,
       tracing: lambda.Tracing.ACTIVE,
       bundling: {
         minify: true,
@@ -89,7 +97,6 @@ export class Worker extends Construct {
         forceDockerBundling: false,
       },
     };
-    const caller = props.functionProps ?? {};
     this.function = new nodejs.NodejsFunction(this, 'Function', {
       ...defaults,
       ...(props.memorySize === undefined ? {} : { memorySize: props.memorySize }),
@@ -138,4 +145,11 @@ export class Worker extends Construct {
   allow(actions: string[], resources: string[]): void {
     this.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions, resources }));
   }
+}
+
+function validate(path: string, timeoutSeconds: number, memoryMb: number): void {
+  const problems = new SettingsProblems();
+  problems.check('timeout', timeoutSeconds, (v) => v < 1 || v > MAX_TIMEOUT_SECONDS, `must be 1..${MAX_TIMEOUT_SECONDS} seconds (the Lambda maximum)`);
+  problems.check('memorySize', memoryMb, (v) => v < MEMORY_MB.min || v > MEMORY_MB.max, `must be ${MEMORY_MB.min}..${MEMORY_MB.max} MB (what Lambda accepts)`);
+  problems.throwIfAny(path);
 }

@@ -78,6 +78,13 @@ it('a worker override that breaks a queue rule fails the synth naming each setti
   expect(create).toThrow(/maxReceiveCount = 3[\s\S]*consumer\.batchSize = 20: must be 1\.\.10 on a FIFO queue[\s\S]*consumer\.maxConcurrency = 1/);
 });
 
+it('a worker timeout or memory size that Lambda refuses fails the synth naming each setting', () => {
+  const create = () => addStack(newApp(), 'dev', { workers: { open_pr: { timeoutSeconds: 901, memoryMb: 100 } } });
+  expect(create).toThrow(InvalidSettingsError);
+  expect(create).toThrow(/AgentJobs-dev\/open_pr\/Worker has invalid settings:[\s\S]*timeout = 901: must be 1\.\.900 seconds[\s\S]*memorySize = 100: must be 128\.\.10240 MB/);
+  expect(() => addStack(newApp(), 'dev', { workers: { open_pr: { timeoutSeconds: 900, memoryMb: 10_240 } } })).not.toThrow();
+});
+
 it('a test build that can outlast what its run_tests job waits for fails the synth naming the setting', () => {
   const { timeoutSeconds, maxReceiveCount } = JOB_TYPES.run_tests.stage;
   const budgetMinutes = (timeoutSeconds * maxReceiveCount) / 60;
