@@ -202,10 +202,7 @@ export async function processRecord<M extends JobEnvelope>(record: SQSRecord, pr
     job = processor.parse(record.body);
   } catch (error) {
     if (!(error instanceof PermanentJobError)) throw error;
-    deps.logger.warn('unparseable message moved to the DLQ', { messageId: record.messageId, reason: error.reason, error: error.message });
-    await deps.queueOps.moveToDlq(record, { reason: error.reason, message: error.message });
-    deps.metrics.count('JobFailed');
-    return true;
+    return rejectUnparseable(record, error, deps);
   }
   const log = jobLogger(deps.logger, { jobId: job.jobId, workspaceId: job.workspaceId, jobType: job.type, messageId: record.messageId });
   const run = new JobRun(record, job, processor, deps, log);
@@ -214,6 +211,29 @@ export async function processRecord<M extends JobEnvelope>(record: SQSRecord, pr
   } catch (error) {
     return run.fail(error);
   }
+}
+
+/** A transient failure: the record is reported failed and becomes visible again after its back-off. */
+async function backOff(record: SQSRecord, error: unknown, deps: PipelineDeps, log: JobLogger): Promise<false> {
+  const receives = receiveCount(record);
+  const seconds = backoffSeconds(receives, deps.settings.backoff);
+  log.warn('transient failure: retrying later', { error: errorMessage(error), receives, backoffSeconds: seconds });
+  // Best effort: without it the retry waits for the visibility timeout.
+  await deps.queueOps.changeVisibility(record, seconds).catch((e: unknown) => log.warn('back-off failed', { error: errorMessage(e) }));
+  return false;
+}
+
+/** No job to claim or fence: the message goes to the DLQ with the reason; a failed send is retried. */
+async function rejectUnparseable(record: SQSRecord, error: PermanentJobError, deps: PipelineDeps): Promise<boolean> {
+  const ids = { messageId: record.messageId, reason: error.reason };
+  try {
+    await deps.queueOps.moveToDlq(record, { reason: error.reason, message: error.message });
+  } catch (moveError) {
+    return backOff(record, moveError, deps, jobLogger(deps.logger, ids));
+  }
+  deps.logger.warn('unparseable message moved to the DLQ', ids, { error: error.message });
+  deps.metrics.count('JobFailed');
+  return true;
 }
 
 /** One delivery of one job: holds the claim state shared by the success and failure paths. */
@@ -294,26 +314,24 @@ class JobRun<M extends JobEnvelope> {
   async fail(error: unknown): Promise<boolean> {
     const receives = receiveCount(this.record);
     const failure = classifyFailure(error, receives, this.deps.settings.maxReceiveCount);
-    if (!(failure instanceof PermanentJobError) || this.settled) return this.retryLater(failure, receives);
+    if (!(failure instanceof PermanentJobError) || this.settled) return this.retryLater(failure);
     try {
       return await this.failPermanently(failure);
     } catch (reportError) {
       // Not recorded (e.g. LeaseLostError: the new owner settles it), or recorded with a later step
       // left undone: either way a redelivery finishes the work, after the back-off.
-      return this.retryLater(reportError, receives);
+      return this.retryLater(reportError);
     }
   }
 
-  private async retryLater(error: unknown, receives: number): Promise<boolean> {
-    const seconds = backoffSeconds(receives, this.deps.settings.backoff);
-    this.log.warn('transient failure: retrying later', { error: errorMessage(error), receives, backoffSeconds: seconds });
-    // Best effort: without the release the retry waits for the lease, without the back-off for the visibility timeout.
-    const bestEffort = (what: string) => (e: unknown) => this.log.warn(`${what} failed`, { error: errorMessage(e) });
+  private async retryLater(error: unknown): Promise<boolean> {
     if (this.claimed && !this.settled) {
-      await this.deps.ledger.release({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now() }).catch(bestEffort('lease release'));
+      // Best effort: without the release the retry waits for the lease to run out.
+      await this.deps.ledger
+        .release({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now() })
+        .catch((e: unknown) => this.log.warn('lease release failed', { error: errorMessage(e) }));
     }
-    await this.deps.queueOps.changeVisibility(this.record, seconds).catch(bestEffort('back-off'));
-    return false;
+    return backOff(this.record, error, this.deps, this.log);
   }
 
   private async failPermanently(failure: PermanentJobError): Promise<boolean> {

@@ -154,6 +154,27 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
   const attr = (m: Message, name: string) => m.MessageAttributes?.[name]?.StringValue;
   const eventsOf = async (jobId: string) => (await events.readFrom(0)).events.filter((e) => e.detail['jobId'] === jobId || e.detail['blockedBy'] === jobId);
 
+  /** Fault injection around the real SQS adapter: the first DLQ send fails; back-offs are recorded. */
+  function dlqDownOnce(real: QueueOps): { queueOps: QueueOps; backoffs: number[] } {
+    const backoffs: number[] = [];
+    let down = true;
+    const queueOps: QueueOps = {
+      send: (url, body, attributes) => real.send(url, body, attributes),
+      changeVisibility: async (record, seconds) => {
+        backoffs.push(seconds);
+        await real.changeVisibility(record, seconds);
+      },
+      moveToDlq: async (record, failure) => {
+        if (down) {
+          down = false;
+          throw new Error('DLQ unavailable');
+        }
+        await real.moveToDlq(record, failure);
+      },
+    };
+    return { queueOps, backoffs };
+  }
+
   it('applies interleaved workspaces in send order, one commit per job, and forwards a pinned run_tests', async () => {
     const workspaces = await Promise.all([newWorkspace(), newWorkspace(), newWorkspace()]);
     const jobs = new Map<string, JobEnvelope[]>(workspaces.map((ws) => [ws.workspaceId, []]));
@@ -389,6 +410,20 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE' });
   });
 
+  it('retries a poison message with its back-off when the DLQ send fails', async () => {
+    const body = '{"jobId": "not-a-job"}';
+    await sqs().send(new SendMessageCommand({ QueueUrl: queueUrl(), MessageBody: body, MessageGroupId: 'ws#poison', MessageDeduplicationId: randomUUID() }));
+    const base = deps();
+    const { queueOps, backoffs } = dlqDownOnce(base.queueOps);
+
+    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer({ ...base, queueOps }) });
+
+    expect(responses.map((r) => r.batchItemFailures.length)).toEqual([1, 0]);
+    expect(backoffs).toEqual([0]);
+    expect((await drain(sqs(), dlqUrl())).map((m) => [m.Body, attr(m, 'reason')])).toEqual([[body, 'INVALID_JOB']]);
+    expect(metrics).toEqual([{ metric: 'JobFailed', jobType: undefined }]);
+  });
+
   it('moves a poison message to the DLQ with the reason and acknowledges it', async () => {
     await sqs().send(new SendMessageCommand({ QueueUrl: queueUrl(), MessageBody: '{"jobId": not json', MessageGroupId: 'ws#poison', MessageDeduplicationId: randomUUID() }));
 
@@ -467,23 +502,7 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     const bad = patchJob(ws, appendDiff(['line that is not there'], 'never'));
     await send(bad);
     const base = deps();
-    const backoffs: number[] = [];
-    let dlqDown = true;
-    // Fault injection around the real SQS adapter: the first DLQ send fails.
-    const queueOps: QueueOps = {
-      send: (url, body, attributes) => base.queueOps.send(url, body, attributes),
-      changeVisibility: async (record, seconds) => {
-        backoffs.push(seconds);
-        await base.queueOps.changeVisibility(record, seconds);
-      },
-      moveToDlq: async (record, failure) => {
-        if (dlqDown) {
-          dlqDown = false;
-          throw new Error('DLQ unavailable');
-        }
-        await base.queueOps.moveToDlq(record, failure);
-      },
-    };
+    const { queueOps, backoffs } = dlqDownOnce(base.queueOps);
 
     const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer({ ...base, queueOps }) });
 
