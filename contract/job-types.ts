@@ -29,7 +29,10 @@ export const diffRefSchema = z.strictObject({
 export const applyPatchPayloadSchema = z
   .strictObject({
     repo: z.strictObject({
-      url: z.url({ protocol: /^https?$/, error: 'repo.url must be an http(s) URL' }),
+      // Credentials come from Secrets Manager: a token in the URL would be stored in the queue, the DLQ and the ledger.
+      url: z
+        .url({ protocol: /^https?$/, error: 'repo.url must be an http(s) URL' })
+        .refine((url) => !/^https?:\/\/[^/]*@/.test(url), 'repo.url must not carry credentials (user:token@): the git credentials secret provides them'),
       branch: branchName,
     }),
     diff: z.string().min(1).optional(),

@@ -58,6 +58,13 @@ describe('parseEnvelope', () => {
     expect(message).toContain('payload.message');
   });
 
+  it('refuses credentials in the repository URL (they would land in the queue, the DLQ and the ledger)', () => {
+    const message = invalid({ ...patch, payload: { ...patch.payload, repo: { ...patch.payload.repo, url: 'https://bot:ghp_secret@git.example.com/acme/app.git' } } });
+    expect(message).toContain('payload.repo.url');
+    expect(message).toContain('must not carry credentials');
+    expect(message).not.toContain('ghp_secret');
+  });
+
   it('requires exactly one of diff and diffRef', () => {
     const { diff: _diff, ...withoutDiff } = patch.payload;
     expect(invalid({ ...patch, payload: withoutDiff })).toContain('exactly one of diff or diffRef');
