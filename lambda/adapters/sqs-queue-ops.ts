@@ -18,7 +18,8 @@ export interface SqsQueueOpsOptions {
   readonly dlqUrl: string;
 }
 
-function stringAttributes(values: Record<string, string>): Record<string, MessageAttributeValue> {
+/** String message attributes as SendMessage wants them (also used by the producer and the CLI). */
+export function stringAttributes(values: Readonly<Record<string, string>>): Record<string, MessageAttributeValue> {
   return Object.fromEntries(Object.entries(values).map(([name, value]) => [name, { DataType: 'String', StringValue: value }]));
 }
 

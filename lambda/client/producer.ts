@@ -15,6 +15,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { DiffRef } from '../../contract/job-types';
 import { INLINE_DIFF_LIMIT_BYTES, MAX_DIFF_BYTES, MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
+import { stringAttributes } from '../adapters/sqs-queue-ops';
 import { deduplicationId, jobAttributes, messageGroupId, parseEnvelope, type JobEnvelope } from '../core/envelope';
 import { ConfigurationError, errorMessage, InvalidJobError } from '../core/errors';
 import type { DiffStore } from '../core/ports';
@@ -214,9 +215,6 @@ async function sendBatch(
 }
 
 /** String message attributes as SQS takes them (also what a DLQ redrive sends again). */
-export function stringAttributes(attributes: Readonly<Record<string, string>>): Record<string, MessageAttributeValue> {
-  return Object.fromEntries(Object.entries(attributes).map(([name, value]) => [name, { DataType: 'String', StringValue: value }]));
-}
 
 function attributeBytes(attributes: Record<string, MessageAttributeValue>): number {
   return Object.entries(attributes).reduce(

@@ -23,7 +23,7 @@
  * retried, and the redelivery redoes the DLQ move or the forward from the record.
  */
 import type { SQSRecord } from 'aws-lambda';
-import type { EventType } from '../../contract/runtime-env';
+import type { EventType, JobMetricName } from '../../contract/runtime-env';
 import type { JobType } from '../../contract/job-types';
 import { jobDigest, type JobEnvelope } from './envelope';
 import { errorMessage, PermanentJobError, TransientJobError } from './errors';
@@ -43,7 +43,7 @@ export interface JobLogger {
   error(message: string, ...extra: Record<string, unknown>[]): void;
 }
 
-export type JobMetricName = 'JobSucceeded' | 'JobFailed' | 'JobSkipped' | 'JobForwarded' | 'WorkspaceBlocked';
+export type { JobMetricName };
 
 /** Counts (Powertools Metrics on AWS): job metrics carry the dimension jobType. */
 export interface JobMetrics {

@@ -18,7 +18,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { REDRIVE_ATTRIBUTE } from '../../core/pipeline';
-import { stringAttributes } from '../producer';
+import { stringAttributes } from '../../adapters/sqs-queue-ops';
 import type { QueueEndpoint } from '../targets';
 
 export interface DlqMessage {
