@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { runTestsMessage } from '../support/stage-messages';
 import type { StageMessage } from '../../lambda/core/envelope';
 import { LocalTestRunner } from '../../lambda/local/test-runner';
 
@@ -25,15 +26,7 @@ function makeRepo(root: string): { url: string; shaA: string; shaB: string } {
 }
 
 function stageMessage(jobId: string, repo: { url: string; sha: string }, payload: StageMessage<'run_tests'>['payload'] = {}): StageMessage<'run_tests'> {
-  return {
-    jobId,
-    workspaceId: 'ws-1',
-    tenantId: 't-1',
-    type: 'run_tests',
-    createdAt: '2026-11-29T10:00:00.000Z',
-    payload,
-    pin: { sha: repo.sha, repoUrl: repo.url, branch: 'main' },
-  };
+  return runTestsMessage({ jobId, payload, pin: { sha: repo.sha, repoUrl: repo.url, branch: 'main' } });
 }
 
 /** Alive and not a zombie waiting to be reaped by whatever adopted it. */

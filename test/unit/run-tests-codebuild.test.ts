@@ -1,6 +1,7 @@
 import { BatchGetBuildsCommand, CodeBuildClient, ListBuildsForProjectCommand, StartBuildCommand, type Build } from '@aws-sdk/client-codebuild';
 import { mockClient } from 'aws-sdk-client-mock';
 import { CodeBuildTestRunner, buildStatus, timeoutMinutes } from '../../lambda/adapters/codebuild-test-runner';
+import { runTestsMessage } from '../support/stage-messages';
 import type { StageMessage } from '../../lambda/core/envelope';
 import { DEFAULT_TEST_COMMAND, buildIdempotencyToken } from '../../lambda/core/run-tests';
 
@@ -10,15 +11,7 @@ afterEach(() => codebuild.reset());
 
 const sha = 'a'.repeat(40);
 function job(payload: StageMessage<'run_tests'>['payload'] = {}, jobId = 'job-1'): StageMessage<'run_tests'> {
-  return {
-    jobId,
-    workspaceId: 'ws-1',
-    tenantId: 't-1',
-    type: 'run_tests',
-    createdAt: '2026-11-29T10:00:00.000Z',
-    payload,
-    pin: { sha, repoUrl: 'https://git.example/acme/widgets.git', branch: 'agent/ws-1' },
-  };
+  return runTestsMessage({ jobId, payload, pin: { sha } });
 }
 
 describe('CodeBuildTestRunner.start', () => {

@@ -2,20 +2,13 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runTestsMessage } from '../support/stage-messages';
 import type { StageMessage } from '../../lambda/core/envelope';
 import { PermanentJobError } from '../../lambda/core/errors';
 import { DEFAULT_TEST_COMMAND, TestRunError, buildEnvironment, mustYield, tail, testResult } from '../../lambda/core/run-tests';
 
 const sha = 'd'.repeat(40);
-const job = (payload: StageMessage<'run_tests'>['payload'] = {}): StageMessage<'run_tests'> => ({
-  jobId: 'job-1',
-  workspaceId: 'ws-1',
-  tenantId: 't-1',
-  type: 'run_tests',
-  createdAt: '2026-11-29T10:00:00.000Z',
-  payload,
-  pin: { sha, repoUrl: 'https://git.example/acme/widgets.git', branch: 'agent/ws-1' },
-});
+const job = (payload: StageMessage<'run_tests'>['payload'] = {}): StageMessage<'run_tests'> => runTestsMessage({ payload, pin: { sha } });
 
 describe('testResult', () => {
   it('turns passed and failed runs into a successful job with the verdict, the commit and the build', () => {
