@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { queueTopology } from '../../contract/topology';
 import { isProcessAlive } from '../local/process-alive';
+import { PLATFORM_FILE } from '../local/state-dir';
 import { TargetError } from './cli/errors';
 
 export interface QueueEndpoint {
@@ -41,8 +42,6 @@ export interface Target {
   readonly local?: { readonly stateDir: string; readonly gitUrl: string; readonly eventsFile: string };
 }
 
-export const DEFAULT_STATE_DIR = '.agent-jobs';
-export const PLATFORM_FILE = 'platform.json';
 /** Credentials the local emulators accept; never used against AWS. */
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 

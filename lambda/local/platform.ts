@@ -34,12 +34,10 @@ import { startLiveView, type LiveView } from './live-view';
 import { startQueuePoller, type LocalHandler, type QueuePoller } from './poller';
 import { LocalPullRequestStore } from './pr-store';
 import { isProcessAlive } from './process-alive';
+import { DEFAULT_STATE_DIR, PLATFORM_FILE } from './state-dir';
 import { LocalTestRunner } from './test-runner';
 import { writeFileAtomic } from './write-atomic';
 
-export const PLATFORM_FILE = 'platform.json';
-/** `<project>/.agent-jobs` (git-ignored). */
-export const DEFAULT_STATE_DIR = path.resolve(__dirname, '..', '..', '.agent-jobs');
 
 export type PlatformLogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
 

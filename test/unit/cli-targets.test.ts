@@ -8,7 +8,8 @@ import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { queueTopology } from '../../contract/topology';
 import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { TargetError } from '../../lambda/client/cli/errors';
-import { jobsQueue, PLATFORM_FILE, resolveTarget, targetFromStackOutputs } from '../../lambda/client/targets';
+import { jobsQueue, resolveTarget, targetFromStackOutputs } from '../../lambda/client/targets';
+import { PLATFORM_FILE } from '../../lambda/local/state-dir';
 
 /** Every output an agent-jobs stack publishes, with recognisable values. */
 function stackOutputs(): { OutputKey: string; OutputValue: string }[] {

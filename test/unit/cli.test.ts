@@ -16,14 +16,14 @@ import { runCli } from '../../lambda/client/cli/main';
 import { table } from '../../lambda/client/cli/output';
 
 /** A terminal in memory: what the CLI wrote, and stdin text. */
-function memoryIo(options: { stdin?: string; cwd?: string } = {}) {
+function memoryIo(options: { stdin?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
   const out: string[] = [];
   const err: string[] = [];
   const io: CliIo = {
     stdout: (t) => out.push(t),
     stderr: (t) => err.push(t),
     readStdin: async () => options.stdin ?? '',
-    env: {},
+    env: options.env ?? {},
     cwd: options.cwd ?? tmpdir(),
     untilInterrupted: () => new Promise(() => undefined),
   };
@@ -99,11 +99,27 @@ describe('runCli', () => {
   });
 
   it('with --json keeps stdout empty on failure and writes a JSON error on stderr', async () => {
-    const t = memoryIo({ cwd: await mkdtemp(path.join(tmpdir(), 'cli-')) });
+    const cwd = await mkdtemp(path.join(tmpdir(), 'cli-'));
+    // A state directory of its own: a platform running from the project must not answer here.
+    const t = memoryIo({ cwd, env: { AGENT_JOBS_STATE_DIR: 'state' } });
     expect(await runCli(['status', 'job-1', '--json'], t.io, COMMANDS)).toBe(1);
     expect(t.stdout()).toBe('');
     expect(JSON.parse(t.stderr())).toEqual({ error: { name: 'TargetError', message: expect.stringContaining('no local platform') } });
     await rm(t.io.cwd, { recursive: true });
+  });
+});
+
+describe('state directory', () => {
+  it("defaults to the project's .agent-jobs whatever the working directory, so every command finds the platform npm start runs", () => {
+    const fromElsewhere = contextOf(memoryIo({ cwd: tmpdir() }).io);
+    expect(fromElsewhere.stateDir).toBe(path.resolve(__dirname, '..', '..', '.agent-jobs'));
+    fromElsewhere.close();
+  });
+
+  it('takes --state-dir or AGENT_JOBS_STATE_DIR relative to the working directory', () => {
+    const context = contextOf(memoryIo({ cwd: '/work/x', env: { AGENT_JOBS_STATE_DIR: 'state' } }).io);
+    expect(context.stateDir).toBe('/work/x/state');
+    context.close();
   });
 });
 

@@ -54,7 +54,7 @@ export const GLOBAL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   json: { type: 'boolean', description: 'print machine-readable JSON on stdout and nothing else' },
   stack: { type: 'string', valueName: 'name', description: 'target a deployed stack (default: $AGENT_JOBS_STACK, else the local platform)' },
   region: { type: 'string', valueName: 'region', description: 'AWS region of the stack (default: $AWS_REGION)' },
-  'state-dir': { type: 'string', valueName: 'dir', description: 'local platform state directory (default: ./.agent-jobs)' },
+  'state-dir': { type: 'string', valueName: 'dir', description: 'local platform state directory (default: .agent-jobs in the project)' },
   help: { type: 'boolean', short: 'h', description: 'show help' },
 };
 

@@ -6,7 +6,8 @@ import * as path from 'node:path';
 import { LEDGER_RETENTION_DAYS } from '../../../contract/topology';
 import { DynamoDbLedger } from '../../adapters/dynamodb-ledger';
 import type { Ledger } from '../../core/ledger';
-import { createClients, DEFAULT_STATE_DIR, resolveTarget, type Target, type TargetClients } from '../targets';
+import { DEFAULT_STATE_DIR } from '../../local/state-dir';
+import { createClients, resolveTarget, type Target, type TargetClients } from '../targets';
 import { stringOption, type OptionValues } from './command';
 
 export interface CliIo {
