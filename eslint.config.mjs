@@ -20,7 +20,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['lambda/core/**/*.ts', 'lambda/adapters/**/*.ts', 'lambda/handlers/**/*.ts'],
+    files: ['src/core/**/*.ts', 'src/adapters/**/*.ts', 'src/compose/**/*.ts', 'src/handlers/**/*.ts'],
     rules: { 'no-console': 'error' },
   },
 );

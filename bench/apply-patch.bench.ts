@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import { applyPatchCommit } from '../lambda/adapters/git';
-import { startGitServer } from '../lambda/local/git-server';
+import { applyPatchCommit } from '../src/adapters/git';
+import { startGitServer } from '../src/local/git-server';
 import { createRepo, diffOfEdits, git, removeDir, tempDir, writeFiles } from '../test/support/git-fixtures';
 import { fmt, median, toMarkdown, type Benchmark } from './harness';
 

@@ -4,9 +4,9 @@
  * consistent read). dynalite is an emulator: the figures compare paths of this code, not DynamoDB.
  */
 import { randomUUID } from 'node:crypto';
-import { DynamoDbLedger } from '../lambda/adapters/dynamodb-ledger';
-import { jobDigest, type JobEnvelope } from '../lambda/core/envelope';
-import { startEmulators } from '../lambda/local/emulators';
+import { DynamoDbLedger } from '../src/adapters/dynamodb-ledger';
+import { jobDigest, type JobEnvelope } from '../src/core/envelope';
+import { startEmulators } from '../src/local/emulators';
 import { fmt, type Benchmark } from './harness';
 
 const JOBS = 400;

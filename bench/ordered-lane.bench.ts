@@ -11,10 +11,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { DynamoDbLedger } from '../lambda/adapters/dynamodb-ledger';
-import { enqueueAgentJobs, type JobRequest } from '../lambda/client';
-import { TERMINAL_STATUSES } from '../lambda/core/ports';
-import { startPlatform, type LocalPlatform } from '../lambda/local/platform';
+import { DynamoDbLedger } from '../src/adapters/dynamodb-ledger';
+import { enqueueAgentJobs, type JobRequest } from '../src/client';
+import { TERMINAL_STATUSES } from '../src/core/ports';
+import { startPlatform, type LocalPlatform } from '../src/local/platform';
 import { fmt, type Benchmark, type BenchRow } from './harness';
 
 const TOTAL_JOBS = 24;

@@ -1,10 +1,10 @@
 /**
  * The job-type catalog: the one declaration of every job type and of the functions that run them.
  *
- * The stack (lib/), the producer and the handlers (lambda/), the CLI and the local platform all
- * derive from this file, so adding a job type is one entry here plus one handler file. This folder
- * is pure data and schemas: it imports nothing from lib/ or lambda/ and does no I/O, which is why
- * both sides may import it without depending on each other.
+ * The stack (lib/), the producer and the handlers (src/), the CLI and the local platform all
+ * derive from this file, so adding a job type is one entry here plus one processor
+ * (src/core/jobs/). This folder is pure data and schemas: it imports nothing from lib/ or src/ and
+ * does no I/O, which is why both sides may import it without depending on each other.
  */
 import { z } from 'zod';
 
@@ -112,7 +112,7 @@ export interface JobTypeDeclaration {
 /** The sequencer: consumes the FIFO queue, runs ordered job types, pins and forwards staged ones. */
 export const SEQUENCER: WorkerSettings = {
   queue: 'agent-jobs',
-  handlerEntry: 'lambda/handlers/sequencer.ts',
+  handlerEntry: 'src/handlers/apply-patch.ts',
   timeoutSeconds: 120,
   memoryMb: 1024,
   batchSize: 10,
@@ -134,7 +134,7 @@ export const JOB_TYPES = {
     summary: "run the workspace's tests at the pinned commit",
     stage: {
       queue: 'run-tests',
-      handlerEntry: 'lambda/handlers/run-tests.ts',
+      handlerEntry: 'src/handlers/run-tests.ts',
       timeoutSeconds: 900,
       memoryMb: 512,
       batchSize: 1,
@@ -150,7 +150,7 @@ export const JOB_TYPES = {
     summary: 'open (or find) the pull request of the workspace branch',
     stage: {
       queue: 'open-pr',
-      handlerEntry: 'lambda/handlers/open-pr.ts',
+      handlerEntry: 'src/handlers/open-pr.ts',
       timeoutSeconds: 60,
       memoryMb: 256,
       batchSize: 5,
@@ -165,6 +165,7 @@ export const JOB_TYPES = {
 export type JobType = keyof typeof JOB_TYPES;
 export const JOB_TYPE_NAMES = Object.keys(JOB_TYPES) as JobType[];
 export type StagedJobType = { [K in JobType]: (typeof JOB_TYPES)[K]['lane'] extends 'staged' ? K : never }[JobType];
+export type OrderedJobType = Exclude<JobType, StagedJobType>;
 
 export type ApplyPatchPayload = z.infer<typeof applyPatchPayloadSchema>;
 export type RunTestsPayload = z.infer<typeof runTestsPayloadSchema>;

@@ -27,6 +27,9 @@ export const ENV = {
  * reads. The handler always sends TEST_COMMAND (the job's command or the one default), so the
  * build never needs a default of its own.
  */
+/** GitHub's API, used when GITHUB_API_URL is not set (GitHub Enterprise: https://<host>/api/v3). */
+export const GITHUB_API_DEFAULT_URL = 'https://api.github.com';
+
 export const TEST_BUILD_ENV = {
   repoUrl: 'REPO_URL',
   commitSha: 'COMMIT_SHA',

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { Construct } from 'constructs';
 import { z } from 'zod';
 import { allWorkers, type WorkerSettings } from '../contract/job-types';
+import { GITHUB_API_DEFAULT_URL } from '../contract/runtime-env';
 
 export type WorkerName = ReturnType<typeof allWorkers>[number]['name'];
 
@@ -58,7 +59,7 @@ const configSchema = z.strictObject({
   alarmEmail: z.email().optional(),
   gitCredentialsSecretArn: z.string().regex(SECRET_ARN, 'must be a complete Secrets Manager secret ARN').optional(),
   githubTokenSecretArn: z.string().regex(SECRET_ARN, 'must be a complete Secrets Manager secret ARN').optional(),
-  githubApiUrl: z.url({ protocol: /^https$/, error: 'must be an https URL' }).default('https://api.github.com'),
+  githubApiUrl: z.url({ protocol: /^https$/, error: 'must be an https URL' }).default(GITHUB_API_DEFAULT_URL),
   leaseSeconds: positiveInt.optional(),
   testRunnerTimeoutMinutes: positiveInt.max(2160).default(60),
 });

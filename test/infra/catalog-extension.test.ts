@@ -12,7 +12,7 @@ jest.mock('../../contract/job-types', () => {
   const actual = jest.requireActual('../../contract/job-types');
   const lint = {
     queue: 'lint',
-    handlerEntry: 'lambda/handlers/run-tests.ts',
+    handlerEntry: 'src/handlers/run-tests.ts',
     timeoutSeconds: 300,
     memoryMb: 256,
     batchSize: 2,

@@ -76,7 +76,7 @@ describe('Worker', () => {
     const stack = newStack();
     const queue = queueWith({}, stack);
     new Worker(stack, 'Worker', {
-      entry: join(ROOT, 'lambda/handlers/open-pr.ts'),
+      entry: join(ROOT, 'src/handlers/open-pr.ts'),
       queue,
       alarmAction,
       memorySize: 256,

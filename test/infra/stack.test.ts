@@ -1,6 +1,6 @@
 /**
  * The platform stack, synthesized once with an alarm e-mail set: one snapshot (made stable by
- * asset-hash-serializer.ts) plus a targeted assertion for every infrastructure rule of DESIGN.md.
+ * asset-hash-serializer.ts) plus a targeted assertion for every infrastructure rule of docs/design.md.
  */
 import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';

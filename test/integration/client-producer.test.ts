@@ -1,9 +1,9 @@
 import { DeleteMessageCommand, ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { INLINE_DIFF_LIMIT_BYTES } from '../../contract/runtime-env';
-import { S3DiffStore } from '../../lambda/adapters/diff-store';
-import { enqueueAgentJob, enqueueAgentJobs, newJobId, type JobRequest } from '../../lambda/client';
-import { deduplicationId, parseEnvelope } from '../../lambda/core/envelope';
-import { InvalidJobError } from '../../lambda/core/errors';
+import { S3DiffStore } from '../../src/adapters/diff-store';
+import { enqueueAgentJob, enqueueAgentJobs, newJobId, type JobRequest } from '../../src/client';
+import { deduplicationId, parseEnvelope } from '../../src/core/envelope';
+import { InvalidJobError } from '../../src/core/errors';
 import { withEmulators } from '../support/emulators';
 
 function applyPatch(workspaceId: string, diff = 'diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+y\n'): JobRequest {

@@ -7,9 +7,9 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
-import { applyPatchCommit, resolveBranchHead, type ApplyPatchCommitInput } from '../../lambda/adapters/git';
-import { PermanentJobError, TransientJobError } from '../../lambda/core/errors';
-import { startGitServer, type GitServer } from '../../lambda/local/git-server';
+import { applyPatchCommit, resolveBranchHead, type ApplyPatchCommitInput } from '../../src/adapters/git';
+import { PermanentJobError, TransientJobError } from '../../src/core/errors';
+import { startGitServer, type GitServer } from '../../src/local/git-server';
 import { commitFiles, createRepo, diffOfEdits, git, gitApplyTree, removeDir, tempDir, writeFiles, type FileSpec } from '../support/git-fixtures';
 
 const BASE_FILES: Record<string, FileSpec> = {

@@ -3,9 +3,9 @@ import { readdir, readFile } from 'node:fs/promises';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { applyPatchCommit, resolveBranchHead } from '../../lambda/adapters/git';
-import { PermanentJobError, TransientJobError } from '../../lambda/core/errors';
-import { InvalidRepositoryNameError, startGitServer, type GitServer } from '../../lambda/local/git-server';
+import { applyPatchCommit, resolveBranchHead } from '../../src/adapters/git';
+import { PermanentJobError, TransientJobError } from '../../src/core/errors';
+import { InvalidRepositoryNameError, startGitServer, type GitServer } from '../../src/local/git-server';
 import { commitFiles, createRepo, diffOfEdits, git, removeDir, tempDir, writeFiles } from '../support/git-fixtures';
 
 let root: string;

@@ -3,11 +3,11 @@
  * condition, under real concurrency.
  */
 import { randomUUID } from 'node:crypto';
-import { DynamoDbLedger } from '../../lambda/adapters/dynamodb-ledger';
-import { jobDigest, type JobEnvelope } from '../../lambda/core/envelope';
-import { LeaseLostError } from '../../lambda/core/errors';
-import type { ClaimRequest } from '../../lambda/core/ledger';
+import { DynamoDbLedger } from '../../src/adapters/dynamodb-ledger';
+import { jobDigest, type JobEnvelope } from '../../src/core/envelope';
+import { LeaseLostError } from '../../src/core/errors';
 import { withEmulators } from '../support/emulators';
+import type { ClaimRequest } from '../../src/core/ports';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 const LEASE_MS = 60_000;

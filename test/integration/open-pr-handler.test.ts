@@ -5,13 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import { Octokit } from '@octokit/rest';
 import type { SQSRecord } from 'aws-lambda';
-import { GitHubPullRequestHost } from '../../lambda/adapters/github-pr-host';
-import type { StageMessage } from '../../lambda/core/envelope';
-import { PermanentJobError, TransientJobError } from '../../lambda/core/errors';
-import { createOpenPrHandler } from '../../lambda/handlers/open-pr';
+import { GitHubPullRequestHost } from '../../src/adapters/github-pr-host';
+import type { StageMessage } from '../../src/core/envelope';
+import { PermanentJobError, TransientJobError } from '../../src/core/errors';
 import { withEmulators } from '../support/emulators';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github';
 import { LEASE_SECONDS, quietLogger, stageHarness, type StageHarness } from './staged-harness';
+import { createOpenPrHandler } from '../../src/core/jobs/open-pr';
 
 const REPO_URL = 'https://github.com/acme/widgets.git';
 const silent = { debug: quietLogger.debug, info: quietLogger.info, warn: quietLogger.warn, error: quietLogger.error };
@@ -76,7 +76,7 @@ describe('open_pr handler (pipeline + dynalite + fauxqs + fake GitHub)', () => {
 
   beforeEach(async () => {
     github = await startFakeGitHub({ branches: ['main'] });
-    h = stageHarness(emulators(), 'open-pr');
+    h = stageHarness(emulators(), 'open_pr');
   });
   afterEach(() => github.close());
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LocalPullRequestStore, PR_STORE_FILE } from '../../lambda/local/pr-store';
+import { LocalPullRequestStore, PR_STORE_FILE } from '../../src/local/pr-store';
 
 describe('LocalPullRequestStore', () => {
   let dir: string;

@@ -6,10 +6,10 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
 import { EVENT_SOURCE } from '../../contract/runtime-env';
-import { S3DiffStore } from '../../lambda/adapters/diff-store';
-import { EventBridgePublisher, JsonlEventLog } from '../../lambda/adapters/events';
-import { SecretsManagerSecrets } from '../../lambda/adapters/secrets';
-import { ConfigurationError, PermanentJobError, TransientJobError } from '../../lambda/core/errors';
+import { S3DiffStore } from '../../src/adapters/diff-store';
+import { EventBridgePublisher, JsonlEventLog } from '../../src/adapters/events';
+import { SecretsManagerSecrets } from '../../src/adapters/secrets';
+import { ConfigurationError, PermanentJobError, TransientJobError } from '../../src/core/errors';
 import { withEmulators } from '../support/emulators';
 
 describe('JsonlEventLog', () => {

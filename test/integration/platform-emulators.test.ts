@@ -13,7 +13,7 @@ import {
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
 import { LEDGER_TABLE, queueTopology } from '../../contract/topology';
-import { startEmulators } from '../../lambda/local/emulators';
+import { startEmulators } from '../../src/local/emulators';
 import { withEmulators } from '../support/emulators';
 
 describe('local emulators', () => {

@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { PlatformAlreadyRunningError, readPlatformInfo, startPlatform, type LocalPlatform } from '../../lambda/local/platform';
+import { PlatformAlreadyRunningError, readPlatformInfo, startPlatform, type LocalPlatform } from '../../src/local/platform';
 
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
 

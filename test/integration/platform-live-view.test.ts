@@ -2,8 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { JsonlEventLog, type LoggedEvent } from '../../lambda/adapters/events';
-import { describeEvent, startLiveView } from '../../lambda/local/live-view';
+import { JsonlEventLog, type LoggedEvent } from '../../src/adapters/events';
+import { describeEvent, startLiveView } from '../../src/local/live-view';
 
 const event = (type: LoggedEvent['type'], detail: Record<string, unknown>): LoggedEvent => ({ time: '2026-11-29T11:40:02.123Z', source: 'agent-jobs', type, detail });
 

@@ -6,10 +6,10 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { enqueueAgentJobs, newJobId, type JobRequest } from '../../lambda/client';
-import type { JobRecord } from '../../lambda/core/ports';
-import { createLocalClients, type LocalClients } from '../../lambda/local/emulators';
-import { readPlatformInfo, startPlatform, type LocalPlatform, type PlatformInfo } from '../../lambda/local/platform';
+import { enqueueAgentJobs, newJobId, type JobRequest } from '../../src/client';
+import type { JobRecord } from '../../src/core/ports';
+import { createLocalClients, type LocalClients } from '../../src/local/emulators';
+import { readPlatformInfo, startPlatform, type LocalPlatform, type PlatformInfo } from '../../src/local/platform';
 
 const run = promisify(execFile);
 const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com' };

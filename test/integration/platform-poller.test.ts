@@ -1,7 +1,7 @@
 import { ChangeMessageVisibilityCommand, GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { LOCAL_REGION } from '../../lambda/local/emulators';
-import { recordsToDelete, startQueuePoller, type LocalHandler, type PollerOptions } from '../../lambda/local/poller';
+import { LOCAL_REGION } from '../../src/local/emulators';
+import { recordsToDelete, startQueuePoller, type LocalHandler, type PollerOptions } from '../../src/local/poller';
 import { withEmulators } from '../support/emulators';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };

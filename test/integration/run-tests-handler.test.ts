@@ -8,12 +8,12 @@ import { BatchGetBuildsCommand, CodeBuildClient, ListBuildsForProjectCommand, St
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
-import { CodeBuildTestRunner } from '../../lambda/adapters/codebuild-test-runner';
-import { jobAttributes, jobDigest, type StageMessage } from '../../lambda/core/envelope';
-import { REDRIVE_ATTRIBUTE } from '../../lambda/core/pipeline';
-import { createRunTestsHandler } from '../../lambda/handlers/run-tests';
+import { CodeBuildTestRunner } from '../../src/adapters/codebuild-test-runner';
+import { jobAttributes, jobDigest, type StageMessage } from '../../src/core/envelope';
 import { withEmulators } from '../support/emulators';
 import { LEASE_SECONDS, stageHarness, type StageHarness } from './staged-harness';
+import { REDRIVE_ATTRIBUTE } from '../../contract/messages';
+import { createRunTestsHandler } from '../../src/core/jobs/run-tests';
 
 const QUEUE = 'run-tests';
 const sha = 'b'.repeat(40);
@@ -24,7 +24,7 @@ describe('run_tests handler (pipeline + dynalite + fauxqs)', () => {
   let h: StageHarness;
 
   beforeEach(() => {
-    h = stageHarness(emulators(), QUEUE);
+    h = stageHarness(emulators(), 'run_tests');
   });
   afterEach(() => codebuild.reset());
 

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runTestsMessage } from '../support/stage-messages';
-import type { StageMessage } from '../../lambda/core/envelope';
-import { LocalTestRunner } from '../../lambda/local/test-runner';
+import type { StageMessage } from '../../src/core/envelope';
+import { LocalTestRunner } from '../../src/local/test-runner';
 
 /** A real repository with two commits: A (test.sh, a.txt) and B (adds b.txt). */
 function makeRepo(root: string): { url: string; shaA: string; shaB: string } {

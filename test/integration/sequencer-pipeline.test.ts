@@ -8,13 +8,13 @@ import { join } from 'node:path';
 import { ChangeMessageVisibilityCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSEvent } from 'aws-lambda';
-import { DynamoDbLedger } from '../../lambda/adapters/dynamodb-ledger';
-import { JsonlEventLog } from '../../lambda/adapters/events';
-import { SqsQueueOps } from '../../lambda/adapters/sqs-queue-ops';
-import { jobAttributes, parseEnvelope, type JobEnvelope } from '../../lambda/core/envelope';
-import { LeaseLostError } from '../../lambda/core/errors';
-import { processStandardBatch } from '../../lambda/core/fifo-batch';
-import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps } from '../../lambda/core/pipeline';
+import { DynamoDbLedger } from '../../src/adapters/dynamodb-ledger';
+import { JsonlEventLog } from '../../src/adapters/events';
+import { localPipelineDeps } from '../../src/compose/local';
+import { jobAttributes, parseEnvelope, type JobEnvelope } from '../../src/core/envelope';
+import { LeaseLostError } from '../../src/core/errors';
+import { processStandardBatch } from '../../src/core/fifo-batch';
+import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps } from '../../src/core/pipeline';
 import { deliver, drain, queueArn, receive } from '../support/drive-queue';
 import { withEmulators } from '../support/emulators';
 
@@ -38,14 +38,15 @@ describe('pipeline heartbeat on a stage queue', () => {
 
   function deps(): PipelineDeps {
     return {
+      ...localPipelineDeps('run_tests', {
+        resources: emulators(),
+        events: new JsonlEventLog(join(tmpdir(), `pipeline-it-${randomUUID()}.jsonl`)),
+        logger: new Logger({ serviceName: 'pipeline-it', logLevel: 'SILENT' }),
+        clock: { now: () => Date.now() + clockOffset },
+        leaseSeconds: LEASE_SECONDS,
+        backoff: { baseSeconds: 0, capSeconds: 0 },
+      }),
       ledger,
-      queueOps: new SqsQueueOps({ client: sqs(), dlqUrl: emulators().dlqUrls['run-tests'] as string }),
-      events: new JsonlEventLog(join(tmpdir(), `pipeline-it-${randomUUID()}.jsonl`)),
-      metrics: { count: () => undefined },
-      logger: new Logger({ serviceName: 'pipeline-it', logLevel: 'SILENT' }),
-      clock: { now: () => Date.now() + clockOffset },
-      newOwner: randomUUID,
-      settings: { consumer: 'stage', leaseSeconds: LEASE_SECONDS, maxReceiveCount: 5, visibilitySeconds: 900, backoff: { baseSeconds: 0, capSeconds: 0 } },
     };
   }
 

@@ -13,22 +13,20 @@ import { ChangeMessageVisibilityCommand, SendMessageCommand, type Message } from
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { S3DiffStore } from '../../lambda/adapters/diff-store';
-import { DynamoDbLedger } from '../../lambda/adapters/dynamodb-ledger';
-import { JsonlEventLog } from '../../lambda/adapters/events';
-import * as gitAdapter from '../../lambda/adapters/git';
-import { StaticSecrets } from '../../lambda/adapters/secrets';
-import { SqsQueueOps } from '../../lambda/adapters/sqs-queue-ops';
-import { enqueueAgentJob } from '../../lambda/client/producer';
-import { deduplicationId, jobAttributes, jobDigest, messageGroupId, type JobEnvelope } from '../../lambda/core/envelope';
-import { TransientJobError } from '../../lambda/core/errors';
-import type { Ledger } from '../../lambda/core/ledger';
-import type { JobMetricName, QueueOps } from '../../lambda/core/pipeline';
-import { localClientConfig } from '../../lambda/local/emulators';
-import { startGitServer, type GitServer } from '../../lambda/local/git-server';
-import { createSequencer, type GitPort, type SequencerDeps } from '../../lambda/handlers/sequencer';
+import { DynamoDbLedger } from '../../src/adapters/dynamodb-ledger';
+import { JsonlEventLog } from '../../src/adapters/events';
+import { S3DiffStore } from '../../src/adapters/diff-store';
+import { enqueueAgentJob } from '../../src/client/producer';
+import { deduplicationId, jobAttributes, jobDigest, messageGroupId, type JobEnvelope } from '../../src/core/envelope';
+import { TransientJobError } from '../../src/core/errors';
+import { localClientConfig } from '../../src/local/emulators';
+import { startGitServer, type GitServer } from '../../src/local/git-server';
 import { deliver, drain, driveQueue, queueArn, receive, toSqsRecord } from '../support/drive-queue';
 import { withEmulators } from '../support/emulators';
+import type { Ledger, QueueOps, WorkspaceGit } from '../../src/core/ports';
+import type { JobMetricName } from '../../contract/runtime-env';
+import { createSequencer, type SequencerDeps } from '../../src/core/sequencer';
+import { localGit, localSequencerDeps } from '../../src/compose/local';
 
 const run = promisify(execFile);
 const LEASE_SECONDS = 60;
@@ -88,24 +86,25 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
   const queueUrl = () => emulators().queueUrls['agent-jobs'] as string;
   const dlqUrl = () => emulators().dlqUrls['agent-jobs'] as string;
 
-  function deps(overrides: { git?: GitPort; ledger?: Ledger } = {}): SequencerDeps {
-    const env = emulators();
+  function deps(overrides: { git?: WorkspaceGit; ledger?: Ledger } = {}): SequencerDeps {
     return {
+      ...localSequencerDeps({
+        resources: emulators(),
+        events,
+        logger: new Logger({ serviceName: 'sequencer-it', logLevel: 'SILENT' }),
+        metrics: { count: (metric, jobType) => metrics.push({ metric, jobType }) },
+        clock: { now: () => Date.now() + clockOffset },
+        leaseSeconds: LEASE_SECONDS,
+        backoff: { baseSeconds: 0, capSeconds: 0 },
+        workRoot: join(root, 'work'),
+        ...(overrides.git && { git: overrides.git }),
+      }),
       ledger: overrides.ledger ?? ledger,
-      queueOps: new SqsQueueOps({ client: env.clients.sqs, dlqUrl: dlqUrl() }),
-      events,
-      metrics: { count: (metric, jobType) => metrics.push({ metric, jobType }) },
-      logger: new Logger({ serviceName: 'sequencer-it', logLevel: 'SILENT' }),
-      clock: { now: () => Date.now() + clockOffset },
-      newOwner: randomUUID,
-      settings: { consumer: 'sequencer', leaseSeconds: LEASE_SECONDS, maxReceiveCount: 5, visibilitySeconds: 720, backoff: { baseSeconds: 0, capSeconds: 0 } },
-      diffStore: new S3DiffStore(env.clients.s3, env.bucketName),
-      git: overrides.git ?? { applyPatchCommit: (input) => gitAdapter.applyPatchCommit(input), resolveBranchHead: gitAdapter.resolveBranchHead },
-      secrets: new StaticSecrets(),
-      stageQueueUrls: { run_tests: env.queueUrls['run-tests'] as string, open_pr: env.queueUrls['open-pr'] as string },
-      workRoot: join(root, 'work'),
     };
   }
+
+  /** The real git adapter, for tests that wrap it to inject a fault. */
+  const realGit = () => localGit(join(root, 'work'));
 
   /** A workspace: a remote repository whose main branch holds log.txt with one line. */
   async function newWorkspace(): Promise<{ workspaceId: string; repoUrl: string; gitDir: string; lines: string[] }> {
@@ -291,12 +290,13 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     await send(job);
     const entered = deferred();
     const release = deferred();
-    const slowGit: GitPort = {
-      resolveBranchHead: gitAdapter.resolveBranchHead,
-      applyPatchCommit: async (input) => {
+    const git = realGit();
+    const slowGit: WorkspaceGit = {
+      branchHead: (url, branch) => git.branchHead(url, branch),
+      commitPatch: async (request) => {
         entered.resolve();
         await release.promise;
-        return gitAdapter.applyPatchCommit(input);
+        return git.commitPatch(request);
       },
     };
     const arn = await queueArn(sqs(), queueUrl());
@@ -535,10 +535,11 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     await send(stuck);
     await send(after);
     let attempts = 0;
-    const flakyGit: GitPort = {
-      resolveBranchHead: gitAdapter.resolveBranchHead,
-      applyPatchCommit: async (input) => {
-        if (input.jobId !== stuck.jobId) return gitAdapter.applyPatchCommit(input);
+    const git = realGit();
+    const flakyGit: WorkspaceGit = {
+      branchHead: (url, branch) => git.branchHead(url, branch),
+      commitPatch: async (request) => {
+        if (request.jobId !== stuck.jobId) return git.commitPatch(request);
         attempts++;
         throw new TransientJobError('remote answered 503');
       },

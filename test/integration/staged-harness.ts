@@ -6,14 +6,14 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import { DynamoDbLedger } from '../../lambda/adapters/dynamodb-ledger';
-import { SqsQueueOps } from '../../lambda/adapters/sqs-queue-ops';
-import { jobAttributes, jobDigest, type StageMessage } from '../../lambda/core/envelope';
-import type { Consumer } from '../../lambda/core/ledger';
-import type { Clock, JobLogger, PipelineDeps } from '../../lambda/core/pipeline';
-import { LOCAL_REGION } from '../../lambda/local/emulators';
-import { toSqsRecord } from '../../lambda/local/poller';
+import { JOB_TYPES, type StagedJobType } from '../../contract/job-types';
+import { localPipelineDeps, type LocalWorkerOptions } from '../../src/compose/local';
+import { jobAttributes, jobDigest, type StageMessage } from '../../src/core/envelope';
+import type { PipelineDeps } from '../../src/core/pipeline';
+import { LOCAL_REGION } from '../../src/local/emulators';
+import { toSqsRecord } from '../../src/local/poller';
 import type { LocalEmulators } from '../support/emulators';
+import type { Clock, JobLogger, Ledger } from '../../src/core/ports';
 
 export const quietLogger: JobLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -24,7 +24,7 @@ export interface RecordedEvent {
 
 export interface StageHarness {
   readonly deps: PipelineDeps;
-  readonly ledger: DynamoDbLedger;
+  readonly ledger: Ledger;
   readonly events: RecordedEvent[];
   /** The clock the pipeline reads (epoch ms); tests move it to let a lease expire. */
   now: number;
@@ -41,32 +41,27 @@ export interface StageHarness {
 export const LEASE_SECONDS = 300;
 
 /**
- * Pipeline deps of a consumer of `queue` over the emulators. Zero back-off: a record reported as
- * failed is the next receive, so no test waits for a visibility timeout.
+ * Options of a worker over the emulators (src/compose/local.ts). Zero back-off: a record
+ * reported as failed is the next receive, so no test waits for a visibility timeout.
  */
-export function emulatorPipelineDeps(
-  emulators: LocalEmulators,
-  queue: string,
-  options: { consumer: Consumer; events: RecordedEvent[]; clock: Clock },
-): PipelineDeps & { ledger: DynamoDbLedger } {
-  const { clients, tableName, dlqUrls } = emulators;
+export function emulatorWorkerOptions(emulators: LocalEmulators, options: { events: RecordedEvent[]; clock: Clock }): LocalWorkerOptions {
   return {
-    ledger: new DynamoDbLedger({ client: clients.dynamodb, tableName, retentionDays: 30 }),
-    queueOps: new SqsQueueOps({ client: clients.sqs, dlqUrl: dlqUrls[queue]! }),
+    resources: emulators,
     events: { publish: async (type, detail) => void options.events.push({ type, detail }) },
-    metrics: { count: () => undefined },
     logger: quietLogger,
+    metrics: { count: () => undefined },
     clock: options.clock,
-    newOwner: randomUUID,
-    settings: { consumer: options.consumer, leaseSeconds: LEASE_SECONDS, maxReceiveCount: 5, visibilitySeconds: 600, backoff: { baseSeconds: 0, capSeconds: 0 } },
+    leaseSeconds: LEASE_SECONDS,
+    backoff: { baseSeconds: 0, capSeconds: 0 },
   };
 }
 
-export function stageHarness(emulators: LocalEmulators, queue: string): StageHarness {
+export function stageHarness(emulators: LocalEmulators, worker: StagedJobType): StageHarness {
   const { clients, queueUrls, dlqUrls } = emulators;
+  const queue = JOB_TYPES[worker].stage.queue;
   const queueUrl = queueUrls[queue]!;
   const events: RecordedEvent[] = [];
-  const deps = emulatorPipelineDeps(emulators, queue, { consumer: 'stage', events, clock: { now: () => harness.now } });
+  const deps = localPipelineDeps(worker, emulatorWorkerOptions(emulators, { events, clock: { now: () => harness.now } }));
   const { ledger } = deps;
   const harness: StageHarness = {
     ledger,

@@ -9,21 +9,19 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { JOB_TYPES, SEQUENCER } from '../../contract/job-types';
-import { applyPatchCommit, resolveBranchHead } from '../../lambda/adapters/git';
-import { S3DiffStore } from '../../lambda/adapters/diff-store';
-import { StaticSecrets } from '../../lambda/adapters/secrets';
-import { enqueueAgentJobs, type JobRequest } from '../../lambda/client';
-import type { JobRecord } from '../../lambda/core/ports';
-import { createOpenPrHandler } from '../../lambda/handlers/open-pr';
-import { createRunTestsHandler } from '../../lambda/handlers/run-tests';
-import { createSequencer } from '../../lambda/handlers/sequencer';
-import { startGitServer, type GitServer } from '../../lambda/local/git-server';
-import { startQueuePoller, type LocalHandler, type QueuePoller } from '../../lambda/local/poller';
-import { LocalPullRequestStore } from '../../lambda/local/pr-store';
-import { LocalTestRunner } from '../../lambda/local/test-runner';
+import { localOpenPrDeps, localRunTestsDeps, localSequencerDeps } from '../../src/compose/local';
+import { enqueueAgentJobs, type JobRequest } from '../../src/client';
+import type { JobRecord } from '../../src/core/ports';
+import { startGitServer, type GitServer } from '../../src/local/git-server';
+import { startQueuePoller, type LocalHandler, type QueuePoller } from '../../src/local/poller';
+import { LocalPullRequestStore } from '../../src/local/pr-store';
+import { LocalTestRunner } from '../../src/local/test-runner';
 import { withEmulators } from '../support/emulators';
 import { createRepo, diffOfEdits, git, tempDir, writeFiles } from '../support/git-fixtures';
-import { emulatorPipelineDeps, quietLogger, type RecordedEvent } from './staged-harness';
+import { emulatorWorkerOptions, quietLogger, type RecordedEvent } from './staged-harness';
+import { createOpenPrHandler } from '../../src/core/jobs/open-pr';
+import { createRunTestsHandler } from '../../src/core/jobs/run-tests';
+import { createSequencer } from '../../src/core/sequencer';
 
 const WORKSPACE = 'ws-issue3';
 const BRANCH = 'agent/ws-issue3';
@@ -101,8 +99,8 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
       { jobId: 'job-pr', workspaceId: WORKSPACE, tenantId: 'tenant-1', type: 'open_pr', payload: { baseBranch: 'main', title: 'Agent changes' } },
     ];
     const events: RecordedEvent[] = [];
-    const deps = (queue: string, consumer: 'sequencer' | 'stage') => emulatorPipelineDeps(env, queue, { consumer, events, clock: systemClock });
-    const sequencerDeps = deps(SEQUENCER.queue, 'sequencer');
+    const options = emulatorWorkerOptions(env, { events, clock: systemClock });
+    const sequencerDeps = localSequencerDeps({ ...options, workRoot: join(root, 'sequencer') });
     const { ledger } = sequencerDeps;
     const status = async (jobId: string) => (await ledger.getJob(jobId))?.status;
     const job = async (jobId: string): Promise<JobRecord> => {
@@ -117,24 +115,17 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
 
     await poll(
       SEQUENCER.queue,
-      createSequencer({
-        ...sequencerDeps,
-        diffStore: new S3DiffStore(env.clients.s3, env.bucketName),
-        git: { applyPatchCommit: (input) => applyPatchCommit(input), resolveBranchHead },
-        secrets: new StaticSecrets(),
-        stageQueueUrls: { run_tests: env.queueUrls['run-tests']!, open_pr: env.queueUrls['open-pr']! },
-        workRoot: join(root, 'sequencer'),
-      }),
+      createSequencer(sequencerDeps),
       SEQUENCER,
     );
     await until(async () => (await status('job-c')) === 'SUCCEEDED' && (await status('job-pr')) === 'FORWARDED');
 
     await poll(
       'run-tests',
-      createRunTestsHandler({ ...deps('run-tests', 'stage'), runner, wait: { pollIntervalMs: 50, reserveMs: 1_000 } }),
+      createRunTestsHandler(localRunTestsDeps({ ...options, runner, wait: { pollIntervalMs: 50, reserveMs: 1_000 } })),
       JOB_TYPES.run_tests.stage,
     );
-    await poll('open-pr', createOpenPrHandler({ ...deps('open-pr', 'stage'), host: prStore }), JOB_TYPES.open_pr.stage);
+    await poll('open-pr', createOpenPrHandler(localOpenPrDeps({ ...options, host: prStore })), JOB_TYPES.open_pr.stage);
     await until(async () => (await status('job-tests')) === 'SUCCEEDED' && (await status('job-pr')) === 'SUCCEEDED');
 
     const [a, b, c, tests, pr] = [await job('job-a'), await job('job-b'), await job('job-c'), await job('job-tests'), await job('job-pr')];

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
-import { deduplicationId, jobAttributes, messageGroupId, type JobEnvelope } from '../../lambda/core/envelope';
+import { deduplicationId, jobAttributes, messageGroupId, type JobEnvelope } from '../../src/core/envelope';
 
 export const TEST_QUEUE_ARN = 'arn:aws:sqs:us-east-1:000000000000:agent-jobs.fifo';
 

@@ -1,5 +1,5 @@
 /** A forwarded run_tests message, as the sequencer sends it to the run-tests queue. */
-import type { StageMessage } from '../../lambda/core/envelope';
+import type { StageMessage } from '../../src/core/envelope';
 
 export function runTestsMessage(options: {
   jobId?: string;

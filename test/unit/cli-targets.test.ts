@@ -7,9 +7,9 @@ import type { AddressInfo } from 'node:net';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { queueTopology } from '../../contract/topology';
 import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
-import { TargetError } from '../../lambda/client/cli/errors';
-import { jobsQueue, resolveTarget, targetFromStackOutputs } from '../../lambda/client/targets';
-import { PLATFORM_FILE } from '../../lambda/local/state-dir';
+import { TargetError } from '../../src/cli/errors';
+import { jobsQueue, resolveTarget, targetFromStackOutputs } from '../../src/cli/targets';
+import { PLATFORM_FILE } from '../../src/local/state-dir';
 
 /** Every output an agent-jobs stack publishes, with recognisable values. */
 function stackOutputs(): { OutputKey: string; OutputValue: string }[] {
@@ -99,7 +99,7 @@ describe('resolveTarget without --stack: the local platform', () => {
     await rm(stateDir, { recursive: true, force: true });
   });
 
-  /** platform.json as lambda/local/platform.ts writes it. */
+  /** platform.json as src/local/platform.ts writes it. */
   function platformFile(pid: number) {
     const names = queueTopology().map((q) => q.name);
     return {

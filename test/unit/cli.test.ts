@@ -2,18 +2,18 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { commandHelp, parseInvocation, type CommandSpec } from '../../lambda/client/cli/command';
-import { COMMANDS } from '../../lambda/client/cli/commands';
-import { jobFromArgs } from '../../lambda/client/cli/commands/enqueue';
-import { dlqReason } from '../../lambda/client/cli/commands/dlq';
-import { jobSummary } from '../../lambda/client/cli/commands/jobs';
-import { redriveDeduplicationId } from '../../lambda/client/cli/dlq';
-import type { CliContext, CliIo } from '../../lambda/client/cli/context';
-import { createContext } from '../../lambda/client/cli/context';
-import { UsageError } from '../../lambda/client/cli/errors';
-import { payloadFlags, payloadFromFlags } from '../../lambda/client/cli/job-options';
-import { runCli } from '../../lambda/client/cli/main';
-import { table } from '../../lambda/client/cli/output';
+import { commandHelp, parseInvocation, type CommandSpec } from '../../src/cli/command';
+import { COMMANDS } from '../../src/cli/commands';
+import { jobFromArgs } from '../../src/cli/commands/enqueue';
+import { dlqReason } from '../../src/cli/commands/dlq';
+import { jobSummary } from '../../src/cli/commands/jobs';
+import { redriveDeduplicationId } from '../../src/cli/dlq';
+import type { CliContext, CliIo } from '../../src/cli/context';
+import { createContext } from '../../src/cli/context';
+import { UsageError } from '../../src/cli/errors';
+import { payloadFlags, payloadFromFlags } from '../../src/cli/job-options';
+import { runCli } from '../../src/cli/main';
+import { table } from '../../src/cli/output';
 
 /** A terminal in memory: what the CLI wrote, and stdin text. */
 function memoryIo(options: { stdin?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}) {

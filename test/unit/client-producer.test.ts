@@ -4,8 +4,8 @@
 import { SendMessageBatchCommand, SQSClient, type SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { INLINE_DIFF_LIMIT_BYTES, MAX_DIFF_BYTES } from '../../contract/runtime-env';
-import { enqueueAgentJob, enqueueAgentJobs, EnqueueError, type JobRequest } from '../../lambda/client';
-import { ConfigurationError, InvalidJobError } from '../../lambda/core/errors';
+import { enqueueAgentJob, enqueueAgentJobs, EnqueueError, type JobRequest } from '../../src/client';
+import { ConfigurationError, InvalidJobError } from '../../src/core/errors';
 
 const sqsMock = mockClient(SQSClient);
 const options = { sqs: new SQSClient({ region: 'us-east-1' }), queueUrl: 'https://sqs.us-east-1.amazonaws.com/111122223333/agent-jobs.fifo' };

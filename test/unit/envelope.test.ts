@@ -8,8 +8,8 @@ import {
   parseEnvelope,
   parseStageMessage,
   type JobEnvelope,
-} from '../../lambda/core/envelope';
-import { InvalidJobError } from '../../lambda/core/errors';
+} from '../../src/core/envelope';
+import { InvalidJobError } from '../../src/core/errors';
 
 const patch = {
   jobId: 'job-1',

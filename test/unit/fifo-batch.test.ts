@@ -1,5 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
-import { groupRecords, processFifoBatch, processStandardBatch } from '../../lambda/core/fifo-batch';
+import { groupRecords, processFifoBatch, processStandardBatch } from '../../src/core/fifo-batch';
 import { sqsRecordFactory } from '../support/sqs-records';
 
 const rec = (id: string, group?: string): SQSRecord => sqsRecordFactory(`body-${id}`, { messageId: id, messageGroupId: group });

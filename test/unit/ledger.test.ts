@@ -1,14 +1,6 @@
-import { jobDigest, type JobEnvelope } from '../../lambda/core/envelope';
-import {
-  canTakeWorkspace,
-  claimOutcome,
-  isClaimable,
-  takeoverStatuses,
-  ttlFor,
-  workspaceTakeOutcome,
-  type ClaimRequest,
-} from '../../lambda/core/ledger';
-import type { JobRecord, JobStatus, WorkspaceRecord } from '../../lambda/core/ports';
+import { jobDigest, type JobEnvelope } from '../../src/core/envelope';
+import { canTakeWorkspace, claimOutcome, isClaimable, takeoverStatuses, ttlFor, workspaceTakeOutcome } from '../../src/core/ledger';
+import type { JobRecord, JobStatus, WorkspaceRecord, ClaimRequest } from '../../src/core/ports';
 
 const NOW = 1_700_000_000_000;
 const job: JobEnvelope = {

@@ -1,7 +1,7 @@
 import { Octokit } from '@octokit/rest';
-import { GitHubPullRequestHost } from '../../lambda/adapters/github-pr-host';
-import { PermanentJobError, TransientJobError } from '../../lambda/core/errors';
-import { parseRepoUrl } from '../../lambda/core/open-pr';
+import { GitHubPullRequestHost } from '../../src/adapters/github-pr-host';
+import { PermanentJobError, TransientJobError } from '../../src/core/errors';
+import { parseRepoUrl } from '../../src/core/jobs/open-pr';
 
 describe('parseRepoUrl', () => {
   it.each([

@@ -1,4 +1,4 @@
-import { commitMessage, hasJobTrailer } from '../../lambda/core/patch';
+import { commitMessage, hasJobTrailer } from '../../src/core/patch';
 
 describe('commit message trailer', () => {
   test('the message ends with a blank line and the job trailer', () => {

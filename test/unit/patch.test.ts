@@ -1,5 +1,5 @@
-import { PermanentJobError } from '../../lambda/core/errors';
-import { applyHunks, parsePatchOperations } from '../../lambda/core/patch';
+import { PermanentJobError } from '../../src/core/errors';
+import { applyHunks, parsePatchOperations } from '../../src/core/patch';
 
 /** A one-file git diff modifying `path` (a line "old" becomes "new"). */
 function modifyDiff(path: string, oldName = `a/${path}`, newName = `b/${path}`): string {

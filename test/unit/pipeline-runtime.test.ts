@@ -1,8 +1,7 @@
 import { SEQUENCER } from '../../contract/job-types';
 import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
-import { awsClientConfig, ledgerFromEnv, pipelineSettingsFromEnv, positiveIntEnv, requireEnv } from '../../lambda/adapters/runtime';
-import { ConfigurationError } from '../../lambda/core/errors';
-import { awsSequencerDeps } from '../../lambda/handlers/sequencer';
+import { awsClientConfig, ledgerFromEnv, pipelineSettingsFromEnv, positiveIntEnv, requireEnv, awsSequencerDeps } from '../../src/compose/aws';
+import { ConfigurationError } from '../../src/core/errors';
 
 /** Every variable the stack sets for the sequencer. */
 const sequencerEnv = (): NodeJS.ProcessEnv => ({

@@ -1,5 +1,5 @@
-import { InvalidJobError, PermanentJobError, TransientJobError } from '../../lambda/core/errors';
-import { backoffSeconds, classifyFailure, receiveCount } from '../../lambda/core/pipeline';
+import { InvalidJobError, PermanentJobError, TransientJobError } from '../../src/core/errors';
+import { backoffSeconds, classifyFailure, receiveCount } from '../../src/core/pipeline';
 import { sqsRecordFactory } from '../support/sqs-records';
 
 describe('classifyFailure', () => {

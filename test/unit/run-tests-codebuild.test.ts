@@ -1,9 +1,9 @@
 import { BatchGetBuildsCommand, CodeBuildClient, ListBuildsForProjectCommand, StartBuildCommand, type Build } from '@aws-sdk/client-codebuild';
 import { mockClient } from 'aws-sdk-client-mock';
-import { CodeBuildTestRunner, buildStatus, timeoutMinutes } from '../../lambda/adapters/codebuild-test-runner';
+import { CodeBuildTestRunner, buildStatus, timeoutMinutes } from '../../src/adapters/codebuild-test-runner';
 import { runTestsMessage } from '../support/stage-messages';
-import type { StageMessage } from '../../lambda/core/envelope';
-import { DEFAULT_TEST_COMMAND, buildIdempotencyToken } from '../../lambda/core/run-tests';
+import type { StageMessage } from '../../src/core/envelope';
+import { DEFAULT_TEST_COMMAND, buildIdempotencyToken } from '../../src/core/jobs/run-tests';
 
 // CodeBuild has no local emulator: its API is mocked (aws-sdk-client-mock).
 const codebuild = mockClient(CodeBuildClient);

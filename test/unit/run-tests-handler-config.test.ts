@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
-import { ConfigurationError } from '../../lambda/core/errors';
-import { handler as openPrHandler } from '../../lambda/handlers/open-pr';
-import { handler as runTestsHandler } from '../../lambda/handlers/run-tests';
+import { ConfigurationError } from '../../src/core/errors';
+import { handler as openPrHandler } from '../../src/handlers/open-pr';
+import { handler as runTestsHandler } from '../../src/handlers/run-tests';
 
 /** The stage handlers read their settings at the first invocation and name what is missing. */
 describe('stage handlers at cold start', () => {

@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runTestsMessage } from '../support/stage-messages';
-import type { StageMessage } from '../../lambda/core/envelope';
-import { PermanentJobError } from '../../lambda/core/errors';
-import { DEFAULT_TEST_COMMAND, TestRunError, buildEnvironment, mustYield, tail, testResult } from '../../lambda/core/run-tests';
+import type { StageMessage } from '../../src/core/envelope';
+import { PermanentJobError } from '../../src/core/errors';
+import { DEFAULT_TEST_COMMAND, TestRunError, buildEnvironment, mustYield, tail, testResult } from '../../src/core/jobs/run-tests';
 
 const sha = 'd'.repeat(40);
 const job = (payload: StageMessage<'run_tests'>['payload'] = {}): StageMessage<'run_tests'> => runTestsMessage({ payload, pin: { sha } });

@@ -1,0 +1,204 @@
+/**
+ * apply_patch's side effect: one commit on the workspace branch carrying the job's trailer, pushed
+ * fast-forward only. Idempotent in the repository itself (docs/design.md "Processing rules" 3): a
+ * redelivery finds its trailer commit and returns it; the same base + diff + jobId always produce
+ * the same commit hash (author and committer time are the job's createdAt).
+ */
+import * as fs from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import git, { Errors, type HttpClient } from 'isomorphic-git';
+import { InvalidJobError, PermanentJobError } from '../../core/errors';
+import type { JobLogger, PatchCommitRequest, PatchCommitResult } from '../../core/ports';
+import { commitMessage, hasJobTrailer, parsePatchOperations } from '../../core/patch';
+import { isomorphicGitStore } from './object-store';
+import { classifyRemoteError, remoteOptions, type GitAuth, type RemoteOptions } from './remote';
+import { applyOperations } from './tree-editor';
+
+/** The port's request plus what the adapter brings: credentials and scratch space. */
+export interface ApplyPatchCommitInput extends PatchCommitRequest {
+  readonly auth?: GitAuth;
+  /** Parent of the job's scratch repository: a fresh directory is made inside it and removed afterwards. */
+  readonly workDir: string;
+}
+
+export type ApplyPatchCommitResult = PatchCommitResult;
+
+export interface ApplyPatchOptions {
+  /** First-parent commits searched for the job's trailer when no baseSha bounds the search. @default 100 */
+  readonly searchDepth?: number;
+  /** Commits fetched at first; the history is deepened only when the search needs it. @default 10 */
+  readonly fetchDepth?: number;
+  readonly logger?: JobLogger;
+  /** HTTP client for the remote. @default isomorphic-git's Node client */
+  readonly http?: HttpClient;
+}
+
+const DEFAULT_AUTHOR = { name: 'agent-jobs', email: 'agent-jobs@users.noreply.github.com' } as const;
+
+/** One job's view of the remote branch, in a scratch bare repository. */
+interface Session {
+  readonly gitdir: string;
+  readonly remote: RemoteOptions;
+  readonly branch: string;
+  readonly cache: object;
+  readonly searchDepth: number;
+  readonly fetchDepth: number;
+}
+
+export async function applyPatchCommit(input: ApplyPatchCommitInput, options: ApplyPatchOptions = {}): Promise<ApplyPatchCommitResult> {
+  // Validation is pure and comes first: a hostile patch never causes a single request.
+  const operations = parsePatchOperations(input.diff);
+  const time = Date.parse(input.createdAt);
+  if (Number.isNaN(time)) throw new InvalidJobError(`createdAt is not an ISO-8601 time: ${JSON.stringify(input.createdAt)}`);
+  const gitdir = await mkdtemp(join(input.workDir, `apply-${input.jobId}-`));
+  const session: Session = {
+    gitdir,
+    remote: remoteOptions(input.repoUrl, input.auth, options.http),
+    branch: input.branch,
+    cache: {},
+    searchDepth: options.searchDepth ?? 100,
+    fetchDepth: options.fetchDepth ?? 10,
+  };
+  try {
+    await git.init({ fs, gitdir, bare: true });
+    // fetch needs a remote's refspec even when given a URL.
+    await git.addRemote({ fs, gitdir, remote: 'origin', url: input.repoUrl });
+    const head = await fetchBranch(session, session.fetchDepth);
+    const existing = await findJobCommit(session, input.jobId, head, input.baseSha);
+    if (existing) {
+      options.logger?.info('job commit already on the branch', { jobId: input.jobId, commitSha: existing.commitSha });
+      return existing;
+    }
+    if (input.baseSha !== undefined && head !== input.baseSha) {
+      throw new PermanentJobError(
+        'BASE_MISMATCH',
+        `branch ${input.branch} is at ${head}, not at the job's base ${input.baseSha}, and the job's commit is not on it`,
+      );
+    }
+    const { commit: base } = await git.readCommit({ fs, gitdir, oid: head, cache: session.cache });
+    const tree = await applyOperations(isomorphicGitStore(gitdir, session.cache), base.tree, operations);
+    const author = input.author ?? DEFAULT_AUTHOR;
+    const signature = { ...author, timestamp: Math.floor(time / 1000), timezoneOffset: 0 };
+    const commitSha = await git.writeCommit({
+      fs,
+      gitdir,
+      commit: { message: commitMessage(input.message, input.jobId), tree, parent: [head], author: signature, committer: signature },
+    });
+    const result = await pushFastForward(session, input.jobId, commitSha, head);
+    options.logger?.info(result.alreadyApplied ? 'job commit already on the branch' : 'patch committed', {
+      jobId: input.jobId,
+      commitSha: result.commitSha,
+      files: operations.length,
+    });
+    return result;
+  } finally {
+    await rm(gitdir, { recursive: true, force: true });
+  }
+}
+
+/** Shallow fetch of the branch; returns its head. A missing branch is permanent: the job names a branch that is not there. */
+async function fetchBranch(session: Session, depth: number): Promise<string> {
+  try {
+    const { fetchHead } = await git.fetch({
+      fs,
+      gitdir: session.gitdir,
+      ...session.remote,
+      ref: session.branch,
+      singleBranch: true,
+      depth,
+      tags: false,
+      cache: session.cache,
+    });
+    if (fetchHead) return fetchHead;
+  } catch (error) {
+    if (!(error instanceof Errors.NotFoundError)) throw classifyRemoteError(error, `fetch ${session.branch}`);
+  }
+  throw new PermanentJobError('BRANCH_DIVERGED', `branch ${session.branch} does not exist on the remote`);
+}
+
+/**
+ * Walks first-parent history from `head` back to `stopAt` (exclusive) or `searchDepth` commits,
+ * looking for the job's trailer, and deepens the shallow history only when the walk reaches its end.
+ */
+async function findJobCommit(session: Session, jobId: string, head: string, stopAt: string | undefined): Promise<ApplyPatchCommitResult | undefined> {
+  let oid: string | undefined = head;
+  for (let seen = 0; oid !== undefined && oid !== stopAt && seen < session.searchDepth; seen++) {
+    const commit = await readCommitDeepening(session, oid, seen);
+    if (!commit) return undefined;
+    const parent = commit.parent[0];
+    // A job's commit always has a parent, so a root commit is never one.
+    if (parent !== undefined && hasJobTrailer(commit.message, jobId)) return { commitSha: oid, parentSha: parent, alreadyApplied: true };
+    oid = parent;
+  }
+  return undefined;
+}
+
+async function readCommitDeepening(session: Session, oid: string, seen: number): Promise<{ message: string; parent: string[] } | undefined> {
+  const read = async () => (await git.readCommit({ fs, gitdir: session.gitdir, oid, cache: session.cache })).commit;
+  try {
+    return await read();
+  } catch (error) {
+    if (!(error instanceof Errors.NotFoundError)) throw error;
+  }
+  // The walk reached the shallow boundary: fetch more history (doubling) and try again.
+  await fetchBranchDeepening(session, Math.max(seen, session.fetchDepth));
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof Errors.NotFoundError) return undefined;
+    throw error;
+  }
+}
+
+async function fetchBranchDeepening(session: Session, by: number): Promise<void> {
+  try {
+    await git.fetch({ fs, gitdir: session.gitdir, ...session.remote, ref: session.branch, singleBranch: true, depth: by, relative: true, tags: false, cache: session.cache });
+  } catch (error) {
+    throw classifyRemoteError(error, `deepen ${session.branch}`);
+  }
+}
+
+/**
+ * Pushes `commitSha` only if the remote branch is still at `parent` (isomorphic-git sends the ref
+ * value it saw, and receive-pack updates the ref only if it still holds that value: a compare-and-swap).
+ * When the branch moved, the job either is there already (a twin won) or the branch diverged.
+ * When the remote refused the update and the branch did not move (a protected branch, a hook), the
+ * host rejects the job.
+ */
+async function pushFastForward(session: Session, jobId: string, commitSha: string, parent: string): Promise<ApplyPatchCommitResult> {
+  const localRef = `refs/heads/${session.branch}`;
+  await git.writeRef({ fs, gitdir: session.gitdir, ref: localRef, value: commitSha, force: true });
+  let refusal: InstanceType<typeof Errors.GitPushError> | undefined;
+  try {
+    await git.push({
+      fs,
+      gitdir: session.gitdir,
+      ...session.remote,
+      ref: localRef,
+      remoteRef: localRef,
+      cache: session.cache,
+      onPrePush: ({ remoteRef }) => remoteRef.oid === parent,
+    });
+    return { commitSha, parentSha: parent, alreadyApplied: false };
+  } catch (error) {
+    // UserCanceledError and PushRejectedError: the client saw the branch move. GitPushError: the
+    // remote refused the update, for a moved ref or for a reason of its own.
+    if (error instanceof Errors.GitPushError) refusal = error;
+    else if (!(error instanceof Errors.UserCanceledError || error instanceof Errors.PushRejectedError)) throw classifyRemoteError(error, `push ${session.branch}`);
+  }
+  const head = await fetchBranch(session, session.fetchDepth);
+  const existing = await findJobCommit(session, jobId, head, parent);
+  if (existing) return existing;
+  if (refusal && head === parent) {
+    throw new PermanentJobError(
+      'REJECTED_BY_TARGET',
+      `push ${session.branch}: the remote refused the update and the branch is still at ${parent}:${refusal.data.prettyDetails}`,
+      { cause: refusal },
+    );
+  }
+  throw new PermanentJobError(
+    'BRANCH_DIVERGED',
+    `branch ${session.branch} moved from ${parent} to ${head} while the patch was applied; pushes are fast-forward only`,
+  );
+}

@@ -1,0 +1,83 @@
+/** `enqueue`: one job onto the FIFO queue, from flags or as JSON on stdin. */
+import { readFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../../contract/job-types';
+import { S3DiffStore } from '../../adapters/diff-store';
+import { InvalidJobError } from '../../core/errors';
+import { enqueueAgentJob, newJobId, type JobRequest } from '../../client/producer';
+import { jobsQueue } from '../targets';
+import { requireString, stringOption, type CommandSpec, type OptionValues } from '../command';
+import type { CliContext } from '../context';
+import { UsageError } from '../errors';
+import { payloadFlags, payloadFromFlags, payloadOptionSpecs } from '../job-options';
+
+const DEFAULT_TENANT = 'default';
+const FLAGS = payloadFlags();
+const PATH = ['enqueue'] as const;
+
+function parseJsonObject(text: string, what: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`${what} is not JSON: ${(error as Error).message}`, PATH);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UsageError(`${what} must be a JSON object`, PATH);
+  return value as Record<string, unknown>;
+}
+
+function jobType(value: string | undefined): JobType {
+  if (value === undefined) throw new UsageError('--type is required', PATH);
+  if (!(JOB_TYPE_NAMES as string[]).includes(value)) throw new UsageError(`unknown --type ${value}: one of ${JOB_TYPE_NAMES.join(', ')}`, PATH);
+  return value as JobType;
+}
+
+/** The job as given: flags fill in what a stdin document leaves out, a generated id last. */
+export async function jobFromArgs(ctx: CliContext, values: OptionValues, fromStdin: boolean): Promise<JobRequest> {
+  const readText = (file: string) => (file === '-' ? ctx.io.readStdin() : readFile(path.resolve(ctx.io.cwd, file), 'utf8'));
+  const document = fromStdin ? parseJsonObject(await ctx.io.readStdin(), 'the job on stdin') : {};
+  const given = (key: string, flag: string) => (typeof document[key] === 'string' ? (document[key] as string) : stringOption(values, flag));
+  const type = jobType(given('type', 'type'));
+  const rawPayload = stringOption(values, 'payload');
+  const base = rawPayload !== undefined ? parseJsonObject(rawPayload, '--payload') : ((document.payload ?? {}) as Record<string, unknown>);
+  return {
+    ...document,
+    type,
+    jobId: given('jobId', 'job-id') ?? newJobId(),
+    workspaceId: fromStdin ? (given('workspaceId', 'workspace') ?? '') : requireString(values, 'workspace', PATH),
+    tenantId: given('tenantId', 'tenant') ?? DEFAULT_TENANT,
+    payload: await payloadFromFlags(type, values, FLAGS, base, readText, PATH),
+  } as JobRequest;
+}
+
+export const enqueue: CommandSpec<CliContext> = {
+  path: PATH,
+  summary: 'send a job to the FIFO queue (prints its job id)',
+  positionals: [{ name: '-', literal: true, description: 'read the job as JSON from stdin (same as --stdin)', optional: true }],
+  options: {
+    type: { type: 'string', valueName: 'type', description: `job type: ${JOB_TYPE_NAMES.join(', ')}` },
+    workspace: { type: 'string', valueName: 'id', description: 'workspace id (required)' },
+    'job-id': { type: 'string', valueName: 'id', description: 'job id (generated when absent; reuse it to retry safely)' },
+    tenant: { type: 'string', valueName: 'id', description: `tenant id (default "${DEFAULT_TENANT}")` },
+    payload: { type: 'string', valueName: 'json', description: 'the payload as JSON; flags below set fields on top of it' },
+    stdin: { type: 'boolean', description: 'read the job as JSON from stdin: {"type","workspaceId","payload",...}' },
+    ...payloadOptionSpecs(FLAGS),
+  },
+  notes: ['Job types:', ...JOB_TYPE_NAMES.map((t) => `  ${t.padEnd(12)} ${JOB_TYPES[t].summary}`)],
+  async run(ctx, { positionals, values }) {
+    const fromStdin = values.stdin === true || positionals[0] === '-';
+    if (positionals.length > 0 && positionals[0] !== '-') throw new UsageError(`unexpected argument: ${positionals[0]}`, PATH);
+    const job = await jobFromArgs(ctx, values, fromStdin);
+    const target = await ctx.target();
+    const { sqs, s3 } = await ctx.clients();
+    const diffStore = target.diffBucket ? new S3DiffStore(s3, target.diffBucket) : undefined;
+    try {
+      const sent = await enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore });
+      ctx.note(`enqueued ${job.type} ${sent.jobId} for workspace ${job.workspaceId} (message ${sent.messageId})`);
+      return { data: { ...sent, type: job.type, workspaceId: job.workspaceId, tenantId: job.tenantId }, text: sent.jobId };
+    } catch (error) {
+      if (error instanceof InvalidJobError) throw new UsageError(error.message, PATH);
+      throw error;
+    }
+  },
+};

@@ -1,0 +1,142 @@
+/**
+ * Commands of the local platform: `local up`, `demo`, `repo import`. The platform module (and the
+ * handlers, emulators and git code it pulls in) is loaded only by the commands that need it, so
+ * every other command starts fast.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { Writable } from 'node:stream';
+import { readLocalPlatform } from '../targets';
+import { numberOption, requireString, type CommandSpec, type OptionValues } from '../command';
+import type { CliContext } from '../context';
+import { errorMessage } from '../../core/errors';
+import { NotAvailableError, OutcomeError, TargetError, UsageError } from '../errors';
+
+// require(), not import(): the bin runs through tsx's CommonJS hook, which does not serve import().
+const loadPlatform = (): typeof import('../../local/platform') => require('../../local/platform');
+const loadDemo = (): typeof import('../../local/demo') => require('../../local/demo');
+const loadGitServer = (): typeof import('../../local/git-server') => require('../../local/git-server');
+
+/** The terminal as the Writable the platform's live view writes to. */
+function terminal(write: (text: string) => void): Writable {
+  return new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      write(chunk.toString());
+      done();
+    },
+  });
+}
+
+function ports(values: OptionValues, commandPath: readonly string[]) {
+  return {
+    sqs: numberOption(values, 'port-sqs', commandPath),
+    dynamodb: numberOption(values, 'port-dynamodb', commandPath),
+    git: numberOption(values, 'port-git', commandPath),
+  };
+}
+
+/** Runs the demo's CLI steps in process, against the platform at `stateDir`. */
+async function demoAgainst(ctx: CliContext, stateDir: string) {
+  const { runDemo } = loadDemo();
+  return runDemo({
+    run: (argv) => ctx.invoke([...argv, '--state-dir', stateDir]),
+    print: (line) => (ctx.json ? ctx.note(line) : ctx.io.stdout(`${line}\n`)),
+  });
+}
+
+export const localUp: CommandSpec<CliContext> = {
+  path: ['local', 'up'],
+  summary: 'start the local platform (emulators, git server, workers) and show its live view until Ctrl-C',
+  options: {
+    reset: { type: 'boolean', description: 'delete the state directory first' },
+    persist: { type: 'boolean', description: 'keep the ledger on disk across restarts (queues are always in memory)' },
+    'port-sqs': { type: 'string', valueName: 'n', description: 'SQS + S3 port (default: a free port)' },
+    'port-dynamodb': { type: 'string', valueName: 'n', description: 'DynamoDB port (default: a free port)' },
+    'port-git': { type: 'string', valueName: 'n', description: 'git server port (default: a free port)' },
+    demo: { type: 'boolean', description: 'run the scripted demo once the platform is up' },
+  },
+  notes: ['With --json: one JSON line (the platform description) when ready, and nothing else on stdout.'],
+  async run(ctx, { values }) {
+    const { startPlatform, PlatformAlreadyRunningError } = loadPlatform();
+    const platform = await startPlatform({
+      stateDir: ctx.stateDir,
+      ports: ports(values, this.path),
+      reset: values.reset === true,
+      persist: values.persist === true,
+      output: ctx.json ? null : terminal(ctx.io.stdout),
+    }).catch((error: unknown) => {
+      throw error instanceof PlatformAlreadyRunningError ? new TargetError(error.message) : error;
+    });
+    try {
+      if (ctx.json) ctx.io.stdout(`${JSON.stringify(platform.info)}\n`);
+      if (values.demo === true) await demoAgainst(ctx, ctx.stateDir);
+      await ctx.io.untilInterrupted();
+    } finally {
+      await platform.stop();
+    }
+    ctx.note('local platform stopped');
+    return { data: undefined, text: '' };
+  },
+};
+
+export const demo: CommandSpec<CliContext> = {
+  path: ['demo'],
+  summary: 'run the scripted end-to-end demo on a generated repository (starts a platform if none runs)',
+  async run(ctx) {
+    const running = await readLocalPlatform(ctx.stateDir).then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof TargetError) return false;
+        throw error;
+      },
+    );
+    if (running) return summary(await demoAgainst(ctx, ctx.stateDir));
+    const stateDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-demo-platform-'));
+    try {
+      const platform = await loadPlatform().startPlatform({ stateDir, persist: false, output: null });
+      ctx.note(`started a local platform for the demo in ${stateDir}`);
+      try {
+        return summary(await demoAgainst(ctx, stateDir));
+      } finally {
+        await platform.stop();
+      }
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  },
+};
+
+function summary(result: Awaited<ReturnType<typeof demoAgainst>>) {
+  const lines = ['', '## Job outcomes', ...Object.entries(result.jobs).map(([jobId, status]) => `${jobId.padEnd(12)} ${status}`)];
+  return { data: result, text: lines.join('\n') };
+}
+
+export const repoImport: CommandSpec<CliContext> = {
+  path: ['repo', 'import'],
+  summary: 'make a local git repository a remote on the local git server; prints its URL',
+  positionals: [{ name: 'dir', description: 'a git repository (every branch is imported)' }],
+  options: { name: { type: 'string', valueName: 'name', description: 'repository name on the server (required)' } },
+  async run(ctx, { positionals, values }) {
+    const name = requireString(values, 'name', this.path);
+    const target = await ctx.target();
+    if (!target.local) throw new NotAvailableError(`repo import works on the local platform only; ${target.label} uses your git host`);
+    const { startGitServer, InvalidRepositoryNameError } = loadGitServer();
+    const source = path.resolve(ctx.io.cwd, positionals[0] ?? '');
+    // The platform's git server serves every repository under its root; a second, short-lived
+    // server on the same root does the import with the same name rules (platform.json has no API).
+    const server = await startGitServer({ root: path.join(target.local.stateDir, 'repos') });
+    try {
+      await server.importRepository(source, name);
+    } catch (error) {
+      if (error instanceof InvalidRepositoryNameError) throw new UsageError(error.message, this.path);
+      // execFile's error carries git's stderr: "already exists", "not a git repository", ...
+      const detail = (error as { stderr?: string }).stderr?.trim() || errorMessage(error);
+      throw new OutcomeError(`cannot import ${source} as ${name}: ${detail}`);
+    } finally {
+      await server.close();
+    }
+    const url = `${target.local.gitUrl}/${name}.git`;
+    return { data: { name, url }, text: url };
+  },
+};

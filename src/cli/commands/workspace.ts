@@ -1,0 +1,93 @@
+/** `workspace show|unblock`: the workspace record and the operator's way out of the fence. */
+import { messageGroupId } from '../../core/envelope';
+import type { WorkspaceRecord } from '../../core/ports';
+import { jobsQueue } from '../targets';
+import type { CommandSpec } from '../command';
+import type { CliContext } from '../context';
+import { messageJob, redriveMessage, requeueAtTail, walkDlq } from '../dlq';
+import { OutcomeError, UsageError } from '../errors';
+import { fields } from '../output';
+
+async function requireWorkspace(ctx: CliContext, workspaceId: string): Promise<WorkspaceRecord> {
+  const workspace = await (await ctx.ledger()).getWorkspace(workspaceId);
+  if (!workspace) throw new OutcomeError(`workspace ${workspaceId} is not in the ledger of ${(await ctx.target()).label}`);
+  return workspace;
+}
+
+function workspaceFields(ws: WorkspaceRecord): string {
+  return fields([
+    ['workspace', ws.workspaceId],
+    ['state', ws.state],
+    ['repo', ws.repo ? `${ws.repo.url} ${ws.repo.branch}` : undefined],
+    ['head', ws.head],
+    ['blockedBy', ws.blockedBy],
+    ['reason', ws.blockedReason],
+    ['seq', ws.seq],
+    ['current', ws.currentJobId ? `${ws.currentJobId}${ws.currentDone ? ' (done)' : ' (running)'}` : undefined],
+    ['updated', ws.updatedAt],
+  ]);
+}
+
+export const workspaceShow: CommandSpec<CliContext> = {
+  path: ['workspace', 'show'],
+  summary: 'show a workspace: head commit, state and the job that blocked it',
+  positionals: [{ name: 'workspaceId', description: 'the workspace id' }],
+  async run(ctx, { positionals }) {
+    const workspace = await requireWorkspace(ctx, positionals[0] ?? '');
+    return { data: workspace, text: workspaceFields(workspace) };
+  },
+};
+
+type Action = 'replayed' | 'dropped' | 'kept';
+
+export const workspaceUnblock: CommandSpec<CliContext> = {
+  path: ['workspace', 'unblock'],
+  summary: "lift a workspace's fence and replay (in order) or drop its skipped jobs",
+  positionals: [{ name: 'workspaceId', description: 'the workspace id' }],
+  options: {
+    replay: { type: 'boolean', description: 'send the skipped jobs back to the queue, in their original order' },
+    drop: { type: 'boolean', description: 'delete the skipped jobs from the DLQ and record them CANCELLED' },
+  },
+  notes: [
+    'Other messages of the workspace on the DLQ (the job that failed) stay there, moved behind the',
+    'skipped ones, for "dlq show" and "dlq redrive". Running it again after an interruption is safe.',
+  ],
+  async run(ctx, { positionals, values }) {
+    if ((values.replay === true) === (values.drop === true)) throw new UsageError('exactly one of --replay or --drop is required', this.path);
+    const mode = values.replay === true ? 'replay' : 'drop';
+    const workspaceId = positionals[0] ?? '';
+    const before = await requireWorkspace(ctx, workspaceId);
+    const ledger = await ctx.ledger();
+    // Unblock first: a replayed job that arrived while the fence was still up would be skipped again.
+    const after = before.state === 'BLOCKED' ? await ledger.unblockWorkspace(workspaceId, Date.now()) : before;
+    const { sqs } = await ctx.clients();
+    const queue = jobsQueue(await ctx.target());
+    const group = messageGroupId(workspaceId);
+    const handled: { jobId: string; action: Action; status?: string }[] = [];
+    // The copies this walk puts at the group's tail are never visited: walkDlq's sent-time check
+    // alone would requeue them again and again if this machine's clock ran ahead of SQS's.
+    const copies = new Set<string>();
+    await walkDlq(sqs, queue, async (message) => {
+      if (message.groupId !== group || copies.has(message.messageId)) return 'hold';
+      const { jobId } = messageJob(message);
+      const job = await ledger.getJob(jobId);
+      if (job?.status !== 'SKIPPED') {
+        copies.add(await requeueAtTail(sqs, queue, message));
+        handled.push({ jobId, action: 'kept', status: job?.status });
+      } else if (mode === 'replay') {
+        await redriveMessage(sqs, queue, message);
+        handled.push({ jobId, action: 'replayed' });
+      } else {
+        const outcome = await ledger.cancel(jobId, Date.now());
+        handled.push({ jobId, action: 'dropped', status: outcome.cancelled ? 'CANCELLED' : outcome.record.status });
+      }
+      return 'delete';
+    });
+    const lines = [
+      `workspace ${workspaceId}: ${before.state} -> ${after.state}`,
+      ...handled.map((h) => `  ${h.action.padEnd(8)} ${h.jobId}${h.status ? ` (${h.status})` : ''}`),
+    ];
+    if (handled.length === 0) lines.push('  no messages of this workspace on the DLQ');
+    return { data: { workspace: after, previousState: before.state, mode, jobs: handled }, text: lines.join('\n') };
+  },
+};

@@ -1,0 +1,109 @@
+/**
+ * `enqueue` flags derived from the job-type catalog: every string or number field of a payload
+ * schema becomes a flag (its kebab-cased path), so a new job type gets flags without a CLI change.
+ * A few fields get the names people expect; anything else (arrays, unions) goes through
+ * `--payload <json>` or a whole job on stdin.
+ */
+import { z } from 'zod';
+import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
+import { numberOption, type OptionSpec, type OptionValues } from './command';
+import { UsageError } from './errors';
+
+type FlagKind = 'string' | 'number' | 'file';
+
+export interface PayloadFlag {
+  readonly flag: string;
+  /** Path of the field in the payload. */
+  readonly path: readonly string[];
+  readonly kind: FlagKind;
+  readonly types: readonly JobType[];
+}
+
+/** Names for fields whose path would make an awkward flag; null: no flag (set by the producer). */
+const FLAG_NAMES: Readonly<Record<string, { readonly flag: string; readonly kind?: FlagKind } | null>> = {
+  'repo.url': { flag: 'repo' },
+  'repo.branch': { flag: 'branch' },
+  diff: { flag: 'diff-file', kind: 'file' },
+  diffRef: null,
+  baseBranch: { flag: 'base' },
+};
+
+const kebab = (path: readonly string[]) => path.map((p) => p.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join('-');
+
+function leafFlags(schema: z.ZodType, path: readonly string[]): Omit<PayloadFlag, 'types'>[] {
+  const named = FLAG_NAMES[path.join('.')];
+  if (named === null) return [];
+  const inner = schema instanceof z.ZodOptional ? (schema.unwrap() as z.ZodType) : schema;
+  if (inner instanceof z.ZodObject) {
+    return Object.entries(inner.shape as Record<string, z.ZodType>).flatMap(([key, field]) => leafFlags(field, [...path, key]));
+  }
+  // def.type, not instanceof: string formats (z.url(), z.email()) are not ZodString instances.
+  const scalar = inner.def.type;
+  const kind: FlagKind | undefined = scalar === 'string' ? 'string' : scalar === 'number' ? 'number' : undefined;
+  if (kind === undefined || path.length === 0) return [];
+  return [{ flag: named?.flag ?? kebab(path), path, kind: named?.kind ?? kind }];
+}
+
+/** Every payload flag of every job type; a flag shared by several types maps to the same field. */
+export function payloadFlags(): PayloadFlag[] {
+  const flags = new Map<string, PayloadFlag>();
+  for (const type of JOB_TYPE_NAMES) {
+    for (const leaf of leafFlags(JOB_TYPES[type].payload, [])) {
+      const known = flags.get(leaf.flag);
+      if (known && known.path.join('.') !== leaf.path.join('.')) {
+        throw new Error(`flag --${leaf.flag} would mean ${known.path.join('.')} and ${leaf.path.join('.')}: add a name to FLAG_NAMES`);
+      }
+      flags.set(leaf.flag, { ...leaf, types: [...(known?.types ?? []), type] });
+    }
+  }
+  return [...flags.values()];
+}
+
+export function payloadOptionSpecs(flags: readonly PayloadFlag[]): Record<string, OptionSpec> {
+  return Object.fromEntries(
+    flags.map((f) => [
+      f.flag,
+      {
+        type: 'string',
+        valueName: f.kind === 'file' ? 'file' : f.kind === 'number' ? 'n' : 'value',
+        description: `${f.types.join(', ')}: payload.${f.path.join('.')}${f.kind === 'file' ? ' (read from the file, - for stdin)' : ''}`,
+      } satisfies OptionSpec,
+    ]),
+  );
+}
+
+function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
+  const [head, ...rest] = path;
+  if (head === undefined) return;
+  if (rest.length === 0) {
+    target[head] = value;
+    return;
+  }
+  const child = target[head];
+  const next = typeof child === 'object' && child !== null ? (child as Record<string, unknown>) : {};
+  target[head] = next;
+  setPath(next, rest, value);
+}
+
+/**
+ * The payload of a job of `type` from its flags, on top of `base` (from --payload). A flag of
+ * another job type is a usage error rather than silently ignored.
+ */
+export async function payloadFromFlags(
+  type: JobType,
+  values: OptionValues,
+  flags: readonly PayloadFlag[],
+  base: Record<string, unknown>,
+  readText: (file: string) => Promise<string>,
+  commandPath: readonly string[],
+): Promise<Record<string, unknown>> {
+  const payload = structuredClone(base);
+  for (const flag of flags) {
+    const raw = values[flag.flag];
+    if (typeof raw !== 'string') continue;
+    if (!flag.types.includes(type)) throw new UsageError(`--${flag.flag} does not apply to ${type} (only ${flag.types.join(', ')})`, commandPath);
+    const value = flag.kind === 'number' ? numberOption(values, flag.flag, commandPath) : flag.kind === 'file' ? await readText(raw) : raw;
+    setPath(payload, flag.path, value);
+  }
+  return payload;
+}

@@ -1,0 +1,186 @@
+/**
+ * Where the CLI sends its calls: the local platform (described by `<stateDir>/platform.json`,
+ * written by the platform when it is ready) or a deployed stack (described by its CloudFormation
+ * outputs). Both resolve to one Target, so every command talks to either the same way.
+ */
+import { readFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { CloudFormationClient, DescribeStacksCommand, type Output } from '@aws-sdk/client-cloudformation';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { z } from 'zod';
+import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import { queueTopology } from '../../contract/topology';
+import { isProcessAlive } from '../local/process-alive';
+import { PLATFORM_FILE } from '../local/state-dir';
+import { TargetError } from './errors';
+
+export interface QueueEndpoint {
+  /** Base name from the topology: `agent-jobs`, `run-tests`, ... */
+  readonly name: string;
+  readonly url: string;
+  readonly dlqUrl: string;
+  readonly fifo: boolean;
+  /** `sequencer` or the staged job type the queue feeds. */
+  readonly consumer: string;
+}
+
+export interface Target {
+  readonly kind: 'local' | 'stack';
+  /** For messages: `local platform (/path/.agent-jobs)` or `stack dev (eu-west-1)`. */
+  readonly label: string;
+  readonly region: string;
+  /** Local emulator endpoints; absent on AWS (the SDK's defaults, or AWS_ENDPOINT_URL, apply). */
+  readonly endpoints: { readonly sqs?: string; readonly dynamodb?: string; readonly s3?: string };
+  /** The FIFO jobs queue first, then the stage queues, in topology order. */
+  readonly queues: readonly QueueEndpoint[];
+  readonly tableName: string;
+  readonly diffBucket?: string;
+  /** Only on the local platform. */
+  readonly local?: { readonly stateDir: string; readonly gitUrl: string; readonly eventsFile: string };
+}
+
+/** Credentials the local emulators accept; never used against AWS. */
+const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
+
+export interface ResolveOptions {
+  /** Stack name; when absent the local platform is used. */
+  readonly stack?: string;
+  readonly region?: string;
+  readonly stateDir: string;
+  /** Injected for tests; created from the region otherwise. */
+  readonly cloudFormation?: Pick<CloudFormationClient, 'send'>;
+}
+
+export async function resolveTarget(options: ResolveOptions): Promise<Target> {
+  if (options.stack === undefined) return readLocalPlatform(options.stateDir);
+  const region = options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+  if (!region) throw new TargetError(`no region for stack ${options.stack}: pass --region or set AWS_REGION`);
+  const cloudFormation = options.cloudFormation ?? new CloudFormationClient({ region });
+  const response = await cloudFormation.send(new DescribeStacksCommand({ StackName: options.stack })).catch((error: unknown) => {
+    throw new TargetError(`cannot describe stack ${options.stack} in ${region}: ${(error as Error).message}`, { cause: error });
+  });
+  const stack = response.Stacks?.[0];
+  if (!stack) throw new TargetError(`stack ${options.stack} not found in ${region}`);
+  return targetFromStackOutputs(options.stack, region, stack.Outputs ?? []);
+}
+
+/** Queue keys derive from the topology, so a new job type's queue is found without a CLI change. */
+export function targetFromStackOutputs(stackName: string, region: string, outputs: readonly Output[]): Target {
+  const byKey = new Map(outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])));
+  const missing: string[] = [];
+  const need = (key: string): string => {
+    const value = byKey.get(key);
+    if (value === undefined) missing.push(key);
+    return value ?? '';
+  };
+  const queues = queueTopology().map((q) => ({
+    name: q.name,
+    url: need(queueUrlOutputKey(q.name)),
+    dlqUrl: need(dlqUrlOutputKey(q.name)),
+    fifo: q.fifo,
+    consumer: q.consumer,
+  }));
+  const tableName = need(STACK_OUTPUTS.ledgerTableName);
+  if (missing.length > 0) throw new TargetError(`stack ${stackName} lacks the outputs ${missing.join(', ')} (is it an agent-jobs stack?)`);
+  return {
+    kind: 'stack',
+    label: `stack ${stackName} (${region})`,
+    region,
+    endpoints: {},
+    queues,
+    tableName,
+    diffBucket: byKey.get(STACK_OUTPUTS.diffBucketName),
+  };
+}
+
+/** The part of the local platform's `platform.json` (PlatformInfo in src/local/platform.ts) the CLI reads. */
+const platformFileSchema = z.object({
+  pid: z.number().int(),
+  region: z.string(),
+  endpoints: z.object({ sqs: z.string(), dynamodb: z.string(), s3: z.string() }),
+  queueUrls: z.record(z.string(), z.string()),
+  dlqUrls: z.record(z.string(), z.string()),
+  tableName: z.string(),
+  bucketName: z.string(),
+  gitUrl: z.string(),
+  eventLog: z.string(),
+});
+
+/** Reads the file the local platform writes when it is ready (and removes when it stops). */
+export async function readLocalPlatform(stateDir: string): Promise<Target> {
+  const file = path.join(stateDir, PLATFORM_FILE);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new TargetError(`cannot read ${file}: ${(error as Error).message}`, { cause: error });
+    throw new TargetError(`no local platform at ${stateDir} (${file} not found): start it with "agent-jobs local up", or pass --stack`);
+  }
+  const parsed = platformFileSchema.safeParse(parseJsonOrUndefined(text));
+  if (!parsed.success) throw new TargetError(`${file} is not a platform description: ${z.prettifyError(parsed.error)}`);
+  if (!isProcessAlive(parsed.data.pid)) throw new TargetError(`the local platform at ${stateDir} is not running (pid ${parsed.data.pid} is gone): start it with "agent-jobs local up"`);
+  return targetFromPlatformFile(stateDir, parsed.data);
+}
+
+function parseJsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined; // reported by the schema check with the file's name
+  }
+}
+
+function targetFromPlatformFile(stateDir: string, file: z.infer<typeof platformFileSchema>): Target {
+  const queues = queueTopology().map((q) => {
+    const url = file.queueUrls[q.name];
+    const dlqUrl = file.dlqUrls[q.name];
+    if (!url || !dlqUrl) throw new TargetError(`${path.join(stateDir, PLATFORM_FILE)} lacks the queue ${q.name}`);
+    return { name: q.name, url, dlqUrl, fifo: q.fifo, consumer: q.consumer };
+  });
+  return {
+    kind: 'local',
+    label: `local platform (${stateDir})`,
+    region: file.region,
+    endpoints: file.endpoints,
+    queues,
+    tableName: file.tableName,
+    diffBucket: file.bucketName,
+    local: { stateDir, gitUrl: file.gitUrl, eventsFile: file.eventLog },
+  };
+}
+
+/** The FIFO queue every job is sent to. */
+export function jobsQueue(target: Target): QueueEndpoint {
+  const queue = target.queues.find((q) => q.fifo);
+  if (!queue) throw new TargetError(`${target.label} has no FIFO jobs queue`);
+  return queue;
+}
+
+export interface TargetClients {
+  readonly sqs: SQSClient;
+  readonly dynamodb: DynamoDBDocumentClient;
+  readonly s3: S3Client;
+  destroy(): void;
+}
+
+/** SDK clients for a target: explicit endpoints and dummy credentials locally, the default chain on AWS. */
+export function createClients(target: Target): TargetClients {
+  const local = target.kind === 'local' ? { credentials: LOCAL_CREDENTIALS } : {};
+  const sqs = new SQSClient({ region: target.region, endpoint: target.endpoints.sqs, ...local });
+  const raw = new DynamoDBClient({ region: target.region, endpoint: target.endpoints.dynamodb, ...local });
+  const dynamodb = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
+  const s3 = new S3Client({ region: target.region, endpoint: target.endpoints.s3, forcePathStyle: target.kind === 'local', ...local });
+  return {
+    sqs,
+    dynamodb,
+    s3,
+    destroy: () => {
+      sqs.destroy();
+      raw.destroy();
+      s3.destroy();
+    },
+  };
+}

@@ -1,0 +1,122 @@
+/**
+ * The job envelope (the wire contract): one schema, used by the producer before sending and by
+ * every consumer on receipt. Validation errors name every offending field.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { ID_PATTERN, JOB_TYPES, JOB_TYPE_NAMES, type JobType, type StagedJobType } from '../../contract/job-types';
+import { InvalidJobError } from './errors';
+
+const idField = (what: string) =>
+  z.string({ error: `${what} is required` }).regex(ID_PATTERN, `${what} must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit`);
+
+const envelopeBase = z.strictObject({
+  jobId: idField('jobId'),
+  workspaceId: idField('workspaceId'),
+  tenantId: idField('tenantId'),
+  type: z.enum(JOB_TYPE_NAMES as [JobType, ...JobType[]], { error: `type must be one of ${JOB_TYPE_NAMES.join(', ')}` }),
+  createdAt: z.iso.datetime({ offset: false, error: 'createdAt must be an ISO-8601 UTC timestamp (…Z)' }),
+  payload: z.unknown(),
+});
+
+export type JobEnvelope<T extends JobType = JobType> = {
+  [K in T]: Omit<z.infer<typeof envelopeBase>, 'type' | 'payload'> & {
+    type: K;
+    payload: z.infer<(typeof JOB_TYPES)[K]['payload']>;
+  };
+}[T];
+
+/** The commit a staged job was pinned to by the sequencer, added when it is forwarded. */
+export const pinSchema = z.strictObject(
+  {
+    sha: z.string().regex(/^[0-9a-f]{40}$/, 'must be a 40-character lower-case hex commit id'),
+    repoUrl: z.url('must be a URL'),
+    branch: z.string().min(1, 'must not be empty'),
+  },
+  { error: (issue) => (issue.input === undefined ? 'is required: the sequencer adds it when it forwards the job' : undefined) },
+);
+export type Pin = z.infer<typeof pinSchema>;
+export type StageMessage<T extends JobType = JobType> = JobEnvelope<T> & { pin: Pin };
+
+function describe(error: z.ZodError, prefix: string[] = []): string {
+  return error.issues
+    .map((i) => {
+      const path = [...prefix, ...i.path.map(String)];
+      return `${path.length ? path.join('.') : '(body)'}: ${i.message}`;
+    })
+    .join('; ');
+}
+
+/** Validates an envelope (object or JSON text). Throws InvalidJobError naming every problem. */
+export function parseEnvelope(input: unknown): JobEnvelope {
+  const value = typeof input === 'string' ? parseJson(input) : input;
+  const base = envelopeBase.safeParse(value);
+  if (!base.success) throw new InvalidJobError(`invalid job envelope: ${describe(base.error)}`);
+  const payload = JOB_TYPES[base.data.type].payload.safeParse(base.data.payload);
+  if (!payload.success) {
+    throw new InvalidJobError(`invalid ${base.data.type} payload: ${describe(payload.error, ['payload'])}`);
+  }
+  return { ...base.data, payload: payload.data } as JobEnvelope;
+}
+
+/** Validates a forwarded stage message: an envelope plus its pin. */
+export function parseStageMessage(input: unknown): StageMessage {
+  const value = typeof input === 'string' ? parseJson(input) : input;
+  if (typeof value !== 'object' || value === null) throw new InvalidJobError('invalid stage message: body is not an object');
+  const { pin, ...envelope } = value as Record<string, unknown>;
+  const parsedPin = pinSchema.safeParse(pin);
+  if (!parsedPin.success) throw new InvalidJobError(`invalid stage message: ${describe(parsedPin.error, ['pin'])}`);
+  return { ...parseEnvelope(envelope), pin: parsedPin.data };
+}
+
+/** Validates a message on the stage queue of `type`: a stage message of that type and no other. */
+export function parseStageMessageOf<T extends StagedJobType>(type: T, input: unknown): StageMessage<T> {
+  const message = parseStageMessage(input);
+  if (message.type !== type) throw new InvalidJobError(`the ${JOB_TYPES[type].stage.queue} queue received a ${message.type} job`);
+  return message as StageMessage<T>;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new InvalidJobError(`invalid job envelope: body is not JSON (${(error as Error).message})`);
+  }
+}
+
+/** FIFO message group: one per workspace, so a workspace's jobs are serial and workspaces run in parallel. */
+export function messageGroupId(workspaceId: string): string {
+  return `ws#${workspaceId}`;
+}
+
+/** FIFO deduplication id: sha256("<jobId>:<type>") in hex. */
+export function deduplicationId(jobId: string, type: JobType): string {
+  return createHash('sha256').update(`${jobId}:${type}`).digest('hex');
+}
+
+/** Canonical JSON: keys sorted at every depth, so equal payloads give equal digests. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * Digest of what the job asks for: workspace, tenant, type and canonical payload. A redelivery has
+ * the same digest; the same jobId reused for different work does not (a conflict).
+ * createdAt is left out on purpose: a producer that retries a send re-stamps it.
+ */
+export function jobDigest(job: JobEnvelope): string {
+  const { workspaceId, tenantId, type, payload } = job;
+  return createHash('sha256').update(canonicalJson({ workspaceId, tenantId, type, payload })).digest('hex');
+}
+
+/** Message attributes set on every message so an operator can triage a DLQ without parsing bodies. */
+export function jobAttributes(job: Pick<JobEnvelope, 'jobId' | 'workspaceId' | 'tenantId' | 'type'>): Record<string, string> {
+  return { jobId: job.jobId, workspaceId: job.workspaceId, tenantId: job.tenantId, type: job.type };
+}

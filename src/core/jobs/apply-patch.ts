@@ -1,0 +1,37 @@
+/**
+ * apply_patch, the ordered lane's mutation: one commit on the workspace branch carrying the job's
+ * trailer, pushed fast-forward only. The git adapter makes it idempotent in the repository itself
+ * (a redelivery finds the trailer commit); the sequencer (src/core/sequencer.ts) runs it at the
+ * job's turn and records the new head.
+ */
+import type { JobEnvelope } from '../envelope';
+import { PermanentJobError } from '../errors';
+import type { DiffStore, WorkspaceGit } from '../ports';
+import type { OrderedJobProcessor } from '../sequencer';
+
+export interface ApplyPatchDeps {
+  readonly diffStore: DiffStore;
+  readonly git: WorkspaceGit;
+}
+
+export function applyPatchProcessor(deps: ApplyPatchDeps): OrderedJobProcessor<'apply_patch'> {
+  return {
+    workspaceRepo: (job) => job.payload.repo,
+    async mutate(job: JobEnvelope<'apply_patch'>) {
+      const { payload } = job;
+      const diff = payload.diff ?? (payload.diffRef ? await deps.diffStore.get(payload.diffRef) : undefined);
+      if (diff === undefined) throw new PermanentJobError('INVALID_JOB', 'apply_patch has neither diff nor diffRef');
+      const applied = await deps.git.commitPatch({
+        repoUrl: payload.repo.url,
+        branch: payload.repo.branch,
+        diff,
+        baseSha: payload.baseSha,
+        jobId: job.jobId,
+        message: payload.message,
+        author: payload.author,
+        createdAt: job.createdAt,
+      });
+      return { head: applied.commitSha, result: { commitSha: applied.commitSha, alreadyApplied: applied.alreadyApplied } };
+    },
+  };
+}

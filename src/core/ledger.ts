@@ -1,0 +1,76 @@
+/**
+ * Ledger rules, pure: what an existing job or workspace record means for a delivery. The DynamoDB
+ * adapter (src/adapters/dynamodb-ledger.ts) turns `isClaimable` / `canTakeWorkspace` into
+ * condition expressions and, when a condition fails, reads the record and asks `claimOutcome` /
+ * `workspaceTakeOutcome` what to do. Keeping both sides here lets unit tests pin every case.
+ */
+import type { ClaimOutcome, ClaimRequest, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceTakeOutcome } from './ports';
+
+/**
+ * Finished statuses only a redriven delivery takes over (decisions §2). The job then runs again
+ * from the start: the claim drops the progress of the failed run (e.g. a broken build's id), so
+ * the operator's redrive does not resume it.
+ */
+export const RERUN_STATUSES: readonly JobStatus[] = ['SKIPPED', 'FAILED'];
+
+/**
+ * Statuses a claim takes over whatever the lease says: a stage consumer takes the FORWARDED
+ * record the sequencer left; a redriven delivery takes a SKIPPED or FAILED one.
+ */
+export function takeoverStatuses(consumer: Consumer, redrive: boolean): JobStatus[] {
+  const statuses: JobStatus[] = consumer === 'stage' ? ['FORWARDED'] : [];
+  return redrive ? [...statuses, ...RERUN_STATUSES] : statuses;
+}
+
+export function isLeaseLive(record: Pick<JobRecord, 'leaseUntil'>, now: number): boolean {
+  return record.leaseUntil !== undefined && record.leaseUntil > now;
+}
+
+/** The rule the claim's condition expression encodes; only the same request may take a record over. */
+export function isClaimable(existing: JobRecord | undefined, req: ClaimRequest): boolean {
+  if (existing === undefined) return true;
+  if (existing.digest !== req.digest) return false;
+  if (existing.status === 'IN_FLIGHT') return !isLeaseLive(existing, req.now);
+  return takeoverStatuses(req.consumer, req.redrive).includes(existing.status);
+}
+
+/** What a record that refused the claim means (read with a consistent read after the failed write). */
+export function claimOutcome(existing: JobRecord | undefined, req: ClaimRequest): ClaimOutcome {
+  if (existing === undefined || isClaimable(existing, req)) return { kind: 'retry' };
+  // A tombstone left by `cancel` before the job was ever seen carries no digest: cancel wins.
+  if (existing.status === 'CANCELLED') return { kind: 'cancelled', record: existing };
+  if (existing.digest !== req.digest) return { kind: 'conflict', record: existing };
+  // Pinned and past FORWARDED: a stage consumer took it, so its verdict is the stage's (and on the stage's DLQ).
+  if (req.consumer === 'sequencer' && existing.pin !== undefined && existing.status !== 'FORWARDED') return { kind: 'staged', record: existing };
+  switch (existing.status) {
+    case 'SUCCEEDED':
+      return { kind: 'duplicate', record: existing };
+    case 'FAILED':
+    case 'SKIPPED':
+      return { kind: 'finished', record: existing };
+    case 'FORWARDED':
+      return { kind: 'forwarded', record: existing };
+    case 'IN_FLIGHT':
+      return { kind: 'busy', record: existing };
+  }
+}
+
+/** DynamoDB TTL (epoch seconds): longer than the DLQ retention, so a replay still finds its record. */
+export function ttlFor(now: number, retentionDays: number): number {
+  return Math.floor(now / 1000) + retentionDays * 86_400;
+}
+
+
+/** The rule the cursor update's condition encodes (decisions §3). */
+export function canTakeWorkspace(ws: WorkspaceRecord | undefined): boolean {
+  return ws === undefined || (ws.state === 'ACTIVE' && ws.currentDone !== false);
+}
+
+/** Why the cursor refused a job, from a consistent read of the workspace record. */
+export function workspaceTakeOutcome(ws: WorkspaceRecord | undefined, jobId: string): WorkspaceTakeOutcome {
+  if (ws === undefined || canTakeWorkspace(ws)) return { kind: 'retry' };
+  if (ws.state === 'BLOCKED') return { kind: 'blocked', workspace: ws };
+  // A redelivery of the job that holds the cursor (it crashed or timed out mid-run): run it again.
+  if (ws.currentJobId === jobId || ws.currentJobId === undefined) return { kind: 'taken', workspace: ws };
+  return { kind: 'predecessorUnfinished', workspace: ws, predecessor: ws.currentJobId };
+}

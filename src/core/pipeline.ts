@@ -1,0 +1,350 @@
+/**
+ * The processing rules every consumer shares (docs/design.md "Processing rules"). A handler describes
+ * its job type as a `JobProcessor` and calls:
+ *
+ *   const process = createRecordProcessor(processor, deps);      // (record) => Promise<boolean>
+ *   return processFifoBatch(event.Records, process);             // or processStandardBatch (fifo-batch.ts)
+ *
+ * For each record `processRecord`:
+ *   1. parses the body with `processor.parse` (InvalidJobError → DLQ with the reason, acknowledged);
+ *   2. claims the job in the ledger (duplicate / finished → acknowledged, its outcome reported again;
+ *      conflict → permanent CONFLICT; busy → transient; cancelled, or taken by its stage consumer →
+ *      acknowledged no-op; a job the sequencer already forwarded → `processor.afterComplete` again
+ *      with the recorded pin);
+ *   3. runs `processor.run(job, ctx)`; `ctx.heartbeat()` extends the lease and the message
+ *      visibility together, `ctx.recordProgress()` saves e.g. a build id before a long wait;
+ *   4. completes the ledger with the verdict (fenced on the lease), publishes the event, counts the
+ *      metric, moves a SKIPPED message to the DLQ, then calls `processor.afterComplete`.
+ * Errors: PermanentJobError → ledger FAILED, `processor.onPermanentFailure` (the sequencer fences the
+ * workspace there), DLQ with `reason` / `errorMessage` attributes, acknowledged. Anything else is
+ * transient: the lease is released and the record retried with a ChangeMessageVisibility back-off,
+ * except on the last allowed receive, where it becomes permanent RETRIES_EXHAUSTED. Once a verdict
+ * is in the ledger nothing records a second one: a failing later step (DLQ move, forward, event) is
+ * retried, and the redelivery redoes the DLQ move or the forward from the record.
+ */
+import type { SQSRecord } from 'aws-lambda';
+import { REDRIVE_ATTRIBUTE } from '../../contract/messages';
+import type { EventType, JobMetricName } from '../../contract/runtime-env';
+import { jobDigest, type JobEnvelope } from './envelope';
+import { errorMessage, PermanentJobError, TransientJobError } from './errors';
+import type { Clock, Consumer, EventPublisher, JobLogger, JobMetrics, JobRecord, JobVerdict, Ledger, QueueOps } from './ports';
+
+export interface PipelineSettings {
+  readonly consumer: Consumer;
+  readonly leaseSeconds: number;
+  /** The queue's maxReceiveCount: the last allowed receive turns a transient error permanent. */
+  readonly maxReceiveCount: number;
+  /** Visibility set by a heartbeat. */
+  readonly visibilitySeconds: number;
+  readonly backoff: BackoffSettings;
+}
+
+export interface BackoffSettings {
+  readonly baseSeconds: number;
+  readonly capSeconds: number;
+}
+
+export interface PipelineDeps {
+  readonly ledger: Ledger;
+  readonly queueOps: QueueOps;
+  readonly events: EventPublisher;
+  readonly metrics: JobMetrics;
+  readonly logger: JobLogger;
+  readonly clock: Clock;
+  /** A fresh lease owner per delivery attempt. */
+  readonly newOwner: () => string;
+  readonly settings: PipelineSettings;
+}
+
+export interface JobContext {
+  readonly record: SQSRecord;
+  /** The ledger record as claimed (attempt, pin, progress of an earlier attempt). */
+  readonly claimed: JobRecord;
+  readonly owner: string;
+  readonly logger: JobLogger;
+  /** Extends the ledger lease and the message visibility together. */
+  heartbeat(): Promise<void>;
+  /** Indexes the job under its workspace (byWorkspace) when its verdict is written, whatever it is. */
+  placeInWorkspace(position: WorkspacePosition): void;
+  recordProgress(progress: Record<string, string>): Promise<void>;
+}
+
+export interface WorkspacePosition {
+  readonly workspaceId: string;
+  readonly seq: number;
+}
+
+/** What `run` decided (failures are thrown). */
+export type RunVerdict = Exclude<JobVerdict, { status: 'FAILED' }>;
+
+export interface RunResult {
+  readonly verdict: RunVerdict;
+}
+
+export interface JobProcessor<M extends JobEnvelope = JobEnvelope> {
+  /** Validates the body (parseEnvelope or parseStageMessage); throws InvalidJobError. */
+  parse(body: string): M;
+  run(job: M, ctx: JobContext): Promise<RunResult>;
+  /** After the verdict is recorded, and again for a redelivered FORWARDED job: must be idempotent. */
+  afterComplete?(job: M, record: JobRecord): Promise<void>;
+  /** A permanent failure is about to be reported; `held` says whether this delivery held the claim. */
+  onPermanentFailure?(job: M, error: PermanentJobError, held: boolean): Promise<void>;
+}
+
+/** Retry back-off of every consumer: 10 s doubling per receive, at most 15 minutes. */
+export const DEFAULT_BACKOFF: BackoffSettings = { baseSeconds: 10, capSeconds: 900 };
+
+/** Visibility before the next try: exponential in the receive count, capped (SQS allows up to 12 h). */
+export function backoffSeconds(receiveCount: number, settings: BackoffSettings): number {
+  const exponent = Math.max(0, receiveCount - 1);
+  return Math.min(settings.capSeconds, settings.baseSeconds * 2 ** Math.min(exponent, 30));
+}
+
+export function receiveCount(record: SQSRecord): number {
+  const count = Number(record.attributes.ApproximateReceiveCount);
+  return Number.isFinite(count) && count > 0 ? count : 1;
+}
+
+/** Classifies a failure: permanent as is; anything else permanent only on the last allowed receive. */
+export function classifyFailure(error: unknown, receives: number, maxReceiveCount: number): PermanentJobError | TransientJobError {
+  if (error instanceof PermanentJobError) return error;
+  if (receives >= maxReceiveCount) {
+    return new PermanentJobError('RETRIES_EXHAUSTED', `gave up after ${receives} receives: ${errorMessage(error)}`, { cause: error });
+  }
+  return error instanceof TransientJobError ? error : new TransientJobError(errorMessage(error), { cause: error });
+}
+
+/** A forwarded job is not finished: its stage consumer publishes the outcome. */
+const EVENT_OF: Record<JobVerdict['status'], { event?: EventType; metric: JobMetricName }> = {
+  SUCCEEDED: { event: 'AgentJobSucceeded', metric: 'JobSucceeded' },
+  FAILED: { event: 'AgentJobFailed', metric: 'JobFailed' },
+  SKIPPED: { event: 'AgentJobSkipped', metric: 'JobSkipped' },
+  FORWARDED: { metric: 'JobForwarded' },
+};
+
+function jobLogger(logger: JobLogger, ids: Record<string, unknown>): JobLogger {
+  return {
+    debug: (m, ...extra) => logger.debug(m, ids, ...extra),
+    info: (m, ...extra) => logger.info(m, ids, ...extra),
+    warn: (m, ...extra) => logger.warn(m, ids, ...extra),
+    error: (m, ...extra) => logger.error(m, ids, ...extra),
+  };
+}
+
+function eventDetail(job: JobEnvelope, verdict: JobVerdict, attempt: number): Record<string, unknown> {
+  const { jobId, workspaceId, tenantId, type } = job;
+  const base = { jobId, workspaceId, tenantId, type, status: verdict.status, attempt };
+  switch (verdict.status) {
+    case 'SUCCEEDED':
+      return { ...base, result: verdict.result };
+    case 'FAILED':
+      return { ...base, reason: verdict.error.reason, message: verdict.error.message };
+    case 'SKIPPED':
+      return { ...base, reason: verdict.error.reason, blockedBy: verdict.blockedBy };
+    case 'FORWARDED':
+      return { ...base, pin: verdict.pin };
+  }
+}
+
+/** The verdict a finished record holds, to report it again; undefined for a record without one. */
+function recordedVerdict(record: JobRecord): Exclude<JobVerdict, { status: 'FORWARDED' }> | undefined {
+  switch (record.status) {
+    case 'SUCCEEDED':
+      return { status: 'SUCCEEDED', result: record.result ?? {} };
+    case 'FAILED':
+      return record.error ? { status: 'FAILED', error: record.error } : undefined;
+    case 'SKIPPED':
+      return record.error ? { status: 'SKIPPED', error: record.error, blockedBy: record.blockedBy ?? 'unknown' } : undefined;
+    default:
+      return undefined;
+  }
+}
+
+export function createRecordProcessor<M extends JobEnvelope>(processor: JobProcessor<M>, deps: PipelineDeps): (record: SQSRecord) => Promise<boolean> {
+  return (record) => processRecord(record, processor, deps);
+}
+
+/** Runs one delivery through the rules above; resolves true when the record may be acknowledged. */
+export async function processRecord<M extends JobEnvelope>(record: SQSRecord, processor: JobProcessor<M>, deps: PipelineDeps): Promise<boolean> {
+  let job: M;
+  try {
+    job = processor.parse(record.body);
+  } catch (error) {
+    if (!(error instanceof PermanentJobError)) throw error;
+    return rejectUnparseable(record, error, deps);
+  }
+  const log = jobLogger(deps.logger, { jobId: job.jobId, workspaceId: job.workspaceId, jobType: job.type, messageId: record.messageId });
+  const run = new JobRun(record, job, processor, deps, log);
+  try {
+    return await run.execute();
+  } catch (error) {
+    return run.fail(error);
+  }
+}
+
+/** A transient failure: the record is reported failed and becomes visible again after its back-off. */
+async function backOff(record: SQSRecord, error: unknown, deps: PipelineDeps, log: JobLogger): Promise<false> {
+  const receives = receiveCount(record);
+  const seconds = backoffSeconds(receives, deps.settings.backoff);
+  log.warn('transient failure: retrying later', { error: errorMessage(error), receives, backoffSeconds: seconds });
+  // Best effort: without it the retry waits for the visibility timeout.
+  await deps.queueOps.changeVisibility(record, seconds).catch((e: unknown) => log.warn('back-off failed', { error: errorMessage(e) }));
+  return false;
+}
+
+/** No job to claim or fence: the message goes to the DLQ with the reason; a failed send is retried. */
+async function rejectUnparseable(record: SQSRecord, error: PermanentJobError, deps: PipelineDeps): Promise<boolean> {
+  const ids = { messageId: record.messageId, reason: error.reason };
+  try {
+    await deps.queueOps.moveToDlq(record, { reason: error.reason, message: error.message });
+  } catch (moveError) {
+    return backOff(record, moveError, deps, jobLogger(deps.logger, ids));
+  }
+  deps.logger.warn('unparseable message moved to the DLQ', ids, { error: error.message });
+  deps.metrics.count('JobFailed');
+  return true;
+}
+
+/** One delivery of one job: holds the claim state shared by the success and failure paths. */
+class JobRun<M extends JobEnvelope> {
+  private readonly owner: string;
+  private claimed: JobRecord | undefined;
+  private position: WorkspacePosition | undefined;
+  /** The verdict is in the ledger: what follows (DLQ, events, forward) is redone by a redelivery. */
+  private settled = false;
+
+  constructor(
+    private readonly record: SQSRecord,
+    private readonly job: M,
+    private readonly processor: JobProcessor<M>,
+    private readonly deps: PipelineDeps,
+    private readonly log: JobLogger,
+  ) {
+    this.owner = deps.newOwner();
+  }
+
+  async execute(): Promise<boolean> {
+    const { ledger, settings, clock } = this.deps;
+    const claim = await ledger.claim({
+      job: this.job,
+      digest: jobDigest(this.job),
+      owner: this.owner,
+      now: clock.now(),
+      leaseMs: settings.leaseSeconds * 1000,
+      consumer: settings.consumer,
+      redrive: this.record.messageAttributes[REDRIVE_ATTRIBUTE] !== undefined,
+    });
+    switch (claim.kind) {
+      case 'busy':
+        throw new TransientJobError(`job is leased by another worker until ${claim.record.leaseUntil}`);
+      case 'conflict':
+        throw new PermanentJobError('CONFLICT', `jobId ${this.job.jobId} was already used for a different request (digest ${claim.record.digest})`);
+      case 'cancelled':
+        this.log.info('acknowledged as cancelled', { status: claim.record.status });
+        return true;
+      case 'staged':
+        this.log.info('acknowledged: its stage consumer took it', { status: claim.record.status });
+        return true;
+      case 'duplicate':
+      case 'finished':
+        return this.settleFinished(claim.record);
+      case 'forwarded':
+        this.log.info('re-forwarding with the recorded pin');
+        await this.processor.afterComplete?.(this.job, claim.record);
+        return true;
+      case 'claimed':
+        this.claimed = claim.record;
+        break;
+    }
+    const { verdict } = await this.processor.run(this.job, this.context(claim.record));
+    const done = await ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: clock.now(), verdict, workspace: this.position });
+    this.settled = true;
+    if (verdict.status === 'SKIPPED') await this.deps.queueOps.moveToDlq(this.record, verdict.error);
+    await this.report(verdict, done.attempt);
+    await this.processor.afterComplete?.(this.job, done);
+    return true;
+  }
+
+  /**
+   * A SUCCEEDED / FAILED / SKIPPED record met again on an ordinary redelivery. The earlier worker
+   * recorded the verdict but may have died before the DLQ send or the event, so both are done
+   * again: the FIFO DLQ dedups the send, and events are at least once (consumers dedup by jobId).
+   * Metrics are not counted again.
+   */
+  private async settleFinished(record: JobRecord): Promise<boolean> {
+    this.log.info('already finished: acknowledged', { status: record.status });
+    const verdict = recordedVerdict(record);
+    if (verdict === undefined) return true;
+    if (verdict.status !== 'SUCCEEDED') await this.deps.queueOps.moveToDlq(this.record, verdict.error);
+    await this.publish(verdict, record.attempt);
+    return true;
+  }
+
+  async fail(error: unknown): Promise<boolean> {
+    const receives = receiveCount(this.record);
+    const failure = classifyFailure(error, receives, this.deps.settings.maxReceiveCount);
+    if (!(failure instanceof PermanentJobError) || this.settled) return this.retryLater(failure);
+    try {
+      return await this.failPermanently(failure);
+    } catch (reportError) {
+      // Not recorded (e.g. LeaseLostError: the new owner settles it), or recorded with a later step
+      // left undone: either way a redelivery finishes the work, after the back-off.
+      return this.retryLater(reportError);
+    }
+  }
+
+  private async retryLater(error: unknown): Promise<boolean> {
+    if (this.claimed && !this.settled) {
+      // Best effort: without the release the retry waits for the lease to run out.
+      await this.deps.ledger
+        .release({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now() })
+        .catch((e: unknown) => this.log.warn('lease release failed', { error: errorMessage(e) }));
+    }
+    return backOff(this.record, error, this.deps, this.log);
+  }
+
+  private async failPermanently(failure: PermanentJobError): Promise<boolean> {
+    const verdict: JobVerdict = { status: 'FAILED', error: { reason: failure.reason, message: failure.message } };
+    let attempt = 0;
+    if (this.claimed) {
+      const done = await this.deps.ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now(), verdict, workspace: this.position });
+      this.settled = true;
+      attempt = done.attempt;
+    }
+    this.log.error('permanent failure', { reason: failure.reason, error: failure.message });
+    await this.processor.onPermanentFailure?.(this.job, failure, this.claimed !== undefined);
+    await this.deps.queueOps.moveToDlq(this.record, verdict.error);
+    await this.report(verdict, attempt);
+    return true;
+  }
+
+  private async report(verdict: JobVerdict, attempt: number): Promise<void> {
+    this.deps.metrics.count(EVENT_OF[verdict.status].metric, this.job.type);
+    this.log.info(`job ${verdict.status}`);
+    await this.publish(verdict, attempt);
+  }
+
+  private async publish(verdict: JobVerdict, attempt: number): Promise<void> {
+    const { event } = EVENT_OF[verdict.status];
+    if (event) await this.deps.events.publish(event, eventDetail(this.job, verdict, attempt));
+  }
+
+  private context(claimed: JobRecord): JobContext {
+    const { ledger, queueOps, clock, settings } = this.deps;
+    return {
+      record: this.record,
+      claimed,
+      owner: this.owner,
+      logger: this.log,
+      heartbeat: async () => {
+        const now = clock.now();
+        await ledger.heartbeat({ jobId: this.job.jobId, owner: this.owner, leaseUntil: now + settings.leaseSeconds * 1000, now });
+        await queueOps.changeVisibility(this.record, settings.visibilitySeconds);
+      },
+      placeInWorkspace: (position) => {
+        this.position = position;
+      },
+      recordProgress: (progress) => ledger.recordProgress({ jobId: this.job.jobId, owner: this.owner, progress, now: clock.now() }),
+    };
+  }
+}

@@ -1,0 +1,279 @@
+/**
+ * Every port of the core in one file: the ledger's records and interface, and the small interfaces
+ * the processors use to reach the outside world. Adapters (src/adapters) implement them for AWS and
+ * for the local platform; src/compose builds them; tests hand in emulator-backed adapters or, for
+ * fault injection only, wrappers and mocks.
+ */
+import type { SQSRecord } from 'aws-lambda';
+import type { EventType, JobMetricName } from '../../contract/runtime-env';
+import type { JobType } from '../../contract/job-types';
+import type { JobEnvelope, Pin, StageMessage } from './envelope';
+
+export type JobStatus = 'IN_FLIGHT' | 'SUCCEEDED' | 'FAILED' | 'FORWARDED' | 'SKIPPED' | 'CANCELLED';
+/** Statuses after which a job never runs again on an ordinary redelivery. */
+export const TERMINAL_STATUSES: readonly JobStatus[] = ['SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED'];
+
+export interface JobFailure {
+  /** PermanentReason code, or SKIPPED / CANCELLED causes. */
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** `pk = job#<jobId>` */
+export interface JobRecord {
+  readonly jobId: string;
+  readonly workspaceId: string;
+  readonly tenantId: string;
+  readonly type: JobType;
+  readonly status: JobStatus;
+  /** sha256 of the canonical request (see jobDigest). */
+  readonly digest: string;
+  readonly leaseOwner?: string;
+  /** Epoch milliseconds. */
+  readonly leaseUntil?: number;
+  /** How many times a worker claimed the job. */
+  readonly attempt: number;
+  readonly result?: Record<string, unknown>;
+  readonly error?: JobFailure;
+  /** Staged jobs: the commit the sequencer pinned them to. */
+  readonly pin?: Pin;
+  /** Position in the workspace's order (the sequencer's cursor when it took the job). */
+  readonly wsSeq?: number;
+  /** SKIPPED jobs: the job that blocked the workspace. */
+  readonly blockedBy?: string;
+  /** Progress a long job records before waiting (e.g. run_tests' build id), so a redelivery resumes it. */
+  readonly progress?: Record<string, string>;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  /** Epoch seconds (DynamoDB TTL). */
+  readonly ttl: number;
+}
+
+export type WorkspaceState = 'ACTIVE' | 'BLOCKED';
+
+/** `pk = ws#<workspaceId>` */
+export interface WorkspaceRecord {
+  readonly workspaceId: string;
+  readonly repo?: { readonly url: string; readonly branch: string };
+  /** Commit sha after the last applied patch. */
+  readonly head?: string;
+  readonly state: WorkspaceState;
+  readonly blockedBy?: string;
+  readonly blockedReason?: string;
+  /** The job the sequencer took last for this workspace, and whether it finished. */
+  readonly currentJobId?: string;
+  readonly currentDone?: boolean;
+  /** Sequence number of the last job taken (the cursor). */
+  readonly seq: number;
+  readonly updatedAt: string;
+}
+
+/** Publishes AgentJobSucceeded / AgentJobFailed / AgentJobSkipped / WorkspaceBlocked. */
+export interface EventPublisher {
+  publish(type: EventType, detail: Record<string, unknown>): Promise<void>;
+}
+
+/** Claim-checked diffs (S3 on AWS, fauxqs' S3 locally). */
+export interface DiffStore {
+  put(key: string, body: string): Promise<{ bucket: string; key: string; sha256: string; bytes: number }>;
+  get(ref: { bucket: string; key: string; sha256: string; bytes: number }): Promise<string>;
+}
+
+/** Runs a workspace's tests at a pinned commit (CodeBuild on AWS, a child process locally). */
+export interface TestRunner {
+  /** Starts the build for a job; the same jobId must never start a second build. */
+  start(job: StageMessage<'run_tests'>): Promise<{ buildId: string }>;
+  /** Current state of a build. */
+  poll(buildId: string): Promise<TestRunStatus>;
+}
+
+export type TestRunStatus =
+  | { readonly state: 'RUNNING' }
+  | { readonly state: 'PASSED' | 'FAILED'; readonly exitCode: number | null; readonly logTail: string; readonly durationMs?: number }
+  /** Infrastructure errors (FAULT, TIMED_OUT, STOPPED): not a test verdict. */
+  | { readonly state: 'ERROR'; readonly status: string; readonly message: string };
+
+/** A runner that can find the build an earlier attempt started for a job but never recorded (a crash in between). */
+export interface BuildFinder {
+  findBuild(job: StageMessage<'run_tests'>): Promise<string | undefined>;
+}
+
+/** Pull-request host (GitHub through Octokit on AWS, a local store locally). */
+export interface PullRequestHost {
+  /** Finds the open PR whose head is `branch`, or creates it. Idempotent by head branch. */
+  findOrCreate(input: {
+    repoUrl: string;
+    head: string;
+    base: string;
+    title: string;
+    body?: string;
+  }): Promise<{ number: number; url: string; created: boolean }>;
+}
+
+/** What apply_patch asks of the workspace's repository. */
+export interface PatchCommitRequest {
+  readonly repoUrl: string;
+  readonly branch: string;
+  /** A `git diff` (UTF-8 text or bytes). */
+  readonly diff: string | Uint8Array;
+  /** The commit the diff was made against; the branch head must still be there. */
+  readonly baseSha?: string;
+  readonly jobId: string;
+  readonly message: string;
+  readonly author?: { readonly name: string; readonly email: string };
+  /** ISO-8601: the author and committer time of the commit. */
+  readonly createdAt: string;
+}
+
+export interface PatchCommitResult {
+  readonly commitSha: string;
+  readonly parentSha: string;
+  /** The job's commit was already on the branch (a redelivery, or a twin worker won the push). */
+  readonly alreadyApplied: boolean;
+}
+
+/**
+ * The workspace remotes (isomorphic-git over smart HTTP on AWS and locally). The adapter brings the
+ * credentials and the scratch space; tests wrap it to inject faults.
+ */
+export interface WorkspaceGit {
+  /** One commit carrying the job's trailer, pushed fast-forward only; finds it again on redelivery. */
+  commitPatch(request: PatchCommitRequest): Promise<PatchCommitResult>;
+  /** The branch's head commit, or undefined when the branch does not exist. */
+  branchHead(repoUrl: string, branch: string): Promise<string | undefined>;
+}
+
+/** Who claims: the sequencer (FIFO lane) or a stage consumer (a forwarded, pinned job). */
+export type Consumer = 'sequencer' | 'stage';
+
+export interface ClaimRequest {
+  readonly job: JobEnvelope;
+  readonly digest: string;
+  /** Unique per delivery attempt, so a paused worker cannot complete after a takeover. */
+  readonly owner: string;
+  /** Epoch milliseconds. */
+  readonly now: number;
+  readonly leaseMs: number;
+  readonly consumer: Consumer;
+  /** The delivery is an operator's redrive from the DLQ (message attribute `redrive`). */
+  readonly redrive: boolean;
+}
+
+export type ClaimOutcome =
+  /** This worker holds the lease and runs the job. */
+  | { readonly kind: 'claimed'; readonly record: JobRecord }
+  /** SUCCEEDED with the same digest: acknowledge with the stored result. */
+  | { readonly kind: 'duplicate'; readonly record: JobRecord }
+  /** Same jobId, different request: permanent failure; the original record is kept. */
+  | { readonly kind: 'conflict'; readonly record: JobRecord }
+  /** A live lease held by another owner: retry later, never run twice at once. */
+  | { readonly kind: 'busy'; readonly record: JobRecord }
+  /** Cancelled by an operator before it ran: acknowledge as a no-op. */
+  | { readonly kind: 'cancelled'; readonly record: JobRecord }
+  /** FAILED / SKIPPED on an ordinary redelivery: nothing runs again; its outcome is reported again. */
+  | { readonly kind: 'finished'; readonly record: JobRecord }
+  /** The sequencer meets a job its stage consumer has taken (running or done): the stage reports it. */
+  | { readonly kind: 'staged'; readonly record: JobRecord }
+  /** The sequencer meets a job it already pinned and forwarded: re-send with the recorded pin. */
+  | { readonly kind: 'forwarded'; readonly record: JobRecord }
+  /** The record changed between the failed write and the read (e.g. the lease just expired). */
+  | { readonly kind: 'retry' };
+
+export type WorkspaceTakeOutcome =
+  /** The cursor moved to this job (or already pointed at it after a redelivery). */
+  | { readonly kind: 'taken'; readonly workspace: WorkspaceRecord }
+  /** BLOCKED: the job is skipped. */
+  | { readonly kind: 'blocked'; readonly workspace: WorkspaceRecord }
+  /** The previous job left the queue without a verdict: fence the workspace, skip this job. */
+  | { readonly kind: 'predecessorUnfinished'; readonly workspace: WorkspaceRecord; readonly predecessor: string }
+  | { readonly kind: 'retry' };
+
+/** How a claimed job ends; `complete` writes it fenced on the lease owner. */
+export type JobVerdict =
+  | { readonly status: 'SUCCEEDED'; readonly result: Record<string, unknown> }
+  | { readonly status: 'FAILED'; readonly error: JobFailure }
+  | { readonly status: 'SKIPPED'; readonly blockedBy: string; readonly error: JobFailure }
+  | { readonly status: 'FORWARDED'; readonly pin: Pin };
+
+export interface CompleteInput {
+  readonly jobId: string;
+  readonly owner: string;
+  readonly now: number;
+  readonly verdict: JobVerdict;
+  /** Position in the workspace's order: indexes the job under `byWorkspace`. */
+  readonly workspace?: { readonly workspaceId: string; readonly seq: number };
+}
+
+export interface TakeWorkspaceInput {
+  readonly workspaceId: string;
+  readonly jobId: string;
+  /** apply_patch names the workspace's repository; the first one recorded stays. */
+  readonly repo?: { readonly url: string; readonly branch: string };
+  readonly now: number;
+}
+
+/** Outcomes after the adapter retried races away. */
+export type SettledClaim = Exclude<ClaimOutcome, { kind: 'retry' }>;
+export type SettledTake = Exclude<WorkspaceTakeOutcome, { kind: 'retry' }>;
+
+export type CancelOutcome = { readonly cancelled: true } | { readonly cancelled: false; readonly record: JobRecord };
+
+/**
+ * The ledger as the pipeline, the handlers and the CLI use it. Writes that change a job a worker
+ * holds are fenced on its lease owner and throw LeaseLostError when it was taken over.
+ */
+export interface Ledger {
+  /** One conditional write; on refusal one consistent read says why (see claimOutcome). */
+  claim(req: ClaimRequest): Promise<SettledClaim>;
+  complete(input: CompleteInput): Promise<JobRecord>;
+  /** Extends the lease of a job this owner holds. */
+  heartbeat(input: { jobId: string; owner: string; leaseUntil: number; now: number }): Promise<void>;
+  /** Ends this owner's lease at once, so a retry need not wait for it to run out. */
+  release(input: { jobId: string; owner: string; now: number }): Promise<void>;
+  /** Records progress before a long wait (e.g. a build id) so a redelivery resumes it. */
+  recordProgress(input: { jobId: string; owner: string; progress: Record<string, string>; now: number }): Promise<void>;
+  getJob(jobId: string): Promise<JobRecord | undefined>;
+  getWorkspace(workspaceId: string): Promise<WorkspaceRecord | undefined>;
+  /** The workspace's jobs in the order the sequencer took them (byWorkspace index). */
+  listWorkspaceJobs(workspaceId: string): Promise<JobRecord[]>;
+  /** A job not yet started (absent) or SKIPPED becomes CANCELLED; anything else is returned as is. */
+  cancel(jobId: string, now: number): Promise<CancelOutcome>;
+  /** Moves the cursor to a job (decisions §3). */
+  takeWorkspace(input: TakeWorkspaceInput): Promise<SettledTake>;
+  /** Next sequence number without moving the cursor: orders SKIPPED jobs for replay. */
+  nextWorkspaceSeq(workspaceId: string, now: number): Promise<number>;
+  /** The job holding the cursor finished (with the new head after an apply_patch). */
+  finishWorkspaceJob(input: { workspaceId: string; jobId: string; head?: string; now: number }): Promise<void>;
+  /** The fence: BLOCKED with the job that caused it. */
+  blockWorkspace(input: { workspaceId: string; blockedBy: string; reason: string; now: number }): Promise<void>;
+  /** An operator lifts the fence; the cursor counts as finished so the next job may run. */
+  unblockWorkspace(workspaceId: string, now: number): Promise<WorkspaceRecord>;
+}
+
+export interface Clock {
+  /** Epoch milliseconds. */
+  now(): number;
+}
+
+/** Structured logger (Powertools Logger satisfies it); ids go in `extra`, payloads never do. */
+export interface JobLogger {
+  debug(message: string, ...extra: Record<string, unknown>[]): void;
+  info(message: string, ...extra: Record<string, unknown>[]): void;
+  warn(message: string, ...extra: Record<string, unknown>[]): void;
+  error(message: string, ...extra: Record<string, unknown>[]): void;
+}
+
+/** Counts (Powertools Metrics on AWS): job metrics carry the dimension jobType. */
+export interface JobMetrics {
+  count(metric: JobMetricName, jobType?: JobType): void;
+}
+
+/** The SQS operations a consumer needs beyond what the event source mapping does. */
+export interface QueueOps {
+  /** Sends the message to the source queue's DLQ with its attributes plus `reason` and `errorMessage`. */
+  moveToDlq(record: SQSRecord, failure: JobFailure): Promise<void>;
+  /** Sets the message's visibility timeout (back-off before the retry; heartbeats). */
+  changeVisibility(record: SQSRecord, seconds: number): Promise<void>;
+  /** Sends a message to another queue with the given string attributes. */
+  send(queueUrl: string, body: string, attributes: Record<string, string>): Promise<void>;
+}

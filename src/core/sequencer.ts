@@ -1,0 +1,134 @@
+/**
+ * The ordered lane's processor (the sequencer): consumes the FIFO queue, one message group per
+ * workspace. It takes each job in the workspace's order (the cursor, docs/decisions.md §3), runs an
+ * ordered job type's mutation itself (the only writer of a workspace), pins a staged job to the
+ * workspace head and forwards it to its stage queue, and fences the workspace when a job fails for
+ * good. Everything else is the shared pipeline (pipeline.ts) and the FIFO batch planner
+ * (fifo-batch.ts).
+ */
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { JOB_TYPES, type OrderedJobType, type StagedJobType } from '../../contract/job-types';
+import { jobAttributes, parseEnvelope, type JobEnvelope, type Pin } from './envelope';
+import { LeaseLostError, PermanentJobError } from './errors';
+import { processFifoBatch } from './fifo-batch';
+import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps, type RunResult, type RunVerdict } from './pipeline';
+import type { JobRecord, SettledTake, WorkspaceGit, WorkspaceRecord } from './ports';
+
+/** What an ordered job type does at its turn; the sequencer does the rest. */
+export interface OrderedJobProcessor<T extends OrderedJobType = OrderedJobType> {
+  /** The repository and branch the job names: a workspace is bound to the first one recorded. */
+  workspaceRepo(job: JobEnvelope<T>): { readonly url: string; readonly branch: string };
+  /** The side effect, idempotent in the target; returns the workspace's new head commit. */
+  mutate(job: JobEnvelope<T>): Promise<{ readonly head: string; readonly result: Record<string, unknown> }>;
+}
+
+export type OrderedJobProcessors = { readonly [T in OrderedJobType]: OrderedJobProcessor<T> };
+
+export interface SequencerDeps extends PipelineDeps {
+  /** One processor per ordered job type of the catalog (a missing one does not compile). */
+  readonly ordered: OrderedJobProcessors;
+  /** Reads branch heads to pin a staged job when no mutation has recorded one yet. */
+  readonly git: Pick<WorkspaceGit, 'branchHead'>;
+  /** Stage queue URL per staged job type. */
+  readonly stageQueueUrls: Readonly<Record<StagedJobType, string>>;
+}
+
+const SKIPPED_REASON = 'SKIPPED';
+
+function isOrdered(job: JobEnvelope): job is JobEnvelope<OrderedJobType> {
+  return JOB_TYPES[job.type].lane === 'ordered';
+}
+
+/** The processor of an ordered job's type: a lookup keyed by the job's own type, which TypeScript cannot correlate. */
+function processorOf(ordered: OrderedJobProcessors, job: JobEnvelope<OrderedJobType>): OrderedJobProcessor {
+  return ordered[job.type] as OrderedJobProcessor;
+}
+
+class SequencerProcessor implements JobProcessor {
+  constructor(private readonly deps: SequencerDeps) {}
+
+  parse(body: string): JobEnvelope {
+    return parseEnvelope(body);
+  }
+
+  async run(job: JobEnvelope, ctx: JobContext): Promise<RunResult> {
+    const { ledger, clock } = this.deps;
+    const ordered = isOrdered(job) ? { job, processor: processorOf(this.deps.ordered, job) } : undefined;
+    const repo = ordered?.processor.workspaceRepo(ordered.job);
+    const take = await ledger.takeWorkspace({ workspaceId: job.workspaceId, jobId: job.jobId, repo, now: clock.now() });
+    if (take.kind !== 'taken') return { verdict: await this.skip(job, take, ctx) };
+    ctx.placeInWorkspace({ workspaceId: job.workspaceId, seq: take.workspace.seq });
+    if (ordered) {
+      const { head, result } = await ordered.processor.mutate(ordered.job);
+      // Head and cursor in one write, before the ledger completes: a redelivery finds the effect anyway.
+      await ledger.finishWorkspaceJob({ workspaceId: job.workspaceId, jobId: job.jobId, head, now: clock.now() });
+      return { verdict: { status: 'SUCCEEDED', result } };
+    }
+    // Every other job type is staged (contract/job-types.ts): pinned here, run by its stage consumer.
+    const pin = await this.pin(job, take.workspace);
+    await ledger.finishWorkspaceJob({ workspaceId: job.workspaceId, jobId: job.jobId, now: clock.now() });
+    return { verdict: { status: 'FORWARDED', pin } };
+  }
+
+  private async skip(job: JobEnvelope, take: Exclude<SettledTake, { kind: 'taken' }>, ctx: JobContext): Promise<RunVerdict> {
+    const { ledger, clock } = this.deps;
+    let blockedBy = take.workspace.blockedBy ?? 'unknown';
+    if (take.kind === 'predecessorUnfinished') {
+      blockedBy = take.predecessor;
+      ctx.logger.error('previous job left the queue unfinished: fencing the workspace', { predecessor: blockedBy });
+      await this.fence(job.workspaceId, blockedBy, 'PREDECESSOR_UNFINISHED');
+    }
+    // Skipped jobs get a place in the workspace's order too, so a replay can follow it.
+    ctx.placeInWorkspace({ workspaceId: job.workspaceId, seq: await ledger.nextWorkspaceSeq(job.workspaceId, clock.now()) });
+    return { status: 'SKIPPED', blockedBy, error: { reason: SKIPPED_REASON, message: `workspace ${job.workspaceId} is blocked by job ${blockedBy}` } };
+  }
+
+  /** The commit a staged job runs at: the head the last mutation recorded, else the branch head. */
+  private async pin(job: JobEnvelope, workspace: WorkspaceRecord): Promise<Pin> {
+    if (!workspace.repo) throw new PermanentJobError('WORKSPACE_UNKNOWN', `workspace ${job.workspaceId} has no repository yet: send an apply_patch first`);
+    const sha = workspace.head ?? (await this.deps.git.branchHead(workspace.repo.url, workspace.repo.branch));
+    if (!sha) throw new PermanentJobError('WORKSPACE_UNKNOWN', `branch ${workspace.repo.branch} of workspace ${job.workspaceId} does not exist`);
+    return { sha, repoUrl: workspace.repo.url, branch: workspace.repo.branch };
+  }
+
+  /** Forwards a pinned job; runs again for a redelivered FORWARDED job, always with the recorded pin. */
+  async afterComplete(job: JobEnvelope, record: JobRecord): Promise<void> {
+    if (record.status !== 'FORWARDED' || !record.pin) return;
+    const type = job.type as StagedJobType;
+    await this.deps.queueOps.send(this.deps.stageQueueUrls[type], JSON.stringify({ ...job, pin: record.pin }), jobAttributes(job));
+  }
+
+  async onPermanentFailure(job: JobEnvelope, error: PermanentJobError, held: boolean): Promise<void> {
+    // A conflict belongs to the original job with that id, not to this delivery.
+    if (error.reason === 'CONFLICT') return;
+    if (this.fencesOnFailure(job, error, held)) return this.fence(job.workspaceId, job.jobId, error.reason);
+    if (!held) return;
+    await this.deps.ledger.finishWorkspaceJob({ workspaceId: job.workspaceId, jobId: job.jobId, now: this.deps.clock.now() }).catch((e: unknown) => {
+      // The job failed before it took the cursor: nothing to release.
+      if (!(e instanceof LeaseLostError)) throw e;
+    });
+  }
+
+  /**
+   * Whether a permanent failure fences the workspace: a failed mutation leaves the tree missing a
+   * change, and a job that exhausted its retries may have left it half-done (or never run).
+   */
+  private fencesOnFailure(job: JobEnvelope, error: PermanentJobError, held: boolean): boolean {
+    if (error.reason === 'RETRIES_EXHAUSTED') return true;
+    return held && isOrdered(job);
+  }
+
+  private async fence(workspaceId: string, blockedBy: string, reason: string): Promise<void> {
+    await this.deps.ledger.blockWorkspace({ workspaceId, blockedBy, reason, now: this.deps.clock.now() });
+    this.deps.metrics.count('WorkspaceBlocked');
+    this.deps.logger.warn('workspace blocked', { workspaceId, blockedBy, reason });
+    await this.deps.events.publish('WorkspaceBlocked', { workspaceId, blockedBy, reason });
+  }
+}
+
+/** The FIFO queue's batch handler over injected adapters (src/compose builds them for AWS and locally). */
+export function createSequencer(deps: SequencerDeps): (event: SQSEvent) => Promise<SQSBatchResponse> {
+  const process = createRecordProcessor(new SequencerProcessor(deps), deps);
+  const release = (record: SQSEvent['Records'][number]) => deps.queueOps.changeVisibility(record, 0);
+  return (event) => processFifoBatch(event.Records, process, release);
+}

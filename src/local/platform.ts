@@ -1,0 +1,239 @@
+/**
+ * The local platform (`npm start`): in one process, on 127.0.0.1 only, the emulators (fauxqs for
+ * SQS + S3, dynalite for the ledger), the loopback git server, the JSON-lines event log and one
+ * poller per queue of the topology that feeds the same handler code as on AWS, wired to local
+ * adapters. `<stateDir>/platform.json` tells the CLI where everything is while it runs.
+ *
+ * State: the ledger (when persisting), the git repositories, test runs and pull requests survive a
+ * restart; queued messages do not, because fauxqs keeps queues in memory only.
+ */
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir, readFile, rm } from 'node:fs/promises';
+import * as path from 'node:path';
+import type { Writable } from 'node:stream';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { QueueSpec } from '../../contract/topology';
+import { JsonlEventLog } from '../adapters/events';
+import { LOCAL_WORKERS, type LocalWorkerParts, type WorkerName } from '../compose/local';
+import { DEFAULT_BACKOFF, type BackoffSettings } from '../core/pipeline';
+import { LOCAL_REGION, startEmulators, type EmulatorEndpoints, type LocalEmulators } from './emulators';
+import { StreamLogger } from './file-logger';
+import { startGitServer, type GitServer } from './git-server';
+import { startLiveView, type LiveView } from './live-view';
+import { startQueuePoller, type QueuePoller } from './poller';
+import { LocalPullRequestStore } from './pr-store';
+import { isProcessAlive } from './process-alive';
+import { DEFAULT_STATE_DIR, PLATFORM_FILE } from './state-dir';
+import { LocalTestRunner } from './test-runner';
+import { writeFileAtomic } from './write-atomic';
+
+
+export type PlatformLogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+
+export interface PlatformOptions {
+  /** @default DEFAULT_STATE_DIR */
+  readonly stateDir?: string;
+  /** 0 or absent: a free port. */
+  readonly ports?: { readonly sqs?: number; readonly dynamodb?: number; readonly git?: number };
+  /** Deletes the state directory before starting. @default false */
+  readonly reset?: boolean;
+  /** Keeps the ledger on disk under the state directory. @default true */
+  readonly persist?: boolean;
+  /** Level of the handler logs in `<stateDir>/platform.log`. @default 'INFO' */
+  readonly logLevel?: PlatformLogLevel;
+  /** Where the ready line and the live view go; null for none (tests). @default process.stdout */
+  readonly output?: Writable | null;
+  /** Retry back-off of every worker. @default DEFAULT_BACKOFF (as on AWS) */
+  readonly backoff?: BackoffSettings;
+}
+
+/** What `<stateDir>/platform.json` holds: everything a client needs to reach the running platform. */
+export interface PlatformInfo {
+  readonly pid: number;
+  readonly startedAt: string;
+  readonly stateDir: string;
+  readonly region: string;
+  readonly endpoints: EmulatorEndpoints;
+  /** By QueueSpec.name, e.g. `agent-jobs` (the FIFO ingress), `run-tests`, `open-pr`. */
+  readonly queueUrls: Readonly<Record<string, string>>;
+  /** By the QueueSpec.name of the queue each DLQ serves. */
+  readonly dlqUrls: Readonly<Record<string, string>>;
+  readonly tableName: string;
+  readonly bucketName: string;
+  /** Base URL of the git server; repositories are `<gitUrl>/<name>.git`. */
+  readonly gitUrl: string;
+  readonly eventLog: string;
+  readonly logFile: string;
+}
+
+export interface LocalPlatform {
+  readonly info: PlatformInfo;
+  readonly emulators: LocalEmulators;
+  readonly git: GitServer;
+  readonly events: JsonlEventLog;
+  /** Stops pollers (in-flight batches finish), servers and files; safe to call twice. */
+  stop(): Promise<void>;
+}
+
+export class PlatformAlreadyRunningError extends Error {
+  override readonly name = 'PlatformAlreadyRunningError';
+}
+
+/** Paths inside the state directory. */
+function statePaths(stateDir: string) {
+  return {
+    info: path.join(stateDir, PLATFORM_FILE),
+    dynamodb: path.join(stateDir, 'dynamodb'),
+    repos: path.join(stateDir, 'repos'),
+    events: path.join(stateDir, 'events.jsonl'),
+    log: path.join(stateDir, 'platform.log'),
+    work: path.join(stateDir, 'work'),
+    testRuns: path.join(stateDir, 'test-runs'),
+  };
+}
+
+/** The running platform's description, or undefined when none is running from this state directory. */
+export async function readPlatformInfo(stateDir: string = DEFAULT_STATE_DIR): Promise<PlatformInfo | undefined> {
+  let info: PlatformInfo;
+  try {
+    info = JSON.parse(await readFile(statePaths(stateDir).info, 'utf8')) as PlatformInfo;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  // A file left by a killed platform names a dead process.
+  return isProcessAlive(info.pid) ? info : undefined;
+}
+
+export async function startPlatform(options: PlatformOptions = {}): Promise<LocalPlatform> {
+  const stateDir = path.resolve(options.stateDir ?? DEFAULT_STATE_DIR);
+  const paths = statePaths(stateDir);
+  const running = await readPlatformInfo(stateDir);
+  if (running) throw new PlatformAlreadyRunningError(`a local platform (pid ${running.pid}) is already running from ${stateDir}`);
+  if (options.reset) await rm(stateDir, { recursive: true, force: true });
+  await mkdir(stateDir, { recursive: true });
+
+  const logStream = createWriteStream(paths.log, { flags: 'a' });
+  const logger = new StreamLogger(logStream, { serviceName: 'agent-jobs-local', logLevel: options.logLevel ?? 'INFO' });
+  const stack = new ShutdownStack();
+  stack.push(() => closeStream(logStream));
+  try {
+    const emulators = await startEmulators({ ports: options.ports, dynamoDbPath: options.persist === false ? undefined : paths.dynamodb });
+    stack.push(() => emulators.stop());
+    const git = await startGitServer({ root: paths.repos, port: options.ports?.git });
+    stack.push(() => git.close());
+    const events = new JsonlEventLog(paths.events);
+    const testRunner = new LocalTestRunner({ stateDir: paths.testRuns });
+    stack.push(() => testRunner.close());
+
+    const output = options.output === null ? undefined : (options.output ?? process.stdout);
+    if (output) {
+      // Stopped after the pollers (unwinding is last-in first-out), so it shows the last events too.
+      const view: LiveView = await startLiveView({ events, output });
+      stack.push(() => view.stop());
+    }
+
+    const parts: LocalWorkerParts = { workRoot: paths.work, testRunner, prHost: new LocalPullRequestStore(stateDir) };
+    const wiring: Wiring = { emulators, events, logger, parts, backoff: options.backoff ?? DEFAULT_BACKOFF };
+    const pollers = await Promise.all(emulators.topology.map((spec) => startWorker(spec, wiring)));
+    stack.push(() => Promise.all(pollers.map((p) => p.stop())).then(() => undefined));
+
+    const info: PlatformInfo = {
+      pid: process.pid,
+      startedAt: new Date().toISOString(),
+      stateDir,
+      region: LOCAL_REGION,
+      endpoints: emulators.endpoints,
+      queueUrls: emulators.queueUrls,
+      dlqUrls: emulators.dlqUrls,
+      tableName: emulators.tableName,
+      bucketName: emulators.bucketName,
+      gitUrl: git.url,
+      eventLog: paths.events,
+      logFile: paths.log,
+    };
+    await writeFileAtomic(paths.info, JSON.stringify(info, null, 2));
+    stack.push(() => rm(paths.info, { force: true }));
+
+    output?.write(readyLine(info, options.persist !== false));
+    logger.info('local platform started', { stateDir, endpoints: info.endpoints, gitUrl: info.gitUrl });
+    return { info, emulators, git, events, stop: stack.unwind };
+  } catch (error) {
+    await stack.unwind();
+    throw error;
+  }
+}
+
+interface Wiring {
+  readonly emulators: LocalEmulators;
+  readonly events: JsonlEventLog;
+  /** The platform's logger; each worker's handler gets a child that names the function. */
+  readonly logger: Logger;
+  readonly parts: LocalWorkerParts;
+  readonly backoff: BackoffSettings;
+}
+
+async function startWorker(spec: QueueSpec, wiring: Wiring): Promise<QueuePoller> {
+  const { emulators } = wiring;
+  const name = spec.consumer as WorkerName;
+  const logger = wiring.logger.createChild({ persistentKeys: { function: name } });
+  const handler = LOCAL_WORKERS[name]({ resources: emulators, events: wiring.events, logger, backoff: wiring.backoff, worker: spec.worker }, wiring.parts);
+  const queueUrl = required(emulators.queueUrls, spec.name);
+  const { Attributes } = await emulators.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+  return startQueuePoller({
+    name,
+    sqs: emulators.clients.sqs,
+    queueUrl,
+    queueArn: required(Attributes ?? {}, 'QueueArn'),
+    region: LOCAL_REGION,
+    batchSize: spec.worker.batchSize,
+    maxConcurrency: spec.worker.maxConcurrency,
+    timeoutSeconds: spec.worker.timeoutSeconds,
+    handler,
+    logger,
+  });
+}
+
+function readyLine(info: PlatformInfo, persist: boolean): string {
+  const ledger = persist ? 'ledger on disk' : 'ledger in memory';
+  return [
+    `agent-jobs local platform ready (pid ${info.pid})`,
+    `  sqs+s3   ${info.endpoints.sqs}   (queues in memory)`,
+    `  dynamodb ${info.endpoints.dynamodb}   (${ledger})`,
+    `  git      ${info.gitUrl}/<repo>.git`,
+    `  state    ${info.stateDir}   logs: ${info.logFile}`,
+    '  Ctrl-C to stop',
+    '',
+  ].join('\n');
+}
+
+function required(values: Readonly<Record<string, string>>, key: string): string {
+  const value = values[key];
+  if (value === undefined) throw new Error(`local platform: no ${key} was created`);
+  return value;
+}
+
+function closeStream(stream: WriteStream): Promise<void> {
+  return new Promise((resolve) => stream.end(resolve));
+}
+
+/** Undo steps run last-in first-out, once, whatever fails along the way. */
+class ShutdownStack {
+  private readonly steps: Array<() => Promise<unknown>> = [];
+  private unwound: Promise<void> | undefined;
+
+  push(step: () => Promise<unknown>): void {
+    this.steps.push(step);
+  }
+
+  readonly unwind = (): Promise<void> => (this.unwound ??= this.run());
+
+  private async run(): Promise<void> {
+    const errors: unknown[] = [];
+    for (const step of this.steps.reverse()) {
+      await step().catch((error: unknown) => errors.push(error));
+    }
+    if (errors.length > 0) throw new AggregateError(errors, 'local platform: some parts did not stop cleanly');
+  }
+}
