@@ -8,8 +8,9 @@ import { machineLine, toMarkdown, type Benchmark } from './harness';
 import { bench as applyPatch } from './apply-patch.bench';
 import { bench as orderedLane } from './ordered-lane.bench';
 import { bench as ledger } from './ledger.bench';
+import { bench as lambdaCost } from './lambda-cost.bench';
 
-const ALL: readonly Benchmark[] = [applyPatch, orderedLane, ledger];
+const ALL: readonly Benchmark[] = [applyPatch, orderedLane, ledger, lambdaCost];
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);
