@@ -1,17 +1,32 @@
 /**
  * The CDK app: `npx cdk synth -c env=dev` (or prod, ...). Settings come from config/<env>.json
  * (optional) and cdk context; see lib/config.ts. AwsSolutions checks (cdk-nag) run on every synth.
+ *
+ * A configuration mistake is the operator's to fix, not a bug: it prints its one message (naming
+ * every bad setting) and exits 1, without a stack trace. Anything else still throws as usual.
  */
 import { join } from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { AgentJobsStack } from '../lib/agent-jobs-stack';
-import { loadConfig } from '../lib/config';
+import { InvalidConfigError, loadConfig } from '../lib/config';
+import { InvalidSettingsError } from '../lib/constructs/settings-problems';
 
-const app = new App();
-const config = loadConfig(app, join(__dirname, '..', 'config'));
-new AgentJobsStack(app, `AgentJobs-${config.envName}`, {
-  config,
-  description: `agent-jobs platform (${config.envName}): ordered coding-agent jobs on SQS FIFO, Lambda and DynamoDB`,
-});
-Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+function main(): void {
+  const app = new App();
+  const config = loadConfig(app, join(__dirname, '..', 'config'));
+  new AgentJobsStack(app, `AgentJobs-${config.envName}`, {
+    config,
+    description: `agent-jobs platform (${config.envName}): ordered coding-agent jobs on SQS FIFO, Lambda and DynamoDB`,
+  });
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+}
+
+try {
+  main();
+} catch (error) {
+  if (!(error instanceof InvalidConfigError || error instanceof InvalidSettingsError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  // exit now: the App would otherwise synthesize what was built so far when the process ends.
+  process.exit(1);
+}

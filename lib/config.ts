@@ -1,6 +1,7 @@
 /**
  * Deployment configuration: defaults, then `config/<env>.json` (optional), then cdk context
- * (`-c key=value`). Validated in one pass: a bad value throws one error naming every bad setting.
+ * (`-c key=value`, nested settings as dotted keys: `-c workers.sequencer.batchSize=5`). Validated
+ * in one pass: a bad value or an unknown setting throws one error naming every bad setting.
  *
  * Only shapes and types are checked here; rules that tie settings together (visibility vs.
  * timeout, batch size on FIFO, ...) are the constructs' job, so they hold for any caller.
@@ -25,15 +26,24 @@ export interface AgentJobsConfig {
   readonly workers: Readonly<Record<WorkerName, WorkerSettings>>;
   /** Subscribed to the alarm topic when set. */
   readonly alarmEmail?: string;
-  /** Complete ARN of an existing secret `{ "username", "password" }`. @default a new secret to fill in */
+  /** Complete ARN of an existing secret `{ "username", "password" }` the sequencer pushes with. @default a new secret to fill in */
   readonly gitCredentialsSecretArn?: string;
+  /** Complete ARN of an existing read-only git credential for test builds, same shape. @default a new secret to fill in */
+  readonly gitReadCredentialsSecretArn?: string;
   /** Complete ARN of an existing GitHub token secret. @default a new secret to fill in */
   readonly githubTokenSecretArn?: string;
+  /** Customer-managed KMS key that encrypts the secrets given by ARN (readers get kms:Decrypt through Secrets Manager only). */
+  readonly secretsKmsKeyArn?: string;
   /** GitHub REST API base URL (GitHub Enterprise: https://<host>/api/v3). */
   readonly githubApiUrl: string;
   /** Claim lease in seconds. @default each worker's timeout (a worker cannot outlive it) */
   readonly leaseSeconds?: number;
   readonly testRunnerTimeoutMinutes: number;
+  /**
+   * Keep what holds jobs or credentials (queues, DLQs, created secrets) when the stack is deleted.
+   * The ledger table is always kept and deletion-protected. @default true
+   */
+  readonly retainOnDestroy: boolean;
 }
 
 /** Thrown when the configuration is invalid; the message names every offending setting. */
@@ -49,23 +59,42 @@ export class InvalidConfigError extends Error {
 
 const ENV_NAME = /^[a-z][a-z0-9-]{0,15}$/;
 const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
+const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/;
 const positiveInt = z.coerce.number().int().positive();
+const secretArn = z.string().regex(SECRET_ARN, 'must be a complete Secrets Manager secret ARN').optional();
+/** Context values arrive as strings: "true"/"false" are booleans (z.coerce.boolean would read "false" as true). */
+const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], { error: 'must be true or false' });
 
 const workerOverridesSchema = z.strictObject(Object.fromEntries(TUNABLE_KEYS.map((key) => [key, positiveInt.optional()])));
 const workerNames = allWorkers().map((w) => w.name);
 
-const configSchema = z.strictObject({
-  workers: z.strictObject(Object.fromEntries(workerNames.map((name) => [name, workerOverridesSchema.optional()]))).optional(),
-  alarmEmail: z.email().optional(),
-  gitCredentialsSecretArn: z.string().regex(SECRET_ARN, 'must be a complete Secrets Manager secret ARN').optional(),
-  githubTokenSecretArn: z.string().regex(SECRET_ARN, 'must be a complete Secrets Manager secret ARN').optional(),
-  githubApiUrl: z.url({ protocol: /^https$/, error: 'must be an https URL' }).default(GITHUB_API_DEFAULT_URL),
-  leaseSeconds: positiveInt.optional(),
-  testRunnerTimeoutMinutes: positiveInt.max(2160).default(60),
-});
+const configSchema = z
+  .strictObject({
+    workers: z.strictObject(Object.fromEntries(workerNames.map((name) => [name, workerOverridesSchema.optional()]))).optional(),
+    alarmEmail: z.email().optional(),
+    gitCredentialsSecretArn: secretArn,
+    gitReadCredentialsSecretArn: secretArn,
+    githubTokenSecretArn: secretArn,
+    secretsKmsKeyArn: z.string().regex(KMS_KEY_ARN, 'must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)').optional(),
+    githubApiUrl: z.url({ protocol: /^https$/, error: 'must be an https URL' }).default(GITHUB_API_DEFAULT_URL),
+    leaseSeconds: positiveInt.optional(),
+    testRunnerTimeoutMinutes: positiveInt.max(2160).default(60),
+    retainOnDestroy: flag.default(true),
+  })
+  .refine((c) => c.secretsKmsKeyArn === undefined || [c.gitCredentialsSecretArn, c.gitReadCredentialsSecretArn, c.githubTokenSecretArn].some(Boolean), {
+    path: ['secretsKmsKeyArn'],
+    message: 'applies to secrets given by ARN only (the secrets the stack creates use the AWS-managed key): set a *SecretArn too, or remove it',
+  });
 
-/** Keys that may also come from cdk context (`-c alarmEmail=ops@example.com`). */
-const CONTEXT_KEYS = ['alarmEmail', 'gitCredentialsSecretArn', 'githubTokenSecretArn', 'githubApiUrl', 'leaseSeconds', 'testRunnerTimeoutMinutes'] as const;
+/**
+ * Every setting an operator can give, as the README's configuration table names them (`<name>` is
+ * a worker name). `env` is context only; every other one works from the file and from context.
+ */
+export const SETTING_NAMES: readonly string[] = [
+  'env',
+  ...TUNABLE_KEYS.map((key) => `workers.<name>.${key}`),
+  ...Object.keys(configSchema.shape).filter((key) => key !== 'workers'),
+];
 
 /** Validates `input` (file and context values merged) for environment `envName`. Pure. */
 export function resolveConfig(envName: string, input: unknown, source = 'input'): AgentJobsConfig {
@@ -83,23 +112,62 @@ export function resolveConfig(envName: string, input: unknown, source = 'input')
   return { envName, workers, ...rest };
 }
 
-/** Reads `-c env=<name>` (default dev), `<configDir>/<name>.json` when present, and context overrides. */
+/**
+ * Reads `-c env=<name>` (default dev), `<configDir>/<name>.json` when present, and every setting
+ * given as cdk context: a context key wins over the file, leaf by leaf.
+ */
 export function loadConfig(app: Construct, configDir: string): AgentJobsConfig {
   const envName: unknown = app.node.tryGetContext('env') ?? 'dev';
   if (typeof envName !== 'string') throw new InvalidConfigError('cdk context', ['env: must be a string']);
   const file = join(configDir, `${envName}.json`);
   // Only a valid env name reaches the file system (it becomes a path).
-  const fromFile: unknown = ENV_NAME.test(envName) && existsSync(file) ? readJson(file) : {};
-  const fromContext = Object.fromEntries(
-    CONTEXT_KEYS.flatMap((key) => {
-      const value: unknown = app.node.tryGetContext(key);
-      return value === undefined ? [] : [[key, value]];
-    }),
-  );
-  if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) {
-    throw new InvalidConfigError(file, ['(root): must be a JSON object']);
+  const hasFile = ENV_NAME.test(envName) && existsSync(file);
+  const fromFile: unknown = hasFile ? readJson(file) : {};
+  if (!isObject(fromFile)) throw new InvalidConfigError(file, ['(root): must be a JSON object']);
+  return resolveConfig(envName, mergeSettings(fromFile, contextSettings(app)), hasFile ? `${file} and cdk context` : 'cdk context');
+}
+
+/** Context keys the CDK itself writes that carry neither `@` nor `:`. */
+const CDK_CONTEXT_KEYS = new Set(['acknowledged-issue-numbers']);
+
+/**
+ * The context keys that are settings, as one nested object. The CDK's own keys (feature flags
+ * `@aws-cdk/...`, `aws:cdk:...`, lookups `availability-zones:...`) are skipped; every other key is
+ * a setting, so an unknown or misspelt one fails validation instead of being ignored.
+ */
+function contextSettings(app: Construct): Record<string, unknown> {
+  const settings: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(app.node.getAllContext())) {
+    if (key === 'env' || /[@:]/.test(key) || CDK_CONTEXT_KEYS.has(key)) continue;
+    setPath(settings, key.split('.'), value);
   }
-  return resolveConfig(envName, { ...fromFile, ...fromContext }, `${file} and cdk context`);
+  return settings;
+}
+
+function setPath(target: Record<string, unknown>, [head, ...rest]: string[], value: unknown): void {
+  if (head === undefined) return;
+  if (rest.length === 0) {
+    target[head] = value;
+    return;
+  }
+  const child = target[head];
+  const next = isObject(child) ? child : {};
+  target[head] = next;
+  setPath(next, rest, value);
+}
+
+/** `override` wins leaf by leaf; objects merge, anything else replaces. */
+function mergeSettings(base: Record<string, unknown>, override: Record<string, unknown>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(override)) {
+    const current = merged[key];
+    merged[key] = isObject(current) && isObject(value) ? mergeSettings(current, value) : value;
+  }
+  return merged;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function readJson(file: string): unknown {

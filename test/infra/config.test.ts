@@ -2,14 +2,16 @@
  * Configuration: defaults, per-worker overrides, one error naming every bad setting, and the
  * file + context loading of bin/app.ts.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { JOB_TYPES, SEQUENCER } from '../../contract/job-types';
-import { InvalidConfigError, loadConfig, resolveConfig } from '../../lib/config';
+import { type AgentJobsConfig, InvalidConfigError, SETTING_NAMES, loadConfig, resolveConfig } from '../../lib/config';
 import { InvalidSettingsError } from '../../lib/constructs/settings-problems';
-import { addStack, newApp } from './helpers';
+import { AgentJobsStack } from '../../lib/agent-jobs-stack';
+import { ROOT, addStack, newApp } from './helpers';
 
 describe('resolveConfig', () => {
   it('defaults to the catalog settings and GitHub.com', () => {
@@ -62,6 +64,30 @@ describe('loadConfig', () => {
     expect(config.workers.run_tests.maxConcurrency).toBe(3);
   });
 
+  it('reads every nested setting from context as a dotted key, over the file, leaf by leaf', () => {
+    writeFileSync(join(dir, 'dev.json'), JSON.stringify({ workers: { sequencer: { batchSize: 4, maxConcurrency: 20 } } }));
+    const app = new App({ context: { 'workers.sequencer.batchSize': '7', 'workers.open_pr.memoryMb': '512', retainOnDestroy: 'false' } });
+    const config = loadConfig(app, dir);
+    expect(config.workers.sequencer).toMatchObject({ batchSize: 7, maxConcurrency: 20 });
+    expect(config.workers.open_pr.memoryMb).toBe(512);
+    expect(config.retainOnDestroy).toBe(false);
+  });
+
+  it('fails on a context key that is no setting instead of ignoring it, and skips the CDK\'s own keys', () => {
+    const app = (context: Record<string, unknown>) => new App({ context: { ...newApp().node.getAllContext(), ...context } });
+    const unknown = () => loadConfig(app({ colour: 'blue', 'workers.sequencer.batchsize': '5', 'workers.linter.timeoutSeconds': '9' }), dir);
+    for (const problem of [/\(root\): Unrecognized key: "colour"/, /workers\.sequencer: Unrecognized key: "batchsize"/, /workers: Unrecognized key: "linter"/]) {
+      expect(unknown).toThrow(problem);
+    }
+    expect(loadConfig(app({ 'acknowledged-issue-numbers': [1], 'availability-zones:account=1:region=x': ['a'] }), dir).envName).toBe('dev');
+  });
+
+  it('refuses secretsKmsKeyArn when no secret is given by ARN, and a flag that is not true or false', () => {
+    const key = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+    expect(() => resolveConfig('dev', { secretsKmsKeyArn: key })).toThrow(/secretsKmsKeyArn: applies to secrets given by ARN only/);
+    expect(() => resolveConfig('dev', { retainOnDestroy: 'no' })).toThrow(/retainOnDestroy: must be true or false/);
+  });
+
   it('defaults to dev without a file, and names the file when it holds no object or no JSON', () => {
     expect(loadConfig(new App(), dir).envName).toBe('dev');
     writeFileSync(join(dir, 'dev.json'), '[1]');
@@ -69,6 +95,96 @@ describe('loadConfig', () => {
     writeFileSync(join(dir, 'dev.json'), '{ "alarmEmail": ');
     expect(() => loadConfig(new App(), dir)).toThrow(/dev\.json[\s\S]*\(root\): not valid JSON/);
   });
+});
+
+describe('every documented setting', () => {
+  const secret = (name: string) => `arn:aws:secretsmanager:eu-west-1:123456789012:secret:agent-jobs/${name}-AbCdEf`;
+  /** An example per setting: the context string, and the value the configuration must then hold. */
+  const EXAMPLES: Record<string, { context: string; read: (c: AgentJobsConfig) => unknown; expected: unknown; with?: Record<string, unknown> }> = {
+    env: { context: 'staging', read: (c) => c.envName, expected: 'staging' },
+    'workers.<name>.timeoutSeconds': { context: '100', read: (c) => c.workers.open_pr.timeoutSeconds, expected: 100 },
+    'workers.<name>.memoryMb': { context: '2048', read: (c) => c.workers.open_pr.memoryMb, expected: 2048 },
+    'workers.<name>.batchSize': { context: '3', read: (c) => c.workers.open_pr.batchSize, expected: 3 },
+    'workers.<name>.maxConcurrency': { context: '40', read: (c) => c.workers.open_pr.maxConcurrency, expected: 40 },
+    'workers.<name>.maxReceiveCount': { context: '8', read: (c) => c.workers.open_pr.maxReceiveCount, expected: 8 },
+    'workers.<name>.oldestMessageAlarmSeconds': { context: '60', read: (c) => c.workers.open_pr.oldestMessageAlarmSeconds, expected: 60 },
+    alarmEmail: { context: 'ops@example.com', read: (c) => c.alarmEmail, expected: 'ops@example.com' },
+    gitCredentialsSecretArn: { context: secret('git'), read: (c) => c.gitCredentialsSecretArn, expected: secret('git') },
+    gitReadCredentialsSecretArn: { context: secret('read'), read: (c) => c.gitReadCredentialsSecretArn, expected: secret('read') },
+    githubTokenSecretArn: { context: secret('gh'), read: (c) => c.githubTokenSecretArn, expected: secret('gh') },
+    secretsKmsKeyArn: {
+      context: 'arn:aws:kms:eu-west-1:123456789012:key/mrk-1234abcd', read: (c) => c.secretsKmsKeyArn,
+      expected: 'arn:aws:kms:eu-west-1:123456789012:key/mrk-1234abcd', with: { githubTokenSecretArn: secret('gh') },
+    },
+    githubApiUrl: { context: 'https://ghe.example.com/api/v3', read: (c) => c.githubApiUrl, expected: 'https://ghe.example.com/api/v3' },
+    leaseSeconds: { context: '300', read: (c) => c.leaseSeconds, expected: 300 },
+    testRunnerTimeoutMinutes: { context: '30', read: (c) => c.testRunnerTimeoutMinutes, expected: 30 },
+    retainOnDestroy: { context: 'false', read: (c) => c.retainOnDestroy, expected: false },
+  };
+  const contextKey = (setting: string) => setting.replace('<name>', 'open_pr');
+
+  it("is exactly the README's configuration table", () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 1));
+    const documented = [...table.matchAll(/^\| `([^`]+)`/gm)].map((m) => m[1]);
+    expect(documented.sort()).toEqual([...SETTING_NAMES].sort());
+    expect(Object.keys(EXAMPLES).sort()).toEqual([...SETTING_NAMES].sort());
+  });
+
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'agent-jobs-config-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it.each(Object.keys(EXAMPLES))('%s works from cdk context', (setting) => {
+    const { context, read, expected, with: extra = {} } = EXAMPLES[setting]!;
+    const config = loadConfig(new App({ context: { ...extra, [contextKey(setting)]: context } }), dir);
+    expect(read(config)).toEqual(expected);
+    expect(read(resolveConfig('dev', extra))).not.toEqual(expected);
+  });
+
+  it.each(Object.keys(EXAMPLES).filter((s) => s !== 'env'))('%s works from config/<env>.json', (setting) => {
+    const { read, expected, with: extra = {} } = EXAMPLES[setting]!;
+    const nested = contextKey(setting).split('.').reduceRight<unknown>((value, key) => ({ [key]: value }), expected) as Record<string, unknown>;
+    writeFileSync(join(dir, 'dev.json'), JSON.stringify({ ...extra, ...nested }));
+    expect(read(loadConfig(new App(), dir))).toEqual(expected);
+  });
+});
+
+describe('the shipped config/dev.json and config/prod.json', () => {
+  it.each(['dev', 'prod'])('%s loads and synthesizes', (env) => {
+    const app = newApp();
+    app.node.setContext('env', env);
+    const config = loadConfig(app, join(ROOT, 'config'));
+    expect(config.envName).toBe(env);
+    expect(() => new AgentJobsStack(app, `AgentJobs-${env}`, { config, projectRoot: ROOT })).not.toThrow();
+  });
+
+  it('prod keeps what holds jobs and credentials; dev lets them go with the stack', () => {
+    const load = (env: string) => {
+      const app = new App();
+      app.node.setContext('env', env);
+      return loadConfig(app, join(ROOT, 'config'));
+    };
+    expect([load('prod').retainOnDestroy, load('dev').retainOnDestroy]).toEqual([true, false]);
+  });
+});
+
+it('`cdk synth` with a bad setting prints one message naming it, without a stack trace, and exits 1', () => {
+  const outdir = mkdtempSync(join(tmpdir(), 'agent-jobs-synth-'));
+  try {
+    // What `cdk synth -c workers.sequencer.batchSize=50` runs: the app, with the context in CDK_CONTEXT_JSON.
+    const run = spawnSync(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'bin', 'app.ts')], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, CDK_OUTDIR: outdir, CDK_CONTEXT_JSON: JSON.stringify({ 'workers.sequencer.batchSize': '50', 'aws:cdk:bundling-stacks': [] }) },
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/^AgentJobs-dev\/sequencer\/Queue has invalid settings:\n {2}- consumer\.batchSize = 50: must be 1\.\.10 on a FIFO queue\n$/);
+  } finally {
+    rmSync(outdir, { recursive: true, force: true });
+  }
 });
 
 it('a worker override that breaks a queue rule fails the synth naming each setting', () => {
