@@ -20,6 +20,11 @@ export const ENV = {
   ledgerRetentionDays: 'LEDGER_RETENTION_DAYS',
   /** Deliveries SQS makes before its redrive policy moves a message to the DLQ. */
   maxReceiveCount: 'MAX_RECEIVE_COUNT',
+  /**
+   * The visibility timeout of the queue the function consumes, as deployed (the environment's
+   * overrides applied): heartbeats extend a message's visibility to it.
+   */
+  visibilityTimeoutSeconds: 'VISIBILITY_TIMEOUT_SECONDS',
 } as const;
 
 /**
@@ -42,6 +47,14 @@ export const TEST_BUILD_ENV = {
  * sequencer reads them to push, the test build's buildspec to fetch.
  */
 export const GIT_CREDENTIAL_KEYS = { username: 'username', password: 'password' } as const;
+
+/**
+ * What a secret the stack creates holds until the operator stores the credential: both keys of a
+ * git credentials secret, the whole value of the GitHub token secret. Every reader refuses it with
+ * a message naming the secret. Never change it: CloudFormation writes a secret again when its
+ * template value changes, which would overwrite the credential stored in its place.
+ */
+export const SECRET_PLACEHOLDER = 'REPLACE_ME';
 
 export function stageQueueUrlEnv(jobType: string): string {
   return `${ENV.stageQueueUrlPrefix}${jobType.toUpperCase()}`;

@@ -9,6 +9,10 @@ export const STACK_OUTPUTS = {
   diffBucketName: 'DiffBucketName',
   alarmTopicArn: 'AlarmTopicArn',
   testRunnerProjectName: 'TestRunnerProjectName',
+  /** The secrets the platform reads (created by the stack or given by ARN): where an operator stores credentials. */
+  gitCredentialsSecretArn: 'GitCredentialsSecretArn',
+  gitReadCredentialsSecretArn: 'GitReadCredentialsSecretArn',
+  githubTokenSecretArn: 'GithubTokenSecretArn',
 } as const;
 
 /** `agent-jobs` -> `AgentJobs` (output keys are alphanumeric). */

@@ -7,14 +7,13 @@
  * side by side into one account and synthesize offline.
  */
 import { join } from 'node:path';
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { Aws, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
-import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
@@ -28,6 +27,7 @@ import { QueueWithDlq } from './constructs/queue-with-dlq';
 import { InvalidSettingsError, SettingsProblems } from './constructs/settings-problems';
 import { TestRunner } from './constructs/test-runner';
 import { Worker } from './constructs/worker';
+import { platformSecret, type PlatformSecret, type SecretShape } from './secrets';
 import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../contract/stack-outputs';
 
 export interface AgentJobsStackProps extends StackProps {
@@ -38,6 +38,8 @@ export interface AgentJobsStackProps extends StackProps {
 
 interface LaneContext {
   readonly alarmAction: cloudwatch.IAlarmAction;
+  /** Of what holds jobs or credentials: queues, DLQs, created secrets (config retainOnDestroy). */
+  readonly removalPolicy: RemovalPolicy;
   readonly projectRoot: string;
   readonly config: AgentJobsConfig;
   readonly resources: CapabilityResources;
@@ -57,31 +59,42 @@ export class AgentJobsStack extends Stack {
   readonly diffBucket: s3.Bucket;
   readonly alarmTopic: sns.Topic;
   readonly testRunner: TestRunner;
+  /** The sequencer's push credential, the test builds' read-only one, the GitHub token. */
+  readonly secrets: Readonly<Record<'gitCredentials' | 'gitReadCredentials' | 'githubToken', PlatformSecret>>;
 
   constructor(scope: Construct, id: string, props: AgentJobsStackProps) {
     super(scope, id, props);
     const { config } = props;
     const projectRoot = props.projectRoot ?? join(__dirname, '..');
+    const removalPolicy = config.retainOnDestroy ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
 
-    this.alarmTopic = this.createAlarmTopic(config.alarmEmail);
+    this.alarmTopic = this.createAlarmTopic(config.alarmEmail, removalPolicy);
     const alarmAction = new actions.SnsAction(this.alarmTopic);
     this.ledger = new Ledger(this, 'Ledger');
     this.eventBus = new events.EventBus(this, 'EventBus', { description: 'agent-jobs job events' });
     this.diffBucket = this.createDiffBucket();
-    const gitCredentials = this.secret('GitCredentials', config.gitCredentialsSecretArn, 'agent-jobs git credentials: JSON {"username","password"}');
+    const secret = (id: string, shape: SecretShape, arn: string | undefined, description: string): PlatformSecret =>
+      platformSecret(this, id, { arn, kmsKeyArn: config.secretsKmsKeyArn, shape, description, removalPolicy });
+    this.secrets = {
+      gitCredentials: secret('GitCredentials', 'gitCredentials', config.gitCredentialsSecretArn,
+        'agent-jobs git push credential for the workspace remotes (sequencer): JSON {"username","password"}'),
+      gitReadCredentials: secret('GitReadCredentials', 'gitCredentials', config.gitReadCredentialsSecretArn,
+        'agent-jobs read-only git credential for test builds: JSON {"username","password"}'),
+      githubToken: secret('GithubToken', 'token', config.githubTokenSecretArn, 'agent-jobs GitHub token (plain string)'),
+    };
     this.testRunner = new TestRunner(this, 'TestRunner', {
-      gitCredentials,
+      gitReadCredentials: this.secrets.gitReadCredentials,
       timeout: Duration.minutes(config.testRunnerTimeoutMinutes),
     });
     const resources: CapabilityResources = {
-      gitCredentials,
-      githubToken: this.secret('GithubToken', config.githubTokenSecretArn, 'agent-jobs GitHub token (plain string)'),
+      gitCredentials: this.secrets.gitCredentials,
+      githubToken: this.secrets.githubToken,
       githubApiUrl: config.githubApiUrl,
       diffBucket: this.diffBucket,
       testRunner: this.testRunner,
     };
 
-    this.lanes = queueTopology(config.workers).map((spec) => this.addLane(spec, { alarmAction, projectRoot, config, resources }));
+    this.lanes = queueTopology(config.workers).map((spec) => this.addLane(spec, { alarmAction, removalPolicy, projectRoot, config, resources }));
     this.wireSequencer();
     this.checkTestBuildsFit(config.testRunnerTimeoutMinutes);
 
@@ -105,6 +118,7 @@ export class AgentJobsStack extends Stack {
       maxReceiveCount: spec.maxReceiveCount,
       oldestMessageAlarmThreshold: Duration.seconds(settings.oldestMessageAlarmSeconds),
       alarmAction: shared.alarmAction,
+      removalPolicy: shared.removalPolicy,
     });
     const worker = new Worker(scope, 'Worker', {
       entry: join(shared.projectRoot, settings.handlerEntry),
@@ -130,7 +144,7 @@ export class AgentJobsStack extends Stack {
     const sequencer = this.lanes.find((l) => l.spec.fifo);
     if (!sequencer) throw new InvalidSettingsError('queueTopology()', ['no FIFO lane for the sequencer']);
     for (const stage of this.lanes.filter((l) => !l.spec.fifo)) {
-      stage.queue.queue.grantSendMessages(sequencer.worker.function);
+      sequencer.worker.allow(['sqs:SendMessage'], [stage.queue.queue.queueArn]);
       sequencer.worker.function.addEnvironment(stageQueueUrlEnv(stage.spec.consumer), stage.queue.queue.queueUrl);
     }
   }
@@ -149,15 +163,39 @@ export class AgentJobsStack extends Stack {
     problems.throwIfAny(`${this.node.path} configuration`);
   }
 
-  private createAlarmTopic(email: string | undefined): sns.Topic {
-    // CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key: a customer-managed
-    // key with a grant to CloudWatch is the only way to encrypt alarm notifications.
+  /**
+   * The one topic every alarm notifies. Its explicit policy (TLS only) replaces SNS's default one,
+   * so CloudWatch may publish only because a statement says so; encrypted with a customer-managed
+   * key, because CloudWatch cannot use the AWS-managed SNS key, and the key lets CloudWatch use it
+   * under the same conditions: alarms of this account and region only (confused deputy).
+   */
+  private createAlarmTopic(email: string | undefined, removalPolicy: RemovalPolicy): sns.Topic {
+    const cloudwatch = new iam.ServicePrincipal('cloudwatch.amazonaws.com');
+    const fromThisAccountsAlarms = {
+      StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID },
+      ArnLike: { 'aws:SourceArn': `arn:${Aws.PARTITION}:cloudwatch:${Aws.REGION}:${Aws.ACCOUNT_ID}:alarm:*` },
+    };
     const key = new kms.Key(this, 'AlarmTopicKey', {
       description: 'agent-jobs alarm topic encryption',
       enableKeyRotation: true,
+      // It encrypts notifications in flight only: nothing stays encrypted under it once the stack is gone.
+      removalPolicy,
     });
-    key.grant(new iam.ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
+    key.addToResourcePolicy(new iam.PolicyStatement({
+      sid: 'CloudWatchAlarmsEncryptNotifications',
+      principals: [cloudwatch],
+      actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+      resources: ['*'],
+      conditions: fromThisAccountsAlarms,
+    }));
     const topic = new sns.Topic(this, 'AlarmTopic', { masterKey: key, enforceSSL: true });
+    topic.addToResourcePolicy(new iam.PolicyStatement({
+      sid: 'CloudWatchAlarmsPublish',
+      principals: [cloudwatch],
+      actions: ['sns:Publish'],
+      resources: [topic.topicArn],
+      conditions: fromThisAccountsAlarms,
+    }));
     if (email) topic.addSubscription(new subscriptions.EmailSubscription(email));
     return topic;
   }
@@ -175,21 +213,10 @@ export class AgentJobsStack extends Stack {
     });
     Validations.of(bucket).acknowledge({
       id: 'AwsSolutions-S1',
-      reason: 'Claim-check objects are written once by producers and read once by the sequencer under its own role; '
-        + 'CloudTrail data events audit object access where required, without a second log bucket per environment.',
+      reason: 'No server access logs: the bucket holds short-lived claim-check diffs, written by producers and read only by the '
+        + "sequencer's role; a team that must audit object access enables CloudTrail data events on it (README, Deploy).",
     });
     return bucket;
-  }
-
-  /** An existing secret by complete ARN, or a new one for the operator to fill in after the first deploy. */
-  private secret(id: string, arn: string | undefined, description: string): secretsmanager.ISecret {
-    if (arn) return secretsmanager.Secret.fromSecretCompleteArn(this, id, arn);
-    const secret = new secretsmanager.Secret(this, id, { description });
-    Validations.of(secret).acknowledge({
-      id: 'AwsSolutions-SMG4',
-      reason: 'Holds a credential issued by the git host or GitHub; it is rotated there, and Secrets Manager cannot rotate it.',
-    });
-    return secret;
   }
 
   private addOutputs(): void {
@@ -203,5 +230,8 @@ export class AgentJobsStack extends Stack {
     output(STACK_OUTPUTS.diffBucketName, this.diffBucket.bucketName);
     output(STACK_OUTPUTS.alarmTopicArn, this.alarmTopic.topicArn);
     output(STACK_OUTPUTS.testRunnerProjectName, this.testRunner.project.projectName);
+    output(STACK_OUTPUTS.gitCredentialsSecretArn, this.secrets.gitCredentials.secret.secretArn);
+    output(STACK_OUTPUTS.gitReadCredentialsSecretArn, this.secrets.gitReadCredentials.secret.secretArn);
+    output(STACK_OUTPUTS.githubTokenSecretArn, this.secrets.githubToken.secret.secretArn);
   }
 }

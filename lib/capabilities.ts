@@ -5,17 +5,18 @@
  * has a binding.
  */
 import type * as s3 from 'aws-cdk-lib/aws-s3';
-import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Capability } from '../contract/job-types';
 import { ENV } from '../contract/runtime-env';
 import { acknowledgeWildcard, nagArnRef } from './nag';
+import { grantSecretRead, type PlatformSecret } from './secrets';
 import type { TestRunner } from './constructs/test-runner';
 import type { Worker } from './constructs/worker';
 
 /** The shared resources a capability can reach. */
 export interface CapabilityResources {
-  readonly gitCredentials: secretsmanager.ISecret;
-  readonly githubToken: secretsmanager.ISecret;
+  /** The push credential: the sequencer's only (test builds get a read-only one of their own). */
+  readonly gitCredentials: PlatformSecret;
+  readonly githubToken: PlatformSecret;
   readonly githubApiUrl: string;
   readonly diffBucket: s3.IBucket;
   readonly testRunner: TestRunner;
@@ -24,9 +25,9 @@ export interface CapabilityResources {
 type Binding = (worker: Worker, resources: CapabilityResources) => void;
 
 /** Read access to a secret, and its ARN (never its value) in the environment. */
-function bindSecret(worker: Worker, secret: secretsmanager.ISecret, envVar: string): void {
-  secret.grantRead(worker.function);
-  worker.function.addEnvironment(envVar, secret.secretArn);
+function bindSecret(worker: Worker, ref: PlatformSecret, envVar: string): void {
+  grantSecretRead(worker.role, ref);
+  worker.function.addEnvironment(envVar, ref.secret.secretArn);
 }
 
 const BINDINGS: Record<Capability, Binding> = {

@@ -11,11 +11,6 @@ export function nagArnRef(resource: IConstruct): string {
   return `<${nagLogicalId(resource)}.Arn>`;
 }
 
-/** How cdk-nag prints a Ref of `resource` in a finding: `<LogicalId>`. */
-export function nagRef(resource: IConstruct): string {
-  return `<${nagLogicalId(resource)}>`;
-}
-
 function nagLogicalId(resource: IConstruct): string {
   return Stack.of(resource).getLogicalId(resource.node.defaultChild as CfnElement);
 }

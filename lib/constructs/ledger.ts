@@ -3,7 +3,8 @@
  *
  * Default settings:
  * - On-demand billing (traffic follows agents, not a schedule), TTL on `LEDGER_TABLE.ttlAttribute`,
- *   point-in-time recovery, deletion retained.
+ *   point-in-time recovery, deletion retained and deletion protection on: the ledger is the record
+ *   of what ran, and no environment setting removes it with the stack.
  * - Encryption with the AWS-managed key (aws/dynamodb): key use shows in CloudTrail and there is no
  *   key policy or rotation to run; a customer-managed key would only add cost, since no principal
  *   outside this account reads the table.
@@ -17,8 +18,10 @@ import { Construct } from 'constructs';
 import { ENV } from '../../contract/runtime-env';
 import { LEDGER_TABLE } from '../../contract/topology';
 
-/** What a worker does with the ledger: conditional claims and completions, consistent reads, index queries. */
-const READ_WRITE_ACTIONS: readonly string[] = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'];
+/** What a worker does with the ledger: conditional claims and completions (UpdateItem) and consistent reads. */
+const TABLE_ACTIONS: readonly string[] = ['dynamodb:GetItem', 'dynamodb:UpdateItem'];
+/** A workspace's jobs in order come from the index. */
+const INDEX_ACTIONS: readonly string[] = ['dynamodb:Query'];
 
 export interface LedgerProps {
   /** @default RemovalPolicy.RETAIN */
@@ -37,6 +40,7 @@ export class Ledger extends Construct {
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+      deletionProtection: true,
     });
     const index = LEDGER_TABLE.workspaceIndex;
     this.table.addGlobalSecondaryIndex({
@@ -49,11 +53,8 @@ export class Ledger extends Construct {
   /** Grants `fn` the ledger operations (table and its index) and names the table in its environment. */
   bind(fn: lambda.Function): void {
     // The table and its one index by exact ARN (Table.grant would add `index/*`).
-    iam.Grant.addToPrincipal({
-      grantee: fn,
-      actions: [...READ_WRITE_ACTIONS],
-      resourceArns: [this.table.tableArn, `${this.table.tableArn}/index/${LEDGER_TABLE.workspaceIndex.name}`],
-    });
+    iam.Grant.addToPrincipal({ grantee: fn, actions: [...TABLE_ACTIONS], resourceArns: [this.table.tableArn] });
+    iam.Grant.addToPrincipal({ grantee: fn, actions: [...INDEX_ACTIONS], resourceArns: [`${this.table.tableArn}/index/${LEDGER_TABLE.workspaceIndex.name}`] });
     fn.addEnvironment(ENV.ledgerTable, this.table.tableName);
   }
 }

@@ -11,6 +11,8 @@
  *   content-based deduplication, because producers send explicit deduplication ids.
  * - Retention: 4 days on the queue, 14 days on the DLQ (SQS keeps the original enqueue time when it
  *   moves a message, so the DLQ must keep messages longer than the queue).
+ * - Retained when the stack is deleted (both queues hold jobs: the DLQ holds skipped jobs waiting
+ *   for their replay); `removalPolicy` opts out, e.g. for a scratch environment.
  * - Alarms: oldest-message age on the queue; on the DLQ, visible messages > 0 and a message older
  *   than half the DLQ retention (the depth alarm notifies once, and SQS deletes a message at the end
  *   of the retention, skipped jobs waiting for their replay included).
@@ -18,7 +20,7 @@
  * The queue also carries the settings of its consumer (`consumer`), so every rule that ties the two
  * together (visibility vs. timeout, batch size on FIFO) is checked in one place, at synth.
  */
-import { Duration } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -53,6 +55,8 @@ export interface QueueWithDlqProps {
   readonly oldestMessageAlarmThreshold?: Duration;
   /** Where every alarm of this construct notifies. */
   readonly alarmAction: cloudwatch.IAlarmAction;
+  /** Of both queues. @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
 }
 
 const MIN_MAX_RECEIVE_COUNT = 5;
@@ -65,6 +69,8 @@ export class QueueWithDlq extends Construct {
   readonly deadLetterQueue: sqs.IQueue;
   readonly fifo: boolean;
   readonly consumer: QueueConsumerSettings;
+  /** The queue's visibility timeout: its consumer's heartbeats extend a message to it. */
+  readonly visibilityTimeout: Duration;
   readonly oldestMessageAlarm: cloudwatch.Alarm;
   /** Present when this construct created the DLQ (an imported DLQ is alarmed by its owner). */
   readonly dlqDepthAlarm?: cloudwatch.Alarm;
@@ -76,6 +82,7 @@ export class QueueWithDlq extends Construct {
     this.fifo = props.fifo ?? false;
     this.consumer = props.consumer;
     const visibilityTimeout = props.visibilityTimeout ?? Duration.seconds(props.consumer.timeout.toSeconds() * VISIBILITY_TIMEOUT_FACTOR);
+    this.visibilityTimeout = visibilityTimeout;
     const maxReceiveCount = props.maxReceiveCount ?? MIN_MAX_RECEIVE_COUNT;
     const retentionPeriod = props.retentionPeriod ?? Duration.days(QUEUE_RETENTION_DAYS);
     const dlqRetention = Duration.days(DLQ_RETENTION_DAYS);
@@ -84,6 +91,7 @@ export class QueueWithDlq extends Construct {
     validate(this.node.path, { ...props, fifo: this.fifo, visibilityTimeout, maxReceiveCount, retentionPeriod, dlqRetention, oldestThreshold });
 
     const common = {
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
       fifo: this.fifo ? true : undefined,
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,

@@ -3,20 +3,27 @@
  *
  * No source: the run_tests handler names the repository and commit per build, as environment
  * variable overrides at StartBuild (contract/runtime-env.ts TEST_BUILD_ENV). The buildspec fetches
- * exactly that commit with the git credentials secret (never a plain environment value), runs
- * TEST_COMMAND, and the build status is the verdict (SUCCEEDED when the command exits 0). Encryption stays CodeBuild's default
- * (the AWS-managed key): the project produces no artifacts.
+ * exactly that commit with the read-only git credential (never the sequencer's push credential,
+ * never a plain environment value), runs TEST_COMMAND, and the build status is the verdict
+ * (SUCCEEDED when the command exits 0). Encryption stays CodeBuild's default (the AWS-managed
+ * key): the project produces no artifacts.
+ *
+ * Its service role holds only what a build uses: writing to this construct's log group and reading
+ * the read-only credential. The role is handed to the project without policy updates, so the L2
+ * cannot add its default grants (the `/aws/codebuild/<project>` log group and report groups, which
+ * nothing here writes).
  */
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as codebuild from 'aws-cdk-lib/aws-codebuild';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
-import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
-import { GIT_CREDENTIAL_KEYS, TEST_BUILD_ENV } from '../../contract/runtime-env';
-import { acknowledgeWildcard, nagRef } from '../nag';
+import { GIT_CREDENTIAL_KEYS, SECRET_PLACEHOLDER, TEST_BUILD_ENV } from '../../contract/runtime-env';
+import { grantSecretRead, type PlatformSecret } from '../secrets';
 
 export interface TestRunnerProps {
-  readonly gitCredentials: secretsmanager.ISecret;
+  /** A read-only credential for the workspace remotes, `{ "username", "password" }`. */
+  readonly gitReadCredentials: PlatformSecret;
   /** Default build timeout (a job may override it at StartBuild). @default 60 minutes */
   readonly timeout?: Duration;
   /** @default codebuild.ComputeType.SMALL */
@@ -28,6 +35,7 @@ export interface TestRunnerProps {
 export class TestRunner extends Construct {
   readonly project: codebuild.Project;
   readonly logGroup: logs.LogGroup;
+  readonly role: iam.Role;
 
   constructor(scope: Construct, id: string, props: TestRunnerProps) {
     super(scope, id);
@@ -36,9 +44,17 @@ export class TestRunner extends Construct {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.RETAIN,
     });
-    const secretArn = props.gitCredentials.secretArn;
+    this.role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('codebuild.amazonaws.com'),
+      description: `Service role of ${this.node.path}`,
+    });
+    this.logGroup.grantWrite(this.role);
+    grantSecretRead(this.role, props.gitReadCredentials);
+    const secretArn = props.gitReadCredentials.secret.secretArn;
     this.project = new codebuild.Project(this, 'Project', {
       description: 'Runs a workspace test command at a pinned commit (agent-jobs run_tests)',
+      role: this.role.withoutPolicyUpdates(),
+      grantReportGroupPermissions: false,
       timeout: props.timeout ?? Duration.minutes(60),
       environment: {
         buildImage: codebuild.LinuxArmBuildImage.AMAZON_LINUX_2023_STANDARD_3_0,
@@ -59,6 +75,8 @@ export class TestRunner extends Construct {
           pre_build: {
             commands: [
               `test -n "$${env.repoUrl}" && test -n "$${env.commitSha}" && test -n "$${env.testCommand}"`,
+              `if [ "$GIT_USERNAME" = '${SECRET_PLACEHOLDER}' ] || [ "$GIT_PASSWORD" = '${SECRET_PLACEHOLDER}' ]; then `
+                + `echo "agent-jobs: the read-only git credentials secret ${secretArn} still holds its placeholder: store the JSON username and password in it" >&2; exit 1; fi`,
               // The credential helper reads the secret from the environment: nothing is written to disk.
               `git config --global credential.helper '!f() { echo "username=$GIT_USERNAME"; echo "password=$GIT_PASSWORD"; }; f'`,
               'git init -q "$CODEBUILD_SRC_DIR/workspace" && cd "$CODEBUILD_SRC_DIR/workspace"',
@@ -76,22 +94,13 @@ export class TestRunner extends Construct {
         },
       }),
     });
-    props.gitCredentials.grantRead(this.project);
-    this.acknowledgeFindings();
-  }
-
-  private acknowledgeFindings(): void {
-    const role = this.project.role;
-    if (role) {
-      const project = nagRef(this.project);
-      acknowledgeWildcard(role, `Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/codebuild/${project}:*`,
-        "Added by CodeBuild's L2 for the project's default log group (its own name only); the builds log to this construct's log group.");
-      acknowledgeWildcard(role, `Resource::arn:<AWS::Partition>:codebuild:<AWS::Region>:<AWS::AccountId>:report-group/${project}-*`,
-        "Added by CodeBuild's L2: report groups named after this project only.");
-    }
+    // The grants above exist before the project is created (the L2 adds this dependency only for grants it makes itself).
+    const grants = this.role.node.tryFindChild('DefaultPolicy');
+    if (grants) this.project.node.addDependency(grants);
     Validations.of(this.project).acknowledge({
       id: 'AwsSolutions-CB4',
-      reason: 'The project has no source and no artifacts; CodeBuild encrypts its build volume and logs by default (AWS-managed key).',
+      reason: 'The key would encrypt build artifacts, and the project has none (no source, no artifacts); '
+        + 'its logs go to this construct\'s log group, which CloudWatch Logs encrypts at rest.',
     });
   }
 }

@@ -2,12 +2,16 @@
  * A Lambda function fed by one QueueWithDlq, with the defaults every function of the platform shares.
  *
  * Default settings (the caller's `functionProps` win over each of them):
- * - Node.js 24 runtime (the newest in aws-cdk-lib), ARM64, active X-Ray tracing, 512 MB.
- * - esbuild bundling on this machine (never Docker), target node22 (the oldest runtime we support),
- *   minified, with source maps enabled at run time; `@aws-sdk/*` and `@smithy/*` are external (the runtime ships them).
+ * - The Node.js runtime of LAMBDA_NODE_MAJOR (below), ARM64, active X-Ray tracing, 512 MB.
+ * - esbuild bundling on this machine (never Docker) for that same Node.js version, minified, with
+ *   source maps enabled at run time whose paths are relative to the project root (so the asset
+ *   hash does not depend on `cdk synth -o`); `@aws-sdk/*` and `@smithy/*` are external (the
+ *   runtime ships them); esbuild prints warnings and errors only.
  * - An explicit log group (one month, not `logRetention`, which deploys an extra Lambda).
  * - Its own role, holding only what it is granted: writing to its log group, X-Ray, consuming its
  *   queue and sending to its DLQ (permanent failures are moved there by the handler).
+ * - The queue's visibility timeout in its environment (ENV.visibilityTimeoutSeconds): heartbeats
+ *   extend a message to the visibility this environment deploys, not the catalog's default.
  * - Event source mapping: ReportBatchItemFailures, batch size and MaximumConcurrency from the
  *   queue's consumer settings, EVENT_COUNT metrics. No `retryAttempts`: SQS redrive owns retries.
  * - Alarms on errors and throttles (more than 0 in 5 minutes by default).
@@ -19,6 +23,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import { join } from 'node:path';
 import { Construct } from 'constructs';
 import { ENV } from '../../contract/runtime-env';
 import { acknowledgeWildcard } from '../nag';
@@ -56,6 +61,33 @@ export interface WorkerProps {
  */
 const EXTERNAL_MODULES = ['@aws-sdk/*', '@smithy/*'];
 
+/**
+ * The one Node.js major version of every function: it selects the Lambda runtime and esbuild's
+ * target, and the README states it (a test checks that README and docs/ agree with it). The
+ * newest runtime aws-cdk-lib knows, for the longest support window (docs/decisions.md).
+ */
+export const LAMBDA_NODE_MAJOR = 24;
+
+/**
+ * The Lambda runtime of LAMBDA_NODE_MAJOR, from aws-cdk-lib's list (a major it lacks fails the
+ * synth); never NODEJS_LATEST, which has the same name but moves with aws-cdk-lib.
+ */
+export function lambdaRuntime(major: number = LAMBDA_NODE_MAJOR): lambda.Runtime {
+  const runtime = lambda.Runtime.ALL.find((r) => r.name === `nodejs${major}.x` && !r.isVariable);
+  if (!runtime) throw new Error(`this aws-cdk-lib has no nodejs${major}.x Lambda runtime`);
+  return runtime;
+}
+
+/** Makes the bundle's source map paths relative to the project root (see the script's header). */
+const RELOCATE_SOURCE_MAP = join(__dirname, '..', 'bundling', 'relocate-source-map.cjs');
+const shellQuote = (value: string): string => `'${value.replace(/'/g, `'\\''`)}'`;
+const portableSourceMap: nodejs.ICommandHooks = {
+  beforeBundling: () => [],
+  beforeInstall: () => [],
+  afterBundling: (inputDir, outputDir) =>
+    [[process.execPath, RELOCATE_SOURCE_MAP, join(outputDir, 'index.js.map'), inputDir].map(shellQuote).join(' ')],
+};
+
 const DEFAULT_MEMORY_MB = 512;
 /** What Lambda accepts; CloudFormation would only refuse it at deploy. */
 const MAX_TIMEOUT_SECONDS = 900;
@@ -85,16 +117,19 @@ export class Worker extends Construct {
     acknowledgeWildcard(this.role, 'Resource::*', 'Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level permissions.');
 
     const defaults: nodejs.NodejsFunctionProps = {
-      runtime: lambda.Runtime.NODEJS_24_X,
+      runtime: lambdaRuntime(),
       architecture: lambda.Architecture.ARM_64,
       memorySize: DEFAULT_MEMORY_MB,
       tracing: lambda.Tracing.ACTIVE,
       bundling: {
         minify: true,
         sourceMap: true,
-        target: 'node22',
+        target: `node${LAMBDA_NODE_MAJOR}`,
         externalModules: EXTERNAL_MODULES,
+        // Local esbuild only: the source-map step runs node on this machine's paths.
         forceDockerBundling: false,
+        commandHooks: portableSourceMap,
+        logLevel: nodejs.LogLevel.WARNING,
       },
     };
     this.function = new nodejs.NodejsFunction(this, 'Function', {
@@ -109,11 +144,13 @@ export class Worker extends Construct {
       environment: {
         NODE_OPTIONS: '--enable-source-maps',
         [ENV.dlqUrl]: queue.deadLetterQueue.queueUrl,
+        [ENV.visibilityTimeoutSeconds]: String(queue.visibilityTimeout.toSeconds()),
         ...props.environment,
         ...caller.environment,
       },
     });
-    queue.deadLetterQueue.grantSendMessages(this.function);
+    // SendMessage only (not grantSendMessages' GetQueueAttributes and GetQueueUrl): the URL is in the environment.
+    this.allow(['sqs:SendMessage'], [queue.deadLetterQueue.queueArn]);
 
     this.function.addEventSource(
       new SqsEventSource(queue.queue, {

@@ -1,40 +1,81 @@
 /**
- * One real synth with esbuild (local, no Docker): every handler of the catalog is bundled on its
- * own, minified, with a source map, and without the AWS SDK (the Lambda runtime provides it).
+ * Real synths with esbuild (local, no Docker), into two cloud-assembly folders at different
+ * depths: every handler of the catalog is bundled on its own, with a source map whose paths are
+ * relative to the project root (so the asset hash does not depend on the output folder), without
+ * the AWS SDK (the Lambda runtime provides it), and the bundle loads and exports `handler`.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { Template } from 'aws-cdk-lib/assertions';
 import { allWorkers } from '../../contract/job-types';
-import { addStack, newApp } from './helpers';
+import { ROOT, addStack, newApp } from './helpers';
 
-let outdir: string;
-beforeAll(() => {
-  outdir = mkdtempSync(join(tmpdir(), 'agent-jobs-bundle-'));
-});
-afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+interface Bundle {
+  readonly worker: string;
+  readonly handlerEntry: string;
+  readonly assetHash: string;
+  readonly dir: string;
+}
 
-it('bundles each handler separately with esbuild', () => {
+/** Synthesizes into `outdir` and returns each worker's bundle (the S3 key is the asset hash). */
+function synthInto(outdir: string): Bundle[] {
   const app = newApp({ bundle: true, outdir });
   const stack = addStack(app, 'dev');
-  const template = Template.fromStack(stack);
+  const resources = Template.fromStack(stack).toJSON().Resources;
   const assembly = app.synth();
-
-  const bundles = allWorkers().map(({ name }) => {
-    const lane = stack.lanes.find((l) => l.spec.consumer === name);
-    const fn = template.toJSON().Resources[stack.getLogicalId(lane?.worker.function.node.defaultChild as never)];
-    // The S3 key is the asset hash; the cloud assembly stages the bundle as asset.<hash>/.
-    const hash = String(fn.Properties.Code.S3Key).replace(/\.zip$/, '');
-    return join(assembly.directory, `asset.${hash}`);
+  return allWorkers().map(({ name, settings }) => {
+    const lane = stack.lanes.find((l) => l.spec.consumer === name)!;
+    const fn = resources[stack.getLogicalId(lane.worker.function.node.defaultChild as never)];
+    const assetHash = String(fn.Properties.Code.S3Key).replace(/\.zip$/, '');
+    return { worker: name, handlerEntry: settings.handlerEntry, assetHash, dir: join(assembly.directory, `asset.${assetHash}`) };
   });
-  expect(new Set(bundles).size).toBe(allWorkers().length);
-  for (const dir of bundles) {
-    const code = readFileSync(join(dir, 'index.js'), 'utf8');
-    expect(existsSync(join(dir, 'index.js.map'))).toBe(true);
-    expect(code).toMatch(/handler/);
-    expect(code).not.toMatch(/not built yet/);
-    // @aws-sdk/* stays external: required at run time, never inlined.
-    expect(code).toMatch(/require\("@aws-sdk\/client-sqs"\)/);
-  }
-}, 180_000);
+}
+
+let root: string;
+let bundles: Bundle[];
+let elsewhere: Bundle[];
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'agent-jobs-bundle-'));
+  bundles = synthInto(join(root, 'cdk.out'));
+  const deeper = join(root, 'a', 'deeper', 'folder');
+  mkdirSync(deeper, { recursive: true });
+  elsewhere = synthInto(deeper);
+}, 240_000);
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+it('bundles each handler separately', () => {
+  expect(new Set(bundles.map((b) => b.assetHash)).size).toBe(allWorkers().length);
+});
+
+it('gives every asset the same hash whatever the output folder (cdk synth -o), so cdk diff shows no phantom code change', () => {
+  expect(elsewhere.map((b) => b.assetHash)).toEqual(bundles.map((b) => b.assetHash));
+});
+
+describe.each(allWorkers().map((w) => w.name))('the %s bundle', (worker) => {
+  const bundle = (): Bundle => bundles.find((b) => b.worker === worker)!;
+  const sources = (): string[] => JSON.parse(readFileSync(join(bundle().dir, 'index.js.map'), 'utf8')).sources;
+
+  it('has a source map whose paths are relative to the project root and name its handler', () => {
+    expect(existsSync(join(bundle().dir, 'index.js.map'))).toBe(true);
+    expect(sources()).toContain(bundle().handlerEntry);
+    expect(sources().filter((s) => s.startsWith('../') || isAbsolute(s))).toEqual([]);
+    // Our own files exist at those paths (a dependency's map may name sources its package does not ship).
+    expect(sources().filter((s) => !s.startsWith('node_modules/') && !existsSync(join(ROOT, s)))).toEqual([]);
+  });
+
+  it('leaves the AWS SDK to the runtime: required at run time, never inlined', () => {
+    expect(readFileSync(join(bundle().dir, 'index.js'), 'utf8')).toMatch(/require\("@aws-sdk\/client-sqs"\)/);
+    expect(sources().filter((s) => /node_modules\/@(aws-sdk|smithy)\//.test(s))).toEqual([]);
+  });
+
+  it('loads in node and exports a handler function', () => {
+    // NODE_PATH stands in for the runtime's own @aws-sdk/* (the bundle requires them at load).
+    const load = spawnSync(process.execPath, ['-e', `process.stdout.write(typeof require(${JSON.stringify(join(bundle().dir, 'index.js'))}).handler)`], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_PATH: join(ROOT, 'node_modules') },
+    });
+    expect({ status: load.status, stderr: load.stderr, exported: load.stdout }).toEqual({ status: 0, stderr: '', exported: 'function' });
+  });
+});

@@ -34,6 +34,7 @@ it('derives a whole lane from a new catalog entry', () => {
   template.resourceCountIs('AWS::Lambda::Function', 4);
   template.resourceCountIs('AWS::CloudWatch::Alarm', 20);
   template.hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: 1800, RedrivePolicy: Match.objectLike({ maxReceiveCount: 6 }) });
+  template.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: Match.objectLike({ VISIBILITY_TIMEOUT_SECONDS: '1800' }) } });
   template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
     FunctionName: { Ref: id(lane.worker.function) },
     BatchSize: 2,
@@ -43,7 +44,7 @@ it('derives a whole lane from a new catalog entry', () => {
   // Its declared need (git credentials) is granted, and the sequencer forwards to its queue.
   template.hasResourceProperties('AWS::IAM::Policy', {
     Roles: [{ Ref: id(lane.worker.role) }],
-    PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'] })]) },
+    PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: 'secretsmanager:GetSecretValue', Resource: { Ref: id(stack.secrets.gitCredentials.secret) } })]) },
   });
   template.hasResourceProperties('AWS::Lambda::Function', {
     Environment: { Variables: Match.objectLike({ [stageQueueUrlEnv('lint')]: { Ref: id(lane.queue.queue) } }) },

@@ -9,7 +9,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { join } from 'node:path';
 import { InvalidSettingsError } from '../../lib/constructs/settings-problems';
 import { QueueWithDlq, type QueueWithDlqProps } from '../../lib/constructs/queue-with-dlq';
-import { Worker } from '../../lib/constructs/worker';
+import { LAMBDA_NODE_MAJOR, Worker } from '../../lib/constructs/worker';
 import { ROOT } from './helpers';
 
 /** An alarm action that goes nowhere: these tests look at queues and functions, not notifications. */
@@ -84,7 +84,7 @@ describe('Worker', () => {
     });
     const template = Template.fromStack(stack);
     template.hasResourceProperties('AWS::Lambda::Function', {
-      Runtime: Match.stringLikeRegexp('^nodejs2[2-9]\\.x$'),
+      Runtime: `nodejs${LAMBDA_NODE_MAJOR}.x`,
       Timeout: 60,
       MemorySize: 256,
       Description: 'caller wins',
