@@ -1,0 +1,263 @@
+/**
+ * The ledger contract: one set of cases every Ledger must pass. test/integration/ledger.test.ts runs
+ * it against DynamoDbLedger on dynalite, test/unit/memory-ledger.test.ts against the in-memory
+ * ledger the unit tests use, so the fake cannot drift from the adapter it stands in for.
+ *
+ * Every case uses fresh job and workspace ids: the cases share one table.
+ */
+import { randomUUID } from 'node:crypto';
+import { jobDigest, type JobEnvelope } from '../../src/core/envelope';
+import { LeaseLostError } from '../../src/core/errors';
+import type { ClaimRequest, JobVerdict, Ledger } from '../../src/core/ports';
+
+export interface LedgerUnderTest {
+  readonly ledger: Ledger;
+  /** Runs `between` once, after the next refused claim write and before the record is read (a race). */
+  onNextRefusedClaim(between: () => Promise<void>): void;
+}
+
+const NOW = Date.parse('2026-01-01T00:00:00Z');
+const LEASE_MS = 60_000;
+const PIN = { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1:1/r.git', branch: 'main' };
+const FAILED: JobVerdict = { status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: 'FAULT' } };
+const SKIPPED: JobVerdict = { status: 'SKIPPED', blockedBy: 'job-0', error: { reason: 'SKIPPED', message: 'blocked' } };
+
+export function newJob(overrides: Partial<JobEnvelope> = {}): JobEnvelope {
+  return {
+    jobId: `job-${randomUUID()}`,
+    workspaceId: `ws-${randomUUID()}`,
+    tenantId: 'tenant-1',
+    type: 'run_tests',
+    createdAt: '2026-01-01T00:00:00Z',
+    payload: { command: 'npm test' },
+    ...overrides,
+  } as JobEnvelope;
+}
+
+export function claimOf(job: JobEnvelope, overrides: Partial<ClaimRequest> = {}): ClaimRequest {
+  return { job, digest: jobDigest(job), owner: randomUUID(), now: NOW, leaseMs: LEASE_MS, consumer: 'sequencer', redrive: false, ...overrides };
+}
+
+export function describeLedgerContract(name: string, setup: () => LedgerUnderTest): void {
+  describe(`ledger contract: ${name}`, () => {
+    let subject: LedgerUnderTest;
+    let ledger: Ledger;
+
+    beforeAll(() => {
+      subject = setup();
+      ledger = subject.ledger;
+    });
+
+    /** Claims the job and records `verdict` for it; returns the claim. */
+    async function settle(job: JobEnvelope, verdict: JobVerdict, workspace?: { workspaceId: string; seq: number }): Promise<ClaimRequest> {
+      const claim = claimOf(job);
+      expect((await ledger.claim(claim)).kind).toBe('claimed');
+      await ledger.complete({ jobId: job.jobId, owner: claim.owner, now: NOW, verdict, workspace });
+      return claim;
+    }
+
+    describe('claim', () => {
+      it('lets exactly one of 20 concurrent claims win; the others see a live lease', async () => {
+        const job = newJob();
+        const outcomes = await Promise.all(Array.from({ length: 20 }, () => ledger.claim(claimOf(job))));
+        expect(outcomes.filter((o) => o.kind === 'claimed')).toHaveLength(1);
+        expect(outcomes.filter((o) => o.kind === 'busy')).toHaveLength(19);
+        expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', attempt: 1, digest: jobDigest(job), workspaceId: job.workspaceId, type: job.type });
+      });
+
+      it('takes over an expired lease and fences the old owner out of every write', async () => {
+        const job = newJob();
+        const first = claimOf(job);
+        await ledger.claim(first);
+        const second = claimOf(job, { now: NOW + LEASE_MS });
+        expect(await ledger.claim(second)).toMatchObject({ kind: 'claimed', record: { attempt: 2, leaseOwner: second.owner, leaseUntil: NOW + 2 * LEASE_MS } });
+
+        const stale = { jobId: job.jobId, owner: first.owner, now: NOW };
+        await expect(ledger.complete({ ...stale, verdict: { status: 'SUCCEEDED', result: { by: 'first' } } })).rejects.toBeInstanceOf(LeaseLostError);
+        await expect(ledger.heartbeat({ ...stale, leaseUntil: NOW + 3 * LEASE_MS })).rejects.toBeInstanceOf(LeaseLostError);
+        await expect(ledger.release(stale)).rejects.toBeInstanceOf(LeaseLostError);
+        await expect(ledger.recordProgress({ ...stale, progress: { buildId: 'b' } })).rejects.toBeInstanceOf(LeaseLostError);
+        const done = await ledger.complete({ jobId: job.jobId, owner: second.owner, now: NOW + 1, verdict: { status: 'SUCCEEDED', result: { by: 'second' } } });
+        expect(done).toMatchObject({ status: 'SUCCEEDED', result: { by: 'second' }, leaseOwner: second.owner, attempt: 2 });
+        expect(done).not.toHaveProperty('leaseUntil');
+        expect(done.ttl).toBe(Math.floor((NOW + LEASE_MS) / 1000) + 30 * 86_400);
+      });
+
+      it('extends a lease with a heartbeat so no one takes the job over', async () => {
+        const job = newJob();
+        const first = claimOf(job);
+        await ledger.claim(first);
+        await ledger.heartbeat({ jobId: job.jobId, owner: first.owner, leaseUntil: NOW + 3 * LEASE_MS, now: NOW });
+        expect((await ledger.claim(claimOf(job, { now: NOW + 2 * LEASE_MS }))).kind).toBe('busy');
+      });
+
+      it('lets the next delivery claim at once after a release', async () => {
+        const job = newJob();
+        const first = claimOf(job);
+        await ledger.claim(first);
+        await ledger.release({ jobId: job.jobId, owner: first.owner, now: NOW + 5 });
+        expect(await ledger.claim(claimOf(job, { now: NOW + 5 }))).toMatchObject({ kind: 'claimed', record: { attempt: 2 } });
+      });
+
+      it('answers a redelivery of a finished job with the stored result, and a reused jobId with a conflict', async () => {
+        const job = newJob();
+        await settle(job, { status: 'SUCCEEDED', result: { exitCode: 0 } });
+
+        expect(await ledger.claim(claimOf(job, { now: NOW + 10 * LEASE_MS }))).toMatchObject({ kind: 'duplicate', record: { result: { exitCode: 0 } } });
+        expect((await ledger.claim(claimOf(job, { redrive: true }))).kind).toBe('duplicate');
+        const reused = await ledger.claim(claimOf({ ...job, payload: { command: 'rm -rf /' } } as JobEnvelope));
+        expect(reused).toMatchObject({ kind: 'conflict', record: { status: 'SUCCEEDED' } });
+        expect(await ledger.getJob(job.jobId)).toMatchObject({ digest: jobDigest(job), result: { exitCode: 0 } });
+      });
+
+      it('reports a different request under the same jobId as a conflict whatever the record, even under an expired lease', async () => {
+        const job = newJob();
+        const other = { ...job, payload: { command: 'other' } } as JobEnvelope;
+        await ledger.claim(claimOf(job));
+        expect((await ledger.claim(claimOf(other, { now: NOW + 2 * LEASE_MS }))).kind).toBe('conflict');
+        const failed = newJob();
+        await settle(failed, FAILED);
+        expect((await ledger.claim(claimOf({ ...failed, payload: {} } as JobEnvelope, { redrive: true }))).kind).toBe('conflict');
+      });
+
+      it('never runs a FAILED or SKIPPED job again on an ordinary redelivery; a redrive runs it afresh', async () => {
+        for (const verdict of [FAILED, SKIPPED]) {
+          const job = newJob();
+          const first = await settle(job, verdict);
+          expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'finished', record: { status: verdict.status } });
+          expect((await ledger.claim(claimOf(job, { consumer: 'stage' }))).kind).toBe('finished');
+
+          const rerun = await ledger.claim(claimOf(job, { redrive: true }));
+          expect(rerun).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', attempt: 2 } });
+          expect(rerun.kind === 'claimed' && rerun.record).not.toHaveProperty('error');
+          expect(rerun.kind === 'claimed' && rerun.record).not.toHaveProperty('blockedBy');
+          await expect(ledger.complete({ jobId: job.jobId, owner: first.owner, now: NOW, verdict })).rejects.toBeInstanceOf(LeaseLostError);
+        }
+      });
+
+      it('keeps the progress of a run for a takeover of its expired lease, and drops it when a redrive runs a FAILED job again', async () => {
+        const job = newJob();
+        const first = claimOf(job);
+        await ledger.claim(first);
+        const progress = { buildId: 'build-1' };
+        await ledger.recordProgress({ jobId: job.jobId, owner: first.owner, progress, now: NOW });
+        const resumed = await ledger.claim(claimOf(job, { now: NOW + LEASE_MS, redrive: true }));
+        expect(resumed).toMatchObject({ kind: 'claimed', record: { progress, attempt: 2 } });
+
+        const failedBy = resumed.kind === 'claimed' ? resumed.record.leaseOwner : undefined;
+        await ledger.complete({ jobId: job.jobId, owner: failedBy ?? '', now: NOW, verdict: FAILED });
+        expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'FAILED', progress });
+        const rerun = await ledger.claim(claimOf(job, { consumer: 'stage', redrive: true }));
+        expect(rerun).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', attempt: 3 } });
+        expect(rerun.kind === 'claimed' && rerun.record).not.toHaveProperty('progress');
+      });
+
+      it('hands a FORWARDED job to the stage consumer with its pin and place kept; the sequencer re-forwards it', async () => {
+        const job = newJob();
+        await settle(job, { status: 'FORWARDED', pin: PIN }, { workspaceId: job.workspaceId, seq: 7 });
+
+        expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'forwarded', record: { pin: PIN } });
+        const staged = await ledger.claim(claimOf(job, { consumer: 'stage' }));
+        expect(staged).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', pin: PIN, wsSeq: 7, attempt: 2 } });
+      });
+
+      it('leaves a pinned job its stage consumer took to the stage, running or finished', async () => {
+        const job = newJob();
+        await settle(job, { status: 'FORWARDED', pin: PIN });
+        const stage = claimOf(job, { consumer: 'stage' });
+        await ledger.claim(stage);
+        expect((await ledger.claim(claimOf(job))).kind).toBe('staged');
+        expect((await ledger.claim(claimOf(job, { consumer: 'stage' }))).kind).toBe('busy');
+
+        await ledger.complete({ jobId: job.jobId, owner: stage.owner, now: NOW, verdict: { status: 'SUCCEEDED', result: { verdict: 'passed' } } });
+        expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'staged', record: { status: 'SUCCEEDED', pin: PIN } });
+        expect((await ledger.claim(claimOf(job, { consumer: 'stage' }))).kind).toBe('duplicate');
+      });
+
+      it('claims a record that became claimable between the refused write and the read', async () => {
+        const job = newJob();
+        const holder = claimOf(job);
+        await ledger.claim(holder);
+        subject.onNextRefusedClaim(() => ledger.release({ jobId: job.jobId, owner: holder.owner, now: NOW }));
+        expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'claimed', record: { attempt: 2 } });
+      });
+
+      it('reports the verdict written between the refused write and the read', async () => {
+        const job = newJob();
+        const holder = claimOf(job);
+        await ledger.claim(holder);
+        subject.onNextRefusedClaim(async () => {
+          await ledger.complete({ jobId: job.jobId, owner: holder.owner, now: NOW, verdict: { status: 'SUCCEEDED', result: { raced: true } } });
+        });
+        expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'duplicate', record: { result: { raced: true } } });
+      });
+    });
+
+    describe('cancel', () => {
+      it('cancels a job not yet seen, whatever request later arrives under its id', async () => {
+        const unseen = newJob();
+        expect(await ledger.cancel(unseen.jobId, NOW)).toEqual({ cancelled: true });
+        expect(await ledger.getJob(unseen.jobId)).toMatchObject({ status: 'CANCELLED', attempt: 0 });
+        expect((await ledger.claim(claimOf(unseen))).kind).toBe('cancelled');
+        expect((await ledger.claim(claimOf(unseen, { redrive: true, consumer: 'stage' }))).kind).toBe('cancelled');
+      });
+
+      it('cancels a SKIPPED job, never a running or finished one', async () => {
+        const skipped = newJob();
+        await settle(skipped, SKIPPED);
+        expect(await ledger.cancel(skipped.jobId, NOW)).toEqual({ cancelled: true });
+        expect((await ledger.claim(claimOf(skipped, { redrive: true }))).kind).toBe('cancelled');
+
+        const running = newJob();
+        await ledger.claim(claimOf(running));
+        expect(await ledger.cancel(running.jobId, NOW)).toMatchObject({ cancelled: false, record: { status: 'IN_FLIGHT' } });
+        const done = newJob();
+        await settle(done, { status: 'SUCCEEDED', result: {} });
+        expect(await ledger.cancel(done.jobId, NOW)).toMatchObject({ cancelled: false, record: { status: 'SUCCEEDED' } });
+      });
+    });
+
+    describe('workspace cursor', () => {
+      it('moves in order, fences on an unfinished predecessor and lists jobs in the order taken', async () => {
+        const workspaceId = `ws-${randomUUID()}`;
+        const repo = { url: 'http://127.0.0.1:1/r.git', branch: 'main' };
+        const jobs = ['a', 'b', 'c'].map((id) => newJob({ jobId: `${id}-${randomUUID()}`, workspaceId }));
+        const [a, b, c] = jobs as [JobEnvelope, JobEnvelope, JobEnvelope];
+
+        expect(await ledger.takeWorkspace({ workspaceId, jobId: a.jobId, repo, now: NOW })).toMatchObject({
+          kind: 'taken',
+          workspace: { seq: 1, currentJobId: a.jobId, currentDone: false, state: 'ACTIVE', repo },
+        });
+        // A redelivery of the job holding the cursor runs again without moving it.
+        expect(await ledger.takeWorkspace({ workspaceId, jobId: a.jobId, now: NOW })).toMatchObject({ kind: 'taken', workspace: { seq: 1 } });
+        // b finds a unfinished: a left the queue without a verdict.
+        expect(await ledger.takeWorkspace({ workspaceId, jobId: b.jobId, now: NOW })).toMatchObject({ kind: 'predecessorUnfinished', predecessor: a.jobId });
+
+        await ledger.finishWorkspaceJob({ workspaceId, jobId: a.jobId, head: 'b'.repeat(40), now: NOW });
+        const other = { url: 'http://127.0.0.1:2/other.git', branch: 'other' };
+        expect(await ledger.takeWorkspace({ workspaceId, jobId: b.jobId, repo: other, now: NOW })).toMatchObject({ kind: 'taken', workspace: { seq: 2, head: 'b'.repeat(40), repo } });
+        await expect(ledger.finishWorkspaceJob({ workspaceId, jobId: a.jobId, now: NOW })).rejects.toBeInstanceOf(LeaseLostError);
+
+        await ledger.blockWorkspace({ workspaceId, blockedBy: b.jobId, reason: 'PATCH_DOES_NOT_APPLY', now: NOW });
+        expect(await ledger.takeWorkspace({ workspaceId, jobId: c.jobId, now: NOW })).toMatchObject({ kind: 'blocked', workspace: { blockedBy: b.jobId, blockedReason: 'PATCH_DOES_NOT_APPLY' } });
+        expect(await ledger.nextWorkspaceSeq(workspaceId, NOW)).toBe(3);
+        const unblocked = await ledger.unblockWorkspace(workspaceId, NOW);
+        expect(unblocked).toMatchObject({ state: 'ACTIVE', currentDone: true, seq: 3 });
+        expect(unblocked).not.toHaveProperty('blockedBy');
+        expect(await ledger.takeWorkspace({ workspaceId, jobId: c.jobId, now: NOW })).toMatchObject({ kind: 'taken', workspace: { seq: 4 } });
+
+        // Completed in reverse order: the index still lists them in the workspace's order.
+        for (const [index, job] of [...jobs.entries()].reverse()) await settle(job, { status: 'SUCCEEDED', result: {} }, { workspaceId, seq: index + 1 });
+        expect((await ledger.listWorkspaceJobs(workspaceId)).map((j) => j.jobId)).toEqual(jobs.map((j) => j.jobId));
+        expect(await ledger.listWorkspaceJobs(`ws-${randomUUID()}`)).toEqual([]);
+      });
+
+      it('fences a workspace it has never seen, and refuses to unblock one that does not exist', async () => {
+        const workspaceId = `ws-${randomUUID()}`;
+        await ledger.blockWorkspace({ workspaceId, blockedBy: 'job-x', reason: 'PREDECESSOR_UNFINISHED', now: NOW });
+        expect(await ledger.getWorkspace(workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: 'job-x', seq: 0 });
+        await expect(ledger.unblockWorkspace(`ws-${randomUUID()}`, NOW)).rejects.toThrow();
+      });
+    });
+  });
+}

@@ -1,0 +1,220 @@
+/**
+ * An in-memory Ledger for unit tests of the pipeline and the processors. It decides with the same
+ * pure rules as the DynamoDB adapter (src/core/ledger.ts: isClaimable, claimOutcome,
+ * canTakeWorkspace, workspaceTakeOutcome) and mirrors the adapter's write-then-read structure, so a
+ * race between a refused write and its read can be staged with `onRefusedClaim`. The ledger
+ * contract (test/support/ledger-contract.ts) runs the same cases against this fake and against
+ * DynamoDbLedger on dynalite, so the two cannot drift apart.
+ *
+ * Records are copied in and out: a caller cannot change the stored state by mutating what it got.
+ */
+import { LeaseLostError, TransientJobError } from '../../src/core/errors';
+import { canTakeWorkspace, claimOutcome, isClaimable, RERUN_STATUSES, ttlFor, workspaceTakeOutcome } from '../../src/core/ledger';
+import type {
+  CancelOutcome,
+  ClaimRequest,
+  CompleteInput,
+  JobRecord,
+  Ledger,
+  SettledClaim,
+  SettledTake,
+  TakeWorkspaceInput,
+  WorkspaceRecord,
+} from '../../src/core/ports';
+
+/** As DynamoDbLedger: a refused write whose read finds the record claimable again is retried this often. */
+const MAX_RACE_RETRIES = 3;
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+export interface MemoryLedgerOptions {
+  /** @default 30 */
+  readonly retentionDays?: number;
+  /** Runs after a claim's write was refused and before the record is read: stages a race. */
+  readonly onRefusedClaim?: (req: ClaimRequest) => Promise<void> | void;
+}
+
+const iso = (now: number) => new Date(now).toISOString();
+const copy = <T>(value: T): T => structuredClone(value);
+
+export class MemoryLedger implements Ledger {
+  private readonly jobs = new Map<string, JobRecord>();
+  private readonly workspaces = new Map<string, WorkspaceRecord>();
+  /** The workspace a completed job is indexed under (the adapter's `wsKey`, not part of JobRecord). */
+  private readonly workspaceOf = new Map<string, string | undefined>();
+  private readonly retentionDays: number;
+
+  constructor(private readonly options: MemoryLedgerOptions = {}) {
+    this.retentionDays = options.retentionDays ?? 30;
+  }
+
+  async claim(req: ClaimRequest): Promise<SettledClaim> {
+    for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
+      const written = this.tryClaim(req);
+      if (written) return { kind: 'claimed', record: copy(written) };
+      await this.options.onRefusedClaim?.(req);
+      const outcome = claimOutcome(this.jobs.get(req.job.jobId), req);
+      if (outcome.kind !== 'retry') return copy(outcome);
+    }
+    throw new TransientJobError(`claim of job ${req.job.jobId} kept racing with other writers`);
+  }
+
+  /** The claim's conditional write; a redrive's takeover of a FAILED or SKIPPED record drops its progress. */
+  private tryClaim(req: ClaimRequest): JobRecord | undefined {
+    const existing = this.jobs.get(req.job.jobId);
+    if (!isClaimable(existing, req)) return undefined;
+    const { job } = req;
+    const rerun = existing !== undefined && RERUN_STATUSES.includes(existing.status);
+    const { error: _error, blockedBy: _blockedBy, progress, ...kept } = existing ?? ({} as Partial<JobRecord>);
+    const record: JobRecord = {
+      ...kept,
+      ...(rerun || progress === undefined ? {} : { progress }),
+      jobId: job.jobId,
+      workspaceId: job.workspaceId,
+      tenantId: job.tenantId,
+      type: job.type,
+      status: 'IN_FLIGHT',
+      digest: req.digest,
+      leaseOwner: req.owner,
+      leaseUntil: req.now + req.leaseMs,
+      attempt: (existing?.attempt ?? 0) + 1,
+      createdAt: existing?.createdAt ?? job.createdAt,
+      updatedAt: iso(req.now),
+      ttl: ttlFor(req.now, this.retentionDays),
+    };
+    this.jobs.set(job.jobId, record);
+    return record;
+  }
+
+  async complete(input: CompleteInput): Promise<JobRecord> {
+    const current = this.held(input.jobId, input.owner, 'before completion');
+    const { verdict } = input;
+    const { leaseUntil: _leaseUntil, ...rest } = current;
+    const record: Mutable<JobRecord> = { ...rest, status: verdict.status, updatedAt: iso(input.now) };
+    if (verdict.status === 'SUCCEEDED') record.result = verdict.result;
+    if (verdict.status === 'FAILED' || verdict.status === 'SKIPPED') record.error = verdict.error;
+    if (verdict.status === 'SKIPPED') record.blockedBy = verdict.blockedBy;
+    if (verdict.status === 'FORWARDED') record.pin = verdict.pin;
+    if (input.workspace) record.wsSeq = input.workspace.seq;
+    this.jobs.set(input.jobId, copy(record));
+    this.workspaceOf.set(input.jobId, input.workspace?.workspaceId ?? this.workspaceOf.get(input.jobId));
+    return copy(record);
+  }
+
+  async heartbeat(input: { jobId: string; owner: string; leaseUntil: number; now: number }): Promise<void> {
+    this.update(input.jobId, input.owner, { leaseUntil: input.leaseUntil, updatedAt: iso(input.now) });
+  }
+
+  async release(input: { jobId: string; owner: string; now: number }): Promise<void> {
+    this.update(input.jobId, input.owner, { leaseUntil: input.now, updatedAt: iso(input.now) });
+  }
+
+  async recordProgress(input: { jobId: string; owner: string; progress: Record<string, string>; now: number }): Promise<void> {
+    this.update(input.jobId, input.owner, { progress: copy(input.progress), updatedAt: iso(input.now) });
+  }
+
+  private update(jobId: string, owner: string, changes: Partial<JobRecord>): void {
+    this.jobs.set(jobId, { ...this.held(jobId, owner, ''), ...changes });
+  }
+
+  /** The record of a job this owner holds, or LeaseLostError (the adapter's fenced condition). */
+  private held(jobId: string, owner: string, when: string): JobRecord {
+    const current = this.jobs.get(jobId);
+    if (current?.status !== 'IN_FLIGHT' || current.leaseOwner !== owner) {
+      throw new LeaseLostError(`job ${jobId}: lease of ${owner} was taken over${when ? ` ${when}` : ''}`);
+    }
+    return current;
+  }
+
+  async getJob(jobId: string): Promise<JobRecord | undefined> {
+    return copy(this.jobs.get(jobId));
+  }
+
+  async getWorkspace(workspaceId: string): Promise<WorkspaceRecord | undefined> {
+    return copy(this.workspaces.get(workspaceId));
+  }
+
+  async listWorkspaceJobs(workspaceId: string): Promise<JobRecord[]> {
+    return [...this.jobs.values()]
+      .filter((job) => job.wsSeq !== undefined && this.workspaceOf.get(job.jobId) === workspaceId)
+      .sort((a, b) => (a.wsSeq ?? 0) - (b.wsSeq ?? 0))
+      .map(copy);
+  }
+
+  async cancel(jobId: string, now: number): Promise<CancelOutcome> {
+    const existing = this.jobs.get(jobId);
+    if (existing !== undefined && existing.status !== 'SKIPPED') return { cancelled: false, record: copy(existing) };
+    // A tombstone for a job not seen yet: no digest, so its later delivery is a no-op (claimOutcome).
+    const tombstone = {
+      ...existing,
+      jobId,
+      status: 'CANCELLED',
+      attempt: existing?.attempt ?? 0,
+      digest: existing?.digest ?? '',
+      createdAt: existing?.createdAt ?? iso(now),
+      updatedAt: iso(now),
+      ttl: ttlFor(now, this.retentionDays),
+    } as JobRecord;
+    this.jobs.set(jobId, tombstone);
+    return { cancelled: true };
+  }
+
+  async takeWorkspace(input: TakeWorkspaceInput): Promise<SettledTake> {
+    const existing = this.workspaces.get(input.workspaceId);
+    if (!canTakeWorkspace(existing)) {
+      const outcome = workspaceTakeOutcome(existing, input.jobId);
+      // The adapter retries a race away; with no concurrent writer between write and read there is none.
+      if (outcome.kind === 'retry') throw new Error('unreachable: a refused take re-read as takeable');
+      return copy(outcome);
+    }
+    const workspace: WorkspaceRecord = {
+      ...existing,
+      workspaceId: input.workspaceId,
+      state: existing?.state ?? 'ACTIVE',
+      seq: (existing?.seq ?? 0) + 1,
+      currentJobId: input.jobId,
+      currentDone: false,
+      ...(existing?.repo ? {} : input.repo ? { repo: input.repo } : {}),
+      updatedAt: iso(input.now),
+    };
+    this.workspaces.set(input.workspaceId, workspace);
+    return { kind: 'taken', workspace: copy(workspace) };
+  }
+
+  async nextWorkspaceSeq(workspaceId: string, now: number): Promise<number> {
+    const existing = this.workspaces.get(workspaceId);
+    const seq = (existing?.seq ?? 0) + 1;
+    // Like the adapter's bare update: a record it creates has no state yet.
+    this.workspaces.set(workspaceId, { ...(existing ?? ({ workspaceId } as WorkspaceRecord)), seq, updatedAt: iso(now) });
+    return seq;
+  }
+
+  async finishWorkspaceJob(input: { workspaceId: string; jobId: string; head?: string; now: number }): Promise<void> {
+    const existing = this.workspaces.get(input.workspaceId);
+    if (existing?.currentJobId !== input.jobId) throw new LeaseLostError(`workspace ${input.workspaceId}: cursor no longer on job ${input.jobId}`);
+    this.workspaces.set(input.workspaceId, { ...existing, currentDone: true, ...(input.head ? { head: input.head } : {}), updatedAt: iso(input.now) });
+  }
+
+  async blockWorkspace(input: { workspaceId: string; blockedBy: string; reason: string; now: number }): Promise<void> {
+    const existing = this.workspaces.get(input.workspaceId);
+    this.workspaces.set(input.workspaceId, {
+      ...existing,
+      workspaceId: input.workspaceId,
+      seq: existing?.seq ?? 0,
+      state: 'BLOCKED',
+      blockedBy: input.blockedBy,
+      blockedReason: input.reason,
+      currentDone: true,
+      updatedAt: iso(input.now),
+    });
+  }
+
+  async unblockWorkspace(workspaceId: string, now: number): Promise<WorkspaceRecord> {
+    const existing = this.workspaces.get(workspaceId);
+    if (!existing) throw new Error(`workspace ${workspaceId} does not exist`);
+    const { blockedBy: _by, blockedReason: _reason, ...rest } = existing;
+    const workspace: WorkspaceRecord = { ...rest, state: 'ACTIVE', currentDone: true, updatedAt: iso(now) };
+    this.workspaces.set(workspaceId, workspace);
+    return copy(workspace);
+  }
+}

@@ -1,0 +1,20 @@
+/** The in-memory ledger the unit tests use passes the same contract as DynamoDbLedger on dynalite. */
+import { describeLedgerContract } from '../support/ledger-contract';
+import { MemoryLedger } from '../support/memory-ledger';
+
+describeLedgerContract('MemoryLedger', () => {
+  let between: (() => Promise<void>) | undefined;
+  const ledger = new MemoryLedger({
+    onRefusedClaim: async () => {
+      const race = between;
+      between = undefined;
+      await race?.();
+    },
+  });
+  return {
+    ledger,
+    onNextRefusedClaim: (race) => {
+      between = race;
+    },
+  };
+});
