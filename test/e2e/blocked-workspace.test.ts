@@ -18,7 +18,7 @@ interface JobJson {
 interface DlqListing {
   queue: string;
   messages: { messageId: string; attributes: Record<string, string> }[];
-  waitingBehind: { jobId: string; blockedBy?: string }[];
+  waitingBehind: { jobId: string; workspaceId: string; blockedBy?: string }[];
 }
 
 let platform: RunningPlatform;
@@ -61,7 +61,7 @@ test('a poison patch blocks its workspace; the later jobs are skipped and visibl
   const [jobsDlq] = await platform.cliJson<DlqListing[]>(['dlq', 'list', '--queue', 'agent-jobs']);
   const head = jobsDlq?.messages.find((m) => m.attributes.jobId === 'ws-drop-poison');
   expect(head?.attributes).toMatchObject({ workspaceId: 'ws-drop', type: 'apply_patch', reason: 'PATCH_DOES_NOT_APPLY' });
-  expect(jobsDlq?.waitingBehind.map((j) => j.jobId)).toEqual(['drop-1', 'drop-2']);
+  expect(jobsDlq?.waitingBehind.filter((j) => j.workspaceId === 'ws-drop').map((j) => j.jobId)).toEqual(['drop-1', 'drop-2']);
   const shown = await platform.cliJson<{ reason: string; job: JobJson }>(['dlq', 'show', head?.messageId ?? '']);
   expect(shown).toMatchObject({ reason: expect.stringContaining('PATCH_DOES_NOT_APPLY'), job: { jobId: 'ws-drop-poison', status: 'FAILED' } });
   expect((await platform.events()).some((e) => e.type === 'WorkspaceBlocked' && e.detail.workspaceId === 'ws-drop')).toBe(true);

@@ -8,13 +8,15 @@ import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { eventually } from '../support/eventually';
 
 const execFileP = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../..');
 const BIN = path.join(ROOT, 'bin/agent-jobs.js');
 const POLL_MS = 500;
+/** Under the e2e tests' own timeouts, so a stuck job fails with its last state. */
+const UNTIL_JOB_MS = 150_000;
 
 /** Temp directories made by the helpers below; removeScratch() deletes them. */
 const scratchDirs: string[] = [];
@@ -103,12 +105,12 @@ export async function startPlatform(): Promise<RunningPlatform> {
       return JSON.parse(result.stdout) as T;
     },
     async untilJob<T extends { status: string }>(jobId: string, done: (job: T) => boolean): Promise<T> {
-      for (;;) {
+      const status = async (): Promise<T> => {
         const result = await cli(['status', jobId, '--json']);
-        const job = result.code === 0 ? (JSON.parse(result.stdout) as T) : undefined;
-        if (job && done(job)) return job;
-        await sleep(POLL_MS);
-      }
+        if (result.code !== 0) throw new Error(`status ${jobId} exited ${result.code}: ${result.stderr.trim()}`);
+        return JSON.parse(result.stdout) as T;
+      };
+      return eventually(status, done, { what: `job ${jobId}`, timeoutMs: UNTIL_JOB_MS, intervalMs: POLL_MS });
     },
     async events() {
       const text = await readFile(path.join(stateDir, 'events.jsonl'), 'utf8').catch(() => '');

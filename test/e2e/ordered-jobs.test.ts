@@ -21,7 +21,7 @@ let repoUrl: string;
 
 beforeAll(async () => {
   platform = await startPlatform();
-  source = await makeRepository({ 'README.md': '# app\n' }, ['ordered', 'dup', 'feature']);
+  source = await makeRepository({ 'README.md': '# app\n' }, ['ordered', 'dup', 'feature', 'json']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'app'])).url;
 });
 
@@ -93,12 +93,15 @@ test('run_tests fails then passes at the pinned commits, then open_pr opens one 
 });
 
 test('--json: stdout is one JSON document and nothing else, for every kind of command', async () => {
+  const [diff] = await diffChain(source, [{ 'json.txt': 'json\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-json', 'json-a', repoUrl, 'json', diff ?? '', 'For --json'));
+  await platform.cliJson(['wait', 'json-a', '--timeout', '120']);
   const commands = [
     ['--help'],
-    ['status', 'ordered-a'],
-    ['wait', 'ordered-a'],
-    ['jobs', '--workspace', 'ws-ordered'],
-    ['workspace', 'show', 'ws-ordered'],
+    ['status', 'json-a'],
+    ['wait', 'json-a'],
+    ['jobs', '--workspace', 'ws-json'],
+    ['workspace', 'show', 'ws-json'],
     ['dlq', 'list'],
     ['dlq', 'redrive', '--queue', 'open-pr'],
     ['enqueue', '--type', 'run_tests', '--workspace', 'ws-json', '--command', 'true'],

@@ -1,9 +1,9 @@
-import { DeleteMessageCommand, ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { INLINE_DIFF_LIMIT_BYTES } from '../../contract/runtime-env';
 import { S3DiffStore } from '../../src/adapters/diff-store';
 import { enqueueAgentJob, enqueueAgentJobs, newJobId, type JobRequest } from '../../src/client';
 import { deduplicationId, parseEnvelope } from '../../src/core/envelope';
 import { InvalidJobError } from '../../src/core/errors';
+import { drain } from '../support/drive-queue';
 import { withEmulators } from '../support/emulators';
 
 function applyPatch(workspaceId: string, diff = 'diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+y\n'): JobRequest {
@@ -22,19 +22,7 @@ describe('producer against the local queue', () => {
   const options = () => ({ sqs: env().clients.sqs, queueUrl: queueUrl(), diffStore: new S3DiffStore(env().clients.s3, env().bucketName) });
 
   /** Receives and deletes until the queue is empty; FIFO hands out a group's messages in order. */
-  async function drain(): Promise<Message[]> {
-    const received: Message[] = [];
-    for (;;) {
-      const { Messages = [] } = await env().clients.sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: queueUrl(), MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] }),
-      );
-      if (Messages.length === 0) return received;
-      for (const message of Messages) {
-        received.push(message);
-        await env().clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl(), ReceiptHandle: message.ReceiptHandle }));
-      }
-    }
-  }
+  const drainQueue = () => drain(env().clients.sqs, queueUrl());
 
   it('sends a job in its workspace group with its deduplication id and triage attributes', async () => {
     const job = applyPatch('ws-single');
@@ -42,7 +30,7 @@ describe('producer against the local queue', () => {
     expect(result).toMatchObject({ jobId: job.jobId, messageId: expect.any(String), sequenceNumber: expect.any(String) });
     expect(result.diffRef).toBeUndefined();
 
-    const [message, ...rest] = await drain();
+    const [message, ...rest] = await drainQueue();
     expect(rest).toEqual([]);
     expect(message?.Attributes).toMatchObject({ MessageGroupId: 'ws#ws-single', MessageDeduplicationId: deduplicationId(job.jobId!, 'apply_patch') });
     expect(message?.MessageAttributes).toEqual({
@@ -58,7 +46,7 @@ describe('producer against the local queue', () => {
     const job = applyPatch('ws-retry');
     await enqueueAgentJob(job, options());
     await enqueueAgentJob({ ...job, createdAt: '2030-01-01T00:00:00.000Z' }, options());
-    expect(await drain()).toHaveLength(1);
+    expect(await drainQueue()).toHaveLength(1);
   });
 
   it('rejects an invalid job before sending, naming every bad field', async () => {
@@ -68,7 +56,7 @@ describe('producer against the local queue', () => {
     await expect(send).rejects.toThrow(/workspaceId/);
     const payloadErrors = enqueueAgentJob({ ...applyPatch('ws-bad'), payload: job.payload } as JobRequest, options());
     await expect(payloadErrors).rejects.toThrow(/payload\.repo\.url.*payload\.message/);
-    expect(await drain()).toEqual([]);
+    expect(await drainQueue()).toEqual([]);
   });
 
   it('claim-checks a diff over the inline limit to S3 and sends its reference instead', async () => {
@@ -79,7 +67,7 @@ describe('producer against the local queue', () => {
     const result = await enqueueAgentJob(applyPatch('ws-big', diff), options());
     expect(result.diffRef).toMatchObject({ bucket: env().bucketName, bytes: Buffer.byteLength(diff) });
 
-    const [message] = await drain();
+    const [message] = await drainQueue();
     const sent = parseEnvelope(message?.Body);
     if (sent.type !== 'apply_patch') throw new Error('expected apply_patch');
     expect(sent.payload.diff).toBeUndefined();
@@ -92,7 +80,7 @@ describe('producer against the local queue', () => {
     const outcomes = await enqueueAgentJobs(jobs, options());
     expect(outcomes.map((o) => [o.status, o.jobId])).toEqual(jobs.map((j) => ['SENT', j.jobId]));
 
-    const received = await drain();
+    const received = await drainQueue();
     for (const workspace of ['ws-batch-0', 'ws-batch-1', 'ws-batch-2']) {
       const sentOrder = jobs.filter((j) => j.workspaceId === workspace).map((j) => j.jobId);
       const receivedOrder = received.filter((m) => m.Attributes?.MessageGroupId === `ws#${workspace}`).map((m) => m.MessageAttributes?.jobId?.StringValue);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { applyPatchCommit, resolveBranchHead } from '../../src/adapters/git';
 import { PermanentJobError, TransientJobError } from '../../src/core/errors';
 import { InvalidRepositoryNameError, startGitServer, type GitServer } from '../../src/local/git-server';
+import { eventually } from '../support/eventually';
 import { commitFiles, createRepo, diffOfEdits, git, removeDir, tempDir, writeFiles } from '../support/git-fixtures';
 
 let root: string;
@@ -78,7 +79,7 @@ describe('startGitServer', () => {
     });
     const ended = new Promise<unknown>((resolve) => request.once('error', resolve).once('response', (res) => res.resume().once('close', resolve)));
     request.write('0032want ');
-    while ((await backendsServing(closingRoot)).length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    await eventually(() => backendsServing(closingRoot), (pids) => pids.length > 0, { what: 'git http-backend to serve the request', intervalMs: 20 });
 
     await other.close();
 

@@ -4,12 +4,13 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { enqueueAgentJobs, newJobId, type JobRequest } from '../../src/client';
 import type { JobRecord } from '../../src/core/ports';
 import { createLocalClients, type LocalClients } from '../../src/local/emulators';
 import { readPlatformInfo, startPlatform, type LocalPlatform, type PlatformInfo } from '../../src/local/platform';
+import { drain } from '../support/drive-queue';
+import { eventually } from '../support/eventually';
 
 const run = promisify(execFile);
 const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com' };
@@ -38,15 +39,14 @@ describe('local platform', () => {
     await rm(work, { recursive: true, force: true });
   });
 
-  /** Polls the ledger until every job has left IN_FLIGHT / unclaimed; the jest timeout bounds it. */
+  /** Polls the ledger until `done` holds for every job. */
   async function settled(clients: LocalClients, info: PlatformInfo, jobIds: string[], done: (r: JobRecord) => boolean): Promise<JobRecord[]> {
-    for (;;) {
-      const records = await Promise.all(
+    const records = () =>
+      Promise.all(
         jobIds.map(async (jobId) => (await clients.dynamodb.send(new GetCommand({ TableName: info.tableName, Key: { pk: `job#${jobId}` }, ConsistentRead: true }))).Item as JobRecord | undefined),
       );
-      if (records.every((r) => r !== undefined && done(r))) return records as JobRecord[];
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const all = await eventually(records, (seen) => seen.every((r) => r !== undefined && done(r)), { what: `jobs ${jobIds.join(', ')} to settle`, timeoutMs: 150_000 });
+    return all as JobRecord[];
   }
 
   /** A source repository with `a.txt`, served by a fresh platform from its first commit. */
@@ -136,15 +136,7 @@ describe('local platform', () => {
     expect(records[1]?.blockedBy).toBe(bad.jobId);
 
     const dlqUrl = platform.info.dlqUrls['agent-jobs']!;
-    const parked: Array<[string | undefined, string | undefined]> = [];
-    for (;;) {
-      const { Messages = [] } = await clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, MessageAttributeNames: ['All'], MaxNumberOfMessages: 10 }));
-      if (Messages.length === 0) break;
-      for (const m of Messages) {
-        parked.push([m.MessageAttributes?.jobId?.StringValue, m.MessageAttributes?.reason?.StringValue]);
-        await clients.sqs.send(new DeleteMessageCommand({ QueueUrl: dlqUrl, ReceiptHandle: m.ReceiptHandle }));
-      }
-    }
+    const parked = (await drain(clients.sqs, dlqUrl)).map((m) => [m.MessageAttributes?.jobId?.StringValue, m.MessageAttributes?.reason?.StringValue]);
     expect(parked).toEqual([
       [bad.jobId, 'PATCH_DOES_NOT_APPLY'],
       [good.jobId, 'SKIPPED'],

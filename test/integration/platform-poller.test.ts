@@ -3,6 +3,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { LOCAL_REGION } from '../../src/local/emulators';
 import { recordsToDelete, startQueuePoller, type LocalHandler, type PollerOptions } from '../../src/local/poller';
 import { withEmulators } from '../support/emulators';
+import { eventually } from '../support/eventually';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -39,20 +40,12 @@ describe('queue poller (local event source mapping)', () => {
     });
   }
 
-  /** Resolves when `predicate` holds for what the handler has seen. */
-  function until<T>(seen: T[], predicate: (seen: T[]) => boolean): { check(): void; reached: Promise<void> } {
-    let resolve!: () => void;
-    const reached = new Promise<void>((r) => (resolve = r));
-    return { reached, check: () => predicate(seen) && resolve() };
-  }
-
   it('delivers Lambda-shaped records, deletes the successes and leaves the failures to their visibility', async () => {
     const { queueUrl, queueArn } = await queue('open-pr');
     for (const body of ['ok', 'retry-me']) {
       await env().clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: { jobId: { DataType: 'String', StringValue: body } } }));
     }
     const seen: SQSRecord[] = [];
-    const done = until(seen, (s) => s.filter((r) => r.body === 'retry-me').length === 2 && s.some((r) => r.body === 'ok'));
     const running = await poller('open-pr', async (event: SQSEvent): Promise<SQSBatchResponse> => {
       seen.push(...event.Records);
       const failures = event.Records.filter((r) => r.body === 'retry-me' && r.attributes.ApproximateReceiveCount === '1');
@@ -60,10 +53,9 @@ describe('queue poller (local event source mapping)', () => {
       for (const record of failures) {
         await env().clients.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle, VisibilityTimeout: 0 }));
       }
-      done.check();
       return { batchItemFailures: failures.map((r) => ({ itemIdentifier: r.messageId })) };
     });
-    await done.reached;
+    await eventually(() => seen.map((r) => r.body), (bodies) => bodies.filter((b) => b === 'retry-me').length === 2 && bodies.includes('ok'), { what: 'ok once and retry-me twice' });
     await running.stop();
 
     expect(seen.filter((r) => r.body === 'ok')).toHaveLength(1);
@@ -104,7 +96,6 @@ describe('queue poller (local event source mapping)', () => {
     let openGate!: () => void;
     const gate = new Promise<void>((r) => (openGate = r));
     const handled: string[] = [];
-    const done = until(handled, (h) => h.length === groups.length);
     const running = await poller(
       'agent-jobs',
       async (event) => {
@@ -114,11 +105,10 @@ describe('queue poller (local event source mapping)', () => {
         await gate;
         handled.push(...event.Records.map((r) => r.body));
         inFlight--;
-        done.check();
       },
       { batchSize: 1, maxConcurrency: 3 },
     );
-    await done.reached;
+    await eventually(() => handled.length, (n) => n === groups.length, { what: `all ${groups.length} groups handled` });
     await running.stop();
     expect(maxInFlight).toBe(3);
     expect(handled.sort()).toEqual([...groups].sort());

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from '../support/eventually';
 import { runTestsMessage } from '../support/stage-messages';
 import type { StageMessage } from '../../src/core/envelope';
 import { LocalTestRunner } from '../../src/local/test-runner';
@@ -127,7 +127,7 @@ describe('LocalTestRunner', () => {
 
   it('stops a running test on close and records it as STOPPED, not as a verdict', async () => {
     const { buildId } = await runner.start(stageMessage('job-closed', { url: repo.url, sha: repo.shaB }, { command: 'sleep 300' }));
-    while ((await runner.runState(buildId)).pid === undefined) await sleep(20);
+    await eventually(() => runner.runState(buildId), (state) => state.pid !== undefined, { what: 'the test process to start', intervalMs: 20 });
 
     await runner.close();
 

@@ -6,7 +6,6 @@
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { JOB_TYPES, SEQUENCER } from '../../contract/job-types';
 import { localOpenPrDeps, localRunTestsDeps, localSequencerDeps } from '../../src/compose/local';
@@ -17,6 +16,7 @@ import { startQueuePoller, type LocalHandler, type QueuePoller } from '../../src
 import { LocalPullRequestStore } from '../../src/local/pr-store';
 import { LocalTestRunner } from '../../src/local/test-runner';
 import { withEmulators } from '../support/emulators';
+import { eventually } from '../support/eventually';
 import { createRepo, diffOfEdits, git, tempDir, writeFiles } from '../support/git-fixtures';
 import { emulatorWorkerOptions, quietLogger, type RecordedEvent } from './staged-harness';
 import { createOpenPrHandler } from '../../src/core/jobs/open-pr';
@@ -75,9 +75,10 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
     );
   }
 
-  /** Waits for the ledger to reach a state (the jest timeout bounds it). */
-  async function until(what: () => Promise<boolean>): Promise<void> {
-    while (!(await what())) await sleep(100);
+  /** Waits until the jobs have these statuses in the ledger. */
+  async function untilStatuses(status: (jobId: string) => Promise<string | undefined>, expected: Record<string, string>): Promise<void> {
+    const statuses = async () => Object.fromEntries(await Promise.all(Object.keys(expected).map(async (id) => [id, await status(id)])));
+    await eventually(statuses, (seen) => Object.entries(expected).every(([id, s]) => seen[id] === s), { what: JSON.stringify(expected), timeoutMs: 60_000 });
   }
 
   it('tests A+B (not C) at the pinned commit, opens one PR, and records every outcome in the ledger and on the bus', async () => {
@@ -118,7 +119,7 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
       createSequencer(sequencerDeps),
       SEQUENCER,
     );
-    await until(async () => (await status('job-c')) === 'SUCCEEDED' && (await status('job-pr')) === 'FORWARDED');
+    await untilStatuses(status, { 'job-c': 'SUCCEEDED', 'job-pr': 'FORWARDED' });
 
     await poll(
       'run-tests',
@@ -126,7 +127,7 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
       JOB_TYPES.run_tests.stage,
     );
     await poll('open-pr', createOpenPrHandler(localOpenPrDeps({ ...options, host: prStore })), JOB_TYPES.open_pr.stage);
-    await until(async () => (await status('job-tests')) === 'SUCCEEDED' && (await status('job-pr')) === 'SUCCEEDED');
+    await untilStatuses(status, { 'job-tests': 'SUCCEEDED', 'job-pr': 'SUCCEEDED' });
 
     const [a, b, c, tests, pr] = [await job('job-a'), await job('job-b'), await job('job-c'), await job('job-tests'), await job('job-pr')];
     const commitOf = (record: JobRecord) => String(record.result?.['commitSha']);
