@@ -263,6 +263,37 @@ describe('applyPatchCommit', () => {
     expect(requests).toEqual([]);
   });
 
+  test.each([
+    ['".git." (the git library refused it only after fetching)', '.git./config'],
+    ['the NTFS short name "GIT~1"', 'GIT~1/config'],
+    ['".g<ZWNJ>it" (".git" on macOS)', '.g\u200cit/config'],
+    ['a 300-byte name (committed before, and no clone could check it out)', 'x'.repeat(300)],
+  ])('a name no clone can check out, %s, is UNSAFE_PATCH before any request', async (_what, path) => {
+    const requests: string[] = [];
+    const counting: HttpClient = { request: (req) => (requests.push(req.url), nodeHttp.request(req)) };
+    const { url, gitDir } = await freshRemote();
+    const diff = `diff --git a/${path} b/${path}\nnew file mode 100644\n--- /dev/null\n+++ b/${path}\n@@ -0,0 +1 @@\n+x\n`;
+    const error = await rejectionOf(applyPatchCommit(input(url, diff), { http: counting }));
+    expect(error.reason).toBe('UNSAFE_PATCH');
+    expect(requests).toEqual([]);
+    expect(await remoteHead(gitDir)).toBe(baseSha);
+  });
+
+  test('a new name that is an existing file on macOS and Windows (README.md / readme.md) is UNSAFE_PATCH', async () => {
+    const { url, gitDir } = await freshRemote();
+    const diff = 'diff --git a/readme.md b/readme.md\nnew file mode 100644\n--- /dev/null\n+++ b/readme.md\n@@ -0,0 +1 @@\n+x\n';
+    const error = await rejectionOf(applyPatchCommit(input(url, diff)));
+    expect(error.reason).toBe('UNSAFE_PATCH');
+    expect(error.message).toMatch(/"readme\.md" and "README\.md" differ only in case/);
+    expect(await remoteHead(gitDir)).toBe(baseSha);
+  });
+
+  test('a new directory that is an existing one on macOS and Windows (Src/ next to src/) is UNSAFE_PATCH', async () => {
+    const { url } = await freshRemote();
+    const diff = 'diff --git a/Src/new.ts b/Src/new.ts\nnew file mode 100644\n--- /dev/null\n+++ b/Src/new.ts\n@@ -0,0 +1 @@\n+x\n';
+    expect((await rejectionOf(applyPatchCommit(input(url, diff)))).message).toMatch(/"Src" and "src" differ only in case/);
+  });
+
   test('a branch that moved to another commit before the push is BRANCH_DIVERGED, never overwritten', async () => {
     const { url, gitDir } = await freshRemote();
     const diff = await fullDiff();

@@ -137,6 +137,86 @@ describe('parsePatchOperations: hostile patches are rejected before any I/O', ()
   });
 });
 
+describe('parsePatchOperations: only paths every clone can check out', () => {
+  const longPath = Array.from({ length: 25 }, (_, i) => `${i}`.padEnd(200, 'd')).join('/');
+
+  test.each<[string, string, RegExp]>([
+    ['a 300-byte name', 'x'.repeat(300), /a name of 300 bytes, more than the 255/],
+    ['a 5,024-byte path', longPath, /path is 5024 bytes, more than the 1023 a checkout on macOS allows/],
+    ['".git." (Windows drops the dot)', '.git./config', /"\.git\." is "\.git" on Windows/],
+    ['".git " (Windows drops the space)', '.git /config', /"\.git " is "\.git" on Windows/],
+    ['".GIT. ." in any case', 'sub/.GIT. ./hooks/x', /is "\.git" on Windows/],
+    ['the NTFS short name GIT~1', 'GIT~1/config', /"GIT~1" is "\.git" on Windows/],
+    ['an NTFS stream of .git', '.git::$INDEX_ALLOCATION/config', /is "\.git" on Windows/],
+    ['a zero-width non-joiner (.g\u200cit)', '.g\u200cit/config', /invisible character U\+200C in path \(macOS ignores it/],
+    ['a zero-width joiner', 'src/.gi\u200dt/hooks', /invisible character U\+200D/],
+    ['a byte-order mark', '\ufeff.git/config', /invisible character U\+FEFF/],
+    ['a right-to-left override', 'evil\u202etxt.exe', /invisible character U\+202E/],
+    ['the Windows device name CON', 'con', /"con" is a device name reserved on Windows/],
+    ['a device name with an extension', 'docs/NUL.txt', /"NUL\.txt" is a device name reserved on Windows/],
+    ['COM1 with an extension', 'com1.log', /device name/],
+    ['LPT9', 'out/LPT9', /device name/],
+    ['"aux .c"', 'aux .c', /device name/],
+    ['a colon', 'a:b.txt', /":" in a name \(Windows does not allow it\)/],
+    ['a question mark', 'why?.md', /"\?" in a name/],
+    ['an asterisk', 'all*.txt', /"\*" in a name/],
+    ['a pipe', 'a|b', /"\|" in a name/],
+    ['angle brackets', '<x>.txt', /"<" in a name/],
+    ['a double quote', 'say "hi".txt', /"\\"" in a name/],
+    ['a trailing dot', 'notes.', /"notes\." ends with a dot or a space/],
+    ['a trailing space', 'dir /x.txt', /"dir " ends with a dot or a space/],
+    ['an NTFS short name', 'PROGRA~1/x', /"PROGRA~1" has the form of an NTFS short name/],
+    ['the short name of .gitmodules', 'GITMOD~1', /NTFS short name/],
+    ['a new .gitmodules', '.gitmodules', /writes \.gitmodules: submodules are not supported/],
+    ['.gitmodules in a directory, any case', 'vendor/.GitModules', /writes \.gitmodules/],
+  ])('%s is UNSAFE_PATCH', (_what, path, rule) => {
+    const error = rejection(addDiff(path));
+    expect(error.reason).toBe('UNSAFE_PATCH');
+    expect(error.message).toMatch(rule);
+  });
+
+  test('the message shows hidden characters as escapes and cuts a long path', () => {
+    expect(rejection(addDiff('.g\u200cit/config')).message).toContain('".g\\u200cit/config"');
+    expect(rejection(addDiff(longPath)).message.length).toBeLessThan(300);
+  });
+
+  test('a quoted name whose bytes are not UTF-8 is refused', () => {
+    const latin1Name = 'diff --git "a/caf\\351.txt" "b/caf\\351.txt"\nnew file mode 100644\n--- /dev/null\n+++ "b/caf\\351.txt"\n@@ -0,0 +1 @@\n+x\n';
+    expect(rejection(latin1Name).message).toMatch(/name is not valid UTF-8/);
+  });
+
+  test.each<[string, string, RegExp]>([
+    ['two files that differ only in case', addDiff('README.md') + addDiff('readme.md'), /"readme\.md" and "README\.md" differ only in case/],
+    ['two directories that differ only in case', addDiff('docs/a.md') + addDiff('Docs/b.md'), /"Docs" and "docs" differ only in case/],
+    ['NFC and NFD spellings of one name', addDiff('caf\u00e9.txt') + addDiff('cafe\u0301.txt'), /differ only in case or Unicode normalisation/],
+  ])('%s is UNSAFE_PATCH: one file on macOS and Windows', (_what, diff, rule) => {
+    const error = rejection(diff);
+    expect(error.reason).toBe('UNSAFE_PATCH');
+    expect(error.message).toMatch(rule);
+  });
+
+  test.each([
+    ['a 255-byte name', 'x'.repeat(255)],
+    ['a 602-byte path', `${'a'.repeat(200)}/${'b'.repeat(200)}/${'c'.repeat(200)}`],
+    ['.github', '.github/workflows/ci.yml'],
+    ['.gitignore', '.gitignore'],
+    ['.gitattributes', '.gitattributes'],
+    ['a name starting with a device name', 'console.txt'],
+    ['COM10', 'com10.txt'],
+    ['a backup name', 'backup~'],
+    ['a tilde name that is no short name', 'notes~1.md.orig'],
+    ['non-ASCII and an emoji', 'caf\u00e9/\u{1f600}.txt'],
+    ['dots inside a name', 'a.b.c'],
+  ])('%s is accepted', (_what, path) => {
+    expect(parsePatchOperations(addDiff(path))).toMatchObject([{ kind: 'add', path }]);
+  });
+
+  test('a patch may delete a .gitmodules and rename a file to another case', () => {
+    const rename = 'diff --git a/README b/Readme\nsimilarity index 100%\nrename from README\nrename to Readme\n';
+    expect(parsePatchOperations(deleteDiff('.gitmodules') + rename).map((op) => op.kind)).toEqual(['delete', 'rename']);
+  });
+});
+
 describe('applyHunks', () => {
   const hunksOf = (diff: string) => parsePatchOperations(diff)[0]?.hunks ?? [];
 

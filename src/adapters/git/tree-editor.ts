@@ -4,7 +4,7 @@
  * repository costs neither disk nor file handles.
  */
 import { PermanentJobError } from '../../core/errors';
-import { applyHunks, isFileMode, unsafePatch, type FileMode, type FileOperation, type PatchHunk } from '../../core/patch';
+import { applyHunks, caseClash, isFileMode, portableNameKey, unsafePatch, type FileMode, type FileOperation, type PatchHunk } from '../../core/patch';
 import type { ObjectStore, TreeEntry } from './object-store';
 
 const TREE_MODE = '040000';
@@ -17,6 +17,14 @@ function doesNotApply(path: string, why: string): PermanentJobError {
 function split(path: string): { dir: string; name: string } {
   const slash = path.lastIndexOf('/');
   return slash < 0 ? { dir: '', name: path } : { dir: path.slice(0, slash), name: path.slice(slash + 1) };
+}
+
+/** A new name must not be one file with an existing one on macOS and Windows (`Readme` next to `README`). */
+function refuseTwin(entries: ReadonlyMap<string, TreeEntry>, name: string, forPath: string): void {
+  const key = portableNameKey(name);
+  for (const other of entries.keys()) {
+    if (other !== name && portableNameKey(other) === key) throw caseClash(forPath, name, other);
+  }
 }
 
 /** A lazily loaded, mutable view of one tree; `write` stores the changed trees bottom-up. */
@@ -57,6 +65,7 @@ export class TreeEditor {
     const existing = entries.get(name);
     if (existing?.type === 'tree') throw doesNotApply(path, 'a directory of that name exists');
     if (create && existing) throw doesNotApply(path, 'file already exists');
+    if (!existing) refuseTwin(entries, name, path);
     entries.set(name, { mode: file.mode, path: name, oid: file.oid, type: 'blob' });
     this.markDirty(dir);
   }
@@ -91,6 +100,7 @@ export class TreeEditor {
     const entry = parent?.get(name);
     if (!entry) {
       if (!parent || !create) return undefined;
+      refuseTwin(parent, name, forPath);
       const fresh = new Map<string, TreeEntry>();
       this.dirs.set(dir, fresh);
       return fresh;

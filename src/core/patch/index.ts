@@ -1,5 +1,6 @@
 /** Patch engine: pure parsing, validation and hunk application (no I/O). */
 export { applyHunks } from './apply';
 export { commitMessage, hasJobTrailer } from './commit-message';
-export { isFileMode, unsafePatch, type FileMode, type FileOperation, type PatchHunk } from './operations';
+export { displayPath, isFileMode, unsafePatch, type FileMode, type FileOperation, type PatchHunk } from './operations';
 export { parsePatchOperations, type PatchLimits } from './parse';
+export { caseClash, portableNameKey } from './paths';

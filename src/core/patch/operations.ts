@@ -30,7 +30,18 @@ export type FileOperation =
 
 /** A patch that must not touch the repository; the message names the file and the rule it breaks. */
 export function unsafePatch(path: string, rule: string): PermanentJobError {
-  return new PermanentJobError('UNSAFE_PATCH', `unsafe patch: ${JSON.stringify(path)}: ${rule}`);
+  return new PermanentJobError('UNSAFE_PATCH', `unsafe patch: ${displayPath(path)}: ${rule}`);
+}
+
+/** Longest path shown whole in a message; longer ones are cut (the rule says how long they are). */
+const DISPLAY_CHARS = 160;
+/** Characters a reader cannot see (C1 controls, format characters, separators, noncharacters). */
+const HIDDEN = /[\u0080-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff0-\uffff]/g;
+
+/** A path as messages show it: quoted, hidden characters as \u escapes, a long path cut. */
+export function displayPath(path: string): string {
+  const cut = path.length > DISPLAY_CHARS ? `${path.slice(0, DISPLAY_CHARS)}…` : path;
+  return JSON.stringify(cut).replace(HIDDEN, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 export function isFileMode(mode: string): mode is FileMode {

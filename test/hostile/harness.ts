@@ -1,0 +1,272 @@
+/**
+ * The hostile-input harness: one hostile message at a time, put raw on the FIFO queue (bypassing
+ * the producer, as an attacker or a broken agent would), delivered ONCE to the real sequencer over
+ * fauxqs, dynalite and the loopback git server, then judged:
+ *
+ * - the verdict is permanent on that first delivery: the record is acknowledged (no batch item
+ *   failure), nothing waits on the queue for a retry (the back-off is zero, so a retry would be
+ *   visible at once), the ledger holds FAILED with the exact reason and the DLQ copy carries it;
+ * - the remote is unchanged, read with the git CLI (every ref, and `git fsck --strict` clean);
+ * - the workspace works again after the documented recovery: `agent-jobs workspace unblock <id>
+ *   --drop` (the real CLI, in process) when the job fenced it, then a new job with a new id is
+ *   applied and its commit passes `git fsck --strict`.
+ *
+ * Rows live in the `*.test.ts` files of this folder, one file per class of input.
+ */
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { stringAttributes } from '../../contract/messages';
+import { DynamoDbLedger } from '../../src/adapters/dynamodb-ledger';
+import { JsonlEventLog } from '../../src/adapters/events';
+import { COMMANDS } from '../../src/cli/commands';
+import { runCli } from '../../src/cli/main';
+import { localSequencerDeps } from '../../src/compose/local';
+import { deduplicationId, messageGroupId } from '../../src/core/envelope';
+import type { PermanentReason } from '../../src/core/errors';
+import { createSequencer } from '../../src/core/sequencer';
+import { LOCAL_REGION } from '../../src/local/emulators';
+import { startGitServer, type GitServer } from '../../src/local/git-server';
+import type { PlatformInfo } from '../../src/local/platform';
+import { PLATFORM_FILE } from '../../src/local/state-dir';
+import { deliver, drain, queueArn, receive } from '../support/drive-queue';
+import { withEmulators } from '../support/emulators';
+
+const run = promisify(execFile);
+
+/** The files of every workspace's first commit. */
+export const BASE_FILES: Readonly<Record<string, string>> = {
+  'README.md': '# hostile\n',
+  'src/app.ts': 'export const answer = 42;\n',
+};
+
+export interface HostileWorkspace {
+  readonly workspaceId: string;
+  readonly repoUrl: string;
+  readonly gitDir: string;
+  /** The branch head before the hostile job. */
+  readonly baseSha: string;
+}
+
+/** A message as the row sends it: an object (sent as JSON) or the exact body text. */
+export interface HostileMessage {
+  readonly jobId: string;
+  readonly body: string | Record<string, unknown>;
+}
+
+export interface HostileRow {
+  readonly what: string;
+  readonly message: (ws: HostileWorkspace) => HostileMessage;
+  readonly reason: PermanentReason;
+  /** A fragment of the failure's message, so the row proves the rule it means. */
+  readonly says: RegExp;
+}
+
+/** A new-file diff in git's format. */
+export function addFileDiff(path: string, lines: readonly string[] = ['x']): string {
+  return [`diff --git a/${path} b/${path}`, 'new file mode 100644', '--- /dev/null', `+++ b/${path}`, `@@ -0,0 +1,${lines.length} @@`, ...lines.map((l) => `+${l}`), ''].join('\n');
+}
+
+/** A valid apply_patch envelope for the workspace; rows override what they attack. */
+export function applyPatchJob(ws: HostileWorkspace, payload: Record<string, unknown> = {}, envelope: Record<string, unknown> = {}): HostileMessage {
+  const jobId = typeof envelope.jobId === 'string' ? envelope.jobId : `hostile-${randomUUID()}`;
+  return {
+    jobId,
+    body: {
+      jobId,
+      workspaceId: ws.workspaceId,
+      tenantId: 'tenant-hostile',
+      type: 'apply_patch',
+      createdAt: '2026-02-01T00:00:00.000Z',
+      ...envelope,
+      payload: { repo: { url: ws.repoUrl, branch: 'main' }, diff: addFileDiff('added.txt'), message: 'agent change', ...payload },
+    },
+  };
+}
+
+async function gitIn(cwd: string, ...args: string[]): Promise<string> {
+  const { stdout } = await run('git', ['-c', 'user.name=Fixture', '-c', 'user.email=fixture@example.com', ...args], { cwd, maxBuffer: 16 * 1024 * 1024 });
+  return stdout.trim();
+}
+
+/** Every ref of a bare repository and where it points, as the git CLI lists them. */
+export const refsOf = (gitDir: string) => gitIn(gitDir, 'for-each-ref', '--format=%(refname) %(objectname)');
+export const fsckStrict = (gitDir: string) => gitIn(gitDir, 'fsck', '--strict', '--no-progress', '--no-dangling');
+
+export interface HostileSuite {
+  newWorkspace(): Promise<HostileWorkspace>;
+  /** Sends a message raw to the FIFO queue in the workspace's group, as a producer that skips validation would. */
+  sendRaw(ws: HostileWorkspace, message: HostileMessage, type?: string): Promise<void>;
+  /** Receives the one message waiting and delivers it once; it must be its first delivery. */
+  deliverOnce(): Promise<SQSBatchResponse>;
+  /** Runs the agent-jobs CLI in process against the emulators; returns its exit code and output. */
+  cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  ledger(): DynamoDbLedger;
+  /** The whole judgement described at the top of this file. */
+  expectRefusedOnFirstDelivery(row: HostileRow): Promise<void>;
+  /** A new job with a new id applies, and its commit passes `git fsck --strict`. */
+  expectUsable(ws: HostileWorkspace): Promise<void>;
+}
+
+/** Call at describe level: emulators, a git server, the sequencer and a CLI state dir for the file. */
+export function hostileSuite(): HostileSuite {
+  const emulators = withEmulators();
+  let root: string;
+  let gitServer: GitServer;
+  let ledger: DynamoDbLedger;
+  let handler: (event: SQSEvent) => Promise<SQSBatchResponse>;
+  let stateDir: string;
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'agent-jobs-hostile-'));
+    gitServer = await startGitServer({ root: join(root, 'remotes') });
+    const resources = emulators();
+    ledger = new DynamoDbLedger({ client: resources.clients.dynamodb, tableName: resources.tableName, retentionDays: 30 });
+    handler = createSequencer(
+      localSequencerDeps({
+        resources,
+        events: new JsonlEventLog(join(root, 'events.jsonl')),
+        logger: new Logger({ serviceName: 'hostile', logLevel: 'SILENT' }),
+        // Zero: a transient verdict would make the message visible again at once, where the row sees it.
+        backoff: { baseSeconds: 0, capSeconds: 0 },
+        workRoot: join(root, 'work'),
+      }),
+    );
+    // What `local up` writes, so the CLI finds these emulators as it finds the local platform.
+    stateDir = join(root, 'state');
+    const info: PlatformInfo = {
+      pid: process.pid,
+      startedAt: new Date().toISOString(),
+      stateDir,
+      region: LOCAL_REGION,
+      endpoints: resources.endpoints,
+      queueUrls: resources.queueUrls,
+      dlqUrls: resources.dlqUrls,
+      tableName: resources.tableName,
+      bucketName: resources.bucketName,
+      gitUrl: gitServer.url,
+      eventLog: join(root, 'events.jsonl'),
+      logFile: join(root, 'platform.log'),
+    };
+    await mkdir(stateDir, { recursive: true });
+    await writeFile(join(stateDir, PLATFORM_FILE), JSON.stringify(info));
+  });
+
+  afterAll(async () => {
+    await gitServer?.close();
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  const sqs = () => emulators().clients.sqs;
+  const queueUrl = () => emulators().queueUrls['agent-jobs'] as string;
+  const dlqUrl = () => emulators().dlqUrls['agent-jobs'] as string;
+
+  afterEach(async () => {
+    await Promise.all([drain(sqs(), queueUrl()), drain(sqs(), dlqUrl())]);
+  });
+
+  const suite: HostileSuite = {
+    async newWorkspace() {
+      const workspaceId = `ws-${randomUUID().slice(0, 8)}`;
+      const src = await mkdtemp(join(root, 'src-'));
+      for (const [path, content] of Object.entries(BASE_FILES)) {
+        await mkdir(dirname(join(src, path)), { recursive: true });
+        await writeFile(join(src, path), content);
+      }
+      await gitIn(src, 'init', '-q', '-b', 'main');
+      await gitIn(src, 'add', '.');
+      await gitIn(src, 'commit', '-q', '-m', 'base');
+      const gitDir = await gitServer.createBareRepo(workspaceId, { fromDir: src });
+      return { workspaceId, repoUrl: gitServer.repoUrl(workspaceId), gitDir, baseSha: await gitIn(gitDir, 'rev-parse', 'main') };
+    },
+
+    async sendRaw(ws, message, type = 'apply_patch') {
+      await sqs().send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl(),
+          MessageBody: typeof message.body === 'string' ? message.body : JSON.stringify(message.body),
+          MessageGroupId: messageGroupId(ws.workspaceId),
+          MessageDeduplicationId: deduplicationId(message.jobId, 'apply_patch'),
+          MessageAttributes: stringAttributes({ jobId: message.jobId, workspaceId: ws.workspaceId, tenantId: 'tenant-hostile', type }),
+        }),
+      );
+    },
+
+    async deliverOnce() {
+      const messages = await receive(sqs(), queueUrl());
+      expect(messages).toHaveLength(1);
+      expect(messages[0]?.Attributes?.ApproximateReceiveCount).toBe('1');
+      return deliver(sqs(), queueUrl(), await queueArn(sqs(), queueUrl()), messages, handler);
+    },
+
+    async cli(...argv) {
+      let stdout = '';
+      let stderr = '';
+      const io = {
+        stdout: (t: string) => void (stdout += t),
+        stderr: (t: string) => void (stderr += t),
+        readStdin: async () => '',
+        env: {},
+        cwd: root,
+        untilInterrupted: () => new Promise<void>(() => undefined),
+      };
+      const code = await runCli([...argv, '--state-dir', stateDir], io, COMMANDS);
+      return { code, stdout, stderr };
+    },
+
+    ledger: () => ledger,
+
+    async expectRefusedOnFirstDelivery(row) {
+      const ws = await suite.newWorkspace();
+      const refsBefore = await refsOf(ws.gitDir);
+      const message = row.message(ws);
+      await suite.sendRaw(ws, message);
+
+      const response = await suite.deliverOnce();
+
+      // Permanent on the first delivery: acknowledged, and nothing left to retry.
+      expect(response.batchItemFailures).toEqual([]);
+      expect(await receive(sqs(), queueUrl())).toEqual([]);
+      const dlq = await drain(sqs(), dlqUrl());
+      expect(dlq.map((m) => [m.MessageAttributes?.jobId?.StringValue, m.MessageAttributes?.reason?.StringValue])).toEqual([[message.jobId, row.reason]]);
+      expect(dlq[0]?.MessageAttributes?.errorMessage?.StringValue).toMatch(row.says);
+      const record = await ledger.getJob(message.jobId);
+      // An envelope that does not parse has no job to record: the DLQ copy is its verdict.
+      if (record !== undefined) {
+        expect(record).toMatchObject({ status: 'FAILED', attempt: 1, error: { reason: row.reason } });
+        expect(record.error?.message).toMatch(row.says);
+        // A failed apply_patch fences its workspace: the recovery below has something to lift.
+        expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: message.jobId, blockedReason: row.reason });
+      }
+      // The remote is exactly as it was.
+      expect(await refsOf(ws.gitDir)).toBe(refsBefore);
+      await fsckStrict(ws.gitDir);
+
+      await suite.expectUsable(ws);
+    },
+
+    async expectUsable(ws) {
+      const workspace = await ledger.getWorkspace(ws.workspaceId);
+      if (workspace?.state === 'BLOCKED') {
+        const unblock = await suite.cli('workspace', 'unblock', ws.workspaceId, '--drop');
+        expect({ code: unblock.code, stderr: unblock.stderr }).toEqual({ code: 0, stderr: '' });
+        expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE' });
+      }
+      const before = await gitIn(ws.gitDir, 'rev-parse', 'main');
+      const good = applyPatchJob(ws, { diff: addFileDiff('recovered.txt', ['after the recovery']) });
+      await suite.sendRaw(ws, good);
+      expect(await suite.deliverOnce()).toEqual({ batchItemFailures: [] });
+      expect(await ledger.getJob(good.jobId)).toMatchObject({ status: 'SUCCEEDED' });
+      expect(await gitIn(ws.gitDir, 'rev-parse', 'main~1')).toBe(before);
+      expect(await gitIn(ws.gitDir, 'show', 'main:recovered.txt')).toBe('after the recovery');
+      await fsckStrict(ws.gitDir);
+    },
+  };
+  return suite;
+}
