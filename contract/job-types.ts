@@ -7,6 +7,7 @@
  * does no I/O, which is why both sides may import it without depending on each other.
  */
 import { z } from 'zod';
+import { repoUrlSchema } from './git-remotes';
 
 /** Restricted id: ids end up in DynamoDB keys, git branch names and SQS message attributes. */
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -29,10 +30,8 @@ export const diffRefSchema = z.strictObject({
 export const applyPatchPayloadSchema = z
   .strictObject({
     repo: z.strictObject({
-      // Credentials come from Secrets Manager: a token in the URL would be stored in the queue, the DLQ and the ledger.
-      url: z
-        .url({ protocol: /^https?$/, error: 'repo.url must be an http(s) URL' })
-        .refine((url) => !/^https?:\/\/[^/]*@/.test(url), 'repo.url must not carry credentials (user:token@): the git credentials secret provides them'),
+      // Parsed, not pattern-matched: no credentials, http(s) only, carried normalised (contract/git-remotes.ts).
+      url: repoUrlSchema,
       branch: branchName,
     }),
     diff: z.string().min(1).optional(),

@@ -33,7 +33,9 @@ const kebab = (path: readonly string[]) => path.map((p) => p.replace(/[A-Z]/g, (
 function leafFlags(schema: z.ZodType, path: readonly string[]): Omit<PayloadFlag, 'types'>[] {
   const named = FLAG_NAMES[path.join('.')];
   if (named === null) return [];
-  const inner = schema instanceof z.ZodOptional ? (schema.unwrap() as z.ZodType) : schema;
+  const unwrapped = schema instanceof z.ZodOptional ? (schema.unwrap() as z.ZodType) : schema;
+  // A field normalised on parse (string().transform(...)) is a pipe: the flag carries its input.
+  const inner = unwrapped instanceof z.ZodPipe ? (unwrapped.in as z.ZodType) : unwrapped;
   if (inner instanceof z.ZodObject) {
     return Object.entries(inner.shape as Record<string, z.ZodType>).flatMap(([key, field]) => leafFlags(field, [...path, key]));
   }

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { repoUrlSchema } from '../../contract/git-remotes';
 import { ID_PATTERN, JOB_TYPES, JOB_TYPE_NAMES, type JobType, type StagedJobType } from '../../contract/job-types';
 import { InvalidJobError } from './errors';
 
@@ -30,7 +31,8 @@ export type JobEnvelope<T extends JobType = JobType> = {
 export const pinSchema = z.strictObject(
   {
     sha: z.string().regex(/^[0-9a-f]{40}$/, 'must be a 40-character lower-case hex commit id'),
-    repoUrl: z.url('must be a URL'),
+    // The same rules as repo.url: a forged pin cannot name file:// or carry a token.
+    repoUrl: repoUrlSchema,
     branch: z.string().min(1, 'must not be empty'),
   },
   { error: (issue) => (issue.input === undefined ? 'is required: the sequencer adds it when it forwards the job' : undefined) },

@@ -65,6 +65,31 @@ describe('parseEnvelope', () => {
     expect(message).not.toContain('ghp_secret');
   });
 
+  it.each([
+    ['an upper-case scheme', 'HTTP://bot:ghp_secret@git.example.com/acme/app.git'],
+    ['a mixed-case scheme', 'hTTpS://bot:ghp_secret@git.example.com/acme/app.git'],
+    ['a user name alone', 'https://ghp_secret@git.example.com/acme/app.git'],
+    ['an empty password', 'https://ghp_secret:@git.example.com/acme/app.git'],
+  ])('refuses credentials in the repository URL whatever the spelling: %s', (_label, url) => {
+    const message = invalid({ ...patch, payload: { ...patch.payload, repo: { ...patch.payload.repo, url } } });
+    expect(message).toContain('payload.repo.url: must not carry credentials');
+    expect(message).not.toContain('ghp_secret');
+  });
+
+  it.each([
+    ['file://', 'file:///srv/git/app.git', 'must be an http(s) URL, not file:'],
+    ['ssh://', 'ssh://git@git.example.com/acme/app.git', 'must be an http(s) URL, not ssh:'],
+    ['a query (a token in disguise)', 'https://git.example.com/acme/app.git?access_token=x', 'must not have a query or a fragment'],
+    ['no URL at all', 'git.example.com:acme/app.git', 'must be an http(s) URL'],
+  ])('refuses a repository URL with %s', (_label, url, problem) => {
+    expect(invalid({ ...patch, payload: { ...patch.payload, repo: { ...patch.payload.repo, url } } })).toContain(`payload.repo.url: ${problem}`);
+  });
+
+  it('carries the repository URL in the form it is dialled in (scheme and host lower-cased, default port dropped)', () => {
+    const job = parseEnvelope({ ...patch, payload: { ...patch.payload, repo: { ...patch.payload.repo, url: 'HTTPS://Git.Example.COM:443/acme/app.git' } } });
+    expect(job.type === 'apply_patch' && job.payload.repo.url).toBe('https://git.example.com/acme/app.git');
+  });
+
   it('requires exactly one of diff and diffRef', () => {
     const { diff: _diff, ...withoutDiff } = patch.payload;
     expect(invalid({ ...patch, payload: withoutDiff })).toContain('exactly one of diff or diffRef');
@@ -95,7 +120,14 @@ describe('parseStageMessage', () => {
   it('rejects a message without a valid pin', () => {
     expect(() => parseStageMessage({ ...tests })).toThrow(/pin: is required/);
     expect(() => parseStageMessage({ ...tests, pin: { ...pin, sha: 'HEAD' } })).toThrow(/pin\.sha: must be a 40-character/);
-    expect(() => parseStageMessage({ ...tests, pin: { ...pin, repoUrl: 'x', branch: '' } })).toThrow(/pin\.repoUrl: must be a URL; pin\.branch: must not be empty/);
+    expect(() => parseStageMessage({ ...tests, pin: { ...pin, repoUrl: 'x', branch: '' } })).toThrow(/pin\.repoUrl: must be an http\(s\) URL; pin\.branch: must not be empty/);
+  });
+
+  it.each([
+    ['a file:// URL', 'file:///srv/agent-jobs/repos/app.git', 'must be an http(s) URL, not file:'],
+    ['credentials', 'HTTPS://bot:ghp_secret@git.example.com/acme/app.git', 'must not carry credentials'],
+  ])('holds the pin to the same URL rules as repo.url: %s', (_label, repoUrl, problem) => {
+    expect(() => parseStageMessage({ ...tests, pin: { ...pin, repoUrl } })).toThrow(`pin.repoUrl: ${problem}`);
   });
 });
 
