@@ -6,7 +6,7 @@
  *   return processFifoBatch(event.Records, process);             // or processStandardBatch (fifo-batch.ts)
  *
  * For each record `processRecord`:
- *   1. parses the body with `processor.parse` (InvalidJobError → DLQ with the reason, acknowledged);
+ *   1. parses the delivery with `processor.parse` (InvalidJobError → DLQ with the reason, acknowledged);
  *   2. claims the job in the ledger (duplicate / finished → acknowledged, its outcome reported again;
  *      conflict → permanent CONFLICT; busy → transient; cancelled, or taken by its stage consumer →
  *      acknowledged no-op; a job the sequencer already forwarded → `processor.afterComplete` again
@@ -82,8 +82,11 @@ export interface RunResult {
 }
 
 export interface JobProcessor<M extends JobEnvelope = JobEnvelope> {
-  /** Validates the body (parseEnvelope or parseStageMessage); throws InvalidJobError. */
-  parse(body: string): M;
+  /**
+   * Validates the delivery: the body (parseEnvelope or parseStageMessage) and whatever the lane
+   * requires of the message itself (the sequencer: its FIFO group). Throws InvalidJobError.
+   */
+  parse(body: string, record: SQSRecord): M;
   run(job: M, ctx: JobContext): Promise<RunResult>;
   /** After the verdict is recorded, and again for a redelivered FORWARDED job: must be idempotent. */
   afterComplete?(job: M, record: JobRecord): Promise<void>;
@@ -168,7 +171,7 @@ export function createRecordProcessor<M extends JobEnvelope>(processor: JobProce
 export async function processRecord<M extends JobEnvelope>(record: SQSRecord, processor: JobProcessor<M>, deps: PipelineDeps): Promise<boolean> {
   let job: M;
   try {
-    job = processor.parse(record.body);
+    job = processor.parse(record.body, record);
   } catch (error) {
     if (!(error instanceof PermanentJobError)) throw error;
     return rejectUnparseable(record, error, deps);

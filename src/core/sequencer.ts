@@ -6,10 +6,10 @@
  * good. Everything else is the shared pipeline (pipeline.ts) and the FIFO batch planner
  * (fifo-batch.ts).
  */
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { JOB_TYPES, type OrderedJobType, type StagedJobType } from '../../contract/job-types';
-import { jobAttributes, parseEnvelope, type JobEnvelope, type Pin } from './envelope';
-import { LeaseLostError, PermanentJobError } from './errors';
+import { jobAttributes, messageGroupId, parseEnvelope, type JobEnvelope, type Pin } from './envelope';
+import { InvalidJobError, LeaseLostError, PermanentJobError } from './errors';
 import { processFifoBatch } from './fifo-batch';
 import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps, type RunResult, type RunVerdict } from './pipeline';
 import type { JobRecord, SettledTake, WorkspaceGit, WorkspaceRecord } from './ports';
@@ -47,8 +47,19 @@ function processorOf(ordered: OrderedJobProcessors, job: JobEnvelope<OrderedJobT
 class SequencerProcessor implements JobProcessor {
   constructor(private readonly deps: SequencerDeps) {}
 
-  parse(body: string): JobEnvelope {
-    return parseEnvelope(body);
+  /**
+   * The envelope, in its workspace's message group and no other: a workspace's jobs are serial only
+   * inside ws#<workspaceId>, so a job sent elsewhere could run beside its predecessor (and fence
+   * the workspace as PREDECESSOR_UNFINISHED) or in another workspace's order.
+   */
+  parse(body: string, record: SQSRecord): JobEnvelope {
+    const job = parseEnvelope(body);
+    const expected = messageGroupId(job.workspaceId);
+    const group = record.attributes.MessageGroupId;
+    if (group !== expected) {
+      throw new InvalidJobError(`job ${job.jobId}: the message group must be ${expected} (its workspace's), got ${group === undefined ? 'none' : JSON.stringify(group)}`);
+    }
+    return job;
   }
 
   async run(job: JobEnvelope, ctx: JobContext): Promise<RunResult> {
