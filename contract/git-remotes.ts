@@ -7,7 +7,7 @@
  * whatever the spelling, and `http://2130706433/` is 127.0.0.1. A URL that passes is carried in its
  * normalised form (`URL.href`), so what was checked is exactly what is stored and dialled.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const MAX_REPO_URL_LENGTH = 2048;
 

@@ -6,7 +6,7 @@
  * (src/core/jobs/). This folder is pure data and schemas: it imports nothing from lib/ or src/ and
  * does no I/O, which is why both sides may import it without depending on each other.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { repoUrlSchema } from './git-remotes';
 
 /** Restricted id: ids end up in DynamoDB keys, git branch names and SQS message attributes. */

@@ -9,7 +9,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Construct } from 'constructs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { allWorkers, type WorkerSettings } from '../contract/job-types';
 import { GITHUB_API_DEFAULT_URL } from '../contract/runtime-env';
 

@@ -5,7 +5,7 @@
  */
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ENV } from '../../contract/runtime-env';
 import { ConfigurationError } from '../core/errors';
 

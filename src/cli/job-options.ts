@@ -4,7 +4,7 @@
  * A few fields get the names people expect; anything else (arrays, unions) goes through
  * `--payload <json>` or a whole job on stdin.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
 import { numberOption, type OptionSpec, type OptionValues } from './command';
 import { UsageError } from './errors';

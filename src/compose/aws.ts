@@ -1,38 +1,28 @@
 /**
- * The one way the Lambda handlers build their dependencies on AWS: settings read from the
- * environment the stack sets (a missing or malformed one throws ConfigurationError naming it),
- * module-scope SDK clients (created once per container, pointed at AWS_ENDPOINT_URL when set, e.g.
- * LocalStack), and the adapters each worker needs.
+ * The one way the Lambda handlers build their dependencies on AWS. This file holds what every
+ * function shares: settings read from the environment the stack sets (a missing or malformed one
+ * throws ConfigurationError naming it), the SDK clients of the pipeline (created once per
+ * container, pointed at AWS_ENDPOINT_URL when set, e.g. LocalStack) and the pipeline's adapters.
+ *
+ * What one function alone needs lives in its own file (aws-sequencer.ts, aws-run-tests.ts,
+ * aws-open-pr.ts): esbuild keeps every `require` of an external package (the AWS SDK) that a
+ * bundled module imports, used or not, so a client imported here would be loaded by every
+ * function at cold start. Nothing function-specific belongs in this file.
  */
-import { CodeBuildClient } from '@aws-sdk/client-codebuild';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { S3Client } from '@aws-sdk/client-s3';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { Octokit } from '@octokit/rest';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { JOB_TYPES, SEQUENCER, type StagedJobType, type WorkerSettings } from '../../contract/job-types';
-import { ENV, GITHUB_API_DEFAULT_URL, stageQueueUrlEnv } from '../../contract/runtime-env';
+import type { WorkerSettings } from '../../contract/job-types';
+import { ENV } from '../../contract/runtime-env';
 import { VISIBILITY_TIMEOUT_FACTOR } from '../../contract/topology';
 import { ConfigurationError } from '../core/errors';
-import { applyPatchProcessor } from '../core/jobs/apply-patch';
-import type { OpenPrDeps } from '../core/jobs/open-pr';
-import type { RunTestsDeps } from '../core/jobs/run-tests';
 import { DEFAULT_BACKOFF, type PipelineDeps, type PipelineSettings } from '../core/pipeline';
 import type { Consumer } from '../core/ports';
-import type { SequencerDeps } from '../core/sequencer';
-import { CodeBuildTestRunner } from '../adapters/codebuild-test-runner';
-import { S3DiffStore } from '../adapters/diff-store';
 import { DynamoDbLedger } from '../adapters/dynamodb-ledger';
 import { EventBridgePublisher } from '../adapters/events';
-import { IsomorphicGitWorkspace } from '../adapters/git';
-import { GitHubPullRequestHost, octokitLog } from '../adapters/github-pr-host';
 import { logger, powertoolsJobMetrics } from '../adapters/powertools';
-import { SecretsManagerSecrets } from '../adapters/secrets';
 import { SqsQueueOps } from '../adapters/sqs-queue-ops';
 import { randomOwner, systemClock } from '../adapters/system';
 
@@ -71,14 +61,11 @@ function lazy<T>(create: () => T): () => T {
   return () => (value ??= create());
 }
 
-/** Module-scope clients, created on first use and reused by every invocation of the container. */
+/** The pipeline's module-scope clients, created on first use and reused by every invocation of the container. */
 export const awsClients = {
   sqs: lazy(() => new SQSClient(awsClientConfig())),
   dynamodb: lazy(() => DynamoDBDocumentClient.from(new DynamoDBClient(awsClientConfig()), { marshallOptions: { removeUndefinedValues: true } })),
-  s3: lazy(() => new S3Client({ ...awsClientConfig(), forcePathStyle: Boolean(process.env['AWS_ENDPOINT_URL']) })),
   eventBridge: lazy(() => new EventBridgeClient(awsClientConfig())),
-  secretsManager: lazy(() => new SecretsManagerClient(awsClientConfig())),
-  codeBuild: lazy(() => new CodeBuildClient(awsClientConfig())),
 };
 
 export function ledgerFromEnv(client: DynamoDBDocumentClient = awsClients.dynamodb(), env: NodeJS.ProcessEnv = process.env): DynamoDbLedger {
@@ -99,45 +86,6 @@ export function awsPipelineDeps(consumer: Consumer, worker: WorkerSettings, env:
     clock: systemClock,
     newOwner: randomOwner,
     settings: pipelineSettingsFromEnv(consumer, worker, env),
-  };
-}
-
-/** Stage queue URLs from STAGE_QUEUE_URL_<TYPE>, one per staged job type of the catalog. */
-export function stageQueueUrlsFromEnv(read: (name: string) => string): Record<StagedJobType, string> {
-  const staged = (Object.keys(JOB_TYPES) as (keyof typeof JOB_TYPES)[]).filter((t): t is StagedJobType => JOB_TYPES[t].lane === 'staged');
-  return Object.fromEntries(staged.map((type) => [type, read(stageQueueUrlEnv(type))])) as Record<StagedJobType, string>;
-}
-
-/** Lambda's writable scratch space. */
-export const SEQUENCER_WORK_ROOT = path.join(os.tmpdir(), 'agent-jobs');
-
-/** The sequencer (the ordered lane's worker, deployed as the apply-patch function). */
-export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): SequencerDeps {
-  const read = (name: string) => requireEnv(name, env);
-  const secrets = new SecretsManagerSecrets({ client: awsClients.secretsManager(), gitCredentialsArn: read(ENV.gitCredentialsSecretArn) });
-  const git = new IsomorphicGitWorkspace({ credentials: () => secrets.gitCredentials(), workRoot: SEQUENCER_WORK_ROOT, logger });
-  return {
-    ...awsPipelineDeps('sequencer', SEQUENCER, env),
-    ordered: { apply_patch: applyPatchProcessor({ diffStore: new S3DiffStore(awsClients.s3(), read(ENV.diffBucket)), git }) },
-    git,
-    stageQueueUrls: stageQueueUrlsFromEnv(read),
-  };
-}
-
-export function awsRunTestsDeps(env: NodeJS.ProcessEnv = process.env): RunTestsDeps {
-  return {
-    ...awsPipelineDeps('stage', JOB_TYPES.run_tests.stage, env),
-    runner: new CodeBuildTestRunner(awsClients.codeBuild(), requireEnv(ENV.testRunnerProject, env)),
-  };
-}
-
-export function awsOpenPrDeps(env: NodeJS.ProcessEnv = process.env): OpenPrDeps {
-  const secrets = new SecretsManagerSecrets({ client: awsClients.secretsManager(), githubTokenArn: requireEnv(ENV.githubTokenSecretArn, env) });
-  const baseUrl = env[ENV.githubApiUrl] || GITHUB_API_DEFAULT_URL;
-  return {
-    ...awsPipelineDeps('stage', JOB_TYPES.open_pr.stage, env),
-    // A client per job with the (cached) secret value: a rotated token is picked up without a restart.
-    host: new GitHubPullRequestHost(async () => new Octokit({ auth: await secrets.githubToken(), baseUrl, log: octokitLog(logger) })),
   };
 }
 

@@ -3,7 +3,7 @@
  * every consumer on receipt. Validation errors name every offending field.
  */
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { repoUrlSchema } from '../../contract/git-remotes';
 import { ID_PATTERN, JOB_TYPES, JOB_TYPE_NAMES, type JobType, type StagedJobType } from '../../contract/job-types';
 import { InvalidJobError } from './errors';

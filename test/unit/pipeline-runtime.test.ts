@@ -1,6 +1,7 @@
 import { SEQUENCER } from '../../contract/job-types';
 import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
-import { awsClientConfig, ledgerFromEnv, pipelineSettingsFromEnv, positiveIntEnv, requireEnv, awsSequencerDeps } from '../../src/compose/aws';
+import { awsClientConfig, ledgerFromEnv, pipelineSettingsFromEnv, positiveIntEnv, requireEnv } from '../../src/compose/aws';
+import { awsSequencerDeps } from '../../src/compose/aws-sequencer';
 import { ConfigurationError } from '../../src/core/errors';
 
 /** Every variable the stack sets for the sequencer. */

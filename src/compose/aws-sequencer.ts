@@ -1,0 +1,40 @@
+/**
+ * The sequencer's dependencies on AWS (the ordered lane's worker, deployed as the apply-patch
+ * function): the pipeline's (aws.ts) plus the git remote, its credentials, the claim-checked diffs
+ * and the stage queues it forwards to.
+ */
+import { S3Client } from '@aws-sdk/client-s3';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { JOB_TYPES, SEQUENCER, type StagedJobType } from '../../contract/job-types';
+import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
+import { applyPatchProcessor } from '../core/jobs/apply-patch';
+import type { SequencerDeps } from '../core/sequencer';
+import { S3DiffStore } from '../adapters/diff-store';
+import { IsomorphicGitWorkspace } from '../adapters/git';
+import { logger } from '../adapters/powertools';
+import { SecretsManagerSecrets } from '../adapters/secrets';
+import { awsClientConfig, awsPipelineDeps, requireEnv } from './aws';
+
+/** Stage queue URLs from STAGE_QUEUE_URL_<TYPE>, one per staged job type of the catalog. */
+export function stageQueueUrlsFromEnv(read: (name: string) => string): Record<StagedJobType, string> {
+  const staged = (Object.keys(JOB_TYPES) as (keyof typeof JOB_TYPES)[]).filter((t): t is StagedJobType => JOB_TYPES[t].lane === 'staged');
+  return Object.fromEntries(staged.map((type) => [type, read(stageQueueUrlEnv(type))])) as Record<StagedJobType, string>;
+}
+
+/** Lambda's writable scratch space. */
+export const SEQUENCER_WORK_ROOT = path.join(os.tmpdir(), 'agent-jobs');
+
+export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): SequencerDeps {
+  const read = (name: string) => requireEnv(name, env);
+  const secrets = new SecretsManagerSecrets({ client: new SecretsManagerClient(awsClientConfig(env)), gitCredentialsArn: read(ENV.gitCredentialsSecretArn) });
+  const git = new IsomorphicGitWorkspace({ credentials: () => secrets.gitCredentials(), workRoot: SEQUENCER_WORK_ROOT, logger });
+  const s3 = new S3Client({ ...awsClientConfig(env), forcePathStyle: Boolean(env['AWS_ENDPOINT_URL']) });
+  return {
+    ...awsPipelineDeps('sequencer', SEQUENCER, env),
+    ordered: { apply_patch: applyPatchProcessor({ diffStore: new S3DiffStore(s3, read(ENV.diffBucket)), git }) },
+    git,
+    stageQueueUrls: stageQueueUrlsFromEnv(read),
+  };
+}
