@@ -7,7 +7,8 @@
  * whatever the spelling, and `http://2130706433/` is 127.0.0.1. A URL that passes is carried in its
  * normalised form (`URL.href`), so what was checked is exactly what is stored and dialled.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import './zod-english';
 
 export const MAX_REPO_URL_LENGTH = 2048;
 
@@ -34,10 +35,12 @@ export function normalizeRepoUrl(text: string): string {
 }
 
 /** A repository URL on the wire (apply_patch's repo.url, a stage message's pin.repoUrl), normalised. */
-export const repoUrlSchema = z
-  .string({ error: 'must be an http(s) URL' })
-  .superRefine((text, ctx) => {
-    const problem = repoUrlProblem(text);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  })
-  .transform(normalizeRepoUrl);
+export const repoUrlSchema = z.pipe(
+  z.string({ error: 'must be an http(s) URL' }).check(
+    z.superRefine((text, ctx) => {
+      const problem = repoUrlProblem(text);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+  ),
+  z.transform(normalizeRepoUrl),
+);

@@ -6,25 +6,28 @@
  * (src/core/jobs/). This folder is pure data and schemas: it imports nothing from lib/ or src/ and
  * does no I/O, which is why both sides may import it without depending on each other.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { repoUrlSchema } from './git-remotes';
+import './zod-english';
 
 /** Restricted id: ids end up in DynamoDB keys, git branch names and SQS message attributes. */
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-const gitSha = z.string().regex(/^[0-9a-f]{40}$/, 'must be a 40-character lowercase hex commit sha');
+const gitSha = z.string().check(z.regex(/^[0-9a-f]{40}$/, 'must be a 40-character lowercase hex commit sha'));
 const branchName = z
   .string()
-  .min(1)
-  .max(200)
-  .regex(/^(?!\/)(?!.*\/\/)(?!.*\.\.)(?!.*@\{)(?!.*\/$)(?!.*\.lock$)[A-Za-z0-9._/-]+$/, 'must be a valid git branch name');
+  .check(
+    z.minLength(1),
+    z.maxLength(200),
+    z.regex(/^(?!\/)(?!.*\/\/)(?!.*\.\.)(?!.*@\{)(?!.*\/$)(?!.*\.lock$)[A-Za-z0-9._/-]+$/, 'must be a valid git branch name'),
+  );
 
 /** A diff stored in S3 because it is larger than the inline limit (claim-check). */
 export const diffRefSchema = z.strictObject({
-  bucket: z.string().min(3).max(63),
-  key: z.string().min(1).max(1024),
+  bucket: z.string().check(z.minLength(3), z.maxLength(63)),
+  key: z.string().check(z.minLength(1), z.maxLength(1024)),
   /** sha256 hex of the stored bytes: the consumer refuses an object that does not match. */
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
-  bytes: z.number().int().nonnegative(),
+  sha256: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
+  bytes: z.int().check(z.nonnegative()),
 });
 
 export const applyPatchPayloadSchema = z
@@ -34,32 +37,34 @@ export const applyPatchPayloadSchema = z
       url: repoUrlSchema,
       branch: branchName,
     }),
-    diff: z.string().min(1).optional(),
-    diffRef: diffRefSchema.optional(),
-    baseSha: gitSha.optional(),
-    message: z.string().min(1).max(10_000),
-    author: z.strictObject({ name: z.string().min(1).max(200), email: z.email() }).optional(),
+    diff: z.optional(z.string().check(z.minLength(1))),
+    diffRef: z.optional(diffRefSchema),
+    baseSha: z.optional(gitSha),
+    message: z.string().check(z.minLength(1), z.maxLength(10_000)),
+    author: z.optional(z.strictObject({ name: z.string().check(z.minLength(1), z.maxLength(200)), email: z.email() })),
   })
-  .refine((p) => (p.diff === undefined) !== (p.diffRef === undefined), {
-    message: 'exactly one of diff or diffRef is required',
-    path: ['diff'],
-  });
+  .check(
+    z.refine((p) => (p.diff === undefined) !== (p.diffRef === undefined), {
+      message: 'exactly one of diff or diffRef is required',
+      path: ['diff'],
+    }),
+  );
 
 export const runTestsPayloadSchema = z.strictObject({
-  command: z.string().min(1).max(4_000).optional(),
-  profile: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).optional(),
+  command: z.optional(z.string().check(z.minLength(1), z.maxLength(4_000))),
+  profile: z.optional(z.string().check(z.regex(/^[A-Za-z0-9_-]{1,64}$/))),
   /**
    * At most 45 minutes: a build longer than one invocation is resumed by later deliveries, and each
    * hand-over spends one of the stage queue's receives (5 x ~14 min with the catalog settings), so
    * a longer build would run out of receives before it ends.
    */
-  timeoutSeconds: z.number().int().min(1).max(45 * 60).optional(),
+  timeoutSeconds: z.optional(z.int().check(z.minimum(1), z.maximum(45 * 60))),
 });
 
 export const openPrPayloadSchema = z.strictObject({
   baseBranch: branchName,
-  title: z.string().min(1).max(256),
-  body: z.string().max(65_536).optional(),
+  title: z.string().check(z.minLength(1), z.maxLength(256)),
+  body: z.optional(z.string().check(z.maxLength(65_536))),
 });
 
 /** The lane decides how a job travels. */
@@ -97,11 +102,16 @@ export interface WorkerSettings {
   /** Alarm when the oldest message of the queue is older than this. */
   readonly oldestMessageAlarmSeconds: number;
   readonly needs: readonly Capability[];
+  /**
+   * Largest bundle the function may ship (minified index.js, KiB of 1024 bytes): the synth test
+   * test/infra/bundling.test.ts fails above it. Every byte is parsed at each cold start.
+   */
+  readonly bundleBudgetKiB: number;
 }
 
 export interface JobTypeDeclaration {
   readonly lane: Lane;
-  readonly payload: z.ZodType;
+  readonly payload: z.ZodMiniType;
   /** Present for staged job types: the stage queue and function that run them. */
   readonly stage?: WorkerSettings;
   /** One line for the CLI's help. */
@@ -119,6 +129,9 @@ export const SEQUENCER: WorkerSettings = {
   maxReceiveCount: 5,
   oldestMessageAlarmSeconds: 900,
   needs: ['gitCredentials', 'diffBucketRead'],
+  // isomorphic-git and its zlib (pako) are 205 KiB of it: its CommonJS build, which esbuild gets on
+  // Node, cannot be tree-shaken.
+  bundleBudgetKiB: 360,
 };
 
 export const JOB_TYPES = {
@@ -141,6 +154,7 @@ export const JOB_TYPES = {
       maxReceiveCount: 5,
       oldestMessageAlarmSeconds: 1800,
       needs: ['testRunner'],
+      bundleBudgetKiB: 120,
     },
   },
   open_pr: {
@@ -157,6 +171,7 @@ export const JOB_TYPES = {
       maxReceiveCount: 5,
       oldestMessageAlarmSeconds: 900,
       needs: ['githubToken'],
+      bundleBudgetKiB: 200,
     },
   },
 } as const satisfies Record<string, JobTypeDeclaration>;

@@ -3,7 +3,9 @@
  * branch: find the open PR of the branch, else create it; GitHub's 422 "A pull request already
  * exists" (a race with another worker, or our own create before a crash) means find again.
  */
-import type { Octokit } from '@octokit/rest';
+// @octokit/core with route strings, not @octokit/rest: its generated method table (82 KiB of the
+// open_pr bundle) would be carried for the two endpoints used here.
+import type { Octokit } from '@octokit/core';
 import { PermanentJobError, TransientJobError, errorMessage } from '../core/errors';
 import { parseRepoUrl } from '../core/jobs/open-pr';
 import type { JobLogger, PullRequestHost } from '../core/ports';
@@ -26,7 +28,7 @@ export class GitHubPullRequestHost implements PullRequestHost {
     const { owner, repo } = parseRepoUrl(input.repoUrl);
     const octokit = await this.octokit();
     const find = async (): Promise<PullRequestRef | undefined> => {
-      const { data } = await octokit.rest.pulls.list({ owner, repo, head: `${owner}:${input.head}`, state: 'open', per_page: 1 });
+      const { data } = await octokit.request('GET /repos/{owner}/{repo}/pulls', { owner, repo, head: `${owner}:${input.head}`, state: 'open', per_page: 1 });
       const pull = data[0];
       return pull && { number: pull.number, url: pull.html_url, created: false };
     };
@@ -34,7 +36,7 @@ export class GitHubPullRequestHost implements PullRequestHost {
       const existing = await find();
       if (existing) return existing;
       try {
-        const { data } = await octokit.rest.pulls.create({
+        const { data } = await octokit.request('POST /repos/{owner}/{repo}/pulls', {
           owner,
           repo,
           head: input.head,

@@ -5,16 +5,17 @@
  */
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '../../contract/zod-english';
 import { ENV } from '../../contract/runtime-env';
 import { ConfigurationError } from '../core/errors';
 
-const gitCredentialsSchema = z.strictObject({ username: z.string().min(1), password: z.string().min(1) });
+const gitCredentialsSchema = z.strictObject({ username: z.string().check(z.minLength(1)), password: z.string().check(z.minLength(1)) });
 export type GitCredentials = z.infer<typeof gitCredentialsSchema>;
 
-const tokenSchema = z.string().min(1).regex(/^\S+$/, 'must not contain whitespace');
+const tokenSchema = z.string().check(z.minLength(1), z.regex(/^\S+$/, 'must not contain whitespace'));
 /** A GitHub token secret is either the bare token or `{ "token": "..." }`. */
-const githubTokenSchema = z.union([tokenSchema, z.strictObject({ token: tokenSchema }).transform((s) => s.token)]);
+const githubTokenSchema = z.union([tokenSchema, z.pipe(z.strictObject({ token: tokenSchema }), z.transform((s) => s.token))]);
 
 export interface SecretsSource {
   /** undefined: the remote needs no authentication. */
@@ -46,7 +47,7 @@ export class SecretsManagerSecrets implements SecretsSource {
     return this.fetch(this.options.githubTokenArn, ENV.githubTokenSecretArn, githubTokenSchema, 'auto');
   }
 
-  private async fetch<T>(arn: string | undefined, envName: string, schema: z.ZodType<T>, format: 'json' | 'auto'): Promise<T> {
+  private async fetch<T>(arn: string | undefined, envName: string, schema: z.ZodMiniType<T>, format: 'json' | 'auto'): Promise<T> {
     if (!arn) throw new ConfigurationError(`${envName} is not set`);
     const raw = await this.provider.get(arn, { maxAge: this.options.maxAgeSeconds ?? 300 });
     const value = typeof raw === 'string' ? parseSecret(raw, format) : raw;

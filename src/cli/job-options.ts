@@ -4,7 +4,7 @@
  * A few fields get the names people expect; anything else (arrays, unions) goes through
  * `--payload <json>` or a whole job on stdin.
  */
-import * as z from 'zod';
+import type * as z from 'zod/mini';
 import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
 import { numberOption, type OptionSpec, type OptionValues } from './command';
 import { UsageError } from './errors';
@@ -30,17 +30,24 @@ const FLAG_NAMES: Readonly<Record<string, { readonly flag: string; readonly kind
 
 const kebab = (path: readonly string[]) => path.map((p) => p.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join('-');
 
-function leafFlags(schema: z.ZodType, path: readonly string[]): Omit<PayloadFlag, 'types'>[] {
+/**
+ * Walks the schema through its definition (`_zod.def`), which Zod Mini (the catalog's schemas) and
+ * the classic API share; `instanceof` would tie this to one of them.
+ */
+function leafFlags(schema: z.core.$ZodType, path: readonly string[]): Omit<PayloadFlag, 'types'>[] {
   const named = FLAG_NAMES[path.join('.')];
   if (named === null) return [];
-  const unwrapped = schema instanceof z.ZodOptional ? (schema.unwrap() as z.ZodType) : schema;
-  // A field normalised on parse (string().transform(...)) is a pipe: the flag carries its input.
-  const inner = unwrapped instanceof z.ZodPipe ? (unwrapped.in as z.ZodType) : unwrapped;
-  if (inner instanceof z.ZodObject) {
-    return Object.entries(inner.shape as Record<string, z.ZodType>).flatMap(([key, field]) => leafFlags(field, [...path, key]));
+  const def = schema._zod.def;
+  const unwrapped = def.type === 'optional' ? (def as z.core.$ZodOptionalDef).innerType : schema;
+  // A field normalised on parse (a string piped into a transform) is a pipe: the flag carries its input.
+  const unwrappedDef = unwrapped._zod.def;
+  const inner = unwrappedDef.type === 'pipe' ? (unwrappedDef as z.core.$ZodPipeDef).in : unwrapped;
+  const innerDef = inner._zod.def;
+  if (innerDef.type === 'object') {
+    return Object.entries((innerDef as z.core.$ZodObjectDef).shape).flatMap(([key, field]) => leafFlags(field, [...path, key]));
   }
-  // def.type, not instanceof: string formats (z.url(), z.email()) are not ZodString instances.
-  const scalar = inner.def.type;
+  // def.type: string formats (z.url(), z.email()) are strings too.
+  const scalar = innerDef.type;
   const kind: FlagKind | undefined = scalar === 'string' ? 'string' : scalar === 'number' ? 'number' : undefined;
   if (kind === undefined || path.length === 0) return [];
   return [{ flag: named?.flag ?? kebab(path), path, kind: named?.kind ?? kind }];

@@ -1,6 +1,6 @@
 /** The open_pr function's dependencies on AWS: the pipeline's (aws.ts) plus GitHub and its token. */
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { Octokit } from '@octokit/rest';
+import { Octokit } from '@octokit/core';
 import { JOB_TYPES } from '../../contract/job-types';
 import { ENV, GITHUB_API_DEFAULT_URL } from '../../contract/runtime-env';
 import type { OpenPrDeps } from '../core/jobs/open-pr';

@@ -3,13 +3,14 @@
  * every consumer on receipt. Validation errors name every offending field.
  */
 import { createHash } from 'node:crypto';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { repoUrlSchema } from '../../contract/git-remotes';
+import '../../contract/zod-english';
 import { ID_PATTERN, JOB_TYPES, JOB_TYPE_NAMES, type JobType, type StagedJobType } from '../../contract/job-types';
 import { InvalidJobError } from './errors';
 
 const idField = (what: string) =>
-  z.string({ error: `${what} is required` }).regex(ID_PATTERN, `${what} must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit`);
+  z.string({ error: `${what} is required` }).check(z.regex(ID_PATTERN, `${what} must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit`));
 
 const envelopeBase = z.strictObject({
   jobId: idField('jobId'),
@@ -30,17 +31,17 @@ export type JobEnvelope<T extends JobType = JobType> = {
 /** The commit a staged job was pinned to by the sequencer, added when it is forwarded. */
 export const pinSchema = z.strictObject(
   {
-    sha: z.string().regex(/^[0-9a-f]{40}$/, 'must be a 40-character lower-case hex commit id'),
+    sha: z.string().check(z.regex(/^[0-9a-f]{40}$/, 'must be a 40-character lower-case hex commit id')),
     // The same rules as repo.url: a forged pin cannot name file:// or carry a token.
     repoUrl: repoUrlSchema,
-    branch: z.string().min(1, 'must not be empty'),
+    branch: z.string().check(z.minLength(1, 'must not be empty')),
   },
   { error: (issue) => (issue.input === undefined ? 'is required: the sequencer adds it when it forwards the job' : undefined) },
 );
 export type Pin = z.infer<typeof pinSchema>;
 export type StageMessage<T extends JobType = JobType> = JobEnvelope<T> & { pin: Pin };
 
-function describe(error: z.ZodError, prefix: string[] = []): string {
+function describe(error: z.core.$ZodError, prefix: string[] = []): string {
   return error.issues
     .map((i) => {
       const path = [...prefix, ...i.path.map(String)];

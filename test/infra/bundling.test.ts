@@ -2,34 +2,52 @@
  * Real synths with esbuild (local, no Docker), into two cloud-assembly folders at different
  * depths: every handler of the catalog is bundled on its own, with a source map whose paths are
  * relative to the project root (so the asset hash does not depend on the output folder), without
- * the AWS SDK (the Lambda runtime provides it), and the bundle loads and exports `handler`.
+ * the AWS SDK (the Lambda runtime provides it), within the size budget its catalog entry declares,
+ * requiring only the SDK clients it uses, and the bundle loads and exports `handler`.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { Template } from 'aws-cdk-lib/assertions';
-import { allWorkers } from '../../contract/job-types';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { allWorkers, type Capability, type WorkerSettings } from '../../contract/job-types';
 import { ROOT, addStack, newApp } from './helpers';
+
+/** The SDK packages every worker's pipeline uses: ledger, DLQ and back-off, events. */
+const PIPELINE_SDK = ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@aws-sdk/client-sqs', '@aws-sdk/client-eventbridge'];
+/** The SDK packages a capability's adapter uses. */
+const CAPABILITY_SDK: Record<Capability, readonly string[]> = {
+  gitCredentials: ['@aws-sdk/client-secrets-manager'],
+  githubToken: ['@aws-sdk/client-secrets-manager'],
+  diffBucketRead: ['@aws-sdk/client-s3'],
+  testRunner: ['@aws-sdk/client-codebuild'],
+};
 
 interface Bundle {
   readonly worker: string;
+  readonly settings: WorkerSettings;
   readonly handlerEntry: string;
   readonly assetHash: string;
   readonly dir: string;
 }
 
+/** Paths of the stack's functions that are not a catalog worker (and so have no declared budget). */
+let undeclaredFunctions: string[];
+
 /** Synthesizes into `outdir` and returns each worker's bundle (the S3 key is the asset hash). */
 function synthInto(outdir: string): Bundle[] {
   const app = newApp({ bundle: true, outdir });
   const stack = addStack(app, 'dev');
+  const declared = new Set(stack.lanes.map((l) => l.worker.function));
+  undeclaredFunctions = stack.node.findAll().filter((c) => c instanceof NodejsFunction && !declared.has(c)).map((c) => c.node.path);
   const resources = Template.fromStack(stack).toJSON().Resources;
   const assembly = app.synth();
   return allWorkers().map(({ name, settings }) => {
     const lane = stack.lanes.find((l) => l.spec.consumer === name)!;
     const fn = resources[stack.getLogicalId(lane.worker.function.node.defaultChild as never)];
     const assetHash = String(fn.Properties.Code.S3Key).replace(/\.zip$/, '');
-    return { worker: name, handlerEntry: settings.handlerEntry, assetHash, dir: join(assembly.directory, `asset.${assetHash}`) };
+    return { worker: name, settings, handlerEntry: settings.handlerEntry, assetHash, dir: join(assembly.directory, `asset.${assetHash}`) };
   });
 }
 
@@ -53,6 +71,10 @@ it('gives every asset the same hash whatever the output folder (cdk synth -o), s
   expect(elsewhere.map((b) => b.assetHash)).toEqual(bundles.map((b) => b.assetHash));
 });
 
+it('bundles only catalog workers, so every function has a declared bundle budget', () => {
+  expect(undeclaredFunctions).toEqual([]);
+});
+
 describe.each(allWorkers().map((w) => w.name))('the %s bundle', (worker) => {
   const bundle = (): Bundle => bundles.find((b) => b.worker === worker)!;
   const sources = (): string[] => JSON.parse(readFileSync(join(bundle().dir, 'index.js.map'), 'utf8')).sources;
@@ -68,6 +90,17 @@ describe.each(allWorkers().map((w) => w.name))('the %s bundle', (worker) => {
   it('leaves the AWS SDK to the runtime: required at run time, never inlined', () => {
     expect(readFileSync(join(bundle().dir, 'index.js'), 'utf8')).toMatch(/require\("@aws-sdk\/client-sqs"\)/);
     expect(sources().filter((s) => /node_modules\/@(aws-sdk|smithy)\//.test(s))).toEqual([]);
+  });
+
+  it('stays within the bundle budget its catalog entry declares', () => {
+    expect(statSync(join(bundle().dir, 'index.js')).size / 1024).toBeLessThanOrEqual(bundle().settings.bundleBudgetKiB);
+  });
+
+  it('requires exactly the SDK clients of its pipeline and of its declared capabilities', () => {
+    const code = readFileSync(join(bundle().dir, 'index.js'), 'utf8');
+    const required = new Set([...code.matchAll(/require\("(@aws-sdk\/[^"]+)"\)/g)].map((m) => m[1]));
+    const expected = new Set([...PIPELINE_SDK, ...bundle().settings.needs.flatMap((need) => CAPABILITY_SDK[need])]);
+    expect([...required].sort()).toEqual([...expected].sort());
   });
 
   it('loads in node and exports a handler function', () => {

@@ -20,6 +20,7 @@ jest.mock('../../contract/job-types', () => {
     maxReceiveCount: 6,
     oldestMessageAlarmSeconds: 600,
     needs: ['gitCredentials'],
+    bundleBudgetKiB: 120,
   };
   return { ...actual, allWorkers: () => [...actual.allWorkers(), { name: 'lint', settings: lint }] };
 });

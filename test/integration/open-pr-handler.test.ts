@@ -3,7 +3,7 @@
  * GitHub adapter over real HTTP, then the handler on the shared pipeline with dynalite + fauxqs.
  */
 import { randomUUID } from 'node:crypto';
-import { Octokit } from '@octokit/rest';
+import { Octokit } from '@octokit/core';
 import type { SQSRecord } from 'aws-lambda';
 import { GitHubPullRequestHost } from '../../src/adapters/github-pr-host';
 import type { StageMessage } from '../../src/core/envelope';

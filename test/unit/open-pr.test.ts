@@ -1,4 +1,4 @@
-import { Octokit } from '@octokit/rest';
+import { Octokit } from '@octokit/core';
 import { GitHubPullRequestHost } from '../../src/adapters/github-pr-host';
 import { PermanentJobError, TransientJobError } from '../../src/core/errors';
 import { parseRepoUrl } from '../../src/core/jobs/open-pr';
