@@ -7,6 +7,7 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { LEDGER_TABLE } from '../../contract/topology';
+import type { Pin } from '../core/envelope';
 import { LeaseLostError, TransientJobError } from '../core/errors';
 import { claimOutcome, RERUN_STATUSES, takeoverStatuses, ttlFor, workspaceTakeOutcome } from '../core/ledger';
 import type { JobRecord, WorkspaceRecord, CancelOutcome, ClaimRequest, CompleteInput, Ledger, SettledClaim, SettledTake, TakeWorkspaceInput } from '../core/ports';
@@ -27,6 +28,16 @@ function strip<T>(item: Record<string, unknown> | undefined): T | undefined {
   if (item === undefined) return undefined;
   const { pk: _pk, wsKey: _wsKey, ...rest } = item;
   return rest as T;
+}
+
+/** The record holds exactly this pin; a claim without a pin gets a condition no record meets. */
+function pinCondition(pin: Pin | undefined): { expression: string; names: Record<string, string>; values: Record<string, unknown> } {
+  if (pin === undefined) return { expression: 'attribute_exists(pk) AND attribute_not_exists(pk)', names: {}, values: {} };
+  return {
+    expression: '#pin.#sha = :pinSha AND #pin.#repoUrl = :pinRepoUrl AND #pin.#branch = :pinBranch',
+    names: { '#pin': 'pin', '#sha': 'sha', '#repoUrl': 'repoUrl', '#branch': 'branch' },
+    values: { ':pinSha': pin.sha, ':pinRepoUrl': pin.repoUrl, ':pinBranch': pin.branch },
+  };
 }
 
 function isConditionFailure(error: unknown): boolean {
@@ -66,7 +77,10 @@ export class DynamoDbLedger implements Ledger {
     const statusIn = `#status IN (${Object.keys(takeoverValues).join(', ')})`;
     const leaseExpired = '#status = :inFlight AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :nowMs)';
     const takeable = takeover.length ? `(${leaseExpired}) OR ${statusIn}` : leaseExpired;
-    const condition = rerun ? `digest = :digest AND ${statusIn}` : `attribute_not_exists(pk) OR (digest = :digest AND (${takeable}))`;
+    const same = rerun ? `digest = :digest AND ${statusIn}` : `digest = :digest AND (${takeable})`;
+    const pinned = req.consumer === 'stage' ? pinCondition(req.pin) : undefined;
+    // A stage consumer never creates a record: it takes only one the sequencer pinned (unpinnedReason).
+    const condition = pinned ? `${pinned.expression} AND ${same}` : rerun ? same : `attribute_not_exists(pk) OR (${same})`;
     try {
       const out = await this.client.send(
         new UpdateCommand({
@@ -77,7 +91,7 @@ export class DynamoDbLedger implements Ledger {
             'tenantId = :tenant, #type = :type, digest = :digest, createdAt = if_not_exists(createdAt, :createdAt), ' +
             `updatedAt = :now, #ttl = :ttl ADD attempt :one REMOVE #error, blockedBy${rerun ? ', progress' : ''}`,
           ConditionExpression: condition,
-          ExpressionAttributeNames: { '#status': 'status', '#type': 'type', '#ttl': LEDGER_TABLE.ttlAttribute, '#error': 'error' },
+          ExpressionAttributeNames: { '#status': 'status', '#type': 'type', '#ttl': LEDGER_TABLE.ttlAttribute, '#error': 'error', ...pinned?.names },
           ExpressionAttributeValues: {
             ':inFlight': 'IN_FLIGHT',
             ':owner': req.owner,
@@ -93,6 +107,7 @@ export class DynamoDbLedger implements Ledger {
             ':ttl': ttlFor(req.now, this.retentionDays),
             ':one': 1,
             ...takeoverValues,
+            ...pinned?.values,
           },
           ReturnValues: 'ALL_NEW',
         }),

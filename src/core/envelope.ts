@@ -62,6 +62,11 @@ export function parseEnvelope(input: unknown): JobEnvelope {
   return { ...base.data, payload: payload.data } as JobEnvelope;
 }
 
+/** Whether a parsed job is a stage message (carries the pin its parser validated). */
+export function isStageMessage(job: JobEnvelope): job is StageMessage {
+  return (job as Partial<StageMessage>).pin !== undefined;
+}
+
 /** Validates a forwarded stage message: an envelope plus its pin. */
 export function parseStageMessage(input: unknown): StageMessage {
   const value = typeof input === 'string' ? parseJson(input) : input;

@@ -17,6 +17,8 @@ export type PermanentReason =
   | 'RETRIES_EXHAUSTED'
   | 'PREDECESSOR_UNFINISHED'
   | 'REJECTED_BY_TARGET'
+  /** A stage message the sequencer never pinned (no record, another request, another pin): refused. */
+  | 'UNPINNED'
   /** The test build itself broke (FAULT, TIMED_OUT, STOPPED, a failed checkout): no verdict. */
   | 'TEST_RUN_ERROR';
 

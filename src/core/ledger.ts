@@ -26,8 +26,26 @@ export function isLeaseLive(record: Pick<JobRecord, 'leaseUntil'>, now: number):
   return record.leaseUntil !== undefined && record.leaseUntil > now;
 }
 
+/**
+ * Why a stage consumer's claim does not match what the sequencer pinned, or undefined when the
+ * record holds this request (digest) pinned to this very pin. The adapter encodes the same rule as
+ * conditions on `digest` and `pin.*`.
+ */
+export function unpinnedReason(existing: JobRecord | undefined, req: ClaimRequest): string | undefined {
+  const { jobId } = req.job;
+  if (req.pin === undefined) return `the stage message of job ${jobId} carries no pin`;
+  if (existing === undefined) return `no record of job ${jobId}: the sequencer never pinned it`;
+  if (existing.pin === undefined) return `job ${jobId} was not pinned by the sequencer`;
+  if (existing.digest !== req.digest) return `the request of job ${jobId} differs from the request the sequencer pinned`;
+  for (const field of ['sha', 'repoUrl', 'branch'] as const) {
+    if (existing.pin[field] !== req.pin[field]) return `pin.${field} differs from what the sequencer pinned for job ${jobId}`;
+  }
+  return undefined;
+}
+
 /** The rule the claim's condition expression encodes; only the same request may take a record over. */
 export function isClaimable(existing: JobRecord | undefined, req: ClaimRequest): boolean {
+  if (req.consumer === 'stage' && unpinnedReason(existing, req) !== undefined) return false;
   if (existing === undefined) return true;
   if (existing.digest !== req.digest) return false;
   if (existing.status === 'IN_FLIGHT') return !isLeaseLive(existing, req.now);
@@ -36,9 +54,12 @@ export function isClaimable(existing: JobRecord | undefined, req: ClaimRequest):
 
 /** What a record that refused the claim means (read with a consistent read after the failed write). */
 export function claimOutcome(existing: JobRecord | undefined, req: ClaimRequest): ClaimOutcome {
-  if (existing === undefined || isClaimable(existing, req)) return { kind: 'retry' };
+  if (isClaimable(existing, req)) return { kind: 'retry' };
   // A tombstone left by `cancel` before the job was ever seen carries no digest: cancel wins.
-  if (existing.status === 'CANCELLED') return { kind: 'cancelled', record: existing };
+  if (existing?.status === 'CANCELLED') return { kind: 'cancelled', record: existing };
+  const unpinned = req.consumer === 'stage' ? unpinnedReason(existing, req) : undefined;
+  if (unpinned !== undefined) return { kind: 'unpinned', why: unpinned };
+  if (existing === undefined) return { kind: 'retry' };
   if (existing.digest !== req.digest) return { kind: 'conflict', record: existing };
   // Pinned and past FORWARDED: a stage consumer took it, so its verdict is the stage's (and on the stage's DLQ).
   if (req.consumer === 'sequencer' && existing.pin !== undefined && existing.status !== 'FORWARDED') return { kind: 'staged', record: existing };

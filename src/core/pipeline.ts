@@ -8,7 +8,9 @@
  * For each record `processRecord`:
  *   1. parses the delivery with `processor.parse` (InvalidJobError → DLQ with the reason, acknowledged);
  *   2. claims the job in the ledger (duplicate / finished → acknowledged, its outcome reported again;
- *      conflict → permanent CONFLICT; busy → transient; cancelled, or taken by its stage consumer →
+ *      conflict → permanent CONFLICT; a stage message the sequencer never pinned (no record, another
+ *      request or another pin) → UNPINNED to the DLQ, no ledger write, no event; busy → transient;
+ *      cancelled, or taken by its stage consumer →
  *      acknowledged no-op; a job the sequencer already forwarded → `processor.afterComplete` again
  *      with the recorded pin);
  *   3. runs `processor.run(job, ctx)`; `ctx.heartbeat()` extends the lease and the message
@@ -25,7 +27,7 @@
 import type { SQSRecord } from 'aws-lambda';
 import { REDRIVE_ATTRIBUTE } from '../../contract/messages';
 import type { EventType, JobMetricName } from '../../contract/runtime-env';
-import { jobDigest, type JobEnvelope } from './envelope';
+import { isStageMessage, jobDigest, type JobEnvelope } from './envelope';
 import { errorMessage, PermanentJobError, TransientJobError } from './errors';
 import type { Clock, Consumer, EventPublisher, JobLogger, JobMetrics, JobRecord, JobVerdict, Ledger, QueueOps } from './ports';
 
@@ -174,7 +176,7 @@ export async function processRecord<M extends JobEnvelope>(record: SQSRecord, pr
     job = processor.parse(record.body, record);
   } catch (error) {
     if (!(error instanceof PermanentJobError)) throw error;
-    return rejectUnparseable(record, error, deps);
+    return refuseMessage(record, error, deps, 'unparseable message moved to the DLQ');
   }
   const log = jobLogger(deps.logger, { jobId: job.jobId, workspaceId: job.workspaceId, jobType: job.type, messageId: record.messageId });
   const run = new JobRun(record, job, processor, deps, log);
@@ -195,15 +197,20 @@ async function backOff(record: SQSRecord, error: unknown, deps: PipelineDeps, lo
   return false;
 }
 
-/** No job to claim or fence: the message goes to the DLQ with the reason; a failed send is retried. */
-async function rejectUnparseable(record: SQSRecord, error: PermanentJobError, deps: PipelineDeps): Promise<boolean> {
-  const ids = { messageId: record.messageId, reason: error.reason };
+/**
+ * A message refused before any ledger write (unparseable, or a stage message the sequencer never
+ * pinned): no job record to claim, complete or fence, and no outcome event, since the job id it
+ * names may belong to a real job. The message goes to the DLQ with the reason (the DLQ alarm tells
+ * the operator); a failed send is retried.
+ */
+async function refuseMessage(record: SQSRecord, error: PermanentJobError, deps: PipelineDeps, what: string, ids: Record<string, unknown> = {}): Promise<boolean> {
+  const logIds = { ...ids, messageId: record.messageId, reason: error.reason };
   try {
     await deps.queueOps.moveToDlq(record, { reason: error.reason, message: error.message });
   } catch (moveError) {
-    return backOff(record, moveError, deps, jobLogger(deps.logger, ids));
+    return backOff(record, moveError, deps, jobLogger(deps.logger, logIds));
   }
-  deps.logger.warn('unparseable message moved to the DLQ', ids, { error: error.message });
+  deps.logger.warn(what, logIds, { error: error.message });
   deps.metrics.count('JobFailed');
   return true;
 }
@@ -235,6 +242,7 @@ class JobRun<M extends JobEnvelope> {
       now: clock.now(),
       leaseMs: settings.leaseSeconds * 1000,
       consumer: settings.consumer,
+      ...(settings.consumer === 'stage' && isStageMessage(this.job) ? { pin: this.job.pin } : {}),
       redrive: this.record.messageAttributes[REDRIVE_ATTRIBUTE] !== undefined,
     });
     switch (claim.kind) {
@@ -242,6 +250,10 @@ class JobRun<M extends JobEnvelope> {
         throw new TransientJobError(`job is leased by another worker until ${claim.record.leaseUntil}`);
       case 'conflict':
         throw new PermanentJobError('CONFLICT', `jobId ${this.job.jobId} was already used for a different request (digest ${claim.record.digest})`);
+      case 'unpinned': {
+        const refusal = new PermanentJobError('UNPINNED', `${claim.why}: a stage consumer runs only what the sequencer pinned`);
+        return refuseMessage(this.record, refusal, this.deps, 'stage message the sequencer never pinned: refused', { jobId: this.job.jobId });
+      }
       case 'cancelled':
         this.log.info('acknowledged as cancelled', { status: claim.record.status });
         return true;

@@ -155,6 +155,12 @@ export interface ClaimRequest {
   readonly now: number;
   readonly leaseMs: number;
   readonly consumer: Consumer;
+  /**
+   * A stage consumer's claim carries the pin of its message: it wins only when the ledger holds a
+   * record the sequencer pinned with the same digest and the same pin (a claim without one never
+   * does). A stage runs what the sequencer pinned, never what a message says.
+   */
+  readonly pin?: Pin;
   /** The delivery is an operator's redrive from the DLQ (message attribute `redrive`). */
   readonly redrive: boolean;
 }
@@ -176,6 +182,8 @@ export type ClaimOutcome =
   | { readonly kind: 'staged'; readonly record: JobRecord }
   /** The sequencer meets a job it already pinned and forwarded: re-send with the recorded pin. */
   | { readonly kind: 'forwarded'; readonly record: JobRecord }
+  /** A stage message the sequencer never pinned (forged, or altered): refused, no record touched. */
+  | { readonly kind: 'unpinned'; readonly why: string }
   /** The record changed between the failed write and the read (e.g. the lease just expired). */
   | { readonly kind: 'retry' };
 

@@ -10,13 +10,13 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration } from '../../contract/job-types';
+import { JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration, type StagedJobType } from '../../contract/job-types';
 import { DLQ_ATTRIBUTES } from '../../contract/messages';
 import { localOpenPrDeps, localRunTestsDeps, localSequencerDeps, type LocalWorkerOptions } from '../../src/compose/local';
 import { createOpenPrHandler } from '../../src/core/jobs/open-pr';
 import { createRunTestsHandler } from '../../src/core/jobs/run-tests';
 import { createSequencer } from '../../src/core/sequencer';
-import { deduplicationId, jobAttributes, messageGroupId, type JobEnvelope } from '../../src/core/envelope';
+import { deduplicationId, jobAttributes, messageGroupId, type JobEnvelope, type StageMessage } from '../../src/core/envelope';
 import type { JobRecord, Ledger, WorkspaceRecord } from '../../src/core/ports';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
 import { LocalPullRequestStore } from '../../src/local/pr-store';
@@ -83,6 +83,11 @@ export interface TrustHarness {
   drive(queue: QueueName): Promise<void>;
   /** Drives the FIFO queue, then every stage queue, until each is empty (a run_tests job waits for its run). */
   settle(): Promise<void>;
+  /**
+   * A staged job pinned for real: an apply_patch binds the workspace, the sequencer pins `job` and
+   * forwards it; the forwarded message is taken off its stage queue and returned (to replay or alter).
+   */
+  pinnedForReal<T extends StagedJobType>(ws: Workspace, job: JobEnvelope<T>): Promise<StageMessage<T>>;
   /** Reads and deletes the queue's DLQ. */
   deadLetters(queue: QueueName): Promise<DeadLetter[]>;
   getJob(jobId: string): Promise<JobRecord | undefined>;
@@ -206,6 +211,15 @@ function build(emulators: ReturnType<ReturnType<typeof withEmulators>>, gitServe
     },
     async settle() {
       for (const queue of QUEUES) await harness.drive(queue);
+    },
+    async pinnedForReal(ws, job) {
+      await harness.send(harness.patchJob(ws, `bind-${randomUUID().slice(0, 8)}.txt`));
+      await harness.send(job as JobEnvelope);
+      await harness.drive(SEQUENCER.queue as QueueName);
+      const queue = stageQueueOf(job.type)[0]!;
+      const [forwarded, ...others] = await drain(clients.sqs, queueUrls[queue]!);
+      if (!forwarded?.Body || others.length) throw new Error(`expected one forwarded message on ${queue}, got ${others.length + (forwarded ? 1 : 0)}`);
+      return JSON.parse(forwarded.Body) as StageMessage<typeof job.type>;
     },
     async deadLetters(queue) {
       return (await drain(clients.sqs, dlqUrls[queue]!)).map(deadLetter);

@@ -123,7 +123,7 @@ describe('run_tests handler (pipeline + dynalite + fauxqs)', () => {
     // A worker claimed the job, started and recorded its build, then died: no release, no verdict.
     const { pin: _pin, ...envelope } = message;
     const owner = 'dead-worker';
-    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', redrive: false });
+    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', pin: message.pin, redrive: false });
     await h.ledger.recordProgress({ jobId: message.jobId, owner, progress: { buildId: 'tests:1' }, now: h.now });
     codebuild.on(BatchGetBuildsCommand).resolves({ builds: [build('SUCCEEDED')] });
 
@@ -142,7 +142,7 @@ describe('run_tests handler (pipeline + dynalite + fauxqs)', () => {
     // The dead worker asked for a build (marker written), CodeBuild started it, the worker died.
     const { pin: _pin, ...envelope } = message;
     const owner = 'dead-worker';
-    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', redrive: false });
+    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', pin: message.pin, redrive: false });
     await h.ledger.recordProgress({ jobId: message.jobId, owner, progress: { startRequestedAt: new Date(h.now).toISOString() }, now: h.now });
     h.now += (LEASE_SECONDS + 1) * 1000;
     const started: Build = build('SUCCEEDED', {

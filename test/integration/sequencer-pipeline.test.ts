@@ -11,7 +11,7 @@ import type { SQSEvent } from 'aws-lambda';
 import { DynamoDbLedger } from '../../src/adapters/dynamodb-ledger';
 import { JsonlEventLog } from '../../src/adapters/events';
 import { localPipelineDeps } from '../../src/compose/local';
-import { jobAttributes, parseEnvelope, type JobEnvelope } from '../../src/core/envelope';
+import { jobAttributes, jobDigest, parseStageMessage, type JobEnvelope } from '../../src/core/envelope';
 import { LeaseLostError } from '../../src/core/errors';
 import { processStandardBatch } from '../../src/core/fifo-batch';
 import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps } from '../../src/core/pipeline';
@@ -20,6 +20,8 @@ import { withEmulators } from '../support/emulators';
 
 const LEASE_SECONDS = 60;
 
+
+const PIN = { sha: 'e'.repeat(40), repoUrl: 'http://127.0.0.1:1/hb.git', branch: 'agent/ws-hb' };
 describe('pipeline heartbeat on a stage queue', () => {
   const emulators = withEmulators();
   const sqs = () => emulators().clients.sqs;
@@ -52,7 +54,7 @@ describe('pipeline heartbeat on a stage queue', () => {
 
   function handlerFor(run: (ctx: JobContext) => Promise<void>) {
     const processor: JobProcessor = {
-      parse: parseEnvelope,
+      parse: (body) => parseStageMessage(body),
       run: async (_job, ctx) => {
         await run(ctx);
         return { verdict: { status: 'SUCCEEDED', result: { ok: true } } };
@@ -62,12 +64,16 @@ describe('pipeline heartbeat on a stage queue', () => {
     return (event: SQSEvent) => processStandardBatch(event.Records, process);
   }
 
+  /** A run_tests job pinned as the sequencer pins it (FORWARDED with its pin), on the stage queue. */
   async function sendJob(): Promise<JobEnvelope> {
     const job: JobEnvelope = { jobId: `job-${randomUUID()}`, workspaceId: 'ws-hb', tenantId: 't', type: 'run_tests', createdAt: '2026-01-01T00:00:00Z', payload: {} };
+    const owner = `sequencer-${randomUUID()}`;
+    await ledger.claim({ job, digest: jobDigest(job), owner, now: Date.now(), leaseMs: 60_000, consumer: 'sequencer', redrive: false });
+    await ledger.complete({ jobId: job.jobId, owner, now: Date.now(), verdict: { status: 'FORWARDED', pin: PIN } });
     await sqs().send(
       new SendMessageCommand({
         QueueUrl: stageUrl(),
-        MessageBody: JSON.stringify(job),
+        MessageBody: JSON.stringify({ ...job, pin: PIN }),
         MessageAttributes: Object.fromEntries(Object.entries(jobAttributes(job)).map(([k, v]) => [k, { DataType: 'String', StringValue: v }])),
       }),
     );
@@ -107,7 +113,7 @@ describe('pipeline heartbeat on a stage queue', () => {
     expect(heartbeatError).toMatchObject({ message: expect.stringMatching(/visibility/i) });
     expect(response.batchItemFailures).toHaveLength(1);
     // The failed worker gave its lease back, so the redelivery can claim at once.
-    expect((await ledger.claim({ job, digest: (await ledger.getJob(job.jobId))?.digest ?? '', owner: 'next', now: Date.now(), leaseMs: 60_000, consumer: 'stage', redrive: false })).kind).toBe('claimed');
+    expect((await ledger.claim({ job, digest: (await ledger.getJob(job.jobId))?.digest ?? '', owner: 'next', now: Date.now(), leaseMs: 60_000, consumer: 'stage', pin: PIN, redrive: false })).kind).toBe('claimed');
   });
 
   it('stops a worker whose lease was taken over: its heartbeat fails and it records nothing', async () => {
@@ -119,13 +125,15 @@ describe('pipeline heartbeat on a stage queue', () => {
     const response = await deliver(sqs(), stageUrl(), arn, batch, handlerFor(async (ctx) => {
       // Another worker takes the job over after the lease ran out.
       clockOffset = LEASE_SECONDS * 1000;
-      await ledger.claim({ job: parseEnvelope(ctx.record.body), digest: ctx.claimed.digest, owner: 'other', now: Date.now() + clockOffset, leaseMs: 60_000, consumer: 'stage', redrive: false });
+      const { pin, ...envelope } = parseStageMessage(ctx.record.body);
+      await ledger.claim({ job: envelope, digest: ctx.claimed.digest, owner: 'other', now: Date.now() + clockOffset, leaseMs: 60_000, consumer: 'stage', pin, redrive: false });
       heartbeatError = await ctx.heartbeat().catch((e: unknown) => e);
       if (heartbeatError) throw heartbeatError;
     }));
 
     expect(heartbeatError).toBeInstanceOf(LeaseLostError);
     expect(response.batchItemFailures).toHaveLength(1);
-    expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseOwner: 'other', attempt: 2 });
+    // Claimed by the sequencer (1), this worker (2), then the other (3).
+    expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseOwner: 'other', attempt: 3 });
   });
 });

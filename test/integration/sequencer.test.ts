@@ -247,7 +247,8 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     expect(forwarded).toHaveLength(1);
     expect(await deliver(sqs(), queueUrl(), arn, forwarded, handler)).toEqual({ batchItemFailures: [] });
     // The open_pr stage takes the job and fails it (it goes to the stage's DLQ there).
-    const stage = { job: pr, digest: jobDigest(pr), owner: randomUUID(), now: Date.now(), leaseMs: LEASE_SECONDS * 1000, consumer: 'stage' as const, redrive: false };
+    const pin = (await ledger.getJob(pr.jobId))?.pin;
+    const stage = { job: pr, digest: jobDigest(pr), owner: randomUUID(), now: Date.now(), leaseMs: LEASE_SECONDS * 1000, consumer: 'stage' as const, pin, redrive: false };
     expect((await ledger.claim(stage)).kind).toBe('claimed');
     const failure = { reason: 'REJECTED_BY_TARGET', message: 'no commits between main and main' };
     await ledger.complete({ jobId: pr.jobId, owner: stage.owner, now: Date.now(), verdict: { status: 'FAILED', error: failure } });

@@ -125,7 +125,8 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
           const job = newJob();
           const first = await settle(job, verdict);
           expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'finished', record: { status: verdict.status } });
-          expect((await ledger.claim(claimOf(job, { consumer: 'stage' }))).kind).toBe('finished');
+          // Never pinned by the sequencer: no stage consumer may take it.
+          expect((await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN }))).kind).toBe('unpinned');
 
           const rerun = await ledger.claim(claimOf(job, { redrive: true }));
           expect(rerun).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', attempt: 2 } });
@@ -137,18 +138,19 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
 
       it('keeps the progress of a run for a takeover of its expired lease, and drops it when a redrive runs a FAILED job again', async () => {
         const job = newJob();
-        const first = claimOf(job);
+        await settle(job, { status: 'FORWARDED', pin: PIN });
+        const first = claimOf(job, { consumer: 'stage', pin: PIN });
         await ledger.claim(first);
         const progress = { buildId: 'build-1' };
         await ledger.recordProgress({ jobId: job.jobId, owner: first.owner, progress, now: NOW });
-        const resumed = await ledger.claim(claimOf(job, { now: NOW + LEASE_MS, redrive: true }));
-        expect(resumed).toMatchObject({ kind: 'claimed', record: { progress, attempt: 2 } });
+        const resumed = await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS, redrive: true }));
+        expect(resumed).toMatchObject({ kind: 'claimed', record: { progress, attempt: 3 } });
 
         const failedBy = resumed.kind === 'claimed' ? resumed.record.leaseOwner : undefined;
         await ledger.complete({ jobId: job.jobId, owner: failedBy ?? '', now: NOW, verdict: FAILED });
         expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'FAILED', progress });
-        const rerun = await ledger.claim(claimOf(job, { consumer: 'stage', redrive: true }));
-        expect(rerun).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', attempt: 3 } });
+        const rerun = await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, redrive: true }));
+        expect(rerun).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', attempt: 4 } });
         expect(rerun.kind === 'claimed' && rerun.record).not.toHaveProperty('progress');
       });
 
@@ -157,21 +159,42 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
         await settle(job, { status: 'FORWARDED', pin: PIN }, { workspaceId: job.workspaceId, seq: 7 });
 
         expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'forwarded', record: { pin: PIN } });
-        const staged = await ledger.claim(claimOf(job, { consumer: 'stage' }));
+        const staged = await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN }));
         expect(staged).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', pin: PIN, wsSeq: 7, attempt: 2 } });
       });
 
       it('leaves a pinned job its stage consumer took to the stage, running or finished', async () => {
         const job = newJob();
         await settle(job, { status: 'FORWARDED', pin: PIN });
-        const stage = claimOf(job, { consumer: 'stage' });
+        const stage = claimOf(job, { consumer: 'stage', pin: PIN });
         await ledger.claim(stage);
         expect((await ledger.claim(claimOf(job))).kind).toBe('staged');
-        expect((await ledger.claim(claimOf(job, { consumer: 'stage' }))).kind).toBe('busy');
+        expect((await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN }))).kind).toBe('busy');
 
         await ledger.complete({ jobId: job.jobId, owner: stage.owner, now: NOW, verdict: { status: 'SUCCEEDED', result: { verdict: 'passed' } } });
         expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'staged', record: { status: 'SUCCEEDED', pin: PIN } });
-        expect((await ledger.claim(claimOf(job, { consumer: 'stage' }))).kind).toBe('duplicate');
+        expect((await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN }))).kind).toBe('duplicate');
+      });
+
+      it('lets a stage consumer take only what the sequencer pinned: no record, another pin or another request is unpinned and changes nothing', async () => {
+        const unseen = newJob();
+        expect(await ledger.claim(claimOf(unseen, { consumer: 'stage', pin: PIN }))).toMatchObject({ kind: 'unpinned', why: expect.stringMatching(/never pinned/) });
+        expect(await ledger.getJob(unseen.jobId)).toBeUndefined();
+
+        const job = newJob();
+        await settle(job, { status: 'FORWARDED', pin: PIN });
+        const before = await ledger.getJob(job.jobId);
+        for (const [claim, why] of [
+          [claimOf(job, { consumer: 'stage', pin: { ...PIN, sha: 'b'.repeat(40) } }), /pin\.sha differs/],
+          [claimOf(job, { consumer: 'stage', pin: { ...PIN, repoUrl: 'http://127.0.0.1:2/other.git' } }), /pin\.repoUrl differs/],
+          [claimOf(job, { consumer: 'stage', pin: { ...PIN, branch: 'other' } }), /pin\.branch differs/],
+          [claimOf({ ...job, payload: { command: 'forged' } } as JobEnvelope, { consumer: 'stage', pin: PIN }), /differs from the request/],
+          [claimOf(job, { consumer: 'stage' }), /carries no pin/],
+          [claimOf(job, { consumer: 'stage', pin: { ...PIN, sha: 'b'.repeat(40) }, redrive: true }), /pin\.sha differs/],
+        ] as const) {
+          expect(await ledger.claim(claim)).toMatchObject({ kind: 'unpinned', why: expect.stringMatching(why) });
+        }
+        expect(await ledger.getJob(job.jobId)).toEqual(before);
       });
 
       it('claims a record that became claimable between the refused write and the read', async () => {
@@ -199,7 +222,7 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
         expect(await ledger.cancel(unseen.jobId, NOW)).toEqual({ cancelled: true });
         expect(await ledger.getJob(unseen.jobId)).toMatchObject({ status: 'CANCELLED', attempt: 0 });
         expect((await ledger.claim(claimOf(unseen))).kind).toBe('cancelled');
-        expect((await ledger.claim(claimOf(unseen, { redrive: true, consumer: 'stage' }))).kind).toBe('cancelled');
+        expect((await ledger.claim(claimOf(unseen, { redrive: true, consumer: 'stage', pin: PIN }))).kind).toBe('cancelled');
       });
 
       it('cancels a SKIPPED job, never a running or finished one', async () => {

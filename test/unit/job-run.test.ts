@@ -7,7 +7,7 @@
 import type { SQSRecord } from 'aws-lambda';
 import { REDRIVE_ATTRIBUTE } from '../../contract/messages';
 import type { EventType, JobMetricName } from '../../contract/runtime-env';
-import { jobDigest, parseEnvelope, type JobEnvelope } from '../../src/core/envelope';
+import { jobDigest, parseEnvelope, parseStageMessage, type JobEnvelope } from '../../src/core/envelope';
 import { LeaseLostError, PermanentJobError, TransientJobError } from '../../src/core/errors';
 import { processRecord, type JobContext, type JobProcessor, type PipelineDeps, type RunResult } from '../../src/core/pipeline';
 import type { Consumer, JobFailure, JobRecord, JobVerdict, Ledger, QueueOps } from '../../src/core/ports';
@@ -94,7 +94,7 @@ function pipeline(options: { consumer?: Consumer; ledger?: Ledger } = {}) {
     logger: { debug() {}, info() {}, warn: (message) => warnings.push(message), error() {} },
     clock: { now: () => now },
     newOwner: () => `owner-${++owners}`,
-    settings: { consumer: options.consumer ?? 'stage', leaseSeconds: LEASE_SECONDS, maxReceiveCount: MAX_RECEIVES, visibilitySeconds: 360, backoff: { baseSeconds: 10, capSeconds: 900 } },
+    settings: { consumer: options.consumer ?? 'sequencer', leaseSeconds: LEASE_SECONDS, maxReceiveCount: MAX_RECEIVES, visibilitySeconds: 360, backoff: { baseSeconds: 10, capSeconds: 900 } },
   };
   return {
     deps,
@@ -158,7 +158,7 @@ const failWith = (error: Error) => async (): Promise<RunResult> => {
 
 /** Puts a verdict in the ledger for `job` as an earlier delivery would have. */
 async function recorded(ledger: Ledger, verdict: JobVerdict, envelope: JobEnvelope = job): Promise<JobRecord> {
-  const claim = claimOf(envelope, { now: NOW - 1_000, consumer: verdict.status === 'FORWARDED' ? 'sequencer' : 'stage' });
+  const claim = claimOf(envelope, { now: NOW - 1_000 });
   await ledger.claim(claim);
   return ledger.complete({ jobId: envelope.jobId, owner: claim.owner, now: NOW - 1_000, verdict });
 }
@@ -264,7 +264,7 @@ describe('JobRun: claim kinds', () => {
   it('staged: the sequencer acknowledges a pinned job its stage consumer is running, and reports nothing', async () => {
     const p = pipeline({ consumer: 'sequencer' });
     await recorded(p.ledger, { status: 'FORWARDED', pin: PIN });
-    await p.ledger.claim(claimOf(job, { consumer: 'stage', now: NOW }));
+    await p.ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW }));
     const proc = processor();
 
     expect(await p.deliver(proc)).toBe(true);
@@ -273,6 +273,34 @@ describe('JobRun: claim kinds', () => {
     expect(proc.afterCompleted).toEqual([]);
     expect([...p.queue.calls, ...p.events, ...p.metrics]).toEqual([]);
     expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', attempt: 2 });
+  });
+
+  it('unpinned: a stage consumer refuses a message the sequencer never pinned: DLQ UNPINNED, no record, no event, nothing run', async () => {
+    const p = pipeline({ consumer: 'stage' });
+    const proc = processor();
+    const forged = sqsRecordFactory(JSON.stringify({ ...job, pin: PIN }));
+
+    expect(await p.deliver({ ...proc, parse: (body) => parseStageMessage(body) }, forged)).toBe(true);
+
+    expect(proc.runs).toEqual([]);
+    expect(p.queue.calls).toEqual([{ op: 'moveToDlq', messageId: forged.messageId, failure: { reason: 'UNPINNED', message: expect.stringMatching(/no record of job job-1/) } }]);
+    expect(p.events).toEqual([]);
+    expect(p.metrics).toEqual([{ metric: 'JobFailed' }]);
+    expect(await p.ledger.getJob(job.jobId)).toBeUndefined();
+  });
+
+  it('unpinned: a stage message whose pin differs from the recorded one leaves the real record untouched', async () => {
+    const p = pipeline({ consumer: 'stage' });
+    const forwarded = await recorded(p.ledger, { status: 'FORWARDED', pin: PIN });
+    const proc = processor();
+    const forged = sqsRecordFactory(JSON.stringify({ ...job, pin: { ...PIN, sha: 'd'.repeat(40) } }));
+
+    expect(await p.deliver({ ...proc, parse: (body) => parseStageMessage(body) }, forged)).toBe(true);
+
+    expect(proc.runs).toEqual([]);
+    expect(p.queue.of('moveToDlq').map((c) => c.failure.reason)).toEqual(['UNPINNED']);
+    expect(p.events).toEqual([]);
+    expect(await p.ledger.getJob(job.jobId)).toEqual(forwarded);
   });
 
   it('forwarded: the sequencer re-forwards a FORWARDED job with the pin it recorded, without running it again', async () => {

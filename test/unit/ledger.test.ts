@@ -12,6 +12,7 @@ const job: JobEnvelope = {
   payload: { command: 'npm test' },
 };
 const digest = jobDigest(job);
+const PIN = { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1/r.git', branch: 'main' };
 
 function request(overrides: Partial<ClaimRequest> = {}): ClaimRequest {
   return { job, digest, owner: 'me', now: NOW, leaseMs: 60_000, consumer: 'sequencer', redrive: false, ...overrides };
@@ -85,26 +86,48 @@ describe('claim rules', () => {
   });
 
   it('lets a stage consumer take a FORWARDED job; the sequencer re-forwards it instead', () => {
-    const record = stored('FORWARDED', { pin: { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1/r.git', branch: 'main' } });
-    expect(isClaimable(record, request({ consumer: 'stage' }))).toBe(true);
+    const record = stored('FORWARDED', { pin: PIN });
+    expect(isClaimable(record, request({ consumer: 'stage', pin: PIN }))).toBe(true);
     expect(isClaimable(record, request())).toBe(false);
     expect(claimOutcome(record, request())).toEqual({ kind: 'forwarded', record });
   });
 
   it('leaves a pinned job that a stage consumer is running to the stage', () => {
-    const pin = { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1/r.git', branch: 'main' };
-    const record = stored('IN_FLIGHT', { pin, leaseOwner: 'stage', leaseUntil: NOW + 1 });
+    const record = stored('IN_FLIGHT', { pin: PIN, leaseOwner: 'stage', leaseUntil: NOW + 1 });
     expect(claimOutcome(record, request())).toEqual({ kind: 'staged', record });
-    expect(claimOutcome(record, request({ consumer: 'stage' }))).toEqual({ kind: 'busy', record });
+    expect(claimOutcome(record, request({ consumer: 'stage', pin: PIN }))).toEqual({ kind: 'busy', record });
   });
 
   it('leaves the verdict of a pinned job to its stage: the sequencer reports no outcome of its own', () => {
-    const pin = { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1/r.git', branch: 'main' };
     for (const status of ['SUCCEEDED', 'FAILED'] as const) {
-      const record = stored(status, { pin, error: { reason: 'REJECTED_BY_TARGET', message: 'no' } });
+      const record = stored(status, { pin: PIN, error: { reason: 'REJECTED_BY_TARGET', message: 'no' } });
       expect(claimOutcome(record, request())).toEqual({ kind: 'staged', record });
-      expect(claimOutcome(record, request({ consumer: 'stage' }))).toEqual({ kind: status === 'SUCCEEDED' ? 'duplicate' : 'finished', record });
+      expect(claimOutcome(record, request({ consumer: 'stage', pin: PIN }))).toEqual({ kind: status === 'SUCCEEDED' ? 'duplicate' : 'finished', record });
     }
+  });
+
+  describe('a stage consumer runs only what the sequencer pinned', () => {
+    const forwarded = stored('FORWARDED', { pin: PIN });
+
+    it.each([
+      ['no record: the sequencer never saw the job', undefined, request({ consumer: 'stage', pin: PIN }), /no record of job job-1/],
+      ['a record the sequencer has not pinned', stored('IN_FLIGHT', { leaseOwner: 'seq', leaseUntil: NOW - 1 }), request({ consumer: 'stage', pin: PIN }), /was not pinned by the sequencer/],
+      ['another commit', forwarded, request({ consumer: 'stage', pin: { ...PIN, sha: 'b'.repeat(40) } }), /pin\.sha differs/],
+      ['another repository', forwarded, request({ consumer: 'stage', pin: { ...PIN, repoUrl: 'https://evil.example/r.git' } }), /pin\.repoUrl differs/],
+      ['another branch', forwarded, request({ consumer: 'stage', pin: { ...PIN, branch: 'other' } }), /pin\.branch differs/],
+      ['another request under the pinned job id', forwarded, request({ consumer: 'stage', pin: PIN, digest: 'f'.repeat(64) }), /differs from the request the sequencer pinned/],
+      ['no pin at all', forwarded, request({ consumer: 'stage' }), /carries no pin/],
+    ])('refuses %s (UNPINNED), whatever the redrive flag', (_label, record, req, why) => {
+      for (const redrive of [false, true]) {
+        expect(isClaimable(record, { ...req, redrive })).toBe(false);
+        expect(claimOutcome(record, { ...req, redrive })).toEqual({ kind: 'unpinned', why: expect.stringMatching(why) });
+      }
+    });
+
+    it('still acknowledges a stage message of a cancelled job as a no-op', () => {
+      const tombstone = stored('CANCELLED', { digest: '' });
+      expect(claimOutcome(tombstone, request({ consumer: 'stage', pin: PIN }))).toEqual({ kind: 'cancelled', record: tombstone });
+    });
   });
 
   it('names the statuses a claim may take over', () => {
