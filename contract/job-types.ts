@@ -8,18 +8,12 @@
  */
 import * as z from 'zod/mini';
 import { repoUrlSchema } from './git-remotes';
+import { authorSchema, branchNameSchema, commitMessageSchema } from './git-objects';
 import './zod-english';
 
 /** Restricted id: ids end up in DynamoDB keys, git branch names and SQS message attributes. */
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const gitSha = z.string().check(z.regex(/^[0-9a-f]{40}$/, 'must be a 40-character lowercase hex commit sha'));
-const branchName = z
-  .string()
-  .check(
-    z.minLength(1),
-    z.maxLength(200),
-    z.regex(/^(?!\/)(?!.*\/\/)(?!.*\.\.)(?!.*@\{)(?!.*\/$)(?!.*\.lock$)[A-Za-z0-9._/-]+$/, 'must be a valid git branch name'),
-  );
 
 /** A diff stored in S3 because it is larger than the inline limit (claim-check). */
 export const diffRefSchema = z.strictObject({
@@ -35,13 +29,14 @@ export const applyPatchPayloadSchema = z
     repo: z.strictObject({
       // Parsed, not pattern-matched: no credentials, http(s) only, carried normalised (contract/git-remotes.ts).
       url: repoUrlSchema,
-      branch: branchName,
+      branch: branchNameSchema,
     }),
     diff: z.optional(z.string().check(z.minLength(1))),
     diffRef: z.optional(diffRefSchema),
     baseSha: z.optional(gitSha),
-    message: z.string().check(z.minLength(1), z.maxLength(10_000)),
-    author: z.optional(z.strictObject({ name: z.string().check(z.minLength(1), z.maxLength(200)), email: z.email() })),
+    // What fsck --strict accepts, and no NUL hiding the Agent-Job-Id trailer (contract/git-objects.ts).
+    message: commitMessageSchema,
+    author: z.optional(authorSchema),
   })
   .check(
     z.refine((p) => (p.diff === undefined) !== (p.diffRef === undefined), {
@@ -62,7 +57,7 @@ export const runTestsPayloadSchema = z.strictObject({
 });
 
 export const openPrPayloadSchema = z.strictObject({
-  baseBranch: branchName,
+  baseBranch: branchNameSchema,
   title: z.string().check(z.minLength(1), z.maxLength(256)),
   body: z.optional(z.string().check(z.maxLength(65_536))),
 });

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import * as z from 'zod/mini';
+import { commitTimeProblem } from '../../contract/git-objects';
 import { repoUrlSchema } from '../../contract/git-remotes';
 import '../../contract/zod-english';
 import { ID_PATTERN, JOB_TYPES, JOB_TYPE_NAMES, type JobType, type StagedJobType } from '../../contract/job-types';
@@ -17,7 +18,10 @@ const envelopeBase = z.strictObject({
   workspaceId: idField('workspaceId'),
   tenantId: idField('tenantId'),
   type: z.enum(JOB_TYPE_NAMES as [JobType, ...JobType[]], { error: `type must be one of ${JOB_TYPE_NAMES.join(', ')}` }),
-  createdAt: z.iso.datetime({ offset: false, error: 'createdAt must be an ISO-8601 UTC timestamp (…Z)' }),
+  createdAt: z.iso.datetime({ offset: false, error: 'createdAt must be an ISO-8601 UTC timestamp (…Z)' }).check(
+    // It becomes the commit time of an apply_patch, and git dates cannot precede the epoch.
+    z.refine((time) => commitTimeProblem(time) === undefined, 'createdAt must be 1970-01-01 or later: git dates start at the Unix epoch'),
+  ),
   payload: z.unknown(),
 });
 

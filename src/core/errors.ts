@@ -13,6 +13,8 @@ export type PermanentReason =
   | 'PATCH_DOES_NOT_APPLY'
   | 'BASE_MISMATCH'
   | 'BRANCH_DIVERGED'
+  /** The workspace's branch does not exist on the remote. */
+  | 'BRANCH_NOT_FOUND'
   | 'WORKSPACE_UNKNOWN'
   | 'RETRIES_EXHAUSTED'
   | 'PREDECESSOR_UNFINISHED'

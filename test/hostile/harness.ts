@@ -19,7 +19,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { stringAttributes } from '../../contract/messages';
@@ -66,6 +66,11 @@ export interface HostileRow {
   readonly reason: PermanentReason;
   /** A fragment of the failure's message, so the row proves the rule it means. */
   readonly says: RegExp;
+  /**
+   * The documented recovery, when it is more than the default (`workspace unblock --drop` if the
+   * job fenced the workspace, then a new job); it must leave the workspace usable.
+   */
+  readonly recover?: (suite: HostileSuite, ws: HostileWorkspace, message: HostileMessage) => Promise<void>;
 }
 
 /** A new-file diff in git's format. */
@@ -90,7 +95,8 @@ export function applyPatchJob(ws: HostileWorkspace, payload: Record<string, unkn
   };
 }
 
-async function gitIn(cwd: string, ...args: string[]): Promise<string> {
+/** Runs the git CLI with a fixed identity; returns stdout without surrounding white space. */
+export async function gitIn(cwd: string, ...args: string[]): Promise<string> {
   const { stdout } = await run('git', ['-c', 'user.name=Fixture', '-c', 'user.email=fixture@example.com', ...args], { cwd, maxBuffer: 16 * 1024 * 1024 });
   return stdout.trim();
 }
@@ -105,12 +111,17 @@ export interface HostileSuite {
   sendRaw(ws: HostileWorkspace, message: HostileMessage, type?: string): Promise<void>;
   /** Receives the one message waiting and delivers it once; it must be its first delivery. */
   deliverOnce(): Promise<SQSBatchResponse>;
+  /** The DLQ's messages, left where they are (received with a zero visibility timeout). */
+  peekDlq(): Promise<Message[]>;
   /** Runs the agent-jobs CLI in process against the emulators; returns its exit code and output. */
   cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
   ledger(): DynamoDbLedger;
   /** The whole judgement described at the top of this file. */
   expectRefusedOnFirstDelivery(row: HostileRow): Promise<void>;
-  /** A new job with a new id applies, and its commit passes `git fsck --strict`. */
+  /**
+   * Lifts the fence (`workspace unblock --drop`) if there is one, then a new job with a new id on
+   * the workspace's branch applies, and its commit passes `git fsck --strict`.
+   */
   expectUsable(ws: HostileWorkspace): Promise<void>;
 }
 
@@ -205,6 +216,13 @@ export function hostileSuite(): HostileSuite {
       return deliver(sqs(), queueUrl(), await queueArn(sqs(), queueUrl()), messages, handler);
     },
 
+    async peekDlq() {
+      const { Messages } = await sqs().send(
+        new ReceiveMessageCommand({ QueueUrl: dlqUrl(), MaxNumberOfMessages: 10, VisibilityTimeout: 0, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['All'] }),
+      );
+      return Messages ?? [];
+    },
+
     async cli(...argv) {
       let stdout = '';
       let stderr = '';
@@ -233,7 +251,7 @@ export function hostileSuite(): HostileSuite {
       // Permanent on the first delivery: acknowledged, and nothing left to retry.
       expect(response.batchItemFailures).toEqual([]);
       expect(await receive(sqs(), queueUrl())).toEqual([]);
-      const dlq = await drain(sqs(), dlqUrl());
+      const dlq = await suite.peekDlq();
       expect(dlq.map((m) => [m.MessageAttributes?.jobId?.StringValue, m.MessageAttributes?.reason?.StringValue])).toEqual([[message.jobId, row.reason]]);
       expect(dlq[0]?.MessageAttributes?.errorMessage?.StringValue).toMatch(row.says);
       const record = await ledger.getJob(message.jobId);
@@ -248,7 +266,7 @@ export function hostileSuite(): HostileSuite {
       expect(await refsOf(ws.gitDir)).toBe(refsBefore);
       await fsckStrict(ws.gitDir);
 
-      await suite.expectUsable(ws);
+      await (row.recover ?? ((s, w) => s.expectUsable(w)))(suite, ws, message);
     },
 
     async expectUsable(ws) {
@@ -258,13 +276,15 @@ export function hostileSuite(): HostileSuite {
         expect({ code: unblock.code, stderr: unblock.stderr }).toEqual({ code: 0, stderr: '' });
         expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE' });
       }
-      const before = await gitIn(ws.gitDir, 'rev-parse', 'main');
-      const good = applyPatchJob(ws, { diff: addFileDiff('recovered.txt', ['after the recovery']) });
+      // The branch the workspace is bound to (its first job's), else the repository's main.
+      const branch = (await ledger.getWorkspace(ws.workspaceId))?.repo?.branch ?? 'main';
+      const before = await gitIn(ws.gitDir, 'rev-parse', branch);
+      const good = applyPatchJob(ws, { repo: { url: ws.repoUrl, branch }, diff: addFileDiff('recovered.txt', ['after the recovery']) });
       await suite.sendRaw(ws, good);
       expect(await suite.deliverOnce()).toEqual({ batchItemFailures: [] });
       expect(await ledger.getJob(good.jobId)).toMatchObject({ status: 'SUCCEEDED' });
-      expect(await gitIn(ws.gitDir, 'rev-parse', 'main~1')).toBe(before);
-      expect(await gitIn(ws.gitDir, 'show', 'main:recovered.txt')).toBe('after the recovery');
+      expect(await gitIn(ws.gitDir, 'rev-parse', `${branch}~1`)).toBe(before);
+      expect(await gitIn(ws.gitDir, 'show', `${branch}:recovered.txt`)).toBe('after the recovery');
       await fsckStrict(ws.gitDir);
     },
   };

@@ -294,6 +294,60 @@ describe('applyPatchCommit', () => {
     expect((await rejectionOf(applyPatchCommit(input(url, diff)))).message).toMatch(/"Src" and "src" differ only in case/);
   });
 
+  test('unusual but valid authors, messages and times make commits that pass git fsck --strict', async () => {
+    const { url, gitDir } = await freshRemote();
+    const diff = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'fsck.txt': 'x\n' }));
+    await applyPatchCommit(
+      input(url, diff, { author: { name: 'José O\'Brien "JB" 😀', email: 'jose+agent@example.com' }, message: 'Fix\tit\r\n\r\nBody 😀\n', createdAt: '1970-01-01T00:00:00Z' }),
+    );
+    await git(gitDir, 'fsck', '--strict', '--no-progress');
+    const object = await git(gitDir, 'cat-file', 'commit', 'main');
+    expect(object).toContain('\nauthor José O\'Brien "JB" 😀 <jose+agent@example.com> 0 +0000\n');
+    // isomorphic-git writes the message's line breaks as LF, as git's own message cleanup does.
+    expect(object.endsWith('\n\nFix\tit\n\nBody 😀\n\nAgent-Job-Id: job-1')).toBe(true);
+  });
+
+  test.each([
+    ['an author name that injects a header', { author: { name: 'Eve\ncommitter Mallory <m@example.com> 0 +0000', email: 'eve@example.com' } }, /author\.name/],
+    ['an e-mail that closes the bracket', { author: { name: 'Eve', email: 'eve@example.com>' } }, /author\.email/],
+    ['a message with NUL hiding the trailer', { message: 'fix\0hidden' }, /message: must not contain NUL/],
+    ['a time before the epoch', { createdAt: '1900-01-01T00:00:00Z' }, /createdAt: must be 1970-01-01 or later/],
+    ['the branch HEAD', { branch: 'HEAD' }, /branch: must name a branch, not HEAD/],
+    ['the branch refs/heads/main', { branch: 'refs/heads/main' }, /branch: must be a branch name, not a ref/],
+  ])('a commit git fsck would flag, %s, is INVALID_JOB before any request, even past the envelope', async (_what, change, problem) => {
+    const requests: string[] = [];
+    const counting: HttpClient = { request: (req) => (requests.push(req.url), nodeHttp.request(req)) };
+    const { url, gitDir } = await freshRemote();
+    const error = await rejectionOf(applyPatchCommit(input(url, await fullDiff(), change), { http: counting }));
+    expect(error.reason).toBe('INVALID_JOB');
+    expect(error.message).toMatch(problem);
+    expect(requests).toEqual([]);
+    expect(await remoteHead(gitDir)).toBe(baseSha);
+  });
+
+  test('a .gitattributes line git fsck refuses (2,048 bytes or more) is UNSAFE_PATCH; a normal one is committed', async () => {
+    const { url, gitDir } = await freshRemote();
+    const long = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'sub/.gitattributes': `*.txt text\n*.bin ${'a'.repeat(2_048)}\n` }));
+    const error = await rejectionOf(applyPatchCommit(input(url, long)));
+    expect(error.reason).toBe('UNSAFE_PATCH');
+    expect(error.message).toMatch(/"sub\/\.gitattributes": line 2 is 2054 bytes: git ignores \.gitattributes lines of 2,048 bytes or more/);
+    expect(await remoteHead(gitDir)).toBe(baseSha);
+
+    const fine = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { '.gitattributes': `*.bin ${'a'.repeat(2_040)}\n` }));
+    await applyPatchCommit(input(url, fine, { jobId: 'job-attributes' }));
+    await git(gitDir, 'fsck', '--strict', '--no-progress');
+  });
+
+  test('a pure rename of a file to .gitattributes is checked as well', async () => {
+    const { url, gitDir } = await freshRemote();
+    const longLine = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'attrs.txt': `${'a'.repeat(3_000)}\n` }));
+    const first = await applyPatchCommit(input(url, longLine, { jobId: 'job-long' }));
+    const rename = 'diff --git a/attrs.txt b/.gitattributes\nsimilarity index 100%\nrename from attrs.txt\nrename to .gitattributes\n';
+    const error = await rejectionOf(applyPatchCommit(input(url, rename, { jobId: 'job-rename', baseSha: first.commitSha })));
+    expect(error.message).toMatch(/"\.gitattributes": line 1 is 3000 bytes/);
+    expect(await remoteHead(gitDir)).toBe(first.commitSha);
+  });
+
   test('a branch that moved to another commit before the push is BRANCH_DIVERGED, never overwritten', async () => {
     const { url, gitDir } = await freshRemote();
     const diff = await fullDiff();
@@ -371,11 +425,11 @@ describe('applyPatchCommit', () => {
     expect(await remoteHead(gitDir)).toBe(baseSha);
   });
 
-  test('a branch that does not exist is BRANCH_DIVERGED', async () => {
+  test('a branch that does not exist is BRANCH_NOT_FOUND, not a divergence', async () => {
     const { url } = await freshRemote();
     const error = await rejectionOf(applyPatchCommit(input(url, await fullDiff(), { branch: 'no-such-branch' })));
-    expect(error.reason).toBe('BRANCH_DIVERGED');
-    expect(error.message).toMatch(/no-such-branch does not exist/);
+    expect(error.reason).toBe('BRANCH_NOT_FOUND');
+    expect(error.message).toMatch(/branch no-such-branch does not exist on the remote/);
   });
 
   test('an unreachable remote is a transient error and the scratch directory is removed', async () => {

@@ -8,9 +8,9 @@ import * as fs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import git, { Errors, type HttpClient } from 'isomorphic-git';
-import { InvalidJobError, PermanentJobError } from '../../core/errors';
+import { PermanentJobError } from '../../core/errors';
 import type { JobLogger, PatchCommitRequest, PatchCommitResult } from '../../core/ports';
-import { commitMessage, hasJobTrailer, parsePatchOperations } from '../../core/patch';
+import { hasJobTrailer, preparePatchCommit } from '../../core/patch';
 import { isomorphicGitStore } from './object-store';
 import { classifyRemoteError, remoteOptions, type GitAuth, type RemoteOptions } from './remote';
 import { applyOperations } from './tree-editor';
@@ -34,8 +34,6 @@ export interface ApplyPatchOptions {
   readonly http?: HttpClient;
 }
 
-const DEFAULT_AUTHOR = { name: 'agent-jobs', email: 'agent-jobs@users.noreply.github.com' } as const;
-
 /** One job's view of the remote branch, in a scratch bare repository. */
 interface Session {
   readonly gitdir: string;
@@ -47,10 +45,8 @@ interface Session {
 }
 
 export async function applyPatchCommit(input: ApplyPatchCommitInput, options: ApplyPatchOptions = {}): Promise<ApplyPatchCommitResult> {
-  // Validation is pure and comes first: a hostile patch never causes a single request.
-  const operations = parsePatchOperations(input.diff);
-  const time = Date.parse(input.createdAt);
-  if (Number.isNaN(time)) throw new InvalidJobError(`createdAt is not an ISO-8601 time: ${JSON.stringify(input.createdAt)}`);
+  // Validation is pure and comes first: a hostile patch or commit never causes a single request.
+  const { operations, commit } = preparePatchCommit(input);
   const gitdir = await mkdtemp(join(input.workDir, `apply-${input.jobId}-`));
   const session: Session = {
     gitdir,
@@ -78,13 +74,7 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     }
     const { commit: base } = await git.readCommit({ fs, gitdir, oid: head, cache: session.cache });
     const tree = await applyOperations(isomorphicGitStore(gitdir, session.cache), base.tree, operations);
-    const author = input.author ?? DEFAULT_AUTHOR;
-    const signature = { ...author, timestamp: Math.floor(time / 1000), timezoneOffset: 0 };
-    const commitSha = await git.writeCommit({
-      fs,
-      gitdir,
-      commit: { message: commitMessage(input.message, input.jobId), tree, parent: [head], author: signature, committer: signature },
-    });
+    const commitSha = await git.writeCommit({ fs, gitdir, commit: { ...commit, tree, parent: [head] } });
     const result = await pushFastForward(session, input.jobId, commitSha, head);
     options.logger?.info(result.alreadyApplied ? 'job commit already on the branch' : 'patch committed', {
       jobId: input.jobId,
@@ -114,7 +104,7 @@ async function fetchBranch(session: Session, depth: number): Promise<string> {
   } catch (error) {
     if (!(error instanceof Errors.NotFoundError)) throw classifyRemoteError(error, `fetch ${session.branch}`);
   }
-  throw new PermanentJobError('BRANCH_DIVERGED', `branch ${session.branch} does not exist on the remote`);
+  throw new PermanentJobError('BRANCH_NOT_FOUND', `branch ${session.branch} does not exist on the remote: create it, then replay the job`);
 }
 
 /**

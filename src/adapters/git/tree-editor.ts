@@ -4,7 +4,18 @@
  * repository costs neither disk nor file handles.
  */
 import { PermanentJobError } from '../../core/errors';
-import { applyHunks, caseClash, isFileMode, portableNameKey, unsafePatch, type FileMode, type FileOperation, type PatchHunk } from '../../core/patch';
+import {
+  applyHunks,
+  caseClash,
+  checkWrittenContent,
+  isCheckedContent,
+  isFileMode,
+  portableNameKey,
+  unsafePatch,
+  type FileMode,
+  type FileOperation,
+  type PatchHunk,
+} from '../../core/patch';
 import type { ObjectStore, TreeEntry } from './object-store';
 
 const TREE_MODE = '040000';
@@ -139,9 +150,14 @@ export async function applyOperations(store: ObjectStore, rootTree: string, oper
   const editor = new TreeEditor(store, rootTree);
   const writes: { path: string; file: { oid: string; mode: FileMode }; create: boolean }[] = [];
   const removals: string[] = [];
+  /** Stores a file's new content once the rules for the files git reads let it through. */
+  const storeContent = async (path: string, bytes: Uint8Array) => {
+    checkWrittenContent(path, bytes);
+    return store.writeBlob(bytes);
+  };
   for (const op of operations) {
     if (op.kind === 'add') {
-      const oid = await store.writeBlob(encode(applyHunks(op.path, '', op.hunks)));
+      const oid = await storeContent(op.path, encode(applyHunks(op.path, '', op.hunks)));
       writes.push({ path: op.path, file: { oid, mode: op.mode }, create: true });
       continue;
     }
@@ -153,8 +169,10 @@ export async function applyOperations(store: ObjectStore, rootTree: string, oper
       removals.push(op.path);
       continue;
     }
-    // No hunks (pure rename or mode change): keep the blob as is, whatever its encoding.
-    const oid = op.hunks.length === 0 ? base.oid : await store.writeBlob(encode(await patched(store, op.path, base.oid, op.hunks)));
+    let oid = base.oid;
+    if (op.hunks.length > 0) oid = await storeContent(op.path, encode(await patched(store, op.path, base.oid, op.hunks)));
+    // No hunks (pure rename or mode change): the blob is kept as is, but a file moved to a name git reads is checked too.
+    else if (isCheckedContent(op.path)) checkWrittenContent(op.path, await store.readBlob(base.oid));
     writes.push({ path: op.path, file: { oid, mode: op.mode ?? base.mode }, create: op.kind !== 'modify' });
     if (op.kind === 'rename') removals.push(op.from);
   }

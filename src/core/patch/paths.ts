@@ -8,6 +8,7 @@
  * deep in the git library or, worse, on every later checkout of the branch.
  */
 import { unsafePatch } from './operations';
+import { checkWrittenPath } from './special-files';
 
 /** Longest name of one file or directory: NAME_MAX of Linux and macOS (UTF-8 bytes). */
 export const MAX_SEGMENT_BYTES = 255;
@@ -87,18 +88,6 @@ function isDotGitAlias(segment: string): boolean {
 }
 
 /**
- * Checks what only the paths a patch writes must satisfy. `.gitmodules` (in any directory, any
- * case: `git fsck` checks every one) is never written: submodules are refused (mode 160000), and
- * its URLs, paths and update commands are what git clients act on when they clone.
- */
-export function checkWrittenPath(path: string): void {
-  const name = path.slice(path.lastIndexOf('/') + 1);
-  if (name.toLowerCase() === '.gitmodules') {
-    throw unsafePatch(path, 'writes .gitmodules: submodules are not supported, and git clients act on its URLs and commands');
-  }
-}
-
-/**
  * The key under which case-insensitive, normalising file systems (macOS, Windows) store a name:
  * two paths with the same key are one file there.
  */
@@ -108,8 +97,9 @@ export function portableNameKey(name: string): string {
 
 /**
  * Checks the paths a patch writes or removes: none twice, no file that is also a directory of
- * another file after the patch (`a` and `a/b`), and no two written paths that are one file on
- * macOS or Windows (`README` and `readme`). `written` are the paths that exist after the patch.
+ * another file after the patch (`a` and `a/b`), no two written paths that are one file on macOS
+ * or Windows (`README` and `readme`), and no `.gitmodules` written. `written` are the paths that
+ * exist after the patch.
  */
 export function checkPathSet(touched: readonly string[], written: readonly string[]): void {
   const seen = new Set<string>();
