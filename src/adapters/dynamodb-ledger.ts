@@ -77,7 +77,9 @@ export class DynamoDbLedger implements Ledger {
     const statusIn = `#status IN (${Object.keys(takeoverValues).join(', ')})`;
     const leaseExpired = '#status = :inFlight AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :nowMs)';
     const takeable = takeover.length ? `(${leaseExpired}) OR ${statusIn}` : leaseExpired;
-    const same = rerun ? `digest = :digest AND ${statusIn}` : `digest = :digest AND (${takeable})`;
+    // The sequencer never claims a pinned job back from its stage (isClaimable).
+    const sameRequest = req.consumer === 'sequencer' ? 'digest = :digest AND attribute_not_exists(pin)' : 'digest = :digest';
+    const same = rerun ? `${sameRequest} AND ${statusIn}` : `${sameRequest} AND (${takeable})`;
     const pinned = req.consumer === 'stage' ? pinCondition(req.pin) : undefined;
     // A stage consumer never creates a record: it takes only one the sequencer pinned (unpinnedReason).
     const condition = pinned ? `${pinned.expression} AND ${same}` : rerun ? same : `attribute_not_exists(pk) OR (${same})`;

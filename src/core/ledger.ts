@@ -43,11 +43,21 @@ export function unpinnedReason(existing: JobRecord | undefined, req: ClaimReques
   return undefined;
 }
 
+/**
+ * A pinned job belongs to its stage from FORWARDED on: the sequencer never claims it again. Were it
+ * to take over a stage lease that ran out (a dead stage worker, a platform restart), it would pin
+ * the job a second time at whatever the workspace head is by then, or fence the workspace.
+ */
+function isStagesJob(existing: JobRecord, req: ClaimRequest): boolean {
+  return req.consumer === 'sequencer' && existing.pin !== undefined;
+}
+
 /** The rule the claim's condition expression encodes; only the same request may take a record over. */
 export function isClaimable(existing: JobRecord | undefined, req: ClaimRequest): boolean {
   if (req.consumer === 'stage' && unpinnedReason(existing, req) !== undefined) return false;
   if (existing === undefined) return true;
   if (existing.digest !== req.digest) return false;
+  if (isStagesJob(existing, req)) return false;
   if (existing.status === 'IN_FLIGHT') return !isLeaseLive(existing, req.now);
   return takeoverStatuses(req.consumer, req.redrive).includes(existing.status);
 }
@@ -61,8 +71,14 @@ export function claimOutcome(existing: JobRecord | undefined, req: ClaimRequest)
   if (unpinned !== undefined) return { kind: 'unpinned', why: unpinned };
   if (existing === undefined) return { kind: 'retry' };
   if (existing.digest !== req.digest) return { kind: 'conflict', record: existing };
-  // Pinned and past FORWARDED: a stage consumer took it, so its verdict is the stage's (and on the stage's DLQ).
-  if (req.consumer === 'sequencer' && existing.pin !== undefined && existing.status !== 'FORWARDED') return { kind: 'staged', record: existing };
+  if (isStagesJob(existing, req)) {
+    // Not taken by a stage consumer yet, or taken by one whose lease ran out (it died, or its
+    // message was lost with a restarted local platform): forward it again, with its recorded pin.
+    const orphaned = existing.status === 'IN_FLIGHT' && !isLeaseLive(existing, req.now);
+    if (existing.status === 'FORWARDED' || orphaned) return { kind: 'forwarded', record: existing };
+    // A stage consumer runs it or has finished it: the verdict is the stage's (and on the stage's DLQ).
+    return { kind: 'staged', record: existing };
+  }
   switch (existing.status) {
     case 'SUCCEEDED':
       return { kind: 'duplicate', record: existing };

@@ -90,7 +90,7 @@ export interface JobProcessor<M extends JobEnvelope = JobEnvelope> {
    */
   parse(body: string, record: SQSRecord): M;
   run(job: M, ctx: JobContext): Promise<RunResult>;
-  /** After the verdict is recorded, and again for a redelivered FORWARDED job: must be idempotent. */
+  /** After the verdict is recorded, and again for a redelivered job the claim calls `forwarded`: must be idempotent. */
   afterComplete?(job: M, record: JobRecord): Promise<void>;
   /** A permanent failure is about to be reported; `held` says whether this delivery held the claim. */
   onPermanentFailure?(job: M, error: PermanentJobError, held: boolean): Promise<void>;

@@ -180,7 +180,10 @@ export type ClaimOutcome =
   | { readonly kind: 'finished'; readonly record: JobRecord }
   /** The sequencer meets a job its stage consumer has taken (running or done): the stage reports it. */
   | { readonly kind: 'staged'; readonly record: JobRecord }
-  /** The sequencer meets a job it already pinned and forwarded: re-send with the recorded pin. */
+  /**
+   * The sequencer meets a job it already pinned and forwarded, not taken by a stage consumer yet or
+   * taken by one whose lease ran out: re-send it with the recorded pin.
+   */
   | { readonly kind: 'forwarded'; readonly record: JobRecord }
   /** A stage message the sequencer never pinned (forged, or altered): refused, no record touched. */
   | { readonly kind: 'unpinned'; readonly why: string }

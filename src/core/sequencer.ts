@@ -102,9 +102,12 @@ class SequencerProcessor implements JobProcessor {
     return { sha, repoUrl: workspace.repo.url, branch: workspace.repo.branch };
   }
 
-  /** Forwards a pinned job; runs again for a redelivered FORWARDED job, always with the recorded pin. */
+  /**
+   * Forwards a pinned job; runs again for a redelivered FORWARDED job, and for one whose stage
+   * lease ran out (its stage message may be gone), always with the recorded pin.
+   */
   async afterComplete(job: JobEnvelope, record: JobRecord): Promise<void> {
-    if (record.status !== 'FORWARDED' || !record.pin) return;
+    if (!record.pin || (record.status !== 'FORWARDED' && record.status !== 'IN_FLIGHT')) return;
     const type = job.type as StagedJobType;
     await this.deps.queueOps.send(this.deps.stageQueueUrls[type], JSON.stringify({ ...job, pin: record.pin }), jobAttributes(job));
   }

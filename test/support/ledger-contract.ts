@@ -197,6 +197,20 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
         expect(await ledger.getJob(job.jobId)).toEqual(before);
       });
 
+      it('never lets the sequencer take a pinned job back from its stage, even after the stage lease ran out: it re-forwards it', async () => {
+        const job = newJob();
+        await settle(job, { status: 'FORWARDED', pin: PIN });
+        const stage = claimOf(job, { consumer: 'stage', pin: PIN });
+        await ledger.claim(stage);
+
+        const late = await ledger.claim(claimOf(job, { now: NOW + LEASE_MS }));
+
+        expect(late).toMatchObject({ kind: 'forwarded', record: { status: 'IN_FLIGHT', pin: PIN, leaseOwner: stage.owner } });
+        expect((await ledger.claim(claimOf(job, { now: NOW + LEASE_MS, redrive: true }))).kind).toBe('forwarded');
+        // The stage takes its own expired lease over, pin and place kept.
+        expect(await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS }))).toMatchObject({ kind: 'claimed', record: { pin: PIN, attempt: 3 } });
+      });
+
       it('claims a record that became claimable between the refused write and the read', async () => {
         const job = newJob();
         const holder = claimOf(job);

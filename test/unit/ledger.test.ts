@@ -98,6 +98,15 @@ describe('claim rules', () => {
     expect(claimOutcome(record, request({ consumer: 'stage', pin: PIN }))).toEqual({ kind: 'busy', record });
   });
 
+  it('never lets the sequencer claim a pinned job; once its stage lease ran out it is forwarded again with its pin', () => {
+    const expired = stored('IN_FLIGHT', { pin: PIN, leaseOwner: 'stage', leaseUntil: NOW });
+    // Claiming it would pin it again at whatever the workspace head is now, or fence the workspace.
+    expect(isClaimable(expired, request())).toBe(false);
+    expect(isClaimable(expired, request({ redrive: true }))).toBe(false);
+    expect(claimOutcome(expired, request())).toEqual({ kind: 'forwarded', record: expired });
+    expect(isClaimable(expired, request({ consumer: 'stage', pin: PIN }))).toBe(true);
+  });
+
   it('leaves the verdict of a pinned job to its stage: the sequencer reports no outcome of its own', () => {
     for (const status of ['SUCCEEDED', 'FAILED'] as const) {
       const record = stored(status, { pin: PIN, error: { reason: 'REJECTED_BY_TARGET', message: 'no' } });
