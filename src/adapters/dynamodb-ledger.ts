@@ -5,12 +5,12 @@
  * transactions, for the same reason. What a record means is decided in src/core/ledger.ts.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { LEDGER_TABLE } from '../../contract/topology';
 import type { Pin } from '../core/envelope';
 import { LeaseLostError, TransientJobError } from '../core/errors';
-import { claimOutcome, RERUN_STATUSES, takeoverStatuses, ttlFor, workspaceTakeOutcome } from '../core/ledger';
-import type { JobRecord, WorkspaceRecord, CancelOutcome, ClaimRequest, CompleteInput, Ledger, SettledClaim, SettledTake, TakeWorkspaceInput } from '../core/ports';
+import { byCreation, claimOutcome, RERUN_STATUSES, takeoverStatuses, ttlFor, workspaceTakeOutcome } from '../core/ledger';
+import { UNFINISHED_STATUSES, type JobRecord, type WorkspaceRecord, type CancelOutcome, type ClaimRequest, type CompleteInput, type Ledger, type SettledClaim, type SettledTake, type TakeWorkspaceInput } from '../core/ports';
 
 export interface DynamoLedgerOptions {
   readonly client: DynamoDBDocumentClient;
@@ -227,6 +227,27 @@ export class DynamoDbLedger implements Ledger {
       startKey = out.LastEvaluatedKey;
     } while (startKey);
     return jobs;
+  }
+
+  async listUnfinished(): Promise<JobRecord[]> {
+    const statuses = Object.fromEntries(UNFINISHED_STATUSES.map((s, i) => [`:s${i}`, s]));
+    const jobs: JobRecord[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const out = await this.client.send(
+        new ScanCommand({
+          TableName: this.table,
+          ConsistentRead: true,
+          FilterExpression: `begins_with(pk, :job) AND #status IN (${Object.keys(statuses).join(', ')})`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':job': 'job#', ...statuses },
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of out.Items ?? []) jobs.push(strip<JobRecord>(item) as JobRecord);
+      startKey = out.LastEvaluatedKey;
+    } while (startKey);
+    return jobs.sort(byCreation);
   }
 
   async cancel(jobId: string, now: number): Promise<CancelOutcome> {

@@ -62,12 +62,17 @@ function required(values: Readonly<Record<string, string>>, key: string): string
   return value;
 }
 
+/** The ledger over the emulators' DynamoDB. */
+export function localLedger(resources: Pick<LocalResources, 'clients' | 'tableName'>): DynamoDbLedger {
+  return new DynamoDbLedger({ client: resources.clients.dynamodb, tableName: resources.tableName, retentionDays: LEDGER_RETENTION_DAYS });
+}
+
 /** The pipeline deps of one worker over the emulators. */
 export function localPipelineDeps(name: WorkerName, options: LocalWorkerOptions): PipelineDeps {
   const worker = options.worker ?? workerSettings(name);
   const { resources, logger } = options;
   return {
-    ledger: new DynamoDbLedger({ client: resources.clients.dynamodb, tableName: resources.tableName, retentionDays: LEDGER_RETENTION_DAYS }),
+    ledger: localLedger(resources),
     queueOps: new SqsQueueOps({ client: resources.clients.sqs, dlqUrl: required(resources.dlqUrls, worker.queue) }),
     events: options.events,
     metrics: options.metrics ?? { count: (metric, jobType) => logger.debug('metric', { metric, jobType }) },
@@ -142,6 +147,8 @@ export interface LocalWorkerParts {
   readonly workRoot: string;
   readonly testRunner: TestRunner & Partial<BuildFinder>;
   readonly prHost: PullRequestHost;
+  /** @default localGit(workRoot) */
+  readonly git?: WorkspaceGit;
 }
 
 /**
@@ -149,7 +156,7 @@ export interface LocalWorkerParts {
  * staged job type does not compile until it has a local handler too.
  */
 export const LOCAL_WORKERS: Record<WorkerName, (options: LocalWorkerOptions, parts: LocalWorkerParts) => WorkerHandler> = {
-  sequencer: (options, parts) => createSequencer(localSequencerDeps({ ...options, workRoot: parts.workRoot })),
+  sequencer: (options, parts) => createSequencer(localSequencerDeps({ ...options, workRoot: parts.workRoot, git: parts.git })),
   run_tests: (options, parts) => createRunTestsHandler(localRunTestsDeps({ ...options, runner: parts.testRunner })),
   open_pr: (options, parts) => createOpenPrHandler(localOpenPrDeps({ ...options, host: parts.prHost })),
 };

@@ -92,6 +92,11 @@ export function claimOutcome(existing: JobRecord | undefined, req: ClaimRequest)
   }
 }
 
+/** Oldest job first (createdAt, then jobId for a stable order): how unfinished jobs are listed for re-sending. */
+export function byCreation(a: JobRecord, b: JobRecord): number {
+  return a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0;
+}
+
 /** DynamoDB TTL (epoch seconds): longer than the DLQ retention, so a replay still finds its record. */
 export function ttlFor(now: number, retentionDays: number): number {
   return Math.floor(now / 1000) + retentionDays * 86_400;

@@ -12,6 +12,8 @@ import type { JobEnvelope, Pin, StageMessage } from './envelope';
 export type JobStatus = 'IN_FLIGHT' | 'SUCCEEDED' | 'FAILED' | 'FORWARDED' | 'SKIPPED' | 'CANCELLED';
 /** Statuses after which a job never runs again on an ordinary redelivery. */
 export const TERMINAL_STATUSES: readonly JobStatus[] = ['SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED'];
+/** Statuses of a job that was delivered but has no outcome yet: a lost message leaves a job here. */
+export const UNFINISHED_STATUSES: readonly JobStatus[] = ['IN_FLIGHT', 'FORWARDED'];
 
 export interface JobFailure {
   /** PermanentReason code, or SKIPPED / CANCELLED causes. */
@@ -247,6 +249,11 @@ export interface Ledger {
   getWorkspace(workspaceId: string): Promise<WorkspaceRecord | undefined>;
   /** The workspace's jobs in the order the sequencer took them (byWorkspace index). */
   listWorkspaceJobs(workspaceId: string): Promise<JobRecord[]>;
+  /**
+   * Jobs delivered but not finished (UNFINISHED_STATUSES), oldest first: after a crash that lost
+   * their messages, these are the ones to send again. A full read of the table: an operator's tool.
+   */
+  listUnfinished(): Promise<JobRecord[]>;
   /** A job not yet started (absent) or SKIPPED becomes CANCELLED; anything else is returned as is. */
   cancel(jobId: string, now: number): Promise<CancelOutcome>;
   /** Moves the cursor to a job (decisions §3). */

@@ -5,7 +5,8 @@
  * adapters. `<stateDir>/platform.json` tells the CLI where everything is while it runs.
  *
  * State: the ledger (when persisting), the git repositories, test runs and pull requests survive a
- * restart; queued messages do not, because fauxqs keeps queues in memory only.
+ * restart; queued messages do not, because fauxqs keeps queues in memory only. The ports survive
+ * too (stable-ports.ts), so repository and queue URLs stay the same.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, readFile, rm } from 'node:fs/promises';
@@ -13,9 +14,10 @@ import * as path from 'node:path';
 import type { Writable } from 'node:stream';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { QueueSpec } from '../../contract/topology';
+import type { WorkerSettings } from '../../contract/job-types';
+import { queueTopology, type QueueSpec } from '../../contract/topology';
 import { JsonlEventLog } from '../adapters/events';
-import { LOCAL_WORKERS, type LocalWorkerParts, type WorkerName } from '../compose/local';
+import { LOCAL_WORKERS, localLedger, type LocalWorkerParts, type WorkerName } from '../compose/local';
 import { DEFAULT_BACKOFF, type BackoffSettings } from '../core/pipeline';
 import { LOCAL_REGION, startEmulators, type EmulatorEndpoints, type LocalEmulators } from './emulators';
 import { StreamLogger } from './file-logger';
@@ -23,7 +25,9 @@ import { startGitServer, type GitServer } from './git-server';
 import { startLiveView, type LiveView } from './live-view';
 import { startQueuePoller, type QueuePoller } from './poller';
 import { LocalPullRequestStore } from './pr-store';
+import { releaseOrphanedLeases } from './orphaned-leases';
 import { isProcessAlive } from './process-alive';
+import { choosePorts, explainBindFailure, portOf, readRecordedPorts, recordPorts } from './stable-ports';
 import { DEFAULT_STATE_DIR, PLATFORM_FILE } from './state-dir';
 import { LocalTestRunner } from './test-runner';
 import { writeFileAtomic } from './write-atomic';
@@ -34,7 +38,7 @@ export type PlatformLogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
 export interface PlatformOptions {
   /** @default DEFAULT_STATE_DIR */
   readonly stateDir?: string;
-  /** 0 or absent: a free port. */
+  /** 0 or absent: the port of the last start from this state directory, else a free port. */
   readonly ports?: { readonly sqs?: number; readonly dynamodb?: number; readonly git?: number };
   /** Deletes the state directory before starting. @default false */
   readonly reset?: boolean;
@@ -46,6 +50,10 @@ export interface PlatformOptions {
   readonly output?: Writable | null;
   /** Retry back-off of every worker. @default DEFAULT_BACKOFF (as on AWS) */
   readonly backoff?: BackoffSettings;
+  /** Worker settings other than the catalog's, by worker name (as config/<env>.json overrides them on AWS). */
+  readonly workers?: Partial<Record<string, WorkerSettings>>;
+  /** Wraps the parts the workers use (the git remote, test runner, PR host), e.g. to inject faults at a port. */
+  readonly decorateParts?: (parts: LocalWorkerParts) => LocalWorkerParts;
 }
 
 /** What `<stateDir>/platform.json` holds: everything a client needs to reach the running platform. */
@@ -65,6 +73,8 @@ export interface PlatformInfo {
   readonly gitUrl: string;
   readonly eventLog: string;
   readonly logFile: string;
+  /** Jobs the previous run left without an outcome (their messages died with it): to be re-sent. */
+  readonly unfinishedAtStart: number;
 }
 
 export interface LocalPlatform {
@@ -79,6 +89,8 @@ export interface LocalPlatform {
 export class PlatformAlreadyRunningError extends Error {
   override readonly name = 'PlatformAlreadyRunningError';
 }
+
+export { InvalidPortsFileError, PortInUseError } from './stable-ports';
 
 /** Paths inside the state directory. */
 function statePaths(stateDir: string) {
@@ -118,11 +130,24 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
   const logger = new StreamLogger(logStream, { serviceName: 'agent-jobs-local', logLevel: options.logLevel ?? 'INFO' });
   const stack = new ShutdownStack();
   stack.push(() => closeStream(logStream));
+  const recorded = await readRecordedPorts(stateDir);
+  const ports = choosePorts(options.ports ?? {}, recorded);
   try {
-    const emulators = await startEmulators({ ports: options.ports, dynamoDbPath: options.persist === false ? undefined : paths.dynamodb });
+    const emulators = await startEmulators({
+      ports,
+      dynamoDbPath: options.persist === false ? undefined : paths.dynamodb,
+      topology: queueTopology(options.workers),
+    }).catch((error: unknown) => {
+      throw explainBindFailure(error, stateDir, recorded);
+    });
     stack.push(() => emulators.stop());
-    const git = await startGitServer({ root: paths.repos, port: options.ports?.git });
+    const git = await startGitServer({ root: paths.repos, port: ports.git }).catch((error: unknown) => {
+      throw explainBindFailure(error, stateDir, recorded);
+    });
     stack.push(() => git.close());
+    await recordPorts(stateDir, { sqs: portOf(emulators.endpoints.sqs), dynamodb: portOf(emulators.endpoints.dynamodb), git: git.port });
+    // Before any worker runs: every lease in the ledger now belongs to a worker of a dead run.
+    const unfinished = await releaseOrphanedLeases(localLedger(emulators), Date.now());
     const events = new JsonlEventLog(paths.events);
     const testRunner = new LocalTestRunner({ stateDir: paths.testRuns });
     stack.push(() => testRunner.close());
@@ -134,7 +159,8 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
       stack.push(() => view.stop());
     }
 
-    const parts: LocalWorkerParts = { workRoot: paths.work, testRunner, prHost: new LocalPullRequestStore(stateDir) };
+    const localParts: LocalWorkerParts = { workRoot: paths.work, testRunner, prHost: new LocalPullRequestStore(stateDir) };
+    const parts = options.decorateParts ? options.decorateParts(localParts) : localParts;
     const wiring: Wiring = { emulators, events, logger, parts, backoff: options.backoff ?? DEFAULT_BACKOFF };
     const pollers = await Promise.all(emulators.topology.map((spec) => startWorker(spec, wiring)));
     stack.push(() => Promise.all(pollers.map((p) => p.stop())).then(() => undefined));
@@ -152,12 +178,14 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
       gitUrl: git.url,
       eventLog: paths.events,
       logFile: paths.log,
+      unfinishedAtStart: unfinished.length,
     };
     await writeFileAtomic(paths.info, JSON.stringify(info, null, 2));
     stack.push(() => rm(paths.info, { force: true }));
 
     output?.write(readyLine(info, options.persist !== false));
     logger.info('local platform started', { stateDir, endpoints: info.endpoints, gitUrl: info.gitUrl });
+    if (unfinished.length > 0) logger.warn('jobs left unfinished by the last run: re-send them', { jobIds: unfinished.map((j) => j.jobId) });
     return { info, emulators, git, events, stop: stack.unwind };
   } catch (error) {
     await stack.unwind();
@@ -203,6 +231,9 @@ function readyLine(info: PlatformInfo, persist: boolean): string {
     `  dynamodb ${info.endpoints.dynamodb}   (${ledger})`,
     `  git      ${info.gitUrl}/<repo>.git`,
     `  state    ${info.stateDir}   logs: ${info.logFile}`,
+    ...(info.unfinishedAtStart > 0
+      ? [`  ${info.unfinishedAtStart} job(s) of the last run have no outcome and their messages are gone: re-send them (agent-jobs unfinished lists them)`]
+      : []),
     '  Ctrl-C to stop',
     '',
   ].join('\n');

@@ -50,7 +50,17 @@ export interface RunningPlatform {
    * and run again after a replay or redrive, where `wait` would return at once.
    */
   untilJob<T extends { status: string }>(jobId: string, done: (job: T) => boolean): Promise<T>;
+  /** Stops it with SIGINT, checks every port is free again and deletes the state directory. */
   stop(): Promise<void>;
+  /** `kill -9`: the platform dies mid-work; its state directory stays for a restart. */
+  kill(): Promise<void>;
+}
+
+export interface PlatformOptions {
+  /** Start from this state directory (e.g. a killed platform's) instead of a new one. */
+  readonly stateDir?: string;
+  /** `local up --persist`: the ledger is kept on disk. */
+  readonly persist?: boolean;
 }
 
 export function runCli(args: readonly string[], stdin?: string): Promise<CliResult> {
@@ -67,9 +77,9 @@ export function runCli(args: readonly string[], stdin?: string): Promise<CliResu
 }
 
 /** Starts `agent-jobs local up --json` and resolves once it printed its ready line. */
-export async function startPlatform(): Promise<RunningPlatform> {
-  const stateDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-e2e-'));
-  const child = spawn(process.execPath, [BIN, 'local', 'up', '--json', '--state-dir', stateDir], {
+export async function startPlatform(options: PlatformOptions = {}): Promise<RunningPlatform> {
+  const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), 'agent-jobs-e2e-')));
+  const child = spawn(process.execPath, [BIN, 'local', 'up', '--json', '--state-dir', stateDir, ...(options.persist ? ['--persist'] : [])], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, NODE_NO_WARNINGS: '1' },
@@ -123,6 +133,10 @@ export async function startPlatform(): Promise<RunningPlatform> {
       await stopChild(child, exited);
       for (const url of [...Object.values(ready.endpoints), ready.gitUrl]) await expectPortFree(Number(new URL(url).port));
       await rm(stateDir, { recursive: true, force: true });
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
     },
   };
 }

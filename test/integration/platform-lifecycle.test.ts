@@ -4,8 +4,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { createServer } from 'node:net';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { PlatformAlreadyRunningError, readPlatformInfo, startPlatform, type LocalPlatform } from '../../src/local/platform';
+import { localLedger } from '../../src/compose/local';
+import { PlatformAlreadyRunningError, PortInUseError, readPlatformInfo, startPlatform, type LocalPlatform } from '../../src/local/platform';
+import { portsFile } from '../../src/local/stable-ports';
+import { claimOf, newJob } from '../support/ledger-contract';
 
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
 
@@ -59,6 +63,50 @@ describe('local platform lifecycle', () => {
 
     const third = await start({ reset: true });
     expect(await read(third)).toBeUndefined();
+  });
+
+  it('keeps its ports across a restart, so repository and queue URLs stay the same', async () => {
+    const first = await start();
+    const { info } = first;
+    await first.stop();
+
+    const second = await start();
+
+    expect(second.info).toMatchObject({ endpoints: info.endpoints, gitUrl: info.gitUrl, queueUrls: info.queueUrls, dlqUrls: info.dlqUrls });
+    expect(second.git.repoUrl('app')).toBe(first.git.repoUrl('app'));
+  });
+
+  it('refuses to start on a recorded port another process holds, naming the port and the file', async () => {
+    const first = await start();
+    const gitPort = first.git.port;
+    await first.stop();
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(gitPort, '127.0.0.1', resolve));
+    try {
+      const refused = start();
+      await expect(refused).rejects.toThrow(PortInUseError);
+      await expect(refused).rejects.toThrow(`the git port ${gitPort} recorded in ${portsFile(stateDir)} is in use`);
+      // Nothing half-started stays behind: the state directory is free for the next start.
+      expect(await readPlatformInfo(stateDir)).toBeUndefined();
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
+  });
+
+  it('ends the leases a dead run left, so re-sent jobs run at once, and counts them as unfinished', async () => {
+    const first = await start({ persist: true });
+    // A worker of the first run claimed a job and died: its lease (15 minutes) is still live.
+    const orphan = newJob();
+    const claim = claimOf(orphan, { now: Date.now(), leaseMs: 15 * 60_000 });
+    expect((await localLedger(first.emulators).claim(claim)).kind).toBe('claimed');
+    await first.stop();
+
+    const second = await start({ persist: true });
+
+    expect(second.info.unfinishedAtStart).toBe(1);
+    const ledger = localLedger(second.emulators);
+    expect((await ledger.getJob(orphan.jobId))?.leaseUntil).toBeLessThanOrEqual(Date.now());
+    expect(await ledger.claim(claimOf(orphan, { now: Date.now() }))).toMatchObject({ kind: 'claimed', record: { attempt: 2 } });
   });
 
   it('stops on SIGINT: removes platform.json, closes every port and lets the process exit by itself', async () => {

@@ -254,6 +254,29 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
       });
     });
 
+    describe('unfinished jobs', () => {
+      it('lists the delivered jobs without an outcome (IN_FLIGHT, FORWARDED), oldest first, and nothing else', async () => {
+        const running = newJob({ createdAt: '2025-12-31T00:00:00Z' });
+        await ledger.claim(claimOf(running));
+        const forwarded = newJob({ createdAt: '2025-12-31T00:00:01Z' });
+        await settle(forwarded, { status: 'FORWARDED', pin: PIN }, { workspaceId: forwarded.workspaceId, seq: 1 });
+        const finished = [newJob(), newJob(), newJob()];
+        await settle(finished[0]!, { status: 'SUCCEEDED', result: {} });
+        await settle(finished[1]!, FAILED);
+        await settle(finished[2]!, SKIPPED);
+        await ledger.cancel(`job-${randomUUID()}`, NOW);
+        await ledger.takeWorkspace({ workspaceId: running.workspaceId, jobId: running.jobId, now: NOW });
+
+        const listed = await ledger.listUnfinished();
+
+        const ids = listed.map((j) => j.jobId);
+        expect(ids.filter((id) => id === running.jobId || id === forwarded.jobId)).toEqual([running.jobId, forwarded.jobId]);
+        for (const job of finished) expect(ids).not.toContain(job.jobId);
+        expect(listed.every((j) => j.status === 'IN_FLIGHT' || j.status === 'FORWARDED')).toBe(true);
+        expect(listed.find((j) => j.jobId === forwarded.jobId)).toMatchObject({ status: 'FORWARDED', pin: PIN, workspaceId: forwarded.workspaceId });
+      });
+    });
+
     describe('workspace cursor', () => {
       it('moves in order, fences on an unfinished predecessor and lists jobs in the order taken', async () => {
         const workspaceId = `ws-${randomUUID()}`;

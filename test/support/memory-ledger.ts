@@ -9,17 +9,18 @@
  * Records are copied in and out: a caller cannot change the stored state by mutating what it got.
  */
 import { LeaseLostError, TransientJobError } from '../../src/core/errors';
-import { canTakeWorkspace, claimOutcome, isClaimable, RERUN_STATUSES, ttlFor, workspaceTakeOutcome } from '../../src/core/ledger';
-import type {
-  CancelOutcome,
-  ClaimRequest,
-  CompleteInput,
-  JobRecord,
-  Ledger,
-  SettledClaim,
-  SettledTake,
-  TakeWorkspaceInput,
-  WorkspaceRecord,
+import { byCreation, canTakeWorkspace, claimOutcome, isClaimable, RERUN_STATUSES, ttlFor, workspaceTakeOutcome } from '../../src/core/ledger';
+import {
+  UNFINISHED_STATUSES,
+  type CancelOutcome,
+  type ClaimRequest,
+  type CompleteInput,
+  type JobRecord,
+  type Ledger,
+  type SettledClaim,
+  type SettledTake,
+  type TakeWorkspaceInput,
+  type WorkspaceRecord,
 } from '../../src/core/ports';
 
 /** As DynamoDbLedger: a refused write whose read finds the record claimable again is retried this often. */
@@ -139,6 +140,10 @@ export class MemoryLedger implements Ledger {
       .filter((job) => job.wsSeq !== undefined && this.workspaceOf.get(job.jobId) === workspaceId)
       .sort((a, b) => (a.wsSeq ?? 0) - (b.wsSeq ?? 0))
       .map(copy);
+  }
+
+  async listUnfinished(): Promise<JobRecord[]> {
+    return [...this.jobs.values()].filter((job) => UNFINISHED_STATUSES.includes(job.status)).sort(byCreation).map(copy);
   }
 
   async cancel(jobId: string, now: number): Promise<CancelOutcome> {

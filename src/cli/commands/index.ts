@@ -5,6 +5,7 @@ import { dlqList, dlqRedrive, dlqShow } from './dlq';
 import { enqueue } from './enqueue';
 import { cancel, jobs, status, wait } from './jobs';
 import { demo, localUp, repoImport } from './local';
+import { unfinished } from './unfinished';
 import { workspaceShow, workspaceUnblock } from './workspace';
 
 export const COMMANDS: readonly CommandSpec<CliContext>[] = [
@@ -21,4 +22,5 @@ export const COMMANDS: readonly CommandSpec<CliContext>[] = [
   dlqShow,
   dlqRedrive,
   cancel,
+  unfinished,
 ];

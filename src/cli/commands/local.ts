@@ -51,14 +51,14 @@ export const localUp: CommandSpec<CliContext> = {
   options: {
     reset: { type: 'boolean', description: 'delete the state directory first' },
     persist: { type: 'boolean', description: 'keep the ledger on disk across restarts (queues are always in memory)' },
-    'port-sqs': { type: 'string', valueName: 'n', description: 'SQS + S3 port (default: a free port)' },
-    'port-dynamodb': { type: 'string', valueName: 'n', description: 'DynamoDB port (default: a free port)' },
-    'port-git': { type: 'string', valueName: 'n', description: 'git server port (default: a free port)' },
+    'port-sqs': { type: 'string', valueName: 'n', description: 'SQS + S3 port (default: the last one used from this state directory, else a free port)' },
+    'port-dynamodb': { type: 'string', valueName: 'n', description: 'DynamoDB port (default: the last one used from this state directory, else a free port)' },
+    'port-git': { type: 'string', valueName: 'n', description: 'git server port (default: the last one used from this state directory, else a free port)' },
     demo: { type: 'boolean', description: 'run the scripted demo once the platform is up' },
   },
   notes: ['With --json: one JSON line (the platform description) when ready, and nothing else on stdout.'],
   async run(ctx, { values }) {
-    const { startPlatform, PlatformAlreadyRunningError } = loadPlatform();
+    const { startPlatform, PlatformAlreadyRunningError, PortInUseError, InvalidPortsFileError } = loadPlatform();
     const platform = await startPlatform({
       stateDir: ctx.stateDir,
       ports: ports(values, this.path),
@@ -66,7 +66,8 @@ export const localUp: CommandSpec<CliContext> = {
       persist: values.persist === true,
       output: ctx.json ? null : terminal(ctx.io.stdout),
     }).catch((error: unknown) => {
-      throw error instanceof PlatformAlreadyRunningError ? new TargetError(error.message) : error;
+      const refused = error instanceof PlatformAlreadyRunningError || error instanceof PortInUseError || error instanceof InvalidPortsFileError;
+      throw refused ? new TargetError(error.message) : error;
     });
     try {
       if (ctx.json) ctx.io.stdout(`${JSON.stringify(platform.info)}\n`);
