@@ -73,8 +73,6 @@ export interface PlatformInfo {
   readonly gitUrl: string;
   readonly eventLog: string;
   readonly logFile: string;
-  /** Jobs the previous run left without an outcome (their messages died with it): to be re-sent. */
-  readonly unfinishedAtStart: number;
 }
 
 export interface LocalPlatform {
@@ -82,6 +80,8 @@ export interface LocalPlatform {
   readonly emulators: LocalEmulators;
   readonly git: GitServer;
   readonly events: JsonlEventLog;
+  /** Jobs the previous run left without an outcome (their messages died with it): to be re-sent. */
+  readonly unfinishedAtStart: number;
   /** Stops pollers (in-flight batches finish), servers and files; safe to call twice. */
   stop(): Promise<void>;
 }
@@ -178,15 +178,14 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
       gitUrl: git.url,
       eventLog: paths.events,
       logFile: paths.log,
-      unfinishedAtStart: unfinished.length,
     };
     await writeFileAtomic(paths.info, JSON.stringify(info, null, 2));
     stack.push(() => rm(paths.info, { force: true }));
 
-    output?.write(readyLine(info, options.persist !== false));
+    output?.write(readyLine(info, options.persist !== false, unfinished.length));
     logger.info('local platform started', { stateDir, endpoints: info.endpoints, gitUrl: info.gitUrl });
     if (unfinished.length > 0) logger.warn('jobs left unfinished by the last run: re-send them', { jobIds: unfinished.map((j) => j.jobId) });
-    return { info, emulators, git, events, stop: stack.unwind };
+    return { info, emulators, git, events, unfinishedAtStart: unfinished.length, stop: stack.unwind };
   } catch (error) {
     await stack.unwind();
     throw error;
@@ -223,7 +222,7 @@ async function startWorker(spec: QueueSpec, wiring: Wiring): Promise<QueuePoller
   });
 }
 
-function readyLine(info: PlatformInfo, persist: boolean): string {
+function readyLine(info: PlatformInfo, persist: boolean, unfinished: number): string {
   const ledger = persist ? 'ledger on disk' : 'ledger in memory';
   return [
     `agent-jobs local platform ready (pid ${info.pid})`,
@@ -231,8 +230,8 @@ function readyLine(info: PlatformInfo, persist: boolean): string {
     `  dynamodb ${info.endpoints.dynamodb}   (${ledger})`,
     `  git      ${info.gitUrl}/<repo>.git`,
     `  state    ${info.stateDir}   logs: ${info.logFile}`,
-    ...(info.unfinishedAtStart > 0
-      ? [`  ${info.unfinishedAtStart} job(s) of the last run have no outcome and their messages are gone: re-send them (agent-jobs unfinished lists them)`]
+    ...(unfinished > 0
+      ? [`  ${unfinished} job(s) of the last run have no outcome and their messages are gone: re-send them (agent-jobs unfinished lists them)`]
       : []),
     '  Ctrl-C to stop',
     '',

@@ -103,7 +103,7 @@ describe('local platform lifecycle', () => {
 
     const second = await start({ persist: true });
 
-    expect(second.info.unfinishedAtStart).toBe(1);
+    expect(second.unfinishedAtStart).toBe(1);
     const ledger = localLedger(second.emulators);
     expect((await ledger.getJob(orphan.jobId))?.leaseUntil).toBeLessThanOrEqual(Date.now());
     expect(await ledger.claim(claimOf(orphan, { now: Date.now() }))).toMatchObject({ kind: 'claimed', record: { attempt: 2 } });
