@@ -7,7 +7,7 @@ import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import * as z from 'zod/mini';
 import '../../contract/zod-english';
-import { ENV } from '../../contract/runtime-env';
+import { ENV, SECRET_PLACEHOLDER } from '../../contract/runtime-env';
 import { ConfigurationError } from '../core/errors';
 
 const gitCredentialsSchema = z.strictObject({ username: z.string().check(z.minLength(1)), password: z.string().check(z.minLength(1)) });
@@ -39,26 +39,54 @@ export class SecretsManagerSecrets implements SecretsSource {
     this.provider = new SecretsProvider({ awsSdkV3Client: options.client });
   }
 
-  gitCredentials(): Promise<GitCredentials> {
-    return this.fetch(this.options.gitCredentialsArn, ENV.gitCredentialsSecretArn, gitCredentialsSchema, 'json');
+  async gitCredentials(): Promise<GitCredentials> {
+    const { arn, raw } = await this.fetch(this.options.gitCredentialsArn, ENV.gitCredentialsSecretArn);
+    return parseGitCredentials(raw, `${arn} (${ENV.gitCredentialsSecretArn})`);
   }
 
-  githubToken(): Promise<string> {
-    return this.fetch(this.options.githubTokenArn, ENV.githubTokenSecretArn, githubTokenSchema, 'auto');
+  async githubToken(): Promise<string> {
+    const { arn, raw } = await this.fetch(this.options.githubTokenArn, ENV.githubTokenSecretArn);
+    return parseGithubToken(raw, `${arn} (${ENV.githubTokenSecretArn})`);
   }
 
-  private async fetch<T>(arn: string | undefined, envName: string, schema: z.ZodMiniType<T>, format: 'json' | 'auto'): Promise<T> {
+  private async fetch(arn: string | undefined, envName: string): Promise<{ arn: string; raw: unknown }> {
     if (!arn) throw new ConfigurationError(`${envName} is not set`);
-    const raw = await this.provider.get(arn, { maxAge: this.options.maxAgeSeconds ?? 300 });
-    const value = typeof raw === 'string' ? parseSecret(raw, format) : raw;
-    const parsed = schema.safeParse(value);
-    // The message names the secret and the fields, never the value.
-    if (!parsed.success) {
-      const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(value)'}: ${i.message}`).join('; ');
-      throw new ConfigurationError(`secret ${arn} (${envName}) is malformed: ${problems}`);
-    }
-    return parsed.data;
+    return { arn, raw: await this.provider.get(arn, { maxAge: this.options.maxAgeSeconds ?? 300 }) };
   }
+}
+
+/**
+ * A git credentials secret's value (`{"username","password"}`), validated. `secret` names it in
+ * errors (ARN and setting); an error never contains the value. The post-deploy check reads the
+ * secrets through these too, so the functions and the check agree on what a good secret is.
+ */
+export function parseGitCredentials(raw: unknown, secret: string): GitCredentials {
+  return parseSecretValue(raw, secret, gitCredentialsSchema, 'json');
+}
+
+/** A GitHub token secret's value: the bare token, or `{"token"}`. */
+export function parseGithubToken(raw: unknown, secret: string): string {
+  return parseSecretValue(raw, secret, githubTokenSchema, 'auto');
+}
+
+function parseSecretValue<T>(raw: unknown, secret: string, schema: z.ZodMiniType<T>, format: 'json' | 'auto'): T {
+  const value = typeof raw === 'string' ? parseSecret(raw, format) : raw;
+  if (holdsPlaceholder(value)) {
+    throw new ConfigurationError(`secret ${secret} still holds the placeholder ${SECRET_PLACEHOLDER} the stack created it with: store the credential in it (README, Deploy)`);
+  }
+  const parsed = schema.safeParse(value);
+  // The message names the secret and the fields, never the value.
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(value)'}: ${i.message}`).join('; ');
+    throw new ConfigurationError(`secret ${secret} is malformed: ${problems}`);
+  }
+  return parsed.data;
+}
+
+/** A secret the stack created and nobody filled in: the placeholder as the value or as any field. */
+function holdsPlaceholder(value: unknown): boolean {
+  if (value === SECRET_PLACEHOLDER) return true;
+  return typeof value === 'object' && value !== null && Object.values(value).includes(SECRET_PLACEHOLDER);
 }
 
 function parseSecret(raw: string, format: 'json' | 'auto'): unknown {

@@ -1,7 +1,6 @@
 /** The open_pr function's dependencies on AWS: the pipeline's (aws.ts) plus GitHub and its token. */
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { Octokit } from '@octokit/core';
-import { JOB_TYPES } from '../../contract/job-types';
 import { ENV, GITHUB_API_DEFAULT_URL } from '../../contract/runtime-env';
 import type { OpenPrDeps } from '../core/jobs/open-pr';
 import { GitHubPullRequestHost, octokitLog } from '../adapters/github-pr-host';
@@ -13,7 +12,7 @@ export function awsOpenPrDeps(env: NodeJS.ProcessEnv = process.env): OpenPrDeps 
   const secrets = new SecretsManagerSecrets({ client: new SecretsManagerClient(awsClientConfig(env)), githubTokenArn: requireEnv(ENV.githubTokenSecretArn, env) });
   const baseUrl = env[ENV.githubApiUrl] || GITHUB_API_DEFAULT_URL;
   return {
-    ...awsPipelineDeps('stage', JOB_TYPES.open_pr.stage, env),
+    ...awsPipelineDeps('stage', env),
     // A client per job with the (cached) secret value: a rotated token is picked up without a restart.
     host: new GitHubPullRequestHost(async () => new Octokit({ auth: await secrets.githubToken(), baseUrl, log: octokitLog(logger) })),
   };

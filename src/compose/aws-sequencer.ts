@@ -7,7 +7,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { JOB_TYPES, SEQUENCER, type StagedJobType } from '../../contract/job-types';
+import { JOB_TYPES, type StagedJobType } from '../../contract/job-types';
 import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { applyPatchProcessor } from '../core/jobs/apply-patch';
 import type { SequencerDeps } from '../core/sequencer';
@@ -32,7 +32,7 @@ export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): Sequence
   const git = new IsomorphicGitWorkspace({ credentials: () => secrets.gitCredentials(), workRoot: SEQUENCER_WORK_ROOT, logger });
   const s3 = new S3Client({ ...awsClientConfig(env), forcePathStyle: Boolean(env['AWS_ENDPOINT_URL']) });
   return {
-    ...awsPipelineDeps('sequencer', SEQUENCER, env),
+    ...awsPipelineDeps('sequencer', env),
     ordered: { apply_patch: applyPatchProcessor({ diffStore: new S3DiffStore(s3, read(ENV.diffBucket)), git }) },
     git,
     stageQueueUrls: stageQueueUrlsFromEnv(read),

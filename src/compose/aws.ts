@@ -14,9 +14,7 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { WorkerSettings } from '../../contract/job-types';
 import { ENV } from '../../contract/runtime-env';
-import { VISIBILITY_TIMEOUT_FACTOR } from '../../contract/topology';
 import { ConfigurationError } from '../core/errors';
 import { DEFAULT_BACKOFF, type PipelineDeps, type PipelineSettings } from '../core/pipeline';
 import type { Consumer } from '../core/ports';
@@ -39,13 +37,17 @@ export function positiveIntEnv(name: string, env: NodeJS.ProcessEnv = process.en
   return value;
 }
 
-/** The pipeline settings of a worker, from the environment the stack sets for it. */
-export function pipelineSettingsFromEnv(consumer: Consumer, worker: WorkerSettings, env: NodeJS.ProcessEnv = process.env): PipelineSettings {
+/**
+ * The pipeline settings of a worker, from the environment the stack sets for it: the values as
+ * deployed, with the environment's overrides applied (never the catalog's compiled defaults, or a
+ * longer timeout would heartbeat a message to a visibility shorter than the function runs).
+ */
+export function pipelineSettingsFromEnv(consumer: Consumer, env: NodeJS.ProcessEnv = process.env): PipelineSettings {
   return {
     consumer,
     leaseSeconds: positiveIntEnv(ENV.leaseSeconds, env),
     maxReceiveCount: positiveIntEnv(ENV.maxReceiveCount, env),
-    visibilitySeconds: worker.timeoutSeconds * VISIBILITY_TIMEOUT_FACTOR,
+    visibilitySeconds: positiveIntEnv(ENV.visibilityTimeoutSeconds, env),
     backoff: DEFAULT_BACKOFF,
   };
 }
@@ -76,7 +78,7 @@ export function ledgerFromEnv(client: DynamoDBDocumentClient = awsClients.dynamo
  * What every consumer shares on AWS: the ledger, its own DLQ, the event bus, metrics, logger,
  * clock and pipeline settings. The worker functions below add their own adapters on top.
  */
-export function awsPipelineDeps(consumer: Consumer, worker: WorkerSettings, env: NodeJS.ProcessEnv = process.env): PipelineDeps {
+export function awsPipelineDeps(consumer: Consumer, env: NodeJS.ProcessEnv = process.env): PipelineDeps {
   return {
     ledger: ledgerFromEnv(awsClients.dynamodb(), env),
     queueOps: new SqsQueueOps({ client: awsClients.sqs(), dlqUrl: requireEnv(ENV.dlqUrl, env) }),
@@ -85,7 +87,7 @@ export function awsPipelineDeps(consumer: Consumer, worker: WorkerSettings, env:
     logger,
     clock: systemClock,
     newOwner: randomOwner,
-    settings: pipelineSettingsFromEnv(consumer, worker, env),
+    settings: pipelineSettingsFromEnv(consumer, env),
   };
 }
 

@@ -5,7 +5,7 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
-import { EVENT_SOURCE } from '../../contract/runtime-env';
+import { EVENT_SOURCE, SECRET_PLACEHOLDER } from '../../contract/runtime-env';
 import { S3DiffStore } from '../../src/adapters/diff-store';
 import { EventBridgePublisher, JsonlEventLog } from '../../src/adapters/events';
 import { SecretsManagerSecrets } from '../../src/adapters/secrets';
@@ -126,6 +126,16 @@ describe('SecretsManagerSecrets', () => {
     await expect(read).rejects.toThrow(ConfigurationError);
     await expect(read).rejects.toThrow(new RegExp(`secret ${gitArn} \\(GIT_CREDENTIALS_SECRET_ARN\\) is malformed.*password`));
     await expect(read).rejects.not.toThrow(/hunter2/);
+  });
+
+  it('refuses the placeholder a stack-created secret holds until the operator stores the credential, naming the secret', async () => {
+    secretsManager
+      .on(GetSecretValueCommand, { SecretId: gitArn }).resolves({ SecretString: JSON.stringify({ username: SECRET_PLACEHOLDER, password: SECRET_PLACEHOLDER }) })
+      .on(GetSecretValueCommand, { SecretId: tokenArn }).resolves({ SecretString: SECRET_PLACEHOLDER });
+    const git = secrets().gitCredentials();
+    await expect(git).rejects.toThrow(ConfigurationError);
+    await expect(git).rejects.toThrow(`secret ${gitArn} (GIT_CREDENTIALS_SECRET_ARN) still holds the placeholder ${SECRET_PLACEHOLDER}`);
+    await expect(secrets().githubToken()).rejects.toThrow(`secret ${tokenArn} (GITHUB_TOKEN_SECRET_ARN) still holds the placeholder`);
   });
 
   it('names the missing setting when a secret ARN is not configured', async () => {

@@ -10,6 +10,7 @@ const sequencerEnv = (): NodeJS.ProcessEnv => ({
   [ENV.ledgerRetentionDays]: '30',
   [ENV.leaseSeconds]: '180',
   [ENV.maxReceiveCount]: '5',
+  [ENV.visibilityTimeoutSeconds]: String(SEQUENCER.timeoutSeconds * 6),
   [ENV.dlqUrl]: 'https://sqs.eu-west-1.amazonaws.com/1/agent-jobs-dlq.fifo',
   [ENV.eventBus]: 'bus',
   [ENV.diffBucket]: 'diffs',
@@ -30,14 +31,21 @@ describe('cold-start configuration', () => {
     }
   });
 
-  it('derives the pipeline settings from the environment and the worker declaration', () => {
-    expect(pipelineSettingsFromEnv('sequencer', SEQUENCER, sequencerEnv())).toEqual({
+  it('derives the pipeline settings from the environment the stack sets', () => {
+    expect(pipelineSettingsFromEnv('sequencer', sequencerEnv())).toEqual({
       consumer: 'sequencer',
       leaseSeconds: 180,
       maxReceiveCount: 5,
       visibilitySeconds: SEQUENCER.timeoutSeconds * 6,
       backoff: { baseSeconds: 10, capSeconds: 900 },
     });
+  });
+
+  it("heartbeats to the queue's visibility as deployed: an environment's timeout override, not the catalog's value", () => {
+    // workers.sequencer.timeoutSeconds = 900 deploys the queue with 5400 s (6 x 900); the catalog's 120 s would give 720 s.
+    const env = { ...sequencerEnv(), [ENV.leaseSeconds]: '900', [ENV.visibilityTimeoutSeconds]: '5400' };
+    expect(pipelineSettingsFromEnv('sequencer', env)).toMatchObject({ leaseSeconds: 900, visibilitySeconds: 5400 });
+    expect(awsSequencerDeps(env).settings.visibilitySeconds).toBe(5400);
   });
 
   it('points the SDK clients at AWS_ENDPOINT_URL only when it is set', () => {

@@ -17,6 +17,7 @@ describe('stage handlers at cold start', () => {
     EVENT_BUS_NAME: 'bus',
     LEASE_SECONDS: '300',
     MAX_RECEIVE_COUNT: '5',
+    VISIBILITY_TIMEOUT_SECONDS: '5400',
   };
 
   it.each([
