@@ -12,6 +12,7 @@ module.exports = {
   },
   transformIgnorePatterns: [`node_modules/(?!(${esmOnly.join('|')})/)`],
   snapshotSerializers: ['<rootDir>/test/infra/asset-hash-serializer.ts'],
+  setupFiles: ['<rootDir>/test/setup/quiet-sdk-notice.ts'],
   setupFilesAfterEnv: ['aws-cdk-lib/testhelpers/jest-autoclean'],
   testTimeout: 60_000,
   maxWorkers: 2,
