@@ -59,6 +59,8 @@ export const localUp: CommandSpec<CliContext> = {
   notes: ['With --json: one JSON line (the platform description) when ready, and nothing else on stdout.'],
   async run(ctx, { values }) {
     const { startPlatform, PlatformAlreadyRunningError, PortInUseError, InvalidPortsFileError } = loadPlatform();
+    // Listen before the ready line prints: a Ctrl-C right after it must stop cleanly, not kill.
+    const interrupted = ctx.io.untilInterrupted();
     const platform = await startPlatform({
       stateDir: ctx.stateDir,
       ports: ports(values, this.path),
@@ -72,7 +74,7 @@ export const localUp: CommandSpec<CliContext> = {
     try {
       if (ctx.json) ctx.io.stdout(`${JSON.stringify(platform.info)}\n`);
       if (values.demo === true) await demoAgainst(ctx, ctx.stateDir);
-      await ctx.io.untilInterrupted();
+      await interrupted;
     } finally {
       await platform.stop();
     }
