@@ -11,8 +11,9 @@ import git, { Errors, type HttpClient } from 'isomorphic-git';
 import { PermanentJobError } from '../../core/errors';
 import type { JobLogger, PatchCommitRequest, PatchCommitResult } from '../../core/ports';
 import { hasJobTrailer, preparePatchCommit } from '../../core/patch';
-import { isomorphicGitStore } from './object-store';
-import { classifyRemoteError, remoteOptions, type GitAuth, type RemoteOptions } from './remote';
+import { isomorphicGitStore, recordingWrites } from './object-store';
+import { pushObjects } from './receive-pack';
+import { classifyRemoteError, remoteArgs, remoteOptions, type GitAuth, type RemoteOptions } from './remote';
 import { applyOperations } from './tree-editor';
 
 /** The port's request plus what the adapter brings: credentials and scratch space. */
@@ -73,9 +74,11 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
       );
     }
     const { commit: base } = await git.readCommit({ fs, gitdir, oid: head, cache: session.cache });
-    const tree = await applyOperations(isomorphicGitStore(gitdir, session.cache), base.tree, operations);
+    const store = recordingWrites(isomorphicGitStore(gitdir, session.cache));
+    const tree = await applyOperations(store, base.tree, operations);
     const commitSha = await git.writeCommit({ fs, gitdir, commit: { ...commit, tree, parent: [head] } });
-    const result = await pushFastForward(session, input.jobId, commitSha, head);
+    // Everything the remote lacks: what the patch wrote; the rest of the tree is the parent's.
+    const result = await pushFastForward(session, { jobId: input.jobId, commitSha, parent: head, objects: [...store.written, commitSha] });
     options.logger?.info(result.alreadyApplied ? 'job commit already on the branch' : 'patch committed', {
       jobId: input.jobId,
       commitSha: result.commitSha,
@@ -93,7 +96,7 @@ async function fetchBranch(session: Session, depth: number): Promise<string> {
     const { fetchHead } = await git.fetch({
       fs,
       gitdir: session.gitdir,
-      ...session.remote,
+      ...remoteArgs(session.remote),
       ref: session.branch,
       singleBranch: true,
       depth,
@@ -143,48 +146,37 @@ async function readCommitDeepening(session: Session, oid: string, seen: number):
 
 async function fetchBranchDeepening(session: Session, by: number): Promise<void> {
   try {
-    await git.fetch({ fs, gitdir: session.gitdir, ...session.remote, ref: session.branch, singleBranch: true, depth: by, relative: true, tags: false, cache: session.cache });
+    await git.fetch({ fs, gitdir: session.gitdir, ...remoteArgs(session.remote), ref: session.branch, singleBranch: true, depth: by, relative: true, tags: false, cache: session.cache });
   } catch (error) {
     throw classifyRemoteError(error, `deepen ${session.branch}`);
   }
 }
 
 /**
- * Pushes `commitSha` only if the remote branch is still at `parent` (isomorphic-git sends the ref
- * value it saw, and receive-pack updates the ref only if it still holds that value: a compare-and-swap).
- * When the branch moved, the job either is there already (a twin won) or the branch diverged.
- * When the remote refused the update and the branch did not move (a protected branch, a hook), the
- * host rejects the job.
+ * Pushes `commitSha` only if the remote branch is still at `parent`: receive-pack updates the ref
+ * only if it still holds the value we send (a compare-and-swap). When the branch moved, the job
+ * either is there already (a twin won) or the branch diverged. When the remote refused the update
+ * and the branch did not move (a protected branch, a hook), the host rejects the job.
  */
-async function pushFastForward(session: Session, jobId: string, commitSha: string, parent: string): Promise<ApplyPatchCommitResult> {
-  const localRef = `refs/heads/${session.branch}`;
-  await git.writeRef({ fs, gitdir: session.gitdir, ref: localRef, value: commitSha, force: true });
-  let refusal: InstanceType<typeof Errors.GitPushError> | undefined;
+async function pushFastForward(
+  session: Session,
+  { jobId, commitSha, parent, objects }: { jobId: string; commitSha: string; parent: string; objects: readonly string[] },
+): Promise<ApplyPatchCommitResult> {
+  const ref = `refs/heads/${session.branch}`;
+  let outcome;
   try {
-    await git.push({
-      fs,
-      gitdir: session.gitdir,
-      ...session.remote,
-      ref: localRef,
-      remoteRef: localRef,
-      cache: session.cache,
-      onPrePush: ({ remoteRef }) => remoteRef.oid === parent,
-    });
-    return { commitSha, parentSha: parent, alreadyApplied: false };
+    outcome = await pushObjects({ gitdir: session.gitdir, cache: session.cache, remote: session.remote, ref, oldOid: parent, newOid: commitSha, objects });
   } catch (error) {
-    // UserCanceledError and PushRejectedError: the client saw the branch move. GitPushError: the
-    // remote refused the update, for a moved ref or for a reason of its own.
-    if (error instanceof Errors.GitPushError) refusal = error;
-    else if (!(error instanceof Errors.UserCanceledError || error instanceof Errors.PushRejectedError)) throw classifyRemoteError(error, `push ${session.branch}`);
+    throw classifyRemoteError(error, `push ${session.branch}`);
   }
+  if (outcome.kind === 'pushed') return { commitSha, parentSha: parent, alreadyApplied: false };
   const head = await fetchBranch(session, session.fetchDepth);
   const existing = await findJobCommit(session, jobId, head, parent);
   if (existing) return existing;
-  if (refusal && head === parent) {
+  if (outcome.kind === 'refused' && head === parent) {
     throw new PermanentJobError(
       'REJECTED_BY_TARGET',
-      `push ${session.branch}: the remote refused the update and the branch is still at ${parent}:${refusal.data.prettyDetails}`,
-      { cause: refusal },
+      `push ${session.branch}: the remote refused the update and the branch is still at ${parent}: ${outcome.details}`,
     );
   }
   throw new PermanentJobError(

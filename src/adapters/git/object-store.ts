@@ -32,3 +32,15 @@ export function isomorphicGitStore(gitdir: string, cache: object = {}): ObjectSt
     writeBlob: (blob) => git.writeBlob({ fs, gitdir, blob }),
   };
 }
+
+/** `store`, recording the id of every object written through it. */
+export function recordingWrites(store: ObjectStore): ObjectStore & { readonly written: ReadonlySet<string> } {
+  const written = new Set<string>();
+  const record = (oid: string) => (written.add(oid), oid);
+  return {
+    ...store,
+    written,
+    writeTree: async (entries) => record(await store.writeTree(entries)),
+    writeBlob: async (bytes) => record(await store.writeBlob(bytes)),
+  };
+}

@@ -55,13 +55,26 @@ export function classifyRemoteError(error: unknown, action: string): unknown {
   return error;
 }
 
+/**
+ * The remote's arguments for one isomorphic-git call. The headers are a fresh copy each time:
+ * isomorphic-git writes into the object it is given (Git-Protocol: version=2 for a protocol v2
+ * request), and a receive-pack discovery that then carried that header got no service line.
+ */
+export function remoteArgs(remote: RemoteOptions): RemoteOptions {
+  return { http: remote.http, url: remote.url, headers: { ...remote.headers } };
+}
+
 /** Current commit of `branch` on the remote, or undefined when the branch does not exist. */
 export async function resolveBranchHead(repoUrl: string, branch: string, auth?: GitAuth): Promise<string | undefined> {
+  return remoteBranchHead(remoteOptions(repoUrl, auth), branch);
+}
+
+export async function remoteBranchHead(remote: RemoteOptions, branch: string): Promise<string | undefined> {
   const ref = `refs/heads/${branch}`;
   try {
-    const refs = await git.listServerRefs({ ...remoteOptions(repoUrl, auth), prefix: ref });
+    const refs = await git.listServerRefs({ ...remoteArgs(remote), prefix: ref });
     return refs.find((r) => r.ref === ref)?.oid;
   } catch (error) {
-    throw classifyRemoteError(error, `list refs of ${repoUrl}`);
+    throw classifyRemoteError(error, `list refs of ${remote.url}`);
   }
 }
