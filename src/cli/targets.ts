@@ -13,7 +13,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import * as z from 'zod';
 import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { queueTopology } from '../../contract/topology';
-import { isProcessAlive } from '../local/process-alive';
+import { isProcessAlive } from '../adapters/system';
 import { PLATFORM_FILE } from '../local/state-dir';
 import { TargetError } from './errors';
 

@@ -25,11 +25,16 @@ export function stageQueueUrlsFromEnv(read: (name: string) => string): Record<St
 
 /** Lambda's writable scratch space. */
 export const SEQUENCER_WORK_ROOT = path.join(os.tmpdir(), 'agent-jobs');
+/**
+ * Idle workspace repositories a warm container keeps in /tmp: half of Lambda's default 512 MB of
+ * ephemeral storage, the other half left for the repositories of the jobs running.
+ */
+export const SEQUENCER_REPO_CACHE_BYTES = 256 * 2 ** 20;
 
 export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): SequencerDeps {
   const read = (name: string) => requireEnv(name, env);
   const secrets = new SecretsManagerSecrets({ client: new SecretsManagerClient(awsClientConfig(env)), gitCredentialsArn: read(ENV.gitCredentialsSecretArn) });
-  const git = new IsomorphicGitWorkspace({ credentials: () => secrets.gitCredentials(), workRoot: SEQUENCER_WORK_ROOT, logger });
+  const git = new IsomorphicGitWorkspace({ credentials: () => secrets.gitCredentials(), workRoot: SEQUENCER_WORK_ROOT, cacheBytes: SEQUENCER_REPO_CACHE_BYTES, logger });
   const s3 = new S3Client({ ...awsClientConfig(env), forcePathStyle: Boolean(env['AWS_ENDPOINT_URL']) });
   return {
     ...awsPipelineDeps('sequencer', env),

@@ -89,9 +89,12 @@ export function localPipelineDeps(name: WorkerName, options: LocalWorkerOptions)
   };
 }
 
+/** Idle workspace repositories the local platform keeps between jobs (as a warm Lambda does in /tmp). */
+export const LOCAL_REPO_CACHE_BYTES = 512 * 2 ** 20;
+
 /** The loopback git server needs no credentials. */
 export function localGit(workRoot: string, logger?: JobLogger): IsomorphicGitWorkspace {
-  return new IsomorphicGitWorkspace({ credentials: async () => undefined, workRoot, logger });
+  return new IsomorphicGitWorkspace({ credentials: async () => undefined, workRoot, cacheBytes: LOCAL_REPO_CACHE_BYTES, logger });
 }
 
 export interface LocalSequencerOptions extends LocalWorkerOptions {

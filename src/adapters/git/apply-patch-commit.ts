@@ -3,8 +3,13 @@
  * fast-forward only. Idempotent in the repository itself (docs/design.md "Processing rules" 3): a
  * redelivery finds its trailer commit and returns it; the same base + diff + jobId always produce
  * the same commit hash (author and committer time are the job's createdAt).
+ *
+ * With a repository cache (repo-cache.ts) a job starts from the workspace's repository as the last
+ * job left it: it asks the remote for the branch head first and fetches only when that commit is
+ * missing, so whatever the cache holds, the job works on the remote's head.
  */
 import * as fs from 'node:fs';
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import git, { Errors, type HttpClient } from 'isomorphic-git';
@@ -12,14 +17,15 @@ import { PermanentJobError } from '../../core/errors';
 import type { JobLogger, PatchCommitRequest, PatchCommitResult } from '../../core/ports';
 import { hasJobTrailer, preparePatchCommit } from '../../core/patch';
 import { isomorphicGitStore, recordingWrites } from './object-store';
-import { pushObjects } from './receive-pack';
+import { discoverReceivePack, pushObjects, type ReceivePackAdvertisement } from './receive-pack';
 import { classifyRemoteError, remoteArgs, remoteOptions, type GitAuth, type RemoteOptions } from './remote';
+import type { RepoCache, RepoLease } from './repo-cache';
 import { applyOperations } from './tree-editor';
 
 /** The port's request plus what the adapter brings: credentials and scratch space. */
 export interface ApplyPatchCommitInput extends PatchCommitRequest {
   readonly auth?: GitAuth;
-  /** Parent of the job's scratch repository: a fresh directory is made inside it and removed afterwards. */
+  /** Without a cache: parent of the job's scratch repository, made inside it and removed afterwards. */
   readonly workDir: string;
 }
 
@@ -33,9 +39,11 @@ export interface ApplyPatchOptions {
   readonly logger?: JobLogger;
   /** HTTP client for the remote. @default isomorphic-git's Node client */
   readonly http?: HttpClient;
+  /** Keeps each workspace's repository between jobs. @default none: every job starts from an empty repository */
+  readonly cache?: RepoCache;
 }
 
-/** One job's view of the remote branch, in a scratch bare repository. */
+/** One job's view of the remote branch, in a bare repository of its own. */
 interface Session {
   readonly gitdir: string;
   readonly remote: RemoteOptions;
@@ -45,26 +53,38 @@ interface Session {
   readonly fetchDepth: number;
 }
 
+/** The cache key of a workspace's repository: its remote and branch. */
+export function repoCacheKey(repoUrl: string, branch: string): string {
+  return createHash('sha256').update(`${repoUrl}\n${branch}`).digest('hex').slice(0, 40);
+}
+
 export async function applyPatchCommit(input: ApplyPatchCommitInput, options: ApplyPatchOptions = {}): Promise<ApplyPatchCommitResult> {
   // Validation is pure and comes first: a hostile patch or commit never causes a single request.
   const { operations, commit } = preparePatchCommit(input);
-  const gitdir = await mkdtemp(join(input.workDir, `apply-${input.jobId}-`));
+  const lease = options.cache ? await options.cache.lease(repoCacheKey(input.repoUrl, input.branch)) : await scratchLease(input.workDir, input.jobId);
+  const { gitdir } = lease;
   const session: Session = {
     gitdir,
     remote: remoteOptions(input.repoUrl, input.auth, options.http),
     branch: input.branch,
-    cache: {},
+    cache: lease.memory,
     searchDepth: options.searchDepth ?? 100,
     fetchDepth: options.fetchDepth ?? 10,
   };
+  // The repository goes back to the cache after a normal end: a result, or a verdict on the job
+  // (a permanent error) reached with every write finished. Anything else may have left it half-written.
+  let keep = false;
   try {
-    await git.init({ fs, gitdir, bare: true });
-    // fetch needs a remote's refspec even when given a URL.
-    await git.addRemote({ fs, gitdir, remote: 'origin', url: input.repoUrl });
-    const head = await fetchBranch(session, session.fetchDepth);
+    if (!lease.warm) {
+      await git.init({ fs, gitdir, bare: true });
+      // fetch needs a remote's refspec even when given a URL.
+      await git.addRemote({ fs, gitdir, remote: 'origin', url: input.repoUrl });
+    }
+    const { head, advertised } = lease.warm ? await syncBranch(session) : { head: await fetchBranch(session, session.fetchDepth), advertised: undefined };
     const existing = await findJobCommit(session, input.jobId, head, input.baseSha);
     if (existing) {
       options.logger?.info('job commit already on the branch', { jobId: input.jobId, commitSha: existing.commitSha });
+      keep = true;
       return existing;
     }
     if (input.baseSha !== undefined && head !== input.baseSha) {
@@ -78,15 +98,56 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     const tree = await applyOperations(store, base.tree, operations);
     const commitSha = await git.writeCommit({ fs, gitdir, commit: { ...commit, tree, parent: [head] } });
     // Everything the remote lacks: what the patch wrote; the rest of the tree is the parent's.
-    const result = await pushFastForward(session, { jobId: input.jobId, commitSha, parent: head, objects: [...store.written, commitSha] });
+    const result = await pushFastForward(session, { jobId: input.jobId, commitSha, parent: head, objects: [...store.written, commitSha], advertised });
     options.logger?.info(result.alreadyApplied ? 'job commit already on the branch' : 'patch committed', {
       jobId: input.jobId,
       commitSha: result.commitSha,
       files: operations.length,
+      warm: lease.warm,
     });
+    keep = true;
     return result;
+  } catch (error) {
+    keep = error instanceof PermanentJobError;
+    throw error;
   } finally {
-    await rm(gitdir, { recursive: true, force: true });
+    await lease.release(keep);
+  }
+}
+
+/** Without a cache: an empty repository of the job's own, removed at the end. */
+async function scratchLease(workDir: string, jobId: string): Promise<RepoLease> {
+  const gitdir = await mkdtemp(join(workDir, `apply-${jobId}-`));
+  return { gitdir, warm: false, memory: {}, release: () => rm(gitdir, { recursive: true, force: true }) };
+}
+
+/**
+ * A cached repository is never trusted for where the branch is: the remote is asked, and only a
+ * head the repository lacks is fetched (the local branch is sent as what we have, so the remote
+ * sends only the difference). Asked through a receive-pack discovery: the push that follows reuses
+ * it, so a warm job talks to the remote twice (look, push).
+ */
+async function syncBranch(session: Session): Promise<{ head: string; advertised?: ReceivePackAdvertisement }> {
+  let advertised: ReceivePackAdvertisement;
+  try {
+    advertised = await discoverReceivePack(session.remote);
+  } catch (error) {
+    throw classifyRemoteError(error, `list refs of ${session.branch}`);
+  }
+  const head = advertised.refs.get(`refs/heads/${session.branch}`);
+  if (head === undefined) throw branchNotFound(session.branch);
+  if (!(await hasCommit(session, head))) return { head: await fetchBranch(session, session.fetchDepth) };
+  await git.writeRef({ fs, gitdir: session.gitdir, ref: `refs/heads/${session.branch}`, value: head, force: true });
+  return { head, advertised };
+}
+
+async function hasCommit(session: Session, oid: string): Promise<boolean> {
+  try {
+    await git.readCommit({ fs, gitdir: session.gitdir, oid, cache: session.cache });
+    return true;
+  } catch (error) {
+    if (error instanceof Errors.NotFoundError) return false;
+    throw error;
   }
 }
 
@@ -103,11 +164,19 @@ async function fetchBranch(session: Session, depth: number): Promise<string> {
       tags: false,
       cache: session.cache,
     });
-    if (fetchHead) return fetchHead;
+    if (fetchHead) {
+      // The branch as last seen on the remote: the next fetch sends it as what we have.
+      await git.writeRef({ fs, gitdir: session.gitdir, ref: `refs/heads/${session.branch}`, value: fetchHead, force: true });
+      return fetchHead;
+    }
   } catch (error) {
     if (!(error instanceof Errors.NotFoundError)) throw classifyRemoteError(error, `fetch ${session.branch}`);
   }
-  throw new PermanentJobError('BRANCH_NOT_FOUND', `branch ${session.branch} does not exist on the remote: create it, then replay the job`);
+  throw branchNotFound(session.branch);
+}
+
+function branchNotFound(branch: string): PermanentJobError {
+  return new PermanentJobError('BRANCH_NOT_FOUND', `branch ${branch} does not exist on the remote: create it, then replay the job`);
 }
 
 /**
@@ -160,16 +229,19 @@ async function fetchBranchDeepening(session: Session, by: number): Promise<void>
  */
 async function pushFastForward(
   session: Session,
-  { jobId, commitSha, parent, objects }: { jobId: string; commitSha: string; parent: string; objects: readonly string[] },
+  { jobId, commitSha, parent, objects, advertised }: { jobId: string; commitSha: string; parent: string; objects: readonly string[]; advertised: ReceivePackAdvertisement | undefined },
 ): Promise<ApplyPatchCommitResult> {
   const ref = `refs/heads/${session.branch}`;
   let outcome;
   try {
-    outcome = await pushObjects({ gitdir: session.gitdir, cache: session.cache, remote: session.remote, ref, oldOid: parent, newOid: commitSha, objects });
+    outcome = await pushObjects({ gitdir: session.gitdir, cache: session.cache, remote: session.remote, ref, oldOid: parent, newOid: commitSha, objects, advertised });
   } catch (error) {
     throw classifyRemoteError(error, `push ${session.branch}`);
   }
-  if (outcome.kind === 'pushed') return { commitSha, parentSha: parent, alreadyApplied: false };
+  if (outcome.kind === 'pushed') {
+    await git.writeRef({ fs, gitdir: session.gitdir, ref, value: commitSha, force: true });
+    return { commitSha, parentSha: parent, alreadyApplied: false };
+  }
   const head = await fetchBranch(session, session.fetchDepth);
   const existing = await findJobCommit(session, jobId, head, parent);
   if (existing) return existing;

@@ -1,7 +1,8 @@
 /**
  * Pushes a commit whose new objects the caller knows, as one compare-and-swap on a ref over git's
  * smart HTTP receive-pack: discovery (isomorphic-git's getRemoteInfo2), a pack of exactly the given
- * objects (its packObjects), and the update request with report-status.
+ * objects (its packObjects), and the update request with report-status. A caller that read the
+ * branch head from a discovery (a warm job) hands it in, and the push is then one request.
  *
  * Hand-written instead of isomorphic-git's push because that push finds what to send by walking
  * the whole tree of the new commit and of the merge base: every tree of the repository, twice
@@ -41,11 +42,13 @@ export interface PushRequest {
   readonly newOid: string;
   /** Every object reachable from newOid that the remote may lack (the commit included). */
   readonly objects: readonly string[];
+  /** A discovery already made; the remote's ref lock still checks `oldOid`. @default a new discovery */
+  readonly advertised?: ReceivePackAdvertisement;
 }
 
 export async function pushObjects(request: PushRequest): Promise<PushOutcome> {
   const { remote, ref, oldOid, newOid } = request;
-  const advertised = await discoverReceivePack(remote);
+  const advertised = request.advertised ?? (await discoverReceivePack(remote));
   const remoteOid = advertised.refs.get(ref);
   if (remoteOid !== oldOid) return { kind: 'moved', remoteOid };
   if (!advertised.reportStatus) throw new Error(`${remote.url} does not offer report-status: cannot learn whether a push succeeded`);
