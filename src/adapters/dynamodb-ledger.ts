@@ -292,8 +292,11 @@ export class DynamoDbLedger implements Ledger {
             UpdateExpression:
               'SET seq = if_not_exists(seq, :zero) + :one, currentJobId = :job, currentDone = :false, ' +
               `#state = if_not_exists(#state, :active), workspaceId = :ws, updatedAt = :now${input.repo ? ', #repo = if_not_exists(#repo, :repo)' : ''}`,
-            ConditionExpression: 'attribute_not_exists(pk) OR (#state = :active AND (attribute_not_exists(currentDone) OR currentDone = :true))',
-            ExpressionAttributeNames: { '#state': 'state', ...(input.repo ? { '#repo': 'repo' } : {}) },
+            ConditionExpression:
+              'attribute_not_exists(pk) OR (#state = :active AND (attribute_not_exists(currentDone) OR currentDone = :true)' +
+              // Bound by the first job: a job naming another repository or branch never takes the cursor (matchesBinding).
+              `${input.repo ? ' AND (attribute_not_exists(#repo) OR (#repo.#url = :repoUrl AND #repo.#branch = :repoBranch))' : ''})`,
+            ExpressionAttributeNames: { '#state': 'state', ...(input.repo ? { '#repo': 'repo', '#url': 'url', '#branch': 'branch' } : {}) },
             ExpressionAttributeValues: {
               ':zero': 0,
               ':one': 1,
@@ -303,7 +306,7 @@ export class DynamoDbLedger implements Ledger {
               ':active': 'ACTIVE',
               ':ws': input.workspaceId,
               ':now': new Date(input.now).toISOString(),
-              ...(input.repo ? { ':repo': input.repo } : {}),
+              ...(input.repo ? { ':repo': input.repo, ':repoUrl': input.repo.url, ':repoBranch': input.repo.branch } : {}),
             },
             ReturnValues: 'ALL_NEW',
           }),
@@ -312,7 +315,7 @@ export class DynamoDbLedger implements Ledger {
       } catch (error) {
         if (!isConditionFailure(error)) throw error;
       }
-      const outcome = workspaceTakeOutcome(await this.getWorkspace(input.workspaceId), input.jobId);
+      const outcome = workspaceTakeOutcome(await this.getWorkspace(input.workspaceId), input.jobId, input.repo);
       if (outcome.kind !== 'retry') return outcome;
     }
     throw new TransientJobError(`workspace ${input.workspaceId}: cursor kept racing with other writers`);

@@ -16,6 +16,8 @@ export type PermanentReason =
   /** The workspace's branch does not exist on the remote. */
   | 'BRANCH_NOT_FOUND'
   | 'WORKSPACE_UNKNOWN'
+  /** The job names another repository or branch than its workspace is bound to (by its first job). */
+  | 'WORKSPACE_MISMATCH'
   | 'RETRIES_EXHAUSTED'
   | 'PREDECESSOR_UNFINISHED'
   | 'REJECTED_BY_TARGET'
@@ -25,7 +27,8 @@ export type PermanentReason =
   | 'TEST_RUN_ERROR';
 
 export class PermanentJobError extends Error {
-  override readonly name = 'PermanentJobError';
+  // string, not the literal: subclasses name themselves.
+  override readonly name: string = 'PermanentJobError';
   constructor(
     readonly reason: PermanentReason,
     message: string,
@@ -39,6 +42,15 @@ export class InvalidJobError extends PermanentJobError {
   constructor(message: string) {
     super('INVALID_JOB', message);
   }
+}
+
+/**
+ * A permanent refusal that came before the job took its workspace turn (e.g. it names another
+ * repository than the workspace is bound to): nothing reached the tree, so the sequencer does not
+ * fence the workspace, and later jobs run.
+ */
+export class RefusedBeforeTurnError extends PermanentJobError {
+  override readonly name = 'RefusedBeforeTurnError';
 }
 
 /** Worth retrying later: throttling, network, 5xx, a lease held by another live worker. */

@@ -4,7 +4,7 @@
  * condition expressions and, when a condition fails, reads the record and asks `claimOutcome` /
  * `workspaceTakeOutcome` what to do. Keeping both sides here lets unit tests pin every case.
  */
-import type { ClaimOutcome, ClaimRequest, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceTakeOutcome } from './ports';
+import type { ClaimOutcome, ClaimRequest, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceRepo, WorkspaceTakeOutcome } from './ports';
 
 /**
  * Finished statuses only a redriven delivery takes over (decisions §2). The job then runs again
@@ -103,14 +103,24 @@ export function ttlFor(now: number, retentionDays: number): number {
 }
 
 
-/** The rule the cursor update's condition encodes (decisions §3). */
-export function canTakeWorkspace(ws: WorkspaceRecord | undefined): boolean {
+/** Whether a job naming `repo` (an ordered job; staged jobs name none) fits the workspace's binding. */
+export function matchesBinding(ws: WorkspaceRecord | undefined, repo: WorkspaceRepo | undefined): boolean {
+  return repo === undefined || ws?.repo === undefined || (ws.repo.url === repo.url && ws.repo.branch === repo.branch);
+}
+
+/** The rule the cursor update's condition encodes (decisions §3), binding included. */
+export function canTakeWorkspace(ws: WorkspaceRecord | undefined, repo?: WorkspaceRepo): boolean {
+  if (!matchesBinding(ws, repo)) return false;
   return ws === undefined || (ws.state === 'ACTIVE' && ws.currentDone !== false);
 }
 
-/** Why the cursor refused a job, from a consistent read of the workspace record. */
-export function workspaceTakeOutcome(ws: WorkspaceRecord | undefined, jobId: string): WorkspaceTakeOutcome {
-  if (ws === undefined || canTakeWorkspace(ws)) return { kind: 'retry' };
+/**
+ * Why the cursor refused a job, from a consistent read of the workspace record. A job naming
+ * another repository or branch can never run here, so that comes first, whatever the state.
+ */
+export function workspaceTakeOutcome(ws: WorkspaceRecord | undefined, jobId: string, repo?: WorkspaceRepo): WorkspaceTakeOutcome {
+  if (ws === undefined || canTakeWorkspace(ws, repo)) return { kind: 'retry' };
+  if (!matchesBinding(ws, repo)) return { kind: 'mismatch', workspace: ws };
   if (ws.state === 'BLOCKED') return { kind: 'blocked', workspace: ws };
   // A redelivery of the job that holds the cursor (it crashed or timed out mid-run): run it again.
   if (ws.currentJobId === jobId || ws.currentJobId === undefined) return { kind: 'taken', workspace: ws };

@@ -53,10 +53,16 @@ export interface JobRecord {
 
 export type WorkspaceState = 'ACTIVE' | 'BLOCKED';
 
+/** The repository and branch a workspace is bound to by its first job. */
+export interface WorkspaceRepo {
+  readonly url: string;
+  readonly branch: string;
+}
+
 /** `pk = ws#<workspaceId>` */
 export interface WorkspaceRecord {
   readonly workspaceId: string;
-  readonly repo?: { readonly url: string; readonly branch: string };
+  readonly repo?: WorkspaceRepo;
   /** Commit sha after the last applied patch. */
   readonly head?: string;
   readonly state: WorkspaceState;
@@ -197,6 +203,8 @@ export type WorkspaceTakeOutcome =
   | { readonly kind: 'taken'; readonly workspace: WorkspaceRecord }
   /** BLOCKED: the job is skipped. */
   | { readonly kind: 'blocked'; readonly workspace: WorkspaceRecord }
+  /** The job names another repository or branch than the workspace is bound to: refused, cursor untouched. */
+  | { readonly kind: 'mismatch'; readonly workspace: WorkspaceRecord }
   /** The previous job left the queue without a verdict: fence the workspace, skip this job. */
   | { readonly kind: 'predecessorUnfinished'; readonly workspace: WorkspaceRecord; readonly predecessor: string }
   | { readonly kind: 'retry' };
@@ -220,8 +228,8 @@ export interface CompleteInput {
 export interface TakeWorkspaceInput {
   readonly workspaceId: string;
   readonly jobId: string;
-  /** apply_patch names the workspace's repository; the first one recorded stays. */
-  readonly repo?: { readonly url: string; readonly branch: string };
+  /** apply_patch names the workspace's repository: the first one recorded binds it, another is a mismatch. */
+  readonly repo?: WorkspaceRepo;
   readonly now: number;
 }
 

@@ -9,10 +9,10 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { JOB_TYPES, type OrderedJobType, type StagedJobType } from '../../contract/job-types';
 import { jobAttributes, messageGroupId, parseEnvelope, type JobEnvelope, type Pin } from './envelope';
-import { InvalidJobError, LeaseLostError, PermanentJobError } from './errors';
+import { InvalidJobError, LeaseLostError, PermanentJobError, RefusedBeforeTurnError } from './errors';
 import { processFifoBatch } from './fifo-batch';
 import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps, type RunResult, type RunVerdict } from './pipeline';
-import type { JobRecord, SettledTake, WorkspaceGit, WorkspaceRecord } from './ports';
+import type { JobRecord, SettledTake, WorkspaceGit, WorkspaceRecord, WorkspaceRepo } from './ports';
 
 /** What an ordered job type does at its turn; the sequencer does the rest. */
 export interface OrderedJobProcessor<T extends OrderedJobType = OrderedJobType> {
@@ -67,6 +67,7 @@ class SequencerProcessor implements JobProcessor {
     const ordered = isOrdered(job) ? { job, processor: processorOf(this.deps.ordered, job) } : undefined;
     const repo = ordered?.processor.workspaceRepo(ordered.job);
     const take = await ledger.takeWorkspace({ workspaceId: job.workspaceId, jobId: job.jobId, repo, now: clock.now() });
+    if (take.kind === 'mismatch') throw mismatchError(job, take.workspace, repo);
     if (take.kind !== 'taken') return { verdict: await this.skip(job, take, ctx) };
     ctx.placeInWorkspace({ workspaceId: job.workspaceId, seq: take.workspace.seq });
     if (ordered) {
@@ -81,7 +82,7 @@ class SequencerProcessor implements JobProcessor {
     return { verdict: { status: 'FORWARDED', pin } };
   }
 
-  private async skip(job: JobEnvelope, take: Exclude<SettledTake, { kind: 'taken' }>, ctx: JobContext): Promise<RunVerdict> {
+  private async skip(job: JobEnvelope, take: Exclude<SettledTake, { kind: 'taken' | 'mismatch' }>, ctx: JobContext): Promise<RunVerdict> {
     const { ledger, clock } = this.deps;
     let blockedBy = take.workspace.blockedBy ?? 'unknown';
     if (take.kind === 'predecessorUnfinished') {
@@ -113,8 +114,9 @@ class SequencerProcessor implements JobProcessor {
   }
 
   async onPermanentFailure(job: JobEnvelope, error: PermanentJobError, held: boolean): Promise<void> {
-    // A conflict belongs to the original job with that id, not to this delivery.
-    if (error.reason === 'CONFLICT') return;
+    // A conflict belongs to the original job with that id, not to this delivery; a refusal before
+    // the job's turn left the tree and the cursor as they were.
+    if (error.reason === 'CONFLICT' || error instanceof RefusedBeforeTurnError) return;
     if (this.fencesOnFailure(job, error, held)) return this.fence(job.workspaceId, job.jobId, error.reason);
     if (!held) return;
     await this.deps.ledger.finishWorkspaceJob({ workspaceId: job.workspaceId, jobId: job.jobId, now: this.deps.clock.now() }).catch((e: unknown) => {
@@ -138,6 +140,16 @@ class SequencerProcessor implements JobProcessor {
     this.deps.logger.warn('workspace blocked', { workspaceId, blockedBy, reason });
     await this.deps.events.publish('WorkspaceBlocked', { workspaceId, blockedBy, reason });
   }
+}
+
+/** A job naming another repository or branch than its workspace's binding: refused, the workspace stays usable. */
+function mismatchError(job: JobEnvelope, workspace: WorkspaceRecord, named: WorkspaceRepo | undefined): RefusedBeforeTurnError {
+  const bound = workspace.repo ? `${workspace.repo.url} branch ${workspace.repo.branch}` : 'nothing';
+  const asked = named ? `${named.url} branch ${named.branch}` : 'nothing';
+  return new RefusedBeforeTurnError(
+    'WORKSPACE_MISMATCH',
+    `workspace ${job.workspaceId} is bound to ${bound} (by its first job); job ${job.jobId} names ${asked}: send it to a workspace of that repository`,
+  );
 }
 
 /** The FIFO queue's batch handler over injected adapters (src/compose builds them for AWS and locally). */

@@ -295,7 +295,9 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
 
         await ledger.finishWorkspaceJob({ workspaceId, jobId: a.jobId, head: 'b'.repeat(40), now: NOW });
         const other = { url: 'http://127.0.0.1:2/other.git', branch: 'other' };
-        expect(await ledger.takeWorkspace({ workspaceId, jobId: b.jobId, repo: other, now: NOW })).toMatchObject({ kind: 'taken', workspace: { seq: 2, head: 'b'.repeat(40), repo } });
+        // Bound to its first repository and branch: a job naming another never takes the cursor.
+        expect(await ledger.takeWorkspace({ workspaceId, jobId: b.jobId, repo: other, now: NOW })).toMatchObject({ kind: 'mismatch', workspace: { seq: 1, currentJobId: a.jobId, repo } });
+        expect(await ledger.takeWorkspace({ workspaceId, jobId: b.jobId, repo, now: NOW })).toMatchObject({ kind: 'taken', workspace: { seq: 2, head: 'b'.repeat(40), repo } });
         await expect(ledger.finishWorkspaceJob({ workspaceId, jobId: a.jobId, now: NOW })).rejects.toBeInstanceOf(LeaseLostError);
 
         await ledger.blockWorkspace({ workspaceId, blockedBy: b.jobId, reason: 'PATCH_DOES_NOT_APPLY', now: NOW });

@@ -166,8 +166,8 @@ export class MemoryLedger implements Ledger {
 
   async takeWorkspace(input: TakeWorkspaceInput): Promise<SettledTake> {
     const existing = this.workspaces.get(input.workspaceId);
-    if (!canTakeWorkspace(existing)) {
-      const outcome = workspaceTakeOutcome(existing, input.jobId);
+    if (!canTakeWorkspace(existing, input.repo)) {
+      const outcome = workspaceTakeOutcome(existing, input.jobId, input.repo);
       // The adapter retries a race away; with no concurrent writer between write and read there is none.
       if (outcome.kind === 'retry') throw new Error('unreachable: a refused take re-read as takeable');
       return copy(outcome);

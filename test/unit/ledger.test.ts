@@ -175,6 +175,27 @@ describe('workspace cursor rules', () => {
     expect(workspaceTakeOutcome(record, 'b')).toEqual({ kind: 'predecessorUnfinished', workspace: record, predecessor: 'a' });
   });
 
+  describe('binding to one repository and branch', () => {
+    const repo = { url: 'https://git.example.com/acme/app.git', branch: 'agent/ws-1' };
+    const bound = ws({ repo, currentJobId: 'a', currentDone: true });
+
+    it('takes a job naming the bound repository and branch, or none (a staged job), or a workspace not bound yet', () => {
+      expect(canTakeWorkspace(bound, repo)).toBe(true);
+      expect(canTakeWorkspace(bound)).toBe(true);
+      expect(canTakeWorkspace(ws({ currentDone: true }), { url: 'https://other.example/x.git', branch: 'b' })).toBe(true);
+    });
+
+    it.each([
+      ['another repository', { ...repo, url: 'https://git.example.com/acme/other.git' }],
+      ['another branch', { ...repo, branch: 'main' }],
+    ])('refuses %s as a mismatch, before BLOCKED or an unfinished predecessor', (_label, other) => {
+      expect(canTakeWorkspace(bound, other)).toBe(false);
+      for (const record of [bound, ws({ repo, state: 'BLOCKED', blockedBy: 'x', currentDone: true }), ws({ repo, currentJobId: 'a', currentDone: false })]) {
+        expect(workspaceTakeOutcome(record, 'b', other)).toEqual({ kind: 'mismatch', workspace: record });
+      }
+    });
+  });
+
   it('asks to retry when the record became takeable between the write and the read', () => {
     expect(workspaceTakeOutcome(ws({ currentJobId: 'a', currentDone: true }), 'b')).toEqual({ kind: 'retry' });
   });
