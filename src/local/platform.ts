@@ -17,6 +17,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { WorkerSettings } from '../../contract/job-types';
 import { queueTopology, type QueueSpec } from '../../contract/topology';
 import { JsonlEventLog } from '../adapters/events';
+import { resolveBranchHead } from '../adapters/git';
 import { LOCAL_WORKERS, localLedger, type LocalWorkerParts, type WorkerName } from '../compose/local';
 import { DEFAULT_BACKOFF, type BackoffSettings } from '../core/pipeline';
 import { LOCAL_REGION, startEmulators, type EmulatorEndpoints, type LocalEmulators } from './emulators';
@@ -159,7 +160,8 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
       stack.push(() => view.stop());
     }
 
-    const localParts: LocalWorkerParts = { workRoot: paths.work, testRunner, prHost: new LocalPullRequestStore(stateDir) };
+    const prHost = new LocalPullRequestStore(stateDir, { branchHead: (url, branch) => resolveBranchHead(url, branch) });
+    const localParts: LocalWorkerParts = { workRoot: paths.work, testRunner, prHost };
     const parts = options.decorateParts ? options.decorateParts(localParts) : localParts;
     const wiring: Wiring = { emulators, events, logger, parts, backoff: options.backoff ?? DEFAULT_BACKOFF };
     const pollers = await Promise.all(emulators.topology.map((spec) => startWorker(spec, wiring)));

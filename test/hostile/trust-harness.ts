@@ -19,6 +19,7 @@ import { createSequencer } from '../../src/core/sequencer';
 import { deduplicationId, jobAttributes, messageGroupId, type JobEnvelope, type StageMessage } from '../../src/core/envelope';
 import type { JobRecord, Ledger, WorkspaceRecord } from '../../src/core/ports';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
+import { resolveBranchHead } from '../../src/adapters/git';
 import { LocalPullRequestStore } from '../../src/local/pr-store';
 import { LocalTestRunner } from '../../src/local/test-runner';
 import { deliver, drain, driveQueue, queueArn, receive } from '../support/drive-queue';
@@ -141,7 +142,7 @@ function build(emulators: ReturnType<ReturnType<typeof withEmulators>>, gitServe
     backoff: { baseSeconds: 0, capSeconds: 0 },
   };
   const sequencerDeps = localSequencerDeps({ ...options, workRoot: join(root, 'sequencer') });
-  const prStore = new LocalPullRequestStore(join(root, 'prs'));
+  const prStore = new LocalPullRequestStore(join(root, 'prs'), { branchHead: (url, branch) => resolveBranchHead(url, branch) });
   const runTests = createRunTestsHandler(localRunTestsDeps({ ...options, runner, wait: { pollIntervalMs: 50, reserveMs: 1_000 } }));
   const handlers: Record<QueueName, Handler> = {
     'agent-jobs': createSequencer(sequencerDeps),

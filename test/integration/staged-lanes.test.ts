@@ -13,6 +13,7 @@ import { enqueueAgentJobs, type JobRequest } from '../../src/client';
 import type { JobRecord } from '../../src/core/ports';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
 import { startQueuePoller, type LocalHandler, type QueuePoller } from '../../src/local/poller';
+import { resolveBranchHead } from '../../src/adapters/git';
 import { LocalPullRequestStore } from '../../src/local/pr-store';
 import { LocalTestRunner } from '../../src/local/test-runner';
 import { withEmulators } from '../support/emulators';
@@ -109,7 +110,7 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
       if (!record) throw new Error(`job ${jobId} is not in the ledger`);
       return record;
     };
-    const prStore = new LocalPullRequestStore(join(root, 'prs'));
+    const prStore = new LocalPullRequestStore(join(root, 'prs'), { branchHead: (url, branch) => resolveBranchHead(url, branch) });
 
     const sent = await enqueueAgentJobs(jobs, { sqs: env.clients.sqs, queueUrl: env.queueUrls[SEQUENCER.queue]! });
     expect(sent.map((s) => s.status)).toEqual(['SENT', 'SENT', 'SENT', 'SENT', 'SENT']);
