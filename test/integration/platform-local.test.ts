@@ -56,6 +56,8 @@ describe('local platform', () => {
     await writeFile(path.join(src, 'a.txt'), 'one\n');
     await git(src, 'add', '.');
     await git(src, 'commit', '--quiet', '-m', 'initial');
+    // The base branch of the test's pull request: like GitHub, the PR store refuses a missing one.
+    await git(src, 'branch', 'release');
     const platform = (running = await startPlatform({ stateDir: path.join(work, 'state'), output: null }));
     await platform.git.createBareRepo('demo', { fromDir: src });
     return { src, repoUrl: platform.git.repoUrl('demo'), platform };
