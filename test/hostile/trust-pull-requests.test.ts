@@ -10,7 +10,7 @@ describe('open_pr base branch (trust side)', () => {
 
   it.each([
     ['a base branch that does not exist', 'release/9.9'],
-    ['a base that names a tag-like ref', 'refs/tags/v1'],
+    ['a base branch of another repository (this one has only main and the workspace branch)', 'gh-pages'],
   ])('refuses %s as REJECTED_BY_TARGET with GitHub\'s wording, opens nothing, and a corrected job opens the PR', async (_label, baseBranch) => {
     const ws = await h().workspace();
     const job = h().job(ws, 'open_pr', { baseBranch, title: 'into nowhere' });
