@@ -51,4 +51,10 @@ export const LEDGER_TABLE = {
   ttlAttribute: 'ttl',
   /** Index listing a workspace's jobs in the order the sequencer took them. */
   workspaceIndex: { name: 'byWorkspace', partitionKey: 'wsKey', sortKey: 'wsSeq' },
+  /**
+   * Sparse index of the ledger's lists (every workspace, a workspace's unfinished jobs, what waits
+   * on a DLQ). It projects only attributes that never change after a record is written, so writes
+   * that do not move a record between lists do not write the index.
+   */
+  listIndex: { name: 'byList', partitionKey: 'listKey', sortKey: 'listSort', projected: ['jobId', 'workspaceId', 'type'] },
 } as const;

@@ -9,6 +9,9 @@
  *   key policy or rotation to run; a customer-managed key would only add cost, since no principal
  *   outside this account reads the table.
  * - The `byWorkspace` index (LEDGER_TABLE.workspaceIndex) lists a workspace's jobs in order.
+ * - The sparse `byList` index (LEDGER_TABLE.listIndex) lists every workspace, a workspace's
+ *   unfinished jobs and what waits on a DLQ, for the operator's CLI. It projects only attributes
+ *   that never change, so a write that does not move a record between lists does not write it.
  */
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -47,6 +50,14 @@ export class Ledger extends Construct {
       indexName: index.name,
       partitionKey: { name: index.partitionKey, type: dynamodb.AttributeType.STRING },
       sortKey: { name: index.sortKey, type: dynamodb.AttributeType.NUMBER },
+    });
+    const lists = LEDGER_TABLE.listIndex;
+    this.table.addGlobalSecondaryIndex({
+      indexName: lists.name,
+      partitionKey: { name: lists.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: lists.sortKey, type: dynamodb.AttributeType.STRING },
+      projectionType: dynamodb.ProjectionType.INCLUDE,
+      nonKeyAttributes: [...lists.projected],
     });
   }
 

@@ -5,12 +5,41 @@
  * transactions, for the same reason. What a record means is decided in src/core/ledger.ts.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { GetCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import * as z from 'zod/mini';
+import { JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
 import { LEDGER_TABLE } from '../../contract/topology';
-import type { Pin } from '../core/envelope';
+import type { JobEnvelope, Pin } from '../core/envelope';
 import { LeaseLostError, TransientJobError } from '../core/errors';
-import { byCreation, claimOutcome, RERUN_STATUSES, takeoverStatuses, ttlFor, workspaceTakeOutcome } from '../core/ledger';
-import { UNFINISHED_STATUSES, type JobRecord, type WorkspaceRecord, type CancelOutcome, type ClaimRequest, type CompleteInput, type Ledger, type SettledClaim, type SettledTake, type TakeWorkspaceInput } from '../core/ports';
+import {
+  byCreation,
+  CANCELLABLE_STATUSES,
+  claimOutcome,
+  conflictQueueOf,
+  LISTS,
+  listSortKey,
+  MAX_CONFLICTS,
+  RERUN_STATUSES,
+  takeoverStatuses,
+  ttlFor,
+  workspaceTakeOutcome,
+} from '../core/ledger';
+import {
+  UNFINISHED_STATUSES,
+  type CancelOutcome,
+  type ClaimRequest,
+  type CompleteInput,
+  type ConflictAttempt,
+  type ConflictSeenBy,
+  type DlqEntry,
+  type JobRecord,
+  type Ledger,
+  type QueueOutcome,
+  type SettledClaim,
+  type SettledTake,
+  type TakeWorkspaceInput,
+  type WorkspaceRecord,
+} from '../core/ports';
 
 export interface DynamoLedgerOptions {
   readonly client: DynamoDBDocumentClient;
@@ -20,13 +49,17 @@ export interface DynamoLedgerOptions {
 
 const jobKey = (jobId: string) => ({ pk: `job#${jobId}` });
 const wsKey = (workspaceId: string) => `ws#${workspaceId}`;
+const conflictKey = (jobId: string) => ({ pk: `conflict#${jobId}` });
 /** A refused write followed by a read that finds the record claimable again is retried this often. */
 const MAX_RACE_RETRIES = 3;
+/** BatchGetItem takes at most 100 keys; unprocessed keys are asked again this often. */
+const BATCH_GET_KEYS = 100;
+const BATCH_GET_ROUNDS = 5;
 
-/** Attributes that are ours (key, index) and not part of the JobRecord / WorkspaceRecord contract. */
+/** Attributes that are ours (keys, indexes) and not part of the JobRecord / WorkspaceRecord contract. */
 function strip<T>(item: Record<string, unknown> | undefined): T | undefined {
   if (item === undefined) return undefined;
-  const { pk: _pk, wsKey: _wsKey, ...rest } = item;
+  const { pk: _pk, wsKey: _wsKey, listKey: _listKey, listSort: _listSort, ...rest } = item;
   return rest as T;
 }
 
@@ -38,6 +71,30 @@ function pinCondition(pin: Pin | undefined): { expression: string; names: Record
     names: { '#pin': 'pin', '#sha': 'sha', '#repoUrl': 'repoUrl', '#branch': 'branch' },
     values: { ':pinSha': pin.sha, ':pinRepoUrl': pin.repoUrl, ':pinBranch': pin.branch },
   };
+}
+
+/** A conflict record read back from the table (written by recordConflict). */
+const conflictItemSchema = z.object({
+  attempts: z.array(
+    z.object({
+      jobId: z.string(),
+      workspaceId: z.string(),
+      tenantId: z.string(),
+      type: z.enum(JOB_TYPE_NAMES as [JobType, ...JobType[]]),
+      at: z.string(),
+      seenBy: z.enum(['enqueue', 'sequencer', 'stage']),
+    }),
+  ),
+});
+
+function conflictAttempts(item: Record<string, unknown> | undefined, jobId: string): ConflictAttempt[] {
+  if (item === undefined) return [];
+  const parsed = conflictItemSchema.safeParse(item);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`ledger record conflict#${jobId} is malformed: ${problems}`);
+  }
+  return parsed.data.attempts;
 }
 
 function isConditionFailure(error: unknown): boolean {
@@ -76,13 +133,15 @@ export class DynamoDbLedger implements Ledger {
     const takeoverValues = Object.fromEntries(takeover.map((s, i) => [`:t${i}`, s]));
     const statusIn = `#status IN (${Object.keys(takeoverValues).join(', ')})`;
     const leaseExpired = '#status = :inFlight AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :nowMs)';
-    const takeable = takeover.length ? `(${leaseExpired}) OR ${statusIn}` : leaseExpired;
+    const takeable = `#status = :queued OR (${leaseExpired})${takeover.length ? ` OR ${statusIn}` : ''}`;
     // The sequencer never claims a pinned job back from its stage (isClaimable).
     const sameRequest = req.consumer === 'sequencer' ? 'digest = :digest AND attribute_not_exists(pin)' : 'digest = :digest';
     const same = rerun ? `${sameRequest} AND ${statusIn}` : `${sameRequest} AND (${takeable})`;
     const pinned = req.consumer === 'stage' ? pinCondition(req.pin) : undefined;
     // A stage consumer never creates a record: it takes only one the sequencer pinned (unpinnedReason).
     const condition = pinned ? `${pinned.expression} AND ${same}` : rerun ? same : `attribute_not_exists(pk) OR (${same})`;
+    // The job is open (unfinished) from here on; a rerun moves it off the DLQ list.
+    const openList = rerun ? 'listKey = :open, listSort = :openSort' : 'listKey = if_not_exists(listKey, :open), listSort = if_not_exists(listSort, :openSort)';
     try {
       const out = await this.client.send(
         new UpdateCommand({
@@ -91,7 +150,7 @@ export class DynamoDbLedger implements Ledger {
           UpdateExpression:
             'SET #status = :inFlight, leaseOwner = :owner, leaseUntil = :until, jobId = :jobId, workspaceId = :ws, ' +
             'tenantId = :tenant, #type = :type, digest = :digest, createdAt = if_not_exists(createdAt, :createdAt), ' +
-            `updatedAt = :now, #ttl = :ttl ADD attempt :one REMOVE #error, blockedBy${rerun ? ', progress' : ''}`,
+            `updatedAt = :now, #ttl = :ttl, ${openList} ADD attempt :one REMOVE #error, blockedBy${rerun ? ', progress' : ''}`,
           ConditionExpression: condition,
           ExpressionAttributeNames: { '#status': 'status', '#type': 'type', '#ttl': LEDGER_TABLE.ttlAttribute, '#error': 'error', ...pinned?.names },
           ExpressionAttributeValues: {
@@ -105,8 +164,10 @@ export class DynamoDbLedger implements Ledger {
             ':digest': req.digest,
             ':createdAt': job.createdAt,
             ':now': new Date(req.now).toISOString(),
-            ...(rerun ? {} : { ':nowMs': req.now }),
+            ...(rerun ? {} : { ':nowMs': req.now, ':queued': 'QUEUED' }),
             ':ttl': ttlFor(req.now, this.retentionDays),
+            ':open': LISTS.open(job.workspaceId),
+            ':openSort': listSortKey(new Date(req.now).toISOString(), job.jobId),
             ':one': 1,
             ...takeoverValues,
             ...pinned?.values,
@@ -134,7 +195,19 @@ export class DynamoDbLedger implements Ledger {
     if (verdict.status === 'SUCCEEDED') set('result', verdict.result);
     if (verdict.status === 'FAILED' || verdict.status === 'SKIPPED') set('error', verdict.error);
     if (verdict.status === 'SKIPPED') set('blockedBy', verdict.blockedBy);
-    if (verdict.status === 'FORWARDED') set('pin', verdict.pin);
+    if (verdict.status === 'FORWARDED') {
+      set('pin', verdict.pin);
+      // Pinning is not an attempt at the job: its stage counts its own from 0.
+      set('attempt', 0);
+    }
+    // The lists: FAILED and SKIPPED wait on a DLQ; FORWARDED is still open; SUCCEEDED is in none.
+    const removes = ['leaseUntil'];
+    if (verdict.status === 'FAILED' || verdict.status === 'SKIPPED') {
+      set('listKey', LISTS.dlq);
+      set('listSort', listSortKey(new Date(input.now).toISOString(), input.jobId));
+    } else if (verdict.status === 'SUCCEEDED') {
+      removes.push('listKey', 'listSort');
+    }
     if (input.workspace) {
       set('wsKey', wsKey(input.workspace.workspaceId));
       set('wsSeq', input.workspace.seq);
@@ -144,7 +217,7 @@ export class DynamoDbLedger implements Ledger {
         new UpdateCommand({
           TableName: this.table,
           Key: jobKey(input.jobId),
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE leaseUntil`,
+          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
           ConditionExpression: '#status = :inFlight AND leaseOwner = :owner',
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
@@ -208,8 +281,13 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async listWorkspaceJobs(workspaceId: string): Promise<JobRecord[]> {
-    const index = LEDGER_TABLE.workspaceIndex;
-    const jobs: JobRecord[] = [];
+    const items = await this.queryIndex(LEDGER_TABLE.workspaceIndex, wsKey(workspaceId));
+    return items.map((item) => strip<JobRecord>(item) as JobRecord);
+  }
+
+  /** Every item under one partition key of an index, in sort-key order (all pages). */
+  private async queryIndex(index: { name: string; partitionKey: string }, key: string, projection?: string): Promise<Record<string, unknown>[]> {
+    const items: Record<string, unknown>[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
       const out = await this.client.send(
@@ -218,15 +296,15 @@ export class DynamoDbLedger implements Ledger {
           IndexName: index.name,
           KeyConditionExpression: '#k = :k',
           ExpressionAttributeNames: { '#k': index.partitionKey },
-          ExpressionAttributeValues: { ':k': wsKey(workspaceId) },
-          ScanIndexForward: true,
+          ExpressionAttributeValues: { ':k': key },
+          ProjectionExpression: projection,
           ExclusiveStartKey: startKey,
         }),
       );
-      for (const item of out.Items ?? []) jobs.push(strip<JobRecord>(item) as JobRecord);
+      items.push(...(out.Items ?? []));
       startKey = out.LastEvaluatedKey;
     } while (startKey);
-    return jobs;
+    return items;
   }
 
   async listUnfinished(): Promise<JobRecord[]> {
@@ -251,35 +329,146 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async cancel(jobId: string, now: number): Promise<CancelOutcome> {
+    const statuses = Object.fromEntries(CANCELLABLE_STATUSES.map((status, i) => [`:c${i}`, status]));
+    try {
+      const out = await this.client.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: jobKey(jobId),
+          UpdateExpression: 'SET #status = :cancelled, updatedAt = :now REMOVE leaseUntil, listKey, listSort',
+          ConditionExpression: `#status IN (${Object.keys(statuses).join(', ')})`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':cancelled': 'CANCELLED', ':now': new Date(now).toISOString(), ...statuses },
+          ReturnValues: 'ALL_OLD',
+        }),
+      );
+      const previous = strip<JobRecord>(out.Attributes) as JobRecord;
+      return { cancelled: true, previous: previous.status, record: { ...previous, status: 'CANCELLED', updatedAt: new Date(now).toISOString() } };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      return { cancelled: false, record: await this.getJob(jobId) };
+    }
+  }
+
+  async recordQueued(input: { job: JobEnvelope; digest: string; now: number }): Promise<QueueOutcome> {
+    const { job, now } = input;
+    const at = new Date(now).toISOString();
+    const item = {
+      ...jobKey(job.jobId),
+      jobId: job.jobId,
+      workspaceId: job.workspaceId,
+      tenantId: job.tenantId,
+      type: job.type,
+      status: 'QUEUED',
+      digest: input.digest,
+      attempt: 0,
+      createdAt: job.createdAt,
+      updatedAt: at,
+      [LEDGER_TABLE.ttlAttribute]: ttlFor(now, this.retentionDays),
+      listKey: LISTS.open(job.workspaceId),
+      listSort: listSortKey(at, job.jobId),
+    };
+    for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
+      try {
+        await this.client.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
+        return { kind: 'queued', record: strip<JobRecord>(item) as JobRecord };
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+      }
+      const known = await this.getJob(job.jobId);
+      if (known) return { kind: 'known', record: known };
+    }
+    throw new TransientJobError(`recording job ${job.jobId} as QUEUED kept racing with other writers`);
+  }
+
+  async recordConflict(input: { job: JobEnvelope; digest: string; seenBy: ConflictSeenBy; now: number }): Promise<void> {
+    const { job, now, seenBy } = input;
+    const at = new Date(now).toISOString();
+    const queue = conflictQueueOf(job.type, seenBy);
+    const attempt: ConflictAttempt = { jobId: job.jobId, workspaceId: job.workspaceId, tenantId: job.tenantId, type: job.type, at, seenBy };
+    // One entry per distinct request and place: the same conflicting request refused at the door
+    // and later found on a DLQ (sent without the CLI) is listed twice, once per place.
+    const token = `${input.digest}:${queue ?? 'refused'}`;
     try {
       await this.client.send(
         new UpdateCommand({
           TableName: this.table,
-          Key: jobKey(jobId),
-          // A tombstone for a job not seen yet: no digest, so its later delivery is a no-op (claimOutcome).
+          Key: conflictKey(job.jobId),
           UpdateExpression:
-            'SET #status = :cancelled, jobId = :jobId, attempt = if_not_exists(attempt, :zero), digest = if_not_exists(digest, :none), ' +
-            'createdAt = if_not_exists(createdAt, :now), updatedAt = :now, #ttl = :ttl',
-          ConditionExpression: 'attribute_not_exists(pk) OR #status = :skipped',
-          ExpressionAttributeNames: { '#status': 'status', '#ttl': LEDGER_TABLE.ttlAttribute },
+            'SET jobId = :jobId, attempts = list_append(if_not_exists(attempts, :empty), :attempt), updatedAt = :now, #ttl = :ttl' +
+            `${queue ? ', listKey = :dlq, listSort = if_not_exists(listSort, :sort)' : ''} ADD tokens :token`,
+          ConditionExpression: '(attribute_not_exists(tokens) OR NOT contains(tokens, :tokenValue)) AND (attribute_not_exists(attempts) OR size(attempts) < :max)',
+          ExpressionAttributeNames: { '#ttl': LEDGER_TABLE.ttlAttribute },
           ExpressionAttributeValues: {
-            ':cancelled': 'CANCELLED',
-            ':skipped': 'SKIPPED',
-            ':jobId': jobId,
-            ':zero': 0,
-            ':none': '',
-            ':now': new Date(now).toISOString(),
+            ':jobId': job.jobId,
+            ':empty': [],
+            ':attempt': [attempt],
+            ':now': at,
             ':ttl': ttlFor(now, this.retentionDays),
+            ':token': new Set([token]),
+            ':tokenValue': token,
+            ':max': MAX_CONFLICTS,
+            ...(queue ? { ':dlq': LISTS.dlq, ':sort': listSortKey(at, `conflict#${job.jobId}`) } : {}),
           },
         }),
       );
-      return { cancelled: true };
     } catch (error) {
+      // Recorded already, or the record holds MAX_CONFLICTS: the refusal itself stands either way.
       if (!isConditionFailure(error)) throw error;
-      const record = await this.getJob(jobId);
-      if (record === undefined) return this.cancel(jobId, now);
-      return { cancelled: false, record };
     }
+  }
+
+  async getConflicts(jobId: string): Promise<ConflictAttempt[]> {
+    const out = await this.client.send(new GetCommand({ TableName: this.table, Key: conflictKey(jobId), ConsistentRead: true }));
+    return conflictAttempts(out.Item, jobId);
+  }
+
+  async listWorkspaces(): Promise<WorkspaceRecord[]> {
+    const items = await this.getAll(await this.listKeys(LISTS.workspaces));
+    return items.map((item) => strip<WorkspaceRecord>(item) as WorkspaceRecord);
+  }
+
+  async listOpenJobs(workspaceId: string): Promise<JobRecord[]> {
+    const items = await this.getAll(await this.listKeys(LISTS.open(workspaceId)));
+    return items.map((item) => strip<JobRecord>(item) as JobRecord);
+  }
+
+  async listDlq(): Promise<DlqEntry[]> {
+    const items = await this.getAll(await this.listKeys(LISTS.dlq));
+    return items.flatMap((item): DlqEntry[] => {
+      if (String(item['pk']).startsWith('job#')) return [{ kind: 'job', record: strip<JobRecord>(item) as JobRecord }];
+      const jobId = String(item['jobId']);
+      return conflictAttempts(item, jobId)
+        .filter((attempt) => attempt.seenBy !== 'enqueue')
+        .map((attempt) => ({ kind: 'conflict', attempt }));
+    });
+  }
+
+  /** The primary keys in one of the ledger's lists, in list order. */
+  private async listKeys(list: string): Promise<string[]> {
+    const items = await this.queryIndex(LEDGER_TABLE.listIndex, list, LEDGER_TABLE.partitionKey);
+    return items.map((item) => String(item[LEDGER_TABLE.partitionKey]));
+  }
+
+  /**
+   * Whole items by primary key, in the order given (consistent reads; the list index itself is
+   * eventually consistent, so an item that left the list since is still returned as it is now).
+   */
+  private async getAll(pks: readonly string[]): Promise<Record<string, unknown>[]> {
+    const found = new Map<string, Record<string, unknown>>();
+    for (let i = 0; i < pks.length; i += BATCH_GET_KEYS) {
+      let keys: Record<string, unknown>[] = pks.slice(i, i + BATCH_GET_KEYS).map((pk) => ({ pk }));
+      for (let round = 0; keys.length > 0; round++) {
+        if (round === BATCH_GET_ROUNDS) throw new TransientJobError(`BatchGetItem left ${keys.length} key(s) unprocessed after ${round} rounds`);
+        const out = await this.client.send(new BatchGetCommand({ RequestItems: { [this.table]: { Keys: keys, ConsistentRead: true } } }));
+        for (const item of out.Responses?.[this.table] ?? []) found.set(String(item['pk']), item);
+        keys = (out.UnprocessedKeys?.[this.table]?.Keys ?? []) as Record<string, unknown>[];
+      }
+    }
+    return pks.flatMap((pk) => {
+      const item = found.get(pk);
+      return item ? [item] : [];
+    });
   }
 
   async takeWorkspace(input: TakeWorkspaceInput): Promise<SettledTake> {
@@ -291,7 +480,7 @@ export class DynamoDbLedger implements Ledger {
             Key: { pk: wsKey(input.workspaceId) },
             UpdateExpression:
               'SET seq = if_not_exists(seq, :zero) + :one, currentJobId = :job, currentDone = :false, ' +
-              `#state = if_not_exists(#state, :active), workspaceId = :ws, updatedAt = :now${input.repo ? ', #repo = if_not_exists(#repo, :repo)' : ''}`,
+              `#state = if_not_exists(#state, :active), workspaceId = :ws, updatedAt = :now, listKey = :wsList, listSort = :ws${input.repo ? ', #repo = if_not_exists(#repo, :repo)' : ''}`,
             ConditionExpression:
               'attribute_not_exists(pk) OR (#state = :active AND (attribute_not_exists(currentDone) OR currentDone = :true)' +
               // Bound by the first job: a job naming another repository or branch never takes the cursor (matchesBinding).
@@ -306,6 +495,7 @@ export class DynamoDbLedger implements Ledger {
               ':active': 'ACTIVE',
               ':ws': input.workspaceId,
               ':now': new Date(input.now).toISOString(),
+              ':wsList': LISTS.workspaces,
               ...(input.repo ? { ':repo': input.repo, ':repoUrl': input.repo.url, ':repoBranch': input.repo.branch } : {}),
             },
             ReturnValues: 'ALL_NEW',
@@ -364,7 +554,7 @@ export class DynamoDbLedger implements Ledger {
         Key: { pk: wsKey(input.workspaceId) },
         UpdateExpression:
           'SET #state = :blocked, blockedBy = :by, blockedReason = :reason, currentDone = :true, ' +
-          'seq = if_not_exists(seq, :zero), workspaceId = :ws, updatedAt = :now',
+          'seq = if_not_exists(seq, :zero), workspaceId = :ws, updatedAt = :now, listKey = :wsList, listSort = :ws',
         ExpressionAttributeNames: { '#state': 'state' },
         ExpressionAttributeValues: {
           ':blocked': 'BLOCKED',
@@ -374,6 +564,7 @@ export class DynamoDbLedger implements Ledger {
           ':zero': 0,
           ':ws': input.workspaceId,
           ':now': new Date(input.now).toISOString(),
+          ':wsList': LISTS.workspaces,
         },
       }),
     );

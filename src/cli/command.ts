@@ -55,11 +55,13 @@ export const GLOBAL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   stack: { type: 'string', valueName: 'name', description: 'target a deployed stack (default: $AGENT_JOBS_STACK, else the local platform)' },
   region: { type: 'string', valueName: 'region', description: 'AWS region of the stack (default: $AWS_REGION)' },
   'state-dir': { type: 'string', valueName: 'dir', description: 'local platform state directory (default: .agent-jobs in the project)' },
+  verbose: { type: 'boolean', description: 'on an unexpected error, print its stack trace too' },
   help: { type: 'boolean', short: 'h', description: 'show help' },
 };
 
 export type Invocation<Ctx> =
   | { readonly kind: 'help'; readonly command?: CommandSpec<Ctx>; readonly json: boolean }
+  | { readonly kind: 'version'; readonly json: boolean }
   | { readonly kind: 'run'; readonly command: CommandSpec<Ctx>; readonly args: ParsedArgs; readonly json: boolean };
 
 /** Finds the command named by the leading words of argv (longest match) and parses the rest. */
@@ -70,6 +72,7 @@ export function parseInvocation<Ctx>(table: readonly CommandSpec<Ctx>[], argv: r
     .find((c) => c.path.every((w, i) => words[i] === w));
   const json = argv.includes('--json');
   if (!command) {
+    if (words.length === 0 && argv.includes('--version')) return { kind: 'version', json };
     if (words.length === 0 || words[0] === 'help') return { kind: 'help', json };
     const group = table.filter((c) => c.path[0] === words[0]);
     if (group.length > 0 && (argv.includes('--help') || argv.includes('-h'))) return { kind: 'help', json };
@@ -139,7 +142,7 @@ export function overviewHelp<Ctx>(table: readonly CommandSpec<Ctx>[], program: s
     'Commands:',
     ...alignRows(table.map((c) => [c.path.join(' '), c.summary])),
     '',
-    `Run "${program} <command> --help" for the options of a command.`,
+    `Run "${program} <command> --help" for the options of a command; "${program} --version" prints the version.`,
   ].join('\n');
 }
 

@@ -1,36 +1,58 @@
 /**
  * The CLI entry: parse argv against the command table, run the command, print its output
- * (JSON or text) and map failures to exit codes. Failures go to stderr only.
+ * (JSON Lines or text) and map failures to exit codes. Failures go to stderr only, as one line
+ * (`--verbose` adds the stack of an unexpected one).
  */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { PROJECT_ROOT } from '../local/state-dir';
 import { commandHelp, overviewHelp, parseInvocation, type CommandSpec } from './command';
 import { createContext, type CliContext, type CliIo } from './context';
-import { CliError, UsageError } from './errors';
+import { CliError, EXIT, UsageError } from './errors';
 
 export const PROGRAM = 'agent-jobs';
 
 export async function runCli(argv: readonly string[], io: CliIo, table: readonly CommandSpec<CliContext>[]): Promise<number> {
+  const verbose = argv.includes('--verbose');
   let invocation;
   try {
     invocation = parseInvocation(table, argv);
   } catch (error) {
-    return reportError(io, error, table, argv.includes('--json'));
+    return reportError(io, error, argv.includes('--json'), verbose);
   }
   if (invocation.kind === 'help') {
     const text = invocation.command ? commandHelp(invocation.command, PROGRAM) : overviewHelp(table, PROGRAM);
     io.stdout(`${invocation.json ? JSON.stringify({ help: text }) : text}\n`);
-    return 0;
+    return EXIT.ok;
+  }
+  if (invocation.kind === 'version') {
+    const version = cliVersion();
+    io.stdout(`${invocation.json ? JSON.stringify({ version }) : `${PROGRAM} ${version}`}\n`);
+    return EXIT.ok;
   }
   const context = createContext(io, invocation.args.values, (nested) => captured(nested, io, table));
   try {
     const output = await invocation.command.run(context, invocation.args);
-    const printed = invocation.json ? JSON.stringify(output.data, null, 2) : output.text;
+    const printed = invocation.json ? jsonLines(output.data) : output.text;
     if (printed) io.stdout(`${printed}\n`);
-    return output.exitCode ?? 0;
+    return output.exitCode ?? EXIT.ok;
   } catch (error) {
-    return reportError(io, error, table, invocation.json);
+    return reportError(io, error, invocation.json, verbose);
   } finally {
     context.close();
   }
+}
+
+/** `--json` output: JSON Lines, one object per line (a list prints one line per element). */
+export function jsonLines(data: unknown): string {
+  if (data === undefined) return '';
+  return (Array.isArray(data) ? data : [data]).map((item) => JSON.stringify(item)).join('\n');
+}
+
+/** The package version, read when asked (`--version`) rather than on every start. */
+export function cliVersion(): string {
+  const manifest = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version?: unknown };
+  return typeof manifest.version === 'string' ? manifest.version : 'unknown';
 }
 
 /** Runs a command with the same environment, collecting what it prints instead of printing it. */
@@ -41,21 +63,31 @@ async function captured(argv: readonly string[], io: CliIo, table: readonly Comm
   return { code, stdout, stderr };
 }
 
-function reportError(io: CliIo, error: unknown, table: readonly CommandSpec<CliContext>[], json: boolean): number {
+/** One line on stderr (plus the stack of an unexpected error with --verbose); returns the exit code. */
+function reportError(io: CliIo, error: unknown, json: boolean, verbose: boolean): number {
   const known = error instanceof CliError;
-  const message = error instanceof Error ? error.message : String(error);
-  // Unexpected errors keep their stack: they are bugs or SDK failures worth reading in full.
-  const detail = known || !(error instanceof Error) ? message : (error.stack ?? message);
+  const exitCode = known ? error.exitCode : EXIT.failed;
+  const message = oneLine(errorText(error));
   if (json) {
-    io.stderr(`${JSON.stringify({ error: { name: error instanceof Error ? error.name : 'Error', message } })}\n`);
+    io.stderr(`${JSON.stringify({ error: { name: error instanceof Error ? error.name : 'Error', message, exitCode } })}\n`);
   } else {
-    io.stderr(`${PROGRAM}: ${detail}\n`);
-    if (error instanceof UsageError) {
-      const command = error.commandPath && table.find((c) => c.path.join(' ') === error.commandPath?.join(' '));
-      io.stderr(`\n${command ? commandHelp(command, PROGRAM) : overviewHelp(table, PROGRAM)}\n`);
-    }
+    const usage = error instanceof UsageError ? ` (${PROGRAM}${error.commandPath ? ` ${error.commandPath.join(' ')}` : ''} --help shows the usage)` : '';
+    io.stderr(`${PROGRAM}: ${message}${usage}\n`);
   }
-  return known ? error.exitCode : 1;
+  if (verbose && !known && error instanceof Error && error.stack) io.stderr(`${error.stack}\n`);
+  return exitCode;
+}
+
+/** What went wrong, also for errors without a message (some SDK and network errors have none). */
+function errorText(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  const detail = error.message || (typeof code === 'string' ? code : '') || error.name;
+  return error instanceof CliError || error.name === 'Error' || detail.startsWith(error.name) ? detail : `${error.name}: ${detail}`;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, '; ').trim();
 }
 
 /** The real terminal. */

@@ -15,9 +15,9 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { DiffRef } from '../../contract/job-types';
 import { INLINE_DIFF_LIMIT_BYTES, MAX_DIFF_BYTES, MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
-import { deduplicationId, jobAttributes, messageGroupId, parseEnvelope, type JobEnvelope } from '../core/envelope';
+import { deduplicationId, jobAttributes, jobDigest, messageGroupId, parseEnvelope, type JobEnvelope } from '../core/envelope';
 import { ConfigurationError, errorMessage, InvalidJobError } from '../core/errors';
-import type { DiffStore } from '../core/ports';
+import { TERMINAL_STATUSES, type DiffStore, type JobRecord, type JobStatus, type Ledger } from '../core/ports';
 import { stringAttributes } from '../../contract/messages';
 
 /** Per job type (distributes over the union), so `payload` stays tied to `type`. */
@@ -32,28 +32,43 @@ export interface EnqueueOptions {
   readonly queueUrl: string;
   /** Where diffs over INLINE_DIFF_LIMIT_BYTES go; without it such a job is refused. */
   readonly diffStore?: DiffStore;
+  /**
+   * The ledger, for a sender allowed to use it (the CLI is): `enqueueAgentJob` records the job
+   * QUEUED before sending it, so `wait`, `cancel` and `status` know it from the start, and a job id
+   * reused for a different request is refused (and recorded) here instead of failing on the DLQ.
+   */
+  readonly ledger?: Pick<Ledger, 'recordQueued' | 'recordConflict'>;
 }
 
 export interface EnqueueResult {
   readonly jobId: string;
-  readonly messageId: string;
+  /** Absent when the job was not sent again because the ledger already has it (see `existing`). */
+  readonly messageId?: string;
   readonly sequenceNumber?: string;
   /** Set when the diff was claim-checked to S3. */
   readonly diffRef?: DiffRef;
+  /** With a ledger: the status of this same request, sent before; a finished one is not sent again. */
+  readonly existing?: JobStatus;
 }
 
 export type EnqueueOutcome =
-  | ({ readonly status: 'SENT' } & EnqueueResult)
+  | ({ readonly status: 'SENT'; readonly messageId: string } & EnqueueResult)
   | { readonly status: 'FAILED'; readonly jobId?: string; readonly error: Error };
 
 /** A job that was valid but not enqueued. */
 export class EnqueueError extends Error {
   override readonly name = 'EnqueueError';
   constructor(
-    /** SEND_FAILED: SQS refused the entry. EARLIER_JOB_FAILED: held back to keep its workspace's order. */
-    readonly reason: 'SEND_FAILED' | 'EARLIER_JOB_FAILED',
+    /**
+     * SEND_FAILED: SQS refused the entry. EARLIER_JOB_FAILED: held back to keep its workspace's
+     * order. With a ledger: CONFLICT, the job id is taken by a different request (recorded);
+     * CANCELLED, the job id was cancelled.
+     */
+    readonly reason: 'SEND_FAILED' | 'EARLIER_JOB_FAILED' | 'CONFLICT' | 'CANCELLED',
     message: string,
     readonly code?: string,
+    /** CONFLICT, CANCELLED: the ledger record of the job id. */
+    readonly existing?: JobRecord,
   ) {
     super(message);
   }
@@ -67,12 +82,37 @@ export function newJobId(): string {
   return randomUUID();
 }
 
-/** Validates and sends one job. Throws InvalidJobError (naming every bad field) before sending. */
+/**
+ * Validates and sends one job. Throws InvalidJobError (naming every bad field) before sending.
+ * With `options.ledger`, records it QUEUED first: see EnqueueOptions.ledger.
+ */
 export async function enqueueAgentJob(job: JobRequest, options: EnqueueOptions): Promise<EnqueueResult> {
   const message = await prepare(job, options.diffStore);
+  const existing = options.ledger ? await recordBeforeSending(message.envelope, options.ledger) : undefined;
+  // A finished job is not sent again; an unfinished one is (its message may be lost: the queue and the ledger deduplicate).
+  if (existing !== undefined && TERMINAL_STATUSES.includes(existing)) return { jobId: message.jobId, diffRef: message.diffRef, existing };
   const response = await options.sqs.send(new SendMessageCommand({ QueueUrl: options.queueUrl, ...message.entry }));
   if (!response.MessageId) throw new EnqueueError('SEND_FAILED', `SendMessage returned no MessageId for job ${message.jobId}`);
-  return { jobId: message.jobId, messageId: response.MessageId, sequenceNumber: response.SequenceNumber, diffRef: message.diffRef };
+  return { jobId: message.jobId, messageId: response.MessageId, sequenceNumber: response.SequenceNumber, diffRef: message.diffRef, existing };
+}
+
+/**
+ * Records the job QUEUED unless its id is known. Returns the status of the same request sent
+ * before (undefined for a first send); throws for an id taken by another request or cancelled.
+ */
+async function recordBeforeSending(envelope: JobEnvelope, ledger: NonNullable<EnqueueOptions['ledger']>): Promise<JobStatus | undefined> {
+  const digest = jobDigest(envelope);
+  const now = Date.now();
+  const outcome = await ledger.recordQueued({ job: envelope, digest, now });
+  if (outcome.kind === 'queued') return undefined;
+  const { record } = outcome;
+  if (record.status === 'CANCELLED') {
+    throw new EnqueueError('CANCELLED', `job ${envelope.jobId} was cancelled: not sent (send the work again with a new job id)`, undefined, record);
+  }
+  if (record.digest === digest) return record.status;
+  await ledger.recordConflict({ job: envelope, digest, seenBy: 'enqueue', now });
+  const original = `${record.type} in workspace ${record.workspaceId}, ${record.status}`;
+  throw new EnqueueError('CONFLICT', `job id ${envelope.jobId} is taken by a different request (${original}): not sent; use a new job id`, undefined, record);
 }
 
 /**
@@ -127,6 +167,7 @@ interface BatchItem {
 }
 
 interface PreparedMessage {
+  readonly envelope: JobEnvelope;
   readonly jobId: string;
   readonly workspaceId: string;
   readonly entry: Omit<SendMessageBatchRequestEntry, 'Id'>;
@@ -145,6 +186,7 @@ async function prepare(job: JobRequest, diffStore: DiffStore | undefined): Promi
     throw new InvalidJobError(`job ${final.jobId} is ${bytes} bytes as a message, over the ${MAX_MESSAGE_BYTES}-byte SQS limit`);
   }
   return {
+    envelope: final,
     jobId: final.jobId,
     workspaceId: final.workspaceId,
     bytes,

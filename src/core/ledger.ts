@@ -4,7 +4,8 @@
  * condition expressions and, when a condition fails, reads the record and asks `claimOutcome` /
  * `workspaceTakeOutcome` what to do. Keeping both sides here lets unit tests pin every case.
  */
-import type { ClaimOutcome, ClaimRequest, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceRepo, WorkspaceTakeOutcome } from './ports';
+import { JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration } from '../../contract/job-types';
+import type { ClaimOutcome, ClaimRequest, ConflictSeenBy, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceRepo, WorkspaceTakeOutcome } from './ports';
 
 /**
  * Finished statuses only a redriven delivery takes over (decisions §2). The job then runs again
@@ -58,6 +59,8 @@ export function isClaimable(existing: JobRecord | undefined, req: ClaimRequest):
   if (existing === undefined) return true;
   if (existing.digest !== req.digest) return false;
   if (isStagesJob(existing, req)) return false;
+  // Recorded by the producer before sending: the job's turn has come.
+  if (existing.status === 'QUEUED') return true;
   if (existing.status === 'IN_FLIGHT') return !isLeaseLive(existing, req.now);
   return takeoverStatuses(req.consumer, req.redrive).includes(existing.status);
 }
@@ -89,12 +92,53 @@ export function claimOutcome(existing: JobRecord | undefined, req: ClaimRequest)
       return { kind: 'forwarded', record: existing };
     case 'IN_FLIGHT':
       return { kind: 'busy', record: existing };
+    case 'QUEUED':
+      return { kind: 'retry' }; // claimable (above): the write raced with another writer
   }
 }
 
 /** Oldest job first (createdAt, then jobId for a stable order): how unfinished jobs are listed for re-sending. */
 export function byCreation(a: JobRecord, b: JobRecord): number {
   return a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0;
+}
+
+/** Statuses `cancel` turns into CANCELLED: the job has not started and will not start. */
+export const CANCELLABLE_STATUSES: readonly JobStatus[] = ['QUEUED', 'FORWARDED', 'SKIPPED'];
+
+/** Distinct conflicting requests recorded per job id: enough to see the pattern, bounded in size. */
+export const MAX_CONFLICTS = 20;
+
+/**
+ * The ledger's lists (the sparse `byList` index, LEDGER_TABLE.listIndex): every workspace, the
+ * jobs of a workspace that are not finished, and what waits on a dead-letter queue. A record
+ * belongs to at most one list; only writes that change its list touch the index.
+ */
+export const LISTS = {
+  workspaces: 'workspace',
+  dlq: 'dlq',
+  /** One partition per workspace, so a busy platform does not write one hot index partition. */
+  open: (workspaceId: string) => `open#${workspaceId}`,
+} as const;
+
+/** Sort key within a list: time first (ISO-8601 sorts), then the id, so entries are unique and in order. */
+export function listSortKey(at: string, id: string): string {
+  return `${at}#${id}`;
+}
+
+/** The queue whose DLQ holds a failed or skipped job: its stage's once pinned (the stage ran it), else the FIFO queue's. */
+export function dlqQueueOf(record: Pick<JobRecord, 'type' | 'pin'>): string {
+  return record.pin === undefined ? SEQUENCER.queue : stageQueueOf(record.type);
+}
+
+/** The queue whose DLQ holds a refused conflicting send; undefined when it was refused before it was sent. */
+export function conflictQueueOf(type: JobType, seenBy: ConflictSeenBy): string | undefined {
+  if (seenBy === 'enqueue') return undefined;
+  return seenBy === 'sequencer' ? SEQUENCER.queue : stageQueueOf(type);
+}
+
+function stageQueueOf(type: JobType): string {
+  const declaration: JobTypeDeclaration = JOB_TYPES[type];
+  return declaration.stage?.queue ?? SEQUENCER.queue;
 }
 
 /** DynamoDB TTL (epoch seconds): longer than the DLQ retention, so a replay still finds its record. */

@@ -8,9 +8,9 @@
  * For each record `processRecord`:
  *   1. parses the delivery with `processor.parse` (InvalidJobError → DLQ with the reason, acknowledged);
  *   2. claims the job in the ledger (duplicate / finished → acknowledged, its outcome reported again;
- *      conflict → permanent CONFLICT; a stage message the sequencer never pinned (no record, another
- *      request or another pin) → UNPINNED to the DLQ, no ledger write, no event; busy → transient;
- *      cancelled, or taken by its stage consumer →
+ *      conflict → recorded beside the original, permanent CONFLICT; a stage message the sequencer
+ *      never pinned (no record, another request or another pin) → UNPINNED to the DLQ, no ledger
+ *      write, no event; busy → transient; cancelled, or taken by its stage consumer →
  *      acknowledged no-op; a job the sequencer already forwarded → `processor.afterComplete` again
  *      with the recorded pin);
  *   3. runs `processor.run(job, ctx)`; `ctx.heartbeat()` extends the lease and the message
@@ -235,9 +235,10 @@ class JobRun<M extends JobEnvelope> {
 
   async execute(): Promise<boolean> {
     const { ledger, settings, clock } = this.deps;
+    const digest = jobDigest(this.job);
     const claim = await ledger.claim({
       job: this.job,
-      digest: jobDigest(this.job),
+      digest,
       owner: this.owner,
       now: clock.now(),
       leaseMs: settings.leaseSeconds * 1000,
@@ -249,7 +250,9 @@ class JobRun<M extends JobEnvelope> {
       case 'busy':
         throw new TransientJobError(`job is leased by another worker until ${claim.record.leaseUntil}`);
       case 'conflict':
-        throw new PermanentJobError('CONFLICT', `jobId ${this.job.jobId} was already used for a different request (digest ${claim.record.digest})`);
+        // Recorded beside the original (never on it), so `status` and `wait` show the refused request.
+        await ledger.recordConflict({ job: this.job, digest, seenBy: settings.consumer, now: clock.now() });
+        throw new PermanentJobError('CONFLICT', `job id ${this.job.jobId} was already used for a different request (${claim.record.status}, kept): this one is refused`);
       case 'unpinned': {
         const refusal = new PermanentJobError('UNPINNED', `${claim.why}: a stage consumer runs only what the sequencer pinned`);
         return refuseMessage(this.record, refusal, this.deps, 'stage message the sequencer never pinned: refused', { jobId: this.job.jobId });

@@ -9,11 +9,12 @@ import type { EventType, JobMetricName } from '../../contract/runtime-env';
 import type { JobType } from '../../contract/job-types';
 import type { JobEnvelope, Pin, StageMessage } from './envelope';
 
-export type JobStatus = 'IN_FLIGHT' | 'SUCCEEDED' | 'FAILED' | 'FORWARDED' | 'SKIPPED' | 'CANCELLED';
+/** QUEUED: sent, its turn has not come (recorded by the producer when it has the ledger). */
+export type JobStatus = 'QUEUED' | 'IN_FLIGHT' | 'SUCCEEDED' | 'FAILED' | 'FORWARDED' | 'SKIPPED' | 'CANCELLED';
 /** Statuses after which a job never runs again on an ordinary redelivery. */
 export const TERMINAL_STATUSES: readonly JobStatus[] = ['SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED'];
-/** Statuses of a job that was delivered but has no outcome yet: a lost message leaves a job here. */
-export const UNFINISHED_STATUSES: readonly JobStatus[] = ['IN_FLIGHT', 'FORWARDED'];
+/** Statuses of a job that was sent but has no outcome yet: a lost message leaves a job here. */
+export const UNFINISHED_STATUSES: readonly JobStatus[] = ['QUEUED', 'IN_FLIGHT', 'FORWARDED'];
 
 export interface JobFailure {
   /** PermanentReason code, or SKIPPED / CANCELLED causes. */
@@ -33,7 +34,12 @@ export interface JobRecord {
   readonly leaseOwner?: string;
   /** Epoch milliseconds. */
   readonly leaseUntil?: number;
-  /** How many times a worker claimed the job. */
+  /**
+   * How many times the job's worker started it: 1 for a job that ran once; a retry after a
+   * transient failure or a crash, or an operator's redrive, adds one. Pinning and forwarding a
+   * staged job is not an attempt at it (its stage starts again from 0), and a duplicate delivery
+   * of a finished job is not either. 0 while QUEUED.
+   */
   readonly attempt: number;
   readonly result?: Record<string, unknown>;
   readonly error?: JobFailure;
@@ -237,7 +243,38 @@ export interface TakeWorkspaceInput {
 export type SettledClaim = Exclude<ClaimOutcome, { kind: 'retry' }>;
 export type SettledTake = Exclude<WorkspaceTakeOutcome, { kind: 'retry' }>;
 
-export type CancelOutcome = { readonly cancelled: true } | { readonly cancelled: false; readonly record: JobRecord };
+export type CancelOutcome =
+  /** The job was QUEUED, FORWARDED (waiting for its stage) or SKIPPED: it will never run now. */
+  | { readonly cancelled: true; readonly previous: JobStatus; readonly record: JobRecord }
+  /** Running or finished (record), or unknown to the ledger (no record): nothing changed. */
+  | { readonly cancelled: false; readonly record?: JobRecord };
+
+/** What the ledger answers a producer that records a job before sending it. */
+export type QueueOutcome =
+  /** Recorded QUEUED now: the first send of this job id. */
+  | { readonly kind: 'queued'; readonly record: JobRecord }
+  /** The job id is known already: a resend (same digest), a conflict (another digest) or a cancelled job. */
+  | { readonly kind: 'known'; readonly record: JobRecord };
+
+/** Who refused a send that reused a job id for a different request. */
+export type ConflictSeenBy = 'enqueue' | Consumer;
+
+/** One refused request that reused a job id (`pk = conflict#<jobId>`; the job's own record is untouched). */
+export interface ConflictAttempt {
+  readonly jobId: string;
+  readonly workspaceId: string;
+  readonly tenantId: string;
+  readonly type: JobType;
+  /** ISO-8601: when it was first refused. */
+  readonly at: string;
+  /** `enqueue`: refused before sending; otherwise refused by that consumer and moved to its DLQ. */
+  readonly seenBy: ConflictSeenBy;
+}
+
+/** A job on a dead-letter queue as the ledger knows it: a FAILED or SKIPPED job, or a refused conflicting send. */
+export type DlqEntry =
+  | { readonly kind: 'job'; readonly record: JobRecord }
+  | { readonly kind: 'conflict'; readonly attempt: ConflictAttempt };
 
 /**
  * The ledger as the pipeline, the handlers and the CLI use it. Writes that change a job a worker
@@ -262,8 +299,20 @@ export interface Ledger {
    * their messages, these are the ones to send again. A full read of the table: an operator's tool.
    */
   listUnfinished(): Promise<JobRecord[]>;
-  /** A job not yet started (absent) or SKIPPED becomes CANCELLED; anything else is returned as is. */
+  /** A QUEUED, FORWARDED or SKIPPED job becomes CANCELLED; anything else is returned as is. */
   cancel(jobId: string, now: number): Promise<CancelOutcome>;
+  /** Records a job as QUEUED before it is sent (one conditional write); a known job id is returned as is. */
+  recordQueued(input: { job: JobEnvelope; digest: string; now: number }): Promise<QueueOutcome>;
+  /** Records a refused request that reused a job id (once per distinct request, at most MAX_CONFLICTS). */
+  recordConflict(input: { job: JobEnvelope; digest: string; seenBy: ConflictSeenBy; now: number }): Promise<void>;
+  /** The refused requests that reused this job id, oldest first. */
+  getConflicts(jobId: string): Promise<ConflictAttempt[]>;
+  /** Every workspace the ledger knows, by id. */
+  listWorkspaces(): Promise<WorkspaceRecord[]>;
+  /** The workspace's jobs that are QUEUED, running or waiting for their stage, oldest first. */
+  listOpenJobs(workspaceId: string): Promise<JobRecord[]>;
+  /** Jobs on a dead-letter queue (FAILED, SKIPPED, refused conflicting sends), oldest first. */
+  listDlq(): Promise<DlqEntry[]>;
   /** Moves the cursor to a job (decisions §3). */
   takeWorkspace(input: TakeWorkspaceInput): Promise<SettledTake>;
   /** Next sequence number without moving the cursor: orders SKIPPED jobs for replay. */

@@ -148,7 +148,7 @@ async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {
 
 /** The ledger table as lib/ defines it; an existing table (persisted state) is kept. */
 async function createLedgerTable(dynamodb: DynamoDBDocumentClient, tableName: string): Promise<void> {
-  const { partitionKey, workspaceIndex } = LEDGER_TABLE;
+  const { partitionKey, workspaceIndex, listIndex } = LEDGER_TABLE;
   try {
     await dynamodb.send(
       new CreateTableCommand({
@@ -158,6 +158,8 @@ async function createLedgerTable(dynamodb: DynamoDBDocumentClient, tableName: st
           { AttributeName: partitionKey, AttributeType: 'S' },
           { AttributeName: workspaceIndex.partitionKey, AttributeType: 'S' },
           { AttributeName: workspaceIndex.sortKey, AttributeType: 'N' },
+          { AttributeName: listIndex.partitionKey, AttributeType: 'S' },
+          { AttributeName: listIndex.sortKey, AttributeType: 'S' },
         ],
         KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
         GlobalSecondaryIndexes: [
@@ -168,6 +170,14 @@ async function createLedgerTable(dynamodb: DynamoDBDocumentClient, tableName: st
               { AttributeName: workspaceIndex.sortKey, KeyType: 'RANGE' },
             ],
             Projection: { ProjectionType: 'ALL' },
+          },
+          {
+            IndexName: listIndex.name,
+            KeySchema: [
+              { AttributeName: listIndex.partitionKey, KeyType: 'HASH' },
+              { AttributeName: listIndex.sortKey, KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...listIndex.projected] },
           },
         ],
       }),

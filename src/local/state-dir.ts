@@ -3,8 +3,22 @@
  * definition for the platform and the CLI, so `agent-jobs status` finds the platform `npm start`
  * started whatever directory it runs from. Kept free of heavy imports: every CLI command loads it.
  */
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 
+/**
+ * The project's root: the nearest directory above this file with a package.json. Found by
+ * walking up rather than by a fixed `../..`, because this file also runs bundled (dist/).
+ */
+function findProjectRoot(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) return path.resolve(from, '..', '..');
+  }
+}
+
+export const PROJECT_ROOT = findProjectRoot(__dirname);
+
 /** `<project>/.agent-jobs` (git-ignored). */
-export const DEFAULT_STATE_DIR = path.resolve(__dirname, '..', '..', '.agent-jobs');
+export const DEFAULT_STATE_DIR = path.join(PROJECT_ROOT, '.agent-jobs');
 export const PLATFORM_FILE = 'platform.json';

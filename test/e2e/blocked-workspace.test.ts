@@ -58,7 +58,7 @@ test('a poison patch blocks its workspace; the later jobs are skipped and visibl
   expect(await platform.cliJson<JobJson>(['status', 'ws-drop-poison'])).toMatchObject({ status: 'FAILED', error: { reason: 'PATCH_DOES_NOT_APPLY' } });
   expect(await platform.cliJson<JobJson>(['status', 'drop-1'])).toMatchObject({ status: 'SKIPPED', blockedBy: 'ws-drop-poison' });
   expect(await platform.cliJson(['workspace', 'show', 'ws-drop'])).toMatchObject({ state: 'BLOCKED', blockedBy: 'ws-drop-poison' });
-  const [jobsDlq] = await platform.cliJson<DlqListing[]>(['dlq', 'list', '--queue', 'agent-jobs']);
+  const [jobsDlq] = await platform.cliLines<DlqListing>(['dlq', 'list', '--queue', 'agent-jobs']);
   const head = jobsDlq?.messages.find((m) => m.attributes.jobId === 'ws-drop-poison');
   expect(head?.attributes).toMatchObject({ workspaceId: 'ws-drop', type: 'apply_patch', reason: 'PATCH_DOES_NOT_APPLY' });
   expect(jobsDlq?.waitingBehind.filter((j) => j.workspaceId === 'ws-drop').map((j) => j.jobId)).toEqual(['drop-1', 'drop-2']);
@@ -75,7 +75,7 @@ test('a poison patch blocks its workspace; the later jobs are skipped and visibl
     expect.objectContaining({ jobId: 'drop-2', action: 'dropped' }),
   ]);
   expect(await platform.cliJson<JobJson>(['status', 'drop-2'])).toMatchObject({ status: 'CANCELLED' });
-  const [after] = await platform.cliJson<DlqListing[]>(['dlq', 'list', '--queue', 'agent-jobs']);
+  const [after] = await platform.cliLines<DlqListing>(['dlq', 'list', '--queue', 'agent-jobs']);
   expect(after?.messages.map((m) => m.attributes.jobId)).toContain('ws-drop-poison');
   expect(after?.messages.map((m) => m.attributes.jobId)).not.toContain('drop-1');
   // The workspace runs again: a new job commits on top of the first (and only) good state.
@@ -104,15 +104,16 @@ test('--replay runs the skipped jobs again in their original order', async () =>
   expect(await platform.cliJson(['workspace', 'show', 'ws-replay'])).toMatchObject({ state: 'ACTIVE' });
 });
 
-test('cancel: a job cancelled before delivery stays CANCELLED and commits nothing', async () => {
+test('cancel: a SKIPPED job cancelled before its replay stays CANCELLED and commits nothing', async () => {
   const [diff] = await diffChain(source, [{ 'cancel.txt': 'x\n' }]);
-  expect(await platform.cliJson(['cancel', 'cancel-1'])).toEqual({ jobId: 'cancel-1', status: 'CANCELLED' });
+  await blockWorkspace('ws-cancel', 'cancel', [{ jobId: 'cancel-1', diff: diff ?? '' }]);
+  expect(await platform.cliJson(['cancel', 'cancel-1'])).toMatchObject({ jobId: 'cancel-1', status: 'CANCELLED', previousStatus: 'SKIPPED' });
 
-  await platform.cliJson(applyPatchArgs('ws-cancel', 'cancel-1', repoUrl, 'cancel', diff ?? '', 'Cancelled'));
-  // A later job of the same workspace finishing proves the cancelled one was delivered first.
+  await platform.cliJson(['workspace', 'unblock', 'ws-cancel', '--replay']);
+  // A later job of the same workspace finishing proves the replayed, cancelled one was delivered first.
   const [later] = await diffChain(source, [{ 'cancel-later.txt': 'y\n' }]);
   await platform.cliJson(applyPatchArgs('ws-cancel', 'cancel-2', repoUrl, 'cancel', later ?? '', 'Runs'));
-  await platform.cli(['wait', 'cancel-1', 'cancel-2', '--timeout', '120']);
+  await platform.cliJson(['wait', 'cancel-2', '--timeout', '120']);
 
   expect(await platform.cliJson<JobJson>(['status', 'cancel-1'])).toMatchObject({ status: 'CANCELLED' });
   expect(await remoteLog(repoUrl, 'cancel')).toEqual(['Runs', 'initial']);

@@ -42,8 +42,10 @@ export interface RunningPlatform {
   /** What `local up --json` printed when ready. */
   readonly ready: { readonly endpoints: Record<string, string>; readonly gitUrl: string };
   cli(args: readonly string[], stdin?: string): Promise<CliResult>;
-  /** Parses stdout as JSON and fails (with stderr) on a non-zero exit. */
+  /** Runs with --json and parses stdout as one JSON object; fails (with stderr) on a non-zero exit. */
   cliJson<T = unknown>(args: readonly string[], stdin?: string): Promise<T>;
+  /** Runs with --json and parses stdout as JSON Lines (one object per line); fails on a non-zero exit. */
+  cliLines<T = unknown>(args: readonly string[], stdin?: string): Promise<T[]>;
   events(): Promise<{ type: string; detail: Record<string, unknown> }[]>;
   /**
    * Polls `status --json` until `done` holds: for jobs that are already terminal (SKIPPED, FAILED)
@@ -110,10 +112,11 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
     ready,
     cli,
     async cliJson<T>(args: readonly string[], stdin?: string): Promise<T> {
-      const result = await cli([...args, '--json'], stdin);
-      if (result.code !== 0) throw new Error(`agent-jobs ${args.join(' ')} exited ${result.code}:\n${result.stderr}`);
-      return JSON.parse(result.stdout) as T;
+      const lines = await jsonLinesOf<T>(cli, args, stdin);
+      if (lines.length !== 1) throw new Error(`agent-jobs ${args.join(' ')} printed ${lines.length} JSON lines, expected one`);
+      return lines[0] as T;
     },
+    cliLines: <T>(args: readonly string[], stdin?: string) => jsonLinesOf<T>(cli, args, stdin),
     async untilJob<T extends { status: string }>(jobId: string, done: (job: T) => boolean): Promise<T> {
       const status = async (): Promise<T> => {
         const result = await cli(['status', jobId, '--json']);
@@ -139,6 +142,20 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
       await exited;
     },
   };
+}
+
+/** `--json` output: JSON Lines. */
+export function parseJsonLines<T>(stdout: string): T[] {
+  return stdout
+    .split('\n')
+    .filter((line) => line.length > 0)
+    .map((line) => JSON.parse(line) as T);
+}
+
+async function jsonLinesOf<T>(cli: RunningPlatform['cli'], args: readonly string[], stdin?: string): Promise<T[]> {
+  const result = await cli([...args, '--json'], stdin);
+  if (result.code !== 0) throw new Error(`agent-jobs ${args.join(' ')} exited ${result.code}:\n${result.stderr}`);
+  return parseJsonLines<T>(result.stdout);
 }
 
 async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {

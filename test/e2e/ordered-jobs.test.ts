@@ -39,15 +39,15 @@ test('apply_patch A then B: two commits, in order, and the ledger names the head
   await platform.cliJson(applyPatchArgs('ws-ordered', 'ordered-a', repoUrl, 'ordered', a ?? '', 'Patch A'));
   await platform.cliJson(applyPatchArgs('ws-ordered', 'ordered-b', repoUrl, 'ordered', b ?? '', 'Patch B'));
 
-  const waited = await platform.cliJson<{ succeeded: boolean }>(['wait', 'ordered-a', 'ordered-b', '--timeout', '120']);
+  const waited = await platform.cliLines<{ jobId: string; succeeded: boolean }>(['wait', 'ordered-a', 'ordered-b', '--timeout', '120']);
 
-  expect(waited.succeeded).toBe(true);
+  expect(waited.map((j) => [j.jobId, j.succeeded])).toEqual([['ordered-a', true], ['ordered-b', true]]);
   expect(await remoteLog(repoUrl, 'ordered')).toEqual(['Patch B', 'Patch A', 'initial']);
   const jobB = await platform.cliJson<JobJson>(['status', 'ordered-b']);
   expect(jobB.result?.commitSha).toBe(await remoteHead('ordered'));
   const workspace = await platform.cliJson<{ head: string; state: string }>(['workspace', 'show', 'ws-ordered']);
   expect(workspace).toMatchObject({ head: await remoteHead('ordered'), state: 'ACTIVE' });
-  const listed = await platform.cliJson<JobJson[]>(['jobs', '--workspace', 'ws-ordered']);
+  const listed = await platform.cliLines<JobJson>(['jobs', '--workspace', 'ws-ordered']);
   expect(listed.map((j) => j.jobId)).toEqual(['ordered-a', 'ordered-b']);
   const succeeded = (await platform.events()).filter((e) => e.type === 'AgentJobSucceeded' && e.detail.workspaceId === 'ws-ordered');
   expect(succeeded.map((e) => e.detail.jobId)).toEqual(['ordered-a', 'ordered-b']);
@@ -67,7 +67,7 @@ test('the same job enqueued twice makes one commit', async () => {
   await platform.cliJson(['wait', 'dup-1', '--timeout', '120']);
 
   expect(await remoteLog(repoUrl, 'dup')).toEqual(['Only once', 'initial']);
-  expect((await platform.cliJson<JobJson[]>(['jobs', '--workspace', 'ws-dup'])).map((j) => j.jobId)).toEqual(['dup-1']);
+  expect((await platform.cliLines<JobJson>(['jobs', '--workspace', 'ws-dup'])).map((j) => j.jobId)).toEqual(['dup-1']);
 });
 
 test('run_tests fails then passes at the pinned commits, then open_pr opens one pull request', async () => {
@@ -92,7 +92,7 @@ test('run_tests fails then passes at the pinned commits, then open_pr opens one 
   expect(store.pulls).toEqual([expect.objectContaining({ head: 'feature', base: 'main', title: 'Feature' })]);
 });
 
-test('--json: stdout is one JSON document and nothing else, for every kind of command', async () => {
+test('--json: stdout is JSON Lines (one object per line) and nothing else, for every kind of command', async () => {
   const [diff] = await diffChain(source, [{ 'json.txt': 'json\n' }]);
   await platform.cliJson(applyPatchArgs('ws-json', 'json-a', repoUrl, 'json', diff ?? '', 'For --json'));
   await platform.cliJson(['wait', 'json-a', '--timeout', '120']);
@@ -109,7 +109,7 @@ test('--json: stdout is one JSON document and nothing else, for every kind of co
   for (const command of commands) {
     const result = await platform.cli([...command, '--json']);
     expect({ command, code: result.code }).toEqual({ command, code: 0 });
-    expect(() => JSON.parse(result.stdout)).not.toThrow();
+    for (const line of result.stdout.split('\n').filter(Boolean)) expect(JSON.parse(line)).toEqual(expect.any(Object));
   }
   const fromStdin = await platform.cliJson<{ jobId: string; type: string; tenantId: string }>(
     ['enqueue', '-'],
@@ -117,7 +117,7 @@ test('--json: stdout is one JSON document and nothing else, for every kind of co
   );
   expect(fromStdin).toMatchObject({ jobId: 'stdin-1', type: 'run_tests', tenantId: 'default' });
   const failed = await platform.cli(['status', 'no-such-job', '--json']);
-  expect(failed.code).toBe(1);
+  expect(failed.code).toBe(3);
   expect(failed.stdout).toBe('');
   expect(JSON.parse(failed.stderr.trim().split('\n').at(-1) ?? '')).toMatchObject({ error: { message: expect.stringContaining('no-such-job') } });
 });

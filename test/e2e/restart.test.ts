@@ -55,7 +55,7 @@ test('after kill -9 and a restart with --persist, URLs stay, unfinished jobs are
   const p2 = applyPatchArgs('ws-restart', 'p2', url, 'agent', d2 ?? '', 'Three');
   for (const args of [p1, t1, p2]) await first.cliJson(args);
   // p2 is applied while the stage still runs t1's tests at p1's commit: then the platform dies.
-  await first.cliJson(['wait', 'p1', 'p2', '--timeout', '120']);
+  await first.cliLines(['wait', 'p1', 'p2', '--timeout', '120']);
   const running = await first.untilJob<JobJson>('t1', (j) => j.status === 'IN_FLIGHT' && j.pin !== undefined);
   const p1Commit = (await first.cliJson<JobJson>(['status', 'p1'])).result?.commitSha;
   expect(running.pin?.sha).toBe(p1Commit);
@@ -65,7 +65,7 @@ test('after kill -9 and a restart with --persist, URLs stay, unfinished jobs are
 
   expect(second.ready.gitUrl).toBe(first.ready.gitUrl);
   expect(second.ready.endpoints).toEqual(first.ready.endpoints);
-  const unfinished = await second.cliJson<JobJson[]>(['unfinished']);
+  const unfinished = await second.cliLines<JobJson>(['unfinished']);
   expect(unfinished.map((j) => [j.jobId, j.status])).toEqual([['t1', 'IN_FLIGHT']]);
 
   // The agent re-sends everything it has not seen finish (here: all of it, in order), then goes on.
@@ -78,7 +78,7 @@ test('after kill -9 and a restart with --persist, URLs stay, unfinished jobs are
   expect(t1After).toMatchObject({ status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining('restarted') }, pin: { sha: p1Commit } });
   for (const jobId of ['p1', 'p2']) expect(await second.cliJson<JobJson>(['status', jobId])).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
   expect(await remoteLog(url, 'agent')).toEqual(['Four', 'Three', 'Two', 'initial']);
-  expect(await second.cliJson<JobJson[]>(['unfinished'])).toEqual([]);
+  expect(await second.cliLines<JobJson>(['unfinished'])).toEqual([]);
   const conflicts = (await second.events()).filter((e) => e.detail.reason === 'CONFLICT');
   expect(conflicts).toEqual([]);
 });

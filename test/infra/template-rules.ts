@@ -345,6 +345,33 @@ export const TEMPLATE_RULES: readonly TemplateRule[] = [
     },
   },
   {
+    rule: "ledger indexes: byWorkspace (a workspace's jobs in order) and the sparse byList projecting only attributes that never change",
+    check: (t) => {
+      const keys = (index: { partitionKey: string; sortKey: string }) => [
+        { AttributeName: index.partitionKey, KeyType: 'HASH' },
+        { AttributeName: index.sortKey, KeyType: 'RANGE' },
+      ];
+      expect(props(single(t, 'AWS::DynamoDB::Table'))['GlobalSecondaryIndexes']).toEqual([
+        expect.objectContaining({ IndexName: LEDGER_TABLE.workspaceIndex.name, KeySchema: keys(LEDGER_TABLE.workspaceIndex) }),
+        // Projecting anything that changes (status, lease) would write the index on every heartbeat.
+        {
+          IndexName: LEDGER_TABLE.listIndex.name,
+          KeySchema: keys(LEDGER_TABLE.listIndex),
+          Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...LEDGER_TABLE.listIndex.projected] },
+        },
+      ]);
+    },
+    mutations: {
+      'the list index projects every attribute': (t) => {
+        const indexes = props(single(t, 'AWS::DynamoDB::Table'))['GlobalSecondaryIndexes'] as { Projection: unknown }[];
+        indexes[1]!.Projection = { ProjectionType: 'ALL' };
+      },
+      'the list index is missing': (t) => {
+        (props(single(t, 'AWS::DynamoDB::Table'))['GlobalSecondaryIndexes'] as unknown[]).pop();
+      },
+    },
+  },
+  {
     rule: 'what holds jobs, credentials or logs is retained when the stack is deleted (queues, DLQs, secrets, log groups, the diff bucket)',
     check: (t) => {
       for (const type of ['AWS::SQS::Queue', 'AWS::SecretsManager::Secret', 'AWS::Logs::LogGroup', 'AWS::S3::Bucket']) {

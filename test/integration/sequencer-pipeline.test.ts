@@ -133,7 +133,7 @@ describe('pipeline heartbeat on a stage queue', () => {
 
     expect(heartbeatError).toBeInstanceOf(LeaseLostError);
     expect(response.batchItemFailures).toHaveLength(1);
-    // Claimed by the sequencer (1), this worker (2), then the other (3).
-    expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseOwner: 'other', attempt: 3 });
+    // Started by this worker (1), then by the other (2); the sequencer's pinning is not an attempt.
+    expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseOwner: 'other', attempt: 2 });
   });
 });

@@ -259,7 +259,7 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     expect(await drain(sqs(), dlqUrl())).toEqual([]);
     expect(await eventsOf(pr.jobId)).toEqual([]);
     expect(await drain(sqs(), emulators().queueUrls['open-pr'] as string)).toHaveLength(1);
-    expect(await ledger.getJob(pr.jobId)).toMatchObject({ status: 'FAILED', error: failure, attempt: 2 });
+    expect(await ledger.getJob(pr.jobId)).toMatchObject({ status: 'FAILED', error: failure, attempt: 1 });
   });
 
   it('publishes the outcome again when the event was lost after the verdict was recorded (events are at least once)', async () => {
@@ -518,8 +518,10 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
   it('acknowledges a job cancelled before it ran without running it or moving the cursor', async () => {
     const ws = await newWorkspace();
     const cancelled = patchJob(ws);
-    await ledger.cancel(cancelled.jobId, Date.now());
+    // As the CLI sends: recorded QUEUED first, so a cancel before its turn finds it.
+    await ledger.recordQueued({ job: cancelled, digest: jobDigest(cancelled), now: Date.now() });
     await send(cancelled);
+    expect(await ledger.cancel(cancelled.jobId, Date.now())).toMatchObject({ cancelled: true, previous: 'QUEUED' });
 
     const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
 

@@ -144,13 +144,14 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
         const progress = { buildId: 'build-1' };
         await ledger.recordProgress({ jobId: job.jobId, owner: first.owner, progress, now: NOW });
         const resumed = await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS, redrive: true }));
-        expect(resumed).toMatchObject({ kind: 'claimed', record: { progress, attempt: 3 } });
+        // The stage's second attempt (pinning by the sequencer is not one).
+        expect(resumed).toMatchObject({ kind: 'claimed', record: { progress, attempt: 2 } });
 
         const failedBy = resumed.kind === 'claimed' ? resumed.record.leaseOwner : undefined;
         await ledger.complete({ jobId: job.jobId, owner: failedBy ?? '', now: NOW, verdict: FAILED });
         expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'FAILED', progress });
         const rerun = await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, redrive: true }));
-        expect(rerun).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', attempt: 4 } });
+        expect(rerun).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', attempt: 3 } });
         expect(rerun.kind === 'claimed' && rerun.record).not.toHaveProperty('progress');
       });
 
@@ -159,8 +160,10 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
         await settle(job, { status: 'FORWARDED', pin: PIN }, { workspaceId: job.workspaceId, seq: 7 });
 
         expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'forwarded', record: { pin: PIN } });
+        // Pinning is not an attempt at the job: its stage counts its own.
+        expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'FORWARDED', attempt: 0 });
         const staged = await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN }));
-        expect(staged).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', pin: PIN, wsSeq: 7, attempt: 2 } });
+        expect(staged).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', pin: PIN, wsSeq: 7, attempt: 1 } });
       });
 
       it('leaves a pinned job its stage consumer took to the stage, running or finished', async () => {
@@ -208,7 +211,7 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
         expect(late).toMatchObject({ kind: 'forwarded', record: { status: 'IN_FLIGHT', pin: PIN, leaseOwner: stage.owner } });
         expect((await ledger.claim(claimOf(job, { now: NOW + LEASE_MS, redrive: true }))).kind).toBe('forwarded');
         // The stage takes its own expired lease over, pin and place kept.
-        expect(await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS }))).toMatchObject({ kind: 'claimed', record: { pin: PIN, attempt: 3 } });
+        expect(await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS }))).toMatchObject({ kind: 'claimed', record: { pin: PIN, attempt: 2 } });
       });
 
       it('claims a record that became claimable between the refused write and the read', async () => {
@@ -230,19 +233,45 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
       });
     });
 
+    describe('queued', () => {
+      it('records a job QUEUED before it is sent; its claim takes the record, a resend finds it, another request conflicts', async () => {
+        const job = newJob();
+        expect(await ledger.recordQueued({ job, digest: jobDigest(job), now: NOW })).toMatchObject({ kind: 'queued', record: { status: 'QUEUED', attempt: 0 } });
+        expect(await ledger.recordQueued({ job, digest: jobDigest(job), now: NOW + 1 })).toMatchObject({ kind: 'known', record: { status: 'QUEUED' } });
+
+        const other = { ...job, payload: { command: 'rm -rf /' } } as JobEnvelope;
+        expect(await ledger.claim(claimOf(other))).toMatchObject({ kind: 'conflict', record: { status: 'QUEUED' } });
+        expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', attempt: 1 } });
+        expect(await ledger.recordQueued({ job, digest: jobDigest(job), now: NOW + 2 })).toMatchObject({ kind: 'known', record: { status: 'IN_FLIGHT' } });
+      });
+    });
+
     describe('cancel', () => {
-      it('cancels a job not yet seen, whatever request later arrives under its id', async () => {
-        const unseen = newJob();
-        expect(await ledger.cancel(unseen.jobId, NOW)).toEqual({ cancelled: true });
-        expect(await ledger.getJob(unseen.jobId)).toMatchObject({ status: 'CANCELLED', attempt: 0 });
-        expect((await ledger.claim(claimOf(unseen))).kind).toBe('cancelled');
-        expect((await ledger.claim(claimOf(unseen, { redrive: true, consumer: 'stage', pin: PIN }))).kind).toBe('cancelled');
+      it('cancels a QUEUED job (its delivery is then a no-op) and knows no job it was never told of', async () => {
+        const queued = newJob();
+        await ledger.recordQueued({ job: queued, digest: jobDigest(queued), now: NOW });
+        expect(await ledger.cancel(queued.jobId, NOW)).toMatchObject({ cancelled: true, previous: 'QUEUED', record: { status: 'CANCELLED', jobId: queued.jobId } });
+        expect((await ledger.claim(claimOf(queued))).kind).toBe('cancelled');
+        expect((await ledger.claim(claimOf(queued, { redrive: true, consumer: 'stage', pin: PIN }))).kind).toBe('cancelled');
+
+        const unknown = `never-${randomUUID()}`;
+        expect(await ledger.cancel(unknown, NOW)).toEqual({ cancelled: false, record: undefined });
+        expect(await ledger.getJob(unknown)).toBeUndefined();
+      });
+
+      it('cancels a FORWARDED job before its stage takes it', async () => {
+        const job = newJob();
+        await settle(job, { status: 'FORWARDED', pin: PIN });
+        expect(await ledger.cancel(job.jobId, NOW)).toMatchObject({ cancelled: true, previous: 'FORWARDED' });
+        expect((await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN }))).kind).toBe('cancelled');
+        // A late FIFO redelivery is acknowledged as well.
+        expect((await ledger.claim(claimOf(job))).kind).toBe('cancelled');
       });
 
       it('cancels a SKIPPED job, never a running or finished one', async () => {
         const skipped = newJob();
         await settle(skipped, SKIPPED);
-        expect(await ledger.cancel(skipped.jobId, NOW)).toEqual({ cancelled: true });
+        expect(await ledger.cancel(skipped.jobId, NOW)).toMatchObject({ cancelled: true, previous: 'SKIPPED' });
         expect((await ledger.claim(claimOf(skipped, { redrive: true }))).kind).toBe('cancelled');
 
         const running = newJob();
@@ -255,7 +284,9 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
     });
 
     describe('unfinished jobs', () => {
-      it('lists the delivered jobs without an outcome (IN_FLIGHT, FORWARDED), oldest first, and nothing else', async () => {
+      it('lists the jobs without an outcome (QUEUED, IN_FLIGHT, FORWARDED), oldest first, and nothing else', async () => {
+        const queued = newJob({ createdAt: '2025-12-30T00:00:00Z' });
+        await ledger.recordQueued({ job: queued, digest: jobDigest(queued), now: NOW });
         const running = newJob({ createdAt: '2025-12-31T00:00:00Z' });
         await ledger.claim(claimOf(running));
         const forwarded = newJob({ createdAt: '2025-12-31T00:00:01Z' });
@@ -270,10 +301,66 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
         const listed = await ledger.listUnfinished();
 
         const ids = listed.map((j) => j.jobId);
-        expect(ids.filter((id) => id === running.jobId || id === forwarded.jobId)).toEqual([running.jobId, forwarded.jobId]);
+        expect(ids.filter((id) => [queued.jobId, running.jobId, forwarded.jobId].includes(id))).toEqual([queued.jobId, running.jobId, forwarded.jobId]);
         for (const job of finished) expect(ids).not.toContain(job.jobId);
-        expect(listed.every((j) => j.status === 'IN_FLIGHT' || j.status === 'FORWARDED')).toBe(true);
+        expect(listed.every((j) => ['QUEUED', 'IN_FLIGHT', 'FORWARDED'].includes(j.status))).toBe(true);
         expect(listed.find((j) => j.jobId === forwarded.jobId)).toMatchObject({ status: 'FORWARDED', pin: PIN, workspaceId: forwarded.workspaceId });
+      });
+    });
+
+    describe('conflicts', () => {
+      it('records each distinct conflicting request once, beside the original, and lists the ones on a DLQ', async () => {
+        const job = newJob();
+        await settle(job, { status: 'SUCCEEDED', result: {} });
+        const other = { ...job, payload: { command: 'other' } } as JobEnvelope;
+        const third = { ...job, payload: { command: 'third' } } as JobEnvelope;
+
+        await ledger.recordConflict({ job: other, digest: jobDigest(other), seenBy: 'enqueue', now: NOW });
+        await ledger.recordConflict({ job: other, digest: jobDigest(other), seenBy: 'enqueue', now: NOW + 1 });
+        await ledger.recordConflict({ job: third, digest: jobDigest(third), seenBy: 'sequencer', now: NOW + 2 });
+
+        expect(await ledger.getConflicts(job.jobId)).toEqual([
+          expect.objectContaining({ jobId: job.jobId, seenBy: 'enqueue', at: new Date(NOW).toISOString() }),
+          expect.objectContaining({ jobId: job.jobId, seenBy: 'sequencer', at: new Date(NOW + 2).toISOString() }),
+        ]);
+        expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'SUCCEEDED', digest: jobDigest(job) });
+        const onDlq = (await ledger.listDlq()).filter((e) => e.kind === 'conflict' && e.attempt.jobId === job.jobId);
+        expect(onDlq).toEqual([{ kind: 'conflict', attempt: expect.objectContaining({ seenBy: 'sequencer' }) }]);
+        expect(await ledger.getConflicts(`never-${randomUUID()}`)).toEqual([]);
+      });
+    });
+
+    describe('lists', () => {
+      it('lists a workspace, its unfinished jobs, and the jobs waiting on a DLQ until a redrive or a cancel takes them off', async () => {
+        const workspaceId = `ws-${randomUUID()}`;
+        const [queued, running, forwarded, done, failed, skipped] = ['q', 'r', 'f', 'd', 'x', 's'].map((id) => newJob({ jobId: `${id}-${randomUUID()}`, workspaceId })) as [
+          JobEnvelope,
+          JobEnvelope,
+          JobEnvelope,
+          JobEnvelope,
+          JobEnvelope,
+          JobEnvelope,
+        ];
+        await ledger.recordQueued({ job: queued, digest: jobDigest(queued), now: NOW });
+        await ledger.claim(claimOf(running));
+        await settle(forwarded, { status: 'FORWARDED', pin: PIN });
+        await settle(done, { status: 'SUCCEEDED', result: {} });
+        await settle(failed, FAILED);
+        await settle(skipped, SKIPPED);
+        await ledger.takeWorkspace({ workspaceId, jobId: queued.jobId, now: NOW });
+
+        const ids = (records: readonly { jobId: string }[]) => records.map((r) => r.jobId).sort();
+        expect(ids(await ledger.listOpenJobs(workspaceId))).toEqual(ids([queued, running, forwarded]));
+        const dlqJobs = async () => (await ledger.listDlq()).flatMap((e) => (e.kind === 'job' && e.record.workspaceId === workspaceId ? [e.record] : []));
+        expect(ids(await dlqJobs())).toEqual(ids([failed, skipped]));
+        expect((await ledger.listWorkspaces()).filter((w) => w.workspaceId === workspaceId)).toEqual([expect.objectContaining({ workspaceId, state: 'ACTIVE' })]);
+
+        // A redriven delivery takes the FAILED job off the DLQ list; a cancel takes the SKIPPED one off.
+        expect((await ledger.claim(claimOf(failed, { redrive: true }))).kind).toBe('claimed');
+        await ledger.cancel(skipped.jobId, NOW);
+        expect(await dlqJobs()).toEqual([]);
+        expect(ids(await ledger.listOpenJobs(workspaceId))).toEqual(ids([queued, running, forwarded, failed]));
+        expect(await ledger.listOpenJobs(`ws-${randomUUID()}`)).toEqual([]);
       });
     });
 

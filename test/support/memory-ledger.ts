@@ -9,14 +9,32 @@
  * Records are copied in and out: a caller cannot change the stored state by mutating what it got.
  */
 import { LeaseLostError, TransientJobError } from '../../src/core/errors';
-import { byCreation, canTakeWorkspace, claimOutcome, isClaimable, RERUN_STATUSES, ttlFor, workspaceTakeOutcome } from '../../src/core/ledger';
+import type { JobEnvelope } from '../../src/core/envelope';
+import {
+  byCreation,
+  CANCELLABLE_STATUSES,
+  canTakeWorkspace,
+  claimOutcome,
+  conflictQueueOf,
+  isClaimable,
+  LISTS,
+  listSortKey,
+  MAX_CONFLICTS,
+  RERUN_STATUSES,
+  ttlFor,
+  workspaceTakeOutcome,
+} from '../../src/core/ledger';
 import {
   UNFINISHED_STATUSES,
   type CancelOutcome,
   type ClaimRequest,
   type CompleteInput,
+  type ConflictAttempt,
+  type ConflictSeenBy,
+  type DlqEntry,
   type JobRecord,
   type Ledger,
+  type QueueOutcome,
   type SettledClaim,
   type SettledTake,
   type TakeWorkspaceInput,
@@ -43,6 +61,9 @@ export class MemoryLedger implements Ledger {
   private readonly workspaces = new Map<string, WorkspaceRecord>();
   /** The workspace a completed job is indexed under (the adapter's `wsKey`, not part of JobRecord). */
   private readonly workspaceOf = new Map<string, string | undefined>();
+  /** The adapter's `byList` entries (listKey, listSort) by primary key: `job#`, `ws#`, `conflict#`. */
+  private readonly lists = new Map<string, { key: string; sort: string }>();
+  private readonly conflicts = new Map<string, { attempts: ConflictAttempt[]; tokens: Set<string> }>();
   private readonly retentionDays: number;
 
   constructor(private readonly options: MemoryLedgerOptions = {}) {
@@ -84,6 +105,9 @@ export class MemoryLedger implements Ledger {
       ttl: ttlFor(req.now, this.retentionDays),
     };
     this.jobs.set(job.jobId, record);
+    const pk = `job#${job.jobId}`;
+    // As the adapter: the job is open from here on; a rerun moves it off the DLQ list.
+    if (rerun || !this.lists.has(pk)) this.lists.set(pk, { key: LISTS.open(job.workspaceId), sort: listSortKey(iso(req.now), job.jobId) });
     return record;
   }
 
@@ -95,8 +119,14 @@ export class MemoryLedger implements Ledger {
     if (verdict.status === 'SUCCEEDED') record.result = verdict.result;
     if (verdict.status === 'FAILED' || verdict.status === 'SKIPPED') record.error = verdict.error;
     if (verdict.status === 'SKIPPED') record.blockedBy = verdict.blockedBy;
-    if (verdict.status === 'FORWARDED') record.pin = verdict.pin;
+    if (verdict.status === 'FORWARDED') {
+      record.pin = verdict.pin;
+      record.attempt = 0;
+    }
     if (input.workspace) record.wsSeq = input.workspace.seq;
+    const pk = `job#${input.jobId}`;
+    if (verdict.status === 'FAILED' || verdict.status === 'SKIPPED') this.lists.set(pk, { key: LISTS.dlq, sort: listSortKey(iso(input.now), input.jobId) });
+    if (verdict.status === 'SUCCEEDED') this.lists.delete(pk);
     this.jobs.set(input.jobId, copy(record));
     this.workspaceOf.set(input.jobId, input.workspace?.workspaceId ?? this.workspaceOf.get(input.jobId));
     return copy(record);
@@ -148,20 +178,77 @@ export class MemoryLedger implements Ledger {
 
   async cancel(jobId: string, now: number): Promise<CancelOutcome> {
     const existing = this.jobs.get(jobId);
-    if (existing !== undefined && existing.status !== 'SKIPPED') return { cancelled: false, record: copy(existing) };
-    // A tombstone for a job not seen yet: no digest, so its later delivery is a no-op (claimOutcome).
-    const tombstone = {
-      ...existing,
-      jobId,
-      status: 'CANCELLED',
-      attempt: existing?.attempt ?? 0,
-      digest: existing?.digest ?? '',
-      createdAt: existing?.createdAt ?? iso(now),
+    if (existing === undefined || !CANCELLABLE_STATUSES.includes(existing.status)) return { cancelled: false, record: copy(existing) };
+    const { leaseUntil: _leaseUntil, ...rest } = existing;
+    const record: JobRecord = { ...rest, status: 'CANCELLED', updatedAt: iso(now) };
+    this.jobs.set(jobId, record);
+    this.lists.delete(`job#${jobId}`);
+    return { cancelled: true, previous: existing.status, record: copy(record) };
+  }
+
+  async recordQueued(input: { job: JobEnvelope; digest: string; now: number }): Promise<QueueOutcome> {
+    const { job, now } = input;
+    const known = this.jobs.get(job.jobId);
+    if (known) return { kind: 'known', record: copy(known) };
+    const record: JobRecord = {
+      jobId: job.jobId,
+      workspaceId: job.workspaceId,
+      tenantId: job.tenantId,
+      type: job.type,
+      status: 'QUEUED',
+      digest: input.digest,
+      attempt: 0,
+      createdAt: job.createdAt,
       updatedAt: iso(now),
       ttl: ttlFor(now, this.retentionDays),
-    } as JobRecord;
-    this.jobs.set(jobId, tombstone);
-    return { cancelled: true };
+    };
+    this.jobs.set(job.jobId, record);
+    this.lists.set(`job#${job.jobId}`, { key: LISTS.open(job.workspaceId), sort: listSortKey(iso(now), job.jobId) });
+    return { kind: 'queued', record: copy(record) };
+  }
+
+  async recordConflict(input: { job: JobEnvelope; digest: string; seenBy: ConflictSeenBy; now: number }): Promise<void> {
+    const { job, now, seenBy } = input;
+    const queue = conflictQueueOf(job.type, seenBy);
+    const token = `${input.digest}:${queue ?? 'refused'}`;
+    const entry = this.conflicts.get(job.jobId) ?? { attempts: [], tokens: new Set<string>() };
+    if (entry.tokens.has(token) || entry.attempts.length >= MAX_CONFLICTS) return;
+    entry.tokens.add(token);
+    entry.attempts.push({ jobId: job.jobId, workspaceId: job.workspaceId, tenantId: job.tenantId, type: job.type, at: iso(now), seenBy });
+    this.conflicts.set(job.jobId, entry);
+    const pk = `conflict#${job.jobId}`;
+    if (queue && !this.lists.has(pk)) this.lists.set(pk, { key: LISTS.dlq, sort: listSortKey(iso(now), pk) });
+  }
+
+  async getConflicts(jobId: string): Promise<ConflictAttempt[]> {
+    return copy(this.conflicts.get(jobId)?.attempts ?? []);
+  }
+
+  async listWorkspaces(): Promise<WorkspaceRecord[]> {
+    return this.inList(LISTS.workspaces).flatMap((pk) => copy(this.workspaces.get(pk.slice('ws#'.length)) ?? []));
+  }
+
+  async listOpenJobs(workspaceId: string): Promise<JobRecord[]> {
+    return this.inList(LISTS.open(workspaceId)).flatMap((pk) => copy(this.jobs.get(pk.slice('job#'.length)) ?? []));
+  }
+
+  async listDlq(): Promise<DlqEntry[]> {
+    return this.inList(LISTS.dlq).flatMap((pk): DlqEntry[] => {
+      if (pk.startsWith('job#')) {
+        const record = this.jobs.get(pk.slice('job#'.length));
+        return record ? [{ kind: 'job', record: copy(record) }] : [];
+      }
+      const attempts = this.conflicts.get(pk.slice('conflict#'.length))?.attempts ?? [];
+      return attempts.filter((a) => a.seenBy !== 'enqueue').map((attempt) => ({ kind: 'conflict', attempt: copy(attempt) }));
+    });
+  }
+
+  /** The primary keys in a list, in the adapter's index order (by sort key). */
+  private inList(key: string): string[] {
+    return [...this.lists]
+      .filter(([, entry]) => entry.key === key)
+      .sort(([, a], [, b]) => (a.sort < b.sort ? -1 : a.sort > b.sort ? 1 : 0))
+      .map(([pk]) => pk);
   }
 
   async takeWorkspace(input: TakeWorkspaceInput): Promise<SettledTake> {
@@ -183,6 +270,7 @@ export class MemoryLedger implements Ledger {
       updatedAt: iso(input.now),
     };
     this.workspaces.set(input.workspaceId, workspace);
+    this.lists.set(`ws#${input.workspaceId}`, { key: LISTS.workspaces, sort: input.workspaceId });
     return { kind: 'taken', workspace: copy(workspace) };
   }
 
@@ -212,6 +300,7 @@ export class MemoryLedger implements Ledger {
       currentDone: true,
       updatedAt: iso(input.now),
     });
+    this.lists.set(`ws#${input.workspaceId}`, { key: LISTS.workspaces, sort: input.workspaceId });
   }
 
   async unblockWorkspace(workspaceId: string, now: number): Promise<WorkspaceRecord> {

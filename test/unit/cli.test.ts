@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { commandHelp, parseInvocation, type CommandSpec } from '../../src/cli/command';
 import { COMMANDS } from '../../src/cli/commands';
 import { jobFromArgs } from '../../src/cli/commands/enqueue';
 import { dlqReason } from '../../src/cli/commands/dlq';
-import { jobSummary } from '../../src/cli/commands/jobs';
+import { jobSummary } from '../../src/cli/views';
 import { redriveDeduplicationId } from '../../src/cli/dlq';
 import type { CliContext, CliIo } from '../../src/cli/context';
 import { createContext } from '../../src/cli/context';
@@ -90,21 +90,30 @@ describe('runCli', () => {
     expect(t.stderr()).toBe('');
   });
 
-  it('reports a usage error on stderr with exit 2 and the usage of the command', async () => {
+  it('reports a usage error on stderr in one line with exit 2, pointing at the command\'s help', async () => {
     const t = memoryIo();
     expect(await runCli(['workspace', 'unblock', 'ws-1'], t.io, COMMANDS)).toBe(2);
     expect(t.stdout()).toBe('');
-    expect(t.stderr()).toContain('exactly one of --replay or --drop is required');
-    expect(t.stderr()).toContain('Usage: agent-jobs workspace unblock');
+    expect(t.stderr()).toBe('agent-jobs: exactly one of --replay or --drop is required (agent-jobs workspace unblock --help shows the usage)\n');
+  });
+
+  it('prints the version with --version, as JSON with --json', async () => {
+    const version = (JSON.parse(await readFile(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+    const text = memoryIo();
+    expect(await runCli(['--version'], text.io, COMMANDS)).toBe(0);
+    expect(text.stdout()).toBe(`agent-jobs ${version}\n`);
+    const json = memoryIo();
+    expect(await runCli(['--version', '--json'], json.io, COMMANDS)).toBe(0);
+    expect(JSON.parse(json.stdout())).toEqual({ version });
   });
 
   it('with --json keeps stdout empty on failure and writes a JSON error on stderr', async () => {
     const cwd = await mkdtemp(path.join(tmpdir(), 'cli-'));
     // A state directory of its own: a platform running from the project must not answer here.
     const t = memoryIo({ cwd, env: { AGENT_JOBS_STATE_DIR: 'state' } });
-    expect(await runCli(['status', 'job-1', '--json'], t.io, COMMANDS)).toBe(1);
+    expect(await runCli(['status', 'job-1', '--json'], t.io, COMMANDS)).toBe(5);
     expect(t.stdout()).toBe('');
-    expect(JSON.parse(t.stderr())).toEqual({ error: { name: 'TargetError', message: expect.stringContaining('no local platform') } });
+    expect(JSON.parse(t.stderr())).toEqual({ error: { name: 'TargetError', message: expect.stringContaining('no local platform'), exitCode: 5 } });
     await rm(t.io.cwd, { recursive: true });
   });
 });

@@ -210,6 +210,8 @@ describe('JobRun: claim kinds', () => {
 
     expect(proc.runs).toEqual([]);
     expect(await p.ledger.getJob(job.jobId)).toEqual(before);
+    // Recorded beside the original, so `status` and `wait` show it.
+    expect(await p.ledger.getConflicts(job.jobId)).toEqual([expect.objectContaining({ jobId: 'job-1', seenBy: 'sequencer' })]);
     expect(proc.permanentFailures).toEqual([{ reason: 'CONFLICT', held: false }]);
     expect(p.queue.of('moveToDlq')).toEqual([{ op: 'moveToDlq', messageId: record.messageId, failure: { reason: 'CONFLICT', message: expect.stringContaining('job-1') } }]);
     expect(p.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ jobId: 'job-1', status: 'FAILED', reason: 'CONFLICT', attempt: 0 }) }]);
@@ -233,6 +235,7 @@ describe('JobRun: claim kinds', () => {
 
   it('cancelled: a job cancelled before its delivery is acknowledged as a no-op', async () => {
     const p = pipeline();
+    await p.ledger.recordQueued({ job, digest: jobDigest(job), now: NOW });
     await p.ledger.cancel(job.jobId, NOW);
     const proc = processor();
 
@@ -272,7 +275,7 @@ describe('JobRun: claim kinds', () => {
     expect(proc.runs).toEqual([]);
     expect(proc.afterCompleted).toEqual([]);
     expect([...p.queue.calls, ...p.events, ...p.metrics]).toEqual([]);
-    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', attempt: 2 });
+    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', attempt: 1 });
   });
 
   it('unpinned: a stage consumer refuses a message the sequencer never pinned: DLQ UNPINNED, no record, no event, nothing run', async () => {

@@ -1,5 +1,5 @@
 import { jobDigest, type JobEnvelope } from '../../src/core/envelope';
-import { canTakeWorkspace, claimOutcome, isClaimable, takeoverStatuses, ttlFor, workspaceTakeOutcome } from '../../src/core/ledger';
+import { canTakeWorkspace, claimOutcome, conflictQueueOf, dlqQueueOf, isClaimable, takeoverStatuses, ttlFor, workspaceTakeOutcome } from '../../src/core/ledger';
 import type { JobRecord, JobStatus, WorkspaceRecord, ClaimRequest } from '../../src/core/ports';
 
 const NOW = 1_700_000_000_000;
@@ -56,9 +56,16 @@ describe('claim rules', () => {
     expect(claimOutcome(record, request())).toEqual({ kind: 'duplicate', record });
   });
 
+  it('claims a job the producer recorded QUEUED when its turn comes', () => {
+    expect(isClaimable(stored('QUEUED', { attempt: 0 }), request())).toBe(true);
+    // Only the sequencer: a stage takes nothing the sequencer has not pinned.
+    expect(isClaimable(stored('QUEUED', { attempt: 0 }), request({ consumer: 'stage', pin: { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1/r.git', branch: 'main' } }))).toBe(false);
+    expect(claimOutcome(stored('QUEUED'), request())).toEqual({ kind: 'retry' });
+  });
+
   it('reports the same jobId with a different request as a conflict, even under an expired lease', () => {
     const other = request({ digest: 'f'.repeat(64) });
-    for (const status of ['SUCCEEDED', 'IN_FLIGHT', 'FAILED', 'FORWARDED'] as const) {
+    for (const status of ['QUEUED', 'SUCCEEDED', 'IN_FLIGHT', 'FAILED', 'FORWARDED'] as const) {
       const record = stored(status, { leaseUntil: NOW - 1 });
       expect(isClaimable(record, other)).toBe(false);
       expect(claimOutcome(record, other)).toEqual({ kind: 'conflict', record });
@@ -143,6 +150,16 @@ describe('claim rules', () => {
     expect(takeoverStatuses('sequencer', false)).toEqual([]);
     expect(takeoverStatuses('stage', false)).toEqual(['FORWARDED']);
     expect(takeoverStatuses('sequencer', true)).toEqual(['SKIPPED', 'FAILED']);
+  });
+
+  it('names the DLQ that holds a job: its stage once pinned, else the FIFO queue', () => {
+    const pin = { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1/r.git', branch: 'main' };
+    expect(dlqQueueOf({ type: 'run_tests', pin })).toBe('run-tests');
+    expect(dlqQueueOf({ type: 'run_tests' })).toBe('agent-jobs');
+    expect(dlqQueueOf({ type: 'apply_patch' })).toBe('agent-jobs');
+    expect(conflictQueueOf('open_pr', 'stage')).toBe('open-pr');
+    expect(conflictQueueOf('open_pr', 'sequencer')).toBe('agent-jobs');
+    expect(conflictQueueOf('open_pr', 'enqueue')).toBeUndefined();
   });
 
   it('keeps records longer than the retention in days (epoch seconds)', () => {

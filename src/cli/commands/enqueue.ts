@@ -4,11 +4,11 @@ import * as path from 'node:path';
 import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../../contract/job-types';
 import { S3DiffStore } from '../../adapters/diff-store';
 import { InvalidJobError } from '../../core/errors';
-import { enqueueAgentJob, newJobId, type JobRequest } from '../../client/producer';
+import { enqueueAgentJob, EnqueueError, newJobId, type JobRequest } from '../../client/producer';
 import { jobsQueue } from '../targets';
 import { requireString, stringOption, type CommandSpec, type OptionValues } from '../command';
 import type { CliContext } from '../context';
-import { UsageError } from '../errors';
+import { OutcomeError, UsageError } from '../errors';
 import { payloadFlags, payloadFromFlags, payloadOptionSpecs } from '../job-options';
 
 const DEFAULT_TENANT = 'default';
@@ -71,13 +71,19 @@ export const enqueue: CommandSpec<CliContext> = {
     const target = await ctx.target();
     const { sqs, s3 } = await ctx.clients();
     const diffStore = target.diffBucket ? new S3DiffStore(s3, target.diffBucket) : undefined;
+    let sent;
     try {
-      const sent = await enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore });
-      ctx.note(`enqueued ${job.type} ${sent.jobId} for workspace ${job.workspaceId} (message ${sent.messageId})`);
-      return { data: { ...sent, type: job.type, workspaceId: job.workspaceId, tenantId: job.tenantId }, text: sent.jobId };
+      sent = await enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore, ledger: await ctx.ledger() });
     } catch (error) {
       if (error instanceof InvalidJobError) throw new UsageError(error.message, PATH);
+      // CONFLICT (recorded: `status` and `wait` show it) or CANCELLED: nothing was sent.
+      if (error instanceof EnqueueError && (error.reason === 'CONFLICT' || error.reason === 'CANCELLED')) throw new OutcomeError(`${error.reason}: ${error.message}`);
       throw error;
     }
+    const what = `${job.type} ${sent.jobId} for workspace ${job.workspaceId}`;
+    if (sent.messageId === undefined) ctx.note(`not sent again: ${what} is ${sent.existing ?? 'known'} already (same request)`);
+    else ctx.note(`enqueued ${what} (message ${sent.messageId})${sent.existing ? ` again: it is ${sent.existing}, and runs at most once` : ''}`);
+    const data = { jobId: sent.jobId, messageId: sent.messageId, type: job.type, workspaceId: job.workspaceId, tenantId: job.tenantId, status: sent.existing ?? 'QUEUED' };
+    return { data, text: sent.jobId };
   },
 };

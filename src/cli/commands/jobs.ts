@@ -1,88 +1,59 @@
 /** Commands that read or change one job: status, wait, jobs, cancel. */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { TERMINAL_STATUSES, type JobRecord } from '../../core/ports';
+import { TERMINAL_STATUSES, type ConflictAttempt, type JobRecord, type JobStatus, type Ledger } from '../../core/ports';
 import { numberOption, requireString, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
-import { OutcomeError } from '../errors';
-import { fields, shortSha, table } from '../output';
+import { EXIT, NotFoundError, OutcomeError } from '../errors';
+import { table } from '../output';
+import { conflictSummary, jobFields, jobSucceeded, jobSummary, publicJob, statusLabel } from '../views';
 
-/** Status shown for a job the ledger has not seen yet (still on the queue). */
-export const PENDING = 'PENDING';
 const WAIT_POLL_MS = 500;
 const DEFAULT_WAIT_SECONDS = 600;
 
-const SUMMARY_CHARS = 100;
-
-/** One line about a job's outcome; `status --json` has the whole record. */
-export function jobSummary(job: JobRecord): string {
-  if (job.error) return `${job.error.reason}: ${job.error.message}`;
-  if (job.blockedBy) return `blocked by ${job.blockedBy}`;
-  if (job.result) return resultSummary(job.result);
-  if (job.pin) return `pinned to ${shortSha(job.pin.sha)}`;
-  return '';
-}
-
-/** The results the built-in job types record; any other result as compact JSON. */
-function resultSummary(result: Record<string, unknown>): string {
-  const text = (key: string) => (typeof result[key] === 'string' || typeof result[key] === 'number' ? String(result[key]) : undefined);
-  const verdict = text('verdict');
-  if (verdict) return `tests ${verdict} (exit ${text('exitCode') ?? '?'}) at ${shortSha(text('sha')) ?? '?'}`;
-  const commit = text('commitSha');
-  if (commit) return `commit ${shortSha(commit)}${result.alreadyApplied === true ? ' (already on the branch)' : ''}`;
-  const url = text('url');
-  if (url) return `pull request #${text('number') ?? '?'} ${url}`;
-  const json = JSON.stringify(result);
-  return json.length > SUMMARY_CHARS ? `${json.slice(0, SUMMARY_CHARS - 1)}…` : json;
-}
-
-export function jobFields(job: JobRecord): string {
-  return fields([
-    ['jobId', job.jobId],
-    ['type', job.type],
-    ['status', job.status],
-    ['workspace', job.workspaceId],
-    ['tenant', job.tenantId],
-    ['seq', job.wsSeq],
-    ['attempt', job.attempt],
-    ['pin', job.pin?.sha],
-    ['blockedBy', job.blockedBy],
-    ['error', job.error ? `${job.error.reason}: ${job.error.message}` : undefined],
-    ['result', job.result],
-    ['created', job.createdAt],
-    ['updated', job.updatedAt],
-  ]);
-}
+/** Where an unknown id comes from, for the error message. */
+const UNKNOWN_HINT = 'never enqueued, or sent without the ledger (e.g. by the producer library without `ledger`) and not taken yet';
 
 async function requireJob(ctx: CliContext, jobId: string): Promise<JobRecord> {
   const job = await (await ctx.ledger()).getJob(jobId);
-  if (!job) throw new OutcomeError(`job ${jobId} is not in the ledger of ${(await ctx.target()).label} (not delivered yet, or unknown)`);
+  if (!job) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await ctx.target()).label} (${UNKNOWN_HINT})`);
   return job;
 }
 
 export const status: CommandSpec<CliContext> = {
   path: ['status'],
-  summary: 'show the ledger record of a job',
+  summary: 'show the ledger record of a job, and any refused request that reused its id',
   positionals: [{ name: 'jobId', description: 'the job id' }],
+  notes: ['attempt: how many times the job\'s worker started it (1 = ran once; a retry or a redrive adds one).'],
   async run(ctx, { positionals }) {
-    const job = await requireJob(ctx, positionals[0] ?? '');
-    return { data: job, text: jobFields(job) };
+    const jobId = positionals[0] ?? '';
+    const ledger = await ctx.ledger();
+    const [job, conflicts] = await Promise.all([requireJob(ctx, jobId), ledger.getConflicts(jobId)]);
+    return { data: publicJob(job, conflicts), text: jobFields(job, conflicts) };
   },
 };
 
-type WaitState = { jobId: string; status: string; job?: JobRecord };
-
-const allFinished = (states: readonly WaitState[]) => states.every((s) => s.job && TERMINAL_STATUSES.includes(s.job.status));
-
-/** SUCCEEDED, and for a test run also green: `wait` answers "did the work succeed", not "did it run". */
-export function jobSucceeded(job: JobRecord): boolean {
-  return job.status === 'SUCCEEDED' && job.result?.verdict !== 'failed';
+interface WaitState {
+  readonly jobId: string;
+  readonly job: JobRecord;
+  readonly conflicts: readonly ConflictAttempt[];
 }
+
+async function readStates(ledger: Ledger, jobIds: readonly string[]): Promise<{ states: WaitState[]; unknown: string[] }> {
+  const read = await Promise.all(jobIds.map(async (jobId) => ({ jobId, job: await ledger.getJob(jobId), conflicts: await ledger.getConflicts(jobId) })));
+  const states = read.flatMap((s) => (s.job ? [{ ...s, job: s.job }] : []));
+  return { states, unknown: read.filter((s) => !s.job).map((s) => s.jobId) };
+}
+
+const finished = (s: WaitState) => TERMINAL_STATUSES.includes(s.job.status);
+/** A conflict makes the id ambiguous: `wait` cannot say the work asked for under it succeeded. */
+const succeeded = (s: WaitState) => jobSucceeded(s.job) && s.conflicts.length === 0;
 
 export const wait: CommandSpec<CliContext> = {
   path: ['wait'],
   summary: 'wait until every job is finished; exit code 0 only when all succeeded',
   notes: [
-    'A run_tests job whose tests failed counts as not succeeded (its job status is SUCCEEDED, verdict failed).',
+    `Exit codes: 0 all succeeded; 1 one failed, was skipped or cancelled, its tests failed, or its id was reused`,
+    `by a refused request (CONFLICT); ${EXIT.notFound} a job id the ledger does not know (at once); ${EXIT.timedOut} timed out.`,
     'SKIPPED and FAILED are final here: after "workspace unblock --replay" or "dlq redrive", follow the jobs with "status".',
   ],
   positionals: [{ name: 'jobId', description: 'job ids to wait for', variadic: true }],
@@ -91,56 +62,84 @@ export const wait: CommandSpec<CliContext> = {
     const timeoutSeconds = numberOption(values, 'timeout', this.path) ?? DEFAULT_WAIT_SECONDS;
     const ledger = await ctx.ledger();
     const deadline = Date.now() + timeoutSeconds * 1000;
-    let states: WaitState[] = [];
+    let states: WaitState[];
     let lastLine = '';
     for (;;) {
-      states = await Promise.all(
-        positionals.map(async (jobId) => {
-          const job = await ledger.getJob(jobId);
-          return { jobId, status: job?.status ?? PENDING, job };
-        }),
-      );
-      const line = states.map((s) => `${s.jobId}=${s.status}`).join(' ');
+      const read = await readStates(ledger, positionals);
+      // Known once means known for good: an unknown id fails at once instead of waiting out the timeout.
+      if (read.unknown.length > 0) {
+        throw new NotFoundError(`${read.unknown.map((id) => `job ${id}`).join(', ')} not in the ledger of ${(await ctx.target()).label} (${UNKNOWN_HINT})`);
+      }
+      states = read.states;
+      const line = states.map((s) => `${s.jobId}=${s.job.status}`).join(' ');
       if (line !== lastLine) ctx.note(`waiting: ${line}`);
       lastLine = line;
-      if (allFinished(states) || Date.now() >= deadline) break;
+      if (states.every(finished) || Date.now() >= deadline) break;
       await sleep(WAIT_POLL_MS);
     }
-    const done = allFinished(states);
-    const succeeded = done && states.every((s) => s.job !== undefined && jobSucceeded(s.job));
-    const rows = states.map((s) => [s.jobId, s.job?.type, s.status, s.job ? jobSummary(s.job) : ''] as const);
+    const done = states.every(finished);
+    const allSucceeded = done && states.every(succeeded);
+    const rows = states.map((s) => [s.jobId, s.job.type, statusLabel(s.job), conflictSummary(s.conflicts) ?? jobSummary(s.job)] as const);
     const text = [table(['JOB', 'TYPE', 'STATUS', 'DETAIL'], rows), done ? '' : `timed out after ${timeoutSeconds}s`].filter(Boolean).join('\n');
     return {
-      data: { succeeded, timedOut: !done, jobs: states.map((s) => s.job ?? { jobId: s.jobId, status: s.status }) },
+      data: states.map((s) => ({ ...publicJob(s.job, s.conflicts), succeeded: finished(s) && succeeded(s) })),
       text,
-      exitCode: succeeded ? 0 : 1,
+      exitCode: allSucceeded ? EXIT.ok : done ? EXIT.failed : EXIT.timedOut,
     };
   },
 };
 
+/**
+ * A workspace's jobs: those the sequencer took, in its order, then those not taken yet (QUEUED
+ * or running their first attempt), oldest first.
+ */
+export async function workspaceJobs(ledger: Ledger, workspaceId: string): Promise<JobRecord[]> {
+  const [taken, open] = await Promise.all([ledger.listWorkspaceJobs(workspaceId), ledger.listOpenJobs(workspaceId)]);
+  const known = new Set(taken.map((j) => j.jobId));
+  return [...taken, ...open.filter((j) => !known.has(j.jobId))];
+}
+
 export const jobs: CommandSpec<CliContext> = {
   path: ['jobs'],
-  summary: "list a workspace's jobs in the order the sequencer took them",
+  summary: "list a workspace's jobs in the order the sequencer took them, then those still queued",
   options: { workspace: { type: 'string', valueName: 'id', description: 'the workspace id (required)' } },
   async run(ctx, { values }) {
     const workspaceId = requireString(values, 'workspace', this.path);
-    const list = await (await ctx.ledger()).listWorkspaceJobs(workspaceId);
-    const rows = list.map((j) => [j.wsSeq, j.jobId, j.type, j.status, jobSummary(j)] as const);
-    return { data: list, text: list.length ? table(['SEQ', 'JOB', 'TYPE', 'STATUS', 'DETAIL'], rows) : `no jobs for workspace ${workspaceId}` };
+    const ledger = await ctx.ledger();
+    const [list, workspace] = await Promise.all([workspaceJobs(ledger, workspaceId), ledger.getWorkspace(workspaceId)]);
+    if (list.length === 0 && !workspace) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await ctx.target()).label}`);
+    const rows = list.map((j) => [j.wsSeq, j.jobId, j.type, statusLabel(j), jobSummary(j)] as const);
+    return {
+      data: list.map((j) => publicJob(j)),
+      text: list.length ? table(['SEQ', 'JOB', 'TYPE', 'STATUS', 'DETAIL'], rows) : `no jobs for workspace ${workspaceId}`,
+    };
   },
+};
+
+/** What a cancel means for a job in each status it applies to. */
+const CANCEL_EFFECT: Partial<Record<JobStatus, string>> = {
+  QUEUED: 'acknowledged without running when its turn comes',
+  FORWARDED: 'its stage acknowledges it without running',
+  SKIPPED: 'a replay acknowledges it without running; "workspace unblock --drop" removes it from the DLQ',
 };
 
 export const cancel: CommandSpec<CliContext> = {
   path: ['cancel'],
-  summary: 'cancel a job that has not started: it becomes CANCELLED and is a no-op when delivered',
+  summary: 'cancel a job that has not started (QUEUED, waiting for its stage, or SKIPPED): it never runs',
   positionals: [{ name: 'jobId', description: 'the job id' }],
+  notes: [`Exit codes: 0 cancelled; 1 the job is running or finished; ${EXIT.notFound} the ledger does not know the job id.`],
   async run(ctx, { positionals }) {
     const jobId = positionals[0] ?? '';
     const outcome = await (await ctx.ledger()).cancel(jobId, Date.now());
-    if (!outcome.cancelled) {
-      throw new OutcomeError(`job ${jobId} is ${outcome.record.status}: only a job that has not started (or a SKIPPED one) can be cancelled`);
+    if (outcome.cancelled) {
+      return {
+        data: { ...publicJob(outcome.record), previousStatus: outcome.previous },
+        text: `${jobId}: ${outcome.previous} -> CANCELLED (${CANCEL_EFFECT[outcome.previous] ?? 'it will not run'})`,
+      };
     }
-    return { data: { jobId, status: 'CANCELLED' }, text: `${jobId} CANCELLED` };
+    if (!outcome.record) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await ctx.target()).label}: nothing to cancel (${UNKNOWN_HINT})`);
+    const { record } = outcome;
+    const why = record.status === 'IN_FLIGHT' ? `running (attempt ${record.attempt}): a started job cannot be cancelled` : `${statusLabel(record)} already`;
+    throw new OutcomeError(`job ${jobId} is ${why}`);
   },
 };
-

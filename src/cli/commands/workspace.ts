@@ -5,27 +5,13 @@ import { jobsQueue } from '../targets';
 import type { CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import { messageJob, redriveMessage, requeueAtTail, walkDlq } from '../dlq';
-import { OutcomeError, UsageError } from '../errors';
-import { fields } from '../output';
+import { NotFoundError, UsageError } from '../errors';
+import { publicWorkspace, workspaceFields } from '../views';
 
 async function requireWorkspace(ctx: CliContext, workspaceId: string): Promise<WorkspaceRecord> {
   const workspace = await (await ctx.ledger()).getWorkspace(workspaceId);
-  if (!workspace) throw new OutcomeError(`workspace ${workspaceId} is not in the ledger of ${(await ctx.target()).label}`);
+  if (!workspace) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await ctx.target()).label}`);
   return workspace;
-}
-
-function workspaceFields(ws: WorkspaceRecord): string {
-  return fields([
-    ['workspace', ws.workspaceId],
-    ['state', ws.state],
-    ['repo', ws.repo ? `${ws.repo.url} ${ws.repo.branch}` : undefined],
-    ['head', ws.head],
-    ['blockedBy', ws.blockedBy],
-    ['reason', ws.blockedReason],
-    ['seq', ws.seq],
-    ['current', ws.currentJobId ? `${ws.currentJobId}${ws.currentDone ? ' (done)' : ' (running)'}` : undefined],
-    ['updated', ws.updatedAt],
-  ]);
 }
 
 export const workspaceShow: CommandSpec<CliContext> = {
@@ -34,7 +20,7 @@ export const workspaceShow: CommandSpec<CliContext> = {
   positionals: [{ name: 'workspaceId', description: 'the workspace id' }],
   async run(ctx, { positionals }) {
     const workspace = await requireWorkspace(ctx, positionals[0] ?? '');
-    return { data: workspace, text: workspaceFields(workspace) };
+    return { data: publicWorkspace(workspace), text: workspaceFields(workspace) };
   },
 };
 
@@ -79,7 +65,7 @@ export const workspaceUnblock: CommandSpec<CliContext> = {
         handled.push({ jobId, action: 'replayed' });
       } else {
         const outcome = await ledger.cancel(jobId, Date.now());
-        handled.push({ jobId, action: 'dropped', status: outcome.cancelled ? 'CANCELLED' : outcome.record.status });
+        handled.push({ jobId, action: 'dropped', status: outcome.cancelled ? 'CANCELLED' : outcome.record?.status });
       }
       return 'delete';
     });
@@ -88,6 +74,6 @@ export const workspaceUnblock: CommandSpec<CliContext> = {
       ...handled.map((h) => `  ${h.action.padEnd(8)} ${h.jobId}${h.status ? ` (${h.status})` : ''}`),
     ];
     if (handled.length === 0) lines.push('  no messages of this workspace on the DLQ');
-    return { data: { workspace: after, previousState: before.state, mode, jobs: handled }, text: lines.join('\n') };
+    return { data: { workspace: publicWorkspace(after), previousState: before.state, mode, jobs: handled }, text: lines.join('\n') };
   },
 };

@@ -1,0 +1,175 @@
+/**
+ * What the CLI shows of ledger records, for people (one-line summaries, field lists) and for
+ * `--json`. The JSON views are allow-lists: the ledger's working fields (lease owner and
+ * deadline, request digest, TTL, index keys) never reach the output, whatever is added to the
+ * records later.
+ */
+import { conflictQueueOf } from '../core/ledger';
+import type { Pin } from '../core/envelope';
+import type { ConflictAttempt, JobFailure, JobRecord, JobStatus, WorkspaceRecord } from '../core/ports';
+import { fields, shortSha } from './output';
+
+const SUMMARY_CHARS = 100;
+
+/** A job as `--json` prints it. */
+export interface PublicJob {
+  readonly jobId: string;
+  readonly workspaceId: string;
+  readonly tenantId: string;
+  readonly type: string;
+  readonly status: JobStatus;
+  /** How many times its worker started it (see JobRecord.attempt). */
+  readonly attempt: number;
+  /** Place in the workspace's order, once the sequencer took it. */
+  readonly seq?: number;
+  readonly pin?: Pin;
+  readonly blockedBy?: string;
+  readonly result?: Record<string, unknown>;
+  readonly error?: JobFailure;
+  /** run_tests: the test build (CodeBuild build id on AWS, `local-<jobId>` locally). */
+  readonly buildId?: string;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  /** Requests refused because they reused this job id (the job itself is unchanged by them). */
+  readonly conflicts?: readonly PublicConflict[];
+}
+
+export interface PublicConflict {
+  readonly at: string;
+  readonly workspaceId: string;
+  readonly tenantId: string;
+  readonly type: string;
+  /** Where it was refused: `enqueue` (never sent), `sequencer` or `stage` (then on that queue's DLQ). */
+  readonly refusedBy: string;
+  readonly dlq?: string;
+}
+
+export function publicJob(job: JobRecord, conflicts: readonly ConflictAttempt[] = []): PublicJob {
+  return {
+    jobId: job.jobId,
+    workspaceId: job.workspaceId,
+    tenantId: job.tenantId,
+    type: job.type,
+    status: job.status,
+    attempt: job.attempt,
+    seq: job.wsSeq,
+    pin: job.pin,
+    blockedBy: job.blockedBy,
+    result: job.result,
+    error: job.error,
+    buildId: job.progress?.['buildId'],
+    createdAt: job.createdAt,
+    updatedAt: job.updatedAt,
+    conflicts: conflicts.length ? conflicts.map(publicConflict) : undefined,
+  };
+}
+
+export function publicConflict(attempt: ConflictAttempt): PublicConflict {
+  return {
+    at: attempt.at,
+    workspaceId: attempt.workspaceId,
+    tenantId: attempt.tenantId,
+    type: attempt.type,
+    refusedBy: attempt.seenBy,
+    dlq: conflictQueueOf(attempt.type, attempt.seenBy),
+  };
+}
+
+/** A workspace as `--json` prints it. */
+export function publicWorkspace(ws: WorkspaceRecord): WorkspaceRecord {
+  return {
+    workspaceId: ws.workspaceId,
+    repo: ws.repo,
+    head: ws.head,
+    state: ws.state,
+    blockedBy: ws.blockedBy,
+    blockedReason: ws.blockedReason,
+    currentJobId: ws.currentJobId,
+    currentDone: ws.currentDone,
+    seq: ws.seq,
+    updatedAt: ws.updatedAt,
+  };
+}
+
+/** A failing test run is a SUCCEEDED job (it ran) with verdict `failed`: shown as its verdict, never as plain SUCCEEDED. */
+export function statusLabel(job: Pick<JobRecord, 'status' | 'result'>): string {
+  const verdict = job.result?.['verdict'];
+  return job.status === 'SUCCEEDED' && typeof verdict === 'string' ? `SUCCEEDED (tests ${verdict})` : job.status;
+}
+
+/** SUCCEEDED, and for a test run also green: "did the work succeed", not "did it run". */
+export function jobSucceeded(job: Pick<JobRecord, 'status' | 'result'>): boolean {
+  return job.status === 'SUCCEEDED' && job.result?.['verdict'] !== 'failed';
+}
+
+/** One line about a job's outcome; `status --json` has the whole record. */
+export function jobSummary(job: JobRecord): string {
+  if (job.error) return `${job.error.reason}: ${job.error.message}`;
+  if (job.blockedBy) return `blocked by ${job.blockedBy}`;
+  if (job.result) return resultSummary(job.result);
+  if (job.pin) return `pinned to ${shortSha(job.pin.sha)}`;
+  return '';
+}
+
+/** The results the built-in job types record; any other result as compact JSON. */
+function resultSummary(result: Record<string, unknown>): string {
+  const text = (key: string) => (typeof result[key] === 'string' || typeof result[key] === 'number' ? String(result[key]) : undefined);
+  const verdict = text('verdict');
+  if (verdict) return `tests ${verdict} (exit ${text('exitCode') ?? '?'}) at ${shortSha(text('sha')) ?? '?'}`;
+  const commit = text('commitSha');
+  if (commit) return `commit ${shortSha(commit)}${result['alreadyApplied'] === true ? ' (already on the branch)' : ''}`;
+  const url = text('url');
+  if (url) return `pull request #${text('number') ?? '?'} ${url}`;
+  const json = JSON.stringify(result);
+  return json.length > SUMMARY_CHARS ? `${json.slice(0, SUMMARY_CHARS - 1)}…` : json;
+}
+
+/** `N other request(s) reused this job id`, or undefined when none did. */
+export function conflictSummary(conflicts: readonly ConflictAttempt[]): string | undefined {
+  if (conflicts.length === 0) return undefined;
+  return `CONFLICT: ${conflicts.length} other request${conflicts.length === 1 ? '' : 's'} reused this job id and ${conflicts.length === 1 ? 'was' : 'were'} refused`;
+}
+
+function conflictLine(attempt: ConflictAttempt): string {
+  const where = attempt.seenBy === 'enqueue' ? 'refused at enqueue (not sent)' : `refused by the ${attempt.seenBy}, on the ${conflictQueueOf(attempt.type, attempt.seenBy) ?? '?'} DLQ`;
+  return `${attempt.at}  ${attempt.type} for workspace ${attempt.workspaceId}: ${where}`;
+}
+
+/** `status`: the record's fields, then the conflicting requests. */
+export function jobFields(job: JobRecord, conflicts: readonly ConflictAttempt[] = []): string {
+  const lines = [
+    fields([
+      ['jobId', job.jobId],
+      ['type', job.type],
+      ['status', statusLabel(job)],
+      ['workspace', job.workspaceId],
+      ['tenant', job.tenantId],
+      ['seq', job.wsSeq],
+      ['attempt', job.attempt],
+      ['pin', job.pin?.sha],
+      ['blockedBy', job.blockedBy],
+      ['error', job.error ? `${job.error.reason}: ${job.error.message}` : undefined],
+      ['result', job.result],
+      ['build', job.progress?.['buildId']],
+      ['created', job.createdAt],
+      ['updated', job.updatedAt],
+    ]),
+  ];
+  const summary = conflictSummary(conflicts);
+  if (summary) lines.push(summary, ...conflicts.map((c) => `  ${conflictLine(c)}`));
+  return lines.join('\n');
+}
+
+export function workspaceFields(ws: WorkspaceRecord): string {
+  return fields([
+    ['workspace', ws.workspaceId],
+    ['state', ws.state],
+    ['repo', ws.repo ? `${ws.repo.url} ${ws.repo.branch}` : undefined],
+    ['head', ws.head],
+    ['blockedBy', ws.blockedBy],
+    ['reason', ws.blockedReason],
+    ['seq', ws.seq],
+    ['current', ws.currentJobId ? `${ws.currentJobId}${ws.currentDone ? ' (done)' : ' (running)'}` : undefined],
+    ['updated', ws.updatedAt],
+  ]);
+}

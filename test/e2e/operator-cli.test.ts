@@ -1,0 +1,114 @@
+/**
+ * What the CLI tells an operator, checked as a user runs it: a reused job id is visible where
+ * the user looks, unknown ids are errors, and exit codes say what happened.
+ */
+import { readFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { deduplicationId, messageGroupId } from '../../src/core/envelope';
+import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+
+jest.setTimeout(180_000);
+
+interface JobJson {
+  jobId: string;
+  status: string;
+  attempt: number;
+  conflicts?: { refusedBy: string; dlq?: string; workspaceId: string }[];
+  succeeded?: boolean;
+}
+
+/** Exit codes documented in the README. */
+const EXIT = { failed: 1, usage: 2, notFound: 3, timedOut: 4 };
+
+let platform: RunningPlatform;
+let source: string;
+let repoUrl: string;
+
+beforeAll(async () => {
+  platform = await startPlatform();
+  source = await makeRepository({ 'app.txt': 'one\n' }, ['conflict', 'raw', 'later']);
+  repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'operator'])).url;
+});
+
+afterAll(async () => {
+  await platform?.stop();
+  await removeScratch();
+});
+
+test('a job id reused for a different patch is refused at enqueue, shown by status, and fails wait', async () => {
+  const [original, other] = await diffChain(source, [{ 'a.txt': 'a\n' }, { 'a.txt': 'a\nb\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-conflict', 'p1', repoUrl, 'conflict', original ?? '', 'Original'));
+  expect((await platform.cliJson<JobJson>(['wait', 'p1', '--timeout', '120'])).succeeded).toBe(true);
+
+  const reused = await platform.cli(applyPatchArgs('ws-conflict', 'p1', repoUrl, 'conflict', other ?? '', 'Different'));
+
+  expect(reused.code).toBe(EXIT.failed);
+  expect(reused.stderr).toMatch(/CONFLICT: job id p1 is taken by a different request/);
+  const status = await platform.cliJson<JobJson>(['status', 'p1']);
+  expect(status).toMatchObject({ status: 'SUCCEEDED', conflicts: [{ refusedBy: 'enqueue', workspaceId: 'ws-conflict' }] });
+  expect((await platform.cli(['status', 'p1'])).stdout).toMatch(/CONFLICT: 1 other request reused this job id/);
+  const waited = await platform.cli(['wait', 'p1', '--timeout', '60']);
+  expect(waited.code).toBe(EXIT.failed);
+  expect(waited.stdout).toMatch(/CONFLICT/);
+});
+
+test('a conflicting message sent without the CLI is refused by the sequencer and recorded beside the original', async () => {
+  const [diff] = await diffChain(source, [{ 'raw.txt': 'raw\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-raw', 'raw-1', repoUrl, 'raw', diff ?? '', 'Original'));
+  await platform.cliJson(['wait', 'raw-1', '--timeout', '120']);
+  // What a producer without the ledger sends: the same job id, another request.
+  const info = JSON.parse(await readFile(path.join(platform.stateDir, 'platform.json'), 'utf8')) as { endpoints: { sqs: string }; queueUrls: Record<string, string> };
+  const sqs = new SQSClient({ region: 'us-east-1', endpoint: info.endpoints.sqs, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const job = { jobId: 'raw-1', workspaceId: 'ws-raw', tenantId: 'default', type: 'run_tests', createdAt: new Date().toISOString(), payload: { command: 'true' } };
+  await sqs.send(
+    new SendMessageCommand({
+      QueueUrl: info.queueUrls['agent-jobs'],
+      MessageBody: JSON.stringify(job),
+      MessageGroupId: messageGroupId('ws-raw'),
+      MessageDeduplicationId: deduplicationId('raw-1', 'run_tests'),
+      MessageAttributes: { jobId: { DataType: 'String', StringValue: 'raw-1' }, type: { DataType: 'String', StringValue: 'run_tests' } },
+    }),
+  );
+  sqs.destroy();
+
+  const refused = await platform.untilJob<JobJson>('raw-1', (j) => (j.conflicts?.length ?? 0) > 0);
+
+  expect(refused).toMatchObject({ status: 'SUCCEEDED', conflicts: [{ refusedBy: 'sequencer', dlq: 'agent-jobs' }] });
+  expect((await platform.cli(['wait', 'raw-1', '--timeout', '60'])).code).toBe(EXIT.failed);
+});
+
+test('status counts the attempts of a job that ran once as 1, also for a staged job', async () => {
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-conflict', '--job-id', 'tests-once', '--command', 'true']);
+  await platform.cliJson(['wait', 'tests-once', '--timeout', '120']);
+  expect(await platform.cliJson<JobJson>(['status', 'tests-once'])).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
+});
+
+test('cancel and wait refuse ids the ledger does not know; a later enqueue of that id runs', async () => {
+  const cancelled = await platform.cli(['cancel', 'nosuch']);
+  expect(cancelled.code).toBe(EXIT.notFound);
+  expect(cancelled.stderr).toMatch(/job nosuch is not in the ledger/);
+  expect(cancelled.stdout).toBe('');
+
+  // Without the fix this waits out its whole timeout and exits 1.
+  const waited = await platform.cli(['wait', 'never-enqueued', '--timeout', '60']);
+  expect(waited.code).toBe(EXIT.notFound);
+  expect(waited.stderr).toMatch(/job never-enqueued not in the ledger/);
+
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-conflict', '--job-id', 'nosuch', '--command', 'true']);
+  expect((await platform.cliJson<JobJson>(['wait', 'nosuch', '--timeout', '120'])).succeeded).toBe(true);
+  const again = await platform.cli(['cancel', 'nosuch']);
+  expect(again.code).toBe(EXIT.failed);
+  expect(again.stderr).toMatch(/job nosuch is SUCCEEDED \(tests passed\) already/);
+});
+
+test('wait exits with its own code when it times out, and usage errors exit 2 in one line', async () => {
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-conflict', '--job-id', 'slow', '--command', 'sleep 30']);
+  const waited = await platform.cli(['wait', 'slow', '--timeout', '1']);
+  expect(waited.code).toBe(EXIT.timedOut);
+  expect(waited.stdout).toMatch(/timed out after 1s/);
+
+  const usage = await platform.cli(['wait']);
+  expect(usage.code).toBe(EXIT.usage);
+  expect(usage.stderr.trim().split('\n')).toHaveLength(1);
+});
