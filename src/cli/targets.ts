@@ -29,6 +29,8 @@ export interface QueueEndpoint {
 
 export interface Target {
   readonly kind: 'local' | 'stack';
+  /** The CloudFormation stack, on AWS. */
+  readonly stackName?: string;
   /** For messages: `local platform (/path/.agent-jobs)` or `stack dev (eu-west-1)`. */
   readonly label: string;
   readonly region: string;
@@ -87,6 +89,7 @@ export function targetFromStackOutputs(stackName: string, region: string, output
   if (missing.length > 0) throw new TargetError(`stack ${stackName} lacks the outputs ${missing.join(', ')} (is it an agent-jobs stack?)`);
   return {
     kind: 'stack',
+    stackName,
     label: `stack ${stackName} (${region})`,
     region,
     endpoints: {},

@@ -2,6 +2,7 @@
 import type { CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import { dlqList, dlqRedrive, dlqShow } from './dlq';
+import { doctor } from './doctor';
 import { enqueue } from './enqueue';
 import { cancel, jobs, status, wait } from './jobs';
 import { demo, localUp, repoImport } from './local';
@@ -23,4 +24,5 @@ export const COMMANDS: readonly CommandSpec<CliContext>[] = [
   dlqRedrive,
   cancel,
   unfinished,
+  doctor,
 ];

@@ -1,0 +1,79 @@
+/** `doctor`: the post-deploy smoke check (the checks are in src/cli/doctor.ts, loaded only by this command). */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { S3DiffStore } from '../../adapters/diff-store';
+import { enqueueAgentJob } from '../../client/producer';
+import { numberOption, stringOption, type CommandSpec } from '../command';
+import type { CliContext } from '../context';
+import type { CheckResult, Clock } from '../doctor';
+import { UsageError } from '../errors';
+import { table } from '../output';
+import { jobsQueue } from '../targets';
+
+// require(), not import(): the bin runs through tsx's CommonJS hook, which does not serve import().
+const loadDoctor = (): typeof import('../doctor') => require('../doctor');
+
+const PATH = ['doctor'] as const;
+const DEFAULT_JOB_TIMEOUT_SECONDS = 900;
+const systemClock: Clock = { now: () => Date.now(), sleep: (ms) => sleep(ms) };
+
+export const doctor: CommandSpec<CliContext> = {
+  path: PATH,
+  summary: 'smoke-check a deployed stack: outputs, an alarm notification, the secrets, and one job end to end',
+  options: {
+    repo: { type: 'string', valueName: 'url', description: 'repository for the end-to-end job (the platform pushes to it)' },
+    branch: { type: 'string', valueName: 'name', description: 'a scratch branch of --repo: the job commits one file under .agent-jobs-doctor/ to it' },
+    timeout: { type: 'string', valueName: 'seconds', description: `how long the end-to-end job may take (default ${DEFAULT_JOB_TIMEOUT_SECONDS})` },
+    'skip-alarm': { type: 'boolean', description: "do not set an alarm to ALARM (its test notification reaches the topic's subscribers)" },
+  },
+  notes: [
+    'With --stack: every output answers, one alarm set to ALARM notifies the topic (then back to OK),',
+    'every secret holds its documented shape (values are never printed). With --repo and --branch, also',
+    'an apply_patch and a run_tests on a workspace of their own. Exit code 1 when a check fails.',
+    'Example: agent-jobs doctor --stack AgentJobs-prod --region eu-west-1 --repo https://github.com/acme/app.git --branch agent-jobs-doctor',
+  ],
+  async run(ctx, { values }) {
+    const repoUrl = stringOption(values, 'repo');
+    const branch = stringOption(values, 'branch');
+    if ((repoUrl === undefined) !== (branch === undefined)) throw new UsageError('--repo and --branch go together', PATH);
+    const timeoutSeconds = numberOption(values, 'timeout', PATH) ?? DEFAULT_JOB_TIMEOUT_SECONDS;
+    const { checkJobEndToEnd, checkStack, stackClients } = loadDoctor();
+    const target = await ctx.target();
+    const results: CheckResult[] = [];
+
+    if (target.kind === 'stack' && target.stackName) {
+      ctx.note(`checking ${target.label}: outputs, alarm notification, secrets`);
+      const clients = stackClients(target.region, await ctx.clients());
+      try {
+        results.push(...await checkStack({ stackName: target.stackName, clients, clock: systemClock, skipAlarm: values['skip-alarm'] === true }));
+      } finally {
+        clients.destroy();
+      }
+    } else {
+      results.push({ check: 'stack outputs, alarm notification, secrets', status: 'skip', detail: 'the local platform has none (pass --stack to check a deployed one)' });
+    }
+
+    if (repoUrl !== undefined && branch !== undefined) {
+      const { sqs, s3 } = await ctx.clients();
+      const diffStore = target.diffBucket ? new S3DiffStore(s3, target.diffBucket) : undefined;
+      const ledger = await ctx.ledger();
+      ctx.note(`sending one apply_patch and one run_tests to ${repoUrl} ${branch} (up to ${timeoutSeconds} s)`);
+      results.push(await checkJobEndToEnd({
+        repoUrl,
+        branch,
+        send: (job) => enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore }),
+        getJob: (jobId) => ledger.getJob(jobId),
+        clock: systemClock,
+        timeoutMs: timeoutSeconds * 1000,
+      }));
+    } else {
+      results.push({ check: 'end-to-end job on a scratch workspace', status: 'skip', detail: 'pass --repo and --branch (a scratch branch) to run one' });
+    }
+
+    const failed = results.filter((r) => r.status === 'fail').length;
+    const text = [
+      table(['RESULT', 'CHECK', 'DETAIL'], results.map((r) => [r.status.toUpperCase(), r.check, r.detail])),
+      failed ? `${failed} check(s) failed` : `every check passed or was skipped on ${target.label}`,
+    ].join('\n');
+    return { data: { target: target.label, passed: failed === 0, checks: results }, text, exitCode: failed ? 1 : 0 };
+  },
+};

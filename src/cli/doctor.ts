@@ -1,0 +1,333 @@
+/**
+ * `agent-jobs doctor`: the smoke check an operator runs after `cdk deploy` (or after starting the
+ * local platform). Each check answers one question and says why when the answer is no:
+ *
+ * - outputs: is every stack output there, and does the resource it names answer?
+ * - alarm notification: does an alarm's notification reach the SNS topic? (One alarm is set to
+ *   ALARM; CloudWatch's alarm history then records whether its SNS action succeeded.)
+ * - secrets: does every secret hold its documented shape, not the stack's placeholder? (Read with
+ *   the same parsers the functions use; a value is never printed.)
+ * - end-to-end job: does one apply_patch and its run_tests go through, on a scratch workspace?
+ *
+ * The checks take their clients and their clock as arguments; src/cli/commands/doctor.ts wires the
+ * real ones.
+ */
+import { CloudFormationClient, DescribeStacksCommand, ListStackResourcesCommand, type Output } from '@aws-sdk/client-cloudformation';
+import { CloudWatchClient, DescribeAlarmHistoryCommand, SetAlarmStateCommand } from '@aws-sdk/client-cloudwatch';
+import { BatchGetProjectsCommand, CodeBuildClient } from '@aws-sdk/client-codebuild';
+import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DescribeEventBusCommand, EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { HeadBucketCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { GetTopicAttributesCommand, SNSClient } from '@aws-sdk/client-sns';
+import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import { queueTopology } from '../../contract/topology';
+import { parseGitCredentials, parseGithubToken } from '../adapters/secrets';
+import type { JobRequest } from '../client/producer';
+import { TERMINAL_STATUSES, type JobRecord } from '../core/ports';
+import { TargetError } from './errors';
+
+export type CheckStatus = 'pass' | 'fail' | 'skip';
+
+export interface CheckResult {
+  readonly check: string;
+  readonly status: CheckStatus;
+  /** Why, in one line; never a secret's value. */
+  readonly detail: string;
+}
+
+type Sends<T extends { send: unknown }> = Pick<T, 'send'>;
+
+export interface StackClients {
+  readonly cloudFormation: Sends<CloudFormationClient>;
+  readonly cloudWatch: Sends<CloudWatchClient>;
+  readonly secretsManager: Sends<SecretsManagerClient>;
+  readonly sns: Sends<SNSClient>;
+  readonly codeBuild: Sends<CodeBuildClient>;
+  readonly eventBridge: Sends<EventBridgeClient>;
+  readonly sqs: Sends<SQSClient>;
+  readonly dynamodb: Sends<DynamoDBClient>;
+  readonly s3: Sends<S3Client>;
+}
+
+export interface Clock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+const message = (error: unknown): string => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+
+async function probe(check: string, run: () => Promise<string>): Promise<CheckResult> {
+  try {
+    return { check, status: 'pass', detail: await run() };
+  } catch (error) {
+    return { check, status: 'fail', detail: message(error) };
+  }
+}
+
+// ---- outputs -----------------------------------------------------------------------------------
+
+/** Every output key an agent-jobs stack has: its queues' URLs and the shared resources. */
+export function expectedOutputKeys(): string[] {
+  return [...queueTopology().flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name)]), ...Object.values(STACK_OUTPUTS)];
+}
+
+const SECRET_OUTPUTS: readonly string[] = [STACK_OUTPUTS.gitCredentialsSecretArn, STACK_OUTPUTS.gitReadCredentialsSecretArn, STACK_OUTPUTS.githubTokenSecretArn];
+
+/** How to ask the resource an output names whether it is there. */
+function probeFor(key: string, value: string, clients: StackClients): () => Promise<string> {
+  const queueKeys = new Set(queueTopology().flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name)]));
+  if (queueKeys.has(key)) {
+    return async () => {
+      const out = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: value, AttributeNames: ['ApproximateNumberOfMessages'] }));
+      return `queue answers (${out.Attributes?.ApproximateNumberOfMessages ?? '?'} messages visible)`;
+    };
+  }
+  switch (key) {
+    case STACK_OUTPUTS.ledgerTableName:
+      return async () => {
+        const { Table: table } = await clients.dynamodb.send(new DescribeTableCommand({ TableName: value }));
+        if (table?.TableStatus !== 'ACTIVE') throw new Error(`table ${value} is ${table?.TableStatus ?? 'missing'}`);
+        return `table ACTIVE, deletion protection ${table.DeletionProtectionEnabled ? 'on' : 'OFF'}`;
+      };
+    case STACK_OUTPUTS.eventBusName:
+      return async () => `event bus ${(await clients.eventBridge.send(new DescribeEventBusCommand({ Name: value }))).Name ?? value} answers`;
+    case STACK_OUTPUTS.diffBucketName:
+      return async () => {
+        await clients.s3.send(new HeadBucketCommand({ Bucket: value }));
+        return 'bucket answers';
+      };
+    case STACK_OUTPUTS.alarmTopicArn:
+      return async () => {
+        const { Attributes: attributes = {} } = await clients.sns.send(new GetTopicAttributesCommand({ TopicArn: value }));
+        return `topic answers, ${attributes['SubscriptionsConfirmed'] ?? '0'} confirmed subscription(s)`;
+      };
+    case STACK_OUTPUTS.testRunnerProjectName:
+      return async () => {
+        const { projects = [] } = await clients.codeBuild.send(new BatchGetProjectsCommand({ names: [value] }));
+        if (projects.length !== 1) throw new Error(`CodeBuild project ${value} not found`);
+        return 'CodeBuild project answers';
+      };
+    default:
+      if (SECRET_OUTPUTS.includes(key)) return async () => 'read by the secrets check';
+      return async () => 'not an output of agent-jobs: nothing to check';
+  }
+}
+
+/** One result per expected output: present, and its resource answers. */
+export async function checkOutputs(outputs: readonly Output[], clients: StackClients): Promise<CheckResult[]> {
+  const byKey = new Map(outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])));
+  return Promise.all(expectedOutputKeys().map((key) => {
+    const value = byKey.get(key);
+    if (value === undefined) return { check: `output ${key}`, status: 'fail' as const, detail: 'missing from the stack outputs (an older or a different stack?)' };
+    return probe(`output ${key}`, probeFor(key, value, clients));
+  }));
+}
+
+// ---- alarm notification ------------------------------------------------------------------------
+
+export interface AlarmCheckOptions {
+  readonly stackName: string;
+  readonly topicArn: string;
+  readonly clients: Pick<StackClients, 'cloudFormation' | 'cloudWatch'>;
+  readonly clock: Clock;
+  /** How long to wait for the alarm history to show the action. @default 120 000 */
+  readonly timeoutMs?: number;
+  /** @default 5 000 */
+  readonly pollMs?: number;
+}
+
+/** The stack's alarms, DLQ depth alarms first (the least surprising one to see fire). */
+async function stackAlarms(stackName: string, cloudFormation: Sends<CloudFormationClient>): Promise<string[]> {
+  const alarms: { logicalId: string; name: string }[] = [];
+  let nextToken: string | undefined;
+  do {
+    const page = await cloudFormation.send(new ListStackResourcesCommand({ StackName: stackName, NextToken: nextToken }));
+    for (const r of page.StackResourceSummaries ?? []) {
+      if (r.ResourceType === 'AWS::CloudWatch::Alarm' && r.PhysicalResourceId && r.LogicalResourceId) alarms.push({ logicalId: r.LogicalResourceId, name: r.PhysicalResourceId });
+    }
+    nextToken = page.NextToken;
+  } while (nextToken);
+  const rank = (logicalId: string) => (logicalId.includes('DlqDepthAlarm') ? 0 : 1);
+  return alarms.sort((a, b) => rank(a.logicalId) - rank(b.logicalId)).map((a) => a.name);
+}
+
+/** What one alarm-history Action item says about the SNS action: succeeded, failed (why), or not about it. */
+function actionOutcome(item: { HistorySummary?: string; HistoryData?: string }, topicArn: string): { ok: boolean; why: string } | undefined {
+  const summary = item.HistorySummary ?? '';
+  let data: { actionState?: unknown; notificationResource?: unknown } = {};
+  try {
+    data = JSON.parse(item.HistoryData ?? '{}') as typeof data;
+  } catch {
+    // the summary alone decides
+  }
+  if (!summary.includes(topicArn) && data.notificationResource !== topicArn) return undefined;
+  const ok = data.actionState === 'Succeeded' || summary.startsWith('Successfully executed action');
+  return { ok, why: summary || JSON.stringify(data) };
+}
+
+/**
+ * Sets one of the stack's alarms to ALARM and waits for its history to record the SNS action:
+ * "Successfully executed action <topic>" means CloudWatch published (the topic policy and its key
+ * let it). The alarm is set back to OK afterwards; CloudWatch re-evaluates it at its next period.
+ */
+const ALARM_CHECK = 'alarm notification reaches the topic';
+
+export async function checkAlarmNotification(options: AlarmCheckOptions): Promise<CheckResult> {
+  const check = ALARM_CHECK;
+  const { cloudWatch, cloudFormation } = options.clients;
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  const pollMs = options.pollMs ?? 5_000;
+  let alarm: string | undefined;
+  try {
+    alarm = (await stackAlarms(options.stackName, cloudFormation))[0];
+    if (!alarm) return { check, status: 'fail', detail: `stack ${options.stackName} has no CloudWatch alarm` };
+    const started = new Date(options.clock.now() - 1_000);
+    await cloudWatch.send(new SetAlarmStateCommand({ AlarmName: alarm, StateValue: 'ALARM', StateReason: 'agent-jobs doctor: test notification, nothing is wrong' }));
+    const deadline = options.clock.now() + timeoutMs;
+    let last = 'no action recorded yet';
+    for (;;) {
+      const { AlarmHistoryItems: items = [] } = await cloudWatch.send(
+        new DescribeAlarmHistoryCommand({ AlarmName: alarm, HistoryItemType: 'Action', StartDate: started, ScanBy: 'TimestampDescending' }),
+      );
+      const outcome = items.map((item) => actionOutcome(item, options.topicArn)).find((o) => o !== undefined);
+      if (outcome) return { check, status: outcome.ok ? 'pass' : 'fail', detail: `${alarm}: ${outcome.why}` };
+      if (items.length > 0) last = `actions recorded, none for ${options.topicArn}: ${items[0]?.HistorySummary ?? ''}`;
+      if (options.clock.now() >= deadline) return { check, status: 'fail', detail: `${alarm}: after ${timeoutMs / 1000} s, ${last}` };
+      await options.clock.sleep(pollMs);
+    }
+  } catch (error) {
+    return { check, status: 'fail', detail: `${alarm ?? options.stackName}: ${message(error)}` };
+  } finally {
+    if (alarm) {
+      try {
+        await cloudWatch.send(new SetAlarmStateCommand({ AlarmName: alarm, StateValue: 'OK', StateReason: 'agent-jobs doctor: test notification over' }));
+      } catch {
+        // Harmless: CloudWatch sets the state from the metric again at the alarm's next period.
+      }
+    }
+  }
+}
+
+// ---- secrets -----------------------------------------------------------------------------------
+
+/** Each secret output holds the shape its readers parse, not the placeholder; never prints a value. */
+export async function checkSecrets(outputs: readonly Output[], secretsManager: Sends<SecretsManagerClient>): Promise<CheckResult[]> {
+  const byKey = new Map(outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])));
+  const parsers: Record<string, (raw: unknown, secret: string) => unknown> = {
+    [STACK_OUTPUTS.gitCredentialsSecretArn]: parseGitCredentials,
+    [STACK_OUTPUTS.gitReadCredentialsSecretArn]: parseGitCredentials,
+    [STACK_OUTPUTS.githubTokenSecretArn]: parseGithubToken,
+  };
+  return Promise.all(Object.entries(parsers).map(async ([key, parse]) => {
+    const check = `secret ${key}`;
+    const arn = byKey.get(key);
+    if (!arn) return { check, status: 'fail' as const, detail: 'missing from the stack outputs' };
+    return probe(check, async () => {
+      const { SecretString: value } = await secretsManager.send(new GetSecretValueCommand({ SecretId: arn }));
+      parse(value, arn);
+      return `${arn} holds the documented shape`;
+    });
+  }));
+}
+
+// ---- end-to-end job ----------------------------------------------------------------------------
+
+export interface JobCheckOptions {
+  /** A repository the platform may push to, and a scratch branch of it that may receive a commit. */
+  readonly repoUrl: string;
+  readonly branch: string;
+  readonly send: (job: JobRequest) => Promise<unknown>;
+  readonly getJob: (jobId: string) => Promise<JobRecord | undefined>;
+  readonly clock: Clock;
+  /** @default 900 000 (a CodeBuild build starts in a minute or two) */
+  readonly timeoutMs?: number;
+  /** @default 2 000 */
+  readonly pollMs?: number;
+}
+
+/** A unified diff that adds one file: what an agent's first patch to a scratch workspace looks like. */
+export function newFileDiff(file: string, line: string): string {
+  return [`diff --git a/${file} b/${file}`, 'new file mode 100644', '--- /dev/null', `+++ b/${file}`, '@@ -0,0 +1 @@', `+${line}`, ''].join('\n');
+}
+
+/**
+ * Sends one apply_patch (adding `.agent-jobs-doctor/<run>.txt` to the scratch branch) and one
+ * run_tests that checks the file is there, on a workspace of their own, and waits for both: the
+ * queue, the sequencer, the git push credential, the pin, the stage queue, the test runner with
+ * its read-only credential, the ledger and the events all take part.
+ */
+export async function checkJobEndToEnd(options: JobCheckOptions): Promise<CheckResult> {
+  const check = 'end-to-end job on a scratch workspace';
+  const run = `doctor-${options.clock.now().toString(36)}`;
+  const file = `.agent-jobs-doctor/${run}.txt`;
+  const ids = { patch: `${run}-patch`, tests: `${run}-tests` };
+  const common = { workspaceId: run, tenantId: 'agent-jobs-doctor' };
+  try {
+    await options.send({
+      ...common, jobId: ids.patch, type: 'apply_patch',
+      payload: { repo: { url: options.repoUrl, branch: options.branch }, diff: newFileDiff(file, `agent-jobs doctor ${run}`), message: `agent-jobs doctor: smoke check ${run}` },
+    });
+    await options.send({ ...common, jobId: ids.tests, type: 'run_tests', payload: { command: `test -f '${file}'` } });
+  } catch (error) {
+    return { check, status: 'fail', detail: `could not enqueue: ${message(error)}` };
+  }
+  const timeoutMs = options.timeoutMs ?? 900_000;
+  const deadline = options.clock.now() + timeoutMs;
+  let jobs: (JobRecord | undefined)[] = [];
+  for (;;) {
+    jobs = await Promise.all([options.getJob(ids.patch), options.getJob(ids.tests)]);
+    if (jobs.every((j) => j && TERMINAL_STATUSES.includes(j.status)) || options.clock.now() >= deadline) break;
+    await options.clock.sleep(options.pollMs ?? 2_000);
+  }
+  const [patch, tests] = jobs;
+  const state = (id: string, job: JobRecord | undefined) => `${id} ${job?.status ?? 'not in the ledger'}${job?.error ? ` (${job.error.reason}: ${job.error.message})` : ''}`;
+  if (patch?.status === 'SUCCEEDED' && tests?.status === 'SUCCEEDED' && tests.result?.['verdict'] === 'passed') {
+    return { check, status: 'pass', detail: `workspace ${run}: ${ids.patch} committed ${String(patch.result?.['commitSha'] ?? '?').slice(0, 12)}, ${ids.tests} passed` };
+  }
+  const timedOut = options.clock.now() >= deadline ? `after ${timeoutMs / 1000} s: ` : '';
+  const verdict = tests?.status === 'SUCCEEDED' ? ` (tests ${String(tests.result?.['verdict'])})` : '';
+  return { check, status: 'fail', detail: `workspace ${run}: ${timedOut}${state(ids.patch, patch)}, ${state(ids.tests, tests)}${verdict}` };
+}
+
+// ---- a deployed stack ----------------------------------------------------------------------------
+
+/** The clients of the AWS checks: the CLI's SQS and S3 for the target, one client per other service. */
+export function stackClients(region: string, shared: Pick<StackClients, 'sqs' | 's3'>): StackClients & { destroy(): void } {
+  const config = { region };
+  const owned = {
+    cloudFormation: new CloudFormationClient(config),
+    cloudWatch: new CloudWatchClient(config),
+    secretsManager: new SecretsManagerClient(config),
+    sns: new SNSClient(config),
+    codeBuild: new CodeBuildClient(config),
+    eventBridge: new EventBridgeClient(config),
+    dynamodb: new DynamoDBClient(config),
+  };
+  return { ...owned, ...shared, destroy: () => Object.values(owned).forEach((client) => client.destroy()) };
+}
+
+export interface StackCheckOptions {
+  readonly stackName: string;
+  readonly clients: StackClients;
+  readonly clock: Clock;
+  readonly skipAlarm: boolean;
+}
+
+/** Outputs, alarm notification and secrets of a deployed stack, in that order. */
+export async function checkStack(options: StackCheckOptions): Promise<CheckResult[]> {
+  const { stackName, clients } = options;
+  const { Stacks: [stack] = [] } = await clients.cloudFormation.send(new DescribeStacksCommand({ StackName: stackName }));
+  if (!stack) throw new TargetError(`stack ${stackName} not found`);
+  const outputs = stack.Outputs ?? [];
+  const topicArn = outputs.find((o) => o.OutputKey === STACK_OUTPUTS.alarmTopicArn)?.OutputValue ?? '';
+  const [outputResults, alarm, secrets] = await Promise.all([
+    checkOutputs(outputs, clients),
+    options.skipAlarm
+      ? { check: ALARM_CHECK, status: 'skip' as const, detail: 'skipped (--skip-alarm)' }
+      : checkAlarmNotification({ stackName, topicArn, clients, clock: options.clock }),
+    checkSecrets(outputs, clients.secretsManager),
+  ]);
+  return [...outputResults, alarm, ...secrets];
+}

@@ -1,0 +1,52 @@
+/**
+ * `agent-jobs doctor` through the CLI, on the local platform: its end-to-end check sends an
+ * apply_patch and a run_tests to a scratch branch and reports both, exit code 0 only when they
+ * went through. (The stack checks, which need AWS, are in test/integration/doctor.test.ts.)
+ */
+import { makeRepository, remoteLog, removeScratch, startPlatform, type RunningPlatform } from './harness';
+
+jest.setTimeout(180_000);
+
+interface DoctorJson {
+  passed: boolean;
+  checks: { check: string; status: string; detail: string }[];
+}
+
+let platform: RunningPlatform;
+let repoUrl: string;
+
+beforeAll(async () => {
+  platform = await startPlatform();
+  const source = await makeRepository({ 'README.md': '# app\n' }, ['doctor-scratch']);
+  repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'doctor'])).url;
+});
+
+afterAll(async () => {
+  await platform?.stop();
+  await removeScratch();
+});
+
+test('runs one job end to end on a scratch workspace and says the stack checks need --stack', async () => {
+  const run = await platform.cli(['doctor', '--repo', repoUrl, '--branch', 'doctor-scratch', '--timeout', '120', '--json']);
+  expect({ code: run.code, stderr: run.stderr }).toMatchObject({ code: 0 });
+  const report = JSON.parse(run.stdout) as DoctorJson;
+  expect(report.passed).toBe(true);
+  expect(report.checks.map((c) => [c.check, c.status])).toEqual([
+    ['stack outputs, alarm notification, secrets', 'skip'],
+    ['end-to-end job on a scratch workspace', 'pass'],
+  ]);
+  expect(report.checks[1]?.detail).toMatch(/doctor-\w+-patch committed [0-9a-f]{12}, doctor-\w+-tests passed/);
+  expect((await remoteLog(repoUrl, 'doctor-scratch'))[0]).toMatch(/^agent-jobs doctor: smoke check doctor-/);
+});
+
+test('fails with the job\'s reason when the job cannot go through, and exits 1', async () => {
+  const run = await platform.cli(['doctor', '--repo', repoUrl, '--branch', 'no-such-branch', '--timeout', '120']);
+  expect(run.code).toBe(1);
+  expect(run.stdout).toMatch(/FAIL\s+end-to-end job on a scratch workspace\s+workspace doctor-\w+: doctor-\w+-patch FAILED \(BRANCH_NOT_FOUND: /);
+  expect(run.stdout).toMatch(/1 check\(s\) failed/);
+});
+
+test('--repo without --branch is a usage error', async () => {
+  const run = await platform.cli(['doctor', '--repo', repoUrl]);
+  expect([run.code, run.stderr]).toEqual([2, expect.stringMatching(/--repo and --branch go together/)]);
+});
