@@ -148,6 +148,32 @@ export async function walkDlq(
   }
 }
 
+/** What a sweep does: which messages it acts on, and what it does with each. */
+export interface Sweep {
+  /** Messages the sweep acts on; the others are held (left as they are, in place). */
+  inScope(message: DlqMessage): boolean;
+  /** Acts on a message in scope: true when done with it (it is deleted), false to keep it. */
+  take(message: DlqMessage): Promise<boolean>;
+}
+
+/**
+ * Walks a DLQ acting on the messages in scope. On a FIFO DLQ a kept message is copied to its
+ * group's tail and the original deleted, so the walk reaches what is behind it and the kept
+ * messages stay in their order; on a standard DLQ it is only held.
+ */
+export async function sweepDlq(sqs: SQSClient, queue: QueueEndpoint, sweep: Sweep): Promise<void> {
+  // The copies put at a group's tail are never visited: walkDlq's sent-time check alone would
+  // requeue them again and again if this machine's clock ran ahead of SQS's.
+  const copies = new Set<string>();
+  await walkDlq(sqs, queue, async (message) => {
+    if (copies.has(message.messageId) || !sweep.inScope(message)) return 'hold';
+    if (await sweep.take(message)) return 'delete';
+    if (!queue.fifo) return 'hold';
+    copies.add(await requeueAtTail(sqs, queue, message));
+    return 'delete';
+  });
+}
+
 /** The job a DLQ message carries, from its attributes (set on every message by the producer). */
 export function messageJob(message: DlqMessage): { jobId: string; type: string; workspaceId?: string } {
   return { jobId: message.attributes.jobId ?? '', type: message.attributes.type ?? '', workspaceId: message.attributes.workspaceId };

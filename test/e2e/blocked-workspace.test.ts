@@ -15,10 +15,14 @@ interface JobJson {
   blockedBy?: string;
   error?: { reason: string };
 }
-interface DlqListing {
+interface DlqRow {
   queue: string;
-  messages: { messageId: string; attributes: Record<string, string> }[];
-  waitingBehind: { jobId: string; workspaceId: string; blockedBy?: string }[];
+  jobId: string;
+  workspaceId: string;
+  type: string;
+  status: string;
+  reason?: string;
+  blockedBy?: string;
 }
 
 let platform: RunningPlatform;
@@ -58,12 +62,14 @@ test('a poison patch blocks its workspace; the later jobs are skipped and visibl
   expect(await platform.cliJson<JobJson>(['status', 'ws-drop-poison'])).toMatchObject({ status: 'FAILED', error: { reason: 'PATCH_DOES_NOT_APPLY' } });
   expect(await platform.cliJson<JobJson>(['status', 'drop-1'])).toMatchObject({ status: 'SKIPPED', blockedBy: 'ws-drop-poison' });
   expect(await platform.cliJson(['workspace', 'show', 'ws-drop'])).toMatchObject({ state: 'BLOCKED', blockedBy: 'ws-drop-poison' });
-  const [jobsDlq] = await platform.cliLines<DlqListing>(['dlq', 'list', '--queue', 'agent-jobs']);
-  const head = jobsDlq?.messages.find((m) => m.attributes.jobId === 'ws-drop-poison');
-  expect(head?.attributes).toMatchObject({ workspaceId: 'ws-drop', type: 'apply_patch', reason: 'PATCH_DOES_NOT_APPLY' });
-  expect(jobsDlq?.waitingBehind.filter((j) => j.workspaceId === 'ws-drop').map((j) => j.jobId)).toEqual(['drop-1', 'drop-2']);
-  const shown = await platform.cliJson<{ reason: string; job: JobJson }>(['dlq', 'show', head?.messageId ?? '']);
-  expect(shown).toMatchObject({ reason: expect.stringContaining('PATCH_DOES_NOT_APPLY'), job: { jobId: 'ws-drop-poison', status: 'FAILED' } });
+  const listed = (await platform.cliLines<DlqRow>(['dlq', 'list', '--queue', 'agent-jobs'])).filter((r) => r.workspaceId === 'ws-drop');
+  expect(listed).toEqual([
+    expect.objectContaining({ queue: 'agent-jobs', jobId: 'ws-drop-poison', type: 'apply_patch', status: 'FAILED', reason: 'PATCH_DOES_NOT_APPLY' }),
+    expect.objectContaining({ jobId: 'drop-1', status: 'SKIPPED', blockedBy: 'ws-drop-poison' }),
+    expect.objectContaining({ jobId: 'drop-2', status: 'SKIPPED', blockedBy: 'ws-drop-poison' }),
+  ]);
+  const shown = await platform.cliJson<JobJson & { dlq: DlqRow[] }>(['dlq', 'show', 'ws-drop-poison']);
+  expect(shown).toMatchObject({ jobId: 'ws-drop-poison', status: 'FAILED', dlq: [{ queue: 'agent-jobs', reason: 'PATCH_DOES_NOT_APPLY' }] });
   expect((await platform.events()).some((e) => e.type === 'WorkspaceBlocked' && e.detail.workspaceId === 'ws-drop')).toBe(true);
 
   const unblocked = await platform.cliJson<{ workspace: { state: string }; jobs: { jobId: string; action: string }[] }>(['workspace', 'unblock', 'ws-drop', '--drop']);
@@ -75,9 +81,8 @@ test('a poison patch blocks its workspace; the later jobs are skipped and visibl
     expect.objectContaining({ jobId: 'drop-2', action: 'dropped' }),
   ]);
   expect(await platform.cliJson<JobJson>(['status', 'drop-2'])).toMatchObject({ status: 'CANCELLED' });
-  const [after] = await platform.cliLines<DlqListing>(['dlq', 'list', '--queue', 'agent-jobs']);
-  expect(after?.messages.map((m) => m.attributes.jobId)).toContain('ws-drop-poison');
-  expect(after?.messages.map((m) => m.attributes.jobId)).not.toContain('drop-1');
+  const after = (await platform.cliLines<DlqRow>(['dlq', 'list', '--queue', 'agent-jobs'])).filter((r) => r.workspaceId === 'ws-drop');
+  expect(after.map((r) => r.jobId)).toEqual(['ws-drop-poison']);
   // The workspace runs again: a new job commits on top of the first (and only) good state.
   const [fresh] = await diffChain(source, [{ 'fresh.txt': 'new\n' }]);
   await platform.cliJson(applyPatchArgs('ws-drop', 'drop-3', repoUrl, 'drop', fresh ?? '', 'After unblock'));

@@ -2,9 +2,10 @@
  * What the CLI tells an operator, checked as a user runs it: a reused job id is visible where
  * the user looks, unknown ids are errors, and exit codes say what happened.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { deduplicationId, messageGroupId } from '../../src/core/envelope';
 import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
@@ -21,13 +22,26 @@ interface JobJson {
 /** Exit codes documented in the README. */
 const EXIT = { failed: 1, usage: 2, notFound: 3, timedOut: 4 };
 
+interface PlatformInfo {
+  endpoints: { sqs: string };
+  queueUrls: Record<string, string>;
+  dlqUrls: Record<string, string>;
+}
+
+/** An SQS client on the platform's emulator, for what a user's CLI cannot do: send raw messages, look at receive counts. */
+async function platformSqs(): Promise<{ sqs: SQSClient; info: PlatformInfo }> {
+  const info = JSON.parse(await readFile(path.join(platform.stateDir, 'platform.json'), 'utf8')) as PlatformInfo;
+  const sqs = new SQSClient({ region: 'us-east-1', endpoint: info.endpoints.sqs, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  return { sqs, info };
+}
+
 let platform: RunningPlatform;
 let source: string;
 let repoUrl: string;
 
 beforeAll(async () => {
   platform = await startPlatform();
-  source = await makeRepository({ 'app.txt': 'one\n' }, ['conflict', 'raw', 'later']);
+  source = await makeRepository({ 'app.txt': 'one\n' }, ['conflict', 'raw', 'later', 'dlq']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'operator'])).url;
 });
 
@@ -58,8 +72,7 @@ test('a conflicting message sent without the CLI is refused by the sequencer and
   await platform.cliJson(applyPatchArgs('ws-raw', 'raw-1', repoUrl, 'raw', diff ?? '', 'Original'));
   await platform.cliJson(['wait', 'raw-1', '--timeout', '120']);
   // What a producer without the ledger sends: the same job id, another request.
-  const info = JSON.parse(await readFile(path.join(platform.stateDir, 'platform.json'), 'utf8')) as { endpoints: { sqs: string }; queueUrls: Record<string, string> };
-  const sqs = new SQSClient({ region: 'us-east-1', endpoint: info.endpoints.sqs, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const { sqs, info } = await platformSqs();
   const job = { jobId: 'raw-1', workspaceId: 'ws-raw', tenantId: 'default', type: 'run_tests', createdAt: new Date().toISOString(), payload: { command: 'true' } };
   await sqs.send(
     new SendMessageCommand({
@@ -111,4 +124,53 @@ test('wait exits with its own code when it times out, and usage errors exit 2 in
   const usage = await platform.cli(['wait']);
   expect(usage.code).toBe(EXIT.usage);
   expect(usage.stderr.trim().split('\n')).toHaveLength(1);
+});
+
+test('dlq list shows every failed and skipped job of a workspace with two failures, without receiving; show and redrive reach a job by id', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-dlq-'));
+  const poison = path.join(dir, 'poison.diff');
+  await writeFile(poison, ['diff --git a/app.txt b/app.txt', '--- a/app.txt', '+++ b/app.txt', '@@ -1 +1 @@', '-not the content', '+two', ''].join('\n'));
+  const [good1, good2] = await diffChain(source, [{ 'dlq-1.txt': '1\n' }, { 'dlq-2.txt': '2\n' }]);
+  const send = async (jobId: string, diff: string) => platform.cliJson(applyPatchArgs('ws-dlq', jobId, repoUrl, 'dlq', diff, jobId));
+  await send('poison-1', poison);
+  await send('skip-1', good1 ?? '');
+  await platform.cli(['wait', 'poison-1', 'skip-1', '--timeout', '120']);
+  await platform.cliJson(['workspace', 'unblock', 'ws-dlq', '--drop']);
+  await send('poison-2', poison);
+  await send('skip-2', good2 ?? '');
+  await platform.cli(['wait', 'poison-2', 'skip-2', '--timeout', '120']);
+
+  const { sqs, info } = await platformSqs();
+  const dlqUrl = info.dlqUrls['agent-jobs'];
+  /** The receive count of the workspace's group head on the FIFO DLQ, by receiving it here (and releasing it). */
+  const headReceives = async () => {
+    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 30, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] }));
+    for (const m of Messages) await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: dlqUrl, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0 }));
+    const head = Messages.find((m) => m.MessageAttributes?.['workspaceId']?.StringValue === 'ws-dlq');
+    return { jobId: head?.MessageAttributes?.['jobId']?.StringValue, receives: Number(head?.Attributes?.ApproximateReceiveCount) };
+  };
+  const before = await headReceives();
+
+  const listed = (await platform.cliLines<{ jobId: string; status: string; reason?: string; blockedBy?: string; workspaceId: string }>(['dlq', 'list'])).filter((r) => r.workspaceId === 'ws-dlq');
+  expect(listed.map((r) => [r.jobId, r.status, r.reason ?? r.blockedBy])).toEqual([
+    ['poison-1', 'FAILED', 'PATCH_DOES_NOT_APPLY'],
+    ['poison-2', 'FAILED', 'PATCH_DOES_NOT_APPLY'],
+    ['skip-2', 'SKIPPED', 'SKIPPED'],
+  ]);
+  expect((await platform.cli(['dlq', 'list'])).stdout).toMatch(/poison-2 +apply_patch +ws-dlq +FAILED +PATCH_DOES_NOT_APPLY/);
+  expect(await platform.cliJson(['dlq', 'show', 'poison-2'])).toMatchObject({ jobId: 'poison-2', status: 'FAILED', dlq: [{ queue: 'agent-jobs', reason: 'PATCH_DOES_NOT_APPLY' }] });
+  expect((await platform.cli(['dlq', 'show', 'poison-2'])).stdout).toMatch(/next: fix the cause, then "dlq redrive poison-2"/);
+
+  // Two lists and two shows received nothing: only this test's own receive counts.
+  expect(await headReceives()).toEqual({ jobId: 'poison-1', receives: before.receives + 1 });
+  sqs.destroy();
+
+  // poison-2 sits behind poison-1 in the group: redrive reaches it by id and keeps poison-1 in place.
+  await platform.cliJson(['workspace', 'unblock', 'ws-dlq', '--drop']);
+  const redriven = await platform.cliJson<{ redriven: { jobId: string }[] }>(['dlq', 'redrive', 'poison-2']);
+  expect(redriven.redriven.map((r) => r.jobId)).toEqual(['poison-2']);
+  expect(await platform.untilJob<JobJson>('poison-2', (j) => j.attempt >= 2 && j.status !== 'IN_FLIGHT')).toMatchObject({ status: 'FAILED', attempt: 2 });
+  const after = (await platform.cliLines<{ jobId: string; attempt?: number; workspaceId: string }>(['dlq', 'list'])).filter((r) => r.workspaceId === 'ws-dlq');
+  expect(after.map((r) => [r.jobId, r.attempt])).toEqual([['poison-1', 1], ['poison-2', 2]]);
+  await rm(dir, { recursive: true, force: true });
 });

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { commandHelp, parseInvocation, type CommandSpec } from '../../src/cli/command';
 import { COMMANDS } from '../../src/cli/commands';
 import { jobFromArgs } from '../../src/cli/commands/enqueue';
-import { dlqReason } from '../../src/cli/commands/dlq';
+import { dlqRows } from '../../src/cli/commands/dlq';
 import { jobSummary } from '../../src/cli/views';
 import { redriveDeduplicationId } from '../../src/cli/dlq';
 import type { CliContext, CliIo } from '../../src/cli/context';
@@ -217,9 +217,22 @@ describe('DLQ helpers', () => {
     expect(redriveDeduplicationId('job-1', 'apply_patch', 'msg-10')).not.toBe(expected);
   });
 
-  it('reads the reason the pipeline attaches, with its message when it adds something', () => {
-    expect(dlqReason({ attributes: { reason: 'CONFLICT', errorMessage: 'digest differs' } })).toBe('CONFLICT: digest differs');
-    expect(dlqReason({ attributes: { reason: 'SKIPPED', errorMessage: 'SKIPPED' } })).toBe('SKIPPED');
-    expect(dlqReason({ attributes: {} })).toBeUndefined();
+  it('lists what the ledger knows on each DLQ: the stage DLQ for a pinned job, a refused request as CONFLICT, the expired ones marked', () => {
+    const now = Date.parse('2026-03-01T00:00:00Z');
+    const job = { jobId: 'j', workspaceId: 'w', tenantId: 't', digest: 'd', attempt: 1, createdAt: '', ttl: 0 } as const;
+    const pin = { sha: 'a'.repeat(40), repoUrl: 'http://h/r.git', branch: 'main' };
+    const rows = dlqRows(
+      [
+        { kind: 'job', record: { ...job, type: 'run_tests', status: 'FAILED', pin, error: { reason: 'TEST_RUN_ERROR', message: 'FAULT' }, updatedAt: '2026-02-28T00:00:00Z' } },
+        { kind: 'job', record: { ...job, type: 'apply_patch', status: 'SKIPPED', blockedBy: 'p0', updatedAt: '2026-02-01T00:00:00Z' } },
+        { kind: 'conflict', attempt: { jobId: 'j', workspaceId: 'w', tenantId: 't', type: 'apply_patch', at: '2026-02-27T00:00:00Z', seenBy: 'sequencer' } },
+      ],
+      now,
+    );
+    expect(rows.map((r) => [r.queue, r.status, r.reason, r.expired])).toEqual([
+      ['run-tests', 'FAILED', 'TEST_RUN_ERROR', false],
+      ['agent-jobs', 'SKIPPED', undefined, true],
+      ['agent-jobs', 'CONFLICT', 'CONFLICT', false],
+    ]);
   });
 });

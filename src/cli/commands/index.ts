@@ -1,7 +1,7 @@
 /** The command table: the one list from which dispatch and every help text are generated. */
 import type { CommandSpec } from '../command';
 import type { CliContext } from '../context';
-import { dlqList, dlqRedrive, dlqShow } from './dlq';
+import { dlqList, dlqPeek, dlqRedrive, dlqShow } from './dlq';
 import { doctor } from './doctor';
 import { enqueue } from './enqueue';
 import { cancel, jobs, status, wait } from './jobs';
@@ -22,6 +22,7 @@ export const COMMANDS: readonly CommandSpec<CliContext>[] = [
   dlqList,
   dlqShow,
   dlqRedrive,
+  dlqPeek,
   cancel,
   unfinished,
   doctor,

@@ -4,7 +4,7 @@ import type { WorkspaceRecord } from '../../core/ports';
 import { jobsQueue } from '../targets';
 import type { CommandSpec } from '../command';
 import type { CliContext } from '../context';
-import { messageJob, redriveMessage, requeueAtTail, walkDlq } from '../dlq';
+import { messageJob, redriveMessage, sweepDlq } from '../dlq';
 import { NotFoundError, UsageError } from '../errors';
 import { publicWorkspace, workspaceFields } from '../views';
 
@@ -50,24 +50,25 @@ export const workspaceUnblock: CommandSpec<CliContext> = {
     const queue = jobsQueue(await ctx.target());
     const group = messageGroupId(workspaceId);
     const handled: { jobId: string; action: Action; status?: string }[] = [];
-    // The copies this walk puts at the group's tail are never visited: walkDlq's sent-time check
-    // alone would requeue them again and again if this machine's clock ran ahead of SQS's.
-    const copies = new Set<string>();
-    await walkDlq(sqs, queue, async (message) => {
-      if (message.groupId !== group || copies.has(message.messageId)) return 'hold';
-      const { jobId } = messageJob(message);
-      const job = await ledger.getJob(jobId);
-      if (job?.status !== 'SKIPPED') {
-        copies.add(await requeueAtTail(sqs, queue, message));
-        handled.push({ jobId, action: 'kept', status: job?.status });
-      } else if (mode === 'replay') {
-        await redriveMessage(sqs, queue, message);
-        handled.push({ jobId, action: 'replayed' });
-      } else {
-        const outcome = await ledger.cancel(jobId, Date.now());
-        handled.push({ jobId, action: 'dropped', status: outcome.cancelled ? 'CANCELLED' : outcome.record?.status });
-      }
-      return 'delete';
+    await sweepDlq(sqs, queue, {
+      inScope: (message) => message.groupId === group,
+      take: async (message) => {
+        const { jobId } = messageJob(message);
+        const job = await ledger.getJob(jobId);
+        if (job?.status !== 'SKIPPED') {
+          // The job that failed (or a refused request) stays on the DLQ, behind the skipped ones.
+          handled.push({ jobId, action: 'kept', status: job?.status });
+          return false;
+        }
+        if (mode === 'replay') {
+          await redriveMessage(sqs, queue, message);
+          handled.push({ jobId, action: 'replayed' });
+        } else {
+          const outcome = await ledger.cancel(jobId, Date.now());
+          handled.push({ jobId, action: 'dropped', status: outcome.cancelled ? 'CANCELLED' : outcome.record?.status });
+        }
+        return true;
+      },
     });
     const lines = [
       `workspace ${workspaceId}: ${before.state} -> ${after.state}`,
