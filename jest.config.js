@@ -4,7 +4,7 @@
 const esmOnly = ['@octokit', 'universal-user-agent', 'before-after-hook', 'content-type', 'json-with-bigint', 'fast-content-type-parse'];
 
 module.exports = {
-  testEnvironment: 'node',
+  testEnvironment: '<rootDir>/test/setup/environment.ts',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: {

@@ -1,6 +1,7 @@
 /**
  * test/setup/quiet-sdk-notice.ts turns off the AWS SDK's Node.js version notice through the SDK's
- * own variable: the SDK then never emits it, and nothing filters process warnings.
+ * own variable: the SDK then never emits it (checked on emitWarning itself, so not through the
+ * warning filter of test/setup/environment.ts).
  */
 const NOTICE = 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED';
 
