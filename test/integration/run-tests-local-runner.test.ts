@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { eventually } from '../support/eventually';
 import { runTestsMessage } from '../support/stage-messages';
 import type { StageMessage } from '../../src/core/envelope';
@@ -123,6 +123,80 @@ describe('LocalTestRunner', () => {
     const background = Number(/background (\d+)/.exec(status.state === 'PASSED' ? status.logTail : '')?.[1]);
     expect(background).toBeGreaterThan(0);
     expect(isAlive(background)).toBe(false);
+  });
+
+  describe('a command that leaves a setsid\'d process holding its output', () => {
+    /** A command whose background process leaves the session, keeps stdout open and says its pid. */
+    const escapee = (pidFile: string) => `setsid sh -c 'echo $$ > ${pidFile}; exec sleep 1000' &`;
+    const pidIn = (file: string) => Number(readFileSync(file, 'utf8').trim());
+    const settled = (buildId: string) =>
+      eventually(() => runner.poll(buildId), (status) => status.state !== 'RUNNING', { what: `${buildId} to end`, timeoutMs: 20_000, intervalMs: 200 });
+
+    it('ends the job on timeout and kills that process too', async () => {
+      const pidFile = join(root, 'escapee-timeout.pid');
+      const { buildId } = await runner.start(stageMessage('job-escapes-timeout', { url: repo.url, sha: repo.shaB }, { command: `${escapee(pidFile)} sleep 300`, timeoutSeconds: 1 }));
+
+      expect(await settled(buildId)).toMatchObject({ state: 'ERROR', status: 'TIMED_OUT' });
+      expect(isAlive(pidIn(pidFile))).toBe(false);
+    });
+
+    it('ends the job when the command exits and kills that process', async () => {
+      const pidFile = join(root, 'escapee-exit.pid');
+      const { buildId } = await runner.start(stageMessage('job-escapes-exit', { url: repo.url, sha: repo.shaB }, { command: `${escapee(pidFile)} while [ ! -s ${pidFile} ]; do sleep 0.05; done; echo done` }));
+
+      expect(await settled(buildId)).toMatchObject({ state: 'PASSED', logTail: 'done\n' });
+      expect(isAlive(pidIn(pidFile))).toBe(false);
+    });
+
+    it('kills a double-forked daemon (its parent exits at once, it is re-parented)', async () => {
+      const pidFile = join(root, 'escapee-daemon.pid');
+      const { buildId } = await runner.start(stageMessage('job-daemon', { url: repo.url, sha: repo.shaB }, { command: `(${escapee(pidFile)}); while [ ! -s ${pidFile} ]; do sleep 0.05; done` }));
+
+      expect(await settled(buildId)).toMatchObject({ state: 'PASSED' });
+      expect(isAlive(pidIn(pidFile))).toBe(false);
+    });
+  });
+
+  describe('isolation', () => {
+    it('runs the command in a throw-away directory outside the state directory, with its own HOME and TMPDIR and a scrubbed environment', async () => {
+      process.env.AGENT_JOBS_PLATFORM_SECRET = 'must-not-leak';
+      try {
+        const { buildId } = await runner.start(
+          stageMessage('job-where', { url: repo.url, sha: repo.shaB }, { command: 'echo "cwd=$(pwd -P)"; echo "home=$HOME"; echo "tmp=$TMPDIR"; ls -A "$HOME" | wc -l; env | cut -d= -f1 | sort' }),
+        );
+        const status = await runner.whenDone(buildId);
+
+        const lines = (status.state === 'PASSED' ? status.logTail : JSON.stringify(status)).split('\n').filter(Boolean);
+        const value = (key: string) => lines.find((l) => l.startsWith(`${key}=`))?.slice(key.length + 1) ?? '';
+        const [cwd, home, tmp] = [value('cwd'), value('home'), value('tmp')];
+        for (const dir of [cwd, home, tmp]) {
+          expect(dir).toMatch(/agent-jobs-run-/);
+          expect(relative(realpathSync(stateDir), dir).startsWith('..')).toBe(true);
+          expect(existsSync(dir)).toBe(false); // thrown away after the run
+        }
+        expect(home).not.toBe(process.env.HOME);
+        expect(lines).toContain('0'); // HOME starts empty
+        const names = lines.filter((l) => /^[A-Z_][A-Z0-9_]*$/.test(l));
+        expect(names).not.toContain('AGENT_JOBS_PLATFORM_SECRET');
+        expect(names.filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n))).toEqual(
+          ['AGENT_JOBS_TEST_RUN', 'CI', 'COMMIT_SHA', 'GIT_CONFIG_NOSYSTEM', 'GIT_TERMINAL_PROMPT', 'HOME', 'JOB_ID', 'LANG', 'PATH', 'REPO_URL', 'TEST_COMMAND', 'TMPDIR'],
+        );
+      } finally {
+        delete process.env.AGENT_JOBS_PLATFORM_SECRET;
+      }
+    });
+
+    it('gives `..` from the workspace no way into the state directory', async () => {
+      writeFileSync(join(stateDir, 'platform.json'), '{"secret":"platform"}');
+      const tries = ['..', '../..', '../../..', '../../../..'].map((up) => `cat ${up}/platform.json ${up}/runs/*.json 2>/dev/null && exit 0;`).join(' ');
+      const { buildId } = await runner.start(stageMessage('job-climbs', { url: repo.url, sha: repo.shaB }, { command: `${tries} echo not found; exit 1` }));
+
+      await expect(runner.whenDone(buildId)).resolves.toMatchObject({ state: 'FAILED', exitCode: 1, logTail: 'not found\n' });
+    });
+
+    it('refuses a scratch directory inside the state directory', () => {
+      expect(() => new LocalTestRunner({ stateDir, scratchDir: join(stateDir, 'work') })).toThrow(/inside its state directory/);
+    });
   });
 
   it('stops a running test on close and records it as STOPPED, not as a verdict', async () => {
