@@ -18,7 +18,7 @@ import type { BuildFinder, Clock, EventPublisher, JobLogger, JobMetrics, PullReq
 import { createSequencer, type SequencerDeps } from '../core/sequencer';
 import { S3DiffStore } from '../adapters/diff-store';
 import { DynamoDbLedger } from '../adapters/dynamodb-ledger';
-import { IsomorphicGitWorkspace } from '../adapters/git';
+import { IsomorphicGitWorkspace, type GitAuth } from '../adapters/git';
 import { SqsQueueOps } from '../adapters/sqs-queue-ops';
 import { randomOwner, systemClock } from '../adapters/system';
 
@@ -92,9 +92,9 @@ export function localPipelineDeps(name: WorkerName, options: LocalWorkerOptions)
 /** Idle workspace repositories the local platform keeps between jobs (as a warm Lambda does in /tmp). */
 export const LOCAL_REPO_CACHE_BYTES = 512 * 2 ** 20;
 
-/** The loopback git server needs no credentials. */
-export function localGit(workRoot: string, logger?: JobLogger): IsomorphicGitWorkspace {
-  return new IsomorphicGitWorkspace({ credentials: async () => undefined, workRoot, cacheBytes: LOCAL_REPO_CACHE_BYTES, logger });
+/** The git adapter over the loopback git server: the platform's own credential (none for a tests' open server). */
+export function localGit(workRoot: string, logger?: JobLogger, auth?: GitAuth): IsomorphicGitWorkspace {
+  return new IsomorphicGitWorkspace({ credentials: async () => auth, workRoot, cacheBytes: LOCAL_REPO_CACHE_BYTES, logger });
 }
 
 export interface LocalSequencerOptions extends LocalWorkerOptions {

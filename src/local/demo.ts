@@ -11,6 +11,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { repositoryDir } from './state-dir';
 
 const execFileP = promisify(execFile);
 
@@ -21,6 +22,8 @@ export interface DemoCommandResult {
 }
 
 export interface DemoOptions {
+  /** The platform's state directory: the demo reads the repository there (the git server serves only the platform). */
+  readonly stateDir: string;
   /** Runs one CLI command (argv without the program name) against the demo's platform. */
   readonly run: (argv: readonly string[]) => Promise<DemoCommandResult>;
   /** Where the demo writes what happened. */
@@ -112,7 +115,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   }
 }
 
-async function script({ run, print }: DemoOptions, work: string): Promise<DemoSummary> {
+async function script({ run, print, stateDir }: DemoOptions, work: string): Promise<DemoSummary> {
   const step = async (title: string, argv: readonly string[], okCodes: readonly number[] = [0]): Promise<string> => {
     print(`\n# ${title}\n$ agent-jobs ${argv.map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ')}`);
     const result = await run(argv);
@@ -162,7 +165,7 @@ async function script({ run, print }: DemoOptions, work: string): Promise<DemoSu
   }
   const commits: Record<string, string[]> = {};
   const clone = path.join(work, 'clone');
-  await git(work, 'clone', '--quiet', repoUrl, clone);
+  await git(work, 'clone', '--quiet', repositoryDir(stateDir, id('demo-calculator')), clone);
   for (const branch of BRANCHES) commits[branch] = (await git(clone, 'log', '--format=%s', `origin/${branch}`)).trim().split('\n');
   print('\n## The git remote');
   for (const [branch, subjects] of Object.entries(commits)) print(`${branch}: ${subjects.join(' <- ')}`);

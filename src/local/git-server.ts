@@ -3,6 +3,8 @@
  * that runs git's own `git http-backend` as a CGI program over bare repositories under `root`.
  * No npm package: the protocol, pack negotiation and ref locking are git's, so pushes and fetches
  * behave as they do against a real host (including the compare-and-swap on a ref update).
+ * Every request is checked against an access policy first (git-access.ts): the platform's server
+ * lets only its own credential push and a test run's checkout fetch its one repository.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
@@ -10,6 +12,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { OPEN_ACCESS, singleCredential, type GitAccess, type GitCredentials } from './git-access';
 
 const run = promisify(execFile);
 const LOOPBACK = '127.0.0.1';
@@ -21,8 +24,10 @@ export interface GitServerOptions {
   readonly root: string;
   /** @default 0 (a free port) */
   readonly port?: number;
-  /** When set, every request must carry these HTTP basic credentials. @default no authentication */
-  readonly auth?: { readonly username: string; readonly password: string };
+  /** Who may fetch and push which repository (src/local/git-access.ts). @default OPEN_ACCESS, or `auth` */
+  readonly access?: GitAccess;
+  /** Shorthand for an access where these HTTP basic credentials may do everything and nothing else may. */
+  readonly auth?: GitCredentials;
 }
 
 export interface GitServer {
@@ -31,6 +36,8 @@ export interface GitServer {
   readonly port: number;
   /** Clone URL of the bare repository `<root>/<name>.git`. */
   repoUrl(name: string): string;
+  /** The repository name of a clone URL of this server, or undefined for any other URL. */
+  repoNameOf(repoUrl: string): string | undefined;
   /** Creates an empty bare repository, or a bare copy of `fromDir` (all branches). Returns its git dir. */
   createBareRepo(name: string, options?: { fromDir?: string; initialBranch?: string }): Promise<string>;
   /** A bare copy of the local repository `srcDir` (all branches). Returns its git dir. */
@@ -49,12 +56,25 @@ export async function startGitServer(options: GitServerOptions): Promise<GitServ
   const { root } = options;
   await mkdir(root, { recursive: true });
   const children = new Set<ChildProcess>();
+  const access = options.access ?? (options.auth ? singleCredential(options.auth) : OPEN_ACCESS);
   const server = createServer((req, res) => {
-    if (options.auth && !authorized(req, options.auth)) {
+    const request = gitRequest(req);
+    if (!request) {
+      res.writeHead(400, { 'Content-Type': 'text/plain' }).end('malformed path');
+      return;
+    }
+    const credentials = basicCredentials(req);
+    const permission = access.permission(credentials, request.repo);
+    // 401: no credential this repository knows (as a host answers a wrong token); 403: a read-only one pushing.
+    if (permission === 'none') {
       res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="agent-jobs"' }).end();
       return;
     }
-    serveCgi(root, req, res, children);
+    if (request.push && permission !== 'write') {
+      res.writeHead(403, { 'Content-Type': 'text/plain' }).end('read-only access: no push');
+      return;
+    }
+    serveCgi(root, req, res, children, { ...request, user: credentials?.username || 'agent-jobs', receivePack: permission === 'write' });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -76,6 +96,11 @@ export async function startGitServer(options: GitServerOptions): Promise<GitServ
     url,
     port,
     repoUrl: (name) => `${url}/${name}.git`,
+    repoNameOf(repoUrl) {
+      const prefix = `${url}/`;
+      const name = repoUrl.startsWith(prefix) && repoUrl.endsWith('.git') ? repoUrl.slice(prefix.length, -'.git'.length) : '';
+      return REPO_NAME.test(name) ? name : undefined;
+    },
     gitDir,
     importRepository,
     async createBareRepo(name, { fromDir, initialBranch = 'main' } = {}) {
@@ -94,44 +119,55 @@ export async function startGitServer(options: GitServerOptions): Promise<GitServ
   };
 }
 
-/** `user:password` of an HTTP basic Authorization header, or undefined without one. */
-function basicCredentials(req: IncomingMessage): string | undefined {
+/** The credentials of an HTTP basic Authorization header, or undefined without one. */
+function basicCredentials(req: IncomingMessage): GitCredentials | undefined {
   const header = req.headers.authorization;
-  return header?.startsWith('Basic ') ? Buffer.from(header.slice('Basic '.length), 'base64').toString('utf8') : undefined;
+  if (!header?.startsWith('Basic ')) return undefined;
+  const decoded = Buffer.from(header.slice('Basic '.length), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? undefined : { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
-function authorized(req: IncomingMessage, expected: { username: string; password: string }): boolean {
-  return basicCredentials(req) === `${expected.username}:${expected.password}`;
+interface GitRequest {
+  readonly pathInfo: string;
+  readonly query: string;
+  /** `<name>` of `/<name>.git/...`, empty when the path names no repository. */
+  readonly repo: string;
+  /** A push (receive-pack), as opposed to a fetch or a ref listing for one. */
+  readonly push: boolean;
 }
 
-function remoteUser(req: IncomingMessage): string {
-  // http-backend only enables receive-pack for an authenticated user; locally everyone is one.
-  return basicCredentials(req)?.split(':')[0] || 'agent-jobs';
-}
-
-/** Runs one request through `git http-backend` (CGI/1.1), streaming both bodies. */
-function serveCgi(root: string, req: IncomingMessage, res: ServerResponse, children: Set<ChildProcess>): void {
+/** What a smart-HTTP request asks for, or undefined for a path that does not decode. */
+function gitRequest(req: IncomingMessage): GitRequest | undefined {
   const requestUrl = new URL(req.url ?? '/', 'http://localhost');
   let pathInfo: string;
   try {
     pathInfo = decodeURIComponent(requestUrl.pathname);
   } catch {
-    res.writeHead(400, { 'Content-Type': 'text/plain' }).end('malformed path');
-    return;
+    return undefined;
   }
+  const first = pathInfo.split('/')[1] ?? '';
+  const repo = first.endsWith('.git') ? first.slice(0, -'.git'.length) : '';
+  const push = pathInfo.endsWith('/git-receive-pack') || requestUrl.searchParams.get('service') === 'git-receive-pack';
+  return { pathInfo, query: requestUrl.search.slice(1), repo, push };
+}
+
+/** Runs one request through `git http-backend` (CGI/1.1), streaming both bodies. */
+function serveCgi(root: string, req: IncomingMessage, res: ServerResponse, children: Set<ChildProcess>, request: GitRequest & { user: string; receivePack: boolean }): void {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     GIT_PROJECT_ROOT: root,
     GIT_HTTP_EXPORT_ALL: '1',
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_CONFIG_COUNT: '1',
+    // Pushes only for a caller allowed to write: git's own check, behind the one above.
     GIT_CONFIG_KEY_0: 'http.receivepack',
-    GIT_CONFIG_VALUE_0: 'true',
+    GIT_CONFIG_VALUE_0: String(request.receivePack),
     REQUEST_METHOD: req.method ?? 'GET',
-    PATH_INFO: pathInfo,
-    QUERY_STRING: requestUrl.search.slice(1),
+    PATH_INFO: request.pathInfo,
+    QUERY_STRING: request.query,
     CONTENT_TYPE: req.headers['content-type'] ?? '',
-    REMOTE_USER: remoteUser(req),
+    REMOTE_USER: request.user,
     REMOTE_ADDR: req.socket.remoteAddress ?? LOOPBACK,
     SERVER_PROTOCOL: `HTTP/${req.httpVersion}`,
     GATEWAY_INTERFACE: 'CGI/1.1',

@@ -18,10 +18,11 @@ import type { WorkerSettings } from '../../contract/job-types';
 import { queueTopology, type QueueSpec } from '../../contract/topology';
 import { JsonlEventLog } from '../adapters/events';
 import { resolveBranchHead } from '../adapters/git';
-import { LOCAL_WORKERS, localLedger, type LocalWorkerParts, type WorkerName } from '../compose/local';
+import { LOCAL_WORKERS, localGit, localLedger, type LocalWorkerParts, type WorkerName } from '../compose/local';
 import { DEFAULT_BACKOFF, type BackoffSettings } from '../core/pipeline';
 import { LOCAL_REGION, startEmulators, type EmulatorEndpoints, type LocalEmulators } from './emulators';
 import { StreamLogger } from './file-logger';
+import { PlatformGitAccess } from './git-access';
 import { startGitServer, type GitServer } from './git-server';
 import { startLiveView, type LiveView } from './live-view';
 import { startQueuePoller, type QueuePoller } from './poller';
@@ -29,8 +30,8 @@ import { LocalPullRequestStore } from './pr-store';
 import { isProcessAlive } from '../adapters/system';
 import { releaseOrphanedLeases } from './orphaned-leases';
 import { choosePorts, explainBindFailure, portOf, readRecordedPorts, recordPorts } from './stable-ports';
-import { DEFAULT_STATE_DIR, PLATFORM_FILE } from './state-dir';
-import { LocalTestRunner } from './test-runner';
+import { DEFAULT_STATE_DIR, PLATFORM_FILE, REPOSITORIES_DIR } from './state-dir';
+import { LocalTestRunner, type ReadAccess } from './test-runner';
 import { writeFileAtomic } from './write-atomic';
 
 
@@ -98,7 +99,7 @@ function statePaths(stateDir: string) {
   return {
     info: path.join(stateDir, PLATFORM_FILE),
     dynamodb: path.join(stateDir, 'dynamodb'),
-    repos: path.join(stateDir, 'repos'),
+    repos: path.join(stateDir, REPOSITORIES_DIR),
     events: path.join(stateDir, 'events.jsonl'),
     log: path.join(stateDir, 'platform.log'),
     work: path.join(stateDir, 'work'),
@@ -142,7 +143,9 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
       throw explainBindFailure(error, stateDir, recorded);
     });
     stack.push(() => emulators.stop());
-    const git = await startGitServer({ root: paths.repos, port: ports.git }).catch((error: unknown) => {
+    // Only the platform pushes; a test run's checkout reads its one repository; nobody else gets in.
+    const access = new PlatformGitAccess();
+    const git = await startGitServer({ root: paths.repos, port: ports.git, access }).catch((error: unknown) => {
       throw explainBindFailure(error, stateDir, recorded);
     });
     stack.push(() => git.close());
@@ -150,7 +153,13 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
     // Before any worker runs: every lease in the ledger now belongs to a worker of a dead run.
     const unfinished = await releaseOrphanedLeases(localLedger(emulators), Date.now());
     const events = new JsonlEventLog(paths.events);
-    const testRunner = new LocalTestRunner({ stateDir: paths.testRuns });
+    const readAccess: ReadAccess = {
+      grant: (repoUrl) => {
+        const name = git.repoNameOf(repoUrl);
+        return name === undefined ? undefined : access.grantRead(name);
+      },
+    };
+    const testRunner = new LocalTestRunner({ stateDir: paths.testRuns, readAccess });
     stack.push(() => testRunner.close());
 
     const output = options.output === null ? undefined : (options.output ?? process.stdout);
@@ -160,8 +169,8 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
       stack.push(() => view.stop());
     }
 
-    const prHost = new LocalPullRequestStore(stateDir, { branchHead: (url, branch) => resolveBranchHead(url, branch) });
-    const localParts: LocalWorkerParts = { workRoot: paths.work, testRunner, prHost };
+    const prHost = new LocalPullRequestStore(stateDir, { branchHead: (url, branch) => resolveBranchHead(url, branch, access.platform) });
+    const localParts: LocalWorkerParts = { workRoot: paths.work, testRunner, prHost, git: localGit(paths.work, logger, access.platform) };
     const parts = options.decorateParts ? options.decorateParts(localParts) : localParts;
     const wiring: Wiring = { emulators, events, logger, parts, backoff: options.backoff ?? DEFAULT_BACKOFF };
     const pollers = await Promise.all(emulators.topology.map((spec) => startWorker(spec, wiring)));

@@ -22,3 +22,13 @@ export const PROJECT_ROOT = findProjectRoot(__dirname);
 /** `<project>/.agent-jobs` (git-ignored). */
 export const DEFAULT_STATE_DIR = path.join(PROJECT_ROOT, '.agent-jobs');
 export const PLATFORM_FILE = 'platform.json';
+/**
+ * `<stateDir>/repos`: the platform's bare repositories (`<name>.git`). The git server lets only the
+ * platform and test checkouts in, so people read a repository here: `git clone <stateDir>/repos/<name>.git`.
+ */
+export const REPOSITORIES_DIR = 'repos';
+
+/** The bare repository `<name>` of the platform at `stateDir`. */
+export function repositoryDir(stateDir: string, name: string): string {
+  return path.join(stateDir, REPOSITORIES_DIR, `${name}.git`);
+}

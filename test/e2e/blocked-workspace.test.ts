@@ -5,7 +5,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { applyPatchArgs, diffChain, makeRepository, remoteLog, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(240_000);
 
@@ -87,7 +87,7 @@ test('a poison patch blocks its workspace; the later jobs are skipped and visibl
   const [fresh] = await diffChain(source, [{ 'fresh.txt': 'new\n' }]);
   await platform.cliJson(applyPatchArgs('ws-drop', 'drop-3', repoUrl, 'drop', fresh ?? '', 'After unblock'));
   expect((await platform.cliJson<{ succeeded: boolean }>(['wait', 'drop-3', '--timeout', '120'])).succeeded).toBe(true);
-  expect(await remoteLog(repoUrl, 'drop')).toEqual(['After unblock', 'initial']);
+  expect(await platform.remoteLog(repoUrl, 'drop')).toEqual(['After unblock', 'initial']);
 });
 
 test('--replay runs the skipped jobs again in their original order', async () => {
@@ -105,7 +105,7 @@ test('--replay runs the skipped jobs again in their original order', async () =>
   const settled = (j: JobJson) => j.status !== 'SKIPPED' && j.status !== 'IN_FLIGHT';
   expect(await platform.untilJob<JobJson>('replay-1', settled)).toMatchObject({ status: 'SUCCEEDED' });
   expect(await platform.untilJob<JobJson>('replay-2', settled)).toMatchObject({ status: 'SUCCEEDED' });
-  expect(await remoteLog(repoUrl, 'replay')).toEqual(['replay-2', 'replay-1', 'initial']);
+  expect(await platform.remoteLog(repoUrl, 'replay')).toEqual(['replay-2', 'replay-1', 'initial']);
   expect(await platform.cliJson(['workspace', 'show', 'ws-replay'])).toMatchObject({ state: 'ACTIVE' });
 });
 
@@ -121,7 +121,7 @@ test('cancel: a SKIPPED job cancelled before its replay stays CANCELLED and comm
   await platform.cliJson(['wait', 'cancel-2', '--timeout', '120']);
 
   expect(await platform.cliJson<JobJson>(['status', 'cancel-1'])).toMatchObject({ status: 'CANCELLED' });
-  expect(await remoteLog(repoUrl, 'cancel')).toEqual(['Runs', 'initial']);
+  expect(await platform.remoteLog(repoUrl, 'cancel')).toEqual(['Runs', 'initial']);
   const again = await platform.cli(['cancel', 'cancel-2', '--json']);
   expect(again.code).toBe(1);
   expect(again.stderr).toContain('SUCCEEDED');

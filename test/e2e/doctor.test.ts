@@ -3,7 +3,7 @@
  * apply_patch and a run_tests to a scratch branch and reports both, exit code 0 only when they
  * went through. (The stack checks, which need AWS, are in test/integration/doctor.test.ts.)
  */
-import { makeRepository, remoteLog, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import { makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(180_000);
 
@@ -36,7 +36,7 @@ test('runs one job end to end on a scratch workspace and says the stack checks n
     ['end-to-end job on a scratch workspace', 'pass'],
   ]);
   expect(report.checks[1]?.detail).toMatch(/doctor-\w+-patch committed [0-9a-f]{12}, doctor-\w+-tests passed/);
-  expect((await remoteLog(repoUrl, 'doctor-scratch'))[0]).toMatch(/^agent-jobs doctor: smoke check doctor-/);
+  expect((await platform.remoteLog(repoUrl, 'doctor-scratch'))[0]).toMatch(/^agent-jobs doctor: smoke check doctor-/);
 });
 
 test('fails with the job\'s reason when the job cannot go through, and exits 1', async () => {

@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { repositoryDir } from '../../src/local/state-dir';
 import { eventually } from '../support/eventually';
 
 const execFileP = promisify(execFile);
@@ -52,6 +53,11 @@ export interface RunningPlatform {
    * and run again after a replay or redrive, where `wait` would return at once.
    */
   untilJob<T extends { status: string }>(jobId: string, done: (job: T) => boolean): Promise<T>;
+  /**
+   * Subjects of the commits on a branch of one of the platform's repositories, newest first. Read
+   * from the state directory: the platform's git server lets in only the platform and test checkouts.
+   */
+  remoteLog(repoUrl: string, branch: string): Promise<string[]>;
   /** Stops it with SIGINT, checks every port is free again and deletes the state directory. */
   stop(): Promise<void>;
   /** `kill -9`: the platform dies mid-work; its state directory stays for a restart. */
@@ -111,6 +117,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
     stateDir,
     ready,
     cli,
+    remoteLog: (repoUrl, branch) => commitSubjects(repositoryDir(stateDir, path.basename(new URL(repoUrl).pathname, '.git')), branch),
     async cliJson<T>(args: readonly string[], stdin?: string): Promise<T> {
       const lines = await jsonLinesOf<T>(cli, args, stdin);
       if (lines.length !== 1) throw new Error(`agent-jobs ${args.join(' ')} printed ${lines.length} JSON lines, expected one`);
@@ -192,15 +199,9 @@ export async function makeRepository(files: Record<string, string>, branches: re
   return dir;
 }
 
-/** Subjects of the commits on a branch of a remote, newest first. */
-export async function remoteLog(url: string, branch: string): Promise<string[]> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-clone-'));
-  try {
-    await git(dir, 'clone', '--quiet', '--branch', branch, url, 'c');
-    return (await git(path.join(dir, 'c'), 'log', '--format=%s')).split('\n');
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+/** Subjects of the commits on a branch of a bare repository, newest first. */
+async function commitSubjects(gitDir: string, branch: string): Promise<string[]> {
+  return (await git(gitDir, 'log', '--format=%s', `refs/heads/${branch}`)).split('\n');
 }
 
 /**

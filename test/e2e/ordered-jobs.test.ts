@@ -4,7 +4,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { applyPatchArgs, diffChain, git, makeRepository, remoteLog, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import { applyPatchArgs, diffChain, git, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import { repositoryDir } from '../../src/local/state-dir';
 
 jest.setTimeout(180_000);
 
@@ -31,7 +32,8 @@ afterAll(async () => {
 });
 
 async function remoteHead(branch: string): Promise<string> {
-  return (await git(source, 'ls-remote', repoUrl, `refs/heads/${branch}`)).split('\t')[0] ?? '';
+  // From the state directory: the platform's git server lets in only the platform and test checkouts.
+  return git(repositoryDir(platform.stateDir, 'app'), 'rev-parse', `refs/heads/${branch}`);
 }
 
 test('apply_patch A then B: two commits, in order, and the ledger names the head', async () => {
@@ -42,7 +44,7 @@ test('apply_patch A then B: two commits, in order, and the ledger names the head
   const waited = await platform.cliLines<{ jobId: string; succeeded: boolean }>(['wait', 'ordered-a', 'ordered-b', '--timeout', '120']);
 
   expect(waited.map((j) => [j.jobId, j.succeeded])).toEqual([['ordered-a', true], ['ordered-b', true]]);
-  expect(await remoteLog(repoUrl, 'ordered')).toEqual(['Patch B', 'Patch A', 'initial']);
+  expect(await platform.remoteLog(repoUrl, 'ordered')).toEqual(['Patch B', 'Patch A', 'initial']);
   const jobB = await platform.cliJson<JobJson>(['status', 'ordered-b']);
   expect(jobB.result?.commitSha).toBe(await remoteHead('ordered'));
   const workspace = await platform.cliJson<{ head: string; state: string }>(['workspace', 'show', 'ws-ordered']);
@@ -66,7 +68,7 @@ test('the same job enqueued twice makes one commit', async () => {
   await platform.cliJson(args);
   await platform.cliJson(['wait', 'dup-1', '--timeout', '120']);
 
-  expect(await remoteLog(repoUrl, 'dup')).toEqual(['Only once', 'initial']);
+  expect(await platform.remoteLog(repoUrl, 'dup')).toEqual(['Only once', 'initial']);
   expect((await platform.cliLines<JobJson>(['jobs', '--workspace', 'ws-dup'])).map((j) => j.jobId)).toEqual(['dup-1']);
 });
 

@@ -8,7 +8,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { applyPatchArgs, diffChain, makeRepository, remoteLog, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(240_000);
 
@@ -77,7 +77,7 @@ test('after kill -9 and a restart with --persist, URLs stay, unfinished jobs are
   // The interrupted run is not run again (one run per job): it fails with its cause, at its own commit.
   expect(t1After).toMatchObject({ status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining('restarted') }, pin: { sha: p1Commit } });
   for (const jobId of ['p1', 'p2']) expect(await second.cliJson<JobJson>(['status', jobId])).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
-  expect(await remoteLog(url, 'agent')).toEqual(['Four', 'Three', 'Two', 'initial']);
+  expect(await second.remoteLog(url, 'agent')).toEqual(['Four', 'Three', 'Two', 'initial']);
   expect(await second.cliLines<JobJson>(['unfinished'])).toEqual([]);
   const conflicts = (await second.events()).filter((e) => e.detail.reason === 'CONFLICT');
   expect(conflicts).toEqual([]);

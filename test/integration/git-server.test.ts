@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { applyPatchCommit, resolveBranchHead } from '../../src/adapters/git';
 import { PermanentJobError, TransientJobError } from '../../src/core/errors';
+import { PlatformGitAccess, type GitCredentials } from '../../src/local/git-access';
 import { InvalidRepositoryNameError, startGitServer, type GitServer } from '../../src/local/git-server';
 import { eventually } from '../support/eventually';
 import { commitFiles, createRepo, diffOfEdits, git, removeDir, tempDir, writeFiles } from '../support/git-fixtures';
@@ -140,6 +141,58 @@ describe('credentials', () => {
     expect(error).toBeInstanceOf(PermanentJobError);
     expect((error as PermanentJobError).reason).toBe('REJECTED_BY_TARGET');
     expect((error as PermanentJobError).message).toMatch(/HTTP 404/);
+  });
+});
+
+describe('the platform\'s access policy: only its own credential pushes; a read grant fetches one repository until revoked', () => {
+  let server: GitServer;
+  const access = new PlatformGitAccess();
+  beforeAll(async () => {
+    server = await startGitServer({ root: join(root, 'platform'), access });
+    await server.importRepository(sourceDir, 'mine');
+    await server.importRepository(sourceDir, 'theirs');
+  });
+  afterAll(() => server.close());
+
+  /** The git CLI with a credential sent as a header (as the test runner's checkout does), or none. */
+  async function gitAs(credentials: GitCredentials | undefined, ...args: string[]): Promise<{ ok: boolean; stderr: string }> {
+    const header = credentials ? ['-c', `http.extraHeader=Authorization: Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`] : [];
+    const dir = await tempDir('git-access');
+    try {
+      await git(dir, 'init', '--quiet');
+      await git(dir, '-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '--quiet', '--allow-empty', '-m', 'pushed');
+      await git(dir, ...header, ...args);
+      return { ok: true, stderr: '' };
+    } catch (error) {
+      return { ok: false, stderr: String((error as { stderr?: string }).stderr) };
+    } finally {
+      await removeDir(dir);
+    }
+  }
+  const fetch = (who: GitCredentials | undefined, repo: string) => gitAs(who, 'fetch', '--quiet', server.repoUrl(repo), 'main');
+  const push = (who: GitCredentials | undefined, repo: string, branch = 'pushed') => gitAs(who, 'push', '--quiet', server.repoUrl(repo), `HEAD:refs/heads/${branch}`);
+
+  test('nobody without a credential fetches or pushes', async () => {
+    expect(await fetch(undefined, 'mine')).toMatchObject({ ok: false, stderr: expect.stringMatching(/401|Authentication failed|could not read Username/) });
+    expect(await push(undefined, 'mine')).toMatchObject({ ok: false });
+    expect(await git(server.gitDir('mine'), 'for-each-ref', '--format=%(refname)')).not.toContain('refs/heads/pushed');
+  });
+
+  test('a read grant fetches its repository only, never pushes, and nothing after it is revoked', async () => {
+    const grant = access.grantRead('mine');
+    expect(await fetch(grant.auth, 'mine')).toEqual({ ok: true, stderr: '' });
+    expect(await fetch(grant.auth, 'theirs')).toMatchObject({ ok: false });
+    expect(await push(grant.auth, 'mine', 'main')).toMatchObject({ ok: false, stderr: expect.stringMatching(/403/) });
+    expect(await push(grant.auth, 'theirs')).toMatchObject({ ok: false });
+    grant.revoke();
+    expect(await fetch(grant.auth, 'mine')).toMatchObject({ ok: false });
+    expect(await git(server.gitDir('mine'), 'rev-parse', 'main')).toBe(baseSha);
+  });
+
+  test('the platform\'s credential fetches and pushes', async () => {
+    expect(await fetch(access.platform, 'theirs')).toEqual({ ok: true, stderr: '' });
+    expect(await push(access.platform, 'theirs', 'platform')).toEqual({ ok: true, stderr: '' });
+    expect(await git(server.gitDir('theirs'), 'for-each-ref', '--format=%(refname)', 'refs/heads/platform')).toBe('refs/heads/platform');
   });
 });
 

@@ -11,6 +11,7 @@ import { readLocalPlatform } from '../targets';
 import { numberOption, requireString, type CommandSpec, type OptionValues } from '../command';
 import type { CliContext } from '../context';
 import { errorMessage } from '../../core/errors';
+import { REPOSITORIES_DIR } from '../../local/state-dir';
 import { NotAvailableError, OutcomeError, TargetError, UsageError } from '../errors';
 
 // require(), not import(): the bin runs through tsx's CommonJS hook, which does not serve import().
@@ -40,6 +41,7 @@ function ports(values: OptionValues, commandPath: readonly string[]) {
 async function demoAgainst(ctx: CliContext, stateDir: string) {
   const { runDemo } = loadDemo();
   return runDemo({
+    stateDir,
     run: (argv) => ctx.invoke([...argv, '--state-dir', stateDir]),
     print: (line) => (ctx.json ? ctx.note(line) : ctx.io.stdout(`${line}\n`)),
   });
@@ -128,7 +130,7 @@ export const repoImport: CommandSpec<CliContext> = {
     const source = path.resolve(ctx.io.cwd, positionals[0] ?? '');
     // The platform's git server serves every repository under its root; a second, short-lived
     // server on the same root does the import with the same name rules (platform.json has no API).
-    const server = await startGitServer({ root: path.join(target.local.stateDir, 'repos') });
+    const server = await startGitServer({ root: path.join(target.local.stateDir, REPOSITORIES_DIR) });
     try {
       await server.importRepository(source, name);
     } catch (error) {
