@@ -178,6 +178,9 @@ export class DynamoDbLedger implements Ledger {
       return strip<JobRecord>(out.Attributes);
     } catch (error) {
       if (isConditionFailure(error)) return undefined;
+      // The write may have applied with its answer lost (a 500, a reset): then the lease is ours.
+      const record = await this.getJob(job.jobId).catch(() => undefined);
+      if (record?.status === 'IN_FLIGHT' && record.leaseOwner === req.owner) return record;
       throw error;
     }
   }

@@ -64,6 +64,20 @@ export class TransientJobError extends Error {
 /** The lease was taken over while this worker ran: it must not complete the job. */
 export class LeaseLostError extends TransientJobError {}
 
+/**
+ * Another delivery holds the job's lease. Not this delivery's failure: it comes back when the
+ * lease ends (a holder that died is then taken over), and it never exhausts the job's retries.
+ */
+export class LeaseHeldError extends TransientJobError {
+  constructor(
+    readonly jobId: string,
+    /** Epoch milliseconds. */
+    readonly leaseUntil: number,
+  ) {
+    super(`job ${jobId} is leased by another worker until ${new Date(leaseUntil).toISOString()}`);
+  }
+}
+
 /** A missing or malformed setting: thrown at cold start, naming the setting. */
 export class ConfigurationError extends Error {
   override readonly name = 'ConfigurationError';

@@ -82,6 +82,8 @@ export function claimOutcome(existing: JobRecord | undefined, req: ClaimRequest)
     // A stage consumer runs it or has finished it: the verdict is the stage's (and on the stage's DLQ).
     return { kind: 'staged', record: existing };
   }
+  // Our own lease: this very claim's write applied and its answer was lost (the SDK retried it).
+  if (existing.status === 'IN_FLIGHT' && existing.leaseOwner === req.owner) return { kind: 'claimed', record: existing };
   switch (existing.status) {
     case 'SUCCEEDED':
       return { kind: 'duplicate', record: existing };

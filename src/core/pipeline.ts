@@ -28,7 +28,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { REDRIVE_ATTRIBUTE } from '../../contract/messages';
 import type { EventType, JobMetricName } from '../../contract/runtime-env';
 import { isStageMessage, jobDigest, type JobEnvelope } from './envelope';
-import { errorMessage, PermanentJobError, TransientJobError } from './errors';
+import { errorMessage, LeaseHeldError, PermanentJobError, TransientJobError } from './errors';
 import type { Clock, Consumer, EventPublisher, JobLogger, JobMetrics, JobRecord, JobVerdict, Ledger, QueueOps } from './ports';
 
 export interface PipelineSettings {
@@ -110,9 +110,24 @@ export function receiveCount(record: SQSRecord): number {
   return Number.isFinite(count) && count > 0 ? count : 1;
 }
 
-/** Classifies a failure: permanent as is; anything else permanent only on the last allowed receive. */
+/** The longest visibility SQS allows (12 hours). */
+const MAX_VISIBILITY_SECONDS = 43_200;
+
+/**
+ * Seconds until a held lease ends: a busy job comes back then, so a holder that died is taken over
+ * on that delivery (a shorter back-off spends the receives while the lease still runs).
+ */
+function untilLeaseEnds(error: LeaseHeldError, now: number): number {
+  return Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil((error.leaseUntil - now) / 1000)));
+}
+
+/**
+ * Classifies a failure: permanent as is; anything else permanent only on the last allowed receive,
+ * except a lease held by another delivery: that job is its holder's to finish, and failing it here
+ * would report FAILED (and fence the workspace) for a job that may well succeed.
+ */
 export function classifyFailure(error: unknown, receives: number, maxReceiveCount: number): PermanentJobError | TransientJobError {
-  if (error instanceof PermanentJobError) return error;
+  if (error instanceof PermanentJobError || error instanceof LeaseHeldError) return error;
   if (receives >= maxReceiveCount) {
     return new PermanentJobError('RETRIES_EXHAUSTED', `gave up after ${receives} receives: ${errorMessage(error)}`, { cause: error });
   }
@@ -190,7 +205,7 @@ export async function processRecord<M extends JobEnvelope>(record: SQSRecord, pr
 /** A transient failure: the record is reported failed and becomes visible again after its back-off. */
 async function backOff(record: SQSRecord, error: unknown, deps: PipelineDeps, log: JobLogger): Promise<false> {
   const receives = receiveCount(record);
-  const seconds = backoffSeconds(receives, deps.settings.backoff);
+  const seconds = Math.max(backoffSeconds(receives, deps.settings.backoff), error instanceof LeaseHeldError ? untilLeaseEnds(error, deps.clock.now()) : 0);
   log.warn('transient failure: retrying later', { error: errorMessage(error), receives, backoffSeconds: seconds });
   // Best effort: without it the retry waits for the visibility timeout.
   await deps.queueOps.changeVisibility(record, seconds).catch((e: unknown) => log.warn('back-off failed', { error: errorMessage(e) }));
@@ -248,7 +263,7 @@ class JobRun<M extends JobEnvelope> {
     });
     switch (claim.kind) {
       case 'busy':
-        throw new TransientJobError(`job is leased by another worker until ${claim.record.leaseUntil}`);
+        throw new LeaseHeldError(this.job.jobId, claim.record.leaseUntil ?? this.deps.clock.now());
       case 'conflict':
         // Recorded beside the original (never on it), so `status` and `wait` show the refused request.
         await ledger.recordConflict({ job: this.job, digest, seenBy: settings.consumer, now: clock.now() });

@@ -4,12 +4,12 @@
  * refused condition, under real concurrency. Races between a refused write and its read are staged
  * with SDK middleware on a client of the test's own.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, InternalServerError } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbLedger } from '../../src/adapters/dynamodb-ledger';
 import { localClientConfig } from '../../src/local/emulators';
 import { withEmulators } from '../support/emulators';
-import { describeLedgerContract } from '../support/ledger-contract';
+import { claimOf, describeLedgerContract, newJob } from '../support/ledger-contract';
 
 describe('DynamoDbLedger', () => {
   const emulators = withEmulators();
@@ -43,5 +43,55 @@ describe('DynamoDbLedger', () => {
         between = race;
       },
     };
+  });
+
+  describe('a claim whose write applied but whose answer was lost', () => {
+    const lossyClients: DynamoDBDocumentClient[] = [];
+    afterAll(() => lossyClients.forEach((c) => c.destroy()));
+
+    /** A client that answers the next write with a 500 after DynamoDB applied it, inside or outside the SDK's retries. */
+    function losingClient(where: 'retried' | 'seen'): { ledger: DynamoDbLedger; loseNextAnswer(): void } {
+      const lossy = DynamoDBDocumentClient.from(new DynamoDBClient(localClientConfig(emulators().endpoints.dynamodb)));
+      let lose = false;
+      const afterWrite = (command: string | undefined) => {
+        if (!lose || command !== 'UpdateItemCommand') return;
+        lose = false;
+        throw new InternalServerError({ message: 'answer lost', $metadata: { httpStatusCode: 500 } });
+      };
+      // Below the SDK's retry middleware the SDK retries the 500; at initialize the caller sees it.
+      if (where === 'retried') {
+        lossy.middlewareStack.add(
+          (next, context) => async (args) => {
+            const output = await next(args);
+            afterWrite(context.commandName);
+            return output;
+          },
+          { step: 'finalizeRequest', priority: 'low', name: 'loseAnswer' },
+        );
+      } else {
+        lossy.middlewareStack.add(
+          (next, context) => async (args) => {
+            const output = await next(args);
+            afterWrite(context.commandName);
+            return output;
+          },
+          { step: 'initialize', name: 'loseAnswer' },
+        );
+      }
+      lossyClients.push(lossy);
+      return { ledger: new DynamoDbLedger({ client: lossy, tableName: emulators().tableName, retentionDays: 30 }), loseNextAnswer: () => (lose = true) };
+    }
+
+    it.each(['retried', 'seen'] as const)('is the caller\'s claim, not a lease held by someone else (500 %s)', async (where) => {
+      const { ledger, loseNextAnswer } = losingClient(where);
+      const job = newJob();
+      const claim = claimOf(job, { now: Date.now() });
+      loseNextAnswer();
+
+      const outcome = await ledger.claim(claim);
+
+      expect(outcome).toMatchObject({ kind: 'claimed', record: { leaseOwner: claim.owner, attempt: 1 } });
+      expect(await ledger.claim(claimOf(job, { now: Date.now() }))).toMatchObject({ kind: 'busy' });
+    });
   });
 });

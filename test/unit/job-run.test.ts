@@ -218,10 +218,11 @@ describe('JobRun: claim kinds', () => {
     expect(p.metrics).toEqual([{ metric: 'JobFailed', jobType: 'run_tests' }]);
   });
 
-  it('busy: a live lease of another worker is a transient failure: nothing runs, the holder keeps its lease, the record backs off', async () => {
+  it('busy: a live lease of another worker is a transient failure: nothing runs, the holder keeps its lease, the record comes back when the lease ends', async () => {
     const p = pipeline();
     const holder = claimOf(job, { now: NOW, owner: 'holder' });
     await p.ledger.claim(holder);
+    p.advance(15_500);
     const proc = processor();
     const record = jobRecord(job, { receiveCount: 2 });
 
@@ -229,8 +230,21 @@ describe('JobRun: claim kinds', () => {
 
     expect(proc.runs).toEqual([]);
     expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseOwner: 'holder', leaseUntil: NOW + 60_000, attempt: 1 });
-    expect(p.queue.calls).toEqual([{ op: 'changeVisibility', messageId: record.messageId, seconds: 20 }]);
+    // Not the 20 s back-off of a second receive: a holder that died is taken over on the next delivery.
+    expect(p.queue.calls).toEqual([{ op: 'changeVisibility', messageId: record.messageId, seconds: 45 }]);
     expect(p.events).toEqual([]);
+  });
+
+  it('busy on the last allowed receive: not RETRIES_EXHAUSTED, nothing reported; the job is its holder\'s to finish', async () => {
+    const p = pipeline({ consumer: 'sequencer' });
+    await p.ledger.claim(claimOf(job, { now: NOW, owner: 'holder' }));
+    const proc = processor();
+
+    expect(await p.deliver(proc, jobRecord(job, { receiveCount: MAX_RECEIVES }))).toBe(false);
+
+    expect(proc.permanentFailures).toEqual([]);
+    expect([...p.queue.of('moveToDlq'), ...p.events, ...p.metrics]).toEqual([]);
+    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseOwner: 'holder' });
   });
 
   it('cancelled: a job cancelled before its delivery is acknowledged as a no-op', async () => {

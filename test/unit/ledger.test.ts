@@ -46,6 +46,13 @@ describe('claim rules', () => {
     expect(claimOutcome(record, request())).toEqual({ kind: 'busy', record });
   });
 
+  it('recognises its own lease: a claim write that applied and was retried (its answer lost) is the caller\'s claim', () => {
+    const record = stored('IN_FLIGHT', { leaseOwner: 'me', leaseUntil: NOW + 60_000 });
+    expect(isClaimable(record, request())).toBe(false);
+    expect(claimOutcome(record, request())).toEqual({ kind: 'claimed', record });
+    expect(claimOutcome(record, request({ owner: 'other' }))).toEqual({ kind: 'busy', record });
+  });
+
   it('takes over an expired lease (the lease end itself counts as expired)', () => {
     expect(isClaimable(stored('IN_FLIGHT', { leaseOwner: 'other', leaseUntil: NOW }), request())).toBe(true);
     expect(isClaimable(stored('IN_FLIGHT', { leaseOwner: 'other', leaseUntil: NOW - 1 }), request())).toBe(true);
