@@ -4,7 +4,7 @@
  * for a staged job, and one event-source-mapping delivery (receive, invoke, delete if acknowledged).
  */
 import { randomUUID } from 'node:crypto';
-import { DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { JOB_TYPES, type StagedJobType } from '../../contract/job-types';
 import { localPipelineDeps, type LocalWorkerOptions } from '../../src/compose/local';
@@ -34,6 +34,11 @@ export interface StageHarness {
   sendRaw(body: string): Promise<void>;
   /** One receive and invocation; resolves whether the record was reported as failed. */
   deliver(invoke: (records: SQSRecord[]) => Promise<SQSBatchResponse>): Promise<{ failed: boolean; receiveCount: number }>;
+  /**
+   * Lets `ms` pass for the pipeline's clock and for SQS: the records reported as failed become
+   * visible again, whatever back-off the pipeline gave them (e.g. until a held lease ends).
+   */
+  elapse(ms: number): Promise<void>;
   /** Messages currently on the stage queue's DLQ. */
   dlqMessages(): Promise<Message[]>;
 }
@@ -61,6 +66,8 @@ export function stageHarness(emulators: LocalEmulators, worker: StagedJobType): 
   const queue = JOB_TYPES[worker].stage.queue;
   const queueUrl = queueUrls[queue]!;
   const events: RecordedEvent[] = [];
+  /** Receipt handles of records reported as failed, still invisible for their back-off. */
+  const leftInFlight: string[] = [];
   const deps = localPipelineDeps(worker, emulatorWorkerOptions(emulators, { events, clock: { now: () => harness.now } }));
   const { ledger } = deps;
   const harness: StageHarness = {
@@ -86,7 +93,14 @@ export function stageHarness(emulators: LocalEmulators, worker: StagedJobType): 
       const response = await invoke([record]);
       const failed = response.batchItemFailures.some((f) => f.itemIdentifier === record.messageId);
       if (!failed) await clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }));
+      else leftInFlight.push(message.ReceiptHandle ?? '');
       return { failed, receiveCount: Number(record.attributes.ApproximateReceiveCount) };
+    },
+    async elapse(ms) {
+      harness.now += ms;
+      for (const handle of leftInFlight.splice(0)) {
+        await clients.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: handle, VisibilityTimeout: 0 })).catch(() => undefined);
+      }
     },
     async dlqMessages() {
       const out = await clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrls[queue], MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ['All'] }));
