@@ -34,7 +34,15 @@ export interface FakeGitHub {
 export interface FakeGitHubOptions {
   /** Branches that exist: a PR onto any other base is a 422 like GitHub's. Any base when absent. */
   readonly branches?: readonly string[];
+  /**
+   * Asked for every request without a queued fault (failNext, ...): a fault for it, or none. The
+   * chaos harness injects GitHub's failures with it.
+   */
+  readonly faults?: (method: string) => FakeGitHubFault | undefined;
 }
+
+/** 502 before anything happens; a create whose answer is lost; a list that misses an open pull request. */
+export type FakeGitHubFault = 'bad-gateway' | 'lost-create' | 'stale-list';
 
 export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<FakeGitHub> {
   const repos = new Map<string, FakePull[]>();
@@ -62,6 +70,10 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
       const [f] = faults.splice(fault, 1);
       return send(res, f!.status, f!.body, f!.headers);
     }
+    const injected = options.faults?.(req.method ?? 'GET');
+    if (injected === 'bad-gateway') return send(res, 502, { message: 'Bad Gateway' });
+    if (injected === 'lost-create' && req.method === 'POST') dropCreate = true;
+    if (injected === 'stale-list' && req.method === 'GET') hideList = true;
     const [, owner, repo] = match;
     const list = pullsOf(`${owner}/${repo}`);
     if (req.method === 'GET') {

@@ -1,0 +1,77 @@
+/**
+ * `npm run chaos -- --jobs N --workspaces W --seed S [--kills K] [--keep]`: one chaos run
+ * (./run.ts), its summary on stdout, exit code 1 on any violation (2 on bad arguments).
+ */
+import { parseArgs } from 'node:util';
+import { quietKnownWarnings } from '../../src/local/quiet-warnings';
+import { INVARIANTS } from './invariants';
+import { runChaos, type ChaosReport } from './run';
+
+const USAGE = 'usage: npm run chaos -- --jobs N --workspaces W --seed S [--kills K] [--keep] [--quiet]';
+
+function positive(values: Record<string, string | boolean | undefined>, name: string, fallback?: number): number {
+  const raw = values[name];
+  if (raw === undefined && fallback !== undefined) return fallback;
+  const value = Number(raw);
+  if (typeof raw !== 'string' || !Number.isInteger(value) || value < 0) throw new UsageError(`--${name} must be a whole number, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** The summary: jobs, workspaces, faults by kind, violations by invariant, and `violations: N`. */
+export function summary(report: ChaosReport): string {
+  const lines = [
+    `chaos seed=${report.seed} jobs=${report.jobs} workspaces=${report.workspaces} platform starts=${report.lives} duration=${(report.durationMs / 1000).toFixed(0)}s`,
+    `items: ${Object.entries(report.items).map(([k, n]) => `${k} ${n}`).join(', ')}`,
+    'outcomes:',
+    ...Object.entries(report.outcomes).map(([k, n]) => `  ${k.padEnd(40)} ${n}`),
+    `faults injected: ${Object.values(report.faults).reduce((a, b) => a + b, 0)}`,
+    ...Object.entries(report.faults).map(([k, n]) => `  ${k.padEnd(40)} ${n}`),
+    'violations by invariant:',
+    ...[...INVARIANTS, 'quiet' as const].map((name) => `  ${name.padEnd(40)} ${report.violations[name]?.length ?? 0}`),
+    ...Object.entries(report.violations).flatMap(([name, list]) => list.map((v) => `  [${name}] ${v}`)),
+    ...(report.dir ? [`kept: ${report.dir}`] : []),
+    `violations: ${report.violationCount}`,
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+async function main(): Promise<number> {
+  quietKnownWarnings();
+  let options: Parameters<typeof runChaos>[0];
+  try {
+    const { values } = parseArgs({
+      options: { jobs: { type: 'string' }, workspaces: { type: 'string' }, seed: { type: 'string' }, kills: { type: 'string' }, keep: { type: 'boolean' }, quiet: { type: 'boolean' } },
+      strict: true,
+    });
+    if (values.seed === undefined) throw new UsageError('--seed is required');
+    const jobs = positive(values, 'jobs');
+    const workspaces = positive(values, 'workspaces');
+    if (workspaces < 1 || jobs < workspaces) throw new UsageError('--workspaces must be at least 1 and at most --jobs');
+    options = {
+      jobs,
+      workspaces,
+      seed: values.seed,
+      kills: positive(values, 'kills', 2),
+      keep: values.keep === true,
+      ...(values.quiet ? {} : { progress: (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`) }),
+    };
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  const report = await runChaos(options);
+  process.stdout.write(summary(report));
+  return report.violationCount === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);
