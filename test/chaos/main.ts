@@ -4,8 +4,8 @@
  */
 import { parseArgs } from 'node:util';
 import { quietKnownWarnings } from '../../src/local/quiet-warnings';
-import { INVARIANTS } from './invariants';
-import { runChaos, type ChaosReport } from './run';
+import { runChaos } from './run';
+import { summary } from './summary';
 
 const USAGE = 'usage: npm run chaos -- --jobs N --workspaces W --seed S [--kills K] [--keep] [--quiet]';
 
@@ -19,24 +19,6 @@ function positive(values: Record<string, string | boolean | undefined>, name: st
 
 class UsageError extends Error {
   override readonly name = 'UsageError';
-}
-
-/** The summary: jobs, workspaces, faults by kind, violations by invariant, and `violations: N`. */
-export function summary(report: ChaosReport): string {
-  const lines = [
-    `chaos seed=${report.seed} jobs=${report.jobs} workspaces=${report.workspaces} platform starts=${report.lives} duration=${(report.durationMs / 1000).toFixed(0)}s`,
-    `items: ${Object.entries(report.items).map(([k, n]) => `${k} ${n}`).join(', ')}`,
-    'outcomes:',
-    ...Object.entries(report.outcomes).map(([k, n]) => `  ${k.padEnd(40)} ${n}`),
-    `faults injected: ${Object.values(report.faults).reduce((a, b) => a + b, 0)}`,
-    ...Object.entries(report.faults).map(([k, n]) => `  ${k.padEnd(40)} ${n}`),
-    'violations by invariant:',
-    ...[...INVARIANTS, 'quiet' as const].map((name) => `  ${name.padEnd(40)} ${report.violations[name]?.length ?? 0}`),
-    ...Object.entries(report.violations).flatMap(([name, list]) => list.map((v) => `  [${name}] ${v}`)),
-    ...(report.dir ? [`kept: ${report.dir}`] : []),
-    `violations: ${report.violationCount}`,
-  ];
-  return `${lines.join('\n')}\n`;
 }
 
 async function main(): Promise<number> {

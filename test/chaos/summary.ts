@@ -1,0 +1,21 @@
+/** The one summary of a chaos run: jobs, workspaces, outcomes, faults by kind, violations by invariant. */
+import { INVARIANTS } from './invariants';
+import type { ChaosReport } from './run';
+
+/** The summary: jobs, workspaces, faults by kind, violations by invariant, and `violations: N`. */
+export function summary(report: ChaosReport): string {
+  const lines = [
+    `chaos seed=${report.seed} jobs=${report.jobs} workspaces=${report.workspaces} platform starts=${report.lives} duration=${(report.durationMs / 1000).toFixed(0)}s`,
+    `items: ${Object.entries(report.items).map(([k, n]) => `${k} ${n}`).join(', ')}`,
+    'outcomes:',
+    ...Object.entries(report.outcomes).map(([k, n]) => `  ${k.padEnd(40)} ${n}`),
+    `faults injected: ${Object.values(report.faults).reduce((a, b) => a + b, 0)}`,
+    ...Object.entries(report.faults).map(([k, n]) => `  ${k.padEnd(40)} ${n}`),
+    'violations by invariant:',
+    ...[...INVARIANTS, 'quiet' as const].map((name) => `  ${name.padEnd(40)} ${report.violations[name]?.length ?? 0}`),
+    ...Object.entries(report.violations).flatMap(([name, list]) => list.map((v) => `  [${name}] ${v}`)),
+    ...(report.dir ? [`kept: ${report.dir}`] : []),
+    `violations: ${report.violationCount}`,
+  ];
+  return `${lines.join('\n')}\n`;
+}
