@@ -94,7 +94,7 @@ export const CHAOS_WORKERS: Record<string, WorkerSettings> = {
 
 export const CHAOS_BACKOFF: BackoffSettings = { baseSeconds: 1, capSeconds: 8 };
 
-/** How long a slow git request is held: past the sequencer's lease. */
+/** How long a slow git request or a paused worker is held: past the sequencer's lease. */
 export const GIT_SLOW_MS = (CHAOS_WORKERS.sequencer?.timeoutSeconds ?? 10) * 1000 + 2_000;
 
 /** The platform process's configuration (env CHAOS_CONFIG, JSON). */

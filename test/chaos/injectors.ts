@@ -10,7 +10,7 @@ import { ChangeMessageVisibilityCommand, type Message, type SQSClient } from '@a
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TransientJobError } from '../../src/core/errors';
 import type { BuildFinder, TestRunner, WorkspaceGit } from '../../src/core/ports';
-import type { FaultRates, SelfKill } from './config';
+import { GIT_SLOW_MS, type FaultRates, type SelfKill } from './config';
 import type { FaultLog } from './fault-log';
 import type { Random } from './random';
 
@@ -73,13 +73,15 @@ export interface SqsInjection extends Injection {
   readonly raw: SQSClient;
   /** Called before each DeleteMessageBatch: the kill point `before-delete`. */
   readonly beforeDelete: () => void;
+  /** Jobs delivered a second time: their first worker pauses past its lease (see gitWithFaults). */
+  readonly paused: Set<string>;
 }
 
 /**
  * SQS faults: failed deletes and visibility changes, sends whose answer is lost, failed receives,
  * and second deliveries: a received message made visible again while its worker still runs it.
  */
-export function injectSqsFaults(client: SQSClient, { rng, rates, log, raw, beforeDelete }: SqsInjection): void {
+export function injectSqsFaults(client: SQSClient, { rng, rates, log, raw, beforeDelete, paused }: SqsInjection): void {
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const command = String(context.commandName);
@@ -113,7 +115,9 @@ export function injectSqsFaults(client: SQSClient, { rng, rates, log, raw, befor
       if (command === 'ReceiveMessageCommand') {
         for (const message of ((output.output as { Messages?: Message[] }).Messages ?? [])) {
           if (!rng.chance(rates.sqsDuplicateDelivery) || !input.QueueUrl) continue;
-          log.record('sqs.duplicate-delivery', message.MessageAttributes?.jobId?.StringValue);
+          const jobId = message.MessageAttributes?.jobId?.StringValue;
+          log.record('sqs.duplicate-delivery', jobId);
+          if (jobId) paused.add(jobId);
           const queueUrl = input.QueueUrl;
           // Shortly after the worker got it, as if its visibility timeout had run out.
           setTimeout(() => {
@@ -145,11 +149,19 @@ export class KillSwitch {
   }
 }
 
-/** The git remote with a kill point right after a push, before anything reaches the ledger. */
-export function gitWithKillPoint(git: WorkspaceGit, kill: KillSwitch): WorkspaceGit {
+/**
+ * The git remote with a kill point right after a push, before anything reaches the ledger, and a
+ * paused worker: the first worker of a job delivered twice stops before its push until its lease
+ * has run out, so the second delivery takes the job over while the first still holds a stale claim.
+ */
+export function gitWithFaults(git: WorkspaceGit, kill: KillSwitch, paused: Set<string>, log: FaultLog): WorkspaceGit {
   return {
     branchHead: (repoUrl, branch) => git.branchHead(repoUrl, branch),
     async commitPatch(request) {
+      if (paused.delete(request.jobId)) {
+        log.record('worker.paused-past-lease', request.jobId);
+        await new Promise((resolve) => setTimeout(resolve, GIT_SLOW_MS));
+      }
       const result = await git.commitPatch(request);
       if (!result.alreadyApplied) kill.reached('after-push', request.jobId);
       return result;

@@ -15,7 +15,7 @@ import { startPlatform } from '../../src/local/platform';
 import { quietKnownWarnings } from '../../src/local/quiet-warnings';
 import { CHAOS_BACKOFF, CHAOS_WORKERS, CONFIG_ENV, type PlatformProcessConfig } from './config';
 import { FaultLog } from './fault-log';
-import { KillSwitch, faultyRunner, gitWithKillPoint, injectDynamoDbFaults, injectSqsFaults } from './injectors';
+import { KillSwitch, faultyRunner, gitWithFaults, injectDynamoDbFaults, injectSqsFaults } from './injectors';
 import { Random } from './random';
 
 async function main(): Promise<void> {
@@ -24,6 +24,7 @@ async function main(): Promise<void> {
   const log = new FaultLog(config.faultLog);
   const rng = new Random(`${config.seed}/platform/${config.life}`);
   const kill = new KillSwitch(config.selfKill, log);
+  const paused = new Set<string>();
   const quiet = { debug() {}, info() {}, warn() {}, error() {} };
   const platform = await startPlatform({
     stateDir: config.stateDir,
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
     workers: CHAOS_WORKERS,
     decorateParts: (parts) => ({
       ...parts,
-      git: gitWithKillPoint(localGit(parts.workRoot), kill),
+      git: gitWithFaults(localGit(parts.workRoot), kill, paused, log),
       testRunner: faultyRunner(parts.testRunner, { rng: rng.fork('runner'), rates: config.rates, log }),
       prHost: new GitHubPullRequestHost(async () => new Octokit({ baseUrl: config.githubUrl, auth: 'chaos-token', log: quiet })),
     }),
@@ -47,6 +48,7 @@ async function main(): Promise<void> {
     log,
     raw: raw.sqs,
     beforeDelete: () => kill.reached('before-delete'),
+    paused,
   });
   process.stdout.write(`${JSON.stringify(platform.info)}\n`);
   const stop = () => {

@@ -18,9 +18,9 @@ import { stringAttributes } from '../../contract/messages';
 import { JsonlEventLog } from '../../src/adapters/events';
 import { enqueueAgentJob } from '../../src/client';
 import { localLedger } from '../../src/compose/local';
-import { jobAttributes, type JobEnvelope } from '../../src/core/envelope';
+import { jobAttributes, jobDigest, type JobEnvelope } from '../../src/core/envelope';
 import { errorMessage } from '../../src/core/errors';
-import { TERMINAL_STATUSES, type JobRecord } from '../../src/core/ports';
+import { TERMINAL_STATUSES, type JobRecord, type Ledger } from '../../src/core/ports';
 import { createLocalClients, type LocalClients } from '../../src/local/emulators';
 import type { PlatformInfo } from '../../src/local/platform';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github';
@@ -35,6 +35,8 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const PLATFORM_ENTRY = path.join(__dirname, 'platform-process.ts');
 const MONITOR_MS = 2_000;
 const SENDERS = 12;
+/** Share of the jobs sent through the CLI's door: recorded QUEUED in the ledger before the send. */
+const CLI_SHARE = 0.5;
 
 export interface ChaosOptions {
   readonly jobs: number;
@@ -59,6 +61,8 @@ export interface ChaosReport {
   readonly lives: number;
   readonly items: Record<string, number>;
   readonly outcomes: Record<string, number>;
+  /** What the checks read from the outside, counted. */
+  readonly observed: Record<string, number>;
   readonly faults: Record<string, number>;
   readonly violations: Violations;
   readonly violationCount: number;
@@ -125,6 +129,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       lives: life + 1,
       items: countBy(scenario.items, (i) => i.kind),
       outcomes: outcomes(scenario, observed),
+      observed: counts(observed),
       faults: log.counts(),
       violations,
       violationCount,
@@ -280,8 +285,8 @@ class Driver {
       for (const item of items) {
         if (!platform.alive) return;
         const first = !this.sent.has(item);
-        if (first && item.cancelled) await ledger.cancel(item.jobId, Date.now());
-        if (!(await this.send(item, clients.sqs, queueUrl, platform))) return;
+        if (first && item.cancelled) await cancelBeforeItsTurn(item.job as JobEnvelope, ledger);
+        if (!(await this.send(item, clients.sqs, queueUrl, platform, ledger))) return;
         for (const dup of late.splice(0)) await this.sendLateDuplicate(dup, clients.sqs, queueUrl, platform);
         if (first && item.lateDuplicate) late.push(item);
       }
@@ -289,8 +294,13 @@ class Driver {
     });
   }
 
-  /** Sends one item, retrying a lost answer as an agent would; false when the platform died meanwhile. */
-  private async send(item: PlannedItem, sqs: SQSClient, queueUrl: string, platform: PlatformProcess): Promise<boolean> {
+  /**
+   * Sends one item, retrying a lost answer as an agent would; false when the platform died meanwhile.
+   * A share of the jobs goes through the CLI's door (recorded QUEUED in the ledger first); a
+   * cancelled job goes without it, so its message still reaches the sequencer.
+   */
+  private async send(item: PlannedItem, sqs: SQSClient, queueUrl: string, platform: PlatformProcess, ledger: Ledger): Promise<boolean> {
+    const viaCli = !item.cancelled && this.parts.rng.chance(CLI_SHARE);
     for (let attempt = 0; platform.alive; attempt++) {
       try {
         if (item.raw) {
@@ -299,10 +309,11 @@ class Driver {
           const job = item.job as JobEnvelope;
           await sendRaw(sqs, queueUrl, JSON.stringify(job), `ws#${job.workspaceId}`, `conflict:${item.jobId}:${item.position}`, jobAttributes(job));
         } else {
-          await enqueueAgentJob(item.job as JobEnvelope, { sqs, queueUrl });
+          const options = { sqs, queueUrl, ...(viaCli ? { ledger } : {}) };
+          await enqueueAgentJob(item.job as JobEnvelope, options);
           if (this.parts.rng.chance(this.parts.rates.producerRetry)) {
             this.parts.log.record('producer.retry', item.jobId);
-            await enqueueAgentJob(item.job as JobEnvelope, { sqs, queueUrl });
+            await enqueueAgentJob(item.job as JobEnvelope, options);
           }
         }
         this.sent.add(item);
@@ -364,6 +375,15 @@ class Driver {
       if (event.type !== 'WorkspaceBlocked' && typeof jobId === 'string' && event.detail['reason'] !== 'CONFLICT') this.announced.add(jobId);
     }
   }
+}
+
+/**
+ * An agent enqueues through the CLI (the job is recorded QUEUED) and cancels it before its turn:
+ * the sequencer must acknowledge its message without running it.
+ */
+async function cancelBeforeItsTurn(job: JobEnvelope, ledger: Ledger): Promise<void> {
+  await ledger.recordQueued({ job, digest: jobDigest(job), now: Date.now() });
+  await ledger.cancel(job.jobId, Date.now());
 }
 
 /** Items that are jobs of their own in the ledger (not poison, not a reused id). */
@@ -428,6 +448,19 @@ function outcomes(scenario: Scenario, observed: Observed): Record<string, number
     if (record.status === 'FAILED' || record.status === 'SKIPPED') return `${record.status} ${record.error?.reason ?? '?'}`;
     return TERMINAL_STATUSES.includes(record.status) ? record.status : `${record.status} (unfinished)`;
   });
+}
+
+function counts(observed: Observed): Record<string, number> {
+  const branches = [...observed.branches.values()];
+  return {
+    'commits on the workspace branches': branches.reduce((n, b) => n + b.commits.length, 0),
+    'test runs (logged by the test commands)': observed.runs.length,
+    'pull requests': [...observed.pulls.values()].reduce((n, p) => n + p.length, 0),
+    'outcome events': observed.events.filter((e) => e.type !== 'WorkspaceBlocked').length,
+    'WorkspaceBlocked events': observed.events.filter((e) => e.type === 'WorkspaceBlocked').length,
+    'DLQ messages (last life)': observed.dlq.length,
+    "DLQ messages moved by SQS's redrive (no reason)": observed.dlq.filter((c) => c.reason === undefined).length,
+  };
 }
 
 function countBy<T>(items: readonly T[], key: (item: T) => string): Record<string, number> {

@@ -2,6 +2,9 @@
 import { INVARIANTS } from './invariants';
 import type { ChaosReport } from './run';
 
+/** Violations shown per invariant (each is counted). */
+const EXAMPLES = 20;
+
 /** The summary: jobs, workspaces, faults by kind, violations by invariant, and `violations: N`. */
 export function summary(report: ChaosReport): string {
   const lines = [
@@ -9,11 +12,16 @@ export function summary(report: ChaosReport): string {
     `items: ${Object.entries(report.items).map(([k, n]) => `${k} ${n}`).join(', ')}`,
     'outcomes:',
     ...Object.entries(report.outcomes).map(([k, n]) => `  ${k.padEnd(40)} ${n}`),
+    'observed:',
+    ...Object.entries(report.observed).map(([k, n]) => `  ${k.padEnd(48)} ${n}`),
     `faults injected: ${Object.values(report.faults).reduce((a, b) => a + b, 0)}`,
     ...Object.entries(report.faults).map(([k, n]) => `  ${k.padEnd(40)} ${n}`),
     'violations by invariant:',
     ...[...INVARIANTS, 'quiet' as const].map((name) => `  ${name.padEnd(40)} ${report.violations[name]?.length ?? 0}`),
-    ...Object.entries(report.violations).flatMap(([name, list]) => list.map((v) => `  [${name}] ${v}`)),
+    ...Object.entries(report.violations).flatMap(([name, list]) => [
+      ...list.slice(0, EXAMPLES).map((v) => `  [${name}] ${v}`),
+      ...(list.length > EXAMPLES ? [`  [${name}] ... and ${list.length - EXAMPLES} more`] : []),
+    ]),
     ...(report.dir ? [`kept: ${report.dir}`] : []),
     `violations: ${report.violationCount}`,
   ];
