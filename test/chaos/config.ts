@@ -108,6 +108,8 @@ export interface PlatformProcessConfig {
   readonly selfKill?: SelfKill;
   /** Base URL of the GitHub stand-in the open_pr stage talks to. */
   readonly githubUrl: string;
+  /** Base URL of the flaky git proxy: repository URLs as the agents send them. */
+  readonly gitProxyUrl: string;
 }
 
 export const CONFIG_ENV = 'CHAOS_CONFIG';

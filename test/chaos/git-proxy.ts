@@ -36,7 +36,8 @@ export async function startGitProxy(options: { rng: Random; rates: FaultRates; l
       res.writeHead(upstream ? 404 : 502).end();
       return;
     }
-    const chaotic = /isomorphic-git/.test(String(req.headers['user-agent']));
+    // The git CLI names itself (`git/2.x`); isomorphic-git sends no User-Agent at all.
+    const chaotic = !/^git\//.test(String(req.headers['user-agent'] ?? ''));
     const push = req.method === 'POST' && target.includes('/git-receive-pack');
     const fault = chaotic ? chooseFault(rng, rates, push) : undefined;
     if (fault) log.record(`git.${fault}`, `${req.method} ${target}`);

@@ -9,6 +9,7 @@ import { InternalServerError, ProvisionedThroughputExceededException } from '@aw
 import { ChangeMessageVisibilityCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TransientJobError } from '../../src/core/errors';
+import type { StageMessage } from '../../src/core/envelope';
 import type { BuildFinder, TestRunner, WorkspaceGit } from '../../src/core/ports';
 import { GIT_SLOW_MS, type FaultRates, type SelfKill } from './config';
 import type { FaultLog } from './fault-log';
@@ -166,6 +167,16 @@ export function gitWithFaults(git: WorkspaceGit, kill: KillSwitch, paused: Set<s
       if (!result.alreadyApplied) kill.reached('after-push', request.jobId);
       return result;
     },
+  };
+}
+
+/** The test runner checking out each pinned commit from `direct(repoUrl)`: the git host without the proxy. */
+export function directCheckout(runner: TestRunner & Partial<BuildFinder>, direct: (repoUrl: string) => string): TestRunner & Partial<BuildFinder> {
+  const redirected = (job: StageMessage<'run_tests'>) => ({ ...job, pin: { ...job.pin, repoUrl: direct(job.pin.repoUrl) } });
+  return {
+    start: (job) => runner.start(redirected(job)),
+    poll: (buildId) => runner.poll(buildId),
+    ...(runner.findBuild ? { findBuild: (job: StageMessage<'run_tests'>) => runner.findBuild?.(redirected(job)) ?? Promise.resolve(undefined) } : {}),
   };
 }
 

@@ -303,10 +303,11 @@ function checkStages(
 }
 
 /**
- * The local platform's queues live in memory: a restart loses every DLQ message. The harness
- * re-sends what failed, which puts a job that failed at the sequencer back on the FIFO DLQ; a job
- * that failed at its stage before the last start is acknowledged by the sequencer as the stage's
- * (no second copy, as on AWS), so its copy is only required when it failed in the last life.
+ * The local platform's queues live in memory: a restart loses every DLQ message (the ledger keeps
+ * the verdict, and `dlq list` reads it there). A re-send does not always bring a copy back: the
+ * CLI's door does not send a finished job again, and a job that failed at its stage is the stage's
+ * (the sequencer acknowledges it, as on AWS). So a copy with its reason is required for every job
+ * that failed in the last life, and for none that succeeded.
  */
 function checkDlq(ws: PlannedWorkspace, record: RecordOf, dlqOf: Map<string, DlqCopy[]>, lastStart: string, fail: Fail): void {
   for (const item of ws.items) {
@@ -321,7 +322,7 @@ function checkDlq(ws: PlannedWorkspace, record: RecordOf, dlqOf: Map<string, Dlq
       continue;
     }
     const job = record(item);
-    const lostWithTheQueues = job?.pin !== undefined && job.updatedAt < lastStart;
+    const lostWithTheQueues = job !== undefined && job.updatedAt < lastStart;
     if ((job?.status === 'FAILED' || job?.status === 'SKIPPED') && !lostWithTheQueues) {
       const queue = job.pin ? (item.kind === 'run_tests' ? 'run-tests' : 'open-pr') : 'agent-jobs';
       if (!copies.some((c) => c.queue === queue && c.reason === job.error?.reason)) {

@@ -15,7 +15,9 @@ import { startPlatform } from '../../src/local/platform';
 import { quietKnownWarnings } from '../../src/local/quiet-warnings';
 import { CHAOS_BACKOFF, CHAOS_WORKERS, CONFIG_ENV, type PlatformProcessConfig } from './config';
 import { FaultLog } from './fault-log';
-import { KillSwitch, faultyRunner, gitWithFaults, injectDynamoDbFaults, injectSqsFaults } from './injectors';
+import { TransientJobError } from '../../src/core/errors';
+import { REPO_OWNER } from './git-proxy';
+import { KillSwitch, directCheckout, faultyRunner, gitWithFaults, injectDynamoDbFaults, injectSqsFaults } from './injectors';
 import { Random } from './random';
 
 async function main(): Promise<void> {
@@ -26,6 +28,14 @@ async function main(): Promise<void> {
   const kill = new KillSwitch(config.selfKill, log);
   const paused = new Set<string>();
   const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+  // The test runner checks out from the git server itself, not through the flaky proxy (its faults
+  // are injected at the runner port), as a build reaches the git host without the sequencer's path.
+  let gitUrl: string | undefined;
+  const directUrl = (url: string) => {
+    const proxied = `${config.gitProxyUrl}/${REPO_OWNER}/`;
+    if (gitUrl === undefined || !url.startsWith(proxied)) throw new TransientJobError(`chaos: no direct address for ${url} yet`);
+    return `${gitUrl}/${url.slice(proxied.length)}`;
+  };
   const platform = await startPlatform({
     stateDir: config.stateDir,
     persist: true,
@@ -35,11 +45,13 @@ async function main(): Promise<void> {
     workers: CHAOS_WORKERS,
     decorateParts: (parts) => ({
       ...parts,
-      git: gitWithFaults(localGit(parts.workRoot), kill, paused, log),
-      testRunner: faultyRunner(parts.testRunner, { rng: rng.fork('runner'), rates: config.rates, log }),
+      // The platform's own adapter (it holds the platform's credential for the git server).
+      git: gitWithFaults(parts.git ?? localGit(parts.workRoot), kill, paused, log),
+      testRunner: faultyRunner(directCheckout(parts.testRunner, (url) => directUrl(url)), { rng: rng.fork('runner'), rates: config.rates, log }),
       prHost: new GitHubPullRequestHost(async () => new Octokit({ baseUrl: config.githubUrl, auth: 'chaos-token', log: quiet })),
     }),
   });
+  gitUrl = platform.info.gitUrl;
   const raw = createLocalClients(platform.info.endpoints);
   injectDynamoDbFaults(platform.emulators.clients.dynamodb, { rng: rng.fork('dynamodb'), rates: config.rates, log });
   injectSqsFaults(platform.emulators.clients.sqs, {

@@ -103,7 +103,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     let stuck: string | undefined;
     for (;;) {
       const plan = kills.shift();
-      platform = await PlatformProcess.start({ stateDir, faultLog: log.file, seed: options.seed, life, rates, githubUrl: github.url, ...(plan?.kind === 'self' ? { selfKill: plan.selfKill } : {}) });
+      platform = await PlatformProcess.start({ stateDir, faultLog: log.file, seed: options.seed, life, rates, githubUrl: github.url, gitProxyUrl: proxy.url, ...(plan?.kind === 'self' ? { selfKill: plan.selfKill } : {}) });
       proxy.setUpstream(platform.info.gitUrl);
       const ended = await driver.live(platform, life, plan?.kind === 'outside' ? plan.atProgress : undefined);
       if (ended.kind === 'quiet') break;
