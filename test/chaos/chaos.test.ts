@@ -1,16 +1,21 @@
 /**
  * A small seed of the chaos harness (test/chaos/run.ts) in every test run: the platform in its own
  * process, faults at every boundary, one kill -9 and restart, then every invariant checked from the
- * outside. The big runs are in RELIABILITY.md (`npm run chaos`).
+ * outside. The big runs are in RELIABILITY.md (`npm run chaos`). Nothing here is timed: a run that
+ * stops making progress is reported as the `quiet` violation, with the last state it saw.
  */
 import { runChaos } from './run';
 import { summary } from './summary';
 
-jest.setTimeout(420_000);
+jest.setTimeout(600_000);
 
+// Seed s10 draws every kind of item at this size: patches, test runs (two failing), pull requests,
+// a hostile patch, poison, reused job ids, a cancellation and a late duplicate.
 test('a small seed keeps every invariant through faults, a kill -9 and a restart', async () => {
-  const report = await runChaos({ jobs: 40, workspaces: 4, seed: 'npm-test', kills: 1, stallMs: 150_000 });
+  const report = await runChaos({ jobs: 40, workspaces: 4, seed: 's10', kills: 1, stallMs: 150_000 });
 
   expect({ violations: report.violationCount, summary: summary(report) }).toEqual({ violations: 0, summary: expect.any(String) });
+  expect(Object.keys(report.items).sort()).toEqual(['apply_patch', 'conflict', 'hostile_patch', 'open_pr', 'poison', 'run_tests']);
+  expect(report.lives).toBe(2);
   expect(Object.values(report.faults).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
 });
