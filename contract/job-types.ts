@@ -45,15 +45,18 @@ export const applyPatchPayloadSchema = z
     }),
   );
 
-export const runTestsPayloadSchema = z.strictObject({
+/** CodeBuild's longest build timeout (minutes): what a command stage's build may run. */
+export const MAX_BUILD_TIMEOUT_MINUTES = 2160;
+
+/**
+ * The payload of every command stage (run_tests, run_lint, ...): the command to run instead of the
+ * stage's default, and a build timeout. No function waits for the build (it ends by event), so the
+ * timeout may be anything CodeBuild accepts.
+ */
+export const commandPayloadSchema = z.strictObject({
   command: z.optional(z.string().check(z.minLength(1), z.maxLength(4_000))),
   profile: z.optional(z.string().check(z.regex(/^[A-Za-z0-9_-]{1,64}$/))),
-  /**
-   * At most 45 minutes: a build longer than one invocation is resumed by later deliveries, and each
-   * hand-over spends one of the stage queue's receives (5 x ~14 min with the catalog settings), so
-   * a longer build would run out of receives before it ends.
-   */
-  timeoutSeconds: z.optional(z.int().check(z.minimum(1), z.maximum(45 * 60))),
+  timeoutSeconds: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_BUILD_TIMEOUT_MINUTES * 60))),
 });
 
 export const openPrPayloadSchema = z.strictObject({
@@ -75,8 +78,10 @@ export type Capability =
   | 'gitCredentials'
   /** Read claim-checked diffs from the payload bucket. */
   | 'diffBucketRead'
-  /** Start and read builds of the one test-runner project. */
-  | 'testRunner'
+  /** Start builds on the one command-runner project (and find one a crashed attempt started). */
+  | 'commandRunner'
+  /** Read the state of the command-runner project's builds (the reconciler). */
+  | 'buildStatus'
   /** Read the GitHub token secret. */
   | 'githubToken';
 
@@ -104,14 +109,69 @@ export interface WorkerSettings {
   readonly bundleBudgetKiB: number;
 }
 
+/**
+ * A stage that runs one shell command at the pinned commit on the command runner (CodeBuild on
+ * AWS, a child process locally): tests, lint, a format or type check. It needs no processor of its
+ * own: the shared one (COMMAND_STAGE_PROCESSOR) starts the build and the build-completion path
+ * records the verdict.
+ */
+export interface CommandStageSpec {
+  /** The shell line run when the job's payload names no command; exit status 0 passes. */
+  readonly defaultCommand: string;
+  /** What the command checks, as results say it: `tests` gives "tests passed", `lint` "lint failed". */
+  readonly subject: string;
+}
+
 export interface JobTypeDeclaration {
   readonly lane: Lane;
   readonly payload: z.ZodMiniType;
-  /** Present for staged job types: the stage queue and function that run them. */
-  readonly stage?: WorkerSettings;
   /** One line for the CLI's help. */
   readonly summary: string;
+  /**
+   * The processor module, relative to the project root: an ordered type's mutation (run by the
+   * sequencer) or a custom stage's processor. Command stages use COMMAND_STAGE_PROCESSOR.
+   */
+  readonly processor?: string;
+  /** Present for staged job types: the stage queue and function that run them. */
+  readonly stage?: WorkerSettings;
+  /** Present for command stages (see commandStage). */
+  readonly command?: CommandStageSpec;
 }
+
+/** The processor and the handler every command stage shares. */
+export const COMMAND_STAGE_PROCESSOR = 'src/core/jobs/command-stage.ts';
+export const COMMAND_STAGE_HANDLER = 'src/handlers/command-stage.ts';
+
+/**
+ * Declares a command stage: its payload is commandPayloadSchema, its processor and handler are the
+ * shared ones, and its function starts builds on the command runner.
+ */
+export function commandStage(declaration: {
+  readonly summary: string;
+  readonly command: CommandStageSpec;
+  readonly stage: Omit<WorkerSettings, 'handlerEntry' | 'needs'>;
+}) {
+  return {
+    lane: 'staged',
+    payload: commandPayloadSchema,
+    summary: declaration.summary,
+    processor: COMMAND_STAGE_PROCESSOR,
+    command: declaration.command,
+    stage: { ...declaration.stage, handlerEntry: COMMAND_STAGE_HANDLER, needs: ['commandRunner'] },
+  } as const satisfies JobTypeDeclaration;
+}
+
+/**
+ * Used when a run_tests job names no command: `npm test` (after `npm ci` when a lockfile is
+ * present) when package.json has a test script, else `./test.sh` when present, else exit 2 with a
+ * message. One shell line, always sent as the build's command, so CodeBuild (which cannot look
+ * into the repository before the build) and the local runner behave the same.
+ */
+export const DEFAULT_TEST_COMMAND =
+  `if [ -f package.json ] && node -e "process.exit(require('./package.json').scripts?.test ? 0 : 1)"; then ` +
+  `{ [ ! -f package-lock.json ] || npm ci; } && npm test; ` +
+  `elif [ -f test.sh ]; then sh ./test.sh; ` +
+  `else echo 'no test command: give payload.command, a package.json test script or test.sh' >&2; exit 2; fi`;
 
 /** The sequencer: consumes the FIFO queue, runs ordered job types, pins and forwards staged ones. */
 export const SEQUENCER: WorkerSettings = {
@@ -129,33 +189,75 @@ export const SEQUENCER: WorkerSettings = {
   bundleBudgetKiB: 380,
 };
 
+/**
+ * The build-completion consumer: reads the build-events queue (CodeBuild "Build State Change"
+ * events on AWS, the local runner's exits locally) and records each command stage's verdict.
+ * Present when the catalog has a command stage.
+ */
+export const BUILD_EVENTS: WorkerSettings = {
+  queue: 'build-events',
+  handlerEntry: 'src/handlers/build-events.ts',
+  timeoutSeconds: 60,
+  memoryMb: 256,
+  batchSize: 10,
+  maxConcurrency: 5,
+  maxReceiveCount: 5,
+  oldestMessageAlarmSeconds: 900,
+  needs: [],
+  bundleBudgetKiB: 120,
+};
+
+/** The build reconciler: on a schedule, completes command-stage jobs whose completion event never came. */
+export interface ReconcilerSettings {
+  readonly handlerEntry: string;
+  readonly timeoutSeconds: number;
+  readonly memoryMb: number;
+  /** How often it runs. */
+  readonly everyMinutes: number;
+  /** Alarm when a job's build is overdue (no verdict after its timeout and the margin) for longer than this. */
+  readonly overdueAlarmSeconds: number;
+  readonly needs: readonly Capability[];
+  /** As WorkerSettings.bundleBudgetKiB. */
+  readonly bundleBudgetKiB: number;
+}
+
+export const BUILD_RECONCILER: ReconcilerSettings = {
+  handlerEntry: 'src/handlers/build-reconciler.ts',
+  timeoutSeconds: 60,
+  memoryMb: 256,
+  everyMinutes: 5,
+  overdueAlarmSeconds: 3_600,
+  needs: ['buildStatus'],
+  bundleBudgetKiB: 120,
+};
+
 export const JOB_TYPES = {
   apply_patch: {
     lane: 'ordered',
     payload: applyPatchPayloadSchema,
     summary: 'apply a unified diff to the workspace branch as one commit',
+    processor: 'src/core/jobs/apply-patch.ts',
   },
-  run_tests: {
-    lane: 'staged',
-    payload: runTestsPayloadSchema,
+  run_tests: commandStage({
     summary: "run the workspace's tests at the pinned commit",
+    command: { defaultCommand: DEFAULT_TEST_COMMAND, subject: 'tests' },
     stage: {
       queue: 'run-tests',
-      handlerEntry: 'src/handlers/run-tests.ts',
-      timeoutSeconds: 900,
-      memoryMb: 512,
+      // Starts a build and returns: the build ends by event, so a short timeout does.
+      timeoutSeconds: 60,
+      memoryMb: 256,
       batchSize: 1,
       maxConcurrency: 10,
       maxReceiveCount: 5,
       oldestMessageAlarmSeconds: 1800,
-      needs: ['testRunner'],
       bundleBudgetKiB: 120,
     },
-  },
+  }),
   open_pr: {
     lane: 'staged',
     payload: openPrPayloadSchema,
     summary: 'open (or find) the pull request of the workspace branch',
+    processor: 'src/core/jobs/open-pr.ts',
     stage: {
       queue: 'open-pr',
       handlerEntry: 'src/handlers/open-pr.ts',
@@ -172,20 +274,50 @@ export const JOB_TYPES = {
 } as const satisfies Record<string, JobTypeDeclaration>;
 
 export type JobType = keyof typeof JOB_TYPES;
-export const JOB_TYPE_NAMES = Object.keys(JOB_TYPES) as JobType[];
 export type StagedJobType = { [K in JobType]: (typeof JOB_TYPES)[K]['lane'] extends 'staged' ? K : never }[JobType];
 export type OrderedJobType = Exclude<JobType, StagedJobType>;
+/** Staged types that run a command on the command runner. */
+export type CommandJobType = { [K in JobType]: (typeof JOB_TYPES)[K] extends { command: CommandStageSpec } ? K : never }[JobType];
+/** Staged types with a processor of their own. */
+export type CustomStagedJobType = Exclude<StagedJobType, CommandJobType>;
 
 export type ApplyPatchPayload = z.infer<typeof applyPatchPayloadSchema>;
-export type RunTestsPayload = z.infer<typeof runTestsPayloadSchema>;
+export type CommandPayload = z.infer<typeof commandPayloadSchema>;
 export type OpenPrPayload = z.infer<typeof openPrPayloadSchema>;
 export type DiffRef = z.infer<typeof diffRefSchema>;
 
-/** Every worker of the platform: the sequencer, then one per staged job type. */
-export function allWorkers(): { name: 'sequencer' | StagedJobType; settings: WorkerSettings }[] {
-  const staged = JOB_TYPE_NAMES.flatMap((name) => {
-    const decl: JobTypeDeclaration = JOB_TYPES[name];
-    return decl.stage ? [{ name: name as StagedJobType, settings: decl.stage }] : [];
-  });
-  return [{ name: 'sequencer', settings: SEQUENCER }, ...staged];
+/** A worker of the platform: the sequencer, a stage, or the build-completion consumer. */
+export type WorkerName = 'sequencer' | StagedJobType | 'build_events';
+
+/**
+ * Everything derived from a set of declarations. The module exports it for JOB_TYPES; a test can
+ * derive it for a catalog with a throw-away job type added and mock this module with the result,
+ * so the stack, the CLI and the local platform all see that catalog.
+ */
+export function deriveCatalog(types: Readonly<Record<string, JobTypeDeclaration>>) {
+  const names = Object.keys(types) as JobType[];
+  const declaration = (type: string): JobTypeDeclaration | undefined => types[type];
+  const commandStageOf = (type: string): CommandStageSpec | undefined => declaration(type)?.command;
+  const commandJobTypes = names.filter((name) => commandStageOf(name) !== undefined) as CommandJobType[];
+  return {
+    JOB_TYPE_NAMES: names,
+    COMMAND_JOB_TYPES: commandJobTypes,
+    /** The command-stage settings of a job type, when it is one. */
+    commandStageOf,
+    /** How a result of a command stage reads: "tests passed", "lint failed". */
+    verdictWording(type: string, verdict: string): string {
+      return `${commandStageOf(type)?.subject ?? type} ${verdict}`;
+    },
+    /** Every queue-fed worker: the sequencer, one per staged job type, the build-completion consumer when there are command stages. */
+    allWorkers(): { name: WorkerName; settings: WorkerSettings }[] {
+      const staged = names.flatMap((name) => {
+        const stage = declaration(name)?.stage;
+        return stage ? [{ name: name as StagedJobType, settings: stage }] : [];
+      });
+      const completion = commandJobTypes.length > 0 ? [{ name: 'build_events' as const, settings: BUILD_EVENTS }] : [];
+      return [{ name: 'sequencer', settings: SEQUENCER }, ...staged, ...completion];
+    },
+  };
 }
+
+export const { JOB_TYPE_NAMES, COMMAND_JOB_TYPES, commandStageOf, verdictWording, allWorkers } = deriveCatalog(JOB_TYPES);

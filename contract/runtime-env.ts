@@ -25,22 +25,47 @@ export const ENV = {
    * overrides applied): heartbeats extend a message's visibility to it.
    */
   visibilityTimeoutSeconds: 'VISIBILITY_TIMEOUT_SECONDS',
+  /** The job type a stage function serves (the command-stage handler serves every command stage). */
+  stageJobType: 'STAGE_JOB_TYPE',
+  /** The command runner's default build timeout, used when a job names none. */
+  buildTimeoutMinutes: 'BUILD_TIMEOUT_MINUTES',
+  /** Stage DLQ URLs, one per command stage: where the completion path copies a failed job's message. */
+  stageDlqUrlPrefix: 'STAGE_DLQ_URL_',
 } as const;
 
-/**
- * Variables the run_tests handler sets when it starts a test build, and the CodeBuild buildspec
- * reads. The handler always sends TEST_COMMAND (the job's command or the one default), so the
- * build never needs a default of its own.
- */
 /** GitHub's API, used when GITHUB_API_URL is not set (GitHub Enterprise: https://<host>/api/v3). */
 export const GITHUB_API_DEFAULT_URL = 'https://api.github.com';
 
+/**
+ * Variables a command stage sets when it starts a build, and the CodeBuild buildspec reads. The
+ * stage always sends TEST_COMMAND (the job's command or its stage's default), so the build never
+ * needs a default of its own. JOB_ID, JOB_TYPE and JOB_RUN come back in the build's completion
+ * event: they name the job it completes.
+ */
 export const TEST_BUILD_ENV = {
   repoUrl: 'REPO_URL',
   commitSha: 'COMMIT_SHA',
   testCommand: 'TEST_COMMAND',
   jobId: 'JOB_ID',
+  jobType: 'JOB_TYPE',
+  run: 'JOB_RUN',
 } as const;
+
+/**
+ * Builds queue at most this long before CodeBuild times them out (the project's queued timeout):
+ * part of how long a job may wait for its build's completion.
+ */
+export const BUILD_QUEUED_TIMEOUT_MINUTES = 60;
+/**
+ * A command stage's job is due for reconciliation this long after its build's queued timeout and
+ * timeout have passed without a completion event (CodeBuild delivers events on a best-effort basis).
+ */
+export const BUILD_DUE_MARGIN_SECONDS = 15 * 60;
+/**
+ * After the completion path records a verdict it reports it (outcome event, DLQ copy); a job whose
+ * report is still missing this long after is reported by the reconciler (a crashed reporter).
+ */
+export const REPORT_GRACE_SECONDS = 5 * 60;
 
 /**
  * JSON keys of the git credentials secret, `{ "username": "...", "password": "<token>" }`: the
@@ -60,6 +85,10 @@ export function stageQueueUrlEnv(jobType: string): string {
   return `${ENV.stageQueueUrlPrefix}${jobType.toUpperCase()}`;
 }
 
+export function stageDlqUrlEnv(jobType: string): string {
+  return `${ENV.stageDlqUrlPrefix}${jobType.toUpperCase()}`;
+}
+
 /** Source of events on the bus (EventBridge `source`). */
 export const EVENT_SOURCE = 'agent-jobs';
 export const EVENT_TYPES = ['AgentJobSucceeded', 'AgentJobFailed', 'AgentJobSkipped', 'WorkspaceBlocked'] as const;
@@ -67,6 +96,8 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 /** CloudWatch namespace of the custom metrics the handlers publish. */
 export const METRICS_NAMESPACE = 'AgentJobs';
+/** The `service` dimension every custom metric carries (Powertools adds it): alarms on a metric name it. */
+export const METRICS_SERVICE = 'agent-jobs';
 /**
  * Custom metrics (count, unit Count) the handlers publish in METRICS_NAMESPACE and the dashboard
  * graphs. Outcomes carry the dimension `jobType`.
@@ -76,7 +107,14 @@ export const JOB_METRICS = {
   failed: 'JobFailed',
   skipped: 'JobSkipped',
   forwarded: 'JobForwarded',
+  /** A command stage started its build; the verdict follows by event. */
+  running: 'JobRunning',
   workspaceBlocked: 'WorkspaceBlocked',
+  /** Reconciler, each run: command-stage jobs past their due time, and the age of the oldest (seconds). */
+  overdueBuilds: 'BuildsOverdue',
+  oldestOverdueBuild: 'OldestOverdueBuildSeconds',
+  /** Reconciler: jobs it completed or reported because their event never came or was not reported. */
+  reconciled: 'BuildsReconciled',
 } as const;
 export type JobMetricName = (typeof JOB_METRICS)[keyof typeof JOB_METRICS];
 

@@ -1,6 +1,6 @@
 /**
  * The whole platform in one stack, derived from the catalog: one lane (queue + DLQ + worker) per
- * entry of queueTopology(), so a new job type gets its queue, DLQ, function, event source mapping,
+ * entry of platformQueues(), so a new job type gets its queue, DLQ, function, event source mapping,
  * alarms, dashboard row, grants and outputs with no change here.
  *
  * Environment-agnostic and without physical names, so `AgentJobs-dev` and `AgentJobs-prod` deploy
@@ -11,20 +11,23 @@ import { Aws, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Valida
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
-import { ENV, METRICS_NAMESPACE, stageQueueUrlEnv } from '../contract/runtime-env';
-import { LEDGER_RETENTION_DAYS, queueTopology, type QueueSpec } from '../contract/topology';
+import { BUILD_RECONCILER, commandStageOf } from '../contract/job-types';
+import { ENV, METRICS_NAMESPACE, stageDlqUrlEnv, stageQueueUrlEnv } from '../contract/runtime-env';
+import { LEDGER_RETENTION_DAYS, LEDGER_TABLE, platformQueues, type QueueSpec } from '../contract/topology';
 import { bindCapabilities, type CapabilityResources } from './capabilities';
 import type { AgentJobsConfig } from './config';
 import { Ledger } from './constructs/ledger';
 import { OpsDashboard } from './constructs/ops-dashboard';
 import { QueueWithDlq } from './constructs/queue-with-dlq';
-import { InvalidSettingsError, SettingsProblems } from './constructs/settings-problems';
+import { BuildReconciler } from './constructs/build-reconciler';
+import { InvalidSettingsError } from './constructs/settings-problems';
 import { TestRunner } from './constructs/test-runner';
 import { Worker } from './constructs/worker';
 import { platformSecret, type PlatformSecret, type SecretShape } from './secrets';
@@ -61,6 +64,9 @@ export class AgentJobsStack extends Stack {
   readonly testRunner: TestRunner;
   /** The sequencer's push credential, the test builds' read-only one, the GitHub token. */
   readonly secrets: Readonly<Record<'gitCredentials' | 'gitReadCredentials' | 'githubToken', PlatformSecret>>;
+  /** Present when the catalog has command stages: the rule that sends their builds' ends to the build-events queue. */
+  readonly buildEventsRule?: events.Rule;
+  readonly buildReconciler?: BuildReconciler;
 
   constructor(scope: Construct, id: string, props: AgentJobsStackProps) {
     super(scope, id, props);
@@ -94,9 +100,23 @@ export class AgentJobsStack extends Stack {
       testRunner: this.testRunner,
     };
 
-    this.lanes = queueTopology(config.workers).map((spec) => this.addLane(spec, { alarmAction, removalPolicy, projectRoot, config, resources }));
+    const shared: LaneContext = { alarmAction, removalPolicy, projectRoot, config, resources };
+    this.lanes = platformQueues(config.workers).map((spec) => this.addLane(spec, shared));
     this.wireSequencer();
-    this.checkTestBuildsFit(config.testRunnerTimeoutMinutes);
+    const buildEvents = this.lanes.find((l) => l.spec.role === 'buildEvents');
+    if (buildEvents) {
+      this.buildEventsRule = this.wireBuildEvents(buildEvents);
+      this.buildReconciler = new BuildReconciler(this, 'build-reconciler', {
+        entry: join(projectRoot, BUILD_RECONCILER.handlerEntry),
+        settings: BUILD_RECONCILER,
+        alarmAction,
+        environment: { [ENV.ledgerRetentionDays]: String(LEDGER_RETENTION_DAYS) },
+      });
+      const fn = this.buildReconciler.worker.function;
+      this.ledger.bind(fn, LEDGER_TABLE.dueIndex);
+      this.bindOutcomeReporting(this.buildReconciler.worker);
+      bindCapabilities(this.buildReconciler.worker, BUILD_RECONCILER.needs, resources);
+    }
 
     new OpsDashboard(this, 'Dashboard', { lanes: this.lanes.map((l) => ({ name: l.spec.name, ...l })), metricsNamespace: METRICS_NAMESPACE });
     this.addOutputs();
@@ -136,31 +156,53 @@ export class AgentJobsStack extends Stack {
     this.eventBus.grantPutEventsTo(worker.function);
     worker.function.addEnvironment(ENV.eventBus, this.eventBus.eventBusName);
     bindCapabilities(worker, settings.needs, shared.resources);
+    if (spec.role === 'stage') worker.function.addEnvironment(ENV.stageJobType, spec.consumer);
     return { spec, queue, worker };
   }
 
-  /** The sequencer (FIFO lane) pins staged jobs and forwards them to every staged lane's queue. */
-  private wireSequencer(): void {
-    const sequencer = this.lanes.find((l) => l.spec.fifo);
-    if (!sequencer) throw new InvalidSettingsError('queueTopology()', ['no FIFO lane for the sequencer']);
-    for (const stage of this.lanes.filter((l) => !l.spec.fifo)) {
-      sequencer.worker.allow(['sqs:SendMessage'], [stage.queue.queue.queueArn]);
-      sequencer.worker.function.addEnvironment(stageQueueUrlEnv(stage.spec.consumer), stage.queue.queue.queueUrl);
+  /**
+   * What reports a command stage's outcome needs: the event bus, and sending a failed job's message
+   * copy to its stage's DLQ (the build-events consumer and the reconciler).
+   */
+  private bindOutcomeReporting(worker: Worker): void {
+    this.eventBus.grantPutEventsTo(worker.function);
+    worker.function.addEnvironment(ENV.eventBus, this.eventBus.eventBusName);
+    for (const stage of this.lanes.filter((l) => l.spec.role === 'stage' && commandStageOf(l.spec.consumer))) {
+      worker.allow(['sqs:SendMessage'], [stage.queue.deadLetterQueue.queueArn]);
+      worker.function.addEnvironment(stageDlqUrlEnv(stage.spec.consumer), stage.queue.deadLetterQueue.queueUrl);
     }
   }
 
   /**
-   * A job that runs tests waits for its build over at most maxReceiveCount deliveries of one function
-   * timeout each; a build allowed to run longer would outlive its job (RETRIES_EXHAUSTED while it runs).
+   * CodeBuild's "Build State Change" events of the command-runner project, when a build ends, go
+   * from the default bus to the build-events queue (whose DLQ also takes what EventBridge cannot
+   * deliver); its consumer records the verdicts.
    */
-  private checkTestBuildsFit(buildMinutes: number): void {
-    const problems = new SettingsProblems();
-    for (const { spec } of this.lanes.filter((l) => l.spec.worker.needs.includes('testRunner'))) {
-      const waitSeconds = spec.worker.timeoutSeconds * spec.maxReceiveCount;
-      problems.check('testRunnerTimeoutMinutes', buildMinutes, (m) => m * 60 > waitSeconds,
-        `must be at most ${waitSeconds / 60} minutes: ${spec.consumer} waits for a build at most maxReceiveCount (${spec.maxReceiveCount}) x timeoutSeconds (${spec.worker.timeoutSeconds})`);
+  private wireBuildEvents(lane: Lane): events.Rule {
+    this.bindOutcomeReporting(lane.worker);
+    const rule = new events.Rule(this, 'BuildEventsRule', {
+      description: 'agent-jobs: command-stage builds that ended, to the build-events queue',
+      eventPattern: {
+        source: ['aws.codebuild'],
+        detailType: ['CodeBuild Build State Change'],
+        detail: {
+          'project-name': [this.testRunner.project.projectName],
+          'build-status': ['SUCCEEDED', 'FAILED', 'FAULT', 'STOPPED', 'TIMED_OUT'],
+        },
+      },
+    });
+    rule.addTarget(new targets.SqsQueue(lane.queue.queue, { deadLetterQueue: lane.queue.deadLetterQueue }));
+    return rule;
+  }
+
+  /** The sequencer (FIFO lane) pins staged jobs and forwards them to every staged lane's queue. */
+  private wireSequencer(): void {
+    const sequencer = this.lanes.find((l) => l.spec.role === 'ordered');
+    if (!sequencer) throw new InvalidSettingsError('platformQueues()', ['no FIFO lane for the sequencer']);
+    for (const stage of this.lanes.filter((l) => l.spec.role === 'stage')) {
+      sequencer.worker.allow(['sqs:SendMessage'], [stage.queue.queue.queueArn]);
+      sequencer.worker.function.addEnvironment(stageQueueUrlEnv(stage.spec.consumer), stage.queue.queue.queueUrl);
     }
-    problems.throwIfAny(`${this.node.path} configuration`);
   }
 
   /**

@@ -45,10 +45,17 @@ const BINDINGS: Record<Capability, Binding> = {
       'Producers choose a key per job (<workspaceId>/<jobId>/<sha256>.diff): reading claim-checked diffs needs any key of the one diff bucket.');
     worker.function.addEnvironment(ENV.diffBucket, r.diffBucket.bucketName);
   },
-  testRunner: (worker, r) => {
+  commandRunner: (worker, r) => {
     const project = r.testRunner.project;
-    // ListBuildsForProject finds a build an earlier attempt started but never recorded (a crash window).
-    worker.allow(['codebuild:StartBuild', 'codebuild:BatchGetBuilds', 'codebuild:ListBuildsForProject'], [project.projectArn]);
+    // ListBuildsForProject + BatchGetBuilds find a build an earlier attempt started but never
+    // recorded (a crash window), once; nothing polls a build.
+    worker.allow(['codebuild:StartBuild', 'codebuild:ListBuildsForProject', 'codebuild:BatchGetBuilds'], [project.projectArn]);
+    worker.function.addEnvironment(ENV.testRunnerProject, project.projectName);
+    worker.function.addEnvironment(ENV.buildTimeoutMinutes, String(r.testRunner.timeout.toMinutes()));
+  },
+  buildStatus: (worker, r) => {
+    const project = r.testRunner.project;
+    worker.allow(['codebuild:BatchGetBuilds'], [project.projectArn]);
     worker.function.addEnvironment(ENV.testRunnerProject, project.projectName);
   },
 };

@@ -12,6 +12,8 @@
  * - The sparse `byList` index (LEDGER_TABLE.listIndex) lists every workspace, a workspace's
  *   unfinished jobs and what waits on a DLQ, for the operator's CLI. It projects only attributes
  *   that never change, so a write that does not move a record between lists does not write it.
+ * - The sparse `byDueTime` index (LEDGER_TABLE.dueIndex) lists the command-stage jobs the build
+ *   reconciler must look at (only those records carry its key, so it stays small).
  */
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -59,13 +61,22 @@ export class Ledger extends Construct {
       projectionType: dynamodb.ProjectionType.INCLUDE,
       nonKeyAttributes: [...lists.projected],
     });
+    const due = LEDGER_TABLE.dueIndex;
+    this.table.addGlobalSecondaryIndex({
+      indexName: due.name,
+      partitionKey: { name: due.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: due.sortKey, type: dynamodb.AttributeType.NUMBER },
+    });
   }
 
-  /** Grants `fn` the ledger operations (table and its index) and names the table in its environment. */
-  bind(fn: lambda.Function): void {
-    // The table and its one index by exact ARN (Table.grant would add `index/*`).
+  /**
+   * Grants `fn` the ledger operations on the table and on the one index it queries (by exact ARN:
+   * Table.grant would add `index/*`), and names the table in its environment. Workers query
+   * `byWorkspace`; the build reconciler only `byDueTime`.
+   */
+  bind(fn: lambda.Function, index: { readonly name: string } = LEDGER_TABLE.workspaceIndex): void {
     iam.Grant.addToPrincipal({ grantee: fn, actions: [...TABLE_ACTIONS], resourceArns: [this.table.tableArn] });
-    iam.Grant.addToPrincipal({ grantee: fn, actions: [...INDEX_ACTIONS], resourceArns: [`${this.table.tableArn}/index/${LEDGER_TABLE.workspaceIndex.name}`] });
+    iam.Grant.addToPrincipal({ grantee: fn, actions: [...INDEX_ACTIONS], resourceArns: [`${this.table.tableArn}/index/${index.name}`] });
     fn.addEnvironment(ENV.ledgerTable, this.table.tableName);
   }
 }

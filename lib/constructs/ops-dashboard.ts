@@ -36,9 +36,9 @@ export class OpsDashboard extends Construct {
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
     for (const lane of props.lanes) this.dashboard.addWidgets(...laneWidgets(lane, period));
 
-    const search = (metricName: string, label: string): cloudwatch.MathExpression =>
+    const search = (metricName: string, label: string, statistic: 'Sum' | 'Maximum' = 'Sum'): cloudwatch.MathExpression =>
       new cloudwatch.MathExpression({
-        expression: `SEARCH('Namespace="${props.metricsNamespace}" MetricName="${metricName}"', 'Sum', ${period.toSeconds()})`,
+        expression: `SEARCH('Namespace="${props.metricsNamespace}" MetricName="${metricName}"', '${statistic}', ${period.toSeconds()})`,
         label,
         period,
       });
@@ -51,12 +51,20 @@ export class OpsDashboard extends Construct {
           search(JOB_METRICS.failed, 'failed'),
           search(JOB_METRICS.skipped, 'skipped'),
           search(JOB_METRICS.forwarded, 'forwarded to a stage'),
+          search(JOB_METRICS.running, 'build started'),
         ],
       }),
       new cloudwatch.GraphWidget({
         title: 'Workspaces blocked',
         width: WIDTH,
         left: [search(JOB_METRICS.workspaceBlocked, 'blocked')],
+      }),
+      // What the build reconciler found each run: jobs whose build's event never came.
+      new cloudwatch.GraphWidget({
+        title: 'Command-stage builds overdue (reconciler)',
+        width: WIDTH * 4,
+        left: [search(JOB_METRICS.overdueBuilds, 'overdue', 'Maximum'), search(JOB_METRICS.reconciled, 'completed by the reconciler')],
+        right: [search(JOB_METRICS.oldestOverdueBuild, 'oldest overdue (s)', 'Maximum')],
       }),
     );
   }

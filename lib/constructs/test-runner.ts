@@ -18,7 +18,7 @@ import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { GIT_CREDENTIAL_KEYS, SECRET_PLACEHOLDER, TEST_BUILD_ENV } from '../../contract/runtime-env';
+import { BUILD_QUEUED_TIMEOUT_MINUTES, GIT_CREDENTIAL_KEYS, SECRET_PLACEHOLDER, TEST_BUILD_ENV } from '../../contract/runtime-env';
 import { grantSecretRead, type PlatformSecret } from '../secrets';
 
 export interface TestRunnerProps {
@@ -36,6 +36,8 @@ export class TestRunner extends Construct {
   readonly project: codebuild.Project;
   readonly logGroup: logs.LogGroup;
   readonly role: iam.Role;
+  /** The default build timeout (a job may override it). */
+  readonly timeout: Duration;
 
   constructor(scope: Construct, id: string, props: TestRunnerProps) {
     super(scope, id);
@@ -51,11 +53,14 @@ export class TestRunner extends Construct {
     this.logGroup.grantWrite(this.role);
     grantSecretRead(this.role, props.gitReadCredentials);
     const secretArn = props.gitReadCredentials.secret.secretArn;
+    this.timeout = props.timeout ?? Duration.minutes(60);
     this.project = new codebuild.Project(this, 'Project', {
-      description: 'Runs a workspace test command at a pinned commit (agent-jobs run_tests)',
+      description: "Runs a command stage's command at a pinned commit (agent-jobs run_tests, ...)",
       role: this.role.withoutPolicyUpdates(),
       grantReportGroupPermissions: false,
-      timeout: props.timeout ?? Duration.minutes(60),
+      timeout: this.timeout,
+      // Part of how long a job waits for its build's completion before the reconciler asks.
+      queuedTimeout: Duration.minutes(BUILD_QUEUED_TIMEOUT_MINUTES),
       environment: {
         buildImage: codebuild.LinuxArmBuildImage.AMAZON_LINUX_2023_STANDARD_3_0,
         computeType: props.computeType ?? codebuild.ComputeType.SMALL,
@@ -87,7 +92,7 @@ export class TestRunner extends Construct {
           },
           build: {
             commands: [
-              `echo "agent-jobs: job $${env.jobId} testing $${env.commitSha}"`,
+              `echo "agent-jobs: $${env.jobType} job $${env.jobId} (run $${env.run}) at $${env.commitSha}"`,
               `cd "$CODEBUILD_SRC_DIR/workspace" && bash -c "$${env.testCommand}"`,
             ],
           },

@@ -1,5 +1,6 @@
 /**
- * A Lambda function fed by one QueueWithDlq, with the defaults every function of the platform shares.
+ * A Lambda function fed by one QueueWithDlq (or by a schedule: no `queue`, an explicit `timeout`),
+ * with the defaults every function of the platform shares.
  *
  * Default settings (the caller's `functionProps` win over each of them):
  * - The Node.js runtime of LAMBDA_NODE_MAJOR (below), ARM64, active X-Ray tracing, 512 MB.
@@ -16,7 +17,7 @@
  *   queue's consumer settings, EVENT_COUNT metrics. No `retryAttempts`: SQS redrive owns retries.
  * - Alarms on errors and throttles (more than 0 in 5 minutes by default).
  */
-import { RemovalPolicy } from 'aws-cdk-lib';
+import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -28,7 +29,7 @@ import { Construct } from 'constructs';
 import { ENV } from '../../contract/runtime-env';
 import { acknowledgeWildcard } from '../nag';
 import { ALARM_PERIOD, alarmAbove } from './alarms';
-import { SettingsProblems } from './settings-problems';
+import { InvalidSettingsError, SettingsProblems } from './settings-problems';
 import type { QueueWithDlq } from './queue-with-dlq';
 
 export type WorkerAlarm = 'errors' | 'throttles';
@@ -37,8 +38,13 @@ type OwnedFunctionProp = 'entry' | 'timeout' | 'role' | 'logGroup';
 export interface WorkerProps {
   /** Absolute path of the handler entry file (exports `handler`). */
   readonly entry: string;
-  /** The queue this worker consumes; its consumer settings give the timeout, batch size and concurrency. */
-  readonly queue: QueueWithDlq;
+  /**
+   * The queue this worker consumes; its consumer settings give the timeout, batch size and
+   * concurrency. Absent for a function invoked otherwise (a schedule), which gives `timeout`.
+   */
+  readonly queue?: QueueWithDlq;
+  /** The function timeout of a worker without a queue. */
+  readonly timeout?: Duration;
   /** @default 512 */
   readonly memorySize?: number;
   readonly environment?: Readonly<Record<string, string>>;
@@ -103,7 +109,9 @@ export class Worker extends Construct {
     super(scope, id);
     const { queue } = props;
     const caller = props.functionProps ?? {};
-    validate(this.node.path, queue.consumer.timeout.toSeconds(), caller.memorySize ?? props.memorySize ?? DEFAULT_MEMORY_MB);
+    const timeout = queue?.consumer.timeout ?? props.timeout;
+    if (timeout === undefined) throw new InvalidSettingsError(this.node.path, ['timeout: required for a worker without a queue']);
+    validate(this.node.path, timeout.toSeconds(), caller.memorySize ?? props.memorySize ?? DEFAULT_MEMORY_MB);
     this.logGroup = new logs.LogGroup(this, 'LogGroup', {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.RETAIN,
@@ -138,28 +146,28 @@ export class Worker extends Construct {
       ...caller,
       bundling: { ...defaults.bundling, ...caller.bundling },
       entry: props.entry,
-      timeout: queue.consumer.timeout,
+      timeout,
       role: this.role,
       logGroup: this.logGroup,
       environment: {
         NODE_OPTIONS: '--enable-source-maps',
-        [ENV.dlqUrl]: queue.deadLetterQueue.queueUrl,
-        [ENV.visibilityTimeoutSeconds]: String(queue.visibilityTimeout.toSeconds()),
+        ...(queue ? { [ENV.dlqUrl]: queue.deadLetterQueue.queueUrl, [ENV.visibilityTimeoutSeconds]: String(queue.visibilityTimeout.toSeconds()) } : {}),
         ...props.environment,
         ...caller.environment,
       },
     });
-    // SendMessage only (not grantSendMessages' GetQueueAttributes and GetQueueUrl): the URL is in the environment.
-    this.allow(['sqs:SendMessage'], [queue.deadLetterQueue.queueArn]);
-
-    this.function.addEventSource(
-      new SqsEventSource(queue.queue, {
-        batchSize: queue.consumer.batchSize,
-        maxConcurrency: queue.consumer.maxConcurrency,
-        reportBatchItemFailures: true,
-        metricsConfig: { metrics: [lambda.MetricType.EVENT_COUNT] },
-      }),
-    );
+    if (queue) {
+      // SendMessage only (not grantSendMessages' GetQueueAttributes and GetQueueUrl): the URL is in the environment.
+      this.allow(['sqs:SendMessage'], [queue.deadLetterQueue.queueArn]);
+      this.function.addEventSource(
+        new SqsEventSource(queue.queue, {
+          batchSize: queue.consumer.batchSize,
+          maxConcurrency: queue.consumer.maxConcurrency,
+          reportBatchItemFailures: true,
+          metricsConfig: { metrics: [lambda.MetricType.EVENT_COUNT] },
+        }),
+      );
+    }
     const thresholds = { errors: 0, throttles: 0, ...props.alarmThresholds };
     const metricOptions = { period: ALARM_PERIOD, statistic: cloudwatch.Stats.SUM };
     this.alarms = {

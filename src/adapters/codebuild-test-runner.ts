@@ -1,30 +1,20 @@
 /**
- * TestRunner on AWS CodeBuild. The project is a NO_SOURCE project whose buildspec clones REPO_URL,
- * checks out COMMIT_SHA and runs TEST_COMMAND in its build phase (contract/runtime-env.ts TEST_BUILD_ENV).
- *
- * The log tail is the failed phase's context message plus a link to the CloudWatch Logs stream:
- * reading the log events would need logs:GetLogEvents and another SDK client for one field.
+ * The command runner on AWS CodeBuild. The project is a NO_SOURCE project whose buildspec clones
+ * REPO_URL, checks out COMMIT_SHA and runs TEST_COMMAND in its build phase
+ * (contract/runtime-env.ts TEST_BUILD_ENV). Nothing polls a build: its end comes back as a
+ * "CodeBuild Build State Change" event (codebuild-builds.ts reads it on the build-events queue),
+ * and `describe` answers the reconciler for many builds in one BatchGetBuilds.
  */
-import {
-  BatchGetBuildsCommand,
-  ListBuildsForProjectCommand,
-  StartBuildCommand,
-  type Build,
-  type BuildPhase,
-  type CodeBuildClient,
-} from '@aws-sdk/client-codebuild';
-import type { StageMessage } from '../core/envelope';
-import type { TestRunner, TestRunStatus, BuildFinder } from '../core/ports';
+import { BatchGetBuildsCommand, ListBuildsForProjectCommand, StartBuildCommand, type CodeBuildClient } from '@aws-sdk/client-codebuild';
 import { TEST_BUILD_ENV } from '../../contract/runtime-env';
-import { buildEnvironment, buildIdempotencyToken } from '../core/jobs/run-tests';
-
-/** Phases that prepare the build: a failure there is infrastructure, not a test verdict. */
-const SETUP_PHASES = new Set(['SUBMITTED', 'QUEUED', 'PROVISIONING', 'DOWNLOAD_SOURCE', 'INSTALL', 'PRE_BUILD']);
+import { buildEnvironment, buildIdempotencyToken } from '../core/jobs/command-stage';
+import type { BuildFinder, CommandRun, TestRunner, TestRunStatus } from '../core/ports';
+import { buildStatus } from './codebuild-builds';
 /** CodeBuild accepts build timeouts of 5 to 2160 minutes. */
 const MIN_TIMEOUT_MINUTES = 5;
 const MAX_TIMEOUT_MINUTES = 2160;
-/** Pages of 100 most recent builds searched for a job's unrecorded build (needs ListBuildsForProject). */
-const FIND_PAGES = 3;
+/** BatchGetBuilds takes at most this many ids. */
+export const MAX_BUILDS_PER_REQUEST = 100;
 
 /** CodeBuild answered without the build it was asked about. */
 export class BuildNotFoundError extends Error {
@@ -32,8 +22,9 @@ export class BuildNotFoundError extends Error {
 }
 
 /**
- * The idempotency token only covers 5 minutes, less than a lease: a crash between StartBuild and
- * recording the build id is covered by `findBuild`, which the handler calls only in that case.
+ * The idempotency token only covers 5 minutes, less than a crashed attempt's message takes to come
+ * back: a crash between StartBuild and recording the build id is covered by `findBuild`, which the
+ * stage calls only in that case.
  */
 export class CodeBuildTestRunner implements TestRunner, BuildFinder {
   constructor(
@@ -41,15 +32,14 @@ export class CodeBuildTestRunner implements TestRunner, BuildFinder {
     private readonly projectName: string,
   ) {}
 
-  async start(job: StageMessage<'run_tests'>): Promise<{ buildId: string }> {
-    const env = buildEnvironment(job);
-    const timeout = job.payload.timeoutSeconds;
+  async start(run: CommandRun): Promise<{ buildId: string }> {
+    const env = buildEnvironment(run);
     const out = await this.client.send(
       new StartBuildCommand({
         projectName: this.projectName,
-        idempotencyToken: buildIdempotencyToken(job.jobId),
+        idempotencyToken: buildIdempotencyToken(run),
         environmentVariablesOverride: Object.entries(env).map(([name, value]) => ({ name, value, type: 'PLAINTEXT' })),
-        ...(timeout === undefined ? {} : { timeoutInMinutesOverride: timeoutMinutes(timeout) }),
+        timeoutInMinutesOverride: timeoutMinutes(run.timeoutSeconds),
       }),
     );
     const buildId = out.build?.id;
@@ -57,28 +47,28 @@ export class CodeBuildTestRunner implements TestRunner, BuildFinder {
     return { buildId };
   }
 
-  /** The project's most recent build started for this job (its JOB_ID variable), if any. */
-  async findBuild(job: StageMessage<'run_tests'>): Promise<string | undefined> {
-    let nextToken: string | undefined;
-    for (let page = 0; page < FIND_PAGES; page++) {
-      const list = await this.client.send(new ListBuildsForProjectCommand({ projectName: this.projectName, sortOrder: 'DESCENDING', nextToken }));
-      const ids = list.ids ?? [];
-      if (ids.length > 0) {
-        const { builds } = await this.client.send(new BatchGetBuildsCommand({ ids }));
-        const match = builds?.find((b) => b.environment?.environmentVariables?.some((v) => v.name === TEST_BUILD_ENV.jobId && v.value === job.jobId));
-        if (match?.id) return match.id;
-      }
-      nextToken = list.nextToken;
-      if (!nextToken) return undefined;
-    }
-    return undefined;
+  /**
+   * The run's build among the project's 100 most recent (its JOB_ID and JOB_RUN variables), if any:
+   * one ListBuildsForProject and one BatchGetBuilds. The crashed attempt started it minutes ago.
+   */
+  async findBuild(run: Pick<CommandRun, 'job' | 'run'>): Promise<string | undefined> {
+    const list = await this.client.send(new ListBuildsForProjectCommand({ projectName: this.projectName, sortOrder: 'DESCENDING' }));
+    const ids = (list.ids ?? []).slice(0, MAX_BUILDS_PER_REQUEST);
+    if (ids.length === 0) return undefined;
+    const { builds } = await this.client.send(new BatchGetBuildsCommand({ ids }));
+    const wanted: Record<string, string> = { [TEST_BUILD_ENV.jobId]: run.job.jobId, [TEST_BUILD_ENV.run]: String(run.run) };
+    const match = builds?.find((b) => Object.entries(wanted).every(([name, value]) => b.environment?.environmentVariables?.some((v) => v.name === name && v.value === value)));
+    return match?.id;
   }
 
-  async poll(buildId: string): Promise<TestRunStatus> {
-    const out = await this.client.send(new BatchGetBuildsCommand({ ids: [buildId] }));
-    const build = out.builds?.find((b) => b.id === buildId);
-    if (!build) throw new BuildNotFoundError(`build ${buildId} not found`);
-    return buildStatus(build);
+  /** The state of up to 100 builds in one BatchGetBuilds; builds CodeBuild does not know are absent. */
+  async describe(buildIds: readonly string[]): Promise<Map<string, TestRunStatus>> {
+    if (buildIds.length > MAX_BUILDS_PER_REQUEST) throw new RangeError(`describe takes at most ${MAX_BUILDS_PER_REQUEST} build ids, got ${buildIds.length}`);
+    const statuses = new Map<string, TestRunStatus>();
+    if (buildIds.length === 0) return statuses;
+    const out = await this.client.send(new BatchGetBuildsCommand({ ids: [...buildIds] }));
+    for (const build of out.builds ?? []) if (build.id) statuses.set(build.id, buildStatus(build));
+    return statuses;
   }
 }
 
@@ -86,45 +76,3 @@ export function timeoutMinutes(seconds: number): number {
   return Math.min(MAX_TIMEOUT_MINUTES, Math.max(MIN_TIMEOUT_MINUTES, Math.ceil(seconds / 60)));
 }
 
-/** Maps a CodeBuild build to a TestRunStatus. Exported for the unit tests. */
-export function buildStatus(build: Build): TestRunStatus {
-  const durationMs = build.startTime && build.endTime ? build.endTime.getTime() - build.startTime.getTime() : undefined;
-  const timing = durationMs === undefined ? {} : { durationMs };
-  const failed = build.phases?.find((p) => p.phaseStatus !== undefined && p.phaseStatus !== 'SUCCEEDED');
-  switch (build.buildStatus) {
-    case undefined:
-    case 'IN_PROGRESS':
-      return { state: 'RUNNING' };
-    case 'SUCCEEDED':
-      return { state: 'PASSED', exitCode: 0, logTail: logSummary(build, undefined), ...timing };
-    case 'FAILED':
-      if (failed?.phaseType !== undefined && SETUP_PHASES.has(failed.phaseType)) {
-        return { state: 'ERROR', status: 'FAILED', message: `${failed.phaseType} phase failed: ${logSummary(build, failed)}` };
-      }
-      return { state: 'FAILED', exitCode: exitCode(failed), logTail: logSummary(build, failed), ...timing };
-    default:
-      // FAULT, TIMED_OUT, STOPPED: the build ended without a verdict.
-      return { state: 'ERROR', status: build.buildStatus, message: logSummary(build, failed) };
-  }
-}
-
-/** CodeBuild reports the command's exit in the phase context: "... Reason: exit status 1". */
-function exitCode(phase: BuildPhase | undefined): number | null {
-  for (const context of phase?.contexts ?? []) {
-    const match = /exit status (\d+)/.exec(context.message ?? '');
-    if (match?.[1] !== undefined) return Number(match[1]);
-  }
-  return null;
-}
-
-function logSummary(build: Build, failed: BuildPhase | undefined): string {
-  const lines: string[] = [];
-  for (const context of failed?.contexts ?? []) {
-    const text = [context.statusCode, context.message].filter(Boolean).join(': ');
-    if (text) lines.push(`${failed?.phaseType ?? 'phase'}: ${text}`);
-  }
-  const logs = build.logs;
-  if (logs?.deepLink) lines.push(`logs: ${logs.deepLink}`);
-  else if (logs?.groupName && logs.streamName) lines.push(`logs: ${logs.groupName}/${logs.streamName}`);
-  return lines.join('\n');
-}

@@ -35,6 +35,8 @@ import {
   type JobRecord,
   type Ledger,
   type QueueOutcome,
+  type FinishBuildInput,
+  type FinishBuildOutcome,
   type SettledClaim,
   type SettledTake,
   type TakeWorkspaceInput,
@@ -50,6 +52,13 @@ export interface DynamoLedgerOptions {
 const jobKey = (jobId: string) => ({ pk: `job#${jobId}` });
 const wsKey = (workspaceId: string) => `ws#${workspaceId}`;
 const conflictKey = (jobId: string) => ({ pk: `conflict#${jobId}` });
+/** The one partition of the sparse due index (LEDGER_TABLE.dueIndex): set while a job is due. */
+const DUE = 'due';
+/**
+ * What a rerun (an operator's redrive of a FAILED or SKIPPED job) drops with the old run: its
+ * progress (a broken build's id) and the build-completion state; it also adds one to `run`.
+ */
+const RERUN_REMOVES = ', progress, dueKey, dueAt, stageMessage, reportedAt, #result';
 /** A refused write followed by a read that finds the record claimable again is retried this often. */
 const MAX_RACE_RETRIES = 3;
 /** BatchGetItem takes at most 100 keys; unprocessed keys are asked again this often. */
@@ -59,7 +68,7 @@ const BATCH_GET_ROUNDS = 5;
 /** Attributes that are ours (keys, indexes) and not part of the JobRecord / WorkspaceRecord contract. */
 function strip<T>(item: Record<string, unknown> | undefined): T | undefined {
   if (item === undefined) return undefined;
-  const { pk: _pk, wsKey: _wsKey, listKey: _listKey, listSort: _listSort, ...rest } = item;
+  const { pk: _pk, wsKey: _wsKey, listKey: _listKey, listSort: _listSort, dueKey: _dueKey, ...rest } = item;
   return rest as T;
 }
 
@@ -150,9 +159,16 @@ export class DynamoDbLedger implements Ledger {
           UpdateExpression:
             'SET #status = :inFlight, leaseOwner = :owner, leaseUntil = :until, jobId = :jobId, workspaceId = :ws, ' +
             'tenantId = :tenant, #type = :type, digest = :digest, createdAt = if_not_exists(createdAt, :createdAt), ' +
-            `updatedAt = :now, #ttl = :ttl, ${openList} ADD attempt :one REMOVE #error, blockedBy${rerun ? ', progress' : ''}`,
+            `updatedAt = :now, #ttl = :ttl, ${openList} ADD attempt :one${rerun ? ', #run :one' : ''} REMOVE #error, blockedBy${rerun ? RERUN_REMOVES : ''}`,
           ConditionExpression: condition,
-          ExpressionAttributeNames: { '#status': 'status', '#type': 'type', '#ttl': LEDGER_TABLE.ttlAttribute, '#error': 'error', ...pinned?.names },
+          ExpressionAttributeNames: {
+            '#status': 'status',
+            '#type': 'type',
+            '#ttl': LEDGER_TABLE.ttlAttribute,
+            '#error': 'error',
+            ...(rerun ? { '#run': 'run', '#result': 'result' } : {}),
+            ...pinned?.names,
+          },
           ExpressionAttributeValues: {
             ':inFlight': 'IN_FLIGHT',
             ':owner': req.owner,
@@ -211,6 +227,12 @@ export class DynamoDbLedger implements Ledger {
     } else if (verdict.status === 'SUCCEEDED') {
       removes.push('listKey', 'listSort');
     }
+    // RUNNING stays open too (on its workspace's list) until its build's completion.
+    if (verdict.status === 'RUNNING') {
+      set('dueKey', DUE);
+      set('dueAt', verdict.dueAt);
+      set('stageMessage', verdict.stageMessage);
+    }
     if (input.workspace) {
       set('wsKey', wsKey(input.workspace.workspaceId));
       set('wsSeq', input.workspace.seq);
@@ -232,6 +254,86 @@ export class DynamoDbLedger implements Ledger {
       if (isConditionFailure(error)) throw new LeaseLostError(`job ${input.jobId}: lease of ${input.owner} was taken over before completion`);
       throw error;
     }
+  }
+
+  async finishBuild(input: FinishBuildInput): Promise<FinishBuildOutcome> {
+    const { verdict } = input;
+    const field = verdict.status === 'SUCCEEDED' ? 'result' : 'error';
+    // The lists, as `complete` moves them: a failed job waits on the DLQ list, a succeeded one is in none.
+    const lists = verdict.status === 'FAILED' ? ', listKey = :dlq, listSort = :dlqSort' : '';
+    try {
+      const out = await this.client.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: jobKey(input.jobId),
+          // Stays on the due index until reported, so the reconciler reports it if the reporter dies.
+          UpdateExpression: `SET #status = :status, #field = :value, dueAt = :reportBy, updatedAt = :now${lists}${verdict.status === 'SUCCEEDED' ? ' REMOVE listKey, listSort' : ''}`,
+          ConditionExpression: '#status = :running AND progress.buildId = :buildId',
+          ExpressionAttributeNames: { '#status': 'status', '#field': field },
+          ExpressionAttributeValues: {
+            ':status': verdict.status,
+            ':value': verdict.status === 'SUCCEEDED' ? verdict.result : verdict.error,
+            ':reportBy': input.reportBy,
+            ':now': new Date(input.now).toISOString(),
+            ':running': 'RUNNING',
+            ':buildId': input.buildId,
+            ...(verdict.status === 'FAILED' ? { ':dlq': LISTS.dlq, ':dlqSort': listSortKey(new Date(input.now).toISOString(), input.jobId) } : {}),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return { kind: 'finished', record: strip<JobRecord>(out.Attributes) as JobRecord };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      return { kind: 'refused', record: await this.getJob(input.jobId) };
+    }
+  }
+
+  async markReported(input: { jobId: string; buildId: string; now: number }): Promise<void> {
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: jobKey(input.jobId),
+        UpdateExpression: 'SET reportedAt = :now, updatedAt = :now REMOVE dueKey, dueAt',
+        // Only this build's verdict: a redrive may have started a new run meanwhile.
+        ConditionExpression: 'progress.buildId = :buildId',
+        ExpressionAttributeValues: { ':now': new Date(input.now).toISOString(), ':buildId': input.buildId },
+      }),
+    ).catch((error: unknown) => {
+      if (!isConditionFailure(error)) throw error;
+    });
+  }
+
+  async postponeDue(input: { jobId: string; buildId: string; dueAt: number; now: number }): Promise<void> {
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: jobKey(input.jobId),
+        UpdateExpression: 'SET dueAt = :dueAt, updatedAt = :now',
+        ConditionExpression: '#status = :running AND progress.buildId = :buildId',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':dueAt': input.dueAt, ':now': new Date(input.now).toISOString(), ':running': 'RUNNING', ':buildId': input.buildId },
+      }),
+    ).catch((error: unknown) => {
+      // Completed meanwhile: nothing to postpone.
+      if (!isConditionFailure(error)) throw error;
+    });
+  }
+
+  async listDue(now: number, limit: number): Promise<JobRecord[]> {
+    const index = LEDGER_TABLE.dueIndex;
+    const out = await this.client.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: index.name,
+        KeyConditionExpression: '#k = :due AND #at <= :now',
+        ExpressionAttributeNames: { '#k': index.partitionKey, '#at': index.sortKey },
+        ExpressionAttributeValues: { ':due': DUE, ':now': now },
+        ScanIndexForward: true,
+        Limit: limit,
+      }),
+    );
+    return (out.Items ?? []).map((item) => strip<JobRecord>(item) as JobRecord);
   }
 
   async heartbeat(input: { jobId: string; owner: string; leaseUntil: number; now: number }): Promise<void> {

@@ -5,13 +5,11 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { JobType } from '../../contract/job-types';
-import { METRICS_NAMESPACE } from '../../contract/runtime-env';
+import { METRICS_NAMESPACE, METRICS_SERVICE } from '../../contract/runtime-env';
 import type { JobMetrics } from '../core/ports';
 
-const SERVICE_NAME = 'agent-jobs';
-
-export const logger = new Logger({ serviceName: SERVICE_NAME });
-export const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE_NAME });
+export const logger = new Logger({ serviceName: METRICS_SERVICE });
+export const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: METRICS_SERVICE });
 
 /** Each count is flushed at once (single metric), so concurrent records never share dimensions. */
 export function powertoolsJobMetrics(source: Metrics = metrics): JobMetrics {
@@ -20,6 +18,9 @@ export function powertoolsJobMetrics(source: Metrics = metrics): JobMetrics {
       const single = source.singleMetric();
       if (jobType) single.addDimension('jobType', jobType);
       single.addMetric(metric, MetricUnit.Count, 1);
+    },
+    gauge(metric, value, unit) {
+      source.singleMetric().addMetric(metric, unit === 'Seconds' ? MetricUnit.Seconds : MetricUnit.Count, value);
     },
   };
 }

@@ -14,8 +14,8 @@ const MAX_ERROR_MESSAGE_CHARS = 1_000;
 
 export interface SqsQueueOpsOptions {
   readonly client: SQSClient;
-  /** The DLQ of the queue this consumer reads. */
-  readonly dlqUrl: string;
+  /** The DLQ of the queue this consumer reads (absent for a function that reads no queue). */
+  readonly dlqUrl?: string;
 }
 
 /** The record's own attributes as SendMessage wants them (event-source records use lower-case keys). */
@@ -28,6 +28,14 @@ function copiedAttributes(record: SQSRecord): Record<string, MessageAttributeVal
   );
 }
 
+/** The `reason` and `errorMessage` attributes of a message on a DLQ. */
+function failureAttributes(failure: JobFailure): Record<string, MessageAttributeValue> {
+  return stringAttributes({
+    [DLQ_ATTRIBUTES.reason]: failure.reason,
+    [DLQ_ATTRIBUTES.errorMessage]: failure.message.slice(0, MAX_ERROR_MESSAGE_CHARS) || failure.reason,
+  });
+}
+
 /** FIFO DLQ dedup id derived from the original, so a repeated move of one delivery stays one message. */
 export function dlqDeduplicationId(record: SQSRecord): string {
   return createHash('sha256').update(`${record.attributes.MessageDeduplicationId ?? record.messageId}:dlq`).digest('hex');
@@ -35,7 +43,7 @@ export function dlqDeduplicationId(record: SQSRecord): string {
 
 export class SqsQueueOps implements QueueOps {
   private readonly client: SQSClient;
-  private readonly dlqUrl: string;
+  private readonly dlqUrl: string | undefined;
   private readonly queueUrls = new Map<string, Promise<string>>();
 
   constructor(options: SqsQueueOpsOptions) {
@@ -45,18 +53,27 @@ export class SqsQueueOps implements QueueOps {
 
   async moveToDlq(record: SQSRecord, failure: JobFailure): Promise<void> {
     const groupId = record.attributes.MessageGroupId;
+    // A FIFO DLQ needs the group and a deduplication id; a fair queue's DLQ keeps the tenant's group.
+    const fifo = record.eventSourceARN.endsWith('.fifo');
+    if (this.dlqUrl === undefined) throw new Error(`no DLQ configured to move message ${record.messageId} to`);
     await this.client.send(
       new SendMessageCommand({
         QueueUrl: this.dlqUrl,
         MessageBody: record.body,
-        MessageAttributes: {
-          ...copiedAttributes(record),
-          ...stringAttributes({
-            [DLQ_ATTRIBUTES.reason]: failure.reason,
-            [DLQ_ATTRIBUTES.errorMessage]: failure.message.slice(0, MAX_ERROR_MESSAGE_CHARS) || failure.reason,
-          }),
-        },
-        ...(groupId !== undefined ? { MessageGroupId: groupId, MessageDeduplicationId: dlqDeduplicationId(record) } : {}),
+        MessageAttributes: { ...copiedAttributes(record), ...failureAttributes(failure) },
+        ...(groupId !== undefined ? { MessageGroupId: groupId } : {}),
+        ...(groupId !== undefined && fifo ? { MessageDeduplicationId: dlqDeduplicationId(record) } : {}),
+      }),
+    );
+  }
+
+  async sendToDlq(dlqUrl: string, message: { body: string; attributes: Record<string, string>; groupId?: string }, failure: JobFailure): Promise<void> {
+    await this.client.send(
+      new SendMessageCommand({
+        QueueUrl: dlqUrl,
+        MessageBody: message.body,
+        MessageAttributes: { ...stringAttributes(message.attributes), ...failureAttributes(failure) },
+        ...(message.groupId !== undefined ? { MessageGroupId: message.groupId } : {}),
       }),
     );
   }
@@ -67,8 +84,10 @@ export class SqsQueueOps implements QueueOps {
     );
   }
 
-  async send(queueUrl: string, body: string, attributes: Record<string, string>): Promise<void> {
-    await this.client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: stringAttributes(attributes) }));
+  async send(queueUrl: string, body: string, attributes: Record<string, string>, groupId?: string): Promise<void> {
+    await this.client.send(
+      new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: stringAttributes(attributes), ...(groupId !== undefined ? { MessageGroupId: groupId } : {}) }),
+    );
   }
 
   private sourceQueueUrl(record: SQSRecord): Promise<string> {

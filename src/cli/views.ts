@@ -4,6 +4,7 @@
  * deadline, request digest, TTL, index keys) never reach the output, whatever is added to the
  * records later.
  */
+import { verdictWording } from '../../contract/job-types';
 import { conflictQueueOf } from '../core/ledger';
 import type { Pin } from '../core/envelope';
 import type { ConflictAttempt, JobFailure, JobRecord, JobStatus, WorkspaceRecord } from '../core/ports';
@@ -91,10 +92,17 @@ export function publicWorkspace(ws: WorkspaceRecord): WorkspaceRecord {
   };
 }
 
+/** A command stage's verdict in its stage's words ("tests passed", "lint failed"): as recorded, or from the catalog. */
+function verdictWords(job: Pick<JobRecord, 'type' | 'result'>): string | undefined {
+  const { verdict, summary } = job.result ?? {};
+  if (typeof summary === 'string') return summary;
+  return typeof verdict === 'string' ? verdictWording(job.type, verdict) : undefined;
+}
+
 /** A failing test run is a SUCCEEDED job (it ran) with verdict `failed`: shown as its verdict, never as plain SUCCEEDED. */
-export function statusLabel(job: Pick<JobRecord, 'status' | 'result'>): string {
-  const verdict = job.result?.['verdict'];
-  return job.status === 'SUCCEEDED' && typeof verdict === 'string' ? `SUCCEEDED (tests ${verdict})` : job.status;
+export function statusLabel(job: Pick<JobRecord, 'status' | 'result' | 'type'>): string {
+  const words = verdictWords(job);
+  return job.status === 'SUCCEEDED' && words !== undefined ? `SUCCEEDED (${words})` : job.status;
 }
 
 /** SUCCEEDED, and for a test run also green: "did the work succeed", not "did it run". */
@@ -106,16 +114,17 @@ export function jobSucceeded(job: Pick<JobRecord, 'status' | 'result'>): boolean
 export function jobSummary(job: JobRecord): string {
   if (job.error) return `${job.error.reason}: ${job.error.message}`;
   if (job.blockedBy) return `blocked by ${job.blockedBy}`;
-  if (job.result) return resultSummary(job.result);
+  if (job.result) return resultSummary(job);
   if (job.pin) return `pinned to ${shortSha(job.pin.sha)}`;
   return '';
 }
 
 /** The results the built-in job types record; any other result as compact JSON. */
-function resultSummary(result: Record<string, unknown>): string {
+function resultSummary(job: JobRecord): string {
+  const result = job.result ?? {};
   const text = (key: string) => (typeof result[key] === 'string' || typeof result[key] === 'number' ? String(result[key]) : undefined);
-  const verdict = text('verdict');
-  if (verdict) return `tests ${verdict} (exit ${text('exitCode') ?? '?'}) at ${shortSha(text('sha')) ?? '?'}`;
+  const verdict = verdictWords(job);
+  if (verdict) return `${verdict} (exit ${text('exitCode') ?? '?'}) at ${shortSha(text('sha')) ?? '?'}`;
   const commit = text('commitSha');
   if (commit) return `commit ${shortSha(commit)}${result['alreadyApplied'] === true ? ' (already on the branch)' : ''}`;
   const url = text('url');

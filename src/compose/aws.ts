@@ -4,8 +4,8 @@
  * throws ConfigurationError naming it), the SDK clients of the pipeline (created once per
  * container, pointed at AWS_ENDPOINT_URL when set, e.g. LocalStack) and the pipeline's adapters.
  *
- * What one function alone needs lives in its own file (aws-sequencer.ts, aws-run-tests.ts,
- * aws-open-pr.ts): esbuild keeps every `require` of an external package (the AWS SDK) that a
+ * What one function alone needs lives in its own file (aws-sequencer.ts, aws-command-stage.ts,
+ * aws-open-pr.ts, aws-build-events.ts, aws-build-reconciler.ts): esbuild keeps every `require` of an external package (the AWS SDK) that a
  * bundled module imports, used or not, so a client imported here would be loaded by every
  * function at cold start. Nothing function-specific belongs in this file.
  */
@@ -13,8 +13,10 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { ENV } from '../../contract/runtime-env';
+import type { Context } from 'aws-lambda';
+import { COMMAND_JOB_TYPES } from '../../contract/job-types';
+import { ENV, stageDlqUrlEnv } from '../../contract/runtime-env';
+import type { BuildCompletionDeps } from '../core/build-completion';
 import { ConfigurationError } from '../core/errors';
 import { DEFAULT_BACKOFF, type PipelineDeps, type PipelineSettings } from '../core/pipeline';
 import type { Consumer } from '../core/ports';
@@ -92,13 +94,29 @@ export function awsPipelineDeps(consumer: Consumer, env: NodeJS.ProcessEnv = pro
 }
 
 /**
- * A Lambda entry point over a batch handler built on the container's first invocation (not at
- * import, so a missing setting fails the invocation with its name, and tests can import the module).
+ * What the build-completion path needs on AWS (the build-events and build-reconciler functions):
+ * the ledger, the bus and every command stage's DLQ, where a failed job's message copy goes.
  */
-export function lambdaHandler<C>(build: () => (event: SQSEvent, context: C) => Promise<SQSBatchResponse>): (event: SQSEvent, context: Context & C) => Promise<SQSBatchResponse> {
-  let instance: ((event: SQSEvent, context: C) => Promise<SQSBatchResponse>) | undefined;
+export function awsCompletionDeps(env: NodeJS.ProcessEnv = process.env): BuildCompletionDeps {
+  return {
+    ledger: ledgerFromEnv(awsClients.dynamodb(), env),
+    queueOps: new SqsQueueOps({ client: awsClients.sqs() }),
+    events: new EventBridgePublisher(awsClients.eventBridge(), requireEnv(ENV.eventBus, env)),
+    metrics: powertoolsJobMetrics(),
+    logger,
+    clock: systemClock,
+    stageDlqUrls: Object.fromEntries(COMMAND_JOB_TYPES.map((type) => [type, requireEnv(stageDlqUrlEnv(type), env)])),
+  };
+}
+
+/**
+ * A Lambda entry point over a handler built on the container's first invocation (not at import, so
+ * a missing setting fails the invocation with its name, and tests can import the module).
+ */
+export function lambdaHandler<E, R>(build: () => (event: E) => Promise<R>): (event: E, context: Context) => Promise<R> {
+  let instance: ((event: E) => Promise<R>) | undefined;
   return (event, context) => {
     logger.addContext(context);
-    return (instance ??= build())(event, context);
+    return (instance ??= build())(event);
   };
 }

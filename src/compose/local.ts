@@ -8,11 +8,22 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { JOB_TYPES, SEQUENCER, type StagedJobType, type WorkerSettings } from '../../contract/job-types';
+import {
+  BUILD_EVENTS,
+  allWorkers,
+  commandStageOf,
+  type CommandJobType,
+  type CustomStagedJobType,
+  type StagedJobType,
+  type WorkerName,
+  type WorkerSettings,
+} from '../../contract/job-types';
 import { LEDGER_RETENTION_DAYS, VISIBILITY_TIMEOUT_FACTOR, queueTopology } from '../../contract/topology';
+import { createBuildEventsHandler, type BuildEventParser, type BuildEventsDeps } from '../core/build-completion';
+import type { ReconcilerDeps } from '../core/build-reconciler';
 import { applyPatchProcessor } from '../core/jobs/apply-patch';
+import { createCommandStageHandler, type CommandStageDeps } from '../core/jobs/command-stage';
 import { createOpenPrHandler, type OpenPrDeps } from '../core/jobs/open-pr';
-import { DEFAULT_WAIT_POLICY, createRunTestsHandler, type RunTestsDeps, type InvocationContext, type WaitPolicy } from '../core/jobs/run-tests';
 import { DEFAULT_BACKOFF, type BackoffSettings, type PipelineDeps } from '../core/pipeline';
 import type { BuildFinder, Clock, EventPublisher, JobLogger, JobMetrics, PullRequestHost, TestRunner, WorkspaceGit } from '../core/ports';
 import { createSequencer, type SequencerDeps } from '../core/sequencer';
@@ -33,7 +44,7 @@ export interface LocalResources {
   readonly dlqUrls: Readonly<Record<string, string>>;
 }
 
-export type WorkerName = 'sequencer' | StagedJobType;
+export type { WorkerName };
 
 /** What every local worker shares; the defaults are the platform's (as on AWS). */
 export interface LocalWorkerOptions {
@@ -53,7 +64,9 @@ export interface LocalWorkerOptions {
 }
 
 function workerSettings(name: WorkerName): WorkerSettings {
-  return name === 'sequencer' ? SEQUENCER : JOB_TYPES[name].stage;
+  const worker = allWorkers().find((w) => w.name === name);
+  if (!worker) throw new Error(`no worker ${name} in the catalog`);
+  return worker.settings;
 }
 
 function required(values: Readonly<Record<string, string>>, key: string): string {
@@ -109,7 +122,7 @@ export function localSequencerDeps(options: LocalSequencerOptions): SequencerDep
   const git = options.git ?? localGit(options.workRoot, options.logger);
   const stageQueueUrls = Object.fromEntries(
     queueTopology()
-      .filter((spec) => !spec.fifo)
+      .filter((spec) => spec.role === 'stage')
       .map((spec) => [spec.consumer, required(resources.queueUrls, spec.name)]),
   ) as Record<StagedJobType, string>;
   return {
@@ -120,18 +133,20 @@ export function localSequencerDeps(options: LocalSequencerOptions): SequencerDep
   };
 }
 
-/** Polling a local child process is cheap: a short interval keeps local runs snappy. */
-export const LOCAL_WAIT_POLICY: WaitPolicy = { ...DEFAULT_WAIT_POLICY, pollIntervalMs: 500, reserveMs: 2_000 };
+/**
+ * The local runner's default build timeout, as the CodeBuild project's on AWS
+ * (testRunnerTimeoutMinutes' default).
+ */
+export const LOCAL_BUILD_TIMEOUT_SECONDS = 60 * 60;
 
-export interface LocalRunTestsOptions extends LocalWorkerOptions {
+export interface LocalCommandStageOptions extends LocalWorkerOptions {
   readonly runner: TestRunner & Partial<BuildFinder>;
-  /** @default LOCAL_WAIT_POLICY */
-  readonly wait?: WaitPolicy;
-  readonly sleep?: (ms: number) => Promise<void>;
+  /** @default LOCAL_BUILD_TIMEOUT_SECONDS */
+  readonly defaultTimeoutSeconds?: number;
 }
 
-export function localRunTestsDeps(options: LocalRunTestsOptions): RunTestsDeps {
-  return { ...localPipelineDeps('run_tests', options), runner: options.runner, wait: options.wait ?? LOCAL_WAIT_POLICY, ...(options.sleep && { sleep: options.sleep }) };
+export function localCommandStageDeps(type: CommandJobType, options: LocalCommandStageOptions): CommandStageDeps {
+  return { ...localPipelineDeps(type, options), runner: options.runner, defaultTimeoutSeconds: options.defaultTimeoutSeconds ?? LOCAL_BUILD_TIMEOUT_SECONDS };
 }
 
 export interface LocalOpenPrOptions extends LocalWorkerOptions {
@@ -142,24 +157,58 @@ export function localOpenPrDeps(options: LocalOpenPrOptions): OpenPrDeps {
   return { ...localPipelineDeps('open_pr', options), host: options.host };
 }
 
-/** A worker's batch handler as the local poller invokes it (the Lambda context's remaining time included). */
-export type WorkerHandler = (event: SQSEvent, context: InvocationContext) => Promise<SQSBatchResponse>;
+/** The DLQ of every command stage's queue, by job type: where the completion path copies failed jobs. */
+function stageDlqUrls(resources: LocalResources): Record<string, string> {
+  return Object.fromEntries(
+    queueTopology()
+      .filter((spec) => spec.role === 'stage' && commandStageOf(spec.consumer) !== undefined)
+      .map((spec) => [spec.consumer, required(resources.dlqUrls, spec.name)]),
+  );
+}
+
+/** What the build-completion path needs over the emulators (its own DLQ is the build-events queue's). */
+export function localCompletionDeps(options: LocalWorkerOptions): Omit<BuildEventsDeps, 'parse' | 'backoff'> {
+  const { ledger, queueOps, events, metrics, logger, clock } = localPipelineDeps('build_events', { ...options, worker: options.worker ?? BUILD_EVENTS });
+  return { ledger, queueOps, events, metrics, logger, clock, stageDlqUrls: stageDlqUrls(options.resources) };
+}
+
+export function localBuildEventsDeps(options: LocalWorkerOptions & { readonly parse: BuildEventParser; readonly backoff?: BackoffSettings }): BuildEventsDeps {
+  return { ...localCompletionDeps(options), parse: options.parse, ...(options.backoff && { backoff: options.backoff }) };
+}
+
+export function localReconcilerDeps(options: LocalWorkerOptions & { readonly runner: Pick<TestRunner, 'describe'> }): ReconcilerDeps {
+  return { ...localCompletionDeps(options), runner: options.runner };
+}
+
+/** A worker's batch handler as the local poller invokes it. */
+export type WorkerHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
 
 /** The local parts a worker may need beyond the shared options. */
 export interface LocalWorkerParts {
   readonly workRoot: string;
+  /** The command runner of every command stage. */
   readonly testRunner: TestRunner & Partial<BuildFinder>;
   readonly prHost: PullRequestHost;
   /** @default localGit(workRoot) */
   readonly git?: WorkspaceGit;
+  /** Reads the runner's completion events from the build-events queue. */
+  readonly parseBuildEvent: BuildEventParser;
 }
 
 /**
- * The handler of every worker of the catalog over local parts. Keyed by every worker, so a new
- * staged job type does not compile until it has a local handler too.
+ * Staged job types with a processor of their own, over local parts. Keyed by every such type, so
+ * a new custom stage does not compile until it has a local handler too; command stages need none.
  */
-export const LOCAL_WORKERS: Record<WorkerName, (options: LocalWorkerOptions, parts: LocalWorkerParts) => WorkerHandler> = {
-  sequencer: (options, parts) => createSequencer(localSequencerDeps({ ...options, workRoot: parts.workRoot, git: parts.git })),
-  run_tests: (options, parts) => createRunTestsHandler(localRunTestsDeps({ ...options, runner: parts.testRunner })),
+const CUSTOM_STAGES: Record<CustomStagedJobType, (options: LocalWorkerOptions, parts: LocalWorkerParts) => WorkerHandler> = {
   open_pr: (options, parts) => createOpenPrHandler(localOpenPrDeps({ ...options, host: parts.prHost })),
 };
+
+/** The handler of any worker of the catalog over local parts. */
+export function localWorker(name: WorkerName, options: LocalWorkerOptions, parts: LocalWorkerParts): WorkerHandler {
+  if (name === 'sequencer') return createSequencer(localSequencerDeps({ ...options, workRoot: parts.workRoot, git: parts.git }));
+  if (name === 'build_events') return createBuildEventsHandler(localBuildEventsDeps({ ...options, parse: parts.parseBuildEvent }));
+  if (commandStageOf(name)) return createCommandStageHandler(name as CommandJobType, localCommandStageDeps(name as CommandJobType, { ...options, runner: parts.testRunner }));
+  const custom = CUSTOM_STAGES[name as CustomStagedJobType] as (typeof CUSTOM_STAGES)[CustomStagedJobType] | undefined;
+  if (!custom) throw new Error(`job type ${name} is staged but neither a command stage nor in CUSTOM_STAGES (src/compose/local.ts)`);
+  return custom(options, parts);
+}

@@ -45,7 +45,8 @@ export const pinSchema = z.strictObject(
 export type Pin = z.infer<typeof pinSchema>;
 export type StageMessage<T extends JobType = JobType> = JobEnvelope<T> & { pin: Pin };
 
-function describe(error: z.core.$ZodError, prefix: string[] = []): string {
+/** Every issue of a failed parse as `path: message`, joined (`prefix` is the path of what was parsed). */
+export function describeIssues(error: z.core.$ZodError, prefix: string[] = []): string {
   return error.issues
     .map((i) => {
       const path = [...prefix, ...i.path.map(String)];
@@ -58,10 +59,10 @@ function describe(error: z.core.$ZodError, prefix: string[] = []): string {
 export function parseEnvelope(input: unknown): JobEnvelope {
   const value = typeof input === 'string' ? parseJson(input) : input;
   const base = envelopeBase.safeParse(value);
-  if (!base.success) throw new InvalidJobError(`invalid job envelope: ${describe(base.error)}`);
+  if (!base.success) throw new InvalidJobError(`invalid job envelope: ${describeIssues(base.error)}`);
   const payload = JOB_TYPES[base.data.type].payload.safeParse(base.data.payload);
   if (!payload.success) {
-    throw new InvalidJobError(`invalid ${base.data.type} payload: ${describe(payload.error, ['payload'])}`);
+    throw new InvalidJobError(`invalid ${base.data.type} payload: ${describeIssues(payload.error, ['payload'])}`);
   }
   return { ...base.data, payload: payload.data } as JobEnvelope;
 }
@@ -77,7 +78,7 @@ export function parseStageMessage(input: unknown): StageMessage {
   if (typeof value !== 'object' || value === null) throw new InvalidJobError('invalid stage message: body is not an object');
   const { pin, ...envelope } = value as Record<string, unknown>;
   const parsedPin = pinSchema.safeParse(pin);
-  if (!parsedPin.success) throw new InvalidJobError(`invalid stage message: ${describe(parsedPin.error, ['pin'])}`);
+  if (!parsedPin.success) throw new InvalidJobError(`invalid stage message: ${describeIssues(parsedPin.error, ['pin'])}`);
   return { ...parseEnvelope(envelope), pin: parsedPin.data };
 }
 

@@ -23,8 +23,10 @@ export type PermanentReason =
   | 'REJECTED_BY_TARGET'
   /** A stage message the sequencer never pinned (no record, another request, another pin): refused. */
   | 'UNPINNED'
-  /** The test build itself broke (FAULT, TIMED_OUT, STOPPED, a failed checkout): no verdict. */
-  | 'TEST_RUN_ERROR';
+  /** A command stage's build itself broke (FAULT, TIMED_OUT, STOPPED, a failed checkout): no verdict. */
+  | 'TEST_RUN_ERROR'
+  /** A message on the build-events queue that is not a build completion this platform can read. */
+  | 'INVALID_BUILD_EVENT';
 
 export class PermanentJobError extends Error {
   // string, not the literal: subclasses name themselves.

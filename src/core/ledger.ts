@@ -9,8 +9,8 @@ import type { ClaimOutcome, ClaimRequest, ConflictSeenBy, Consumer, JobRecord, J
 
 /**
  * Finished statuses only a redriven delivery takes over (decisions §2). The job then runs again
- * from the start: the claim drops the progress of the failed run (e.g. a broken build's id), so
- * the operator's redrive does not resume it.
+ * from the start: the claim drops the progress of the failed run (e.g. a broken build's id) and
+ * adds one to its run number, so the operator's redrive starts a new build instead of resuming it.
  */
 export const RERUN_STATUSES: readonly JobStatus[] = ['SKIPPED', 'FAILED'];
 
@@ -96,6 +96,8 @@ export function claimOutcome(existing: JobRecord | undefined, req: ClaimRequest)
       return { kind: 'busy', record: existing };
     case 'QUEUED':
       return { kind: 'retry' }; // claimable (above): the write raced with another writer
+    case 'RUNNING':
+      return { kind: 'running', record: existing };
   }
 }
 

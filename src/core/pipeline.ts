@@ -134,12 +134,16 @@ export function classifyFailure(error: unknown, receives: number, maxReceiveCoun
   return error instanceof TransientJobError ? error : new TransientJobError(errorMessage(error), { cause: error });
 }
 
-/** A forwarded job is not finished: its stage consumer publishes the outcome. */
-const EVENT_OF: Record<JobVerdict['status'], { event?: EventType; metric: JobMetricName }> = {
+/**
+ * The event and metric of each verdict. A forwarded or running job is not finished: its stage
+ * consumer, or its build's completion, publishes the outcome.
+ */
+export const EVENT_OF: Readonly<Record<JobVerdict['status'], { readonly event?: EventType; readonly metric: JobMetricName }>> = {
   SUCCEEDED: { event: 'AgentJobSucceeded', metric: 'JobSucceeded' },
   FAILED: { event: 'AgentJobFailed', metric: 'JobFailed' },
   SKIPPED: { event: 'AgentJobSkipped', metric: 'JobSkipped' },
   FORWARDED: { metric: 'JobForwarded' },
+  RUNNING: { metric: 'JobRunning' },
 };
 
 function jobLogger(logger: JobLogger, ids: Record<string, unknown>): JobLogger {
@@ -151,7 +155,8 @@ function jobLogger(logger: JobLogger, ids: Record<string, unknown>): JobLogger {
   };
 }
 
-function eventDetail(job: JobEnvelope, verdict: JobVerdict, attempt: number): Record<string, unknown> {
+/** The `detail` of a job's outcome event: ids and the verdict, never the payload. */
+export function eventDetail(job: Pick<JobEnvelope, 'jobId' | 'workspaceId' | 'tenantId' | 'type'>, verdict: JobVerdict, attempt: number): Record<string, unknown> {
   const { jobId, workspaceId, tenantId, type } = job;
   const base = { jobId, workspaceId, tenantId, type, status: verdict.status, attempt };
   switch (verdict.status) {
@@ -163,11 +168,13 @@ function eventDetail(job: JobEnvelope, verdict: JobVerdict, attempt: number): Re
       return { ...base, reason: verdict.error.reason, blockedBy: verdict.blockedBy };
     case 'FORWARDED':
       return { ...base, pin: verdict.pin };
+    case 'RUNNING':
+      return base;
   }
 }
 
 /** The verdict a finished record holds, to report it again; undefined for a record without one. */
-function recordedVerdict(record: JobRecord): Exclude<JobVerdict, { status: 'FORWARDED' }> | undefined {
+export function recordedVerdict(record: JobRecord): Extract<JobVerdict, { status: 'SUCCEEDED' | 'FAILED' | 'SKIPPED' }> | undefined {
   switch (record.status) {
     case 'SUCCEEDED':
       return { status: 'SUCCEEDED', result: record.result ?? {} };
@@ -278,6 +285,9 @@ class JobRun<M extends JobEnvelope> {
       case 'staged':
         this.log.info('acknowledged: its stage consumer took it', { status: claim.record.status });
         return true;
+      case 'running':
+        this.log.info('acknowledged: its build is running and reports the job when it ends', { buildId: claim.record.progress?.['buildId'] });
+        return true;
       case 'duplicate':
       case 'finished':
         return this.settleFinished(claim.record);
@@ -302,10 +312,13 @@ class JobRun<M extends JobEnvelope> {
    * A SUCCEEDED / FAILED / SKIPPED record met again on an ordinary redelivery. The earlier worker
    * recorded the verdict but may have died before the DLQ send or the event, so both are done
    * again: the FIFO DLQ dedups the send, and events are at least once (consumers dedup by jobId).
-   * Metrics are not counted again.
+   * Metrics are not counted again. A command stage's verdict came from its build's completion,
+   * which reports it (and the reconciler after a crash): the redelivered message reports nothing.
    */
   private async settleFinished(record: JobRecord): Promise<boolean> {
     this.log.info('already finished: acknowledged', { status: record.status });
+    // A build's verdict is reported by the build-completion path (or the reconciler), once.
+    if (record.dueAt !== undefined || record.reportedAt !== undefined) return true;
     const verdict = recordedVerdict(record);
     if (verdict === undefined) return true;
     if (verdict.status !== 'SUCCEEDED') await this.deps.queueOps.moveToDlq(this.record, verdict.error);

@@ -6,11 +6,15 @@
  */
 import type { SQSRecord } from 'aws-lambda';
 import type { EventType, JobMetricName } from '../../contract/runtime-env';
-import type { JobType } from '../../contract/job-types';
+import type { CommandJobType, JobType } from '../../contract/job-types';
 import type { JobEnvelope, Pin, StageMessage } from './envelope';
 
-/** QUEUED: sent, its turn has not come (recorded by the producer when it has the ledger). */
-export type JobStatus = 'QUEUED' | 'IN_FLIGHT' | 'SUCCEEDED' | 'FAILED' | 'FORWARDED' | 'SKIPPED' | 'CANCELLED';
+/**
+ * QUEUED: sent, its turn has not come (recorded by the producer when it has the ledger).
+ * RUNNING: a command stage started the job's build and acknowledged its message; the build's
+ * completion (an event, or the reconciler) records the verdict.
+ */
+export type JobStatus = 'QUEUED' | 'IN_FLIGHT' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'FORWARDED' | 'SKIPPED' | 'CANCELLED';
 /** Statuses after which a job never runs again on an ordinary redelivery. */
 export const TERMINAL_STATUSES: readonly JobStatus[] = ['SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED'];
 /** Statuses of a job that was sent but has no outcome yet: a lost message leaves a job here. */
@@ -49,8 +53,19 @@ export interface JobRecord {
   readonly wsSeq?: number;
   /** SKIPPED jobs: the job that blocked the workspace. */
   readonly blockedBy?: string;
-  /** Progress a long job records before waiting (e.g. run_tests' build id), so a redelivery resumes it. */
+  /** Progress recorded before a side effect (a command stage's build id), so a redelivery finds it. */
   readonly progress?: Record<string, string>;
+  /** Command stages: the run number, 0 for the first run; only an operator's redrive adds one. */
+  readonly run?: number;
+  /**
+   * Command stages, while the reconciler must look at the job (epoch ms): a RUNNING job's build
+   * timeout plus margins, or a verdict's report deadline. Absent once the outcome is reported.
+   */
+  readonly dueAt?: number;
+  /** Command stages: the stage message, kept for the DLQ copy when the build fails. */
+  readonly stageMessage?: string;
+  /** Command stages: when the completion path reported the outcome (event, DLQ copy). */
+  readonly reportedAt?: string;
   readonly createdAt: string;
   readonly updatedAt: string;
   /** Epoch seconds (DynamoDB TTL). */
@@ -93,23 +108,49 @@ export interface DiffStore {
   get(ref: { bucket: string; key: string; sha256: string; bytes: number }): Promise<string>;
 }
 
-/** Runs a workspace's tests at a pinned commit (CodeBuild on AWS, a child process locally). */
+/** One run of a command stage's command at the job's pinned commit. */
+export interface CommandRun {
+  readonly job: StageMessage<CommandJobType>;
+  /** The job's run number (JobRecord.run): a redrive's new run starts a new build. */
+  readonly run: number;
+  /** The shell line: the job's command or its stage's default. */
+  readonly command: string;
+  readonly timeoutSeconds: number;
+}
+
+/**
+ * Runs command stages' commands (tests, lint, ...) at a pinned commit: CodeBuild on AWS, a child
+ * process locally. Nobody waits on a build: its end comes back as a BuildCompletion through the
+ * build-events queue, and `describe` answers the reconciler.
+ */
 export interface TestRunner {
-  /** Starts the build for a job; the same jobId must never start a second build. */
-  start(job: StageMessage<'run_tests'>): Promise<{ buildId: string }>;
-  /** Current state of a build. */
-  poll(buildId: string): Promise<TestRunStatus>;
+  /** Starts the build of a run; the same job and run never start a second build. */
+  start(run: CommandRun): Promise<{ buildId: string }>;
+  /** Current state of builds, in one request; an id the runner does not know is absent from the map. */
+  describe(buildIds: readonly string[]): Promise<Map<string, TestRunStatus>>;
 }
 
 export type TestRunStatus =
   | { readonly state: 'RUNNING' }
   | { readonly state: 'PASSED' | 'FAILED'; readonly exitCode: number | null; readonly logTail: string; readonly durationMs?: number }
-  /** Infrastructure errors (FAULT, TIMED_OUT, STOPPED): not a test verdict. */
+  /** Infrastructure errors (FAULT, TIMED_OUT, STOPPED): not a verdict of the command. */
   | { readonly state: 'ERROR'; readonly status: string; readonly message: string };
 
-/** A runner that can find the build an earlier attempt started for a job but never recorded (a crash in between). */
+export type FinishedRunStatus = Exclude<TestRunStatus, { state: 'RUNNING' }>;
+
+/** A runner that can find the build an earlier attempt started for a run but never recorded (a crash in between). */
 export interface BuildFinder {
-  findBuild(job: StageMessage<'run_tests'>): Promise<string | undefined>;
+  findBuild(run: Pick<CommandRun, 'job' | 'run'>): Promise<string | undefined>;
+}
+
+/** A build that ended, as its completion event (or the reconciler) tells it. */
+export interface BuildCompletion {
+  readonly buildId: string;
+  /** The job the build ran for, its type and commit: what the stage gave the build (JOB_ID, JOB_TYPE, COMMIT_SHA). */
+  readonly jobId: string;
+  readonly jobType: string;
+  readonly sha: string;
+  readonly status: FinishedRunStatus;
 }
 
 /** Pull-request host (GitHub through Octokit on AWS, a local store locally). */
@@ -194,6 +235,8 @@ export type ClaimOutcome =
   | { readonly kind: 'finished'; readonly record: JobRecord }
   /** The sequencer meets a job its stage consumer has taken (running or done): the stage reports it. */
   | { readonly kind: 'staged'; readonly record: JobRecord }
+  /** A command stage's build is running: acknowledged, the build's completion reports the job. */
+  | { readonly kind: 'running'; readonly record: JobRecord }
   /**
    * The sequencer meets a job it already pinned and forwarded, not taken by a stage consumer yet or
    * taken by one whose lease ran out: re-send it with the recorded pin.
@@ -220,7 +263,9 @@ export type JobVerdict =
   | { readonly status: 'SUCCEEDED'; readonly result: Record<string, unknown> }
   | { readonly status: 'FAILED'; readonly error: JobFailure }
   | { readonly status: 'SKIPPED'; readonly blockedBy: string; readonly error: JobFailure }
-  | { readonly status: 'FORWARDED'; readonly pin: Pin };
+  | { readonly status: 'FORWARDED'; readonly pin: Pin }
+  /** The build started (its id is in `progress`); the completion path records the verdict. */
+  | { readonly status: 'RUNNING'; readonly dueAt: number; readonly stageMessage: string };
 
 export interface CompleteInput {
   readonly jobId: string;
@@ -230,6 +275,20 @@ export interface CompleteInput {
   /** Position in the workspace's order: indexes the job under `byWorkspace`. */
   readonly workspace?: { readonly workspaceId: string; readonly seq: number };
 }
+
+export interface FinishBuildInput {
+  readonly jobId: string;
+  readonly buildId: string;
+  readonly verdict: Extract<JobVerdict, { status: 'SUCCEEDED' | 'FAILED' }>;
+  readonly now: number;
+  /** When the reconciler reports the outcome if nobody has (epoch ms). */
+  readonly reportBy: number;
+}
+
+export type FinishBuildOutcome =
+  | { readonly kind: 'finished'; readonly record: JobRecord }
+  /** Not RUNNING with that build: the record as read (absent when the job is unknown). */
+  | { readonly kind: 'refused'; readonly record: JobRecord | undefined };
 
 export interface TakeWorkspaceInput {
   readonly workspaceId: string;
@@ -299,6 +358,18 @@ export interface Ledger {
    * their messages, these are the ones to send again. A full read of the table: an operator's tool.
    */
   listUnfinished(): Promise<JobRecord[]>;
+  /**
+   * A command stage's verdict, fenced on the build id recorded for the job and on RUNNING: a late,
+   * duplicate or stale build's completion changes nothing ('refused', with the record as read).
+   * The record stays due until `markReported` (REPORT_GRACE_SECONDS later, the reconciler reports).
+   */
+  finishBuild(input: FinishBuildInput): Promise<FinishBuildOutcome>;
+  /** The outcome of the build's verdict was reported (event, DLQ copy): the job leaves the due index. */
+  markReported(input: { jobId: string; buildId: string; now: number }): Promise<void>;
+  /** A RUNNING job whose build is still going past its due time: look again at `dueAt`. */
+  postponeDue(input: { jobId: string; buildId: string; dueAt: number; now: number }): Promise<void>;
+  /** Command-stage jobs due for the reconciler at `now`, oldest first. */
+  listDue(now: number, limit: number): Promise<JobRecord[]>;
   /** A QUEUED, FORWARDED or SKIPPED job becomes CANCELLED; anything else is returned as is. */
   cancel(jobId: string, now: number): Promise<CancelOutcome>;
   /** Records a job as QUEUED before it is sent (one conditional write); a known job id is returned as is. */
@@ -338,9 +409,11 @@ export interface JobLogger {
   error(message: string, ...extra: Record<string, unknown>[]): void;
 }
 
-/** Counts (Powertools Metrics on AWS): job metrics carry the dimension jobType. */
+/** Counts and gauges (Powertools Metrics on AWS): job metrics carry the dimension jobType. */
 export interface JobMetrics {
   count(metric: JobMetricName, jobType?: JobType): void;
+  /** A value measured now (e.g. the reconciler's oldest overdue build, in seconds). */
+  gauge?(metric: JobMetricName, value: number, unit: 'Count' | 'Seconds'): void;
 }
 
 /** The SQS operations a consumer needs beyond what the event source mapping does. */
@@ -349,6 +422,11 @@ export interface QueueOps {
   moveToDlq(record: SQSRecord, failure: JobFailure): Promise<void>;
   /** Sets the message's visibility timeout (back-off before the retry; heartbeats). */
   changeVisibility(record: SQSRecord, seconds: number): Promise<void>;
-  /** Sends a message to another queue with the given string attributes. */
-  send(queueUrl: string, body: string, attributes: Record<string, string>): Promise<void>;
+  /**
+   * Sends a message to another queue with the given string attributes; `groupId` is its message
+   * group (a stage queue is a fair queue whose groups are tenants).
+   */
+  send(queueUrl: string, body: string, attributes: Record<string, string>, groupId?: string): Promise<void>;
+  /** Puts a copy of a message that is no longer on its queue on that queue's DLQ, with `reason` and `errorMessage`. */
+  sendToDlq(dlqUrl: string, message: { body: string; attributes: Record<string, string>; groupId?: string }, failure: JobFailure): Promise<void>;
 }

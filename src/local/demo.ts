@@ -160,8 +160,8 @@ async function script({ run, print, stateDir }: DemoOptions, work: string): Prom
   const statuses: Record<string, string> = {};
   for (const name of jobNames) {
     const result = await run(['status', id(name), '--json']);
-    const job = result.code === 0 ? (JSON.parse(result.stdout) as { status: string; result?: { verdict?: string } }) : undefined;
-    statuses[name] = job ? `${job.status}${job.result?.verdict ? ` (tests ${job.result.verdict})` : ''}` : 'UNKNOWN';
+    const job = result.code === 0 ? (JSON.parse(result.stdout) as { status: string; result?: { summary?: string } }) : undefined;
+    statuses[name] = job ? `${job.status}${job.result?.summary ? ` (${job.result.summary})` : ''}` : 'UNKNOWN';
   }
   const commits: Record<string, string[]> = {};
   const clone = path.join(work, 'clone');

@@ -11,11 +11,11 @@ import { pathToFileURL } from 'node:url';
 import * as vm from 'node:vm';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { CreateTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
-import { DLQ_RETENTION_DAYS, LEDGER_TABLE, QUEUE_RETENTION_DAYS, queueName, queueTopology, type QueueSpec } from '../../contract/topology';
+import { DLQ_RETENTION_DAYS, LEDGER_TABLE, QUEUE_RETENTION_DAYS, platformQueues, queueName, type QueueSpec } from '../../contract/topology';
 
 export const LOCAL_REGION = 'us-east-1';
 export const LOCAL_TABLE_NAME = 'agent-jobs-ledger';
@@ -43,7 +43,7 @@ export interface EmulatorOptions {
   readonly ports?: { readonly sqs?: number; readonly dynamodb?: number };
   /** LevelDB directory for dynalite; in memory when absent. fauxqs is always in memory. */
   readonly dynamoDbPath?: string;
-  /** @default queueTopology() */
+  /** @default platformQueues() */
   readonly topology?: readonly QueueSpec[];
 }
 
@@ -86,7 +86,7 @@ export function createLocalClients(endpoints: EmulatorEndpoints): LocalClients {
 }
 
 export async function startEmulators(options: EmulatorOptions = {}): Promise<LocalEmulators> {
-  const topology = options.topology ?? queueTopology();
+  const topology = options.topology ?? platformQueues();
   const fauxqs = await startFauxqs(options.ports?.sqs ?? 0);
   let dynamo: Server | undefined;
   let clients: LocalClients | undefined;
@@ -148,7 +148,13 @@ async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {
 
 /** The ledger table as lib/ defines it; an existing table (persisted state) is kept. */
 async function createLedgerTable(dynamodb: DynamoDBDocumentClient, tableName: string): Promise<void> {
-  const { partitionKey, workspaceIndex, listIndex } = LEDGER_TABLE;
+  const { partitionKey, workspaceIndex, listIndex, dueIndex } = LEDGER_TABLE;
+  // Each index as lib/constructs/ledger.ts declares it: key types and projection.
+  const indexes = [
+    { ...workspaceIndex, sortType: 'N' as const, projection: { ProjectionType: 'ALL' as const } },
+    { ...listIndex, sortType: 'S' as const, projection: { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...listIndex.projected] } },
+    { ...dueIndex, sortType: 'N' as const, projection: { ProjectionType: 'ALL' as const } },
+  ];
   try {
     await dynamodb.send(
       new CreateTableCommand({
@@ -156,34 +162,29 @@ async function createLedgerTable(dynamodb: DynamoDBDocumentClient, tableName: st
         BillingMode: 'PAY_PER_REQUEST',
         AttributeDefinitions: [
           { AttributeName: partitionKey, AttributeType: 'S' },
-          { AttributeName: workspaceIndex.partitionKey, AttributeType: 'S' },
-          { AttributeName: workspaceIndex.sortKey, AttributeType: 'N' },
-          { AttributeName: listIndex.partitionKey, AttributeType: 'S' },
-          { AttributeName: listIndex.sortKey, AttributeType: 'S' },
+          ...indexes.flatMap((index) => [
+            { AttributeName: index.partitionKey, AttributeType: 'S' as const },
+            { AttributeName: index.sortKey, AttributeType: index.sortType },
+          ]),
         ],
         KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
-        GlobalSecondaryIndexes: [
-          {
-            IndexName: workspaceIndex.name,
-            KeySchema: [
-              { AttributeName: workspaceIndex.partitionKey, KeyType: 'HASH' },
-              { AttributeName: workspaceIndex.sortKey, KeyType: 'RANGE' },
-            ],
-            Projection: { ProjectionType: 'ALL' },
-          },
-          {
-            IndexName: listIndex.name,
-            KeySchema: [
-              { AttributeName: listIndex.partitionKey, KeyType: 'HASH' },
-              { AttributeName: listIndex.sortKey, KeyType: 'RANGE' },
-            ],
-            Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...listIndex.projected] },
-          },
-        ],
+        GlobalSecondaryIndexes: indexes.map((index) => ({
+          IndexName: index.name,
+          KeySchema: [
+            { AttributeName: index.partitionKey, KeyType: 'HASH' as const },
+            { AttributeName: index.sortKey, KeyType: 'RANGE' as const },
+          ],
+          Projection: index.projection,
+        })),
       }),
     );
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
+    // A persisted ledger from before an index existed: dynalite cannot add an index to a table.
+    const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
+    const present = new Set((Table?.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName));
+    const missing = indexes.filter((index) => !present.has(index.name)).map((index) => index.name);
+    if (missing.length > 0) throw new Error(`the persisted local ledger lacks the index ${missing.join(', ')} of this version: start again with --reset`);
   }
 }
 

@@ -12,13 +12,16 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { Writable } from 'node:stream';
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { WorkerSettings } from '../../contract/job-types';
-import { queueTopology, type QueueSpec } from '../../contract/topology';
+import { platformQueues, type QueueSpec } from '../../contract/topology';
 import { JsonlEventLog } from '../adapters/events';
 import { resolveBranchHead } from '../adapters/git';
-import { LOCAL_WORKERS, localGit, localLedger, type LocalWorkerParts, type WorkerName } from '../compose/local';
+import { localCompletionDeps, localGit, localLedger, localReconcilerDeps, localWorker, type LocalWorkerParts } from '../compose/local';
+import { completeBuild } from '../core/build-completion';
+import { reconcileBuilds } from '../core/build-reconciler';
+import { errorMessage } from '../core/errors';
 import { DEFAULT_BACKOFF, type BackoffSettings } from '../core/pipeline';
 import { LOCAL_REGION, startEmulators, type EmulatorEndpoints, type LocalEmulators } from './emulators';
 import { StreamLogger } from './file-logger';
@@ -31,7 +34,7 @@ import { isProcessAlive } from '../adapters/system';
 import { releaseOrphanedLeases } from './orphaned-leases';
 import { choosePorts, explainBindFailure, portOf, readRecordedPorts, recordPorts } from './stable-ports';
 import { DEFAULT_STATE_DIR, PLATFORM_FILE, REPOSITORIES_DIR } from './state-dir';
-import { LocalTestRunner, type ReadAccess } from './test-runner';
+import { LocalTestRunner, localRunEventBody, parseLocalRunEvent, type ReadAccess } from './test-runner';
 import { writeFileAtomic } from './write-atomic';
 
 
@@ -56,7 +59,12 @@ export interface PlatformOptions {
   readonly workers?: Partial<Record<string, WorkerSettings>>;
   /** Wraps the parts the workers use (the git remote, test runner, PR host), e.g. to inject faults at a port. */
   readonly decorateParts?: (parts: LocalWorkerParts) => LocalWorkerParts;
+  /** How often the build reconciler runs. @default LOCAL_RECONCILE_INTERVAL_MS */
+  readonly reconcileIntervalMs?: number;
 }
+
+/** The local build reconciler's interval (a schedule on AWS): cheap locally, so more often. */
+export const LOCAL_RECONCILE_INTERVAL_MS = 30_000;
 
 /** What `<stateDir>/platform.json` holds: everything a client needs to reach the running platform. */
 export interface PlatformInfo {
@@ -138,7 +146,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
     const emulators = await startEmulators({
       ports,
       dynamoDbPath: options.persist === false ? undefined : paths.dynamodb,
-      topology: queueTopology(options.workers),
+      topology: platformQueues(options.workers),
     }).catch((error: unknown) => {
       throw explainBindFailure(error, stateDir, recorded);
     });
@@ -159,7 +167,19 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
         return name === undefined ? undefined : access.grantRead(name);
       },
     };
-    const testRunner = new LocalTestRunner({ stateDir: paths.testRuns, readAccess });
+    const buildEventsUrl = emulators.topology.find((q) => q.role === 'buildEvents');
+    const testRunner = new LocalTestRunner({
+      stateDir: paths.testRuns,
+      readAccess,
+      // The child process's exit is the build's completion event, on the queue CodeBuild's events use on AWS.
+      onFinished: async (completion) => {
+        if (!buildEventsUrl) return;
+        const QueueUrl = required(emulators.queueUrls, buildEventsUrl.name);
+        await emulators.clients.sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: localRunEventBody(completion) })).catch((error: unknown) => {
+          logger.warn('build completion not sent: the reconciler completes the job later', { buildId: completion.buildId, error: errorMessage(error) });
+        });
+      },
+    });
     stack.push(() => testRunner.close());
 
     const output = options.output === null ? undefined : (options.output ?? process.stdout);
@@ -170,11 +190,17 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
     }
 
     const prHost = new LocalPullRequestStore(stateDir, { branchHead: (url, branch) => resolveBranchHead(url, branch, access.platform) });
-    const localParts: LocalWorkerParts = { workRoot: paths.work, testRunner, prHost, git: localGit(paths.work, logger, access.platform) };
+    const localParts: LocalWorkerParts = { workRoot: paths.work, testRunner, prHost, git: localGit(paths.work, logger, access.platform), parseBuildEvent: parseLocalRunEvent };
     const parts = options.decorateParts ? options.decorateParts(localParts) : localParts;
     const wiring: Wiring = { emulators, events, logger, parts, backoff: options.backoff ?? DEFAULT_BACKOFF };
+    // Runs the last process was killed in the middle of: their jobs fail now (TEST_RUN_ERROR, redrivable), not when the reconciler gets to them.
+    await completeOrphanedRuns(testRunner, wiring);
     const pollers = await Promise.all(emulators.topology.map((spec) => startWorker(spec, wiring)));
     stack.push(() => Promise.all(pollers.map((p) => p.stop())).then(() => undefined));
+    if (buildEventsUrl) {
+      const reconciler = startReconciler(wiring, options.reconcileIntervalMs ?? LOCAL_RECONCILE_INTERVAL_MS);
+      stack.push(() => reconciler.stop());
+    }
 
     const info: PlatformInfo = {
       pid: process.pid,
@@ -214,9 +240,9 @@ interface Wiring {
 
 async function startWorker(spec: QueueSpec, wiring: Wiring): Promise<QueuePoller> {
   const { emulators } = wiring;
-  const name = spec.consumer as WorkerName;
+  const name = spec.consumer;
   const logger = wiring.logger.createChild({ persistentKeys: { function: name } });
-  const handler = LOCAL_WORKERS[name]({ resources: emulators, events: wiring.events, logger, backoff: wiring.backoff, worker: spec.worker }, wiring.parts);
+  const handler = localWorker(name, { resources: emulators, events: wiring.events, logger, backoff: wiring.backoff, worker: spec.worker }, wiring.parts);
   const queueUrl = required(emulators.queueUrls, spec.name);
   const { Attributes } = await emulators.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
   return startQueuePoller({
@@ -231,6 +257,32 @@ async function startWorker(spec: QueueSpec, wiring: Wiring): Promise<QueuePoller
     handler,
     logger,
   });
+}
+
+/** Completes, through the build-completion path, the jobs of runs a killed platform left RUNNING. */
+async function completeOrphanedRuns(runner: LocalTestRunner, wiring: Wiring): Promise<void> {
+  const orphans = await runner.takeOrphanedRuns();
+  if (orphans.length === 0) return;
+  const logger = wiring.logger.createChild({ persistentKeys: { function: 'build_events' } });
+  const deps = localCompletionDeps({ resources: wiring.emulators, events: wiring.events, logger });
+  for (const orphan of orphans) await completeBuild(orphan, deps);
+  logger.warn('test runs the last run of the platform left unfinished were recorded STOPPED', { buildIds: orphans.map((o) => o.buildId) });
+}
+
+/** The build reconciler on an interval (an EventBridge schedule on AWS); one run at a time. */
+function startReconciler(wiring: Wiring, intervalMs: number): { stop(): Promise<void> } {
+  const logger = wiring.logger.createChild({ persistentKeys: { function: 'build_reconciler' } });
+  const deps = localReconcilerDeps({ resources: wiring.emulators, events: wiring.events, logger, runner: wiring.parts.testRunner });
+  let running: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    running = running.then(() => reconcileBuilds(deps)).catch((error: unknown) => logger.error('reconciler run failed', { error: errorMessage(error) }));
+  }, intervalMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
 }
 
 function readyLine(info: PlatformInfo, persist: boolean, unfinished: number): string {

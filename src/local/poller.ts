@@ -90,7 +90,7 @@ async function invoke(options: PollerOptions, records: SQSRecord[], stopping: Ab
   const context: InvocationContext = {
     functionName: name,
     awsRequestId: randomUUID(),
-    // Once the platform is stopping, a handler that waits (run_tests) sees no time left and hands
+    // Once the platform is stopping, a handler that watches its remaining time sees none left and hands
     // its work to a later delivery, so shutdown does not wait for a whole test run.
     getRemainingTimeInMillis: () => (stopping.aborted ? 0 : Math.max(0, deadline - Date.now())),
   };

@@ -1,8 +1,10 @@
 /**
- * TestRunner for the local platform: checks out the pinned commit and runs the test command in a
- * child process, at most one run per job. The run is claimed by creating its state file
- * exclusively, and the state file (atomic writes) lets `poll` answer for any run this directory has
- * seen.
+ * The command runner of the local platform: checks out the pinned commit and runs a command
+ * stage's command in a child process. At most one build per job and run number: the build is
+ * claimed by creating its state file exclusively, and the state file (atomic writes) lets
+ * `describe` answer for any build this directory has seen. The child process's exit is the
+ * build's completion event: `onFinished` hands it to the platform, which puts it on the
+ * build-events queue, the same path CodeBuild's events take on AWS.
  *
  * Isolation, as far as one machine without containers allows (SECURITY.md says what it does not
  * stop):
@@ -29,11 +31,13 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import * as z from 'zod/mini';
+import '../../contract/zod-english';
 import { ID_PATTERN } from '../../contract/job-types';
-import type { StageMessage } from '../core/envelope';
+import { readBuildEvent } from '../core/build-completion';
 import { ConfigurationError, errorMessage } from '../core/errors';
-import type { TestRunner, TestRunStatus } from '../core/ports';
-import { LOG_TAIL_BYTES, buildEnvironment, tail, testCommand } from '../core/jobs/run-tests';
+import type { BuildCompletion, CommandRun, FinishedRunStatus, TestRunner, TestRunStatus } from '../core/ports';
+import { LOG_TAIL_BYTES, buildEnvironment, tail } from '../core/jobs/command-stage';
 import { writeFileAtomic } from './write-atomic';
 
 const run = promisify(execFile);
@@ -53,7 +57,7 @@ export interface ReadAccess {
 }
 
 export interface LocalTestRunnerOptions {
-  /** Holds `runs/<jobId>.json` (state) only: the commands never see it. */
+  /** Holds `runs/<jobId>.<run>.json` (state) only: the commands never see it. */
   readonly stateDir: string;
   /** Where the throw-away run directories are made; must not be inside stateDir. @default os.tmpdir() */
   readonly scratchDir?: string;
@@ -61,16 +65,22 @@ export interface LocalTestRunnerOptions {
   readonly checkout?: Checkout;
   /** Read-only credentials for the checkout. @default none (a remote that needs no credential) */
   readonly readAccess?: ReadAccess;
-  /** Used when the job gives no timeoutSeconds. @default 900 */
-  readonly defaultTimeoutSeconds?: number;
   /** Bytes of output kept. @default LOG_TAIL_BYTES */
   readonly logTailBytes?: number;
+  /**
+   * Called once a build has finished and its state is written: the build's completion event. A
+   * rejection is ignored here (the reconciler finds the build from its state file later).
+   */
+  readonly onFinished?: (completion: BuildCompletion) => Promise<void>;
 }
 
 /** What the state file holds. */
 export interface LocalRunState {
   readonly buildId: string;
   readonly jobId: string;
+  readonly jobType: string;
+  readonly sha: string;
+  readonly run: number;
   readonly status: TestRunStatus;
   /** Process group of the running command (its leader's pid). */
   readonly pid?: number;
@@ -98,7 +108,15 @@ export const gitCliCheckout: Checkout = async ({ repoUrl, sha, dir, auth }) => {
   await git('-c', 'advice.detachedHead=false', 'checkout', '--quiet', '--detach', 'FETCH_HEAD');
 };
 
-const BUILD_PREFIX = 'local-';
+const RESTARTED = 'the local test runner restarted while this run was in progress';
+
+/** `local:<jobId>:<run>`: the job id never holds a colon (ID_PATTERN). */
+const BUILD_ID = /^local:([^:]+):(\d+)$/;
+
+export function localBuildId(jobId: string, run: number): string {
+  return `local:${jobId}:${run}`;
+}
+
 /** Names the run's processes in their environment, so the ones that left its process group are found. */
 const RUN_MARKER = 'AGENT_JOBS_TEST_RUN';
 
@@ -114,12 +132,10 @@ export class LocalTestRunner implements TestRunner {
   private closed = false;
   private readonly checkout: Checkout;
   private readonly scratchDir: string;
-  private readonly defaultTimeoutSeconds: number;
   private readonly logTailBytes: number;
 
   constructor(private readonly options: LocalTestRunnerOptions) {
     this.checkout = options.checkout ?? gitCliCheckout;
-    this.defaultTimeoutSeconds = options.defaultTimeoutSeconds ?? 900;
     this.logTailBytes = options.logTailBytes ?? LOG_TAIL_BYTES;
     this.scratchDir = resolve(options.scratchDir ?? tmpdir());
     if (isInside(this.scratchDir, resolve(options.stateDir))) {
@@ -127,14 +143,15 @@ export class LocalTestRunner implements TestRunner {
     }
   }
 
-  async start(job: StageMessage<'run_tests'>): Promise<{ buildId: string }> {
-    const buildId = `${BUILD_PREFIX}${job.jobId}`;
+  async start(run: CommandRun): Promise<{ buildId: string }> {
+    const { job } = run;
+    const buildId = localBuildId(job.jobId, run.run);
     if (this.active.has(buildId)) return { buildId };
-    const state: LocalRunState = { buildId, jobId: job.jobId, status: { state: 'RUNNING' }, startedAt: Date.now() };
+    const state: LocalRunState = { buildId, jobId: job.jobId, jobType: job.type, sha: job.pin.sha, run: run.run, status: { state: 'RUNNING' }, startedAt: Date.now() };
     await mkdir(join(this.options.stateDir, 'runs'), { recursive: true });
     try {
-      // Exclusive create: a second start for the job (another delivery, a restart) finds it taken.
-      await writeFile(this.statePath(job.jobId), JSON.stringify(state), { flag: 'wx' });
+      // Exclusive create: a second start for the run (another delivery, a restart) finds it taken.
+      await writeFile(this.statePath(buildId), JSON.stringify(state), { flag: 'wx' });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { buildId };
       throw error;
@@ -142,8 +159,21 @@ export class LocalTestRunner implements TestRunner {
     const active: ActiveRun = { state, done: Promise.resolve() };
     this.active.set(buildId, active);
     // Only a state file that cannot be written rejects: poll then reports the run as lost (STOPPED).
-    active.done = this.execute(job, active).catch(() => undefined);
+    active.done = this.execute(run, active).catch(() => undefined);
     return { buildId };
+  }
+
+  /** The state of builds this directory has seen; unknown ids are absent. */
+  async describe(buildIds: readonly string[]): Promise<Map<string, TestRunStatus>> {
+    const statuses = new Map<string, TestRunStatus>();
+    for (const buildId of buildIds) {
+      try {
+        statuses.set(buildId, await this.poll(buildId));
+      } catch (error) {
+        if (!(error instanceof UnknownBuildError)) throw error;
+      }
+    }
+    return statuses;
   }
 
   async poll(buildId: string): Promise<TestRunStatus> {
@@ -152,7 +182,7 @@ export class LocalTestRunner implements TestRunner {
     const state = await this.readState(buildId);
     // RUNNING on disk but not here: the process that ran it is gone, and so is the run.
     if (state.status.state === 'RUNNING') {
-      return { state: 'ERROR', status: 'STOPPED', message: 'the local test runner restarted while this run was in progress' };
+      return { state: 'ERROR', status: 'STOPPED', message: RESTARTED };
     }
     return state.status;
   }
@@ -168,6 +198,35 @@ export class LocalTestRunner implements TestRunner {
     return this.poll(buildId);
   }
 
+  /**
+   * Runs a previous process of the platform left RUNNING on disk (it was killed mid-run): each is
+   * recorded STOPPED and returned as a completion, so the platform completes its job at start
+   * instead of leaving it to the reconciler hours later. Call before starting any run.
+   */
+  async takeOrphanedRuns(): Promise<BuildCompletion[]> {
+    const files = await readdir(join(this.options.stateDir, 'runs')).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return [];
+      throw error;
+    });
+    const orphans: BuildCompletion[] = [];
+    for (const file of files.filter((f) => f.endsWith('.json'))) {
+      // A state file of another version (or cut short) is no run this runner can complete: skipped.
+      const parsed = localRunState.safeParse(parseJsonOrUndefined(await readFile(join(this.options.stateDir, 'runs', file), 'utf8').catch(() => '')));
+      if (!parsed.success) continue;
+      const state = parsed.data;
+      if (state.status.state !== 'RUNNING' || this.active.has(state.buildId)) continue;
+      const status: FinishedRunStatus = { state: 'ERROR', status: 'STOPPED', message: RESTARTED };
+      await writeFileAtomic(this.statePath(state.buildId), JSON.stringify({ ...state, status }));
+      orphans.push({ buildId: state.buildId, jobId: state.jobId, jobType: state.jobType, sha: state.sha, status });
+    }
+    return orphans;
+  }
+
+  /** Resolves when every run this instance started has finished and reported its end. */
+  async settled(): Promise<void> {
+    await Promise.all([...this.active.values()].map((a) => a.done));
+  }
+
   /** Ends every running test and what it started, and waits for their state to be written. */
   async close(): Promise<void> {
     this.closed = true;
@@ -175,7 +234,8 @@ export class LocalTestRunner implements TestRunner {
     await Promise.all([...this.active.values()].map((a) => a.done));
   }
 
-  private async execute(job: StageMessage<'run_tests'>, active: ActiveRun): Promise<void> {
+  private async execute(run: CommandRun, active: ActiveRun): Promise<void> {
+    const { job } = run;
     const runDir = await mkdtemp(join(this.scratchDir, 'agent-jobs-run-'));
     const dirs = { workspace: join(runDir, 'workspace'), home: join(runDir, 'home'), tmp: join(runDir, 'tmp') };
     try {
@@ -194,7 +254,7 @@ export class LocalTestRunner implements TestRunner {
         await this.finish(active, { state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down before the tests started' });
         return;
       }
-      await this.finish(active, await this.runCommand(job, runDir, dirs, active));
+      await this.finish(active, await this.runCommand(run, runDir, dirs, active));
     } catch (error) {
       await this.finish(active, { state: 'ERROR', status: 'FAULT', message: errorMessage(error) });
     } finally {
@@ -203,8 +263,8 @@ export class LocalTestRunner implements TestRunner {
     }
   }
 
-  private async runCommand(job: StageMessage<'run_tests'>, runDir: string, dirs: { workspace: string; home: string; tmp: string }, active: ActiveRun): Promise<TestRunStatus> {
-    const timeoutMs = (job.payload.timeoutSeconds ?? this.defaultTimeoutSeconds) * 1000;
+  private async runCommand(run: CommandRun, runDir: string, dirs: { workspace: string; home: string; tmp: string }, active: ActiveRun): Promise<FinishedRunStatus> {
+    const timeoutMs = run.timeoutSeconds * 1000;
     const marker = randomBytes(16).toString('hex');
     const outputPath = join(runDir, 'output.log');
     // A file, not a pipe: a process the command leaves behind cannot hold the run open by its output.
@@ -214,7 +274,7 @@ export class LocalTestRunner implements TestRunner {
     const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null } | Error>((done) => {
       let child: ReturnType<typeof spawn>;
       try {
-        child = spawn('sh', ['-c', testCommand(job)], {
+        child = spawn('sh', ['-c', run.command], {
           cwd: dirs.workspace,
           // Own process group (a new session): the first thing killed when the run ends.
           detached: true,
@@ -228,7 +288,7 @@ export class LocalTestRunner implements TestRunner {
             GIT_CONFIG_NOSYSTEM: '1',
             GIT_TERMINAL_PROMPT: '0',
             [RUN_MARKER]: marker,
-            ...buildEnvironment(job),
+            ...buildEnvironment(run),
           },
         });
       } catch (error) {
@@ -268,24 +328,74 @@ export class LocalTestRunner implements TestRunner {
     return { state: 'FAILED', exitCode: exit.code, logTail: tail(log + note, this.logTailBytes), durationMs };
   }
 
-  private async finish(active: ActiveRun, status: TestRunStatus): Promise<void> {
+  private async finish(active: ActiveRun, status: FinishedRunStatus): Promise<void> {
     active.state = { ...active.state, status };
-    await writeFileAtomic(this.statePath(active.state.jobId), JSON.stringify(active.state));
+    await writeFileAtomic(this.statePath(active.state.buildId), JSON.stringify(active.state));
+    const { buildId, jobId, jobType, sha } = active.state;
+    // The exit is the build's completion event; a lost one is found by the reconciler.
+    await this.options.onFinished?.({ buildId, jobId, jobType, sha, status }).catch(() => undefined);
   }
 
   private async readState(buildId: string): Promise<LocalRunState> {
-    const jobId = buildId.startsWith(BUILD_PREFIX) ? buildId.slice(BUILD_PREFIX.length) : '';
-    if (!ID_PATTERN.test(jobId)) throw new UnknownBuildError(`${buildId} is not a local build id`);
     try {
-      return JSON.parse(await readFile(this.statePath(jobId), 'utf8')) as LocalRunState;
+      return localRunState.parse(JSON.parse(await readFile(this.statePath(buildId), 'utf8')));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new UnknownBuildError(`no local run ${buildId}`);
       throw error;
     }
   }
 
-  private statePath(jobId: string): string {
-    return join(this.options.stateDir, 'runs', `${jobId}.json`);
+  /** `runs/<jobId>.<run>.json`; throws UnknownBuildError for an id that is not a local build's. */
+  private statePath(buildId: string): string {
+    const match = BUILD_ID.exec(buildId);
+    if (!match?.[1] || !ID_PATTERN.test(match[1])) throw new UnknownBuildError(`${buildId} is not a local build id`);
+    return join(this.options.stateDir, 'runs', `${match[1]}.${match[2]}.json`);
+  }
+}
+
+const runStatus = z.union([
+  z.object({ state: z.literal('RUNNING') }),
+  z.object({ state: z.enum(['PASSED', 'FAILED']), exitCode: z.nullable(z.int()), logTail: z.string(), durationMs: z.optional(z.number()) }),
+  z.object({ state: z.literal('ERROR'), status: z.string(), message: z.string() }),
+]);
+
+/** A state file read back from disk is validated, not trusted. */
+const localRunState = z.object({
+  buildId: z.string(),
+  jobId: z.string(),
+  jobType: z.string(),
+  sha: z.string(),
+  run: z.int().check(z.nonnegative()),
+  status: runStatus,
+  pid: z.optional(z.int()),
+  startedAt: z.number(),
+});
+
+/** How a local build's end travels on the build-events queue (CodeBuild's events do on AWS). */
+const LOCAL_RUN_EVENT = { source: 'agent-jobs.local', detailType: 'Local Build State Change' } as const;
+
+const localRunEvent = z.object({
+  source: z.literal(LOCAL_RUN_EVENT.source),
+  'detail-type': z.literal(LOCAL_RUN_EVENT.detailType),
+  detail: z.object({ buildId: z.string().check(z.regex(BUILD_ID)), jobId: z.string().check(z.regex(ID_PATTERN)), jobType: z.string(), sha: z.string(), status: runStatus }),
+});
+
+/** The build-events message of a finished local build. */
+export function localRunEventBody(completion: BuildCompletion): string {
+  return JSON.stringify({ source: LOCAL_RUN_EVENT.source, 'detail-type': LOCAL_RUN_EVENT.detailType, detail: completion });
+}
+
+/** Reads a local build's completion from the build-events queue (the local platform's BuildEventParser). */
+export function parseLocalRunEvent(body: string): BuildCompletion | undefined {
+  const { status, ...ids } = readBuildEvent(body, localRunEvent, 'a local build event').detail;
+  return status.state === 'RUNNING' ? undefined : { ...ids, status };
+}
+
+function parseJsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }
 

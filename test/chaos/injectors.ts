@@ -9,8 +9,7 @@ import { InternalServerError, ProvisionedThroughputExceededException } from '@aw
 import { ChangeMessageVisibilityCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TransientJobError } from '../../src/core/errors';
-import type { StageMessage } from '../../src/core/envelope';
-import type { BuildFinder, TestRunner, WorkspaceGit } from '../../src/core/ports';
+import type { BuildFinder, CommandRun, TestRunner, WorkspaceGit } from '../../src/core/ports';
 import { GIT_SLOW_MS, type FaultRates, type SelfKill } from './config';
 import type { FaultLog } from './fault-log';
 import type { Random } from './random';
@@ -172,35 +171,35 @@ export function gitWithFaults(git: WorkspaceGit, kill: KillSwitch, paused: Set<s
 
 /** The test runner checking out each pinned commit from `direct(repoUrl)`: the git host without the proxy. */
 export function directCheckout(runner: TestRunner & Partial<BuildFinder>, direct: (repoUrl: string) => string): TestRunner & Partial<BuildFinder> {
-  const redirected = (job: StageMessage<'run_tests'>) => ({ ...job, pin: { ...job.pin, repoUrl: direct(job.pin.repoUrl) } });
+  const redirected = <R extends Pick<CommandRun, 'job'>>(run: R): R => ({ ...run, job: { ...run.job, pin: { ...run.job.pin, repoUrl: direct(run.job.pin.repoUrl) } } });
   return {
-    start: (job) => runner.start(redirected(job)),
-    poll: (buildId) => runner.poll(buildId),
-    ...(runner.findBuild ? { findBuild: (job: StageMessage<'run_tests'>) => runner.findBuild?.(redirected(job)) ?? Promise.resolve(undefined) } : {}),
+    start: (run) => runner.start(redirected(run)),
+    describe: (buildIds) => runner.describe(buildIds),
+    ...(runner.findBuild ? { findBuild: (run: Pick<CommandRun, 'job' | 'run'>) => runner.findBuild?.(redirected(run)) ?? Promise.resolve(undefined) } : {}),
   };
 }
 
-/** The test runner with failures before a start, after a start (its answer lost), and on a poll. */
+/** The test runner with failures before a start, after a start (its answer lost), and on a status read (the reconciler's). */
 export function faultyRunner(runner: TestRunner & Partial<BuildFinder>, { rng, rates, log }: Injection): TestRunner & Partial<BuildFinder> {
   return {
-    async start(job) {
+    async start(run) {
       if (rng.chance(rates.runnerStartError)) {
-        log.record('runner.start-error', job.jobId);
+        log.record('runner.start-error', run.job.jobId);
         throw new TransientJobError('chaos: the test runner refused the start (503)');
       }
-      const started = await runner.start(job);
+      const started = await runner.start(run);
       if (rng.chance(rates.runnerStartLost)) {
-        log.record('runner.start-lost', job.jobId);
+        log.record('runner.start-lost', run.job.jobId);
         throw new TransientJobError('chaos: the start answer was lost');
       }
       return started;
     },
-    async poll(buildId) {
+    async describe(buildIds) {
       if (rng.chance(rates.runnerPollError)) {
-        log.record('runner.poll-error', buildId);
+        log.record('runner.poll-error', buildIds.join(','));
         throw new TransientJobError('chaos: the build status could not be read');
       }
-      return runner.poll(buildId);
+      return runner.describe(buildIds);
     },
     ...(runner.findBuild ? { findBuild: runner.findBuild.bind(runner) } : {}),
   };

@@ -67,7 +67,7 @@ export interface Observed {
   readonly lastStart: string;
 }
 
-const statusSchema = z.enum(['QUEUED', 'IN_FLIGHT', 'SUCCEEDED', 'FAILED', 'FORWARDED', 'SKIPPED', 'CANCELLED']);
+const statusSchema = z.enum(['QUEUED', 'IN_FLIGHT', 'RUNNING', 'SUCCEEDED', 'FAILED', 'FORWARDED', 'SKIPPED', 'CANCELLED']);
 /** The fields the checks read, validated: a record that does not have them is reported, not trusted. */
 const jobSchema = z.looseObject({
   jobId: z.string(),
@@ -186,7 +186,7 @@ function checkTerminal(items: readonly PlannedItem[], record: RecordOf, fail: Fa
     if (!job) fail('terminal', `${item.jobId} (${item.kind}) is not in the ledger`);
     else if (job.status === 'FAILED' && !job.error?.reason) fail('terminal', `${item.jobId} is FAILED without a reason`);
     else if (job.status === 'SKIPPED' && !job.blockedBy) fail('terminal', `${item.jobId} is SKIPPED without its cause`);
-    else if (job.status === 'QUEUED' || job.status === 'IN_FLIGHT' || job.status === 'FORWARDED') fail('terminal', `${item.jobId} (${item.kind}) ended ${job.status} (attempt ${job.attempt})`);
+    else if (job.status === 'QUEUED' || job.status === 'IN_FLIGHT' || job.status === 'RUNNING' || job.status === 'FORWARDED') fail('terminal', `${item.jobId} (${item.kind}) ended ${job.status} (attempt ${job.attempt})`);
     else if (item.cancelled && job.status !== 'CANCELLED') fail('terminal', `${item.jobId} was cancelled before it was sent but is ${job.status}`);
     else if (item.kind === 'hostile_patch' && job.status === 'SUCCEEDED') fail('terminal', `${item.jobId}, a hostile patch, SUCCEEDED`);
   }

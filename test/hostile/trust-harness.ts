@@ -10,18 +10,19 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration, type StagedJobType } from '../../contract/job-types';
+import { BUILD_EVENTS, JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration, type StagedJobType } from '../../contract/job-types';
 import { DLQ_ATTRIBUTES } from '../../contract/messages';
-import { localOpenPrDeps, localRunTestsDeps, localSequencerDeps, type LocalWorkerOptions } from '../../src/compose/local';
+import { localBuildEventsDeps, localCommandStageDeps, localOpenPrDeps, localSequencerDeps, type LocalWorkerOptions } from '../../src/compose/local';
+import { createBuildEventsHandler } from '../../src/core/build-completion';
+import { createCommandStageHandler } from '../../src/core/jobs/command-stage';
 import { createOpenPrHandler } from '../../src/core/jobs/open-pr';
-import { createRunTestsHandler } from '../../src/core/jobs/run-tests';
 import { createSequencer } from '../../src/core/sequencer';
 import { deduplicationId, jobAttributes, messageGroupId, type JobEnvelope, type StageMessage } from '../../src/core/envelope';
 import type { JobRecord, Ledger, WorkspaceRecord } from '../../src/core/ports';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
 import { resolveBranchHead } from '../../src/adapters/git';
 import { LocalPullRequestStore } from '../../src/local/pr-store';
-import { LocalTestRunner } from '../../src/local/test-runner';
+import { LocalTestRunner, localRunEventBody, parseLocalRunEvent } from '../../src/local/test-runner';
 import { deliver, drain, driveQueue, queueArn, receive } from '../support/drive-queue';
 import { withEmulators } from '../support/emulators';
 import { createRepo, git, removeDir, tempDir } from '../support/git-fixtures';
@@ -82,7 +83,7 @@ export interface TrustHarness {
   deliverOnce(queue: QueueName): Promise<{ acknowledged: boolean }>;
   /** Delivers until the queue is empty (failures come back at once: zero back-off). */
   drive(queue: QueueName): Promise<void>;
-  /** Drives the FIFO queue, then every stage queue, until each is empty (a run_tests job waits for its run). */
+  /** Drives the FIFO queue, then every stage queue, until each is empty (run_tests: until its runs are recorded). */
   settle(): Promise<void>;
   /**
    * A staged job pinned for real: an apply_patch binds the workspace, the sequencer pins `job` and
@@ -106,14 +107,21 @@ export function withTrustHarness(): () => TrustHarness {
   beforeAll(async () => {
     root = await tempDir('hostile-trust');
     gitServer = await startGitServer({ root: join(root, 'remotes') });
-    runner = new LocalTestRunner({ stateDir: join(root, 'runner') });
+    // A run's exit is its completion event on the build-events queue, as the local platform wires it.
+    const { clients, queueUrls } = emulators();
+    runner = new LocalTestRunner({
+      stateDir: join(root, 'runner'),
+      onFinished: async (completion) => {
+        await clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrls[BUILD_EVENTS.queue], MessageBody: localRunEventBody(completion) }));
+      },
+    });
     harness = build(emulators(), gitServer, runner, root);
   });
 
   afterEach(async () => {
     // Every case starts with empty queues and DLQs.
     const { clients, queueUrls, dlqUrls } = emulators();
-    await Promise.all(QUEUES.flatMap((q) => [drain(clients.sqs, queueUrls[q]!), drain(clients.sqs, dlqUrls[q]!)]));
+    await Promise.all([...QUEUES, BUILD_EVENTS.queue].flatMap((q) => [drain(clients.sqs, queueUrls[q]!), drain(clients.sqs, dlqUrls[q]!)]));
     harness?.events.splice(0);
   });
 
@@ -143,10 +151,10 @@ function build(emulators: ReturnType<ReturnType<typeof withEmulators>>, gitServe
   };
   const sequencerDeps = localSequencerDeps({ ...options, workRoot: join(root, 'sequencer') });
   const prStore = new LocalPullRequestStore(join(root, 'prs'), { branchHead: (url, branch) => resolveBranchHead(url, branch) });
-  const runTests = createRunTestsHandler(localRunTestsDeps({ ...options, runner, wait: { pollIntervalMs: 50, reserveMs: 1_000 } }));
+  const completeBuilds = createBuildEventsHandler(localBuildEventsDeps({ ...options, parse: parseLocalRunEvent }));
   const handlers: Record<QueueName, Handler> = {
     'agent-jobs': createSequencer(sequencerDeps),
-    'run-tests': (event) => runTests(event, { getRemainingTimeInMillis: () => 600_000 }),
+    'run-tests': createCommandStageHandler('run_tests', localCommandStageDeps('run_tests', { ...options, runner })),
     'open-pr': createOpenPrHandler(localOpenPrDeps({ ...options, host: prStore })),
   };
   const { ledger } = sequencerDeps;
@@ -209,6 +217,10 @@ function build(emulators: ReturnType<ReturnType<typeof withEmulators>>, gitServe
     },
     async drive(queue) {
       await driveQueue({ sqs: clients.sqs, queueUrl: queueUrls[queue]!, handler: handlers[queue], maxBatches: 50 });
+      if (queue !== 'run-tests') return;
+      // The stage started the runs and acknowledged: their exits complete the jobs through the build-events queue.
+      await runner.settled();
+      await driveQueue({ sqs: clients.sqs, queueUrl: queueUrls[BUILD_EVENTS.queue]!, handler: completeBuilds, maxBatches: 50 });
     },
     async settle() {
       for (const queue of QUEUES) await harness.drive(queue);

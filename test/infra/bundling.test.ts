@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { Template } from 'aws-cdk-lib/assertions';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { allWorkers, type Capability, type WorkerSettings } from '../../contract/job-types';
+import { BUILD_RECONCILER, allWorkers, type Capability, type WorkerSettings } from '../../contract/job-types';
 import { ROOT, addStack, newApp } from './helpers';
 
 /** The SDK packages every worker's pipeline uses: ledger, DLQ and back-off, events. */
@@ -21,12 +21,17 @@ const CAPABILITY_SDK: Record<Capability, readonly string[]> = {
   gitCredentials: ['@aws-sdk/client-secrets-manager'],
   githubToken: ['@aws-sdk/client-secrets-manager'],
   diffBucketRead: ['@aws-sdk/client-s3'],
-  testRunner: ['@aws-sdk/client-codebuild'],
+  commandRunner: ['@aws-sdk/client-codebuild'],
+  buildStatus: ['@aws-sdk/client-codebuild'],
 };
+
+/** Every function of the stack: the catalog's queue-fed workers and the scheduled build reconciler. */
+type BundleSettings = Pick<WorkerSettings, 'handlerEntry' | 'needs' | 'bundleBudgetKiB'>;
+const FUNCTIONS: readonly { name: string; settings: BundleSettings }[] = [...allWorkers(), { name: 'build_reconciler', settings: BUILD_RECONCILER }];
 
 interface Bundle {
   readonly worker: string;
-  readonly settings: WorkerSettings;
+  readonly settings: BundleSettings;
   readonly handlerEntry: string;
   readonly assetHash: string;
   readonly dir: string;
@@ -39,13 +44,13 @@ let undeclaredFunctions: string[];
 function synthInto(outdir: string): Bundle[] {
   const app = newApp({ bundle: true, outdir });
   const stack = addStack(app, 'dev');
-  const declared = new Set(stack.lanes.map((l) => l.worker.function));
+  const functionOf = (name: string) => (name === 'build_reconciler' ? stack.buildReconciler!.worker.function : stack.lanes.find((l) => l.spec.consumer === name)!.worker.function);
+  const declared = new Set(FUNCTIONS.map((f) => functionOf(f.name)));
   undeclaredFunctions = stack.node.findAll().filter((c) => c instanceof NodejsFunction && !declared.has(c)).map((c) => c.node.path);
   const resources = Template.fromStack(stack).toJSON().Resources;
   const assembly = app.synth();
-  return allWorkers().map(({ name, settings }) => {
-    const lane = stack.lanes.find((l) => l.spec.consumer === name)!;
-    const fn = resources[stack.getLogicalId(lane.worker.function.node.defaultChild as never)];
+  return FUNCTIONS.map(({ name, settings }) => {
+    const fn = resources[stack.getLogicalId(functionOf(name).node.defaultChild as never)];
     const assetHash = String(fn.Properties.Code.S3Key).replace(/\.zip$/, '');
     return { worker: name, settings, handlerEntry: settings.handlerEntry, assetHash, dir: join(assembly.directory, `asset.${assetHash}`) };
   });
@@ -64,18 +69,20 @@ beforeAll(() => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 it('bundles each handler separately', () => {
-  expect(new Set(bundles.map((b) => b.assetHash)).size).toBe(allWorkers().length);
+  // The command stages share one handler (STAGE_JOB_TYPE tells it which it serves): one bundle each, the same code.
+  const entries = new Set(FUNCTIONS.map((f) => f.settings.handlerEntry));
+  expect(new Set(bundles.map((b) => b.assetHash)).size).toBe(entries.size);
 });
 
 it('gives every asset the same hash whatever the output folder (cdk synth -o), so cdk diff shows no phantom code change', () => {
   expect(elsewhere.map((b) => b.assetHash)).toEqual(bundles.map((b) => b.assetHash));
 });
 
-it('bundles only catalog workers, so every function has a declared bundle budget', () => {
+it('bundles only catalog workers and the reconciler, so every function has a declared bundle budget', () => {
   expect(undeclaredFunctions).toEqual([]);
 });
 
-describe.each(allWorkers().map((w) => w.name))('the %s bundle', (worker) => {
+describe.each(FUNCTIONS.map((w) => w.name))('the %s bundle', (worker) => {
   const bundle = (): Bundle => bundles.find((b) => b.worker === worker)!;
   const sources = (): string[] => JSON.parse(readFileSync(join(bundle().dir, 'index.js.map'), 'utf8')).sources;
 

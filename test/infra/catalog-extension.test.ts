@@ -1,55 +1,68 @@
 /**
  * A team that adds a job type to the catalog gets its lane with no change in lib/: queue, DLQ,
- * function, event source mapping, alarms, dashboard row, grants, sequencer wiring and outputs.
+ * function, event source mapping, alarms, dashboard row, grants, sequencer wiring and outputs; a
+ * command stage also gets the command runner and the build-completion path.
  */
 import { Match } from 'aws-cdk-lib/assertions';
-import { stageQueueUrlEnv } from '../../contract/runtime-env';
+import { ENV, stageDlqUrlEnv, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { synth } from './helpers';
 
-// A stand-in catalog with one more staged job type. Mocked because contract/ cannot grow a job
-// type just for this test; everything else (topology, config, stack) is the real code.
+// A catalog with a throw-away command stage added, declared as a fork would (contract/job-types.ts
+// `commandStage`). Mocked because contract/ cannot grow a job type just for this test; everything
+// derived from it (topology, config, stack) is the real code.
 jest.mock('../../contract/job-types', () => {
   const actual = jest.requireActual('../../contract/job-types');
-  const lint = {
-    queue: 'lint',
-    handlerEntry: 'src/handlers/run-tests.ts',
-    timeoutSeconds: 300,
-    memoryMb: 256,
-    batchSize: 2,
-    maxConcurrency: 3,
-    maxReceiveCount: 6,
-    oldestMessageAlarmSeconds: 600,
-    needs: ['gitCredentials'],
-    bundleBudgetKiB: 120,
+  const types = {
+    ...actual.JOB_TYPES,
+    check_format: actual.commandStage({
+      summary: 'check the formatting at the pinned commit',
+      command: { defaultCommand: 'npx prettier --check .', subject: 'format check' },
+      stage: { queue: 'check-format', timeoutSeconds: 30, memoryMb: 128, batchSize: 2, maxConcurrency: 3, maxReceiveCount: 6, oldestMessageAlarmSeconds: 600, bundleBudgetKiB: 120 },
+    }),
   };
-  return { ...actual, allWorkers: () => [...actual.allWorkers(), { name: 'lint', settings: lint }] };
+  return { ...actual, JOB_TYPES: types, ...actual.deriveCatalog(types) };
 });
 
 it('derives a whole lane from a new catalog entry', () => {
-  const { stack, template } = synth({ workers: { lint: { maxConcurrency: 4 } } });
-  const lane = stack.lanes.find((l) => l.spec.consumer === 'lint');
-  if (!lane) throw new Error('no lint lane');
+  const { stack, template } = synth({ workers: { check_format: { maxConcurrency: 4 } } });
+  const lane = stack.lanes.find((l) => (l.spec.consumer as string) === 'check_format');
+  if (!lane) throw new Error('no check_format lane');
   const id = (c: { node: { defaultChild?: unknown } }): string => stack.getLogicalId(c.node.defaultChild as never);
+  const fn = (consumer: string) => {
+    const found = stack.lanes.find((l) => (l.spec.consumer as string) === consumer);
+    if (!found) throw new Error(`no ${consumer} lane`);
+    return found.worker.function;
+  };
 
-  template.resourceCountIs('AWS::SQS::Queue', 8);
-  template.resourceCountIs('AWS::Lambda::Function', 4);
-  template.resourceCountIs('AWS::CloudWatch::Alarm', 20);
-  template.hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: 1800, RedrivePolicy: Match.objectLike({ maxReceiveCount: 6 }) });
-  template.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: Match.objectLike({ VISIBILITY_TIMEOUT_SECONDS: '1800' }) } });
+  // Five lanes (sequencer, run_tests, open_pr, check_format, build_events) and the reconciler.
+  template.resourceCountIs('AWS::SQS::Queue', 10);
+  template.resourceCountIs('AWS::Lambda::Function', 6);
+  template.resourceCountIs('AWS::CloudWatch::Alarm', 5 * 5 + 3);
+  template.hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: 180, RedrivePolicy: Match.objectLike({ maxReceiveCount: 6 }) });
   template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
     FunctionName: { Ref: id(lane.worker.function) },
     BatchSize: 2,
     ScalingConfig: { MaximumConcurrency: 4 },
     FunctionResponseTypes: ['ReportBatchItemFailures'],
   });
-  // Its declared need (git credentials) is granted, and the sequencer forwards to its queue.
+  // The shared command-stage function, told which stage it serves, may start builds on the one project.
+  template.hasResourceProperties('AWS::Lambda::Function', {
+    Handler: 'index.handler',
+    MemorySize: 128,
+    Timeout: 30,
+    Environment: { Variables: Match.objectLike({ [ENV.stageJobType]: 'check_format', [ENV.testRunnerProject]: { Ref: id(stack.testRunner.project) } }) },
+  });
   template.hasResourceProperties('AWS::IAM::Policy', {
     Roles: [{ Ref: id(lane.worker.role) }],
-    PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: 'secretsmanager:GetSecretValue', Resource: { Ref: id(stack.secrets.gitCredentials.secret) } })]) },
+    PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: Match.arrayWith(['codebuild:StartBuild']), Resource: { 'Fn::GetAtt': [id(stack.testRunner.project), 'Arn'] } })]) },
   });
+  // The sequencer forwards to its queue; the completion path copies its failed jobs to its DLQ.
   template.hasResourceProperties('AWS::Lambda::Function', {
-    Environment: { Variables: Match.objectLike({ [stageQueueUrlEnv('lint')]: { Ref: id(lane.queue.queue) } }) },
+    Environment: { Variables: Match.objectLike({ [stageQueueUrlEnv('check_format')]: { Ref: id(lane.queue.queue) } }) },
   });
-  expect(Object.keys(template.toJSON().Outputs)).toEqual(expect.arrayContaining(['QueueUrlLint', 'DlqUrlLint']));
-  expect(JSON.stringify(template.findResources('AWS::CloudWatch::Dashboard'))).toContain('lint: backlog and oldest message');
+  for (const reporter of [fn('build_events'), stack.buildReconciler?.worker.function]) {
+    expect(template.toJSON().Resources[id(reporter as never)].Properties.Environment.Variables[stageDlqUrlEnv('check_format')]).toEqual({ Ref: id(lane.queue.deadLetterQueue as never) });
+  }
+  expect(Object.keys(template.toJSON().Outputs)).toEqual(expect.arrayContaining(['QueueUrlCheckFormat', 'DlqUrlCheckFormat']));
+  expect(JSON.stringify(template.findResources('AWS::CloudWatch::Dashboard'))).toContain('check-format: backlog and oldest message');
 });

@@ -8,8 +8,8 @@
 import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { JOB_TYPES, SEQUENCER } from '../../contract/job-types';
-import { ENV, JOB_METRICS, METRICS_NAMESPACE, stageQueueUrlEnv } from '../../contract/runtime-env';
+import { BUILD_RECONCILER, SEQUENCER } from '../../contract/job-types';
+import { ENV, JOB_METRICS, METRICS_NAMESPACE, stageDlqUrlEnv, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { STACK_OUTPUTS } from '../../contract/stack-outputs';
 import { VISIBILITY_TIMEOUT_FACTOR } from '../../contract/topology';
 import type { AgentJobsStack } from '../../lib/agent-jobs-stack';
@@ -68,7 +68,21 @@ describe('functions', () => {
       [stageQueueUrlEnv('run_tests')]: ref(lane('run_tests').queue.queue),
       [stageQueueUrlEnv('open_pr')]: ref(lane('open_pr').queue.queue),
     });
-    expect(env('run_tests')).toMatchObject({ [ENV.testRunnerProject]: ref(stack.testRunner.project), [ENV.dlqUrl]: ref(lane('run_tests').queue.deadLetterQueue as sqs.Queue) });
+    expect(env('run_tests')).toMatchObject({
+      [ENV.testRunnerProject]: ref(stack.testRunner.project),
+      [ENV.dlqUrl]: ref(lane('run_tests').queue.deadLetterQueue as sqs.Queue),
+      [ENV.stageJobType]: 'run_tests',
+      [ENV.buildTimeoutMinutes]: '60',
+    });
+    expect(env('build_events')).toMatchObject({ [ENV.eventBus]: ref(stack.eventBus), [stageDlqUrlEnv('run_tests')]: ref(lane('run_tests').queue.deadLetterQueue as sqs.Queue) });
+    expect(env('build_events')).not.toHaveProperty(ENV.testRunnerProject);
+    const reconciler = envOf(json, logicalId(stack.buildReconciler!.worker.function));
+    expect(reconciler).toMatchObject({
+      [ENV.ledgerTable]: ref(stack.ledger.table),
+      [ENV.eventBus]: ref(stack.eventBus),
+      [ENV.testRunnerProject]: ref(stack.testRunner.project),
+      [stageDlqUrlEnv('run_tests')]: ref(lane('run_tests').queue.deadLetterQueue as sqs.Queue),
+    });
     expect(env('open_pr')).toMatchObject({ [ENV.githubTokenSecretArn]: ref(stack.secrets.githubToken.secret), [ENV.githubApiUrl]: 'https://api.github.com' });
     expect(env('run_tests')).not.toHaveProperty(ENV.gitCredentialsSecretArn);
     expect(env('open_pr')).not.toHaveProperty(ENV.gitCredentialsSecretArn);
@@ -94,6 +108,27 @@ it('the dashboard shows every queue, DLQ and function and the job outcome metric
   }
   for (const metric of Object.values(JOB_METRICS)) expect(body).toContain(`MetricName=\\\\\\"${metric}\\\\\\"`);
   expect(body).toContain(`Namespace=\\\\\\"${METRICS_NAMESPACE}\\\\\\"`);
+});
+
+describe('build completion by event', () => {
+  it("the rule takes only the command-runner project's ended builds from the default bus", () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventBusName: Match.absent(),
+      EventPattern: {
+        source: ['aws.codebuild'],
+        'detail-type': ['CodeBuild Build State Change'],
+        detail: { 'project-name': [ref(stack.testRunner.project)], 'build-status': ['SUCCEEDED', 'FAILED', 'FAULT', 'STOPPED', 'TIMED_OUT'] },
+      },
+    });
+  });
+
+  it('the reconciler runs every few minutes and its overdue alarm names what to do', () => {
+    template.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: `rate(${BUILD_RECONCILER.everyMinutes} minutes)` });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: JOB_METRICS.oldestOverdueBuild,
+      AlarmDescription: Match.stringLikeRegexp('no verdict .* past its build.s timeout, or the reconciler has not run'),
+    });
+  });
 });
 
 describe('environments', () => {
@@ -156,9 +191,10 @@ describe('environments', () => {
     expect(runTests.filter((s) => /^(kms|secretsmanager):/.test(String(s['Action'])))).toEqual([]);
   });
 
-  it('a test build timeout from the environment reaches the project', () => {
-    const { template: t } = synth({ testRunnerTimeoutMinutes: JOB_TYPES.run_tests.stage.timeoutSeconds / 60 });
-    t.hasResourceProperties('AWS::CodeBuild::Project', { TimeoutInMinutes: 15 });
+  it('a build timeout from the environment reaches the project and the command stages (up to CodeBuild\'s 36 hours)', () => {
+    const { template: t } = synth({ testRunnerTimeoutMinutes: 2160 });
+    t.hasResourceProperties('AWS::CodeBuild::Project', { TimeoutInMinutes: 2160 });
+    t.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: Match.objectLike({ [ENV.stageJobType]: 'run_tests', [ENV.buildTimeoutMinutes]: '2160' }) } });
   });
 });
 

@@ -9,10 +9,10 @@
  */
 import { LAMBDA_NODE_MAJOR } from '../../lib/constructs/worker';
 import { placeholderValue, type SecretShape } from '../../lib/secrets';
-import { allWorkers } from '../../contract/job-types';
-import { ENV, MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
+import { BUILD_RECONCILER, allWorkers } from '../../contract/job-types';
+import { ENV, JOB_METRICS, MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
 import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
-import { DLQ_RETENTION_DAYS, LEDGER_TABLE, VISIBILITY_TIMEOUT_FACTOR, queueTopology } from '../../contract/topology';
+import { DLQ_RETENTION_DAYS, LEDGER_TABLE, VISIBILITY_TIMEOUT_FACTOR, platformQueues, queueTopology } from '../../contract/topology';
 import { asArray, baseName, render, resolve, resourcesOf, targetOf, type CfnResource, type TemplateJson } from './template';
 
 export interface TemplateRule {
@@ -39,6 +39,19 @@ const fifoQueue = (t: TemplateJson): CfnResource => {
   return found[0]![1];
 };
 const stageQueue = (t: TemplateJson): CfnResource => queues(t).find(([, q]) => !props(q)['FifoQueue'] && props(q)['RedrivePolicy'])![1];
+/** The queue the build-events rule targets (found from the rule, by its pattern's source). */
+const buildEventsRule = (t: TemplateJson): CfnResource => {
+  const found = resourcesOf(t, 'AWS::Events::Rule').filter(([, r]) => asArray(props(r)['EventPattern']?.source).includes('aws.codebuild'));
+  expect(found).toHaveLength(1);
+  return found[0]![1];
+};
+const reconcilerSchedule = (t: TemplateJson): CfnResource => {
+  const found = resourcesOf(t, 'AWS::Events::Rule').filter(([, r]) => props(r)['ScheduleExpression'] !== undefined);
+  expect(found).toHaveLength(1);
+  return found[0]![1];
+};
+/** Every function: one per queue-fed worker, and the scheduled build reconciler. */
+const FUNCTIONS = allWorkers().length + 1;
 const standardDlqId = (t: TemplateJson): string => queues(t).find(([id, q]) => !props(q)['FifoQueue'] && dlqIds(t).has(id))![0];
 const fifoDlqId = (t: TemplateJson): string => queues(t).find(([id, q]) => props(q)['FifoQueue'] && dlqIds(t).has(id))![0];
 const topicId = (t: TemplateJson): string => {
@@ -116,14 +129,28 @@ function everyWorker(consumer: string): Grant[] {
 export const ALLOW_LIST: Readonly<Record<string, readonly Grant[]>> = {
   'sequencer/Worker': [
     ...everyWorker('sequencer'),
-    { actions: ['sqs:SendMessage'], resources: allWorkers().filter((w) => w.name !== 'sequencer').map((w) => `${laneId(w.name)}Queue`), reason: 'forwards pinned staged jobs to their stage queue' },
+    { actions: ['sqs:SendMessage'], resources: queueTopology().filter((q) => q.role === 'stage').map((q) => `${laneId(q.consumer)}Queue`), reason: 'forwards pinned staged jobs to their stage queue' },
     { actions: ['secretsmanager:GetSecretValue'], resources: ['GitCredentials'], reason: 'the push credential: the sequencer is the only writer of a workspace' },
     { actions: ['s3:GetObject'], resources: ['DiffBucket/*'], reason: 'claim-checked diffs, any key of the one bucket' },
     { actions: ['s3:ListBucket'], resources: ['DiffBucket'], reason: 'a missing diff answers NoSuchKey, not AccessDenied' },
   ],
   'run_tests/Worker': [
     ...everyWorker('run_tests'),
-    { actions: ['codebuild:StartBuild', 'codebuild:BatchGetBuilds', 'codebuild:ListBuildsForProject'], resources: ['TestRunnerProject'], reason: 'one build per job: start, poll, find an unrecorded one' },
+    { actions: ['codebuild:StartBuild'], resources: ['TestRunnerProject'], reason: 'starts the build of a run (idempotency token per job and run); nothing polls it' },
+    { actions: ['codebuild:ListBuildsForProject', 'codebuild:BatchGetBuilds'], resources: ['TestRunnerProject'], reason: 'after a crash between StartBuild and recording its id: one search of the 100 newest builds' },
+  ],
+  'build_events/Worker': [
+    ...everyWorker('build_events'),
+    { actions: ['sqs:SendMessage'], resources: ['runtestsQueueDlq'], reason: "a failed build's job: its message copy on its stage's DLQ, as for any failed job" },
+  ],
+  'build-reconciler/Worker': [
+    { actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: ['buildreconcilerWorkerLogGroup'], reason: 'writes to its own log group only' },
+    { actions: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], resources: ['*'], reason: 'active tracing; X-Ray has no resource-level permissions' },
+    { actions: ['dynamodb:Query'], resources: [`LedgerTable/index/${LEDGER_TABLE.dueIndex.name}`], reason: 'lists the command-stage jobs due (sparse index), nothing else' },
+    { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], resources: ['LedgerTable'], reason: 'records a verdict fenced on the build id, marks it reported' },
+    { actions: ['codebuild:BatchGetBuilds'], resources: ['TestRunnerProject'], reason: 'the state of the due builds: one request of at most 100 per run' },
+    { actions: ['events:PutEvents'], resources: ['EventBus'], reason: 'the outcome event of a job it completes' },
+    { actions: ['sqs:SendMessage'], resources: ['runtestsQueueDlq'], reason: "a failed build's job: its message copy on its stage's DLQ" },
   ],
   'open_pr/Worker': [
     ...everyWorker('open_pr'),
@@ -180,7 +207,7 @@ export const TEMPLATE_RULES: readonly TemplateRule[] = [
     rule: 'every queue and DLQ: explicit 1 MiB maximum size, SQS-managed SSE, an HTTPS-only queue policy',
     check: (t) => {
       const policies = resourcesOf(t, 'AWS::SQS::QueuePolicy');
-      expect(queues(t)).toHaveLength(queueTopology().length * 2);
+      expect(queues(t)).toHaveLength(platformQueues().length * 2);
       for (const [id, queue] of queues(t)) {
         expect(props(queue)).toMatchObject({ MaximumMessageSize: MAX_MESSAGE_BYTES, SqsManagedSseEnabled: true });
         const statements = policies.filter(([, p]) => asArray(props(p)['Queues']).some((ref) => targetOf(ref) === id)).flatMap(([, p]) => statementsOf(p));
@@ -345,7 +372,7 @@ export const TEMPLATE_RULES: readonly TemplateRule[] = [
     },
   },
   {
-    rule: "ledger indexes: byWorkspace (a workspace's jobs in order) and the sparse byList projecting only attributes that never change",
+    rule: "ledger indexes: byWorkspace (a workspace's jobs in order), the sparse byList projecting only attributes that never change, and the sparse byDueTime (the build reconciler's)",
     check: (t) => {
       const keys = (index: { partitionKey: string; sortKey: string }) => [
         { AttributeName: index.partitionKey, KeyType: 'HASH' },
@@ -359,6 +386,8 @@ export const TEMPLATE_RULES: readonly TemplateRule[] = [
           KeySchema: keys(LEDGER_TABLE.listIndex),
           Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...LEDGER_TABLE.listIndex.projected] },
         },
+        // The reconciler completes a job from what it reads there (its stage message included).
+        { IndexName: LEDGER_TABLE.dueIndex.name, KeySchema: keys(LEDGER_TABLE.dueIndex), Projection: { ProjectionType: 'ALL' } },
       ]);
     },
     mutations: {
@@ -367,6 +396,9 @@ export const TEMPLATE_RULES: readonly TemplateRule[] = [
         indexes[1]!.Projection = { ProjectionType: 'ALL' };
       },
       'the list index is missing': (t) => {
+        (props(single(t, 'AWS::DynamoDB::Table'))['GlobalSecondaryIndexes'] as unknown[]).splice(1, 1);
+      },
+      'the due index is missing': (t) => {
         (props(single(t, 'AWS::DynamoDB::Table'))['GlobalSecondaryIndexes'] as unknown[]).pop();
       },
     },
@@ -392,7 +424,7 @@ export const TEMPLATE_RULES: readonly TemplateRule[] = [
     rule: `every function: the Node.js ${LAMBDA_NODE_MAJOR} runtime, ARM64, active tracing, its own log group and role, no managed policy, no retry setting`,
     check: (t) => {
       const functions = resourcesOf(t, 'AWS::Lambda::Function');
-      expect(functions).toHaveLength(allWorkers().length);
+      expect(functions).toHaveLength(FUNCTIONS);
       const roles = new Set<string>();
       for (const [, fn] of functions) {
         expect(props(fn)).toMatchObject({ Runtime: `nodejs${LAMBDA_NODE_MAJOR}.x`, Architectures: ['arm64'], TracingConfig: { Mode: 'Active' } });
@@ -517,12 +549,77 @@ export const TEMPLATE_RULES: readonly TemplateRule[] = [
   {
     rule: 'outputs: every queue and DLQ URL, the shared resources and the secrets, under the stable keys the CLI reads',
     check: (t) => {
-      const expected = [...queueTopology().flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name)]), ...Object.values(STACK_OUTPUTS)];
+      const expected = [...platformQueues().flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name)]), ...Object.values(STACK_OUTPUTS)];
       expect(Object.keys(t.Outputs ?? {}).sort()).toEqual(expected.sort());
     },
     mutations: {
       'the alarm topic is not an output': (t) => {
         delete t.Outputs![STACK_OUTPUTS.alarmTopicArn];
+      },
+    },
+  },
+  {
+    rule: "builds end by event: a rule on the default bus sends the one project's ended builds to the build-events queue (its DLQ takes what cannot be delivered), and only that rule may send to them",
+    check: (t) => {
+      const rule = buildEventsRule(t);
+      expect(props(rule)['EventBusName']).toBeUndefined();
+      const project = resourcesOf(t, 'AWS::CodeBuild::Project')[0]![0];
+      expect(props(rule)['EventPattern']).toEqual({
+        source: ['aws.codebuild'],
+        'detail-type': ['CodeBuild Build State Change'],
+        detail: { 'project-name': [{ Ref: project }], 'build-status': ['SUCCEEDED', 'FAILED', 'FAULT', 'STOPPED', 'TIMED_OUT'] },
+      });
+      const [target] = asArray<Record<string, any>>(props(rule)['Targets']);
+      const [queueId, queue] = resolve(t, target!['Arn']);
+      expect(queue.Type).toBe('AWS::SQS::Queue');
+      expect(targetOf(target!['DeadLetterConfig']?.Arn)).toBe(targetOf(props(queue)['RedrivePolicy'].deadLetterTargetArn));
+      const ruleId = resourcesOf(t, 'AWS::Events::Rule').find(([, r]) => r === rule)![0];
+      for (const id of [queueId, targetOf(props(queue)['RedrivePolicy'].deadLetterTargetArn)!]) {
+        const statements = resourcesOf(t, 'AWS::SQS::QueuePolicy').filter(([, p]) => asArray(props(p)['Queues']).some((ref) => targetOf(ref) === id)).flatMap(([, p]) => statementsOf(p));
+        const fromEvents = statements.filter((s) => s['Principal']?.Service === 'events.amazonaws.com');
+        expect(fromEvents).toHaveLength(1);
+        expect(targetOf(fromEvents[0]!['Condition']?.ArnEquals?.['aws:SourceArn'])).toBe(ruleId);
+      }
+      // Its consumer: partial batch responses like every other lane (the ESM rule covers the rest).
+      const mapping = resourcesOf(t, 'AWS::Lambda::EventSourceMapping').find(([, m]) => targetOf(props(m)['EventSourceArn']) === queueId);
+      expect(props(mapping![1])['FunctionResponseTypes']).toEqual(['ReportBatchItemFailures']);
+    },
+    mutations: {
+      'the rule listens to every CodeBuild project of the account': (t) => {
+        delete props(buildEventsRule(t))['EventPattern'].detail['project-name'];
+      },
+      'the rule also delivers in-progress states': (t) => {
+        props(buildEventsRule(t))['EventPattern'].detail['build-status'].push('IN_PROGRESS');
+      },
+      'an event EventBridge cannot deliver is dropped': (t) => {
+        delete asArray<Record<string, any>>(props(buildEventsRule(t))['Targets'])[0]!['DeadLetterConfig'];
+      },
+      'any rule may send to the build-events queue': (t) => {
+        const [queueId] = resolve(t, asArray<Record<string, any>>(props(buildEventsRule(t))['Targets'])[0]!['Arn']);
+        const [, policy] = resourcesOf(t, 'AWS::SQS::QueuePolicy').find(([, p]) => asArray(props(p)['Queues']).some((ref) => targetOf(ref) === queueId))!;
+        delete statementsOf(policy).find((s) => s['Principal']?.Service === 'events.amazonaws.com')!['Condition'];
+      },
+    },
+  },
+  {
+    rule: 'the build reconciler runs on a schedule (no retry: the next run does the same), and alarms when a job stays overdue or it stops running',
+    check: (t) => {
+      const schedule = reconcilerSchedule(t);
+      expect(props(schedule)['ScheduleExpression']).toBe(`rate(${BUILD_RECONCILER.everyMinutes} minutes)`);
+      const [target] = asArray<Record<string, any>>(props(schedule)['Targets']);
+      expect(resolve(t, target!['Arn'])[1].Type).toBe('AWS::Lambda::Function');
+      expect(target!['RetryPolicy']).toEqual({ MaximumRetryAttempts: 0 });
+      const overdue = resourcesOf(t, 'AWS::CloudWatch::Alarm').filter(([, a]) => props(a)['MetricName'] === JOB_METRICS.oldestOverdueBuild);
+      expect(overdue).toHaveLength(1);
+      expect(props(overdue[0]![1])).toMatchObject({ Threshold: BUILD_RECONCILER.overdueAlarmSeconds, TreatMissingData: 'breaching', Statistic: 'Maximum' });
+    },
+    mutations: {
+      'a reconciler that stops running never alarms': (t) => {
+        const [, alarm] = resourcesOf(t, 'AWS::CloudWatch::Alarm').find(([, a]) => props(a)['MetricName'] === JOB_METRICS.oldestOverdueBuild)!;
+        props(alarm)['TreatMissingData'] = 'notBreaching';
+      },
+      'the reconciler runs once a day': (t) => {
+        props(reconcilerSchedule(t))['ScheduleExpression'] = 'rate(1 day)';
       },
     },
   },

@@ -1,7 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import type { AddressInfo } from 'node:net';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import dynalite from 'dynalite';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import {
   DeleteMessageCommand,
@@ -12,8 +14,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
-import { LEDGER_TABLE, queueTopology } from '../../contract/topology';
-import { startEmulators } from '../../src/local/emulators';
+import { LEDGER_TABLE, platformQueues, queueTopology } from '../../contract/topology';
+import { LOCAL_TABLE_NAME, startEmulators } from '../../src/local/emulators';
 import { withEmulators } from '../support/emulators';
 
 describe('local emulators', () => {
@@ -45,8 +47,9 @@ describe('local emulators', () => {
     );
   }
 
-  it('creates every queue of the topology with its DLQ, visibility and redrive settings', async () => {
-    for (const spec of queueTopology()) {
+  it('creates every queue of the platform (the build-events queue too) with its DLQ, visibility and redrive settings', async () => {
+    expect(platformQueues().map((q) => q.name)).toContain('build-events');
+    for (const spec of platformQueues()) {
       const queueUrl = env().queueUrls[spec.name];
       const dlqUrl = env().dlqUrls[spec.name];
       expect(queueUrl).toBeDefined();
@@ -66,16 +69,16 @@ describe('local emulators', () => {
     }
   });
 
-  it('creates the ledger table with the byWorkspace index', async () => {
+  it('creates the ledger table with the byWorkspace, byList and byDueTime indexes', async () => {
     const { Table } = await env().clients.dynamodb.send(new DescribeTableCommand({ TableName: env().tableName }));
     expect(Table?.KeySchema).toEqual([{ AttributeName: LEDGER_TABLE.partitionKey, KeyType: 'HASH' }]);
-    expect(Table?.GlobalSecondaryIndexes?.[0]).toMatchObject({
-      IndexName: LEDGER_TABLE.workspaceIndex.name,
+    expect(Table?.GlobalSecondaryIndexes).toEqual([LEDGER_TABLE.workspaceIndex, LEDGER_TABLE.listIndex, LEDGER_TABLE.dueIndex].map((index) => expect.objectContaining({
+      IndexName: index.name,
       KeySchema: [
-        { AttributeName: LEDGER_TABLE.workspaceIndex.partitionKey, KeyType: 'HASH' },
-        { AttributeName: LEDGER_TABLE.workspaceIndex.sortKey, KeyType: 'RANGE' },
+        { AttributeName: index.partitionKey, KeyType: 'HASH' },
+        { AttributeName: index.sortKey, KeyType: 'RANGE' },
       ],
-    });
+    })));
   });
 
   it('serves the diff bucket path-style', async () => {
@@ -120,6 +123,33 @@ describe('local emulators', () => {
 });
 
 describe('local emulators on disk', () => {
+  it('refuse a persisted ledger that lacks an index of this version, naming it and the remedy', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-dynalite-'));
+    try {
+      // A ledger written by an older version: the table with only the workspace index.
+      const server = dynalite({ path: dir, createTableMs: 0 });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as AddressInfo;
+      const client = new DynamoDBClient({ endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', credentials: { accessKeyId: 'l', secretAccessKey: 'l' } });
+      const index = LEDGER_TABLE.workspaceIndex;
+      await client.send(new CreateTableCommand({
+        TableName: LOCAL_TABLE_NAME,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }, { AttributeName: index.partitionKey, AttributeType: 'S' }, { AttributeName: index.sortKey, AttributeType: 'N' }],
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        GlobalSecondaryIndexes: [{ IndexName: index.name, KeySchema: [{ AttributeName: index.partitionKey, KeyType: 'HASH' }, { AttributeName: index.sortKey, KeyType: 'RANGE' }], Projection: { ProjectionType: 'ALL' } }],
+      }));
+      client.destroy();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+
+      await expect(startEmulators({ dynamoDbPath: dir })).rejects.toThrow(`lacks the index ${LEDGER_TABLE.listIndex.name}, ${LEDGER_TABLE.dueIndex.name} of this version: start again with --reset`);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('keep ledger items across a restart', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-dynalite-'));
     try {

@@ -5,7 +5,9 @@ import { join, relative } from 'node:path';
 import { eventually } from '../support/eventually';
 import { runTestsMessage } from '../support/stage-messages';
 import type { StageMessage } from '../../src/core/envelope';
-import { LocalTestRunner } from '../../src/local/test-runner';
+import { commandOf } from '../../src/core/jobs/command-stage';
+import type { BuildCompletion, CommandRun } from '../../src/core/ports';
+import { LocalTestRunner, localRunEventBody, parseLocalRunEvent } from '../../src/local/test-runner';
 
 /** A real repository with two commits: A (test.sh, a.txt) and B (adds b.txt). */
 function makeRepo(root: string): { url: string; shaA: string; shaB: string } {
@@ -27,6 +29,11 @@ function makeRepo(root: string): { url: string; shaA: string; shaB: string } {
 
 function stageMessage(jobId: string, repo: { url: string; sha: string }, payload: StageMessage<'run_tests'>['payload'] = {}): StageMessage<'run_tests'> {
   return runTestsMessage({ jobId, payload, pin: { sha: repo.sha, repoUrl: repo.url, branch: 'main' } });
+}
+
+/** Run `run` of a job, as the command stage asks for it (its command, its timeout or the default). */
+function commandRun(job: StageMessage<'run_tests'>, run = 0): CommandRun {
+  return { job, run, command: commandOf(job), timeoutSeconds: job.payload.timeoutSeconds ?? 900 };
 }
 
 /** Alive and not a zombie waiting to be reaped by whatever adopted it. */
@@ -58,7 +65,7 @@ describe('LocalTestRunner', () => {
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   it('runs the default command (test.sh) on the tree of the pinned commit, not the branch head', async () => {
-    const { buildId } = await runner.start(stageMessage('job-pinned', { url: repo.url, sha: repo.shaA }));
+    const { buildId } = await runner.start(commandRun(stageMessage('job-pinned', { url: repo.url, sha: repo.shaA })));
 
     const status = await runner.whenDone(buildId);
 
@@ -68,14 +75,14 @@ describe('LocalTestRunner', () => {
   });
 
   it('reports failing tests as a FAILED verdict with the exit code and the output', async () => {
-    const { buildId } = await runner.start(stageMessage('job-fails', { url: repo.url, sha: repo.shaB }, { command: 'echo "2 tests failed" >&2; exit 3' }));
+    const { buildId } = await runner.start(commandRun(stageMessage('job-fails', { url: repo.url, sha: repo.shaB }, { command: 'echo "2 tests failed" >&2; exit 3' })));
 
     await expect(runner.whenDone(buildId)).resolves.toMatchObject({ state: 'FAILED', exitCode: 3, logTail: '2 tests failed\n' });
   });
 
   it('keeps only the tail of a long output', async () => {
     const small = new LocalTestRunner({ stateDir: mkdtempSync(join(root, 'state-')), logTailBytes: 64 });
-    const { buildId } = await small.start(stageMessage('job-chatty', { url: repo.url, sha: repo.shaB }, { command: 'seq 1 20000' }));
+    const { buildId } = await small.start(commandRun(stageMessage('job-chatty', { url: repo.url, sha: repo.shaB }, { command: 'seq 1 20000' })));
 
     const status = await small.whenDone(buildId);
 
@@ -88,10 +95,10 @@ describe('LocalTestRunner', () => {
     const counter = join(root, 'runs-of-job-once');
     const job = stageMessage('job-once', { url: repo.url, sha: repo.shaB }, { command: `echo run >> ${counter}` });
 
-    const [first, second] = await Promise.all([runner.start(job), runner.start(job)]);
+    const [first, second] = await Promise.all([runner.start(commandRun(job)), runner.start(commandRun(job))]);
     await runner.whenDone(first.buildId);
     const restarted = new LocalTestRunner({ stateDir });
-    const third = await restarted.start(job);
+    const third = await restarted.start(commandRun(job));
 
     expect(second).toEqual(first);
     expect(third).toEqual(first);
@@ -101,7 +108,7 @@ describe('LocalTestRunner', () => {
 
   it('kills the whole process group on timeout, leaving no orphan', async () => {
     const job = stageMessage('job-hangs', { url: repo.url, sha: repo.shaB }, { command: 'sleep 300 & echo "background $!"; sleep 300', timeoutSeconds: 1 });
-    const { buildId } = await runner.start(job);
+    const { buildId } = await runner.start(commandRun(job));
 
     const status = await runner.whenDone(buildId);
 
@@ -116,7 +123,7 @@ describe('LocalTestRunner', () => {
 
   it('ends what the tests left running after they exit', async () => {
     const job = stageMessage('job-leaks', { url: repo.url, sha: repo.shaB }, { command: 'sleep 300 >/dev/null 2>&1 & echo "background $!"' });
-    const { buildId } = await runner.start(job);
+    const { buildId } = await runner.start(commandRun(job));
 
     const status = await runner.whenDone(buildId);
 
@@ -134,7 +141,7 @@ describe('LocalTestRunner', () => {
 
     it('ends the job on timeout and kills that process too', async () => {
       const pidFile = join(root, 'escapee-timeout.pid');
-      const { buildId } = await runner.start(stageMessage('job-escapes-timeout', { url: repo.url, sha: repo.shaB }, { command: `${escapee(pidFile)} sleep 300`, timeoutSeconds: 1 }));
+      const { buildId } = await runner.start(commandRun(stageMessage('job-escapes-timeout', { url: repo.url, sha: repo.shaB }, { command: `${escapee(pidFile)} sleep 300`, timeoutSeconds: 1 })));
 
       expect(await settled(buildId)).toMatchObject({ state: 'ERROR', status: 'TIMED_OUT' });
       expect(isAlive(pidIn(pidFile))).toBe(false);
@@ -142,7 +149,7 @@ describe('LocalTestRunner', () => {
 
     it('ends the job when the command exits and kills that process', async () => {
       const pidFile = join(root, 'escapee-exit.pid');
-      const { buildId } = await runner.start(stageMessage('job-escapes-exit', { url: repo.url, sha: repo.shaB }, { command: `${escapee(pidFile)} while [ ! -s ${pidFile} ]; do sleep 0.05; done; echo done` }));
+      const { buildId } = await runner.start(commandRun(stageMessage('job-escapes-exit', { url: repo.url, sha: repo.shaB }, { command: `${escapee(pidFile)} while [ ! -s ${pidFile} ]; do sleep 0.05; done; echo done` })));
 
       expect(await settled(buildId)).toMatchObject({ state: 'PASSED', logTail: 'done\n' });
       expect(isAlive(pidIn(pidFile))).toBe(false);
@@ -150,7 +157,7 @@ describe('LocalTestRunner', () => {
 
     it('kills a double-forked daemon (its parent exits at once, it is re-parented)', async () => {
       const pidFile = join(root, 'escapee-daemon.pid');
-      const { buildId } = await runner.start(stageMessage('job-daemon', { url: repo.url, sha: repo.shaB }, { command: `(${escapee(pidFile)}); while [ ! -s ${pidFile} ]; do sleep 0.05; done` }));
+      const { buildId } = await runner.start(commandRun(stageMessage('job-daemon', { url: repo.url, sha: repo.shaB }, { command: `(${escapee(pidFile)}); while [ ! -s ${pidFile} ]; do sleep 0.05; done` })));
 
       expect(await settled(buildId)).toMatchObject({ state: 'PASSED' });
       expect(isAlive(pidIn(pidFile))).toBe(false);
@@ -162,7 +169,7 @@ describe('LocalTestRunner', () => {
       process.env.AGENT_JOBS_PLATFORM_SECRET = 'must-not-leak';
       try {
         const { buildId } = await runner.start(
-          stageMessage('job-where', { url: repo.url, sha: repo.shaB }, { command: 'echo "cwd=$(pwd -P)"; echo "home=$HOME"; echo "tmp=$TMPDIR"; ls -A "$HOME" | wc -l; env | cut -d= -f1 | sort' }),
+          commandRun(stageMessage('job-where', { url: repo.url, sha: repo.shaB }, { command: 'echo "cwd=$(pwd -P)"; echo "home=$HOME"; echo "tmp=$TMPDIR"; ls -A "$HOME" | wc -l; env | cut -d= -f1 | sort' })),
         );
         const status = await runner.whenDone(buildId);
 
@@ -179,7 +186,7 @@ describe('LocalTestRunner', () => {
         const names = lines.filter((l) => /^[A-Z_][A-Z0-9_]*$/.test(l));
         expect(names).not.toContain('AGENT_JOBS_PLATFORM_SECRET');
         expect(names.filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n))).toEqual(
-          ['AGENT_JOBS_TEST_RUN', 'CI', 'COMMIT_SHA', 'GIT_CONFIG_NOSYSTEM', 'GIT_TERMINAL_PROMPT', 'HOME', 'JOB_ID', 'LANG', 'PATH', 'REPO_URL', 'TEST_COMMAND', 'TMPDIR'],
+          ['AGENT_JOBS_TEST_RUN', 'CI', 'COMMIT_SHA', 'GIT_CONFIG_NOSYSTEM', 'GIT_TERMINAL_PROMPT', 'HOME', 'JOB_ID', 'JOB_RUN', 'JOB_TYPE', 'LANG', 'PATH', 'REPO_URL', 'TEST_COMMAND', 'TMPDIR'],
         );
       } finally {
         delete process.env.AGENT_JOBS_PLATFORM_SECRET;
@@ -189,7 +196,7 @@ describe('LocalTestRunner', () => {
     it('gives `..` from the workspace no way into the state directory', async () => {
       writeFileSync(join(stateDir, 'platform.json'), '{"secret":"platform"}');
       const tries = ['..', '../..', '../../..', '../../../..'].map((up) => `cat ${up}/platform.json ${up}/runs/*.json 2>/dev/null && exit 0;`).join(' ');
-      const { buildId } = await runner.start(stageMessage('job-climbs', { url: repo.url, sha: repo.shaB }, { command: `${tries} echo not found; exit 1` }));
+      const { buildId } = await runner.start(commandRun(stageMessage('job-climbs', { url: repo.url, sha: repo.shaB }, { command: `${tries} echo not found; exit 1` })));
 
       await expect(runner.whenDone(buildId)).resolves.toMatchObject({ state: 'FAILED', exitCode: 1, logTail: 'not found\n' });
     });
@@ -200,7 +207,7 @@ describe('LocalTestRunner', () => {
   });
 
   it('stops a running test on close and records it as STOPPED, not as a verdict', async () => {
-    const { buildId } = await runner.start(stageMessage('job-closed', { url: repo.url, sha: repo.shaB }, { command: 'sleep 300' }));
+    const { buildId } = await runner.start(commandRun(stageMessage('job-closed', { url: repo.url, sha: repo.shaB }, { command: 'sleep 300' })));
     await eventually(() => runner.runState(buildId), (state) => state.pid !== undefined, { what: 'the test process to start', intervalMs: 20 });
 
     await runner.close();
@@ -210,13 +217,43 @@ describe('LocalTestRunner', () => {
   });
 
   it('reports a commit that cannot be checked out as an infrastructure error', async () => {
-    const { buildId } = await runner.start(stageMessage('job-bad-sha', { url: repo.url, sha: 'f'.repeat(40) }));
+    const { buildId } = await runner.start(commandRun(stageMessage('job-bad-sha', { url: repo.url, sha: 'f'.repeat(40) })));
 
     await expect(runner.whenDone(buildId)).resolves.toMatchObject({ state: 'ERROR', status: 'FAILED', message: expect.stringMatching(/checkout of f{40} failed/) });
   });
 
-  it('answers a poll for a build it never started with a named error', async () => {
-    await expect(runner.poll('local-nobody')).rejects.toThrow(/no local run local-nobody/);
+  it('answers a poll for a build it never started with a named error, and leaves it out of describe', async () => {
+    await expect(runner.poll('local:nobody:0')).rejects.toThrow(/no local run local:nobody:0/);
     await expect(runner.poll('tests:1234')).rejects.toThrow(/not a local build id/);
+    await expect(runner.describe(['local:nobody:0', 'tests:1234'])).resolves.toEqual(new Map());
+  });
+
+  it("hands the build's end to onFinished once its state is written: the exit is the completion event", async () => {
+    const finished: BuildCompletion[] = [];
+    const reporting = new LocalTestRunner({ stateDir: mkdtempSync(join(root, 'state-')), onFinished: async (c) => void finished.push(c) });
+    const job = stageMessage('job-event', { url: repo.url, sha: repo.shaB }, { command: 'exit 4' });
+    const { buildId } = await reporting.start(commandRun(job));
+
+    await reporting.whenDone(buildId);
+
+    expect(finished).toEqual([{ buildId, jobId: 'job-event', jobType: 'run_tests', sha: repo.shaB, status: expect.objectContaining({ state: 'FAILED', exitCode: 4 }) }]);
+    await expect(reporting.describe([buildId])).resolves.toEqual(new Map([[buildId, expect.objectContaining({ state: 'FAILED' })]]));
+    // What the platform puts on the build-events queue reads back as the same completion.
+    expect(parseLocalRunEvent(localRunEventBody(finished[0]!))).toEqual(finished[0]);
+    expect(() => parseLocalRunEvent('{"source":"aws.codebuild"}')).toThrow(/not a local build event/);
+  });
+
+  it("starts a new build for a job's new run number (an operator's redrive), keeping the first one's state", async () => {
+    const counter = join(root, 'runs-of-job-rerun');
+    const job = stageMessage('job-rerun', { url: repo.url, sha: repo.shaB }, { command: `echo run >> ${counter}` });
+
+    const first = await runner.start(commandRun(job, 0));
+    await runner.whenDone(first.buildId);
+    const second = await runner.start(commandRun(job, 1));
+    await runner.whenDone(second.buildId);
+
+    expect(second.buildId).not.toBe(first.buildId);
+    expect(readFileSync(counter, 'utf8')).toBe('run\nrun\n');
+    expect([...(await runner.describe([first.buildId, second.buildId])).values()].map((s) => s.state)).toEqual(['PASSED', 'PASSED']);
   });
 });

@@ -158,7 +158,8 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     const backoffs: number[] = [];
     let down = true;
     const queueOps: QueueOps = {
-      send: (url, body, attributes) => real.send(url, body, attributes),
+      send: (url, body, attributes, groupId) => real.send(url, body, attributes, groupId),
+      sendToDlq: (url, message, failure) => real.sendToDlq(url, message, failure),
       changeVisibility: async (record, seconds) => {
         backoffs.push(seconds);
         await real.changeVisibility(record, seconds);

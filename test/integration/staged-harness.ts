@@ -83,19 +83,7 @@ export function stageHarness(emulators: LocalEmulators, worker: StagedJobType): 
       await send(JSON.stringify(message), jobAttributes(message));
     },
     sendRaw: (body) => send(body, {}),
-    async deliver(invoke) {
-      const out = await clients.sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] }),
-      );
-      const message = out.Messages?.[0];
-      if (!message) throw new Error(`no message on ${queue} to deliver`);
-      const record = toSqsRecord(message, await queueArn(queueUrl), LOCAL_REGION);
-      const response = await invoke([record]);
-      const failed = response.batchItemFailures.some((f) => f.itemIdentifier === record.messageId);
-      if (!failed) await clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }));
-      else leftInFlight.push(message.ReceiptHandle ?? '');
-      return { failed, receiveCount: Number(record.attributes.ApproximateReceiveCount) };
-    },
+    deliver: (invoke) => deliverOne(emulators, queue, invoke, leftInFlight),
     async elapse(ms) {
       harness.now += ms;
       for (const handle of leftInFlight.splice(0)) {
@@ -113,10 +101,32 @@ export function stageHarness(emulators: LocalEmulators, worker: StagedJobType): 
     await clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: messageAttributes }));
   }
 
-  async function queueArn(url: string): Promise<string> {
-    const out = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
-    return out.Attributes!.QueueArn!;
-  }
-
   return harness;
+}
+
+/**
+ * One event-source-mapping delivery from a queue of the emulators: receive one message, invoke,
+ * delete it when acknowledged. Resolves whether it was reported as failed; a failed message's
+ * receipt handle goes to `leftInFlight` (so a harness can make it visible again when time passes).
+ */
+export async function deliverOne(
+  emulators: LocalEmulators,
+  queue: string,
+  invoke: (records: SQSRecord[]) => Promise<SQSBatchResponse>,
+  leftInFlight: string[] = [],
+): Promise<{ failed: boolean; receiveCount: number }> {
+  const { sqs } = emulators.clients;
+  const queueUrl = emulators.queueUrls[queue]!;
+  const out = await sqs.send(
+    new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] }),
+  );
+  const message = out.Messages?.[0];
+  if (!message) throw new Error(`no message on ${queue} to deliver`);
+  const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+  const record = toSqsRecord(message, arn, LOCAL_REGION);
+  const response = await invoke([record]);
+  const failed = response.batchItemFailures.some((f) => f.itemIdentifier === record.messageId);
+  if (!failed) await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }));
+  else leftInFlight.push(message.ReceiptHandle ?? '');
+  return { failed, receiveCount: Number(record.attributes.ApproximateReceiveCount) };
 }

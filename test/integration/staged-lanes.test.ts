@@ -1,27 +1,29 @@
 /**
  * Issue 3's scenario, end to end on the local emulators: an agent sends, for one workspace,
  * patch A, patch B, run_tests, patch C, open_pr. The sequencer, the run_tests and the open_pr
- * handlers are driven by the local event-source-mapping pollers. The stage pollers start only after
+ * handlers, and the build-events consumer that records the test build's verdict, are driven by
+ * the local event-source-mapping pollers. The stage pollers start only after
  * patch C is on the branch: the worst timing for the tests, which must still see A and B, not C.
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { JOB_TYPES, SEQUENCER } from '../../contract/job-types';
-import { localOpenPrDeps, localRunTestsDeps, localSequencerDeps } from '../../src/compose/local';
+import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { BUILD_EVENTS, JOB_TYPES, SEQUENCER } from '../../contract/job-types';
+import { localBuildEventsDeps, localCommandStageDeps, localOpenPrDeps, localSequencerDeps } from '../../src/compose/local';
 import { enqueueAgentJobs, type JobRequest } from '../../src/client';
 import type { JobRecord } from '../../src/core/ports';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
 import { startQueuePoller, type LocalHandler, type QueuePoller } from '../../src/local/poller';
 import { resolveBranchHead } from '../../src/adapters/git';
 import { LocalPullRequestStore } from '../../src/local/pr-store';
-import { LocalTestRunner } from '../../src/local/test-runner';
+import { LocalTestRunner, localRunEventBody, parseLocalRunEvent } from '../../src/local/test-runner';
 import { withEmulators } from '../support/emulators';
 import { eventually } from '../support/eventually';
 import { createRepo, diffOfEdits, git, tempDir, writeFiles } from '../support/git-fixtures';
 import { emulatorWorkerOptions, quietLogger, type RecordedEvent } from './staged-harness';
 import { createOpenPrHandler } from '../../src/core/jobs/open-pr';
-import { createRunTestsHandler } from '../../src/core/jobs/run-tests';
+import { createBuildEventsHandler } from '../../src/core/build-completion';
+import { createCommandStageHandler } from '../../src/core/jobs/command-stage';
 import { createSequencer } from '../../src/core/sequencer';
 
 const WORKSPACE = 'ws-issue3';
@@ -46,7 +48,14 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
     base = await createRepo(seed, { 'test.sh': 'echo "tree:"; ls -1 | sort\n', 'README.md': 'widgets\n' });
     await git(seed, 'branch', BRANCH);
     await gitServer.importRepository(seed, 'widgets');
-    runner = new LocalTestRunner({ stateDir: join(root, 'runner') });
+    // The test run's exit is its completion event, on the build-events queue (as the local platform wires it).
+    const { clients, queueUrls } = emulators();
+    runner = new LocalTestRunner({
+      stateDir: join(root, 'runner'),
+      onFinished: async (completion) => {
+        await clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrls[BUILD_EVENTS.queue], MessageBody: localRunEventBody(completion) }));
+      },
+    });
   });
 
   afterAll(async () => {
@@ -122,11 +131,8 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
     );
     await untilStatuses(status, { 'job-c': 'SUCCEEDED', 'job-pr': 'FORWARDED' });
 
-    await poll(
-      'run-tests',
-      createRunTestsHandler(localRunTestsDeps({ ...options, runner, wait: { pollIntervalMs: 50, reserveMs: 1_000 } })),
-      JOB_TYPES.run_tests.stage,
-    );
+    await poll('run-tests', createCommandStageHandler('run_tests', localCommandStageDeps('run_tests', { ...options, runner })), JOB_TYPES.run_tests.stage);
+    await poll(BUILD_EVENTS.queue, createBuildEventsHandler(localBuildEventsDeps({ ...options, parse: parseLocalRunEvent })), BUILD_EVENTS);
     await poll('open-pr', createOpenPrHandler(localOpenPrDeps({ ...options, host: prStore })), JOB_TYPES.open_pr.stage);
     await untilStatuses(status, { 'job-tests': 'SUCCEEDED', 'job-pr': 'SUCCEEDED' });
 

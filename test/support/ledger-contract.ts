@@ -283,6 +283,75 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
       });
     });
 
+    describe('command-stage builds', () => {
+      /** A job the sequencer pinned, claimed by its stage with build `buildId` recorded and RUNNING until `dueAt`. */
+      async function running(buildId: string, dueAt: number): Promise<JobEnvelope> {
+        const job = newJob();
+        const pinning = claimOf(job);
+        await ledger.claim(pinning);
+        await ledger.complete({ jobId: job.jobId, owner: pinning.owner, now: NOW, verdict: { status: 'FORWARDED', pin: PIN } });
+        const stage = claimOf(job, { consumer: 'stage', pin: PIN });
+        expect((await ledger.claim(stage)).kind).toBe('claimed');
+        await ledger.recordProgress({ jobId: job.jobId, owner: stage.owner, progress: { buildId }, now: NOW });
+        await ledger.complete({ jobId: job.jobId, owner: stage.owner, now: NOW, verdict: { status: 'RUNNING', dueAt, stageMessage: JSON.stringify({ ...job, pin: PIN }) } });
+        return job;
+      }
+      const dueIds = async (now: number, ids: readonly string[]) => (await ledger.listDue(now, 100)).map((r) => r.jobId).filter((id) => ids.includes(id));
+      const PASSED: Extract<JobVerdict, { status: 'SUCCEEDED' }> = { status: 'SUCCEEDED', result: { verdict: 'passed' } };
+
+      it('records the verdict once, fenced on the recorded build and RUNNING; the job stays due until reported', async () => {
+        const job = await running('b-1', NOW + 10_000);
+        expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'RUNNING', dueAt: NOW + 10_000, progress: { buildId: 'b-1' } });
+
+        expect(await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-other', verdict: PASSED, now: NOW, reportBy: NOW + 500 })).toMatchObject({ kind: 'refused', record: { status: 'RUNNING' } });
+        expect(await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-1', verdict: PASSED, now: NOW, reportBy: NOW + 500 })).toMatchObject({ kind: 'finished', record: { status: 'SUCCEEDED', result: PASSED.result, dueAt: NOW + 500 } });
+        expect(await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-1', verdict: FAILED as typeof PASSED, now: NOW, reportBy: NOW })).toMatchObject({ kind: 'refused', record: { status: 'SUCCEEDED' } });
+        expect(await dueIds(NOW + 500, [job.jobId])).toEqual([job.jobId]);
+
+        await ledger.markReported({ jobId: job.jobId, buildId: 'b-1', now: NOW + 1 });
+        const reported = await ledger.getJob(job.jobId);
+        expect(reported).toMatchObject({ status: 'SUCCEEDED', reportedAt: new Date(NOW + 1).toISOString() });
+        expect(reported?.dueAt).toBeUndefined();
+        expect(await dueIds(NOW + 10 ** 9, [job.jobId])).toEqual([]);
+        expect(await ledger.finishBuild({ jobId: 'job-unknown', buildId: 'b-1', verdict: PASSED, now: NOW, reportBy: NOW })).toEqual({ kind: 'refused', record: undefined });
+      });
+
+      it('lists due jobs by due time, and a postponed one only once due again', async () => {
+        const late = await running('b-late', NOW + 2_000);
+        const early = await running('b-early', NOW + 1_000);
+        const notYet = await running('b-not-yet', NOW + 9_000);
+        const ids = [late.jobId, early.jobId, notYet.jobId];
+        expect(await dueIds(NOW + 2_000, ids)).toEqual([early.jobId, late.jobId]);
+
+        await ledger.postponeDue({ jobId: early.jobId, buildId: 'b-early', dueAt: NOW + 5_000, now: NOW + 2_000 });
+        await ledger.postponeDue({ jobId: late.jobId, buildId: 'b-stale', dueAt: NOW + 5_000, now: NOW + 2_000 });
+        expect(await dueIds(NOW + 2_000, ids)).toEqual([late.jobId]);
+        expect(await dueIds(NOW + 5_000, ids)).toEqual([late.jobId, early.jobId]);
+      });
+
+      it("a redrive of a FAILED build's job starts a new run: run + 1, the old build and its completion state dropped", async () => {
+        const job = await running('b-1', NOW);
+        await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-1', verdict: FAILED as typeof PASSED, now: NOW, reportBy: NOW });
+        await ledger.markReported({ jobId: job.jobId, buildId: 'b-1', now: NOW });
+        const redrive = claimOf(job, { consumer: 'stage', pin: PIN, redrive: true });
+
+        const claimed = await ledger.claim(redrive);
+
+        expect(claimed).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', run: 1 } });
+        const record = claimed.kind === 'claimed' ? claimed.record : undefined;
+        expect([record?.progress, record?.dueAt, record?.stageMessage, record?.reportedAt, record?.error]).toEqual([undefined, undefined, undefined, undefined, undefined]);
+        // The old run's build can no longer record anything.
+        expect((await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-1', verdict: PASSED, now: NOW, reportBy: NOW })).kind).toBe('refused');
+      });
+
+      it('a stage delivery of a RUNNING job is acknowledged as running, never claimed', async () => {
+        const job = await running('b-1', NOW + 1_000);
+        expect((await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS * 10 }))).kind).toBe('running');
+        expect((await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, redrive: true }))).kind).toBe('running');
+        expect((await ledger.claim(claimOf(job))).kind).toBe('staged');
+      });
+    });
+
     describe('unfinished jobs', () => {
       it('lists the jobs without an outcome (QUEUED, IN_FLIGHT, FORWARDED), oldest first, and nothing else', async () => {
         const queued = newJob({ createdAt: '2025-12-30T00:00:00Z' });

@@ -32,6 +32,8 @@ import {
   type ConflictAttempt,
   type ConflictSeenBy,
   type DlqEntry,
+  type FinishBuildInput,
+  type FinishBuildOutcome,
   type JobRecord,
   type Ledger,
   type QueueOutcome,
@@ -81,15 +83,22 @@ export class MemoryLedger implements Ledger {
     throw new TransientJobError(`claim of job ${req.job.jobId} kept racing with other writers`);
   }
 
-  /** The claim's conditional write; a redrive's takeover of a FAILED or SKIPPED record drops its progress. */
+  /**
+   * The claim's conditional write; a redrive's takeover of a FAILED or SKIPPED record starts a new
+   * run: it drops the old run's progress and build-completion state and adds one to `run`.
+   */
   private tryClaim(req: ClaimRequest): JobRecord | undefined {
     const existing = this.jobs.get(req.job.jobId);
     if (!isClaimable(existing, req)) return undefined;
     const { job } = req;
     const rerun = existing !== undefined && RERUN_STATUSES.includes(existing.status);
     const { error: _error, blockedBy: _blockedBy, progress, ...kept } = existing ?? ({} as Partial<JobRecord>);
+    if (rerun) {
+      for (const field of ['dueAt', 'stageMessage', 'reportedAt', 'result'] as const) delete kept[field];
+    }
     const record: JobRecord = {
       ...kept,
+      ...(rerun ? { run: (existing.run ?? 0) + 1 } : {}),
       ...(rerun || progress === undefined ? {} : { progress }),
       jobId: job.jobId,
       workspaceId: job.workspaceId,
@@ -123,6 +132,10 @@ export class MemoryLedger implements Ledger {
       record.pin = verdict.pin;
       record.attempt = 0;
     }
+    if (verdict.status === 'RUNNING') {
+      record.dueAt = verdict.dueAt;
+      record.stageMessage = verdict.stageMessage;
+    }
     if (input.workspace) record.wsSeq = input.workspace.seq;
     const pk = `job#${input.jobId}`;
     if (verdict.status === 'FAILED' || verdict.status === 'SKIPPED') this.lists.set(pk, { key: LISTS.dlq, sort: listSortKey(iso(input.now), input.jobId) });
@@ -130,6 +143,43 @@ export class MemoryLedger implements Ledger {
     this.jobs.set(input.jobId, copy(record));
     this.workspaceOf.set(input.jobId, input.workspace?.workspaceId ?? this.workspaceOf.get(input.jobId));
     return copy(record);
+  }
+
+  /** The adapter's condition: RUNNING with this build recorded. A record with `dueAt` is on its due index. */
+  async finishBuild(input: FinishBuildInput): Promise<FinishBuildOutcome> {
+    const current = this.jobs.get(input.jobId);
+    if (current?.status !== 'RUNNING' || current.progress?.['buildId'] !== input.buildId) return { kind: 'refused', record: copy(current) };
+    const { verdict } = input;
+    const record: Mutable<JobRecord> = { ...current, status: verdict.status, dueAt: input.reportBy, updatedAt: iso(input.now) };
+    if (verdict.status === 'SUCCEEDED') record.result = verdict.result;
+    else record.error = verdict.error;
+    // The lists, as `complete` moves them.
+    const pk = `job#${input.jobId}`;
+    if (verdict.status === 'FAILED') this.lists.set(pk, { key: LISTS.dlq, sort: listSortKey(iso(input.now), input.jobId) });
+    else this.lists.delete(pk);
+    this.jobs.set(input.jobId, copy(record));
+    return { kind: 'finished', record: copy(record) };
+  }
+
+  async markReported(input: { jobId: string; buildId: string; now: number }): Promise<void> {
+    const current = this.jobs.get(input.jobId);
+    if (current?.progress?.['buildId'] !== input.buildId) return;
+    const { dueAt: _dueAt, ...rest } = current;
+    this.jobs.set(input.jobId, { ...rest, reportedAt: iso(input.now), updatedAt: iso(input.now) });
+  }
+
+  async postponeDue(input: { jobId: string; buildId: string; dueAt: number; now: number }): Promise<void> {
+    const current = this.jobs.get(input.jobId);
+    if (current?.status !== 'RUNNING' || current.progress?.['buildId'] !== input.buildId) return;
+    this.jobs.set(input.jobId, { ...current, dueAt: input.dueAt, updatedAt: iso(input.now) });
+  }
+
+  async listDue(now: number, limit: number): Promise<JobRecord[]> {
+    return [...this.jobs.values()]
+      .filter((job) => job.dueAt !== undefined && job.dueAt <= now)
+      .sort((a, b) => (a.dueAt ?? 0) - (b.dueAt ?? 0))
+      .slice(0, limit)
+      .map(copy);
   }
 
   async heartbeat(input: { jobId: string; owner: string; leaseUntil: number; now: number }): Promise<void> {

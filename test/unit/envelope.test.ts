@@ -98,10 +98,11 @@ describe('parseEnvelope', () => {
     expect(parseEnvelope({ ...patch, payload: { ...withoutDiff, diffRef } }).payload).toMatchObject({ diffRef });
   });
 
-  it('caps run_tests timeoutSeconds at what hand-overs between deliveries can cover', () => {
-    const tests = { ...patch, type: 'run_tests', payload: { timeoutSeconds: 45 * 60 } };
-    expect(parseEnvelope(tests).payload).toEqual({ timeoutSeconds: 2700 });
-    expect(invalid({ ...tests, payload: { timeoutSeconds: 45 * 60 + 1 } })).toContain('payload.timeoutSeconds');
+  it("accepts a run_tests timeout up to CodeBuild's limit (36 hours): no function waits for the build", () => {
+    const tests = { ...patch, type: 'run_tests', payload: { timeoutSeconds: 2 * 3600 } };
+    expect(parseEnvelope(tests).payload).toEqual({ timeoutSeconds: 7200 });
+    expect(parseEnvelope({ ...tests, payload: { timeoutSeconds: 2160 * 60 } }).payload).toEqual({ timeoutSeconds: 129_600 });
+    expect(invalid({ ...tests, payload: { timeoutSeconds: 2160 * 60 + 1 } })).toContain('payload.timeoutSeconds');
   });
 
   it('says when the body is not JSON', () => {

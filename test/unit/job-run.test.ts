@@ -64,6 +64,11 @@ class RecordingQueue implements QueueOps {
     this.calls.push({ op: 'send', queueUrl, body });
   }
 
+  async sendToDlq(queueUrl: string, message: { body: string }): Promise<void> {
+    this.attempt('send');
+    this.calls.push({ op: 'send', queueUrl, body: message.body });
+  }
+
   of<K extends Call['op']>(op: K): Extract<Call, { op: K }>[] {
     return this.calls.filter((c): c is Extract<Call, { op: K }> => c.op === op);
   }
