@@ -38,13 +38,20 @@ export type CompletionOutcome =
   | 'completed'
   /** Late, duplicate, of another run's build, or of an unknown job: nothing changed. */
   | 'ignored'
-  /** The job has this build recorded but is not RUNNING yet (its stage is finishing): try again later. */
+  /**
+   * The job's stage is still starting it (IN_FLIGHT, with this build or none recorded yet: the
+   * start's answer may have been lost and a redelivery will record this build): try again later.
+   */
   | 'notRunningYet';
 
 /** Why a completion cannot be recorded on this record, or undefined when it can. */
 function refusal(record: JobRecord | undefined, buildId: string): Exclude<CompletionOutcome, 'completed'> | undefined {
-  if (record === undefined || record.progress?.['buildId'] !== buildId) return 'ignored';
-  if (record.status === 'IN_FLIGHT') return 'notRunningYet';
+  if (record === undefined) return 'ignored';
+  const recorded = record.progress?.['buildId'];
+  // A fast build can end before its stage records it (a lost StartBuild answer, a crash): its
+  // completion waits for the redelivery that records the build, not for the reconciler.
+  if (record.status === 'IN_FLIGHT' && (recorded === undefined || recorded === buildId)) return 'notRunningYet';
+  if (recorded !== buildId) return 'ignored';
   return record.status === 'RUNNING' ? undefined : 'ignored';
 }
 

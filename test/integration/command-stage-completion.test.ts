@@ -170,6 +170,25 @@ describe('command stage: start, acknowledge, complete by event (pipeline + dynal
     expect(outcomes(message.jobId)).toEqual(['AgentJobSucceeded']);
   });
 
+  it("a build that ends before its stage recorded it (the start's answer was lost) is completed once a redelivery records it, not left to the reconciler", async () => {
+    const message = job();
+    await h.forward(message);
+    // The stage asked for the build and lost the answer: only its start mark is recorded.
+    const { pin: _pin, ...envelope } = message;
+    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner: 'stage-1', now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', pin: message.pin, redrive: false });
+    await h.ledger.recordProgress({ jobId: message.jobId, owner: 'stage-1', progress: { startRequestedAt: new Date(h.now).toISOString() }, now: h.now });
+    await emit(message, 'tests:lost-answer', 'SUCCEEDED');
+
+    expect((await deliverOne(emulators(), BUILD_EVENTS, completion())).failed).toBe(true);
+    // The redelivery finds the build and records it, then the job RUNNING.
+    await h.ledger.recordProgress({ jobId: message.jobId, owner: 'stage-1', progress: { buildId: 'tests:lost-answer' }, now: h.now });
+    await h.ledger.complete({ jobId: message.jobId, owner: 'stage-1', now: h.now, verdict: { status: 'RUNNING', dueAt: h.now + 1000, stageMessage: JSON.stringify(message) } });
+    expect(await deliverOne(emulators(), BUILD_EVENTS, completion())).toEqual({ failed: false, receiveCount: 2 });
+
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { buildId: 'tests:lost-answer' } });
+    expect(outcomes(message.jobId)).toEqual(['AgentJobSucceeded']);
+  });
+
   it.each(['FAULT', 'TIMED_OUT', 'STOPPED'])('a build that ends %s fails the job once: TEST_RUN_ERROR, the message copy on the stage DLQ, one event', async (status) => {
     const { message, buildId } = await running();
     await emit(message, buildId, status);
