@@ -162,16 +162,25 @@ export function commandStage(declaration: {
 }
 
 /**
- * Used when a run_tests job names no command: `npm test` (after `npm ci` when a lockfile is
- * present) when package.json has a test script, else `./test.sh` when present, else exit 2 with a
- * message. One shell line, always sent as the build's command, so CodeBuild (which cannot look
- * into the repository before the build) and the local runner behave the same.
+ * A command stage's default: `npm run <script>` (after `npm ci` when a lockfile is present) when
+ * package.json has that script, else `sh ./<file>` when present, else exit 2 with a message. One
+ * shell line, always sent as the build's command, so CodeBuild (which cannot look into the
+ * repository before the build) and the local runner behave the same.
  */
-export const DEFAULT_TEST_COMMAND =
-  `if [ -f package.json ] && node -e "process.exit(require('./package.json').scripts?.test ? 0 : 1)"; then ` +
-  `{ [ ! -f package-lock.json ] || npm ci; } && npm test; ` +
-  `elif [ -f test.sh ]; then sh ./test.sh; ` +
-  `else echo 'no test command: give payload.command, a package.json test script or test.sh' >&2; exit 2; fi`;
+function scriptOrFile(script: string, file: string): string {
+  return (
+    `if [ -f package.json ] && node -e "process.exit(require('./package.json').scripts?.${script} ? 0 : 1)"; then ` +
+    `{ [ ! -f package-lock.json ] || npm ci; } && npm run ${script}; ` +
+    `elif [ -f ${file} ]; then sh ./${file}; ` +
+    `else echo 'no ${script} command: give payload.command, a package.json ${script} script or ${file}' >&2; exit 2; fi`
+  );
+}
+
+/** Used when a run_tests job names no command: the `test` script, else `./test.sh`. */
+export const DEFAULT_TEST_COMMAND = scriptOrFile('test', 'test.sh');
+
+/** Used when a run_lint job names no command: the `lint` script, else `./lint.sh`. */
+export const DEFAULT_LINT_COMMAND = scriptOrFile('lint', 'lint.sh');
 
 /** The sequencer: consumes the FIFO queue, runs ordered job types, pins and forwards staged ones. */
 export const SEQUENCER: WorkerSettings = {
@@ -248,6 +257,21 @@ export const JOB_TYPES = {
       memoryMb: 256,
       batchSize: 1,
       maxConcurrency: 10,
+      maxReceiveCount: 5,
+      oldestMessageAlarmSeconds: 1800,
+      bundleBudgetKiB: 120,
+    },
+  }),
+  // The example command stage: a declaration and nothing else (README "Customize").
+  run_lint: commandStage({
+    summary: "run the workspace's linter at the pinned commit",
+    command: { defaultCommand: DEFAULT_LINT_COMMAND, subject: 'lint' },
+    stage: {
+      queue: 'run-lint',
+      timeoutSeconds: 60,
+      memoryMb: 256,
+      batchSize: 1,
+      maxConcurrency: 5,
       maxReceiveCount: 5,
       oldestMessageAlarmSeconds: 1800,
       bundleBudgetKiB: 120,

@@ -18,10 +18,11 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
-import { BUILD_RECONCILER, commandStageOf } from '../contract/job-types';
+import { BUILD_RECONCILER, JOB_TYPES, commandStageOf } from '../contract/job-types';
 import { ENV, METRICS_NAMESPACE, stageDlqUrlEnv, stageQueueUrlEnv } from '../contract/runtime-env';
 import { LEDGER_RETENTION_DAYS, LEDGER_TABLE, platformQueues, type QueueSpec } from '../contract/topology';
 import { bindCapabilities, type CapabilityResources } from './capabilities';
+import { catalogProblems } from './catalog-rules';
 import type { AgentJobsConfig } from './config';
 import { Ledger } from './constructs/ledger';
 import { OpsDashboard } from './constructs/ops-dashboard';
@@ -73,6 +74,8 @@ export class AgentJobsStack extends Stack {
     const { config } = props;
     const projectRoot = props.projectRoot ?? join(__dirname, '..');
     const removalPolicy = config.retainOnDestroy ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    const catalog = catalogProblems(JOB_TYPES, projectRoot);
+    if (catalog.length > 0) throw new InvalidSettingsError('the job-type catalog (contract/job-types.ts)', catalog);
 
     this.alarmTopic = this.createAlarmTopic(config.alarmEmail, removalPolicy);
     const alarmAction = new actions.SnsAction(this.alarmTopic);

@@ -29,6 +29,11 @@ export class SettingsProblems {
     this.problems.push(`${setting}: ${message}`);
   }
 
+  /** What was recorded so far. */
+  list(): string[] {
+    return [...this.problems];
+  }
+
   throwIfAny(subject: string): void {
     if (this.problems.length > 0) throw new InvalidSettingsError(subject, this.problems);
   }

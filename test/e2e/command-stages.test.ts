@@ -1,7 +1,8 @@
 /**
  * Command stages on the local platform, driven only through the CLI: the run_tests job starts its
  * build and acknowledges, the child process's exit comes back as the build's completion event and
- * records the verdict, with no function waiting and no cap on the declared build timeout.
+ * records the verdict, with no function waiting and no cap on the declared build timeout; run_lint,
+ * declared in the catalog and nothing else, runs the same way with its own default and wording.
  */
 import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
@@ -21,7 +22,7 @@ let source: string;
 
 beforeAll(async () => {
   platform = await startPlatform();
-  source = await makeRepository({ 'README.md': '# app\n' }, ['stages']);
+  source = await makeRepository({ 'README.md': '# app\n', 'lint.sh': 'grep -q "^# app$" README.md && echo "lint clean"\n' }, ['stages']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'stages'])).url;
   const [bind] = await diffChain(source, [{ 'notes.txt': 'stages\n' }]);
   await platform.cliJson(applyPatchArgs('ws-stages', 'stages-bind', repoUrl, 'stages', bind ?? '', 'Bind the workspace'));
@@ -44,4 +45,23 @@ test('a build declared to run two hours (a short command) is accepted, runs and 
   expect(job.result?.['buildId']).toMatch(/^local:long-tests:0$/);
   const outcomes = (await platform.events()).filter((e) => e.detail['jobId'] === 'long-tests').map((e) => e.type);
   expect(outcomes).toEqual(['AgentJobSucceeded']);
+});
+
+test('run_lint runs lint.sh by default and reports "lint passed"; a failing lint command is a verdict, not an error', async () => {
+  await platform.cliJson(['enqueue', '--type', 'run_lint', '--workspace', 'ws-stages', '--job-id', 'lint-default']);
+  await platform.cliJson(['enqueue', '--type', 'run_lint', '--workspace', 'ws-stages', '--job-id', 'lint-failing', '--command', 'echo "2 problems"; exit 1']);
+
+  const waited = await platform.cli(['wait', 'lint-default', 'lint-failing', '--timeout', '120']);
+
+  // 1: both finished, not both green.
+  expect(waited.code).toBe(1);
+  expect(await platform.cliJson<JobJson>(['status', 'lint-default'])).toMatchObject({
+    status: 'SUCCEEDED',
+    result: { verdict: 'passed', summary: 'lint passed', exitCode: 0, logTail: 'lint clean\n', buildId: 'local:lint-default:0' },
+  });
+  expect(await platform.cliJson<JobJson>(['status', 'lint-failing'])).toMatchObject({
+    status: 'SUCCEEDED',
+    result: { verdict: 'failed', summary: 'lint failed', exitCode: 1, logTail: '2 problems\n' },
+  });
+  expect((await platform.cli(['status', 'lint-failing'])).stdout).toContain('SUCCEEDED (lint failed)');
 });

@@ -30,7 +30,7 @@ import { createRepo, git, removeDir, tempDir } from '../support/git-fixtures';
 export const TENANT = 'tenant-h';
 export const CREATED_AT = '2026-11-30T10:00:00.000Z';
 
-export type QueueName = 'agent-jobs' | 'run-tests' | 'open-pr';
+export type QueueName = 'agent-jobs' | 'run-tests' | 'run-lint' | 'open-pr';
 /** The FIFO queue first: settling drives them in this order. */
 const QUEUES: readonly QueueName[] = [SEQUENCER.queue as 'agent-jobs', ...(Object.keys(JOB_TYPES) as JobType[]).flatMap((t) => stageQueueOf(t))];
 
@@ -155,6 +155,7 @@ function build(emulators: ReturnType<ReturnType<typeof withEmulators>>, gitServe
   const handlers: Record<QueueName, Handler> = {
     'agent-jobs': createSequencer(sequencerDeps),
     'run-tests': createCommandStageHandler('run_tests', localCommandStageDeps('run_tests', { ...options, runner })),
+    'run-lint': createCommandStageHandler('run_lint', localCommandStageDeps('run_lint', { ...options, runner })),
     'open-pr': createOpenPrHandler(localOpenPrDeps({ ...options, host: prStore })),
   };
   const { ledger } = sequencerDeps;

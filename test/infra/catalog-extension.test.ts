@@ -5,6 +5,7 @@
  */
 import { Match } from 'aws-cdk-lib/assertions';
 import { ENV, stageDlqUrlEnv, stageQueueUrlEnv } from '../../contract/runtime-env';
+import { JOB_TYPES, JOB_TYPE_NAMES } from '../../contract/job-types';
 import { synth } from './helpers';
 
 // A catalog with a throw-away command stage added, declared as a fork would (contract/job-types.ts
@@ -34,10 +35,12 @@ it('derives a whole lane from a new catalog entry', () => {
     return found.worker.function;
   };
 
-  // Five lanes (sequencer, run_tests, open_pr, check_format, build_events) and the reconciler.
-  template.resourceCountIs('AWS::SQS::Queue', 10);
-  template.resourceCountIs('AWS::Lambda::Function', 6);
-  template.resourceCountIs('AWS::CloudWatch::Alarm', 5 * 5 + 3);
+  // One lane more than the shipped catalog's (sequencer, run_tests, run_lint, open_pr, build_events), and the reconciler.
+  const lanes = JOB_TYPE_NAMES.filter((type) => JOB_TYPES[type].lane === 'staged').length + 2;
+  expect(lanes).toBe(6);
+  template.resourceCountIs('AWS::SQS::Queue', 2 * lanes);
+  template.resourceCountIs('AWS::Lambda::Function', lanes + 1);
+  template.resourceCountIs('AWS::CloudWatch::Alarm', 5 * lanes + 3);
   template.hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: 180, RedrivePolicy: Match.objectLike({ maxReceiveCount: 6 }) });
   template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
     FunctionName: { Ref: id(lane.worker.function) },

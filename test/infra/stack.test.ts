@@ -131,6 +131,31 @@ describe('build completion by event', () => {
   });
 });
 
+describe('run_lint, the example command stage: a catalog entry and nothing else', () => {
+  it('has its own queue, DLQ, outputs and function, which is the shared command-stage function told it serves run_lint', () => {
+    const lint = lane('run_lint');
+    expect(lint.spec).toMatchObject({ name: 'run-lint', role: 'stage', fifo: false, dlqName: 'run-lint-dlq' });
+    expect(envOf(json, logicalId(lint.worker.function))).toMatchObject({
+      [ENV.stageJobType]: 'run_lint',
+      [ENV.testRunnerProject]: ref(stack.testRunner.project),
+    });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: ref(lint.worker.function),
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(lint.queue.queue), 'Arn'] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    expect(json.Outputs).toMatchObject({ QueueUrlRunLint: { Value: ref(lint.queue.queue) }, DlqUrlRunLint: { Value: ref(lint.queue.deadLetterQueue as sqs.Queue) } });
+  });
+
+  it('is forwarded to by the sequencer and reported by the build-completion path, which copies its failed jobs to its DLQ', () => {
+    const lint = lane('run_lint');
+    expect(envOf(json, logicalId(lane('sequencer').worker.function))).toMatchObject({ [stageQueueUrlEnv('run_lint')]: ref(lint.queue.queue) });
+    for (const reporter of [lane('build_events').worker.function, stack.buildReconciler!.worker.function]) {
+      expect(envOf(json, logicalId(reporter))).toMatchObject({ [stageDlqUrlEnv('run_lint')]: ref(lint.queue.deadLetterQueue as sqs.Queue) });
+    }
+  });
+});
+
 describe('environments', () => {
   it('dev and prod synthesize side by side in one app with no physical name in common', () => {
     const twoEnvs = newApp();

@@ -9,7 +9,7 @@
  */
 import { LAMBDA_NODE_MAJOR } from '../../lib/constructs/worker';
 import { placeholderValue, type SecretShape } from '../../lib/secrets';
-import { BUILD_RECONCILER, allWorkers } from '../../contract/job-types';
+import { BUILD_RECONCILER, COMMAND_JOB_TYPES, allWorkers } from '../../contract/job-types';
 import { ENV, JOB_METRICS, MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
 import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { DLQ_RETENTION_DAYS, LEDGER_TABLE, VISIBILITY_TIMEOUT_FACTOR, platformQueues, queueTopology } from '../../contract/topology';
@@ -125,6 +125,9 @@ function everyWorker(consumer: string): Grant[] {
   ];
 }
 
+/** The DLQ of every command stage: where the completion path copies a failed build's job. */
+const commandStageDlqs = COMMAND_JOB_TYPES.map((type) => `${laneId(type)}QueueDlq`);
+
 /** Every permission of every role in the stack, with its reason. Keys: the role's construct path below the stack. */
 export const ALLOW_LIST: Readonly<Record<string, readonly Grant[]>> = {
   'sequencer/Worker': [
@@ -134,14 +137,15 @@ export const ALLOW_LIST: Readonly<Record<string, readonly Grant[]>> = {
     { actions: ['s3:GetObject'], resources: ['DiffBucket/*'], reason: 'claim-checked diffs, any key of the one bucket' },
     { actions: ['s3:ListBucket'], resources: ['DiffBucket'], reason: 'a missing diff answers NoSuchKey, not AccessDenied' },
   ],
-  'run_tests/Worker': [
-    ...everyWorker('run_tests'),
+  // Every command stage's function (run_tests, run_lint): the same grants, from its declaration.
+  ...Object.fromEntries(COMMAND_JOB_TYPES.map((type) => [`${type}/Worker`, [
+    ...everyWorker(type),
     { actions: ['codebuild:StartBuild'], resources: ['TestRunnerProject'], reason: 'starts the build of a run (idempotency token per job and run); nothing polls it' },
     { actions: ['codebuild:ListBuildsForProject', 'codebuild:BatchGetBuilds'], resources: ['TestRunnerProject'], reason: 'after a crash between StartBuild and recording its id: one search of the 100 newest builds' },
-  ],
+  ]])),
   'build_events/Worker': [
     ...everyWorker('build_events'),
-    { actions: ['sqs:SendMessage'], resources: ['runtestsQueueDlq'], reason: "a failed build's job: its message copy on its stage's DLQ, as for any failed job" },
+    { actions: ['sqs:SendMessage'], resources: commandStageDlqs, reason: "a failed build's job: its message copy on its stage's DLQ, as for any failed job" },
   ],
   'build-reconciler/Worker': [
     { actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: ['buildreconcilerWorkerLogGroup'], reason: 'writes to its own log group only' },
@@ -150,7 +154,7 @@ export const ALLOW_LIST: Readonly<Record<string, readonly Grant[]>> = {
     { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], resources: ['LedgerTable'], reason: 'records a verdict fenced on the build id, marks it reported' },
     { actions: ['codebuild:BatchGetBuilds'], resources: ['TestRunnerProject'], reason: 'the state of the due builds: one request of at most 100 per run' },
     { actions: ['events:PutEvents'], resources: ['EventBus'], reason: 'the outcome event of a job it completes' },
-    { actions: ['sqs:SendMessage'], resources: ['runtestsQueueDlq'], reason: "a failed build's job: its message copy on its stage's DLQ" },
+    { actions: ['sqs:SendMessage'], resources: commandStageDlqs, reason: "a failed build's job: its message copy on its stage's DLQ" },
   ],
   'open_pr/Worker': [
     ...everyWorker('open_pr'),

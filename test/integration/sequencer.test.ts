@@ -13,6 +13,7 @@ import { ChangeMessageVisibilityCommand, SendMessageCommand, type Message } from
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { queueTopology } from '../../contract/topology';
 import { DynamoDbLedger } from '../../src/adapters/dynamodb-ledger';
 import { JsonlEventLog } from '../../src/adapters/events';
 import { S3DiffStore } from '../../src/adapters/diff-store';
@@ -77,7 +78,7 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
 
   afterEach(async () => {
     // Every test leaves the shared queues empty for the next one.
-    await Promise.all(['agent-jobs', 'run-tests', 'open-pr'].flatMap((q) => [drain(sqs(), emulators().queueUrls[q] as string), drain(sqs(), emulators().dlqUrls[q] as string)]));
+    await Promise.all(queueTopology().map((spec) => spec.name).flatMap((q) => [drain(sqs(), emulators().queueUrls[q] as string), drain(sqs(), emulators().dlqUrls[q] as string)]));
     clockOffset = 0;
     metrics.length = 0;
   });

@@ -143,7 +143,7 @@ describe('enqueue arguments', () => {
     const byFlag = Object.fromEntries(flags.map((f) => [f.flag, f]));
     expect(byFlag.repo).toMatchObject({ path: ['repo', 'url'], types: ['apply_patch'] });
     expect(byFlag['diff-file']).toMatchObject({ path: ['diff'], kind: 'file' });
-    expect(byFlag['timeout-seconds']).toMatchObject({ path: ['timeoutSeconds'], kind: 'number', types: ['run_tests'] });
+    expect(byFlag['timeout-seconds']).toMatchObject({ path: ['timeoutSeconds'], kind: 'number', types: ['run_tests', 'run_lint'] });
     expect(byFlag.base).toMatchObject({ path: ['baseBranch'], types: ['open_pr'] });
     expect(byFlag['diff-ref-bucket']).toBeUndefined();
   });

@@ -2,11 +2,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_TEST_COMMAND } from '../../contract/job-types';
+import { DEFAULT_LINT_COMMAND, DEFAULT_TEST_COMMAND } from '../../contract/job-types';
 import { BUILD_DUE_MARGIN_SECONDS, BUILD_QUEUED_TIMEOUT_MINUTES } from '../../contract/runtime-env';
-import { runTestsMessage } from '../support/stage-messages';
+import { commandStageMessage, runTestsMessage } from '../support/stage-messages';
 import type { StageMessage } from '../../src/core/envelope';
-import { buildEnvironment, commandOf, commandVerdict, dueAfterMs, tail } from '../../src/core/jobs/command-stage';
+import { buildEnvironment, buildIdempotencyToken, commandOf, commandVerdict, dueAfterMs, tail } from '../../src/core/jobs/command-stage';
 
 const sha = 'd'.repeat(40);
 const job = (payload: StageMessage<'run_tests'>['payload'] = {}): StageMessage<'run_tests'> => runTestsMessage({ payload, pin: { sha } });
@@ -71,26 +71,30 @@ describe('buildEnvironment', () => {
   });
 });
 
-describe('DEFAULT_TEST_COMMAND', () => {
+describe.each([
+  { stage: 'run_tests', command: DEFAULT_TEST_COMMAND, script: 'test', file: 'test.sh' },
+  { stage: 'run_lint', command: DEFAULT_LINT_COMMAND, script: 'lint', file: 'lint.sh' },
+])('the default command of $stage', ({ command, script, file }) => {
   let dir: string;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'default-command-'));
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
-  const runIn = () => execFileSync('sh', ['-c', `${DEFAULT_TEST_COMMAND} 2>&1`], { cwd: dir, encoding: 'utf8' });
+  const runIn = () => execFileSync('sh', ['-c', `${command} 2>&1`], { cwd: dir, encoding: 'utf8' });
 
-  it('runs the package.json test script when there is one', () => {
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'x', scripts: { test: 'echo from-npm' } }));
-    writeFileSync(join(dir, 'test.sh'), 'echo from-test-sh\n');
+  it(`runs the package.json ${script} script when there is one`, () => {
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'x', scripts: { [script]: 'echo from-npm' } }));
+    writeFileSync(join(dir, file), 'echo from-file\n');
 
     expect(runIn()).toMatch(/from-npm/);
   });
 
-  it('runs test.sh when package.json has no test script', () => {
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'x' }));
-    writeFileSync(join(dir, 'test.sh'), 'echo from-test-sh\n');
+  it(`runs ${file} when package.json has no ${script} script`, () => {
+    // The other stage's script is not this one's.
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'x', scripts: { [script === 'lint' ? 'test' : 'lint']: 'echo wrong-script' } }));
+    writeFileSync(join(dir, file), 'echo from-file\n');
 
-    expect(runIn()).toBe('from-test-sh\n');
+    expect(runIn()).toBe('from-file\n');
   });
 
   it('exits 2 with a message when there is nothing to run', () => {
@@ -104,6 +108,32 @@ describe('DEFAULT_TEST_COMMAND', () => {
     })();
 
     expect(error.status).toBe(2);
-    expect(error.stdout).toMatch(/no test command/);
+    expect(error.stdout).toMatch(new RegExp(`no ${script} command`));
+  });
+});
+
+describe('run_lint: a command stage by declaration alone', () => {
+  const lint = (payload: StageMessage<'run_lint'>['payload'] = {}) => commandStageMessage('run_lint', { payload, pin: { sha } });
+
+  it('runs its own default command, or the one the job names', () => {
+    expect(commandOf(lint())).toBe(DEFAULT_LINT_COMMAND);
+    expect(commandOf(lint({ command: 'eslint .' }))).toBe('eslint .');
+  });
+
+  it('tells the build its type, so the run key and the idempotency token differ from a run_tests job of the same id', () => {
+    const message = lint();
+    expect(buildEnvironment({ job: message, run: 0, command: commandOf(message), timeoutSeconds: 60 })).toMatchObject({ JOB_TYPE: 'run_lint', TEST_COMMAND: DEFAULT_LINT_COMMAND });
+    expect(buildIdempotencyToken({ job: message, run: 0 })).not.toBe(buildIdempotencyToken({ job: job(), run: 0 }));
+  });
+
+  it('reports its verdict in its own words', () => {
+    expect(commandVerdict({ state: 'FAILED', exitCode: 1, logTail: '3 problems\n' }, { type: 'run_lint', sha }, 'b-1')).toEqual({
+      status: 'SUCCEEDED',
+      result: { verdict: 'failed', summary: 'lint failed', exitCode: 1, logTail: '3 problems\n', sha, buildId: 'b-1' },
+    });
+    expect(commandVerdict({ state: 'ERROR', status: 'FAULT', message: 'checkout failed' }, { type: 'run_lint', sha }, 'b-1')).toEqual({
+      status: 'FAILED',
+      error: { reason: 'TEST_RUN_ERROR', message: 'lint run FAULT: checkout failed' },
+    });
   });
 });

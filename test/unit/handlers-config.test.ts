@@ -1,4 +1,6 @@
 import type { Context } from 'aws-lambda';
+import { COMMAND_JOB_TYPES } from '../../contract/job-types';
+import { stageDlqUrlEnv } from '../../contract/runtime-env';
 import { commandJobTypeFromEnv } from '../../src/compose/aws-command-stage';
 import { ConfigurationError } from '../../src/core/errors';
 import { handler as buildEventsHandler } from '../../src/handlers/build-events';
@@ -41,7 +43,8 @@ describe('handlers at cold start', () => {
   it('builds every handler from a complete environment and answers an empty batch', async () => {
     Object.assign(process.env, complete, commandStage, {
       GITHUB_TOKEN_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:github-AbCdEf',
-      STAGE_DLQ_URL_RUN_TESTS: 'https://sqs.us-east-1.amazonaws.com/123456789012/run-tests-dlq',
+      // The completion path copies a failed job to its stage's DLQ: one per command stage of the catalog.
+      ...Object.fromEntries(COMMAND_JOB_TYPES.map((type) => [stageDlqUrlEnv(type), `https://sqs.us-east-1.amazonaws.com/123456789012/${type}-dlq`])),
     });
 
     await expect(commandStageHandler(emptyBatch, {} as Context)).resolves.toEqual({ batchItemFailures: [] });

@@ -1,4 +1,4 @@
-import { SEQUENCER } from '../../contract/job-types';
+import { JOB_TYPES, JOB_TYPE_NAMES, SEQUENCER } from '../../contract/job-types';
 import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { awsClientConfig, ledgerFromEnv, pipelineSettingsFromEnv, positiveIntEnv, requireEnv } from '../../src/compose/aws';
 import { awsSequencerDeps } from '../../src/compose/aws-sequencer';
@@ -15,8 +15,11 @@ const sequencerEnv = (): NodeJS.ProcessEnv => ({
   [ENV.eventBus]: 'bus',
   [ENV.diffBucket]: 'diffs',
   [ENV.gitCredentialsSecretArn]: 'arn:aws:secretsmanager:eu-west-1:1:secret:git',
-  [stageQueueUrlEnv('run_tests')]: 'https://sqs.eu-west-1.amazonaws.com/1/run-tests',
-  [stageQueueUrlEnv('open_pr')]: 'https://sqs.eu-west-1.amazonaws.com/1/open-pr',
+  // One per stage of the catalog.
+  ...Object.fromEntries(JOB_TYPE_NAMES.flatMap((type) => {
+    const { stage } = JOB_TYPES[type] as { stage?: { queue: string } };
+    return stage ? [[stageQueueUrlEnv(type), `https://sqs.eu-west-1.amazonaws.com/1/${stage.queue}`]] : [];
+  })),
 });
 
 describe('cold-start configuration', () => {

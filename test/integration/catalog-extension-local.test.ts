@@ -1,0 +1,99 @@
+/**
+ * A throw-away command stage declared in a fixture catalog reaches the CLI and the local platform
+ * with no other change (the template side is test/infra/catalog-extension.test.ts): the CLI lists
+ * it and takes its flags from its payload schema, the platform makes its queue and runs it through
+ * the shared command-stage processor and the child-process runner, and its verdict reads in its own
+ * words. The CLI runs in process (as `bin/agent-jobs.js` does) so that it sees the fixture.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { COMMANDS } from '../../src/cli/commands';
+import { runCli } from '../../src/cli/main';
+import { startPlatform, type LocalPlatform } from '../../src/local/platform';
+import { applyPatchArgs, diffChain, makeRepository, removeScratch } from '../e2e/harness';
+
+// Mocked because contract/ cannot grow a job type just for this test; everything derived from the
+// catalog (topology, CLI, local platform, handlers) is the real code.
+jest.mock('../../contract/job-types', () => {
+  const actual = jest.requireActual('../../contract/job-types');
+  const types = {
+    ...actual.JOB_TYPES,
+    check_format: actual.commandStage({
+      summary: 'check the formatting at the pinned commit',
+      command: { defaultCommand: 'sh ./check-format.sh', subject: 'format check' },
+      stage: { queue: 'check-format', timeoutSeconds: 30, memoryMb: 128, batchSize: 2, maxConcurrency: 3, maxReceiveCount: 6, oldestMessageAlarmSeconds: 600, bundleBudgetKiB: 120 },
+    }),
+  };
+  return { ...actual, JOB_TYPES: types, ...actual.deriveCatalog(types) };
+});
+
+jest.setTimeout(180_000);
+
+let work: string;
+let stateDir: string;
+let platform: LocalPlatform;
+
+/** The CLI, in process, against this test's platform. */
+async function cli(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const io = {
+    stdout: (text: string) => (stdout += text),
+    stderr: (text: string) => (stderr += text),
+    readStdin: async () => '',
+    env: {},
+    cwd: work,
+    untilInterrupted: () => new Promise<void>(() => undefined),
+  };
+  const code = await runCli([...args, '--state-dir', stateDir], io, COMMANDS);
+  return { code, stdout, stderr };
+}
+
+async function cliJson<T>(args: readonly string[]): Promise<T> {
+  const { code, stdout, stderr } = await cli([...args, '--json']);
+  if (code !== 0) throw new Error(`agent-jobs ${args.join(' ')} exited ${code}: ${stderr}`);
+  return JSON.parse(stdout) as T;
+}
+
+beforeAll(async () => {
+  work = await mkdtemp(path.join(tmpdir(), 'agent-jobs-catalog-'));
+  stateDir = path.join(work, 'state');
+  platform = await startPlatform({ stateDir, output: null });
+});
+
+afterAll(async () => {
+  await platform?.stop();
+  await rm(work, { recursive: true, force: true });
+  await removeScratch();
+});
+
+it('the CLI lists the new type with its summary and refuses a flag its payload schema lacks', async () => {
+  const help = await cli(['enqueue', '--help']);
+  expect(help.stdout).toMatch(/check_format\s+check the formatting at the pinned commit/);
+
+  const refused = await cli(['enqueue', '--type', 'check_format', '--workspace', 'ws-format', '--base-branch', 'main']);
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toMatch(/base-branch/);
+});
+
+it('the local platform makes its queue and runs it: its default command at the pinned commit, the verdict in its words', async () => {
+  expect(platform.info.queueUrls['check-format']).toEqual(expect.any(String));
+  const source = await makeRepository({ 'check-format.sh': 'grep -q "^formatted$" notes.txt\n', 'notes.txt': 'draft\n' });
+  const repoUrl = (await cliJson<{ url: string }>(['repo', 'import', source, '--name', 'formats'])).url;
+  const [formatted] = await diffChain(source, [{ 'notes.txt': 'formatted\n' }]);
+  await cliJson(applyPatchArgs('ws-format', 'format-patch', repoUrl, 'main', formatted ?? '', 'Format the notes'));
+  await cliJson(['enqueue', '--type', 'check_format', '--workspace', 'ws-format', '--job-id', 'format-1']);
+  await cliJson(['enqueue', '--type', 'check_format', '--workspace', 'ws-format', '--job-id', 'format-2', '--command', 'exit 3']);
+
+  const waited = await cli(['wait', 'format-patch', 'format-1', 'format-2', '--timeout', '150']);
+  // Exit code 1: every job finished, not all green (format-2's check failed).
+  expect(waited.code).toBe(1);
+  expect(waited.stderr).toMatch(/format-1=SUCCEEDED format-2=SUCCEEDED\n$/);
+
+  const passed = await cliJson<{ status: string; result: Record<string, unknown> }>(['status', 'format-1']);
+  expect(passed).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', summary: 'format check passed', exitCode: 0 } });
+  const failed = await cliJson<{ status: string; result: Record<string, unknown> }>(['status', 'format-2']);
+  expect(failed).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'failed', summary: 'format check failed', exitCode: 3 } });
+  expect((await cli(['status', 'format-2'])).stdout).toContain('SUCCEEDED (format check failed)');
+});
