@@ -7,6 +7,7 @@
  * whatever the spelling, and `http://2130706433/` is 127.0.0.1. A URL that passes is carried in its
  * normalised form (`URL.href`), so what was checked is exactly what is stored and dialled.
  */
+import { BlockList, isIP } from 'node:net';
 import * as z from 'zod/mini';
 import './zod-english';
 
@@ -44,3 +45,100 @@ export const repoUrlSchema = z.pipe(
   ),
   z.transform(normalizeRepoUrl),
 );
+
+/**
+ * Which git hosts the platform may dial: the allow-list of the deployment's configuration
+ * (`gitHosts`), and whether loopback, link-local and metadata addresses are acceptable (only for
+ * the local platform, whose own git server is on loopback).
+ */
+export interface GitHostPolicy {
+  /** `name` (any port) or `name:port`, as gitHostEntryProblem accepts them. Empty: every host is refused. */
+  readonly hosts: readonly string[];
+  readonly localAddresses: boolean;
+}
+
+/**
+ * Addresses a worker on AWS must never dial, whatever the allow-list says: loopback, "this
+ * network" (0.0.0.0 reaches loopback on Linux), link-local (169.254.169.254 is the instance
+ * metadata service, 169.254.170.2 the container credentials endpoint) and EC2's IPv6 metadata
+ * address. IPv4-mapped IPv6 forms (::ffff:127.0.0.1) match the IPv4 rules.
+ */
+const NEVER_DIALLED = new BlockList();
+NEVER_DIALLED.addSubnet('127.0.0.0', 8, 'ipv4');
+NEVER_DIALLED.addSubnet('0.0.0.0', 8, 'ipv4');
+NEVER_DIALLED.addSubnet('169.254.0.0', 16, 'ipv4');
+NEVER_DIALLED.addAddress('::', 'ipv6');
+NEVER_DIALLED.addAddress('::1', 'ipv6');
+NEVER_DIALLED.addSubnet('fe80::', 10, 'ipv6');
+NEVER_DIALLED.addAddress('fd00:ec2::254', 'ipv6');
+
+/** Names that resolve to loopback or a metadata service by convention, whatever DNS says. */
+const NEVER_DIALLED_NAME = /^(?:(?:.+\.)?localhost|metadata|metadata\.google\.internal|instance-data(?:\..+)?)\.?$/;
+
+/** Why a URL's host (its WHATWG `hostname`) must never be dialled on AWS, or undefined. */
+function localAddressProblem(hostname: string): string | undefined {
+  const address = hostname.replace(/^\[(.*)\]$/, '$1');
+  const family = isIP(address);
+  if (family !== 0 && NEVER_DIALLED.check(address, family === 4 ? 'ipv4' : 'ipv6')) return `${hostname} is a loopback, link-local or metadata address`;
+  if (family === 0 && NEVER_DIALLED_NAME.test(hostname)) return `${hostname} names loopback or a metadata service`;
+  return undefined;
+}
+
+/** The allow-list as the environment carries it (ENV.gitHosts: comma-separated); unset or empty: none. */
+export function gitHostList(text: string | undefined): string[] {
+  return (text ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+}
+
+/** The policy on AWS: the configured hosts, and never a loopback, link-local or metadata address. */
+export function awsGitHostPolicy(text: string | undefined): GitHostPolicy {
+  return { hosts: gitHostList(text), localAddresses: false };
+}
+
+const DEFAULT_PORTS: Readonly<Record<string, string>> = { 'http:': '80', 'https:': '443' };
+
+/** An allow-list entry split and normalised as the URL parser would (lower case, punycode, IP forms). */
+function parseHostEntry(entry: string): { hostname: string; port?: string } | undefined {
+  const match = /^(.+?)(?::(\d{1,5}))?$/.exec(entry);
+  if (!match?.[1] || /[/?#@\s]/.test(entry)) return undefined;
+  try {
+    const hostname = new URL(`http://${match[1]}/`).hostname;
+    return match[2] === undefined ? { hostname } : { hostname, port: String(Number(match[2])) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why an allow-list entry is refused, or undefined. `localAddresses` false (AWS): an entry that is
+ * a loopback, link-local or metadata address is refused too, since it could never be dialled.
+ */
+export function gitHostEntryProblem(entry: string, localAddresses: boolean): string | undefined {
+  const parsed = parseHostEntry(entry);
+  if (!parsed) return `${JSON.stringify(entry)} is not a host name or name:port (no scheme, path or credentials)`;
+  if (!localAddresses) {
+    const problem = localAddressProblem(parsed.hostname);
+    if (problem) return `${JSON.stringify(entry)}: ${problem}, never dialled on AWS`;
+  }
+  return undefined;
+}
+
+/**
+ * Why the platform may not dial this repository URL under the policy, or undefined. Only call it
+ * on a URL repoUrlProblem accepts. Works on the parsed host, so `HTTP://GitHub.COM:443/` is
+ * github.com and `http://2130706433/` is 127.0.0.1. Names are not resolved here (pure).
+ */
+export function gitHostProblem(repoUrl: string, policy: GitHostPolicy): string | undefined {
+  const url = new URL(repoUrl);
+  if (!policy.localAddresses) {
+    const problem = localAddressProblem(url.hostname);
+    if (problem) return `${problem}: the platform never dials one`;
+  }
+  const port = url.port || DEFAULT_PORTS[url.protocol];
+  const allowed = policy.hosts.some((entry) => {
+    const parsed = parseHostEntry(entry);
+    return parsed !== undefined && parsed.hostname === url.hostname && (parsed.port === undefined || parsed.port === port);
+  });
+  if (allowed) return undefined;
+  if (policy.hosts.length === 0) return `host ${url.host} is not allowed: no git hosts are configured (set gitHosts in the deployment configuration)`;
+  return `host ${url.host} is not in the configured git hosts (${policy.hosts.join(', ')})`;
+}

@@ -13,6 +13,8 @@ export const ENV = {
   gitCredentialsSecretArn: 'GIT_CREDENTIALS_SECRET_ARN',
   githubTokenSecretArn: 'GITHUB_TOKEN_SECRET_ARN',
   githubApiUrl: 'GITHUB_API_URL',
+  /** The git hosts the sequencer may dial, comma-separated (`gitHosts` of the configuration); unset: none. */
+  gitHosts: 'GIT_HOSTS',
   testRunnerProject: 'TEST_RUNNER_PROJECT_NAME',
   /** Seconds a claim lease lasts before another worker may take the job over. */
   leaseSeconds: 'LEASE_SECONDS',

@@ -99,6 +99,7 @@ export class AgentJobsStack extends Stack {
       gitCredentials: this.secrets.gitCredentials,
       githubToken: this.secrets.githubToken,
       githubApiUrl: config.githubApiUrl,
+      gitHosts: config.gitHosts,
       diffBucket: this.diffBucket,
       testRunner: this.testRunner,
     };

@@ -18,6 +18,8 @@ export interface CapabilityResources {
   readonly gitCredentials: PlatformSecret;
   readonly githubToken: PlatformSecret;
   readonly githubApiUrl: string;
+  /** The git hosts a worker holding the push credential may dial (the configuration's allow-list). */
+  readonly gitHosts: readonly string[];
   readonly diffBucket: s3.IBucket;
   readonly testRunner: TestRunner;
 }
@@ -31,7 +33,11 @@ function bindSecret(worker: Worker, ref: PlatformSecret, envVar: string): void {
 }
 
 const BINDINGS: Record<Capability, Binding> = {
-  gitCredentials: (worker, r) => bindSecret(worker, r.gitCredentials, ENV.gitCredentialsSecretArn),
+  gitCredentials: (worker, r) => {
+    bindSecret(worker, r.gitCredentials, ENV.gitCredentialsSecretArn);
+    // Unset when none is configured: the worker then refuses every host (HOST_NOT_ALLOWED).
+    if (r.gitHosts.length > 0) worker.function.addEnvironment(ENV.gitHosts, r.gitHosts.join(','));
+  },
   githubToken: (worker, r) => {
     bindSecret(worker, r.githubToken, ENV.githubTokenSecretArn);
     worker.function.addEnvironment(ENV.githubApiUrl, r.githubApiUrl);

@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Construct } from 'constructs';
 import * as z from 'zod';
+import { gitHostEntryProblem, gitHostList } from '../contract/git-remotes';
 import { allWorkers, type WorkerSettings } from '../contract/job-types';
 import { GITHUB_API_DEFAULT_URL } from '../contract/runtime-env';
 
@@ -36,6 +37,11 @@ export interface AgentJobsConfig {
   readonly secretsKmsKeyArn?: string;
   /** GitHub REST API base URL (GitHub Enterprise: https://<host>/api/v3). */
   readonly githubApiUrl: string;
+  /**
+   * The git hosts the sequencer may dial (`github.com`, `git.example.com:8443`). @default none:
+   * every repository is refused (HOST_NOT_ALLOWED) until one is configured.
+   */
+  readonly gitHosts: readonly string[];
   /** Claim lease in seconds. @default each worker's timeout (a worker cannot outlive it) */
   readonly leaseSeconds?: number;
   readonly testRunnerTimeoutMinutes: number;
@@ -65,6 +71,19 @@ const secretArn = z.string().regex(SECRET_ARN, 'must be a complete Secrets Manag
 /** Context values arrive as strings: "true"/"false" are booleans (z.coerce.boolean would read "false" as true). */
 const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], { error: 'must be true or false' });
 
+/**
+ * Git hosts: a JSON list, or one comma-separated string (how a context value arrives). Each entry
+ * a host name or name:port, never a loopback, link-local or metadata address (never dialled).
+ */
+const gitHostsSchema = z
+  .union([z.array(z.string()), z.string().transform(gitHostList)], { error: 'must be a list of host names (or one comma-separated string)' })
+  .superRefine((hosts, ctx) => {
+    for (const host of hosts) {
+      const problem = gitHostEntryProblem(host, false);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }
+  });
+
 const workerOverridesSchema = z.strictObject(Object.fromEntries(TUNABLE_KEYS.map((key) => [key, positiveInt.optional()])));
 const workerNames = allWorkers().map((w) => w.name);
 
@@ -77,6 +96,7 @@ const configSchema = z
     githubTokenSecretArn: secretArn,
     secretsKmsKeyArn: z.string().regex(KMS_KEY_ARN, 'must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)').optional(),
     githubApiUrl: z.url({ protocol: /^https$/, error: 'must be an https URL' }).default(GITHUB_API_DEFAULT_URL),
+    gitHosts: gitHostsSchema.default([]),
     leaseSeconds: positiveInt.optional(),
     testRunnerTimeoutMinutes: positiveInt.max(2160).default(60),
     retainOnDestroy: flag.default(true),

@@ -7,6 +7,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { awsGitHostPolicy } from '../../contract/git-remotes';
 import { JOB_TYPES, type StagedJobType } from '../../contract/job-types';
 import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { applyPatchProcessor } from '../core/jobs/apply-patch';
@@ -41,5 +42,7 @@ export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): Sequence
     ordered: { apply_patch: applyPatchProcessor({ diffStore: new S3DiffStore(s3, read(ENV.diffBucket)), git }) },
     git,
     stageQueueUrls: stageQueueUrlsFromEnv(read),
+    // Unset (no gitHosts configured): every host is refused, with a reason that says so.
+    gitHosts: awsGitHostPolicy(env[ENV.gitHosts]),
   };
 }

@@ -8,6 +8,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { GitHostPolicy } from '../../contract/git-remotes';
 import {
   BUILD_EVENTS,
   allWorkers,
@@ -115,6 +116,16 @@ export interface LocalSequencerOptions extends LocalWorkerOptions {
   readonly workRoot: string;
   /** @default localGit(workRoot) */
   readonly git?: WorkspaceGit;
+  /** @default LOOPBACK_GIT_HOSTS */
+  readonly gitHosts?: GitHostPolicy;
+}
+
+/** Git servers on loopback, any port: tests' own servers. The platform allows only its own server (host and port). */
+export const LOOPBACK_GIT_HOSTS: GitHostPolicy = { hosts: ['127.0.0.1'], localAddresses: true };
+
+/** The local platform's policy: its own git server and nothing else. */
+export function ownGitServerPolicy(serverUrl: string): GitHostPolicy {
+  return { hosts: [new URL(serverUrl).host], localAddresses: true };
 }
 
 export function localSequencerDeps(options: LocalSequencerOptions): SequencerDeps {
@@ -130,6 +141,7 @@ export function localSequencerDeps(options: LocalSequencerOptions): SequencerDep
     ordered: { apply_patch: applyPatchProcessor({ diffStore: new S3DiffStore(resources.clients.s3, resources.bucketName), git }) },
     git,
     stageQueueUrls,
+    gitHosts: options.gitHosts ?? LOOPBACK_GIT_HOSTS,
   };
 }
 
@@ -193,6 +205,8 @@ export interface LocalWorkerParts {
   readonly git?: WorkspaceGit;
   /** Reads the runner's completion events from the build-events queue. */
   readonly parseBuildEvent: BuildEventParser;
+  /** @default LOOPBACK_GIT_HOSTS */
+  readonly gitHosts?: GitHostPolicy;
 }
 
 /**
@@ -205,7 +219,7 @@ const CUSTOM_STAGES: Record<CustomStagedJobType, (options: LocalWorkerOptions, p
 
 /** The handler of any worker of the catalog over local parts. */
 export function localWorker(name: WorkerName, options: LocalWorkerOptions, parts: LocalWorkerParts): WorkerHandler {
-  if (name === 'sequencer') return createSequencer(localSequencerDeps({ ...options, workRoot: parts.workRoot, git: parts.git }));
+  if (name === 'sequencer') return createSequencer(localSequencerDeps({ ...options, workRoot: parts.workRoot, git: parts.git, gitHosts: parts.gitHosts }));
   if (name === 'build_events') return createBuildEventsHandler(localBuildEventsDeps({ ...options, parse: parts.parseBuildEvent }));
   if (commandStageOf(name)) return createCommandStageHandler(name as CommandJobType, localCommandStageDeps(name as CommandJobType, { ...options, runner: parts.testRunner }));
   const custom = CUSTOM_STAGES[name as CustomStagedJobType] as (typeof CUSTOM_STAGES)[CustomStagedJobType] | undefined;

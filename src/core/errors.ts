@@ -18,6 +18,8 @@ export type PermanentReason =
   | 'WORKSPACE_UNKNOWN'
   /** The job names another repository or branch than its workspace is bound to (by its first job). */
   | 'WORKSPACE_MISMATCH'
+  /** The repository's host is not in the configured git hosts, or is an address the platform never dials. */
+  | 'HOST_NOT_ALLOWED'
   | 'RETRIES_EXHAUSTED'
   | 'PREDECESSOR_UNFINISHED'
   | 'REJECTED_BY_TARGET'

@@ -7,6 +7,7 @@
  * (fifo-batch.ts).
  */
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { gitHostProblem, type GitHostPolicy } from '../../contract/git-remotes';
 import { JOB_TYPES, type OrderedJobType, type StagedJobType } from '../../contract/job-types';
 import { jobAttributes, messageGroupId, parseEnvelope, type JobEnvelope, type Pin } from './envelope';
 import { InvalidJobError, LeaseLostError, PermanentJobError, RefusedBeforeTurnError } from './errors';
@@ -31,6 +32,8 @@ export interface SequencerDeps extends PipelineDeps {
   readonly git: Pick<WorkspaceGit, 'branchHead'>;
   /** Stage queue URL per staged job type. */
   readonly stageQueueUrls: Readonly<Record<StagedJobType, string>>;
+  /** The git hosts the sequencer may dial (the configuration's allow-list). */
+  readonly gitHosts: GitHostPolicy;
 }
 
 const SKIPPED_REASON = 'SKIPPED';
@@ -66,6 +69,8 @@ class SequencerProcessor implements JobProcessor {
     const { ledger, clock } = this.deps;
     const ordered = isOrdered(job) ? { job, processor: processorOf(this.deps.ordered, job) } : undefined;
     const repo = ordered?.processor.workspaceRepo(ordered.job);
+    // Before the turn: a refused host binds no workspace and blocks none.
+    if (repo) this.checkHost(job, repo.url, (message) => new RefusedBeforeTurnError('HOST_NOT_ALLOWED', message));
     const take = await ledger.takeWorkspace({ workspaceId: job.workspaceId, jobId: job.jobId, repo, now: clock.now() });
     if (take.kind === 'mismatch') throw mismatchError(job, take.workspace, repo);
     if (take.kind !== 'taken') return { verdict: await this.skip(job, take, ctx) };
@@ -98,9 +103,17 @@ class SequencerProcessor implements JobProcessor {
   /** The commit a staged job runs at: the head the last mutation recorded, else the branch head. */
   private async pin(job: JobEnvelope, workspace: WorkspaceRecord): Promise<Pin> {
     if (!workspace.repo) throw new PermanentJobError('WORKSPACE_UNKNOWN', `workspace ${job.workspaceId} has no repository yet: send an apply_patch first`);
+    // A workspace bound before its host left the allow-list: its head is not read from there either.
+    this.checkHost(job, workspace.repo.url, (message) => new PermanentJobError('HOST_NOT_ALLOWED', message));
     const sha = workspace.head ?? (await this.deps.git.branchHead(workspace.repo.url, workspace.repo.branch));
     if (!sha) throw new PermanentJobError('WORKSPACE_UNKNOWN', `branch ${workspace.repo.branch} of workspace ${job.workspaceId} does not exist`);
     return { sha, repoUrl: workspace.repo.url, branch: workspace.repo.branch };
+  }
+
+  /** Refuses a repository whose host the sequencer may not dial (contract/git-remotes.ts). */
+  private checkHost(job: JobEnvelope, repoUrl: string, refuse: (message: string) => PermanentJobError): void {
+    const problem = gitHostProblem(repoUrl, this.deps.gitHosts);
+    if (problem) throw refuse(`job ${job.jobId}: repository ${repoUrl}: ${problem}`);
   }
 
   /**

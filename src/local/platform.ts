@@ -18,7 +18,7 @@ import type { WorkerSettings } from '../../contract/job-types';
 import { platformQueues, type QueueSpec } from '../../contract/topology';
 import { JsonlEventLog } from '../adapters/events';
 import { resolveBranchHead } from '../adapters/git';
-import { localCompletionDeps, localGit, localLedger, localReconcilerDeps, localWorker, type LocalWorkerParts } from '../compose/local';
+import { localCompletionDeps, localGit, localLedger, localReconcilerDeps, localWorker, ownGitServerPolicy, type LocalWorkerParts } from '../compose/local';
 import { completeBuild } from '../core/build-completion';
 import { reconcileBuilds } from '../core/build-reconciler';
 import { errorMessage } from '../core/errors';
@@ -190,7 +190,15 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
     }
 
     const prHost = new LocalPullRequestStore(stateDir, { branchHead: (url, branch) => resolveBranchHead(url, branch, access.platform) });
-    const localParts: LocalWorkerParts = { workRoot: paths.work, testRunner, prHost, git: localGit(paths.work, logger, access.platform), parseBuildEvent: parseLocalRunEvent };
+    const localParts: LocalWorkerParts = {
+      workRoot: paths.work,
+      testRunner,
+      prHost,
+      git: localGit(paths.work, logger, access.platform),
+      parseBuildEvent: parseLocalRunEvent,
+      // The allow-list of git hosts, locally: the platform's own git server, nothing else on this machine.
+      gitHosts: ownGitServerPolicy(git.url),
+    };
     const parts = options.decorateParts ? options.decorateParts(localParts) : localParts;
     const wiring: Wiring = { emulators, events, logger, parts, backoff: options.backoff ?? DEFAULT_BACKOFF };
     // Runs the last process was killed in the middle of: their jobs fail now (TEST_RUN_ERROR, redrivable), not when the reconciler gets to them.

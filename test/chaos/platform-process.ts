@@ -49,6 +49,8 @@ async function main(): Promise<void> {
       git: gitWithFaults(parts.git ?? localGit(parts.workRoot), kill, paused, log),
       testRunner: faultyRunner(directCheckout(parts.testRunner, (url) => directUrl(url)), { rng: rng.fork('runner'), rates: config.rates, log }),
       prHost: new GitHubPullRequestHost(async () => new Octokit({ baseUrl: config.githubUrl, auth: 'chaos-token', log: quiet })),
+      // The agents' repository URLs name the proxy: it is this platform's git host.
+      gitHosts: { hosts: [new URL(config.gitProxyUrl).host], localAddresses: true },
     }),
   });
   gitUrl = platform.info.gitUrl;

@@ -152,3 +152,17 @@ test('a raw FIFO message outside its workspace\'s group is refused as INVALID_JO
   await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-mine', '--job-id', 'mine-after', '--command', 'true']);
   expect((await platform.cliJson<{ succeeded: boolean }>(['wait', 'mine-after', '--timeout', '120'])).succeeded).toBe(true);
 });
+
+test("an apply_patch naming a git host other than the platform's own server is refused as HOST_NOT_ALLOWED and binds nothing", async () => {
+  const [diff] = await diffChain(source, [{ 'app.txt': 'elsewhere\n' }]);
+  const own = new URL(repoUrl);
+  const elsewhere = `http://${own.hostname}:${Number(own.port) === 65535 ? 1 : Number(own.port) + 1}/trust.git`;
+  await platform.cliJson(applyPatchArgs('ws-elsewhere', 'elsewhere-1', elsewhere, 'agent/mine', diff ?? '', 'Elsewhere'));
+  await platform.cli(['wait', 'elsewhere-1', '--timeout', '120']);
+
+  expect(await platform.cliJson<JobJson>(['status', 'elsewhere-1'])).toMatchObject({
+    status: 'FAILED',
+    error: { reason: 'HOST_NOT_ALLOWED', message: expect.stringContaining(`is not in the configured git hosts (${own.host})`) },
+  });
+  expect((await platform.cli(['workspace', 'show', 'ws-elsewhere'])).stdout).not.toContain('trust.git');
+});

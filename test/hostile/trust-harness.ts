@@ -12,7 +12,8 @@ import { SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { BUILD_EVENTS, JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration, type StagedJobType } from '../../contract/job-types';
 import { DLQ_ATTRIBUTES } from '../../contract/messages';
-import { localBuildEventsDeps, localCommandStageDeps, localOpenPrDeps, localSequencerDeps, type LocalWorkerOptions } from '../../src/compose/local';
+import type { GitHostPolicy } from '../../contract/git-remotes';
+import { localBuildEventsDeps, localCommandStageDeps, localOpenPrDeps, localSequencerDeps, ownGitServerPolicy, type LocalWorkerOptions } from '../../src/compose/local';
 import { createBuildEventsHandler } from '../../src/core/build-completion';
 import { createCommandStageHandler } from '../../src/core/jobs/command-stage';
 import { createOpenPrHandler } from '../../src/core/jobs/open-pr';
@@ -96,8 +97,16 @@ export interface TrustHarness {
   getWorkspace(workspaceId: string): Promise<WorkspaceRecord | undefined>;
 }
 
+export interface TrustHarnessOptions {
+  /**
+   * The sequencer's git hosts policy, read at each delivery (a case may change it between two).
+   * @default the git server's own host and port, as the local platform allows
+   */
+  readonly gitHosts?: (server: GitServer) => GitHostPolicy;
+}
+
 /** Call at describe level; the getter is valid inside tests and hooks. */
-export function withTrustHarness(): () => TrustHarness {
+export function withTrustHarness(options: TrustHarnessOptions = {}): () => TrustHarness {
   const emulators = withEmulators();
   let root: string;
   let harness: TrustHarness | undefined;
@@ -115,7 +124,7 @@ export function withTrustHarness(): () => TrustHarness {
         await clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrls[BUILD_EVENTS.queue], MessageBody: localRunEventBody(completion) }));
       },
     });
-    harness = build(emulators(), gitServer, runner, root);
+    harness = build(emulators(), gitServer, runner, root, options.gitHosts ?? ((server) => ownGitServerPolicy(server.url)));
   });
 
   afterEach(async () => {
@@ -139,7 +148,13 @@ export function withTrustHarness(): () => TrustHarness {
 
 type Handler = (event: SQSEvent) => Promise<SQSBatchResponse>;
 
-function build(emulators: ReturnType<ReturnType<typeof withEmulators>>, gitServer: GitServer, runner: LocalTestRunner, root: string): TrustHarness {
+function build(
+  emulators: ReturnType<ReturnType<typeof withEmulators>>,
+  gitServer: GitServer,
+  runner: LocalTestRunner,
+  root: string,
+  gitHosts: (server: GitServer) => GitHostPolicy,
+): TrustHarness {
   const { clients, queueUrls, dlqUrls } = emulators;
   const events: TrustHarness['events'] = [];
   const options: LocalWorkerOptions = {
@@ -149,7 +164,15 @@ function build(emulators: ReturnType<ReturnType<typeof withEmulators>>, gitServe
     metrics: { count: () => undefined },
     backoff: { baseSeconds: 0, capSeconds: 0 },
   };
-  const sequencerDeps = localSequencerDeps({ ...options, workRoot: join(root, 'sequencer') });
+  const policy: GitHostPolicy = {
+    get hosts() {
+      return gitHosts(gitServer).hosts;
+    },
+    get localAddresses() {
+      return gitHosts(gitServer).localAddresses;
+    },
+  };
+  const sequencerDeps = localSequencerDeps({ ...options, workRoot: join(root, 'sequencer'), gitHosts: policy });
   const prStore = new LocalPullRequestStore(join(root, 'prs'), { branchHead: (url, branch) => resolveBranchHead(url, branch) });
   const completeBuilds = createBuildEventsHandler(localBuildEventsDeps({ ...options, parse: parseLocalRunEvent }));
   const handlers: Record<QueueName, Handler> = {

@@ -44,6 +44,18 @@ describe('resolveConfig', () => {
     }
   });
 
+  it('allows no git host by default, and refuses a host entry that is not a host or that AWS workers never dial', () => {
+    expect(resolveConfig('dev', {}).gitHosts).toEqual([]);
+    expect(resolveConfig('dev', { gitHosts: ['GitHub.com', 'git.example.com:8443'] }).gitHosts).toEqual(['GitHub.com', 'git.example.com:8443']);
+    const bad = () => resolveConfig('dev', { gitHosts: ['https://github.com/org', '169.254.169.254', 'localhost:8080', '[::ffff:127.0.0.1]'] });
+    expect(bad).toThrow(InvalidConfigError);
+    for (const problem of [/"https:\/\/github.com\/org" is not a host name or name:port/, /"169.254.169.254": 169.254.169.254 is a loopback, link-local or metadata address, never dialled on AWS/,
+      /"localhost:8080": localhost names loopback or a metadata service/, /"\[::ffff:127.0.0.1\]": \[::ffff:7f00:1\] is a loopback/]) {
+      expect(bad).toThrow(problem);
+    }
+    expect(() => resolveConfig('dev', { gitHosts: 42 })).toThrow(/gitHosts: must be a list of host names/);
+  });
+
   it('rejects an environment name that cannot be part of a stack name', () => {
     expect(() => resolveConfig('../Prod', {})).toThrow(/env = "\.\.\/Prod": must match/);
   });
@@ -116,6 +128,7 @@ describe('every documented setting', () => {
       context: 'arn:aws:kms:eu-west-1:123456789012:key/mrk-1234abcd', read: (c) => c.secretsKmsKeyArn,
       expected: 'arn:aws:kms:eu-west-1:123456789012:key/mrk-1234abcd', with: { githubTokenSecretArn: secret('gh') },
     },
+    gitHosts: { context: 'github.com,git.example.com:8443', read: (c) => c.gitHosts, expected: ['github.com', 'git.example.com:8443'] },
     githubApiUrl: { context: 'https://ghe.example.com/api/v3', read: (c) => c.githubApiUrl, expected: 'https://ghe.example.com/api/v3' },
     leaseSeconds: { context: '300', read: (c) => c.leaseSeconds, expected: 300 },
     testRunnerTimeoutMinutes: { context: '30', read: (c) => c.testRunnerTimeoutMinutes, expected: 30 },

@@ -88,6 +88,14 @@ describe('functions', () => {
     expect(env('open_pr')).not.toHaveProperty(ENV.gitCredentialsSecretArn);
   });
 
+  it('the push credential comes with the git hosts allow-list: none configured, none set (the sequencer refuses every host)', () => {
+    const env = (s: typeof stack, t: TemplateJson, consumer: string) => envOf(t, s.getLogicalId(s.lanes.find((l) => l.spec.consumer === consumer)!.worker.function.node.defaultChild as never));
+    expect(env(stack, json, 'sequencer')).not.toHaveProperty(ENV.gitHosts);
+    const { stack: configured, template: t } = synth({ gitHosts: ['github.com', 'git.example.com:8443'] });
+    expect(env(configured, t.toJSON() as TemplateJson, 'sequencer')).toMatchObject({ [ENV.gitHosts]: 'github.com,git.example.com:8443' });
+    for (const stage of ['run_tests', 'open_pr']) expect(env(configured, t.toJSON() as TemplateJson, stage)).not.toHaveProperty(ENV.gitHosts);
+  });
+
   it("are told their queue's visibility as this environment deploys it, not the catalog's", () => {
     const { stack: overridden, template: t } = synth({ workers: { sequencer: { timeoutSeconds: 900 } } });
     const sequencer = overridden.lanes.find((l) => l.spec.consumer === 'sequencer')!;
