@@ -75,8 +75,8 @@ NEVER_DIALLED.addAddress('fd00:ec2::254', 'ipv6');
 /** Names that resolve to loopback or a metadata service by convention, whatever DNS says. */
 const NEVER_DIALLED_NAME = /^(?:(?:.+\.)?localhost|metadata|metadata\.google\.internal|instance-data(?:\..+)?)\.?$/;
 
-/** Why a URL's host (its WHATWG `hostname`) must never be dialled on AWS, or undefined. */
-function localAddressProblem(hostname: string): string | undefined {
+/** Why a URL's host (its WHATWG `hostname`) or a resolved address must never be dialled on AWS, or undefined. */
+export function localAddressProblem(hostname: string): string | undefined {
   const address = hostname.replace(/^\[(.*)\]$/, '$1');
   const family = isIP(address);
   if (family !== 0 && NEVER_DIALLED.check(address, family === 4 ? 'ipv4' : 'ipv6')) return `${hostname} is a loopback, link-local or metadata address`;

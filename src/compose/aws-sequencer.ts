@@ -13,7 +13,7 @@ import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { applyPatchProcessor } from '../core/jobs/apply-patch';
 import type { SequencerDeps } from '../core/sequencer';
 import { S3DiffStore } from '../adapters/diff-store';
-import { IsomorphicGitWorkspace } from '../adapters/git';
+import { IsomorphicGitWorkspace, guardedGitHttp } from '../adapters/git';
 import { logger } from '../adapters/powertools';
 import { SecretsManagerSecrets } from '../adapters/secrets';
 import { awsClientConfig, awsPipelineDeps, requireEnv } from './aws';
@@ -35,7 +35,14 @@ export const SEQUENCER_REPO_CACHE_BYTES = 256 * 2 ** 20;
 export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): SequencerDeps {
   const read = (name: string) => requireEnv(name, env);
   const secrets = new SecretsManagerSecrets({ client: new SecretsManagerClient(awsClientConfig(env)), gitCredentialsArn: read(ENV.gitCredentialsSecretArn) });
-  const git = new IsomorphicGitWorkspace({ credentials: () => secrets.gitCredentials(), workRoot: SEQUENCER_WORK_ROOT, cacheBytes: SEQUENCER_REPO_CACHE_BYTES, logger });
+  const git = new IsomorphicGitWorkspace({
+    credentials: () => secrets.gitCredentials(),
+    workRoot: SEQUENCER_WORK_ROOT,
+    cacheBytes: SEQUENCER_REPO_CACHE_BYTES,
+    logger,
+    // What is dialled, not only what is named: no loopback, link-local or metadata address after DNS, no redirect.
+    http: guardedGitHttp(),
+  });
   const s3 = new S3Client({ ...awsClientConfig(env), forcePathStyle: Boolean(env['AWS_ENDPOINT_URL']) });
   return {
     ...awsPipelineDeps('sequencer', env),

@@ -7,6 +7,7 @@ import { resolveBranchHead, type GitAuth } from './remote';
 import { RepoCache } from './repo-cache';
 
 export { applyPatchCommit, repoCacheKey, type ApplyPatchCommitInput, type ApplyPatchCommitResult, type ApplyPatchOptions } from './apply-patch-commit';
+export { guardedGitHttp } from './host-guard';
 export { resolveBranchHead, type GitAuth } from './remote';
 export { RepoCache, type RepoCacheOptions } from './repo-cache';
 
@@ -38,6 +39,6 @@ export class IsomorphicGitWorkspace implements WorkspaceGit {
   }
 
   async branchHead(repoUrl: string, branch: string): Promise<string | undefined> {
-    return resolveBranchHead(repoUrl, branch, await this.options.credentials());
+    return resolveBranchHead(repoUrl, branch, await this.options.credentials(), this.options.http);
   }
 }

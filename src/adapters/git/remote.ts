@@ -65,8 +65,8 @@ export function remoteArgs(remote: RemoteOptions): RemoteOptions {
 }
 
 /** Current commit of `branch` on the remote, or undefined when the branch does not exist. */
-export async function resolveBranchHead(repoUrl: string, branch: string, auth?: GitAuth): Promise<string | undefined> {
-  return remoteBranchHead(remoteOptions(repoUrl, auth), branch);
+export async function resolveBranchHead(repoUrl: string, branch: string, auth?: GitAuth, http?: HttpClient): Promise<string | undefined> {
+  return remoteBranchHead(remoteOptions(repoUrl, auth, http), branch);
 }
 
 export async function remoteBranchHead(remote: RemoteOptions, branch: string): Promise<string | undefined> {
