@@ -55,7 +55,7 @@ export const GLOBAL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   stack: { type: 'string', valueName: 'name', description: 'target a deployed stack (default: $AGENT_JOBS_STACK, else the local platform)' },
   region: { type: 'string', valueName: 'region', description: 'AWS region of the stack (default: $AWS_REGION)' },
   'state-dir': { type: 'string', valueName: 'dir', description: 'local platform state directory (default: .agent-jobs in the project)' },
-  verbose: { type: 'boolean', description: 'on an unexpected error, print its stack trace too' },
+  verbose: { type: 'boolean', description: 'on an error, print its stack trace (and its causes) too' },
   help: { type: 'boolean', short: 'h', description: 'show help' },
 };
 

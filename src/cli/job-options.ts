@@ -6,7 +6,9 @@
  */
 import type * as z from 'zod/mini';
 import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
-import { numberOption, type OptionSpec, type OptionValues } from './command';
+import type { FieldIssue } from '../core/errors';
+import { errorMessage } from '../core/errors';
+import { numberOption, stringOption, type OptionSpec, type OptionValues } from './command';
 import { UsageError } from './errors';
 
 type FlagKind = 'string' | 'number' | 'file';
@@ -111,8 +113,45 @@ export async function payloadFromFlags(
     const raw = values[flag.flag];
     if (typeof raw !== 'string') continue;
     if (!flag.types.includes(type)) throw new UsageError(`--${flag.flag} does not apply to ${type} (only ${flag.types.join(', ')})`, commandPath);
-    const value = flag.kind === 'number' ? numberOption(values, flag.flag, commandPath) : flag.kind === 'file' ? await readText(raw) : raw;
+    const value = flag.kind === 'number' ? numberOption(values, flag.flag, commandPath) : flag.kind === 'file' ? await readFlagFile(flag.flag, raw, readText, commandPath) : raw;
     setPath(payload, flag.path, value);
   }
   return payload;
+}
+
+/** A file named by a flag; one that cannot be read is a usage error naming the flag and the file. */
+async function readFlagFile(flag: string, file: string, readText: (file: string) => Promise<string>, commandPath: readonly string[]): Promise<string> {
+  try {
+    return await readText(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : errorMessage(error);
+    throw new UsageError(`cannot read --${flag} ${file}: ${why}`, commandPath);
+  }
+}
+
+/** Fields of the envelope that `enqueue` sets from its own flags. */
+const ENVELOPE_FLAGS: Readonly<Record<string, string>> = { jobId: 'job-id', workspaceId: 'workspace', tenantId: 'tenant', type: 'type' };
+
+function valueAt(value: unknown, path: readonly string[]): unknown {
+  return path.reduce<unknown>((at, key) => (typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[key] : undefined), value);
+}
+
+/**
+ * A validation failure in the words the user typed: each field at fault named by its flag
+ * (`--base is required`, `--diff-file x.diff: the file is empty`), not by its payload path. A
+ * field no flag sets (one given in --payload or on stdin) keeps its path.
+ */
+export function inFlagWords(issues: readonly FieldIssue[], job: Readonly<Record<string, unknown>>, values: OptionValues, flags: readonly PayloadFlag[]): string {
+  const lines = issues.map((issue) => {
+    const [head, ...rest] = issue.path;
+    const payloadFlag = head === 'payload' ? flags.find((f) => f.path.join('.') === rest.join('.')) : undefined;
+    const flag = payloadFlag?.flag ?? ENVELOPE_FLAGS[issue.path.join('.')];
+    if (flag === undefined) return `${issue.path.join('.') || 'the job'}: ${issue.message}`;
+    const value = valueAt(job, issue.path);
+    if (value === undefined) return `--${flag} is required`;
+    if (payloadFlag?.kind === 'file' && value === '') return `--${flag} ${stringOption(values, flag) ?? ''}: the file is empty`;
+    return `--${flag}: ${issue.message}`;
+  });
+  return [...new Set(lines)].join('; ');
 }

@@ -1,14 +1,14 @@
 /**
  * The CLI entry: parse argv against the command table, run the command, print its output
  * (JSON Lines or text) and map failures to exit codes. Failures go to stderr only, as one line
- * (`--verbose` adds the stack of an unexpected one).
+ * (`--verbose` adds the stack trace).
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { PROJECT_ROOT } from '../local/state-dir';
 import { commandHelp, overviewHelp, parseInvocation, type CommandSpec } from './command';
 import { createContext, type CliContext, type CliIo } from './context';
-import { CliError, EXIT, UsageError } from './errors';
+import { CliError, EXIT, TargetError, UsageError } from './errors';
 
 export const PROGRAM = 'agent-jobs';
 
@@ -37,10 +37,38 @@ export async function runCli(argv: readonly string[], io: CliIo, table: readonly
     if (printed) io.stdout(`${printed}\n`);
     return output.exitCode ?? EXIT.ok;
   } catch (error) {
-    return reportError(io, error, invocation.json, verbose);
+    return reportError(io, await explainUnreachable(error, context), invocation.json, verbose);
   } finally {
     context.close();
   }
+}
+
+/** Network errors that mean the platform or stack is not there (or not reachable from here). */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN']);
+
+/** A network code anywhere in the error, its causes or its aggregated errors. */
+function networkCode(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && UNREACHABLE.has(code)) return code;
+  const inner = error instanceof AggregateError ? (error.errors as unknown[]) : [];
+  for (const next of [error.cause, ...inner]) {
+    const found = networkCode(next);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** An SDK call that could not connect becomes a TargetError naming what it tried to reach (exit 5). */
+async function explainUnreachable(error: unknown, context: CliContext): Promise<unknown> {
+  const code = networkCode(error);
+  if (code === undefined || error instanceof CliError) return error;
+  const label = await context.target().then(
+    (target) => target.label,
+    () => 'the platform',
+  );
+  const hint = label.startsWith('local') ? 'is it running? (agent-jobs local up)' : 'check the region, the network and your credentials';
+  return new TargetError(`cannot reach ${label}: ${code}: ${hint}`, { cause: error });
 }
 
 /** `--json` output: JSON Lines, one object per line (a list prints one line per element). */
@@ -74,7 +102,10 @@ function reportError(io: CliIo, error: unknown, json: boolean, verbose: boolean)
     const usage = error instanceof UsageError ? ` (${PROGRAM}${error.commandPath ? ` ${error.commandPath.join(' ')}` : ''} --help shows the usage)` : '';
     io.stderr(`${PROGRAM}: ${message}${usage}\n`);
   }
-  if (verbose && !known && error instanceof Error && error.stack) io.stderr(`${error.stack}\n`);
+  if (verbose) {
+    // The whole chain: a TargetError made from a network error carries the original as its cause.
+    for (let e: unknown = error; e instanceof Error; e = e.cause) if (e.stack) io.stderr(`${e.stack}\n`);
+  }
   return exitCode;
 }
 

@@ -205,7 +205,10 @@ async function claimCheckDiff(envelope: JobEnvelope, diffStore: DiffStore | unde
   if (envelope.type !== 'apply_patch' || envelope.payload.diff === undefined) return { envelope };
   const { diff, ...rest } = envelope.payload;
   const bytes = Buffer.byteLength(diff);
-  if (bytes > MAX_DIFF_BYTES) throw new InvalidJobError(`invalid apply_patch payload: payload.diff: ${bytes} bytes is over the ${MAX_DIFF_BYTES}-byte limit`);
+  if (bytes > MAX_DIFF_BYTES) {
+    const issue = { path: ['payload', 'diff'], message: `${bytes} bytes is over the ${MAX_DIFF_BYTES}-byte limit` };
+    throw new InvalidJobError(`invalid apply_patch payload: payload.diff: ${issue.message}`, [issue]);
+  }
   if (bytes <= INLINE_DIFF_LIMIT_BYTES) return { envelope };
   if (!diffStore) {
     throw new ConfigurationError(`job ${envelope.jobId}: a ${bytes}-byte diff is over the ${INLINE_DIFF_LIMIT_BYTES}-byte inline limit and no diffStore was given`);

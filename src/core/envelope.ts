@@ -8,7 +8,7 @@ import { commitTimeProblem } from '../../contract/git-objects';
 import { repoUrlSchema } from '../../contract/git-remotes';
 import '../../contract/zod-english';
 import { ID_PATTERN, JOB_TYPES, JOB_TYPE_NAMES, type JobType, type StagedJobType } from '../../contract/job-types';
-import { InvalidJobError } from './errors';
+import { InvalidJobError, type FieldIssue } from './errors';
 
 const idField = (what: string) =>
   z.string({ error: `${what} is required` }).check(z.regex(ID_PATTERN, `${what} must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit`));
@@ -45,24 +45,33 @@ export const pinSchema = z.strictObject(
 export type Pin = z.infer<typeof pinSchema>;
 export type StageMessage<T extends JobType = JobType> = JobEnvelope<T> & { pin: Pin };
 
+function issuesOf(error: z.core.$ZodError, prefix: string[] = []): FieldIssue[] {
+  return error.issues.map((i) => ({ path: [...prefix, ...i.path.map(String)], message: i.message }));
+}
+
+function describe(issues: readonly FieldIssue[]): string {
+  return issues.map((i) => `${i.path.length ? i.path.join('.') : '(body)'}: ${i.message}`).join('; ');
+}
+
+/** InvalidJobError naming every field at fault, with the fields as data too. */
+function invalid(what: string, error: z.core.$ZodError, prefix: string[] = []): InvalidJobError {
+  const issues = issuesOf(error, prefix);
+  return new InvalidJobError(`${what}: ${describe(issues)}`, issues);
+}
+
 /** Every issue of a failed parse as `path: message`, joined (`prefix` is the path of what was parsed). */
 export function describeIssues(error: z.core.$ZodError, prefix: string[] = []): string {
-  return error.issues
-    .map((i) => {
-      const path = [...prefix, ...i.path.map(String)];
-      return `${path.length ? path.join('.') : '(body)'}: ${i.message}`;
-    })
-    .join('; ');
+  return describe(issuesOf(error, prefix));
 }
 
 /** Validates an envelope (object or JSON text). Throws InvalidJobError naming every problem. */
 export function parseEnvelope(input: unknown): JobEnvelope {
   const value = typeof input === 'string' ? parseJson(input) : input;
   const base = envelopeBase.safeParse(value);
-  if (!base.success) throw new InvalidJobError(`invalid job envelope: ${describeIssues(base.error)}`);
+  if (!base.success) throw invalid('invalid job envelope', base.error);
   const payload = JOB_TYPES[base.data.type].payload.safeParse(base.data.payload);
   if (!payload.success) {
-    throw new InvalidJobError(`invalid ${base.data.type} payload: ${describeIssues(payload.error, ['payload'])}`);
+    throw invalid(`invalid ${base.data.type} payload`, payload.error, ['payload']);
   }
   return { ...base.data, payload: payload.data } as JobEnvelope;
 }
@@ -78,7 +87,7 @@ export function parseStageMessage(input: unknown): StageMessage {
   if (typeof value !== 'object' || value === null) throw new InvalidJobError('invalid stage message: body is not an object');
   const { pin, ...envelope } = value as Record<string, unknown>;
   const parsedPin = pinSchema.safeParse(pin);
-  if (!parsedPin.success) throw new InvalidJobError(`invalid stage message: ${describeIssues(parsedPin.error, ['pin'])}`);
+  if (!parsedPin.success) throw invalid('invalid stage message', parsedPin.error, ['pin']);
   return { ...parseEnvelope(envelope), pin: parsedPin.data };
 }
 

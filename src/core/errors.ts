@@ -42,8 +42,18 @@ export class PermanentJobError extends Error {
   }
 }
 
+/** One field a job fails validation on: its path in the envelope (`payload.repo.url`) and why. */
+export interface FieldIssue {
+  readonly path: readonly string[];
+  readonly message: string;
+}
+
 export class InvalidJobError extends PermanentJobError {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** Every field at fault, for callers that speak the user's words (the CLI names its flags). */
+    readonly issues: readonly FieldIssue[] = [],
+  ) {
     super('INVALID_JOB', message);
   }
 }

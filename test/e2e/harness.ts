@@ -69,6 +69,11 @@ export interface PlatformOptions {
   readonly stateDir?: string;
   /** `local up --persist`: the ledger is kept on disk. */
   readonly persist?: boolean;
+  /**
+   * Start it as a user does through npm: `npm start <npmArgs> -- --json --state-dir <dir>` (npm's
+   * banner lines before the ready line are skipped).
+   */
+  readonly npmStartArgs?: readonly string[];
 }
 
 export function runCli(args: readonly string[], stdin?: string): Promise<CliResult> {
@@ -87,10 +92,15 @@ export function runCli(args: readonly string[], stdin?: string): Promise<CliResu
 /** Starts `agent-jobs local up --json` and resolves once it printed its ready line. */
 export async function startPlatform(options: PlatformOptions = {}): Promise<RunningPlatform> {
   const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), 'agent-jobs-e2e-')));
-  const child = spawn(process.execPath, [BIN, 'local', 'up', '--json', '--state-dir', stateDir, ...(options.persist ? ['--persist'] : [])], {
+  const upArgs = ['--json', '--state-dir', stateDir, ...(options.persist ? ['--persist'] : [])];
+  const viaNpm = options.npmStartArgs !== undefined;
+  const [command, args] = viaNpm ? ['npm', ['start', ...(options.npmStartArgs ?? []), '--', ...upArgs]] : [process.execPath, [BIN, 'local', 'up', ...upArgs]];
+  const child = spawn(command, args, {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, NODE_NO_WARNINGS: '1' },
+    // npm runs the platform as its grandchild: stop() signals the whole group, as a terminal's Ctrl-C does.
+    detached: viaNpm,
   });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
@@ -99,12 +109,14 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
     let buffered = '';
     const onData = (chunk: Buffer) => {
       buffered += chunk.toString();
-      const newline = buffered.indexOf('\n');
-      if (newline < 0) return;
+      // npm prints its banner first: the ready line is the first line that is a JSON object.
+      const lines = buffered.split('\n');
+      const line = lines.slice(0, -1).find((l) => l.startsWith('{'));
+      if (line === undefined) return;
       child.stdout.off('data', onData);
       child.stdout.resume();
       try {
-        resolve(JSON.parse(buffered.slice(0, newline)) as RunningPlatform['ready']);
+        resolve(JSON.parse(line) as RunningPlatform['ready']);
       } catch (error) {
         reject(error);
       }
@@ -140,7 +152,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
         .map((line) => JSON.parse(line) as { type: string; detail: Record<string, unknown> });
     },
     async stop() {
-      await stopChild(child, exited);
+      await stopChild(child, exited, viaNpm);
       for (const url of [...Object.values(ready.endpoints), ready.gitUrl]) await expectPortFree(Number(new URL(url).port));
       await rm(stateDir, { recursive: true, force: true });
     },
@@ -165,9 +177,10 @@ async function jsonLinesOf<T>(cli: RunningPlatform['cli'], args: readonly string
   return parseJsonLines<T>(result.stdout);
 }
 
-async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
+async function stopChild(child: ChildProcess, exited: Promise<number | null>, group: boolean): Promise<void> {
   if (child.exitCode !== null) return;
-  child.kill('SIGINT');
+  if (group && child.pid !== undefined) process.kill(-child.pid, 'SIGINT');
+  else child.kill('SIGINT');
   await exited;
 }
 

@@ -2,12 +2,13 @@
  * What the CLI tells an operator, checked as a user runs it: a reused job id is visible where
  * the user looks, unknown ids are errors, and exit codes say what happened.
  */
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ChangeMessageVisibilityCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { deduplicationId, messageGroupId } from '../../src/core/envelope';
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import { applyPatchArgs, diffChain, makeRepository, removeScratch, runCli, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(180_000);
 
@@ -20,7 +21,7 @@ interface JobJson {
 }
 
 /** Exit codes documented in the README. */
-const EXIT = { failed: 1, usage: 2, notFound: 3, timedOut: 4 };
+const EXIT = { failed: 1, usage: 2, notFound: 3, timedOut: 4, unavailable: 5 };
 
 interface PlatformInfo {
   endpoints: { sqs: string };
@@ -173,4 +174,71 @@ test('dlq list shows every failed and skipped job of a workspace with two failur
   const after = (await platform.cliLines<{ jobId: string; attempt?: number; workspaceId: string }>(['dlq', 'list'])).filter((r) => r.workspaceId === 'ws-dlq');
   expect(after.map((r) => [r.jobId, r.attempt])).toEqual([['poison-1', 1], ['poison-2', 2]]);
   await rm(dir, { recursive: true, force: true });
+});
+
+test('enqueue errors name the flags the user typed; a missing diff file is a usage error', async () => {
+  const noBase = await platform.cli(['enqueue', '--type', 'open_pr', '--workspace', 'ws-conflict', '--title', 'T']);
+  expect(noBase.code).toBe(EXIT.usage);
+  expect(noBase.stderr).toMatch(/--base is required/);
+  expect(noBase.stderr).not.toMatch(/payload\./);
+
+  const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-empty-'));
+  const empty = path.join(dir, 'empty.diff');
+  await writeFile(empty, '');
+  const emptyDiff = await platform.cli(applyPatchArgs('ws-conflict', 'empty-1', repoUrl, 'later', empty, 'Empty'));
+  expect(emptyDiff.code).toBe(EXIT.usage);
+  expect(emptyDiff.stderr).toMatch(new RegExp(`--diff-file ${empty}: the file is empty`));
+  expect(emptyDiff.stderr).not.toMatch(/payload\.|diffRef/);
+
+  const missing = await platform.cli(applyPatchArgs('ws-conflict', 'missing-1', repoUrl, 'later', path.join(dir, 'nope.diff'), 'Missing'));
+  expect(missing.code).toBe(EXIT.usage);
+  expect(missing.stderr).toMatch(/cannot read --diff-file .*nope\.diff: no such file/);
+  expect(missing.stderr.trim().split('\n')).toHaveLength(1);
+  await rm(dir, { recursive: true, force: true });
+});
+
+test('run_tests for a workspace with no repository yet is refused at enqueue, naming the reason', async () => {
+  const refused = await platform.cli(['enqueue', '--type', 'run_tests', '--workspace', 'ws-never-patched', '--job-id', 'early-tests', '--command', 'true']);
+  expect(refused.code).toBe(EXIT.failed);
+  expect(refused.stderr).toMatch(/WORKSPACE_UNKNOWN: workspace ws-never-patched has no repository yet: send an apply_patch first/);
+  expect((await platform.cli(['status', 'early-tests'])).code).toBe(EXIT.notFound);
+});
+
+test('an unknown workspace is the same error for jobs and workspace show', async () => {
+  const jobs = await platform.cli(['jobs', '--workspace', 'nosuch']);
+  const show = await platform.cli(['workspace', 'show', 'nosuch']);
+  expect([jobs.code, show.code]).toEqual([EXIT.notFound, EXIT.notFound]);
+  expect(jobs.stderr).toMatch(/workspace nosuch is not in the ledger/);
+  expect(show.stderr).toMatch(/workspace nosuch is not in the ledger/);
+});
+
+test('repo import of a name already imported answers the same URL', async () => {
+  const again = await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'operator']);
+  expect(again.url).toBe(repoUrl);
+});
+
+test('an unexpected error is one line; --verbose adds the stack', async () => {
+  // A platform description that names this (live) process but ports nothing listens on.
+  const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-dead-'));
+  const info = JSON.parse(await readFile(path.join(platform.stateDir, 'platform.json'), 'utf8')) as Record<string, unknown>;
+  const dead = 'http://127.0.0.1:9';
+  await writeFile(path.join(dir, 'platform.json'), JSON.stringify({ ...info, pid: process.pid, endpoints: { sqs: dead, dynamodb: dead, s3: dead } }));
+  const plain = await runCli(['status', 'p1', '--state-dir', dir]);
+  expect(plain.code).toBe(EXIT.unavailable);
+  expect(plain.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^agent-jobs: cannot reach local platform .*ECONNREFUSED: is it running/)]);
+  const verbose = await runCli(['status', 'p1', '--state-dir', dir, '--verbose']);
+  expect(verbose.stderr.trim().split('\n').length).toBeGreaterThan(2);
+  expect(verbose.stderr).toMatch(/\n\s+at /);
+  await rm(dir, { recursive: true, force: true });
+});
+
+test('npm start --reset (npm keeps --reset for itself) still starts from a clean state directory', async () => {
+  const stateDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-npm-'));
+  await writeFile(path.join(stateDir, 'stale.txt'), 'left by an earlier run');
+  const started = await startPlatform({ stateDir, npmStartArgs: ['--reset'] });
+  try {
+    expect(existsSync(path.join(stateDir, 'stale.txt'))).toBe(false);
+  } finally {
+    await started.stop();
+  }
 });

@@ -9,7 +9,7 @@ import { jobsQueue } from '../targets';
 import { requireString, stringOption, type CommandSpec, type OptionValues } from '../command';
 import type { CliContext } from '../context';
 import { OutcomeError, UsageError } from '../errors';
-import { payloadFlags, payloadFromFlags, payloadOptionSpecs } from '../job-options';
+import { inFlagWords, payloadFlags, payloadFromFlags, payloadOptionSpecs } from '../job-options';
 
 const DEFAULT_TENANT = 'default';
 const FLAGS = payloadFlags();
@@ -50,6 +50,24 @@ export async function jobFromArgs(ctx: CliContext, values: OptionValues, fromStd
   } as JobRequest;
 }
 
+/** Job types that change a workspace's tree (they bind it to its repository). */
+const ORDERED_TYPES = JOB_TYPE_NAMES.filter((t) => JOB_TYPES[t].lane === 'ordered');
+
+/**
+ * A staged job (run_tests, open_pr) runs at its workspace's head commit: a workspace with no
+ * repository yet, and no job on its way that gives it one, would fail it as WORKSPACE_UNKNOWN at
+ * its turn. Refused here instead, where the user is.
+ */
+async function refuseWithoutRepository(ctx: CliContext, job: JobRequest): Promise<void> {
+  if (JOB_TYPES[job.type].lane !== 'staged') return;
+  const ledger = await ctx.ledger();
+  if ((await ledger.getWorkspace(job.workspaceId))?.repo) return;
+  if ((await ledger.listOpenJobs(job.workspaceId)).some((j) => ORDERED_TYPES.includes(j.type))) return;
+  throw new OutcomeError(
+    `WORKSPACE_UNKNOWN: workspace ${job.workspaceId} has no repository yet: send an ${ORDERED_TYPES.join(' or ')} first (a ${job.type} job runs at the workspace's head commit)`,
+  );
+}
+
 export const enqueue: CommandSpec<CliContext> = {
   path: PATH,
   summary: 'send a job to the FIFO queue (prints its job id)',
@@ -68,6 +86,7 @@ export const enqueue: CommandSpec<CliContext> = {
     const fromStdin = values.stdin === true || positionals[0] === '-';
     if (positionals.length > 0 && positionals[0] !== '-') throw new UsageError(`unexpected argument: ${positionals[0]}`, PATH);
     const job = await jobFromArgs(ctx, values, fromStdin);
+    await refuseWithoutRepository(ctx, job);
     const target = await ctx.target();
     const { sqs, s3 } = await ctx.clients();
     const diffStore = target.diffBucket ? new S3DiffStore(s3, target.diffBucket) : undefined;
@@ -75,7 +94,8 @@ export const enqueue: CommandSpec<CliContext> = {
     try {
       sent = await enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore, ledger: await ctx.ledger() });
     } catch (error) {
-      if (error instanceof InvalidJobError) throw new UsageError(error.message, PATH);
+      // A job from flags is described by its flags; one from stdin by its fields.
+      if (error instanceof InvalidJobError) throw new UsageError((!fromStdin && inFlagWords(error.issues, job, values, FLAGS)) || error.message, PATH);
       // CONFLICT (recorded: `status` and `wait` show it) or CANCELLED: nothing was sent.
       if (error instanceof EnqueueError && (error.reason === 'CONFLICT' || error.reason === 'CANCELLED')) throw new OutcomeError(`${error.reason}: ${error.message}`);
       throw error;

@@ -3,6 +3,7 @@
  * handlers, emulators and git code it pulls in) is loaded only by the commands that need it, so
  * every other command starts fast.
  */
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -47,6 +48,17 @@ async function demoAgainst(ctx: CliContext, stateDir: string) {
   });
 }
 
+/**
+ * `npm start --reset` gives --reset to npm, not to this command: npm keeps it as
+ * `npm_config_reset`. Under `npm start`, such a flag of ours is taken as meant, and said so.
+ */
+function flagNpmKept(ctx: CliContext, flag: 'reset' | 'persist' | 'demo'): boolean {
+  const { env } = ctx.io;
+  if (env.npm_lifecycle_event !== 'start' || env[`npm_config_${flag}`] !== 'true') return false;
+  ctx.note(`npm read --${flag} as its own option; taking it as local up --${flag} (npm start -- --${flag} passes it directly)`);
+  return true;
+}
+
 export const localUp: CommandSpec<CliContext> = {
   path: ['local', 'up'],
   summary: 'start the local platform (emulators, git server, workers) and show its live view until Ctrl-C',
@@ -66,8 +78,8 @@ export const localUp: CommandSpec<CliContext> = {
     const platform = await startPlatform({
       stateDir: ctx.stateDir,
       ports: ports(values, this.path),
-      reset: values.reset === true,
-      persist: values.persist === true,
+      reset: values.reset === true || flagNpmKept(ctx, 'reset'),
+      persist: values.persist === true || flagNpmKept(ctx, 'persist'),
       output: ctx.json ? null : terminal(ctx.io.stdout),
     }).catch((error: unknown) => {
       const refused = error instanceof PlatformAlreadyRunningError || error instanceof PortInUseError || error instanceof InvalidPortsFileError;
@@ -75,7 +87,7 @@ export const localUp: CommandSpec<CliContext> = {
     });
     try {
       if (ctx.json) ctx.io.stdout(`${JSON.stringify(platform.info)}\n`);
-      if (values.demo === true) await demoAgainst(ctx, ctx.stateDir);
+      if (values.demo === true || flagNpmKept(ctx, 'demo')) await demoAgainst(ctx, ctx.stateDir);
       await interrupted;
     } finally {
       await platform.stop();
@@ -131,8 +143,12 @@ export const repoImport: CommandSpec<CliContext> = {
     // The platform's git server serves every repository under its root; a second, short-lived
     // server on the same root does the import with the same name rules (platform.json has no API).
     const server = await startGitServer({ root: path.join(target.local.stateDir, REPOSITORIES_DIR) });
+    let created = true;
     try {
-      await server.importRepository(source, name);
+      // Importing a name twice answers the same URL (a README walkthrough run again, a restart):
+      // the repository there is kept as it is, with the platform's commits on it.
+      if (existsSync(server.gitDir(name))) created = false;
+      else await server.importRepository(source, name);
     } catch (error) {
       if (error instanceof InvalidRepositoryNameError) throw new UsageError(error.message, this.path);
       // execFile's error carries git's stderr: "already exists", "not a git repository", ...
@@ -142,6 +158,7 @@ export const repoImport: CommandSpec<CliContext> = {
       await server.close();
     }
     const url = `${target.local.gitUrl}/${name}.git`;
-    return { data: { name, url }, text: url };
+    if (!created) ctx.note(`repository ${name} was imported before: its URL, unchanged (nothing imported from ${source})`);
+    return { data: { name, url, created }, text: url };
   },
 };
