@@ -1,51 +1,67 @@
 /**
- * The local platform's terminal view: one line per job event as it lands in the event log, then a
- * compact tally of jobs by outcome per workspace. It reads the same JSON-lines log the CLI reads.
- * Events already in the log at start belong to an earlier run (whose in-memory ledger is gone), so
- * the view shows this run's events only.
+ * The local platform's terminal view, read from the ledger: a line for each job and workspace
+ * whose state changed since the last look, then one line of every workspace as it is now (state,
+ * head, jobs by current status). It shows state, not history: a redriven job counts once, an
+ * unblock, a drop or a cancel shows as the change it made, a test run shows its verdict.
  */
 import type { Writable } from 'node:stream';
-import type { JsonlEventLog, LoggedEvent } from '../adapters/events';
+import { overviewLine, readOverview, workspaceState, type WorkspaceOverview } from '../cli/overview';
+import { jobSummary, statusLabel } from '../cli/views';
+import type { JobRecord, Ledger } from '../core/ports';
 
 export interface LiveViewOptions {
-  readonly events: JsonlEventLog;
+  readonly ledger: Ledger;
   readonly output: Writable;
-  /** @default 500 */
+  /**
+   * How often the ledger is read. Each look reads every workspace's jobs: one operator's terminal
+   * on the local emulator, where this costs a few milliseconds per workspace. @default 1000
+   */
   readonly intervalMs?: number;
+  /** @default the wall clock */
+  readonly now?: () => Date;
 }
 
 export interface LiveView {
-  /** Prints what is still unread, then stops. */
+  /** Prints what changed since the last look, then stops. */
   stop(): Promise<void>;
 }
 
-interface WorkspaceTally {
-  readonly counts: Map<string, number>;
-  blockedBy?: string;
+/** What the view last showed: a line per job and a state per workspace, by id. */
+export interface ViewSnapshot {
+  readonly jobs: ReadonlyMap<string, string>;
+  readonly workspaces: ReadonlyMap<string, string>;
 }
 
 export async function startLiveView(options: LiveViewOptions): Promise<LiveView> {
-  const tallies = new Map<string, WorkspaceTally>();
-  let offset = (await options.events.readFrom(0)).nextOffset;
+  const now = options.now ?? (() => new Date());
+  const first = await readOverview(options.ledger);
+  let shown = snapshotOf(first);
+  // A persisted ledger: say where things stand before the first change.
+  if (first.length > 0) options.output.write(`${stateLine(first)}\n`);
   let reading: Promise<void> = Promise.resolve();
 
-  const readNew = async () => {
-    const { events, nextOffset } = await options.events.readFrom(offset);
-    offset = nextOffset;
-    if (events.length === 0) return;
-    for (const event of events) {
-      options.output.write(`${describeEvent(event)}\n`);
-      tally(tallies, event);
+  const look = async () => {
+    const overview = await readOverview(options.ledger);
+    const next = snapshotOf(overview);
+    const changes = changedLines(shown, next);
+    // A job cancelled before its turn leaves every list (it never got a place in the order): its
+    // last state, read once by id.
+    for (const jobId of shown.jobs.keys()) {
+      const job = next.jobs.has(jobId) ? undefined : await options.ledger.getJob(jobId);
+      if (job) changes.push(jobLine(job));
     }
-    options.output.write(`${formatTallies(tallies)}\n`);
+    shown = next;
+    if (changes.length === 0) return;
+    const time = now().toISOString().slice(11, 19);
+    options.output.write(`${changes.map((line) => `${time}  ${line}\n`).join('')}${stateLine(overview)}\n`);
   };
-  // One read at a time: a slow read must not print the same events twice.
+  // One look at a time: a slow read must not print the same change twice.
   const tick = () => {
-    reading = reading.then(readNew).catch((error: unknown) => {
-      options.output.write(`live view: cannot read the event log: ${String(error)}\n`);
+    reading = reading.then(look).catch((error: unknown) => {
+      options.output.write(`live view: cannot read the ledger: ${String(error)}\n`);
     });
   };
-  const timer = setInterval(tick, options.intervalMs ?? 500);
+  const timer = setInterval(tick, options.intervalMs ?? 1000);
   return {
     async stop() {
       clearInterval(timer);
@@ -55,49 +71,31 @@ export async function startLiveView(options: LiveViewOptions): Promise<LiveView>
   };
 }
 
-/** `11:40:02  ws-1  apply_patch  <jobId>  SUCCEEDED` (plus the reason of a failure or skip). */
-export function describeEvent(event: LoggedEvent): string {
-  const time = event.time.slice(11, 19);
-  const d = event.detail;
-  if (event.type === 'WorkspaceBlocked') return `${time}  ${text(d['workspaceId'])}  BLOCKED by ${text(d['blockedBy'])} (${text(d['reason'])})`;
-  const reason = d['reason'] === undefined ? '' : `  ${text(d['reason'])}`;
-  return `${time}  ${text(d['workspaceId'])}  ${text(d['type'])}  ${text(d['jobId'])}  ${statusOf(event)}${reason}`;
+/** `ws-1  apply_patch  p1  SUCCEEDED  commit 1a2b3c4d5e6f` */
+export function jobLine(job: JobRecord): string {
+  const summary = jobSummary(job);
+  return `${job.workspaceId}  ${job.type}  ${job.jobId}  ${statusLabel(job)}${summary ? `  ${summary}` : ''}`;
 }
 
-/** `workspaces: ws-1 SUCCEEDED 3 FAILED 1 [BLOCKED by j] | ws-2 SUCCEEDED 5` */
-export function formatTallies(tallies: ReadonlyMap<string, WorkspaceTally>): string {
-  const parts = [...tallies].map(([workspaceId, t]) => {
-    const counts = [...t.counts].map(([status, n]) => `${status} ${n}`).join(' ');
-    return `${workspaceId} ${counts}${t.blockedBy ? ` [BLOCKED by ${t.blockedBy}]` : ''}`.trim();
+export function snapshotOf(overview: readonly WorkspaceOverview[]): ViewSnapshot {
+  return {
+    jobs: new Map(overview.flatMap((o) => o.jobs.map((job) => [job.jobId, jobLine(job)] as const))),
+    workspaces: new Map(overview.map((o) => [o.workspace.workspaceId, workspaceState(o.workspace)] as const)),
+  };
+}
+
+/** The workspace and job lines that differ from what was shown (workspaces first). */
+export function changedLines(before: ViewSnapshot, after: ViewSnapshot): string[] {
+  const workspaces = [...after.workspaces].flatMap(([id, state]) => {
+    const was = before.workspaces.get(id);
+    if (was === state) return [];
+    return [`${id}  ${state}${was?.startsWith('BLOCKED') ? ' (unblocked)' : ''}`];
   });
-  return `workspaces: ${parts.join(' | ')}`;
+  const jobs = [...after.jobs].flatMap(([id, line]) => (before.jobs.get(id) === line ? [] : [line]));
+  return [...workspaces, ...jobs];
 }
 
-function tally(tallies: Map<string, WorkspaceTally>, event: LoggedEvent): void {
-  const workspaceId = text(event.detail['workspaceId']);
-  const entry = tallies.get(workspaceId) ?? { counts: new Map<string, number>() };
-  tallies.set(workspaceId, entry);
-  if (event.type === 'WorkspaceBlocked') {
-    entry.blockedBy = text(event.detail['blockedBy']);
-    return;
-  }
-  const status = statusOf(event);
-  entry.counts.set(status, (entry.counts.get(status) ?? 0) + 1);
-}
-
-const STATUS_BY_TYPE: Record<LoggedEvent['type'], string> = {
-  AgentJobSucceeded: 'SUCCEEDED',
-  AgentJobFailed: 'FAILED',
-  AgentJobSkipped: 'SKIPPED',
-  WorkspaceBlocked: 'BLOCKED',
-};
-
-/** The status the event carries (a forwarded job reports FORWARDED), else the one its type implies. */
-function statusOf(event: LoggedEvent): string {
-  const status = event.detail['status'];
-  return typeof status === 'string' ? status : STATUS_BY_TYPE[event.type];
-}
-
-function text(value: unknown): string {
-  return typeof value === 'string' ? value : '?';
+/** `workspaces: ws-1 ACTIVE at 1a2b3c4d5e6f: SUCCEEDED 3 | ws-2 BLOCKED by j (REASON): FAILED 1, SKIPPED 2` */
+export function stateLine(overview: readonly WorkspaceOverview[]): string {
+  return `workspaces: ${overview.map(overviewLine).join(' | ')}`;
 }

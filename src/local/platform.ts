@@ -159,7 +159,8 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
     stack.push(() => git.close());
     await recordPorts(stateDir, { sqs: portOf(emulators.endpoints.sqs), dynamodb: portOf(emulators.endpoints.dynamodb), git: git.port });
     // Before any worker runs: every lease in the ledger now belongs to a worker of a dead run.
-    const unfinished = await releaseOrphanedLeases(localLedger(emulators), Date.now());
+    const ledger = localLedger(emulators);
+    const unfinished = await releaseOrphanedLeases(ledger, Date.now());
     const events = new JsonlEventLog(paths.events);
     const readAccess: ReadAccess = {
       grant: (repoUrl) => {
@@ -185,7 +186,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
     const output = options.output === null ? undefined : (options.output ?? process.stdout);
     if (output) {
       // Stopped after the pollers (unwinding is last-in first-out), so it shows the last events too.
-      const view: LiveView = await startLiveView({ events, output });
+      const view: LiveView = await startLiveView({ ledger, output });
       stack.push(() => view.stop());
     }
 

@@ -213,7 +213,7 @@ export async function makeRepository(files: Record<string, string>, branches: re
 }
 
 /** Subjects of the commits on a branch of a bare repository, newest first. */
-async function commitSubjects(gitDir: string, branch: string): Promise<string[]> {
+export async function commitSubjects(gitDir: string, branch: string): Promise<string[]> {
   return (await git(gitDir, 'log', '--format=%s', `refs/heads/${branch}`)).split('\n');
 }
 

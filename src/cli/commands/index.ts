@@ -7,7 +7,7 @@ import { enqueue } from './enqueue';
 import { cancel, jobs, status, wait } from './jobs';
 import { demo, localUp, repoImport } from './local';
 import { unfinished } from './unfinished';
-import { workspaceShow, workspaceUnblock } from './workspace';
+import { workspaces, workspaceShow, workspaceUnblock } from './workspace';
 
 export const COMMANDS: readonly CommandSpec<CliContext>[] = [
   localUp,
@@ -17,6 +17,7 @@ export const COMMANDS: readonly CommandSpec<CliContext>[] = [
   status,
   wait,
   jobs,
+  workspaces,
   workspaceShow,
   workspaceUnblock,
   dlqList,

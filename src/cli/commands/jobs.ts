@@ -5,6 +5,7 @@ import { numberOption, requireString, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import { EXIT, NotFoundError, OutcomeError } from '../errors';
 import { table } from '../output';
+import { workspaceJobs } from '../overview';
 import { conflictSummary, jobFields, jobSucceeded, jobSummary, publicJob, statusLabel } from '../views';
 
 const WAIT_POLL_MS = 500;
@@ -88,16 +89,6 @@ export const wait: CommandSpec<CliContext> = {
     };
   },
 };
-
-/**
- * A workspace's jobs: those the sequencer took, in its order, then those not taken yet (QUEUED
- * or running their first attempt), oldest first.
- */
-export async function workspaceJobs(ledger: Ledger, workspaceId: string): Promise<JobRecord[]> {
-  const [taken, open] = await Promise.all([ledger.listWorkspaceJobs(workspaceId), ledger.listOpenJobs(workspaceId)]);
-  const known = new Set(taken.map((j) => j.jobId));
-  return [...taken, ...open.filter((j) => !known.has(j.jobId))];
-}
 
 export const jobs: CommandSpec<CliContext> = {
   path: ['jobs'],

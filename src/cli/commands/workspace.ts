@@ -1,4 +1,4 @@
-/** `workspace show|unblock`: the workspace record and the operator's way out of the fence. */
+/** `workspaces`, `workspace show|unblock`: the workspace records and the operator's way out of the fence. */
 import { messageGroupId } from '../../core/envelope';
 import type { WorkspaceRecord } from '../../core/ports';
 import { jobsQueue } from '../targets';
@@ -6,6 +6,8 @@ import type { CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import { messageJob, redriveMessage, sweepDlq } from '../dlq';
 import { NotFoundError, UsageError } from '../errors';
+import { shortSha, table } from '../output';
+import { countByStatus, countsText, readOverview, workspaceState } from '../overview';
 import { publicWorkspace, workspaceFields } from '../views';
 
 async function requireWorkspace(ctx: CliContext, workspaceId: string): Promise<WorkspaceRecord> {
@@ -13,6 +15,20 @@ async function requireWorkspace(ctx: CliContext, workspaceId: string): Promise<W
   if (!workspace) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await ctx.target()).label}`);
   return workspace;
 }
+
+export const workspaces: CommandSpec<CliContext> = {
+  path: ['workspaces'],
+  summary: 'list every workspace: state, head commit and its jobs by current status',
+  notes: ['A workspace is listed from its first job\'s turn; "jobs --workspace <id>" lists its jobs.'],
+  async run(ctx) {
+    const overview = await readOverview(await ctx.ledger());
+    const rows = overview.map(({ workspace, jobs }) => [workspace.workspaceId, workspaceState(workspace), shortSha(workspace.head), countsText(countByStatus(jobs))] as const);
+    return {
+      data: overview.map(({ workspace, jobs }) => ({ ...publicWorkspace(workspace), jobs: countByStatus(jobs) })),
+      text: overview.length ? table(['WORKSPACE', 'STATE', 'HEAD', 'JOBS'], rows) : 'no workspaces yet',
+    };
+  },
+};
 
 export const workspaceShow: CommandSpec<CliContext> = {
   path: ['workspace', 'show'],
