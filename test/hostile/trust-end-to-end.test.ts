@@ -131,7 +131,8 @@ test('a credential in the repository URL is refused before anything is sent, wha
   const result = await platform.cli(applyPatchArgs('ws-leak', 'leak-1', leaky, 'agent/mine', diff ?? '', 'Leak'));
 
   expect(result.code).not.toBe(0);
-  expect(result.stderr).toContain('payload.repo.url: must not carry credentials');
+  // Named by the flag the user typed (enqueue speaks in flags, not payload paths).
+  expect(result.stderr).toContain('--repo: must not carry credentials');
   expect(`${result.stdout}${result.stderr}`).not.toContain('ghp_TOPSECRET');
   expect((await platform.cli(['status', 'leak-1'])).code).not.toBe(0);
 });
