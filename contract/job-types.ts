@@ -24,6 +24,21 @@ export const diffRefSchema = z.strictObject({
   bytes: z.int().check(z.nonnegative()),
 });
 
+/**
+ * The diff inline, in one of two forms (the producer picks: src/core/diff-wire.ts):
+ * `diff`, UTF-8 text (readable in a DLQ), or `diffBase64`, the exact bytes of a diff that is not
+ * UTF-8 (Latin-1 files, stray bytes). Base64 must be canonical (padded, standard alphabet, no
+ * stray bits), so one byte sequence has one spelling.
+ */
+const diffText = z.string().check(
+  z.minLength(1),
+  z.refine((text) => !/[\ud800-\udfff]/u.test(text), 'must be well-formed Unicode text: send bytes that are not UTF-8 as diffBase64'),
+);
+const diffBase64 = z.string().check(
+  z.minLength(4),
+  z.refine((text) => /^[A-Za-z0-9+/]*={0,2}$/.test(text) && Buffer.from(text, 'base64').toString('base64') === text, 'must be canonical base64 (RFC 4648, padded)'),
+);
+
 export const applyPatchPayloadSchema = z
   .strictObject({
     repo: z.strictObject({
@@ -31,7 +46,8 @@ export const applyPatchPayloadSchema = z
       url: repoUrlSchema,
       branch: branchNameSchema,
     }),
-    diff: z.optional(z.string().check(z.minLength(1))),
+    diff: z.optional(diffText),
+    diffBase64: z.optional(diffBase64),
     diffRef: z.optional(diffRefSchema),
     baseSha: z.optional(gitSha),
     // What fsck --strict accepts, and no NUL hiding the Agent-Job-Id trailer (contract/git-objects.ts).
@@ -39,8 +55,8 @@ export const applyPatchPayloadSchema = z
     author: z.optional(authorSchema),
   })
   .check(
-    z.refine((p) => (p.diff === undefined) !== (p.diffRef === undefined), {
-      message: 'exactly one of diff or diffRef is required',
+    z.refine((p) => [p.diff, p.diffBase64, p.diffRef].filter((d) => d !== undefined).length === 1, {
+      message: 'exactly one of diff, diffBase64 or diffRef is required',
       path: ['diff'],
     }),
   );

@@ -1,6 +1,7 @@
 /**
  * Message attributes on the wire: what the producer, the consumers, the DLQ moves and the CLI's
- * triage and redrive agree on. Plain data and one pure helper, so every side imports it.
+ * triage and redrive agree on, and how a body and a free-text attribute are written so that SQS
+ * (and fauxqs) take any string. Plain data and pure helpers, so every side imports it.
  */
 
 /**
@@ -27,4 +28,25 @@ export interface StringAttributeValue {
 /** String message attributes as SendMessage wants them (the producer, the DLQ moves, the CLI). */
 export function stringAttributes(values: Readonly<Record<string, string>>): Record<string, StringAttributeValue> {
   return Object.fromEntries(Object.entries(values).map(([name, value]) => [name, { DataType: 'String', StringValue: value }]));
+}
+
+/**
+ * A message body as the platform sends it: JSON with every character outside printable ASCII
+ * escaped (`\uXXXX`). SQS refuses some characters in a body (most controls, U+FFFE, U+FFFF) and
+ * fauxqs, the local SQS, also every character outside the Basic Multilingual Plane (an emoji);
+ * escaped, any string travels, and JSON.parse gives back exactly the same value.
+ */
+export function wireJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * A free-text string attribute (a DLQ's `errorMessage`) cut to `maxChars` without splitting a
+ * character, with what SQS refuses in attribute values (controls but tab and line breaks,
+ * U+FFFE, U+FFFF, lone surrogates) written as `\u{...}` escapes.
+ */
+export function attributeText(text: string, maxChars: number): string {
+  let cut = text.length > maxChars ? text.slice(0, maxChars) : text;
+  if (/[\ud800-\udbff]$/.test(cut)) cut = cut.slice(0, -1);
+  return cut.replace(/[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu, (c) => `\\u{${(c.codePointAt(0) ?? 0).toString(16)}}`);
 }

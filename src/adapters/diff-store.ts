@@ -16,22 +16,22 @@ export class S3DiffStore implements DiffStore {
   ) {}
 
   /** Stores `body` at `<key>/<sha256>.diff`; `key` namespaces it (e.g. `<workspaceId>/<jobId>`). */
-  async put(key: string, body: string): Promise<DiffRef> {
-    const bytes = Buffer.from(body, 'utf8');
+  async put(key: string, body: Uint8Array): Promise<DiffRef> {
+    const bytes = Buffer.from(body);
     const sha256 = sha256Hex(bytes);
     const objectKey = `${key}/${sha256}.diff`;
     await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: objectKey, Body: bytes, ContentType: 'text/x-diff' }));
     return { bucket: this.bucket, key: objectKey, sha256, bytes: bytes.length };
   }
 
-  async get(ref: DiffRef): Promise<string> {
+  async get(ref: DiffRef): Promise<Uint8Array> {
     // The function may only read its own bucket; a reference elsewhere is bad input, not a retry.
     if (ref.bucket !== this.bucket) throw new PermanentJobError('INVALID_JOB', `diffRef bucket ${ref.bucket} is not the diff bucket`);
     const bytes = await this.read(ref);
     if (bytes.length !== ref.bytes || sha256Hex(bytes) !== ref.sha256) {
       throw new PermanentJobError('INVALID_JOB', `diffRef s3://${ref.bucket}/${ref.key} does not match its size or sha256`);
     }
-    return bytes.toString('utf8');
+    return bytes;
   }
 
   private async read(ref: DiffRef): Promise<Buffer> {

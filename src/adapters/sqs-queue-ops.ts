@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { ChangeMessageVisibilityCommand, GetQueueUrlCommand, SendMessageCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
-import { DLQ_ATTRIBUTES, stringAttributes } from '../../contract/messages';
+import { DLQ_ATTRIBUTES, attributeText, stringAttributes } from '../../contract/messages';
 import type { JobFailure, QueueOps } from '../core/ports';
 
 /** SQS allows 256 KB of attributes; the reason is for triage, the details are in the ledger. */
@@ -32,7 +32,7 @@ function copiedAttributes(record: SQSRecord): Record<string, MessageAttributeVal
 function failureAttributes(failure: JobFailure): Record<string, MessageAttributeValue> {
   return stringAttributes({
     [DLQ_ATTRIBUTES.reason]: failure.reason,
-    [DLQ_ATTRIBUTES.errorMessage]: failure.message.slice(0, MAX_ERROR_MESSAGE_CHARS) || failure.reason,
+    [DLQ_ATTRIBUTES.errorMessage]: attributeText(failure.message, MAX_ERROR_MESSAGE_CHARS) || failure.reason,
   });
 }
 

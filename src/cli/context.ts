@@ -14,6 +14,8 @@ export interface CliIo {
   readonly stdout: (text: string) => void;
   readonly stderr: (text: string) => void;
   readonly readStdin: () => Promise<string>;
+  /** Stdin as bytes, for a file flag read from `-` (a diff in any encoding); absent: UTF-8 of readStdin. */
+  readonly readStdinBytes?: () => Promise<Uint8Array>;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;
   /** Resolves when the user asks to stop (Ctrl-C / SIGTERM); long-running commands await it. */

@@ -105,7 +105,7 @@ export async function payloadFromFlags(
   values: OptionValues,
   flags: readonly PayloadFlag[],
   base: Record<string, unknown>,
-  readText: (file: string) => Promise<string>,
+  readFileFlag: (file: string) => Promise<Uint8Array>,
   commandPath: readonly string[],
 ): Promise<Record<string, unknown>> {
   const payload = structuredClone(base);
@@ -113,21 +113,26 @@ export async function payloadFromFlags(
     const raw = values[flag.flag];
     if (typeof raw !== 'string') continue;
     if (!flag.types.includes(type)) throw new UsageError(`--${flag.flag} does not apply to ${type} (only ${flag.types.join(', ')})`, commandPath);
-    const value = flag.kind === 'number' ? numberOption(values, flag.flag, commandPath) : flag.kind === 'file' ? await readFlagFile(flag.flag, raw, readText, commandPath) : raw;
+    const value = flag.kind === 'number' ? numberOption(values, flag.flag, commandPath) : flag.kind === 'file' ? await readFlagFile(flag.flag, raw, readFileFlag, commandPath) : raw;
     setPath(payload, flag.path, value);
   }
   return payload;
 }
 
 /** A file named by a flag; one that cannot be read is a usage error naming the flag and the file. */
-async function readFlagFile(flag: string, file: string, readText: (file: string) => Promise<string>, commandPath: readonly string[]): Promise<string> {
+async function readFlagFile(flag: string, file: string, readBytes: (file: string) => Promise<Uint8Array>, commandPath: readonly string[]): Promise<Uint8Array> {
   try {
-    return await readText(file);
+    return await readBytes(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : errorMessage(error);
     throw new UsageError(`cannot read --${flag} ${file}: ${why}`, commandPath);
   }
+}
+
+/** A file flag's value as read (bytes) or as validated after the producer made it text. */
+function isEmptyFile(value: unknown): boolean {
+  return value === '' || (value instanceof Uint8Array && value.byteLength === 0);
 }
 
 /** Fields of the envelope that `enqueue` sets from its own flags. */
@@ -150,7 +155,7 @@ export function inFlagWords(issues: readonly FieldIssue[], job: Readonly<Record<
     if (flag === undefined) return `${issue.path.join('.') || 'the job'}: ${issue.message}`;
     const value = valueAt(job, issue.path);
     if (value === undefined) return `--${flag} is required`;
-    if (payloadFlag?.kind === 'file' && value === '') return `--${flag} ${stringOption(values, flag) ?? ''}: the file is empty`;
+    if (payloadFlag?.kind === 'file' && isEmptyFile(value)) return `--${flag} ${stringOption(values, flag) ?? ''}: the file is empty`;
     return `--${flag}: ${issue.message}`;
   });
   return [...new Set(lines)].join('; ');

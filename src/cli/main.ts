@@ -126,11 +126,8 @@ export function processIo(): CliIo {
   return {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
-    readStdin: async () => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-      return Buffer.concat(chunks).toString('utf8');
-    },
+    readStdin: async () => Buffer.from(await readAllStdin()).toString('utf8'),
+    readStdinBytes: readAllStdin,
     env: process.env,
     cwd: process.cwd(),
     // Registered only when a long-running command asks, so Ctrl-C still kills the others at once.
@@ -140,4 +137,10 @@ export function processIo(): CliIo {
         process.once('SIGTERM', () => resolve());
       }),
   };
+}
+
+async function readAllStdin(): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
 }

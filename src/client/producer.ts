@@ -18,13 +18,23 @@ import { INLINE_DIFF_LIMIT_BYTES, MAX_DIFF_BYTES, MAX_MESSAGE_BYTES } from '../.
 import { deduplicationId, jobAttributes, jobDigest, messageGroupId, parseEnvelope, type JobEnvelope } from '../core/envelope';
 import { ConfigurationError, errorMessage, InvalidJobError } from '../core/errors';
 import { TERMINAL_STATUSES, type DiffStore, type JobRecord, type JobStatus, type Ledger } from '../core/ports';
-import { stringAttributes } from '../../contract/messages';
+import { stringAttributes, wireJson } from '../../contract/messages';
+import { inlineDiff, inlineDiffBytes } from '../core/diff-wire';
 
 /** Per job type (distributes over the union), so `payload` stays tied to `type`. */
 type WithOptionalIds<E> = E extends unknown ? Omit<E, 'jobId' | 'createdAt'> & { readonly jobId?: string; readonly createdAt?: string } : never;
 
-/** A job as a caller writes it: jobId and createdAt are filled in when absent. */
-export type JobRequest = WithOptionalIds<JobEnvelope>;
+/** An apply_patch's `diff` may be given as bytes (any encoding); the producer picks how it travels. */
+type WithDiffBytes<E> = E extends { type: 'apply_patch'; payload: infer P }
+  ? Omit<E, 'payload'> & { readonly payload: Omit<P, 'diff'> & { readonly diff?: string | Uint8Array } }
+  : E;
+
+/**
+ * A job as a caller writes it: jobId and createdAt are filled in when absent, and an apply_patch
+ * `diff` may be bytes: it is sent as text when it is UTF-8, else as `diffBase64`, or by reference
+ * when it is large (src/core/diff-wire.ts), and reaches the tree byte for byte.
+ */
+export type JobRequest = WithOptionalIds<WithDiffBytes<JobEnvelope>>;
 
 export interface EnqueueOptions {
   readonly sqs: SQSClient;
@@ -177,9 +187,10 @@ interface PreparedMessage {
 }
 
 async function prepare(job: JobRequest, diffStore: DiffStore | undefined): Promise<PreparedMessage> {
-  const envelope = parseEnvelope({ ...job, jobId: job.jobId ?? newJobId(), createdAt: job.createdAt ?? new Date().toISOString() });
+  const envelope = parseEnvelope({ ...withInlineDiff(job), jobId: job.jobId ?? newJobId(), createdAt: job.createdAt ?? new Date().toISOString() });
   const { envelope: final, diffRef } = await claimCheckDiff(envelope, diffStore);
-  const body = JSON.stringify(final);
+  // ASCII-only JSON: any character reaches the consumer, on SQS and on fauxqs (contract/messages.ts).
+  const body = wireJson(final);
   const attributes = stringAttributes(jobAttributes(final));
   const bytes = Buffer.byteLength(body) + attributeBytes(attributes);
   if (bytes > MAX_MESSAGE_BYTES) {
@@ -200,19 +211,29 @@ async function prepare(job: JobRequest, diffStore: DiffStore | undefined): Promi
   };
 }
 
-/** Moves a diff over the inline limit to the diff store and replaces it with its reference. */
+/** The job with a `diff` given as bytes in its inline form (`diff` text or `diffBase64`). */
+function withInlineDiff(job: JobRequest): object {
+  if (job.type !== 'apply_patch' || job.payload.diff === undefined || typeof job.payload.diff === 'string') return job;
+  const { diff, ...rest } = job.payload;
+  return { ...job, payload: { ...rest, ...inlineDiff(diff) } };
+}
+
+/** Moves a diff over the inline limit to the diff store, as bytes, and replaces it with its reference. */
 async function claimCheckDiff(envelope: JobEnvelope, diffStore: DiffStore | undefined): Promise<{ envelope: JobEnvelope; diffRef?: DiffRef }> {
-  if (envelope.type !== 'apply_patch' || envelope.payload.diff === undefined) return { envelope };
-  const { diff, ...rest } = envelope.payload;
-  const bytes = Buffer.byteLength(diff);
+  if (envelope.type !== 'apply_patch') return { envelope };
+  const diff = inlineDiffBytes(envelope.payload);
+  if (diff === undefined) return { envelope };
+  const field = envelope.payload.diff !== undefined ? 'diff' : 'diffBase64';
+  const bytes = diff.byteLength;
   if (bytes > MAX_DIFF_BYTES) {
-    const issue = { path: ['payload', 'diff'], message: `${bytes} bytes is over the ${MAX_DIFF_BYTES}-byte limit` };
-    throw new InvalidJobError(`invalid apply_patch payload: payload.diff: ${issue.message}`, [issue]);
+    const issue = { path: ['payload', field], message: `${bytes} bytes is over the ${MAX_DIFF_BYTES}-byte limit` };
+    throw new InvalidJobError(`invalid apply_patch payload: payload.${field}: ${issue.message}`, [issue]);
   }
   if (bytes <= INLINE_DIFF_LIMIT_BYTES) return { envelope };
   if (!diffStore) {
     throw new ConfigurationError(`job ${envelope.jobId}: a ${bytes}-byte diff is over the ${INLINE_DIFF_LIMIT_BYTES}-byte inline limit and no diffStore was given`);
   }
+  const { diff: _text, diffBase64: _base64, ...rest } = envelope.payload;
   const diffRef = await diffStore.put(`${envelope.workspaceId}/${envelope.jobId}`, diff);
   return { envelope: { ...envelope, payload: { ...rest, diffRef } }, diffRef };
 }

@@ -8,6 +8,7 @@ import { commitTimeProblem } from '../../contract/git-objects';
 import { repoUrlSchema } from '../../contract/git-remotes';
 import '../../contract/zod-english';
 import { ID_PATTERN, JOB_TYPES, JOB_TYPE_NAMES, type JobType, type StagedJobType } from '../../contract/job-types';
+import { canonicalInlineDiff } from './diff-wire';
 import { InvalidJobError, type FieldIssue } from './errors';
 
 const idField = (what: string) =>
@@ -132,9 +133,12 @@ export function canonicalJson(value: unknown): string {
  * Digest of what the job asks for: workspace, tenant, type and canonical payload. A redelivery has
  * the same digest; the same jobId reused for different work does not (a conflict).
  * createdAt is left out on purpose: a producer that retries a send re-stamps it.
+ * An inline diff counts by its bytes: `diffBase64` of UTF-8 text digests as that `diff` text.
  */
 export function jobDigest(job: JobEnvelope): string {
-  const { workspaceId, tenantId, type, payload } = job;
+  const { workspaceId, tenantId, type } = job;
+  // The same diff bytes are the same request, whichever inline form the producer chose.
+  const payload = job.type === 'apply_patch' ? canonicalInlineDiff(job.payload) : job.payload;
   return createHash('sha256').update(canonicalJson({ workspaceId, tenantId, type, payload })).digest('hex');
 }
 

@@ -102,10 +102,10 @@ export interface EventPublisher {
   publish(type: EventType, detail: Record<string, unknown>): Promise<void>;
 }
 
-/** Claim-checked diffs (S3 on AWS, fauxqs' S3 locally). */
+/** Claim-checked diffs (S3 on AWS, fauxqs' S3 locally): bytes in, the same bytes out. */
 export interface DiffStore {
-  put(key: string, body: string): Promise<{ bucket: string; key: string; sha256: string; bytes: number }>;
-  get(ref: { bucket: string; key: string; sha256: string; bytes: number }): Promise<string>;
+  put(key: string, body: Uint8Array): Promise<{ bucket: string; key: string; sha256: string; bytes: number }>;
+  get(ref: { bucket: string; key: string; sha256: string; bytes: number }): Promise<Uint8Array>;
 }
 
 /** One run of a command stage's command at the job's pinned commit. */
@@ -169,7 +169,7 @@ export interface PullRequestHost {
 export interface PatchCommitRequest {
   readonly repoUrl: string;
   readonly branch: string;
-  /** A `git diff` (UTF-8 text or bytes). */
+  /** A `git diff`: its bytes (any encoding), or UTF-8 text. */
   readonly diff: string | Uint8Array;
   /** The commit the diff was made against; the branch head must still be there. */
   readonly baseSha?: string;

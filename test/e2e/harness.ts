@@ -199,7 +199,7 @@ export async function git(cwd: string, ...args: string[]): Promise<string> {
 }
 
 /** A small repository with a few branches, as a workspace's source. */
-export async function makeRepository(files: Record<string, string>, branches: readonly string[] = []): Promise<string> {
+export async function makeRepository(files: Record<string, string | Uint8Array>, branches: readonly string[] = []): Promise<string> {
   const dir = await scratchDir('agent-jobs-src-');
   await git(dir, 'init', '--quiet', '--initial-branch=main');
   for (const [name, content] of Object.entries(files)) {

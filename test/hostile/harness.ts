@@ -22,7 +22,8 @@ import { promisify } from 'node:util';
 import { ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { stringAttributes } from '../../contract/messages';
+import { stringAttributes, wireJson } from '../../contract/messages';
+import { S3DiffStore } from '../../src/adapters/diff-store';
 import { DynamoDbLedger } from '../../src/adapters/dynamodb-ledger';
 import { JsonlEventLog } from '../../src/adapters/events';
 import { COMMANDS } from '../../src/cli/commands';
@@ -36,14 +37,16 @@ import { startGitServer, type GitServer } from '../../src/local/git-server';
 import type { PlatformInfo } from '../../src/local/platform';
 import { PLATFORM_FILE } from '../../src/local/state-dir';
 import { deliver, drain, queueArn, receive } from '../support/drive-queue';
-import { withEmulators } from '../support/emulators';
+import { withEmulators, type LocalEmulators } from '../support/emulators';
 
 const run = promisify(execFile);
 
 /** The files of every workspace's first commit. */
-export const BASE_FILES: Readonly<Record<string, string>> = {
+export const BASE_FILES: Readonly<Record<string, string | Buffer>> = {
   'README.md': '# hostile\n',
   'src/app.ts': 'export const answer = 42;\n',
+  // Not UTF-8: a patch to it must apply byte for byte.
+  'legacy/latin1.txt': Buffer.from('caf\xe9\nna\xefve\n', 'latin1'),
 };
 
 export interface HostileWorkspace {
@@ -62,7 +65,7 @@ export interface HostileMessage {
 
 export interface HostileRow {
   readonly what: string;
-  readonly message: (ws: HostileWorkspace) => HostileMessage;
+  readonly message: (ws: HostileWorkspace, suite: HostileSuite) => HostileMessage | Promise<HostileMessage>;
   readonly reason: PermanentReason;
   /** A fragment of the failure's message, so the row proves the rule it means. */
   readonly says: RegExp;
@@ -116,6 +119,10 @@ export interface HostileSuite {
   /** Runs the agent-jobs CLI in process against the emulators; returns its exit code and output. */
   cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
   ledger(): DynamoDbLedger;
+  /** The claim-check store the sequencer reads (fauxqs' S3). */
+  diffStore(): S3DiffStore;
+  /** The emulators' clients, for rows that tamper with what the platform stored. */
+  emulators(): LocalEmulators;
   /** The whole judgement described at the top of this file. */
   expectRefusedOnFirstDelivery(row: HostileRow): Promise<void>;
   /**
@@ -201,7 +208,8 @@ export function hostileSuite(): HostileSuite {
       await sqs().send(
         new SendMessageCommand({
           QueueUrl: queueUrl(),
-          MessageBody: typeof message.body === 'string' ? message.body : JSON.stringify(message.body),
+          // Objects as ASCII JSON, so any string in them travels on fauxqs too (contract/messages.ts).
+          MessageBody: typeof message.body === 'string' ? message.body : wireJson(message.body),
           MessageGroupId: messageGroupId(ws.workspaceId),
           MessageDeduplicationId: deduplicationId(message.jobId, 'apply_patch'),
           MessageAttributes: stringAttributes({ jobId: message.jobId, workspaceId: ws.workspaceId, tenantId: 'tenant-hostile', type }),
@@ -239,11 +247,13 @@ export function hostileSuite(): HostileSuite {
     },
 
     ledger: () => ledger,
+    diffStore: () => new S3DiffStore(emulators().clients.s3, emulators().bucketName),
+    emulators,
 
     async expectRefusedOnFirstDelivery(row) {
       const ws = await suite.newWorkspace();
       const refsBefore = await refsOf(ws.gitDir);
-      const message = row.message(ws);
+      const message = await row.message(ws, suite);
       await suite.sendRaw(ws, message);
 
       const response = await suite.deliverOnce();

@@ -1,12 +1,13 @@
 import { INLINE_DIFF_LIMIT_BYTES } from '../../contract/runtime-env';
 import { S3DiffStore } from '../../src/adapters/diff-store';
 import { enqueueAgentJob, enqueueAgentJobs, newJobId, type JobRequest } from '../../src/client';
+import { inlineDiffBytes } from '../../src/core/diff-wire';
 import { deduplicationId, parseEnvelope } from '../../src/core/envelope';
 import { InvalidJobError } from '../../src/core/errors';
 import { drain } from '../support/drive-queue';
 import { withEmulators } from '../support/emulators';
 
-function applyPatch(workspaceId: string, diff = 'diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+y\n'): JobRequest {
+function applyPatch(workspaceId: string, diff: string | Uint8Array = 'diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+y\n'): JobRequest {
   return {
     jobId: newJobId(),
     workspaceId,
@@ -72,7 +73,42 @@ describe('producer against the local queue', () => {
     if (sent.type !== 'apply_patch') throw new Error('expected apply_patch');
     expect(sent.payload.diff).toBeUndefined();
     expect(sent.payload.diffRef).toEqual(result.diffRef);
-    expect(await options().diffStore.get(sent.payload.diffRef!)).toBe(diff);
+    expect(Buffer.from(await options().diffStore.get(sent.payload.diffRef!)).toString('utf8')).toBe(diff);
+  });
+
+  it('sends a diff with characters outside the BMP (an emoji), which fauxqs refuses raw in a body, as escaped ASCII JSON', async () => {
+    const diff = 'diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+ship it 🚀 \ufffe\n';
+    await enqueueAgentJob(applyPatch('ws-emoji', diff), options());
+    const [message] = await drainQueue();
+    expect(message?.Body).toMatch(/^[\x20-\x7e]*$/);
+    expect(parseEnvelope(message?.Body)).toMatchObject({ payload: { diff } });
+  });
+
+  it('sends a diff that is not UTF-8 (Latin-1 bytes) as diffBase64, and the consumer reads the same bytes', async () => {
+    const bytes = Buffer.concat([Buffer.from('diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+caf'), Buffer.from([0xe9, 0x0a])]);
+    await enqueueAgentJob(applyPatch('ws-latin1', bytes), options());
+    const [message] = await drainQueue();
+    const sent = parseEnvelope(message?.Body);
+    if (sent.type !== 'apply_patch') throw new Error('expected apply_patch');
+    expect(sent.payload).toMatchObject({ diffBase64: bytes.toString('base64') });
+    expect(sent.payload.diff).toBeUndefined();
+    expect(Buffer.from(inlineDiffBytes(sent.payload) ?? []).equals(bytes)).toBe(true);
+  });
+
+  it('sends diff bytes that are UTF-8 as readable text', async () => {
+    const text = 'diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+café\n';
+    await enqueueAgentJob(applyPatch('ws-utf8-bytes', Buffer.from(text)), options());
+    expect(parseEnvelope((await drainQueue())[0]?.Body)).toMatchObject({ payload: { diff: text } });
+  });
+
+  it('claim-checks a large diff that is not UTF-8 byte for byte', async () => {
+    const bytes = Buffer.concat([Buffer.from('diff --git a/big b/big\n--- a/big\n+++ b/big\n@@ -0,0 +1,3000 @@\n'), Buffer.from(`+${'\xe9'.repeat(99)}\n`.repeat(3000), 'latin1')]);
+    const result = await enqueueAgentJob(applyPatch('ws-big-latin1', bytes), options());
+    expect(result.diffRef).toMatchObject({ bytes: bytes.length });
+    const sent = parseEnvelope((await drainQueue())[0]?.Body);
+    if (sent.type !== 'apply_patch' || !sent.payload.diffRef) throw new Error('expected a diffRef');
+    expect(sent.payload.diffBase64).toBeUndefined();
+    expect(Buffer.from(await options().diffStore.get(sent.payload.diffRef)).equals(bytes)).toBe(true);
   });
 
   it('sends many jobs in batches keeping each workspace in order', async () => {

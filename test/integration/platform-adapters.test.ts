@@ -73,18 +73,19 @@ describe('EventBridgePublisher', () => {
 describe('S3DiffStore on the local S3', () => {
   const env = withEmulators();
   const store = () => new S3DiffStore(env().clients.s3, env().bucketName);
-  const diff = 'diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new ✓\n';
+  // Bytes, not text: a Latin-1 "é" (0xE9) and an emoji in UTF-8, side by side.
+  const diff = Buffer.concat([Buffer.from('diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new caf'), Buffer.from([0xe9]), Buffer.from(' 😀\n')]);
 
-  it('round-trips a diff under a content-addressed key', async () => {
+  it('round-trips a diff byte for byte under a content-addressed key', async () => {
     const ref = await store().put('ws-1/job-1', diff);
-    expect(ref).toEqual({ bucket: env().bucketName, key: `ws-1/job-1/${ref.sha256}.diff`, sha256: expect.stringMatching(/^[0-9a-f]{64}$/), bytes: Buffer.byteLength(diff) });
+    expect(ref).toEqual({ bucket: env().bucketName, key: `ws-1/job-1/${ref.sha256}.diff`, sha256: expect.stringMatching(/^[0-9a-f]{64}$/), bytes: diff.length });
     expect(await store().put('ws-1/job-1', diff)).toEqual(ref);
-    expect(await store().get(ref)).toBe(diff);
+    expect(Buffer.from(await store().get(ref)).equals(diff)).toBe(true);
   });
 
   it('refuses an object that no longer matches its reference', async () => {
     const ref = await store().put('ws-1/job-2', diff);
-    await env().clients.s3.send(new PutObjectCommand({ Bucket: ref.bucket, Key: ref.key, Body: diff.replace('new', 'evil') }));
+    await env().clients.s3.send(new PutObjectCommand({ Bucket: ref.bucket, Key: ref.key, Body: Buffer.from(diff.toString('latin1').replace('new', 'evil'), 'latin1') }));
     await expect(store().get(ref)).rejects.toMatchObject({ name: 'PermanentJobError', reason: 'INVALID_JOB' });
   });
 

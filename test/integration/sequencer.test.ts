@@ -373,7 +373,7 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     const ws = await newWorkspace();
     const job = patchJob(ws);
     const { diff, ...payload } = job.payload;
-    const diffRef = await new S3DiffStore(emulators().clients.s3, emulators().bucketName).put(`${ws.workspaceId}/${job.jobId}`, diff as string);
+    const diffRef = await new S3DiffStore(emulators().clients.s3, emulators().bucketName).put(`${ws.workspaceId}/${job.jobId}`, Buffer.from(diff as string));
     await send({ ...job, payload: { ...payload, diffRef } });
 
     await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });

@@ -102,7 +102,7 @@ export async function diffOfEdits(
  * computed in a temporary index (`read-tree` + `git apply --cached`: the same index result as
  * `--index`, without a work tree).
  */
-export async function gitApplyTree(gitDir: string, sha: string, diff: string): Promise<string> {
+export async function gitApplyTree(gitDir: string, sha: string, diff: string | Uint8Array): Promise<string> {
   const dir = await tempDir('apply');
   const env = { ...GIT_ENV, GIT_DIR: gitDir, GIT_INDEX_FILE: join(dir, 'index') };
   const inRepo = async (...args: string[]) => (await run('git', args, { cwd: dir, env })).stdout.trim();

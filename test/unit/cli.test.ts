@@ -135,7 +135,7 @@ describe('state directory', () => {
 describe('enqueue arguments', () => {
   const flags = payloadFlags();
   const usage = ['enqueue'];
-  const noFile = async (): Promise<string> => {
+  const noFile = async (): Promise<Uint8Array> => {
     throw new Error('no file expected');
   };
 
@@ -148,9 +148,9 @@ describe('enqueue arguments', () => {
     expect(byFlag['diff-ref-bucket']).toBeUndefined();
   });
 
-  it('builds nested payloads, parses numbers and reads files', async () => {
-    const patch = await payloadFromFlags('apply_patch', { repo: 'http://h/r.git', branch: 'main', 'diff-file': 'p.diff', message: 'm' }, flags, {}, async (f) => `contents of ${f}`, usage);
-    expect(patch).toEqual({ repo: { url: 'http://h/r.git', branch: 'main' }, diff: 'contents of p.diff', message: 'm' });
+  it('builds nested payloads, parses numbers and reads files as bytes', async () => {
+    const patch = await payloadFromFlags('apply_patch', { repo: 'http://h/r.git', branch: 'main', 'diff-file': 'p.diff', message: 'm' }, flags, {}, async (f) => Buffer.from(`contents of ${f}`), usage);
+    expect(patch).toEqual({ repo: { url: 'http://h/r.git', branch: 'main' }, diff: Buffer.from('contents of p.diff'), message: 'm' });
     const tests = await payloadFromFlags('run_tests', { 'timeout-seconds': '30', command: 'npm test' }, flags, {}, noFile, usage);
     expect(tests).toEqual({ timeoutSeconds: 30, command: 'npm test' });
   });
@@ -177,12 +177,13 @@ describe('enqueue arguments', () => {
     await expect(jobFromArgs(contextOf(t.io), { type: 'nope', workspace: 'w' }, false)).rejects.toThrow(/unknown --type nope/);
   });
 
-  it('reads --diff-file relative to the working directory', async () => {
+  it('reads --diff-file relative to the working directory, as bytes (a Latin-1 byte stays itself)', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'cli-'));
-    await writeFile(path.join(dir, 'a.diff'), 'DIFF');
+    const bytes = Buffer.from([0x44, 0x49, 0x46, 0x46, 0xe9, 0x0a]);
+    await writeFile(path.join(dir, 'a.diff'), bytes);
     const t = memoryIo({ cwd: dir });
     const request = await jobFromArgs(contextOf(t.io), { type: 'apply_patch', workspace: 'w', 'diff-file': 'a.diff', 'job-id': 'j1' }, false);
-    expect(request).toMatchObject({ jobId: 'j1', payload: { diff: 'DIFF' } });
+    expect(request).toMatchObject({ jobId: 'j1', payload: { diff: bytes } });
     await rm(dir, { recursive: true });
   });
 });

@@ -90,12 +90,14 @@ describe('parseEnvelope', () => {
     expect(job.type === 'apply_patch' && job.payload.repo.url).toBe('https://git.example.com/acme/app.git');
   });
 
-  it('requires exactly one of diff and diffRef', () => {
+  it('requires exactly one of diff, diffBase64 and diffRef', () => {
     const { diff: _diff, ...withoutDiff } = patch.payload;
-    expect(invalid({ ...patch, payload: withoutDiff })).toContain('exactly one of diff or diffRef');
+    expect(invalid({ ...patch, payload: withoutDiff })).toContain('exactly one of diff, diffBase64 or diffRef');
     const diffRef = { bucket: 'diffs', key: 'ws-1/job-1.diff', sha256: 'a'.repeat(64), bytes: 10 };
-    expect(invalid({ ...patch, payload: { ...patch.payload, diffRef } })).toContain('exactly one of diff or diffRef');
+    expect(invalid({ ...patch, payload: { ...patch.payload, diffRef } })).toContain('exactly one of diff, diffBase64 or diffRef');
+    expect(invalid({ ...patch, payload: { ...patch.payload, diffBase64: 'eA==' } })).toContain('exactly one of diff, diffBase64 or diffRef');
     expect(parseEnvelope({ ...patch, payload: { ...withoutDiff, diffRef } }).payload).toMatchObject({ diffRef });
+    expect(parseEnvelope({ ...patch, payload: { ...withoutDiff, diffBase64: 'eA==' } }).payload).toMatchObject({ diffBase64: 'eA==' });
   });
 
   it("accepts a run_tests timeout up to CodeBuild's limit (36 hours): no function waits for the build", () => {

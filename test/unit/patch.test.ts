@@ -1,5 +1,5 @@
 import { PermanentJobError } from '../../src/core/errors';
-import { applyHunks, parsePatchOperations } from '../../src/core/patch';
+import { applyHunks, decodePatchBytes, encodePatchText, parsePatchOperations } from '../../src/core/patch';
 
 /** A one-file git diff modifying `path` (a line "old" becomes "new"). */
 function modifyDiff(path: string, oldName = `a/${path}`, newName = `b/${path}`): string {
@@ -69,6 +69,23 @@ describe('parsePatchOperations: valid patches', () => {
   });
 });
 
+describe('parsePatchOperations: bytes in any encoding', () => {
+  test('bytes that are not UTF-8 (Latin-1) parse, and every byte of a line survives', () => {
+    const latin1 = Buffer.concat([Buffer.from('diff --git a/l.txt b/l.txt\nnew file mode 100644\n--- /dev/null\n+++ b/l.txt\n@@ -0,0 +1 @@\n+caf'), Buffer.from([0xe9, 0x0a])]);
+    const [op] = parsePatchOperations(latin1);
+    const added = applyHunks('l.txt', '', op?.hunks ?? []);
+    expect(Buffer.from(encodePatchText(added)).equals(Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]))).toBe(true);
+  });
+
+  test('a Latin-1 hunk applies to a Latin-1 file, byte for byte', () => {
+    const file = Buffer.from('na\xefve\nline\n', 'latin1');
+    const diff = Buffer.from('diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-na\xefve\n+na\xefvet\xe9\n line\n', 'latin1');
+    const [op] = parsePatchOperations(diff);
+    const result = encodePatchText(applyHunks('f', decodePatchBytes(file), op?.hunks ?? []));
+    expect(Buffer.from(result).equals(Buffer.from('na\xefvet\xe9\nline\n', 'latin1'))).toBe(true);
+  });
+});
+
 describe('parsePatchOperations: hostile patches are rejected before any I/O', () => {
   const symlinkModify = 'diff --git a/link b/link\nindex 1..2 120000\n--- a/link\n+++ b/link\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+/etc\n\\ No newline at end of file\n';
   const submoduleModify = 'diff --git a/sub b/sub\nindex 1111111..2222222 160000\n--- a/sub\n+++ b/sub\n@@ -1 +1 @@\n-Subproject commit 1111111111111111111111111111111111111111\n+Subproject commit 2222222222222222222222222222222222222222\n';
@@ -117,15 +134,8 @@ describe('parsePatchOperations: hostile patches are rejected before any I/O', ()
     expect(error.message).toMatch(/3 files, more than the limit of 2/);
   });
 
-  test('invalid UTF-8 bytes', () => {
-    const bytes = Buffer.concat([Buffer.from(modifyDiff('x.txt').replace('+new', '+')), Buffer.from([0xc3, 0x28, 0x0a])]);
-    const error = rejection(bytes);
-    expect(error.reason).toBe('UNSAFE_PATCH');
-    expect(error.message).toMatch(/not valid UTF-8/);
-  });
-
-  test('a lone surrogate in a string', () => {
-    expect(rejection(modifyDiff('x.txt').replace('+new', '+\ud800')).message).toMatch(/not valid UTF-8/);
+  test('a lone surrogate in a string (a diff string is UTF-8 text; other bytes travel as bytes)', () => {
+    expect(rejection(modifyDiff('x.txt').replace('+new', '+\ud800')).message).toMatch(/not well-formed Unicode text \(lone surrogate\): send bytes that are not UTF-8 as diffBase64/);
   });
 
   test.each([

@@ -8,6 +8,8 @@ import {
   applyHunks,
   caseClash,
   checkWrittenContent,
+  decodePatchBytes,
+  encodePatchText,
   isCheckedContent,
   isFileMode,
   portableNameKey,
@@ -157,20 +159,20 @@ export async function applyOperations(store: ObjectStore, rootTree: string, oper
   };
   for (const op of operations) {
     if (op.kind === 'add') {
-      const oid = await storeContent(op.path, encode(applyHunks(op.path, '', op.hunks)));
+      const oid = await storeContent(op.path, encodePatchText(applyHunks(op.path, '', op.hunks)));
       writes.push({ path: op.path, file: { oid, mode: op.mode }, create: true });
       continue;
     }
     const source = op.kind === 'rename' || op.kind === 'copy' ? op.from : op.path;
     const base = await editor.readFile(source);
     if (op.kind === 'delete') {
-      const rest = op.hunks.length === 0 ? await store.readBlob(base.oid) : encode(await patched(store, op.path, base.oid, op.hunks));
+      const rest = op.hunks.length === 0 ? await store.readBlob(base.oid) : encodePatchText(await patched(store, op.path, base.oid, op.hunks));
       if (rest.length > 0) throw doesNotApply(op.path, 'the deletion does not remove the whole file');
       removals.push(op.path);
       continue;
     }
     let oid = base.oid;
-    if (op.hunks.length > 0) oid = await storeContent(op.path, encode(await patched(store, op.path, base.oid, op.hunks)));
+    if (op.hunks.length > 0) oid = await storeContent(op.path, encodePatchText(await patched(store, op.path, base.oid, op.hunks)));
     // No hunks (pure rename or mode change): the blob is kept as is, but a file moved to a name git reads is checked too.
     else if (isCheckedContent(op.path)) checkWrittenContent(op.path, await store.readBlob(base.oid));
     writes.push({ path: op.path, file: { oid, mode: op.mode ?? base.mode }, create: op.kind !== 'modify' });
@@ -182,17 +184,6 @@ export async function applyOperations(store: ObjectStore, rootTree: string, oper
 }
 
 async function patched(store: ObjectStore, path: string, oid: string, hunks: readonly PatchHunk[]): Promise<string> {
-  const bytes = await store.readBlob(oid);
-  let text: string;
-  try {
-    // ignoreBOM keeps a BOM as content, so the file's bytes survive the round trip.
-    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
-  } catch {
-    throw doesNotApply(path, 'the file is not UTF-8 text');
-  }
-  return applyHunks(path, text, hunks);
-}
-
-function encode(text: string): Uint8Array {
-  return new TextEncoder().encode(text);
+  // Any encoding: the engine works on text that maps back to the file's exact bytes.
+  return applyHunks(path, decodePatchBytes(await store.readBlob(oid)), hunks);
 }

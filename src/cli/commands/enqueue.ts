@@ -34,7 +34,9 @@ function jobType(value: string | undefined): JobType {
 
 /** The job as given: flags fill in what a stdin document leaves out, a generated id last. */
 export async function jobFromArgs(ctx: CliContext, values: OptionValues, fromStdin: boolean): Promise<JobRequest> {
-  const readText = (file: string) => (file === '-' ? ctx.io.readStdin() : readFile(path.resolve(ctx.io.cwd, file), 'utf8'));
+  // Bytes, not text: a diff in any encoding must reach the tree byte for byte (the producer picks how it travels).
+  const readBytes = async (file: string): Promise<Uint8Array> =>
+    file === '-' ? (ctx.io.readStdinBytes ? ctx.io.readStdinBytes() : Buffer.from(await ctx.io.readStdin())) : readFile(path.resolve(ctx.io.cwd, file));
   const document = fromStdin ? parseJsonObject(await ctx.io.readStdin(), 'the job on stdin') : {};
   const given = (key: string, flag: string) => (typeof document[key] === 'string' ? (document[key] as string) : stringOption(values, flag));
   const type = jobType(given('type', 'type'));
@@ -46,7 +48,7 @@ export async function jobFromArgs(ctx: CliContext, values: OptionValues, fromStd
     jobId: given('jobId', 'job-id') ?? newJobId(),
     workspaceId: fromStdin ? (given('workspaceId', 'workspace') ?? '') : requireString(values, 'workspace', PATH),
     tenantId: given('tenantId', 'tenant') ?? DEFAULT_TENANT,
-    payload: await payloadFromFlags(type, values, FLAGS, base, readText, PATH),
+    payload: await payloadFromFlags(type, values, FLAGS, base, readBytes, PATH),
   } as JobRequest;
 }
 

@@ -4,6 +4,7 @@
  * (a redelivery finds the trailer commit); the sequencer (src/core/sequencer.ts) runs it at the
  * job's turn and records the new head.
  */
+import { inlineDiffBytes } from '../diff-wire';
 import type { JobEnvelope } from '../envelope';
 import { PermanentJobError } from '../errors';
 import type { DiffStore, WorkspaceGit } from '../ports';
@@ -19,8 +20,9 @@ export function applyPatchProcessor(deps: ApplyPatchDeps): OrderedJobProcessor<'
     workspaceRepo: (job) => job.payload.repo,
     async mutate(job: JobEnvelope<'apply_patch'>) {
       const { payload } = job;
-      const diff = payload.diff ?? (payload.diffRef ? await deps.diffStore.get(payload.diffRef) : undefined);
-      if (diff === undefined) throw new PermanentJobError('INVALID_JOB', 'apply_patch has neither diff nor diffRef');
+      // The diff's exact bytes, whichever form carried them (src/core/diff-wire.ts).
+      const diff = inlineDiffBytes(payload) ?? (payload.diffRef ? await deps.diffStore.get(payload.diffRef) : undefined);
+      if (diff === undefined) throw new PermanentJobError('INVALID_JOB', 'apply_patch has none of diff, diffBase64 or diffRef');
       const applied = await deps.git.commitPatch({
         repoUrl: payload.repo.url,
         branch: payload.repo.branch,

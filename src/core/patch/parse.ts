@@ -6,10 +6,11 @@ import { parsePatch, type StructuredPatch } from 'diff';
 import { MAX_DIFF_BYTES } from '../../../contract/runtime-env';
 import { InvalidJobError } from '../errors';
 import { isFileMode, unsafePatch, type FileMode, type FileOperation } from './operations';
+import { decodePatchBytes } from './bytes';
 import { checkPathSet, stripAndCheckPath } from './paths';
 
 export interface PatchLimits {
-  /** Largest diff in UTF-8 bytes. */
+  /** Largest diff in bytes. */
   readonly maxBytes: number;
   /** Most files one patch may touch. */
   readonly maxFiles: number;
@@ -18,7 +19,7 @@ export interface PatchLimits {
 const DEFAULT_PATCH_LIMITS: PatchLimits = { maxBytes: MAX_DIFF_BYTES, maxFiles: 2_000 };
 
 const DEV_NULL = '/dev/null';
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const LONE_SURROGATE = /[\ud800-\udfff]/u;
 // Header lines only: hunk lines start with ' ', '+', '-' or '\', so these cannot match hunk content.
 const BINARY_MARKER = /^(GIT binary patch|Binary files .* differ)$/;
 const INDEX_LINE_MODE = /^index [0-9a-f]+\.\.[0-9a-f]+ ([0-7]+)$/;
@@ -49,19 +50,16 @@ export function parsePatchOperations(diff: string | Uint8Array, limits: PatchLim
   return operations;
 }
 
+/**
+ * The diff as text for jsdiff, every byte kept (bytes.ts): a diff of Latin-1 or any other
+ * encoding applies byte for byte. A string must be well-formed (it is UTF-8 text by contract).
+ */
 function decodeDiff(diff: string | Uint8Array, limits: PatchLimits): string {
   const bytes = typeof diff === 'string' ? Buffer.byteLength(diff, 'utf8') : diff.byteLength;
   if (bytes > limits.maxBytes) throw unsafePatch('(patch)', `${bytes} bytes, more than the limit of ${limits.maxBytes}`);
-  if (typeof diff === 'string') {
-    if (LONE_SURROGATE.test(diff)) throw unsafePatch('(patch)', 'not valid UTF-8 text (lone surrogate)');
-    return diff;
-  }
-  try {
-    // ignoreBOM keeps a leading BOM as content instead of silently dropping bytes.
-    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(diff);
-  } catch {
-    throw unsafePatch('(patch)', 'not valid UTF-8 text');
-  }
+  if (typeof diff !== 'string') return decodePatchBytes(diff);
+  if (LONE_SURROGATE.test(diff)) throw unsafePatch('(patch)', 'not well-formed Unicode text (lone surrogate): send bytes that are not UTF-8 as diffBase64');
+  return diff;
 }
 
 /**
