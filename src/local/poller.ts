@@ -3,6 +3,12 @@
  * an SQSEvent in Lambda's shape, deletes the records that are not in batchItemFailures and leaves
  * the failed ones to their visibility timeout (which the handler may have changed for back-off).
  * At most `maxConcurrency` batches are in flight; a handler that throws leaves its whole batch.
+ *
+ * One receive loop feeds every batch: it receives again as soon as a batch is handed to the
+ * handler, and waits only while `maxConcurrency` batches run. (One loop per concurrency slot, each
+ * waiting for its own batch to finish, kept that many long polls open on an idle queue; fauxqs
+ * wakes every waiting receive when a message arrives or a FIFO group unlocks, so all but one came
+ * back empty, about a dozen wasted requests per job.)
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -47,8 +53,9 @@ const RECEIVE_RETRY_MS = 1_000;
 
 export function startQueuePoller(options: PollerOptions): QueuePoller {
   const stopping = new AbortController();
-  const workers = Array.from({ length: options.maxConcurrency }, () => pollLoop(options, stopping.signal));
-  const stopped = Promise.all(workers).then(() => undefined);
+  const inFlight = new Set<Promise<void>>();
+  const receiving = receiveLoop(options, stopping.signal, inFlight);
+  const stopped = receiving.then(() => Promise.all(inFlight)).then(() => undefined);
   return {
     stop() {
       stopping.abort();
@@ -57,9 +64,11 @@ export function startQueuePoller(options: PollerOptions): QueuePoller {
   };
 }
 
-async function pollLoop(options: PollerOptions, signal: AbortSignal): Promise<void> {
+async function receiveLoop(options: PollerOptions, signal: AbortSignal, inFlight: Set<Promise<void>>): Promise<void> {
   const { sqs, queueUrl, logger } = options;
   while (!signal.aborted) {
+    // A free slot first: Lambda runs at most MaximumConcurrency batches at once.
+    while (inFlight.size >= options.maxConcurrency) await Promise.race(inFlight);
     let messages: Message[];
     try {
       const response = await sqs.send(
@@ -80,7 +89,9 @@ async function pollLoop(options: PollerOptions, signal: AbortSignal): Promise<vo
       continue;
     }
     // Received messages are always handled, even when stopping: their receive already counted.
-    if (messages.length > 0) await invoke(options, messages.map((m) => toSqsRecord(m, options.queueArn, options.region)), signal);
+    if (messages.length === 0) continue;
+    const batch = invoke(options, messages.map((m) => toSqsRecord(m, options.queueArn, options.region)), signal).finally(() => inFlight.delete(batch));
+    inFlight.add(batch);
   }
 }
 

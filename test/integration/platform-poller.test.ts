@@ -1,4 +1,4 @@
-import { ChangeMessageVisibilityCommand, GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, CreateQueueCommand, GetQueueAttributesCommand, SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { LOCAL_REGION } from '../../src/local/emulators';
 import { recordsToDelete, startQueuePoller, type LocalHandler, type PollerOptions } from '../../src/local/poller';
@@ -112,6 +112,44 @@ describe('queue poller (local event source mapping)', () => {
     await running.stop();
     expect(maxInFlight).toBe(3);
     expect(handled.sort()).toEqual([...groups].sort());
+  });
+
+  it('keeps one receive open, whatever its concurrency: an idle slot does not hold a long poll of its own', async () => {
+    // A queue of its own: receives the earlier tests' pollers abandoned still wait in fauxqs and
+    // would take the first message sent to their queue.
+    const { QueueUrl: queueUrl } = await env().clients.sqs.send(new CreateQueueCommand({ QueueName: 'one-receive.fifo', Attributes: { FifoQueue: 'true' } }));
+    if (!queueUrl) throw new Error('no queue url');
+    const { Attributes } = await env().clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+    // Receives waiting on this queue at once, seen by SDK middleware on the poller's own client.
+    let open = 0;
+    let mostOpen = 0;
+    const sqs = new SQSClient({ endpoint: env().endpoints.sqs, region: LOCAL_REGION, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'ReceiveMessageCommand') return next(args);
+        mostOpen = Math.max(mostOpen, ++open);
+        try {
+          return await next(args);
+        } finally {
+          open--;
+        }
+      },
+      { step: 'initialize', name: 'openReceives' },
+    );
+    const handled: string[] = [];
+    const running = await poller('agent-jobs', async (event) => void handled.push(...event.Records.map((r) => r.body)), {
+      sqs,
+      queueUrl,
+      queueArn: Attributes!.QueueArn!,
+      maxConcurrency: 5,
+    });
+    for (const group of ['ws#one-receive-a', 'ws#one-receive-b', 'ws#one-receive-c']) {
+      await env().clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: group, MessageGroupId: group, MessageDeduplicationId: group }));
+      await eventually(() => handled, (bodies) => bodies.includes(group), { what: `${group} handled` });
+    }
+    await running.stop();
+    sqs.destroy();
+    expect(mostOpen).toBe(1);
   });
 });
 
