@@ -1,39 +1,54 @@
 /**
- * `npm run bench [name...]`: runs the benchmarks (all, or those named) sequentially, prints each
- * report and writes BENCHMARKS.md. A run of some benchmarks replaces only their sections and keeps
- * the others' (each section names the command that produced it).
+ * `npm run bench [-- [--quick] name...]`: runs the benchmarks (all, or those named) one after the
+ * other, prints each report and writes BENCHMARKS.md: a summary of the headline figures against
+ * their goals, then every section. `--quick` runs fewer repetitions (the file says so). A run of
+ * some benchmarks replaces only their sections and keeps the others' (each names its command).
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { machineLine, toMarkdown, type Benchmark } from './harness';
+import { loadLine, machineLine, toMarkdown, type Benchmark, type SummaryRow } from './harness';
+import { bench as bundles } from './bundles.bench';
 import { bench as applyPatch } from './apply-patch.bench';
 import { bench as orderedLane } from './ordered-lane.bench';
+import { bench as fifoBatch } from './fifo-batch.bench';
 import { bench as ledger } from './ledger.bench';
 import { bench as lambdaCost } from './lambda-cost.bench';
 
-const ALL: readonly Benchmark[] = [applyPatch, orderedLane, ledger, lambdaCost];
+const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost];
 
 async function main(): Promise<void> {
-  const wanted = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  if (args.includes('--quick')) process.env['BENCH_QUICK'] = '1';
+  const wanted = args.filter((a) => a !== '--quick');
   const selected = wanted.length ? ALL.filter((b) => wanted.includes(b.name)) : ALL;
-  if (selected.length === 0) throw new Error(`no benchmark named ${wanted.join(', ')}; have: ${ALL.map((b) => b.name).join(', ')}`);
+  if (selected.length !== wanted.length && wanted.length) throw new Error(`unknown benchmark in ${wanted.join(', ')}; have: ${ALL.map((b) => b.name).join(', ')}`);
+  const started = Date.now();
+  const loadBefore = loadLine();
   const file = join(__dirname, '..', 'BENCHMARKS.md');
   const sections = wanted.length ? await sectionsOf(file) : new Map<string, string>();
+  sections.delete('Summary');
+  const summary: SummaryRow[] = [];
   for (const benchmark of selected) {
     process.stderr.write(`running ${benchmark.name}...\n`);
     const report = await benchmark.run();
     const markdown = toMarkdown(report);
     process.stdout.write(`${markdown}\n`);
     sections.set(report.title, markdown);
+    summary.push(...(report.summary ?? []));
   }
+  const command = `npm run bench${args.length ? ` -- ${args.join(' ')}` : ''}`;
   const header = [
     '# Benchmarks',
     '',
-    `Written by \`npm run bench\`; last run on ${new Date().toISOString().slice(0, 10)} (${machineLine()})${wanted.length ? `: ${selected.map((b) => b.name).join(', ')} (the other sections are from earlier runs)` : ''}.`,
+    `Written by \`${command}\` on ${new Date().toISOString().slice(0, 10)} in ${((Date.now() - started) / 60_000).toFixed(1)} minutes${wanted.length ? ' (the other sections are from earlier runs)' : ''}`,
+    `(${machineLine()}; 1-minute load average ${loadBefore} at the start, ${loadLine()} at the end${args.includes('--quick') ? '; quick mode: fewer repetitions' : ''}).`,
     'Everything runs against the local emulators (fauxqs, dynalite) and a loopback git server, so the',
-    'figures describe this code on this machine, not AWS latency or limits. Timings here are noisy:',
-    'read the ratios first.',
+    'figures describe this code on this machine, not AWS latency or limits. Timings here are noisy',
+    '(a load average above the number of cores means other work shared them): read the ratios first.',
     '',
+    ...(summary.length
+      ? ['## Summary', '', '| measure | this run | goal |', '| --- | --- | --- |', ...summary.map((s) => `| ${s.measure} | ${s.value} | ${s.goal} |`), '']
+      : []),
   ];
   await writeFile(file, [...header, ...sections.values()].join('\n'));
 }

@@ -65,7 +65,7 @@ export interface WorkerProps {
  * Stays out of every bundle: the Lambda runtime provides AWS SDK v3 and its Smithy packages (the
  * same list the `sdkV3ExcludeSmithyPackages` feature flag gives, which an explicit list replaces).
  */
-const EXTERNAL_MODULES = ['@aws-sdk/*', '@smithy/*'];
+export const EXTERNAL_MODULES = ['@aws-sdk/*', '@smithy/*'];
 
 /**
  * The one Node.js major version of every function: it selects the Lambda runtime and esbuild's
