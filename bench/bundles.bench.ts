@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { allWorkers } from '../contract/job-types';
-import { EXTERNAL_MODULES, LAMBDA_NODE_MAJOR } from '../lib/constructs/worker';
+import { ESM_ALIASES, EXTERNAL_MODULES, LAMBDA_NODE_MAJOR } from '../lib/constructs/worker';
 import { fmt, median, quick, type Benchmark, type BenchRow } from './harness';
 
 const ROOT = join(__dirname, '..');
@@ -57,6 +57,8 @@ export const bench: Benchmark = {
           target: `node${LAMBDA_NODE_MAJOR}`,
           minify: true,
           external: EXTERNAL_MODULES,
+          alias: ESM_ALIASES,
+          absWorkingDir: ROOT,
           metafile: true,
           logLevel: 'error',
         });

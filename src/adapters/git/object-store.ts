@@ -1,6 +1,6 @@
 /** The few object-database operations the tree editor needs, over isomorphic-git's loose objects. */
 import * as fs from 'node:fs';
-import git from 'isomorphic-git';
+import * as git from 'isomorphic-git';
 
 export type EntryType = 'blob' | 'tree' | 'commit';
 

@@ -10,7 +10,8 @@
  * everything else is in the remote's head, which is the commit's parent.
  */
 import * as fs from 'node:fs';
-import git, { Errors } from 'isomorphic-git';
+import * as git from 'isomorphic-git';
+import { Errors } from 'isomorphic-git';
 import { remoteArgs, type RemoteOptions } from './remote';
 
 export type PushOutcome =

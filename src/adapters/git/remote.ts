@@ -3,7 +3,8 @@
  * a preemptive basic-auth header, and one classification of remote failures into the pipeline's
  * error classes.
  */
-import git, { Errors, type HttpClient } from 'isomorphic-git';
+import * as git from 'isomorphic-git';
+import { Errors, type HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { PermanentJobError, TransientJobError } from '../../core/errors';
 

@@ -1,0 +1,97 @@
+/**
+ * The git adapter as the sequencer's bundle carries it: esbuild with the stack's ESM_ALIASES takes
+ * isomorphic-git from its ES module build, while tests and the local platform load its CommonJS
+ * build. Both must commit the same thing: the bundled adapter applies a diff of edits, deletions and
+ * a rename cold and with a repository cache, and its commits equal those the source adapter makes
+ * of the same jobs on a copy of the remote (same hashes), pass `git fsck --strict`, and hold the tree
+ * `git apply` makes.
+ */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { ESM_ALIASES, EXTERNAL_MODULES } from '../../lib/constructs/worker';
+import * as source from '../../src/adapters/git';
+import { startGitServer, type GitServer } from '../../src/local/git-server';
+import { createRepo, diffOfEdits, git, gitApplyTree, removeDir, tempDir, writeFiles } from '../support/git-fixtures';
+
+const ROOT = join(__dirname, '..', '..');
+
+let root: string;
+let server: GitServer;
+let sourceDir: string;
+let baseSha: string;
+let bundled: typeof source;
+let bundledInputs: string[];
+
+beforeAll(async () => {
+  root = await tempDir('bundled-git');
+  const outfile = join(root, 'bundle', 'git.js');
+  const result = await build({
+    entryPoints: [join(ROOT, 'src/adapters/git/index.ts')],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    minify: true,
+    external: EXTERNAL_MODULES,
+    alias: ESM_ALIASES,
+    absWorkingDir: ROOT,
+    metafile: true,
+    logLevel: 'error',
+  });
+  bundledInputs = Object.keys(result.metafile.inputs);
+  bundled = require(outfile) as typeof source;
+  sourceDir = join(root, 'source');
+  await mkdir(sourceDir);
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 120; i++) files[`pkg${i % 8}/file${i}.txt`] = `file ${i}\n`.repeat(30);
+  baseSha = await createRepo(sourceDir, files);
+  server = await startGitServer({ root: join(root, 'repos') });
+}, 120_000);
+
+afterAll(async () => {
+  await server?.close();
+  await removeDir(root);
+});
+
+it('bundles the ES module build of isomorphic-git, not the CommonJS one', () => {
+  expect(bundledInputs).toContain('node_modules/isomorphic-git/index.js');
+  expect(bundledInputs).not.toContain('node_modules/isomorphic-git/index.cjs');
+});
+
+it('commits what the source adapter commits, cold and from its repository cache', async () => {
+  const first = await diffOfEdits(sourceDir, baseSha, async (dir) => {
+    await writeFiles(dir, { 'pkg1/file1.txt': 'edited\n', 'pkg2/added.txt': 'added\n' });
+    await git(dir, 'rm', '--quiet', 'pkg3/file3.txt');
+    await git(dir, 'mv', 'pkg4/file4.txt', 'pkg4/renamed.txt');
+  });
+  const second = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'pkg5/file5.txt': 'edited again\n' }));
+  const job = (url: string, n: number, diff: string, base: string) => ({
+    repoUrl: url,
+    branch: 'main',
+    diff,
+    baseSha: base,
+    jobId: `job-${n}`,
+    message: `Job ${n}`,
+    createdAt: '2026-03-01T12:00:00.000Z',
+    workDir: root,
+  });
+  /** Two jobs in a row on a fresh remote; the second also through the cache when one is given. */
+  const twoJobs = async (adapter: typeof source, name: string, cached: boolean) => {
+    const gitDir = await server.importRepository(sourceDir, name);
+    const options = cached ? { cache: new adapter.RepoCache({ dir: join(root, `cache-${name}`), maxBytes: 2 ** 26 }) } : {};
+    const one = await adapter.applyPatchCommit(job(server.repoUrl(name), 1, first, baseSha), options);
+    const two = await adapter.applyPatchCommit(job(server.repoUrl(name), 2, second, one.commitSha), options);
+    return { gitDir, shas: [one.commitSha, two.commitSha] };
+  };
+
+  const expected = await twoJobs(source, 'from-source', false);
+  const cold = await twoJobs(bundled, 'bundled-cold', false);
+  const warm = await twoJobs(bundled, 'bundled-warm', true);
+
+  expect(cold.shas).toEqual(expected.shas);
+  expect(warm.shas).toEqual(expected.shas);
+  for (const { gitDir } of [cold, warm]) await git(gitDir, 'fsck', '--strict', '--no-progress');
+  const tree = await git(warm.gitDir, 'rev-parse', `${warm.shas[0]}^{tree}`);
+  expect(tree).toBe(await gitApplyTree(warm.gitDir, baseSha, first));
+}, 120_000);
