@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { allWorkers } from '../contract/job-types';
-import { ESM_ALIASES, EXTERNAL_MODULES, LAMBDA_NODE_MAJOR } from '../lib/constructs/worker';
+import { LAMBDA_NODE_MAJOR, stackEsbuildOptions } from '../lib/constructs/worker';
 import { fmt, median, quick, type Benchmark, type BenchRow } from './harness';
 
 const ROOT = join(__dirname, '..');
@@ -51,16 +51,8 @@ export const bench: Benchmark = {
         const { metafile } = await build({
           entryPoints: [join(ROOT, settings.handlerEntry)],
           outfile,
-          bundle: true,
-          platform: 'node',
-          format: 'cjs',
-          target: `node${LAMBDA_NODE_MAJOR}`,
-          minify: true,
-          external: EXTERNAL_MODULES,
-          alias: ESM_ALIASES,
-          absWorkingDir: ROOT,
+          ...stackEsbuildOptions(ROOT),
           metafile: true,
-          logLevel: 'error',
         });
         const bytes = (await stat(outfile)).size;
         const code = await readFile(outfile, 'utf8');

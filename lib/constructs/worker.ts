@@ -88,6 +88,24 @@ export const ESM_ALIASES: Readonly<Record<string, string>> = {
 export const LAMBDA_NODE_MAJOR = 24;
 
 /**
+ * The esbuild options the stack's bundling comes to (below), for what bundles a handler or an
+ * adapter the stack's way outside a synth: the bundle benchmark and the bundled-adapter test.
+ */
+export function stackEsbuildOptions(projectRoot: string) {
+  return {
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: `node${LAMBDA_NODE_MAJOR}`,
+    minify: true,
+    external: EXTERNAL_MODULES,
+    alias: ESM_ALIASES,
+    absWorkingDir: projectRoot,
+    logLevel: 'error',
+  } as const;
+}
+
+/**
  * The Lambda runtime of LAMBDA_NODE_MAJOR, from aws-cdk-lib's list (a major it lacks fails the
  * synth); never NODEJS_LATEST, which has the same name but moves with aws-cdk-lib.
  */

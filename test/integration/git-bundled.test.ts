@@ -9,7 +9,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { ESM_ALIASES, EXTERNAL_MODULES } from '../../lib/constructs/worker';
+import { stackEsbuildOptions } from '../../lib/constructs/worker';
 import * as source from '../../src/adapters/git';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
 import { createRepo, diffOfEdits, git, gitApplyTree, removeDir, tempDir, writeFiles } from '../support/git-fixtures';
@@ -29,15 +29,8 @@ beforeAll(async () => {
   const result = await build({
     entryPoints: [join(ROOT, 'src/adapters/git/index.ts')],
     outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    minify: true,
-    external: EXTERNAL_MODULES,
-    alias: ESM_ALIASES,
-    absWorkingDir: ROOT,
+    ...stackEsbuildOptions(ROOT),
     metafile: true,
-    logLevel: 'error',
   });
   bundledInputs = Object.keys(result.metafile.inputs);
   bundled = require(outfile) as typeof source;
