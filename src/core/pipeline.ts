@@ -187,6 +187,11 @@ export function recordedVerdict(record: JobRecord): Extract<JobVerdict, { status
   }
 }
 
+/** A build's verdict is reported by the build-completion path (or the reconciler), once. */
+function reportedByItsBuild(record: JobRecord): boolean {
+  return record.dueAt !== undefined || record.reportedAt !== undefined;
+}
+
 export function createRecordProcessor<M extends JobEnvelope>(processor: JobProcessor<M>, deps: PipelineDeps): (record: SQSRecord) => Promise<boolean> {
   return (record) => processRecord(record, processor, deps);
 }
@@ -284,7 +289,7 @@ class JobRun<M extends JobEnvelope> {
         return true;
       case 'staged':
         this.log.info('acknowledged: its stage consumer took it', { status: claim.record.status });
-        return true;
+        return this.announceStaged(claim.record);
       case 'running':
         this.log.info('acknowledged: its build is running and reports the job when it ends', { buildId: claim.record.progress?.['buildId'] });
         return true;
@@ -317,12 +322,24 @@ class JobRun<M extends JobEnvelope> {
    */
   private async settleFinished(record: JobRecord): Promise<boolean> {
     this.log.info('already finished: acknowledged', { status: record.status });
-    // A build's verdict is reported by the build-completion path (or the reconciler), once.
-    if (record.dueAt !== undefined || record.reportedAt !== undefined) return true;
+    if (reportedByItsBuild(record)) return true;
     const verdict = recordedVerdict(record);
     if (verdict === undefined) return true;
     if (verdict.status !== 'SUCCEEDED') await this.deps.queueOps.moveToDlq(this.record, verdict.error);
     await this.publish(verdict, record.attempt);
+    return true;
+  }
+
+  /**
+   * A pinned job met again by the sequencer (an agent re-sent it). When its stage has recorded the
+   * verdict, the stage may have died before its event, and the stage's own message may be gone (a
+   * restart of the local platform loses what was queued), so the outcome is reported again (events
+   * are at least once). Its DLQ copy is the stage's, and its metrics were counted there.
+   */
+  private async announceStaged(record: JobRecord): Promise<boolean> {
+    if (reportedByItsBuild(record)) return true;
+    const verdict = recordedVerdict(record);
+    if (verdict !== undefined) await this.publish(verdict, record.attempt);
     return true;
   }
 

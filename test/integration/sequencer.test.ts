@@ -236,7 +236,7 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     expect(pins[0]).toMatchObject({ sha: (await ledger.getWorkspace(ws.workspaceId))?.head });
   });
 
-  it('leaves a forwarded job that its stage failed to the stage: a late redelivery neither dead-letters nor reports it again', async () => {
+  it('leaves a forwarded job that its stage failed to the stage: a late redelivery does not dead-letter it, and reports the recorded outcome again (the stage may have died before its event)', async () => {
     const ws = await newWorkspace();
     const patch = patchJob(ws);
     const pr: JobEnvelope = { jobId: `job-${randomUUID()}`, workspaceId: ws.workspaceId, tenantId: TENANT, type: 'open_pr', createdAt: '2026-01-01T00:00:00Z', payload: { baseBranch: 'main', title: 'agent work' } };
@@ -259,7 +259,7 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     expect(await handler({ Records: forwarded.map((m) => toSqsRecord(m, arn)) })).toEqual({ batchItemFailures: [] });
 
     expect(await drain(sqs(), dlqUrl())).toEqual([]);
-    expect(await eventsOf(pr.jobId)).toEqual([]);
+    expect(await eventsOf(pr.jobId)).toEqual([expect.objectContaining({ type: 'AgentJobFailed', detail: expect.objectContaining({ jobId: pr.jobId, reason: 'REJECTED_BY_TARGET' }) })]);
     expect(await drain(sqs(), emulators().queueUrls['open-pr'] as string)).toHaveLength(1);
     expect(await ledger.getJob(pr.jobId)).toMatchObject({ status: 'FAILED', error: failure, attempt: 1 });
   });

@@ -297,6 +297,26 @@ describe('JobRun: claim kinds', () => {
     expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', attempt: 1 });
   });
 
+  it.each([
+    ['SUCCEEDED', { status: 'SUCCEEDED', result: { verdict: 'passed' } }, 'AgentJobSucceeded'],
+    ['FAILED', { status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: 'STOPPED' } }, 'AgentJobFailed'],
+  ] as const)('staged and finished (%s): a re-sent job its stage settled is acknowledged and its outcome reported again (the stage may have died before its event)', async (_status, verdict, event) => {
+    const p = pipeline({ consumer: 'sequencer' });
+    await recorded(p.ledger, { status: 'FORWARDED', pin: PIN });
+    const stage = claimOf(job, { consumer: 'stage', pin: PIN, now: NOW });
+    await p.ledger.claim(stage);
+    await p.ledger.complete({ jobId: job.jobId, owner: stage.owner, now: NOW, verdict });
+    const proc = processor();
+
+    expect(await p.deliver(proc)).toBe(true);
+
+    expect(proc.runs).toEqual([]);
+    expect(proc.afterCompleted).toEqual([]);
+    // The DLQ copy of a stage failure is the stage's: nothing goes on the FIFO DLQ, no metric is counted again.
+    expect([...p.queue.calls, ...p.metrics]).toEqual([]);
+    expect(p.events).toEqual([{ type: event, detail: expect.objectContaining({ jobId: 'job-1', status: verdict.status }) }]);
+  });
+
   it('unpinned: a stage consumer refuses a message the sequencer never pinned: DLQ UNPINNED, no record, no event, nothing run', async () => {
     const p = pipeline({ consumer: 'stage' });
     const proc = processor();
