@@ -8,21 +8,11 @@ import { ENV, stageDlqUrlEnv, stageQueueUrlEnv } from '../../contract/runtime-en
 import { JOB_TYPES, JOB_TYPE_NAMES } from '../../contract/job-types';
 import { synth } from './helpers';
 
-// A catalog with a throw-away command stage added, declared as a fork would (contract/job-types.ts
-// `commandStage`). Mocked because contract/ cannot grow a job type just for this test; everything
+// The catalog with a throw-away command stage (test/support/catalog-with-check-format.ts); everything
 // derived from it (topology, config, stack) is the real code.
-jest.mock('../../contract/job-types', () => {
-  const actual = jest.requireActual('../../contract/job-types');
-  const types = {
-    ...actual.JOB_TYPES,
-    check_format: actual.commandStage({
-      summary: 'check the formatting at the pinned commit',
-      command: { defaultCommand: 'npx prettier --check .', subject: 'format check' },
-      stage: { queue: 'check-format', timeoutSeconds: 30, memoryMb: 128, batchSize: 2, maxConcurrency: 3, maxReceiveCount: 6, oldestMessageAlarmSeconds: 600, bundleBudgetKiB: 120 },
-    }),
-  };
-  return { ...actual, JOB_TYPES: types, ...actual.deriveCatalog(types) };
-});
+jest.mock('../../contract/job-types', () =>
+  jest.requireActual<typeof import('../support/catalog-with-check-format')>('../support/catalog-with-check-format').catalogWithCheckFormat('npx prettier --check .'),
+);
 
 it('derives a whole lane from a new catalog entry', () => {
   const { stack, template } = synth({ workers: { check_format: { maxConcurrency: 4 } } });

@@ -13,20 +13,11 @@ import { runCli } from '../../src/cli/main';
 import { startPlatform, type LocalPlatform } from '../../src/local/platform';
 import { applyPatchArgs, diffChain, makeRepository, removeScratch } from '../e2e/harness';
 
-// Mocked because contract/ cannot grow a job type just for this test; everything derived from the
-// catalog (topology, CLI, local platform, handlers) is the real code.
-jest.mock('../../contract/job-types', () => {
-  const actual = jest.requireActual('../../contract/job-types');
-  const types = {
-    ...actual.JOB_TYPES,
-    check_format: actual.commandStage({
-      summary: 'check the formatting at the pinned commit',
-      command: { defaultCommand: 'sh ./check-format.sh', subject: 'format check' },
-      stage: { queue: 'check-format', timeoutSeconds: 30, memoryMb: 128, batchSize: 2, maxConcurrency: 3, maxReceiveCount: 6, oldestMessageAlarmSeconds: 600, bundleBudgetKiB: 120 },
-    }),
-  };
-  return { ...actual, JOB_TYPES: types, ...actual.deriveCatalog(types) };
-});
+// The catalog with a throw-away command stage (test/support/catalog-with-check-format.ts); everything
+// derived from it (topology, CLI, local platform, handlers) is the real code.
+jest.mock('../../contract/job-types', () =>
+  jest.requireActual<typeof import('../support/catalog-with-check-format')>('../support/catalog-with-check-format').catalogWithCheckFormat('sh ./check-format.sh'),
+);
 
 jest.setTimeout(180_000);
 
