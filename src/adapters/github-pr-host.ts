@@ -99,12 +99,14 @@ function isRateLimited(error: HttpErrorShape): boolean {
  * Rate limits, 5xx and network failures (Octokit reports those as status 500) are transient, and
  * so is 401: a rotated token reaches a warm container only when its cached secret expires. Any
  * other 4xx is GitHub refusing the request (bad base branch, no access, no commits between the
- * branches) and retrying cannot change that.
+ * branches) and retrying cannot change that. An error that is no answer of GitHub's passes
+ * through: the pipeline judges it by cause (core/transient-cause.ts).
  */
-function classify(error: unknown, repo: string): Error {
+function classify(error: unknown, repo: string): unknown {
   if (error instanceof PermanentJobError || error instanceof TransientJobError) return error;
   const http = httpError(error);
-  if (!http || http.status >= 500 || http.status === 401 || isRateLimited(http)) {
+  if (!http) return error;
+  if (http.status >= 500 || http.status === 401 || isRateLimited(http)) {
     return new TransientJobError(`GitHub ${repo}: ${errorMessage(error)}`, { cause: error });
   }
   const detail = validationMessages(http).join('; ') || errorMessage(error);

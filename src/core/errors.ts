@@ -1,8 +1,8 @@
 /**
- * Error classes of the job pipeline. The pipeline classifies by class, never by message text:
- * a PermanentJobError fails the job at once (ledger FAILED, message to the DLQ, acknowledged);
- * a TransientJobError is retried with back-off; anything else unknown is treated as transient
- * until the receive budget runs out.
+ * Error classes of the job pipeline. The pipeline classifies by class and cause, never by message
+ * text: a PermanentJobError fails the job at once (ledger FAILED, message to the DLQ, acknowledged);
+ * a TransientJobError is retried with back-off; any other error is retried only when its cause is
+ * one a retry can cure (transient-cause.ts), else it fails the job at once as UNEXPECTED_ERROR.
  */
 
 /** Why a job failed permanently: stable codes for operators, events and tests. */
@@ -28,7 +28,12 @@ export type PermanentReason =
   /** A command stage's build itself broke (FAULT, TIMED_OUT, STOPPED, a failed checkout): no verdict. */
   | 'TEST_RUN_ERROR'
   /** A message on the build-events queue that is not a build completion this platform can read. */
-  | 'INVALID_BUILD_EVENT';
+  | 'INVALID_BUILD_EVENT'
+  /**
+   * An error no rule names, whose cause a retry cannot cure (a TypeError, an AWS 4xx, a corrupt
+   * object): failed on the delivery that met it instead of being retried until RETRIES_EXHAUSTED.
+   */
+  | 'UNEXPECTED_ERROR';
 
 export class PermanentJobError extends Error {
   // string, not the literal: subclasses name themselves.

@@ -18,17 +18,20 @@
  *   4. completes the ledger with the verdict (fenced on the lease), publishes the event, counts the
  *      metric, moves a SKIPPED message to the DLQ, then calls `processor.afterComplete`.
  * Errors: PermanentJobError → ledger FAILED, `processor.onPermanentFailure` (the sequencer fences the
- * workspace there), DLQ with `reason` / `errorMessage` attributes, acknowledged. Anything else is
- * transient: the lease is released and the record retried with a ChangeMessageVisibility back-off,
- * except on the last allowed receive, where it becomes permanent RETRIES_EXHAUSTED. Once a verdict
- * is in the ledger nothing records a second one: a failing later step (DLQ move, forward, event) is
- * retried, and the redelivery redoes the DLQ move or the forward from the record.
+ * workspace there), DLQ with `reason` / `errorMessage` attributes, acknowledged. A transient
+ * error (TransientJobError, or a network, throttling, 5xx or resource cause) releases the lease and
+ * the record is retried with a ChangeMessageVisibility back-off, except on the last allowed
+ * receive, where it becomes permanent RETRIES_EXHAUSTED; any other error is permanent
+ * UNEXPECTED_ERROR at once (classifyFailure). Once a verdict is in the ledger nothing records a
+ * second one: a failing later step (DLQ move, forward, event) is retried, and the redelivery redoes
+ * the DLQ move or the forward from the record.
  */
 import type { SQSRecord } from 'aws-lambda';
 import { REDRIVE_ATTRIBUTE } from '../../contract/messages';
 import type { EventType, JobMetricName } from '../../contract/runtime-env';
 import { isStageMessage, jobDigest, type JobEnvelope } from './envelope';
 import { errorMessage, LeaseHeldError, PermanentJobError, TransientJobError } from './errors';
+import { transientCause } from './transient-cause';
 import type { Clock, Consumer, EventPublisher, JobLogger, JobMetrics, JobRecord, JobVerdict, Ledger, QueueOps } from './ports';
 
 export interface PipelineSettings {
@@ -122,16 +125,27 @@ function untilLeaseEnds(error: LeaseHeldError, now: number): number {
 }
 
 /**
- * Classifies a failure: permanent as is; anything else permanent only on the last allowed receive,
- * except a lease held by another delivery: that job is its holder's to finish, and failing it here
- * would report FAILED (and fence the workspace) for a job that may well succeed.
+ * Classifies a failure by cause: permanent as is; a lease held by another delivery is its holder's
+ * to finish (failing it here would report FAILED, and fence the workspace, for a job that may well
+ * succeed); transient (a TransientJobError, or a cause a retry can cure: transient-cause.ts) until
+ * the last allowed receive, then RETRIES_EXHAUSTED; anything else fails on this delivery as
+ * UNEXPECTED_ERROR, since every retry would meet it again.
  */
 export function classifyFailure(error: unknown, receives: number, maxReceiveCount: number): PermanentJobError | TransientJobError {
   if (error instanceof PermanentJobError || error instanceof LeaseHeldError) return error;
+  const cause = error instanceof TransientJobError ? 'transient' : transientCause(error);
+  if (cause === undefined) {
+    return new PermanentJobError('UNEXPECTED_ERROR', `${describeError(error)} (retrying cannot cure it)`, { cause: error });
+  }
   if (receives >= maxReceiveCount) {
     return new PermanentJobError('RETRIES_EXHAUSTED', `gave up after ${receives} receives: ${errorMessage(error)}`, { cause: error });
   }
   return error instanceof TransientJobError ? error : new TransientJobError(errorMessage(error), { cause: error });
+}
+
+/** `TypeError: x is not a function`: the class says as much as the text. */
+function describeError(error: unknown): string {
+  return error instanceof Error && error.name !== 'Error' ? `${error.name}: ${error.message}` : errorMessage(error);
 }
 
 /**
@@ -402,7 +416,11 @@ class JobRun<M extends JobEnvelope> {
       heartbeat: async () => {
         const now = clock.now();
         await ledger.heartbeat({ jobId: this.job.jobId, owner: this.owner, leaseUntil: now + settings.leaseSeconds * 1000, now });
-        await queueOps.changeVisibility(this.record, settings.visibilitySeconds);
+        await queueOps.changeVisibility(this.record, settings.visibilitySeconds).catch((error: unknown) => {
+          // SQS refuses a receipt handle once the message went back to the queue: the message is a
+          // later delivery's now, whatever the error says, so this one stops and is retried.
+          throw new TransientJobError(`extending the message visibility failed: ${errorMessage(error)}`, { cause: error });
+        });
       },
       placeInWorkspace: (position) => {
         this.position = position;

@@ -141,10 +141,11 @@ class SequencerProcessor implements JobProcessor {
 
   /**
    * Whether a permanent failure fences the workspace: a failed mutation leaves the tree missing a
-   * change, and a job that exhausted its retries may have left it half-done (or never run).
+   * change, and a job that exhausted its retries or met an error no rule names may have left it
+   * half-done (or never run, when the error came before its claim).
    */
   private fencesOnFailure(job: JobEnvelope, error: PermanentJobError, held: boolean): boolean {
-    if (error.reason === 'RETRIES_EXHAUSTED') return true;
+    if (error.reason === 'RETRIES_EXHAUSTED' || error.reason === 'UNEXPECTED_ERROR') return true;
     return held && isOrdered(job);
   }
 

@@ -189,19 +189,26 @@ export function hostileSuite(): HostileSuite {
     await Promise.all([drain(sqs(), queueUrl()), drain(sqs(), dlqUrl())]);
   });
 
+  /** The repository every workspace starts from, made once per file: a workspace is then one clone. */
+  let source: Promise<{ dir: string; baseSha: string }> | undefined;
+  const makeSource = async () => {
+    const dir = await mkdtemp(join(root, 'src-'));
+    for (const [path, content] of Object.entries(BASE_FILES)) {
+      await mkdir(dirname(join(dir, path)), { recursive: true });
+      await writeFile(join(dir, path), content);
+    }
+    await gitIn(dir, 'init', '-q', '-b', 'main');
+    await gitIn(dir, 'add', '.');
+    await gitIn(dir, 'commit', '-q', '-m', 'base');
+    return { dir, baseSha: await gitIn(dir, 'rev-parse', 'main') };
+  };
+
   const suite: HostileSuite = {
     async newWorkspace() {
       const workspaceId = `ws-${randomUUID().slice(0, 8)}`;
-      const src = await mkdtemp(join(root, 'src-'));
-      for (const [path, content] of Object.entries(BASE_FILES)) {
-        await mkdir(dirname(join(src, path)), { recursive: true });
-        await writeFile(join(src, path), content);
-      }
-      await gitIn(src, 'init', '-q', '-b', 'main');
-      await gitIn(src, 'add', '.');
-      await gitIn(src, 'commit', '-q', '-m', 'base');
-      const gitDir = await gitServer.createBareRepo(workspaceId, { fromDir: src });
-      return { workspaceId, repoUrl: gitServer.repoUrl(workspaceId), gitDir, baseSha: await gitIn(gitDir, 'rev-parse', 'main') };
+      const { dir, baseSha } = await (source ??= makeSource());
+      const gitDir = await gitServer.createBareRepo(workspaceId, { fromDir: dir });
+      return { workspaceId, repoUrl: gitServer.repoUrl(workspaceId), gitDir, baseSha };
     },
 
     async sendRaw(ws, message, type = 'apply_patch') {
@@ -252,8 +259,9 @@ export function hostileSuite(): HostileSuite {
 
     async expectRefusedOnFirstDelivery(row) {
       const ws = await suite.newWorkspace();
-      const refsBefore = await refsOf(ws.gitDir);
+      // After the row made its message: a row may first give the remote what it attacks.
       const message = await row.message(ws, suite);
+      const refsBefore = await refsOf(ws.gitDir);
       await suite.sendRaw(ws, message);
 
       const response = await suite.deliverOnce();

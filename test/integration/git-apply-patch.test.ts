@@ -4,13 +4,15 @@
  * and the remote is inspected with the git CLI.
  */
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { applyPatchCommit, resolveBranchHead, type ApplyPatchCommitInput } from '../../src/adapters/git';
 import { PermanentJobError, TransientJobError } from '../../src/core/errors';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
-import { commitFiles, createRepo, diffOfEdits, git, gitApplyTree, removeDir, tempDir, writeFiles, type FileSpec } from '../support/git-fixtures';
+import { commitFiles, commitRawEntry, createRepo, diffOfEdits, git, gitApplyTree, removeDir, tempDir, writeFiles, type FileSpec } from '../support/git-fixtures';
 
 const BASE_FILES: Record<string, FileSpec> = {
   'README.md': '# demo\n\nhello\n',
@@ -441,6 +443,33 @@ describe('applyPatchCommit', () => {
     await expect(applyPatchCommit(input(url, await fullDiff(), { workDir: work }))).rejects.toBeInstanceOf(TransientJobError);
     expect(await readdir(work)).toEqual([]);
     await rm(work, { recursive: true });
+  });
+});
+
+describe('applyPatchCommit: errors classified by cause, permanent when no retry can cure them', () => {
+  test('a branch that holds a name the git library refuses (docs\\notes.md, pushed from elsewhere) is UNSAFE_PATCH, the remote unchanged', async () => {
+    const { url, gitDir } = await freshRemote();
+    const head = await commitRawEntry(gitDir, 'main', 'docs\\notes.md', 'written on Windows\n');
+    const diff = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'added.txt': 'x\n' }));
+
+    const error = await rejectionOf(applyPatchCommit(input(url, diff, { baseSha: head })));
+
+    expect(error.reason).toBe('UNSAFE_PATCH');
+    expect(error.message).toMatch(/the git library refuses the path "docs\\\\notes\.md" as unsafe/);
+    expect(await remoteHead(gitDir)).toBe(head);
+  });
+
+  test('a remote that answers HTTP but not git is REJECTED_BY_TARGET, not a retry', async () => {
+    const notGit = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Sign in</body></html>'));
+    await new Promise<void>((resolve) => notGit.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = notGit.address() as AddressInfo;
+      const error = await rejectionOf(applyPatchCommit(input(`http://127.0.0.1:${port}/acme/app.git`, await fullDiff())));
+      expect(error.reason).toBe('REJECTED_BY_TARGET');
+      expect(error.message).toMatch(/fetch main: the remote does not speak git's smart HTTP protocol: Remote did not reply using the "smart" HTTP protocol/);
+    } finally {
+      await new Promise((resolve) => notGit.close(resolve));
+    }
   });
 });
 

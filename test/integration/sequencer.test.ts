@@ -332,9 +332,9 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
       complete: async (input: Parameters<Ledger['complete']>[0]) => {
         if (input.jobId === crashing.jobId && !crashed) {
           crashed = true;
-          // The worker dies here; by the redelivery its lease has run out.
+          // The worker dies here (its last act a failed ledger write); by the redelivery its lease has run out.
           clockOffset += LEASE_SECONDS * 1000;
-          throw new Error('worker crashed');
+          throw Object.assign(new Error('worker crashed'), { code: 'ECONNRESET' });
         }
         return ledger.complete(input);
       },
@@ -558,6 +558,34 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: stuck.jobId });
     expect(await ledger.getJob(after.jobId)).toMatchObject({ status: 'SKIPPED', blockedBy: stuck.jobId });
     expect((await drain(sqs(), dlqUrl())).map((m) => attr(m, 'reason'))).toEqual(['RETRIES_EXHAUSTED', 'SKIPPED']);
+    expect(await remoteCommits(ws)).toEqual([]);
+  });
+
+  it('fails a job whose error no retry can cure (a 4xx from the ledger) at once, and fences the workspace so no later job runs past it', async () => {
+    const ws = await newWorkspace();
+    const poisoned = patchJob(ws);
+    const after = patchJob(ws);
+    await send(poisoned);
+    await send(after);
+    // Shaped as the AWS SDK throws it; fault injection: dynalite has no way to refuse one item so.
+    const refusing: Ledger = Object.assign(Object.create(ledger) as DynamoDbLedger, {
+      claim: async (request: Parameters<Ledger['claim']>[0]) => {
+        if (request.job.jobId === poisoned.jobId) {
+          throw Object.assign(new Error('Item size has exceeded the maximum allowed size'), { name: 'ValidationException', $fault: 'client', $metadata: { httpStatusCode: 400 } });
+        }
+        return ledger.claim(request);
+      },
+    });
+
+    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps({ ledger: refusing })) });
+
+    expect(responses.every((r) => r.batchItemFailures.length === 0)).toBe(true);
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: poisoned.jobId, blockedReason: 'UNEXPECTED_ERROR' });
+    expect(await ledger.getJob(after.jobId)).toMatchObject({ status: 'SKIPPED', blockedBy: poisoned.jobId });
+    expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'reason'), attr(m, 'errorMessage')])).toEqual([
+      ['UNEXPECTED_ERROR', 'ValidationException: Item size has exceeded the maximum allowed size (retrying cannot cure it)'],
+      ['SKIPPED', expect.any(String)],
+    ]);
     expect(await remoteCommits(ws)).toEqual([]);
   });
 

@@ -30,6 +30,29 @@ export async function git(cwd: string, ...args: string[]): Promise<string> {
   return stdout.replace(/\n$/, '');
 }
 
+/** Runs git in `cwd` with `input` on its stdin; returns its stdout without the trailing newline. */
+function gitWithInput(cwd: string, input: string, ...args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('git', args, { cwd, env: GIT_ENV }, (error, stdout) => (error ? reject(error) : resolve(stdout.replace(/\n$/, ''))));
+    child.stdin?.end(input);
+  });
+}
+
+/**
+ * Commits on `branch` of a bare repository a top-level file under a name a tree may hold but some
+ * checkouts refuse (`docs\notes.md`, pushed from another system), with git's plumbing, as a
+ * checkout-less host would store it. Returns the new commit.
+ */
+export async function commitRawEntry(gitDir: string, branch: string, name: string, content: string): Promise<string> {
+  const blob = await gitWithInput(gitDir, content, 'hash-object', '-w', '--stdin');
+  // NUL-terminated both ways: names are taken as they are, never quoted.
+  const entries = await git(gitDir, 'ls-tree', '-z', branch);
+  const tree = await gitWithInput(gitDir, `${entries}100644 blob ${blob}\t${name}\0`, 'mktree', '-z');
+  const commit = await git(gitDir, 'commit-tree', tree, '-p', branch, '-m', `add ${name}`);
+  await git(gitDir, 'update-ref', `refs/heads/${branch}`, commit);
+  return commit;
+}
+
 export async function tempDir(prefix: string): Promise<string> {
   return mkdtemp(join(tmpdir(), `agent-jobs-${prefix}-`));
 }

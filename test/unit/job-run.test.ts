@@ -447,7 +447,8 @@ describe('JobRun: failure paths', () => {
 
   it('transient: the lease is released and the record backs off, so the next delivery claims at once', async () => {
     const p = pipeline();
-    const proc = processor(failWith(new Error('socket hang up')));
+    // As Node reports a connection cut mid-request: transient by its code.
+    const proc = processor(failWith(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })));
     const record = jobRecord(job, { receiveCount: 3 });
 
     expect(await p.deliver(proc, record)).toBe(false);
@@ -474,6 +475,20 @@ describe('JobRun: failure paths', () => {
     expect(proc.permanentFailures).toEqual([{ reason: 'RETRIES_EXHAUSTED', held: true }]);
     expect(p.queue.of('moveToDlq')).toEqual([expect.objectContaining({ failure: failed?.error })]);
     expect(p.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'RETRIES_EXHAUSTED' }) }]);
+  });
+
+  it('an error no retry can cure (a TypeError) on the first receive: FAILED with UNEXPECTED_ERROR at once, on the DLQ, reported', async () => {
+    const p = pipeline();
+    const proc = processor(failWith(new TypeError("Cannot read properties of undefined (reading 'trim')")));
+
+    expect(await p.deliver(proc, jobRecord(job, { receiveCount: 1 }))).toBe(true);
+
+    const failed = await p.ledger.getJob(job.jobId);
+    expect(failed).toMatchObject({ status: 'FAILED', attempt: 1, error: { reason: 'UNEXPECTED_ERROR', message: "TypeError: Cannot read properties of undefined (reading 'trim') (retrying cannot cure it)" } });
+    expect(proc.permanentFailures).toEqual([{ reason: 'UNEXPECTED_ERROR', held: true }]);
+    expect(p.queue.of('changeVisibility')).toEqual([]);
+    expect(p.queue.of('moveToDlq')).toEqual([expect.objectContaining({ failure: failed?.error })]);
+    expect(p.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'UNEXPECTED_ERROR' }) }]);
   });
 
   it('a failing event after SUCCEEDED is recorded: retried without a second verdict; the redelivery reports it', async () => {

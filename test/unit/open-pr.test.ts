@@ -1,6 +1,7 @@
 import { Octokit } from '@octokit/core';
 import { GitHubPullRequestHost } from '../../src/adapters/github-pr-host';
 import { PermanentJobError, TransientJobError } from '../../src/core/errors';
+import { classifyFailure } from '../../src/core/pipeline';
 import { parseRepoUrl } from '../../src/core/jobs/open-pr';
 
 describe('parseRepoUrl', () => {
@@ -110,6 +111,14 @@ describe('GitHubPullRequestHost', () => {
     const { host } = scriptedHost([answer]);
 
     await expect(host.findOrCreate(input)).rejects.toBeInstanceOf(TransientJobError);
+  });
+
+  it('passes an error that is no answer of GitHub\'s (a TypeError on a null listing) to the pipeline, which fails it at once', async () => {
+    const { host } = scriptedHost([{ status: 200, body: null }]);
+
+    const error = await host.findOrCreate(input).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TypeError);
+    expect(classifyFailure(error, 1, 5)).toMatchObject({ reason: 'UNEXPECTED_ERROR' });
   });
 
   it('treats a 404 (no such repository or no access) as permanent', async () => {

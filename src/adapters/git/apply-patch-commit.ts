@@ -109,11 +109,23 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     keep = true;
     return result;
   } catch (error) {
-    keep = error instanceof PermanentJobError;
-    throw error;
+    const classified = refusedPath(error);
+    keep = classified instanceof PermanentJobError;
+    throw classified;
   } finally {
     await lease.release(keep);
   }
+}
+
+/**
+ * isomorphic-git refuses every tree entry git's verify_path() would (`docs\a.md`, `...`, `git~1`),
+ * on reading as on writing. The patch's own paths pass stricter rules first (core/patch/paths.ts),
+ * so this is a branch that already holds such a name: no retry reads it otherwise.
+ */
+function refusedPath(error: unknown): unknown {
+  if (!(error instanceof Errors.UnsafeFilepathError)) return error;
+  const path = JSON.stringify(error.data.filepath);
+  return new PermanentJobError('UNSAFE_PATCH', `the git library refuses the path ${path} as unsafe: the branch holds a name that cannot be checked out everywhere; remove it from the branch, then replay the job`, { cause: error });
 }
 
 /** Without a cache: an empty repository of the job's own, removed at the end. */

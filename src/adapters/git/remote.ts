@@ -7,6 +7,7 @@ import * as git from 'isomorphic-git';
 import { Errors, type HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { PermanentJobError, TransientJobError } from '../../core/errors';
+import { transientCause } from '../../core/transient-cause';
 
 /** HTTP basic credentials (for GitHub: any user name and a token as the password). Fetched by the caller. */
 export interface GitAuth {
@@ -29,17 +30,27 @@ export function remoteOptions(url: string, auth?: GitAuth, http: HttpClient = no
   return { http, url, headers };
 }
 
-const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
 /**
  * 401 is retryable like the GitHub PR host's: a rotated credential reaches a warm container only
  * when its cached secret expires; a credential that stays wrong exhausts the retries and fails then.
  */
 const RETRYABLE_STATUS = new Set([401, 408, 429]);
 
+/** isomorphic-git's errors for a remote that answered, but not in git's smart HTTP protocol. */
+const NOT_GIT = new Set<string>([
+  Errors.SmartHttpError.code,
+  Errors.EmptyServerResponseError.code,
+  Errors.ParseError.code,
+  Errors.UnknownTransportError.code,
+  Errors.UrlParseError.code,
+  Errors.RemoteCapabilityError.code,
+]);
+
 /**
- * Classifies a failure talking to the remote: network errors, 5xx, 401, 408 and 429 are transient;
- * other HTTP statuses (403, 404) mean the host refuses the request and retrying will not help.
- * Errors already classified and unknown errors pass through (the pipeline treats unknown as transient).
+ * Classifies a failure talking to the remote by its cause: network errors, 5xx, 401, 408 and 429
+ * are transient; other HTTP statuses (403, 404) mean the host refuses the request, and a remote
+ * that does not speak git will not start to: both are REJECTED_BY_TARGET. Errors already classified
+ * and other errors pass through (the pipeline judges them by cause: core/transient-cause.ts).
  */
 export function classifyRemoteError(error: unknown, action: string): unknown {
   if (error instanceof PermanentJobError || error instanceof TransientJobError) return error;
@@ -49,10 +60,11 @@ export function classifyRemoteError(error: unknown, action: string): unknown {
     if (statusCode >= 500 || RETRYABLE_STATUS.has(statusCode)) return new TransientJobError(message, { cause: error });
     return new PermanentJobError('REJECTED_BY_TARGET', message, { cause: error });
   }
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && NETWORK_ERRORS.has(code)) {
-    return new TransientJobError(`${action}: network error ${code}`, { cause: error });
+  if (error instanceof Error && NOT_GIT.has((error as { code?: string }).code ?? '')) {
+    return new PermanentJobError('REJECTED_BY_TARGET', `${action}: the remote does not speak git's smart HTTP protocol: ${error.message}`, { cause: error });
   }
+  const cause = transientCause(error);
+  if (cause !== undefined) return new TransientJobError(`${action}: network error ${cause}`, { cause: error });
   return error;
 }
 
