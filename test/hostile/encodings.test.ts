@@ -6,7 +6,7 @@
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { gitApplyTree } from '../support/git-fixtures';
-import { applyPatchJob, fsckStrict, gitIn, hostileSuite, type HostileRow, type HostileSuite, type HostileWorkspace } from './harness';
+import { addFileDiff, applyPatchJob, fsckStrict, gitIn, hostileSuite, type HostileRow, type HostileSuite, type HostileWorkspace } from './harness';
 
 const latin1 = (text: string) => Buffer.from(text, 'latin1');
 const utf8 = (text: string) => Buffer.from(text, 'utf8');
@@ -65,6 +65,12 @@ const tamperedReference: HostileRow['message'] = async (ws, suite) => {
   return { ...message, body: { ...body, payload: { ...body.payload, diffRef } } };
 };
 
+/** A new-file diff whose name is the given bytes, as diffBase64. */
+const nameBytes = (name: number[]) => {
+  const n = Buffer.from(name);
+  return Buffer.concat([latin1('diff --git a/'), n, latin1(' b/'), n, latin1('\nnew file mode 100644\n--- /dev/null\n+++ b/'), n, latin1('\n@@ -0,0 +1 @@\n+x\n')]).toString('base64');
+};
+
 const ROWS: HostileRow[] = [
   { what: 'a diff string with a lone surrogate', message: refused({ diff: 'diff --git a/x b/x\n+\ud800\n' }), reason: 'INVALID_JOB', says: /payload\.diff: must be well-formed Unicode text: send bytes that are not UTF-8 as diffBase64/ },
   { what: 'diffBase64 with stray bits (two spellings of one byte)', message: refused({ diff: undefined, diffBase64: 'eR==' }), reason: 'INVALID_JOB', says: /payload\.diffBase64: must be canonical base64/ },
@@ -73,6 +79,12 @@ const ROWS: HostileRow[] = [
   { what: 'a file name whose bytes are not UTF-8', message: refused({ diff: undefined, diffBase64: Buffer.concat([latin1('diff --git a/caf\xe9 b/caf\xe9\nnew file mode 100644\n--- /dev/null\n+++ b/caf\xe9\n@@ -0,0 +1 @@\n+x\n')]).toString('base64') }), reason: 'UNSAFE_PATCH', says: /name is not valid UTF-8/ },
   { what: 'a body that is not JSON', message: (ws) => ({ jobId: `hostile-${ws.workspaceId}`, body: '{"jobId": "x", "diff": "\\ud83d' }), reason: 'INVALID_JOB', says: /body is not JSON/ },
   { what: 'a claim-checked diff whose object was replaced', message: tamperedReference, reason: 'INVALID_JOB', says: /does not match its size or sha256/ },
+  { what: 'a name with an overlong UTF-8 encoding of "/" (C0 AF)', message: refused({ diff: undefined, diffBase64: nameBytes([0x2e, 0x2e, 0xc0, 0xaf, 0x78]) }), reason: 'UNSAFE_PATCH', says: /name is not valid UTF-8/ },
+  { what: 'a name with a UTF-8-encoded surrogate (ED A0 80)', message: refused({ diff: undefined, diffBase64: nameBytes([0x78, 0xed, 0xa0, 0x80]) }), reason: 'UNSAFE_PATCH', says: /name is not valid UTF-8/ },
+  { what: 'a git-quoted name whose octal escapes are Latin-1 ("caf\\351")', message: refused({ diff: 'diff --git "a/caf\\351.txt" "b/caf\\351.txt"\nnew file mode 100644\n--- /dev/null\n+++ "b/caf\\351.txt"\n@@ -0,0 +1 @@\n+x\n' }), reason: 'UNSAFE_PATCH', says: /name is not valid UTF-8/ },
+  { what: 'a diff in UTF-16 (every other byte NUL)', message: refused({ diff: undefined, diffBase64: Buffer.from(`\ufeff${addFileDiff('utf16.txt')}`, 'utf16le').toString('base64') }), reason: 'INVALID_JOB', says: /diff is not a valid unified diff: a file section has no ---\/\+\+\+ or diff --git header/ },
+  { what: 'an empty diff', message: refused({ diff: '' }), reason: 'INVALID_JOB', says: /payload\.diff: Too small/ },
+  { what: 'a diffRef whose object is missing', message: (ws, suite) => applyPatchJob(ws, { diff: undefined, diffRef: { bucket: suite.emulators().bucketName, key: `${ws.workspaceId}/never-put`, sha256: 'a'.repeat(64), bytes: 10 } }), reason: 'INVALID_JOB', says: /diffRef s3:\/\/.*\/never-put does not exist/ },
   { what: 'a diffRef to another bucket', message: refused({ diff: undefined, diffRef: { bucket: 'someone-elses', key: 'k', sha256: 'a'.repeat(64), bytes: 1 } }), reason: 'INVALID_JOB', says: /diffRef bucket someone-elses is not the diff bucket/ },
 ];
 

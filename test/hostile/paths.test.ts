@@ -30,6 +30,14 @@ const ROWS: HostileRow[] = [
   { what: 'a symlink', message: diff('diff --git a/evil b/evil\nnew file mode 120000\n--- /dev/null\n+++ b/evil\n@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n'), reason: 'UNSAFE_PATCH', says: /symlinks \(mode 120000\)/ },
   { what: 'a submodule', message: diff('diff --git a/sub b/sub\nnew file mode 160000\n--- /dev/null\n+++ b/sub\n@@ -0,0 +1 @@\n+Subproject commit 1111111111111111111111111111111111111111\n'), reason: 'UNSAFE_PATCH', says: /submodules \(mode 160000\)/ },
   { what: 'mode 100777', message: diff('diff --git a/README.md b/README.md\nold mode 100644\nnew mode 100777\n'), reason: 'UNSAFE_PATCH', says: /mode 100777 is not allowed/ },
+  { what: 'a file turned into a symlink by a mode change', message: diff('diff --git a/README.md b/README.md\nold mode 100644\nnew mode 120000\n'), reason: 'UNSAFE_PATCH', says: /symlinks \(mode 120000\)/ },
+  { what: 'a file turned into a submodule by a mode change', message: diff('diff --git a/README.md b/README.md\nold mode 100644\nnew mode 160000\n'), reason: 'UNSAFE_PATCH', says: /submodules \(mode 160000\)/ },
+  { what: 'a new file with a tree\'s mode (040000)', message: diff('diff --git a/dir b/dir\nnew file mode 040000\n--- /dev/null\n+++ b/dir\n@@ -0,0 +1 @@\n+x\n'), reason: 'UNSAFE_PATCH', says: /mode 040000 is not allowed/ },
+  { what: 'a group-writable mode (100664, fsck: zero-padded or bad mode)', message: diff('diff --git a/g.txt b/g.txt\nnew file mode 100664\n--- /dev/null\n+++ b/g.txt\n@@ -0,0 +1 @@\n+x\n'), reason: 'UNSAFE_PATCH', says: /mode 100664 is not allowed/ },
+  { what: 'a zero-padded mode (0100644)', message: diff('diff --git a/z.txt b/z.txt\nnew file mode 0100644\n--- /dev/null\n+++ b/z.txt\n@@ -0,0 +1 @@\n+x\n'), reason: 'UNSAFE_PATCH', says: /mode 0100644 is not allowed/ },
+  { what: 'a symlink mode on the index line', message: diff('diff --git a/README.md b/README.md\nindex 1111111..2222222 120000\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# hostile\n+/etc/passwd\n'), reason: 'UNSAFE_PATCH', says: /symlinks \(mode 120000\)/ },
+  { what: 'a deletion that calls a file a symlink', message: diff('diff --git a/README.md b/README.md\ndeleted file mode 120000\n--- a/README.md\n+++ /dev/null\n@@ -1 +0,0 @@\n-# hostile\n'), reason: 'UNSAFE_PATCH', says: /symlinks \(mode 120000\)/ },
+  { what: 'a mode that is not octal', message: diff('diff --git a/o.txt b/o.txt\nnew file mode 10064x\n--- /dev/null\n+++ b/o.txt\n@@ -0,0 +1 @@\n+x\n'), reason: 'UNSAFE_PATCH', says: /malformed mode line "new file mode 10064x": a mode is octal digits/ },
   { what: 'a GIT binary patch', message: diff('diff --git a/img.png b/img.png\nnew file mode 100644\nindex 0000000..1111111\nGIT binary patch\nliteral 3\nKcmZ>Y%K!iX1ONm8\n\nliteral 0\nHcmV?d00001\n\n'), reason: 'UNSAFE_PATCH', says: /binary patches/ },
 ];
 

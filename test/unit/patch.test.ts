@@ -107,6 +107,7 @@ describe('parsePatchOperations: hostile patches are rejected before any I/O', ()
     ['new submodule', addDiff('sub', '160000', 'Subproject commit 1111111111111111111111111111111111111111'), 'sub', /submodules/],
     ['modified submodule', submoduleModify, 'sub', /submodules/],
     ['other mode', 'diff --git a/x b/x\nold mode 100644\nnew mode 100777\n', 'x', /mode 100777 is not allowed/],
+    ['a mode that is not octal (read as 10064 before)', addDiff('o.txt', '10064x', 'x'), 'o.txt', /malformed mode line "new file mode 10064x"/],
     ['GIT binary patch', gitBinary, 'img.png', /binary patches/],
     ['Binary files differ', binaryDiffer, 'img.png', /binary patches/],
     ['the same path twice', modifyDiff('twice.txt') + modifyDiff('twice.txt'), 'twice.txt', /more than once/],

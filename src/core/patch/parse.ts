@@ -23,6 +23,7 @@ const LONE_SURROGATE = /[\ud800-\udfff]/u;
 // Header lines only: hunk lines start with ' ', '+', '-' or '\', so these cannot match hunk content.
 const BINARY_MARKER = /^(GIT binary patch|Binary files .* differ)$/;
 const INDEX_LINE_MODE = /^index [0-9a-f]+\.\.[0-9a-f]+ ([0-7]+)$/;
+const MODE_LINE = /^(?:old mode|new mode|deleted file mode|new file mode) /;
 const MODE_HEADER = /^(?:old mode|new mode|deleted file mode|new file mode) ([0-7]+)$/;
 
 /**
@@ -72,6 +73,8 @@ function rejectUnsafeHeaders(text: string): void {
     const header = line.endsWith('\r') ? line.slice(0, -1) : line;
     if (header.startsWith('diff --git ')) file = header.slice('diff --git '.length);
     else if (BINARY_MARKER.test(header)) throw unsafePatch(file, 'binary patches are not supported');
+    // jsdiff reads the digits a mode starts with ("10064x" as 10064): the whole line must be octal.
+    else if (MODE_LINE.test(header) && !MODE_HEADER.test(header)) throw unsafePatch(file, `malformed mode line ${JSON.stringify(header)}: a mode is octal digits`);
     else {
       const mode = INDEX_LINE_MODE.exec(header)?.[1] ?? MODE_HEADER.exec(header)?.[1];
       if (mode !== undefined && !isFileMode(mode)) throw unsafePatch(file, modeRule(mode));
