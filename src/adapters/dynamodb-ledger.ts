@@ -15,9 +15,10 @@ import {
   byCreation,
   CANCELLABLE_STATUSES,
   claimOutcome,
-  conflictQueueOf,
+  conflictEntry,
   LISTS,
   listSortKey,
+  queuedRecord,
   MAX_CONFLICTS,
   RERUN_STATUSES,
   takeoverStatuses,
@@ -456,23 +457,9 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async recordQueued(input: { job: JobEnvelope; digest: string; now: number }): Promise<QueueOutcome> {
-    const { job, now } = input;
-    const at = new Date(now).toISOString();
-    const item = {
-      ...jobKey(job.jobId),
-      jobId: job.jobId,
-      workspaceId: job.workspaceId,
-      tenantId: job.tenantId,
-      type: job.type,
-      status: 'QUEUED',
-      digest: input.digest,
-      attempt: 0,
-      createdAt: job.createdAt,
-      updatedAt: at,
-      [LEDGER_TABLE.ttlAttribute]: ttlFor(now, this.retentionDays),
-      listKey: LISTS.open(job.workspaceId),
-      listSort: listSortKey(at, job.jobId),
-    };
+    const { job } = input;
+    const record = queuedRecord(job, input.digest, input.now, this.retentionDays);
+    const item = { ...jobKey(job.jobId), ...record, listKey: LISTS.open(job.workspaceId), listSort: listSortKey(record.updatedAt, job.jobId) };
     for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
       try {
         await this.client.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
@@ -487,13 +474,9 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async recordConflict(input: { job: JobEnvelope; digest: string; seenBy: ConflictSeenBy; now: number }): Promise<void> {
-    const { job, now, seenBy } = input;
-    const at = new Date(now).toISOString();
-    const queue = conflictQueueOf(job.type, seenBy);
-    const attempt: ConflictAttempt = { jobId: job.jobId, workspaceId: job.workspaceId, tenantId: job.tenantId, type: job.type, at, seenBy };
-    // One entry per distinct request and place: the same conflicting request refused at the door
-    // and later found on a DLQ (sent without the CLI) is listed twice, once per place.
-    const token = `${input.digest}:${queue ?? 'refused'}`;
+    const { job } = input;
+    const { attempt, token, queue } = conflictEntry(job, input.digest, input.seenBy, input.now);
+    const at = attempt.at;
     try {
       await this.client.send(
         new UpdateCommand({
@@ -509,7 +492,7 @@ export class DynamoDbLedger implements Ledger {
             ':empty': [],
             ':attempt': [attempt],
             ':now': at,
-            ':ttl': ttlFor(now, this.retentionDays),
+            ':ttl': ttlFor(input.now, this.retentionDays),
             ':token': new Set([token]),
             ':tokenValue': token,
             ':max': MAX_CONFLICTS,

@@ -5,7 +5,8 @@
  * `workspaceTakeOutcome` what to do. Keeping both sides here lets unit tests pin every case.
  */
 import { JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration } from '../../contract/job-types';
-import type { ClaimOutcome, ClaimRequest, ConflictSeenBy, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceRepo, WorkspaceTakeOutcome } from './ports';
+import type { ClaimOutcome, ClaimRequest, ConflictAttempt, ConflictSeenBy, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceRepo, WorkspaceTakeOutcome } from './ports';
+import type { JobEnvelope } from './envelope';
 
 /**
  * Finished statuses only a redriven delivery takes over (decisions §2). The job then runs again
@@ -143,6 +144,33 @@ export function conflictQueueOf(type: JobType, seenBy: ConflictSeenBy): string |
 function stageQueueOf(type: JobType): string {
   const declaration: JobTypeDeclaration = JOB_TYPES[type];
   return declaration.stage?.queue ?? SEQUENCER.queue;
+}
+
+/** The record of a job the moment it is sent (every ledger writes this same record, its list aside). */
+export function queuedRecord(job: JobEnvelope, digest: string, now: number, retentionDays: number): JobRecord {
+  return {
+    jobId: job.jobId,
+    workspaceId: job.workspaceId,
+    tenantId: job.tenantId,
+    type: job.type,
+    status: 'QUEUED',
+    digest,
+    attempt: 0,
+    createdAt: job.createdAt,
+    updatedAt: new Date(now).toISOString(),
+    ttl: ttlFor(now, retentionDays),
+  };
+}
+
+/**
+ * One refused conflicting request: the attempt to list, and its token. One entry per distinct
+ * request and place: the same conflicting request refused at the door and later found on a DLQ
+ * (sent without the CLI) is listed twice, once per place.
+ */
+export function conflictEntry(job: JobEnvelope, digest: string, seenBy: ConflictSeenBy, now: number): { attempt: ConflictAttempt; token: string; queue: string | undefined } {
+  const queue = conflictQueueOf(job.type, seenBy);
+  const attempt: ConflictAttempt = { jobId: job.jobId, workspaceId: job.workspaceId, tenantId: job.tenantId, type: job.type, at: new Date(now).toISOString(), seenBy };
+  return { attempt, token: `${digest}:${queue ?? 'refused'}`, queue };
 }
 
 /** DynamoDB TTL (epoch seconds): longer than the DLQ retention, so a replay still finds its record. */

@@ -15,10 +15,11 @@ import {
   CANCELLABLE_STATUSES,
   canTakeWorkspace,
   claimOutcome,
-  conflictQueueOf,
+  conflictEntry,
   isClaimable,
   LISTS,
   listSortKey,
+  queuedRecord,
   MAX_CONFLICTS,
   RERUN_STATUSES,
   ttlFor,
@@ -237,37 +238,25 @@ export class MemoryLedger implements Ledger {
   }
 
   async recordQueued(input: { job: JobEnvelope; digest: string; now: number }): Promise<QueueOutcome> {
-    const { job, now } = input;
+    const { job } = input;
     const known = this.jobs.get(job.jobId);
     if (known) return { kind: 'known', record: copy(known) };
-    const record: JobRecord = {
-      jobId: job.jobId,
-      workspaceId: job.workspaceId,
-      tenantId: job.tenantId,
-      type: job.type,
-      status: 'QUEUED',
-      digest: input.digest,
-      attempt: 0,
-      createdAt: job.createdAt,
-      updatedAt: iso(now),
-      ttl: ttlFor(now, this.retentionDays),
-    };
+    const record = queuedRecord(job, input.digest, input.now, this.retentionDays);
     this.jobs.set(job.jobId, record);
-    this.lists.set(`job#${job.jobId}`, { key: LISTS.open(job.workspaceId), sort: listSortKey(iso(now), job.jobId) });
+    this.lists.set(`job#${job.jobId}`, { key: LISTS.open(job.workspaceId), sort: listSortKey(record.updatedAt, job.jobId) });
     return { kind: 'queued', record: copy(record) };
   }
 
   async recordConflict(input: { job: JobEnvelope; digest: string; seenBy: ConflictSeenBy; now: number }): Promise<void> {
-    const { job, now, seenBy } = input;
-    const queue = conflictQueueOf(job.type, seenBy);
-    const token = `${input.digest}:${queue ?? 'refused'}`;
+    const { job } = input;
+    const { attempt, token, queue } = conflictEntry(job, input.digest, input.seenBy, input.now);
     const entry = this.conflicts.get(job.jobId) ?? { attempts: [], tokens: new Set<string>() };
     if (entry.tokens.has(token) || entry.attempts.length >= MAX_CONFLICTS) return;
     entry.tokens.add(token);
-    entry.attempts.push({ jobId: job.jobId, workspaceId: job.workspaceId, tenantId: job.tenantId, type: job.type, at: iso(now), seenBy });
+    entry.attempts.push(attempt);
     this.conflicts.set(job.jobId, entry);
     const pk = `conflict#${job.jobId}`;
-    if (queue && !this.lists.has(pk)) this.lists.set(pk, { key: LISTS.dlq, sort: listSortKey(iso(now), pk) });
+    if (queue && !this.lists.has(pk)) this.lists.set(pk, { key: LISTS.dlq, sort: listSortKey(attempt.at, pk) });
   }
 
   async getConflicts(jobId: string): Promise<ConflictAttempt[]> {
