@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { ChangeMessageVisibilityCommand, GetQueueUrlCommand, SendMessageCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { DLQ_ATTRIBUTES, attributeText, stringAttributes } from '../../contract/messages';
+import { deliveredGroupId } from '../core/envelope';
 import type { JobFailure, QueueOps } from '../core/ports';
 
 /** SQS allows 256 KB of attributes; the reason is for triage, the details are in the ledger. */
@@ -52,8 +53,8 @@ export class SqsQueueOps implements QueueOps {
   }
 
   async moveToDlq(record: SQSRecord, failure: JobFailure): Promise<void> {
-    const groupId = record.attributes.MessageGroupId;
     // A FIFO DLQ needs the group and a deduplication id; a fair queue's DLQ keeps the tenant's group.
+    const groupId = deliveredGroupId(record);
     const fifo = record.eventSourceARN.endsWith('.fifo');
     if (this.dlqUrl === undefined) throw new Error(`no DLQ configured to move message ${record.messageId} to`);
     await this.client.send(
@@ -84,10 +85,8 @@ export class SqsQueueOps implements QueueOps {
     );
   }
 
-  async send(queueUrl: string, body: string, attributes: Record<string, string>, groupId?: string): Promise<void> {
-    await this.client.send(
-      new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: stringAttributes(attributes), ...(groupId !== undefined ? { MessageGroupId: groupId } : {}) }),
-    );
+  async send(queueUrl: string, body: string, attributes: Record<string, string>, groupId: string): Promise<void> {
+    await this.client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: stringAttributes(attributes), MessageGroupId: groupId }));
   }
 
   private sourceQueueUrl(record: SQSRecord): Promise<string> {

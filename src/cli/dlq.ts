@@ -19,6 +19,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { QueueEndpoint } from './targets';
 import { REDRIVE_ATTRIBUTE, stringAttributes } from '../../contract/messages';
+import { tenantGroupId } from '../core/envelope';
 
 export interface DlqMessage {
   /** Base name of the queue whose DLQ holds the message. */
@@ -180,6 +181,17 @@ export function messageJob(message: DlqMessage): { jobId: string; type: string; 
 }
 
 /**
+ * The group fields of a copy of a DLQ message: on FIFO its workspace group and a dedup id; on a
+ * stage queue (a fair queue) its tenant's group, from the `tenantId` attribute (a message without
+ * one goes without a group: SQS treats it as a tenant of its own).
+ */
+function groupFields(queue: QueueEndpoint, message: DlqMessage, deduplicationId: () => string): { MessageGroupId?: string; MessageDeduplicationId?: string } {
+  if (queue.fifo) return { MessageGroupId: message.groupId, MessageDeduplicationId: deduplicationId() };
+  const tenantId = message.attributes.tenantId;
+  return tenantId ? { MessageGroupId: tenantGroupId(tenantId) } : {};
+}
+
+/**
  * Sends a DLQ message back to the queue it came from, with the `redrive` attribute (the DLQ
  * message id) and a fresh dedup id. A crash between this send and the delete makes a second
  * redrive of the same message: its dedup id is the same (within 5 minutes), and after that the
@@ -193,7 +205,7 @@ export async function redriveMessage(sqs: SQSClient, queue: QueueEndpoint, messa
       QueueUrl: queue.url,
       MessageBody: message.body,
       MessageAttributes: stringAttributes({ ...attributes, [REDRIVE_ATTRIBUTE]: message.messageId }),
-      ...(queue.fifo ? { MessageGroupId: message.groupId, MessageDeduplicationId: redriveDeduplicationId(jobId, type, message.messageId) } : {}),
+      ...groupFields(queue, message, () => redriveDeduplicationId(jobId, type, message.messageId)),
     }),
   );
   return out.MessageId ?? '';
@@ -210,7 +222,7 @@ export async function requeueAtTail(sqs: SQSClient, queue: QueueEndpoint, messag
       QueueUrl: queue.dlqUrl,
       MessageBody: message.body,
       MessageAttributes: stringAttributes(message.attributes),
-      ...(queue.fifo ? { MessageGroupId: message.groupId, MessageDeduplicationId: copyDeduplicationId('requeue', jobId, type, message.messageId) } : {}),
+      ...groupFields(queue, message, () => copyDeduplicationId('requeue', jobId, type, message.messageId)),
     }),
   );
   return out.MessageId ?? '';

@@ -14,7 +14,7 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type * as z from 'zod/mini';
 import { REPORT_GRACE_SECONDS } from '../../contract/runtime-env';
-import { describeIssues, jobAttributes } from './envelope';
+import { describeIssues, jobAttributes, tenantGroupId } from './envelope';
 import { errorMessage, PermanentJobError } from './errors';
 import { processStandardBatch } from './fifo-batch';
 import { commandVerdict } from './jobs/command-stage';
@@ -96,7 +96,7 @@ export async function reportOutcome(record: JobRecord, deps: BuildCompletionDeps
     const dlqUrl = deps.stageDlqUrls[record.type];
     if (dlqUrl === undefined) throw new Error(`no stage DLQ for job type ${record.type}`);
     const body = record.stageMessage ?? JSON.stringify(jobAttributes(record));
-    await deps.queueOps.sendToDlq(dlqUrl, { body, attributes: jobAttributes(record), groupId: record.tenantId }, verdict.error);
+    await deps.queueOps.sendToDlq(dlqUrl, { body, attributes: jobAttributes(record), groupId: tenantGroupId(record.tenantId) }, verdict.error);
   }
   const { event, metric } = EVENT_OF[verdict.status];
   deps.metrics.count(metric, record.type);

@@ -3,6 +3,7 @@
  * every consumer on receipt. Validation errors name every offending field.
  */
 import { createHash } from 'node:crypto';
+import type { SQSRecord } from 'aws-lambda';
 import * as z from 'zod/mini';
 import { commitTimeProblem } from '../../contract/git-objects';
 import { repoUrlSchema } from '../../contract/git-remotes';
@@ -110,6 +111,28 @@ function parseJson(text: string): unknown {
 /** FIFO message group: one per workspace, so a workspace's jobs are serial and workspaces run in parallel. */
 export function messageGroupId(workspaceId: string): string {
   return `ws#${workspaceId}`;
+}
+
+/**
+ * Message group of a stage message: its tenant. A stage queue is a standard queue, and a standard
+ * queue whose messages carry a MessageGroupId is an SQS fair queue: when one tenant's backlog takes
+ * a disproportionate share of the consumers, SQS delivers the other tenants' messages first, so
+ * their dwell time stays low. No queue attribute turns it on; every send to a stage queue or its
+ * DLQ passes through here. (A tenant id, 1-64 of [A-Za-z0-9._-], is a valid group id as it is.)
+ */
+export function tenantGroupId(tenantId: string): string {
+  return tenantId;
+}
+
+/**
+ * The message group a copy of a delivered record keeps (a DLQ move), and the tenant the local
+ * poller serves it as: the record's own group (a FIFO queue's workspace; a fair queue's tenant),
+ * else its tenant from the `tenantId` attribute every job message carries (fauxqs, the local SQS,
+ * accepts a group on a standard queue but does not return it), else none (a build event).
+ */
+export function deliveredGroupId(record: Pick<SQSRecord, 'attributes' | 'messageAttributes'>): string | undefined {
+  const tenantId = record.messageAttributes['tenantId']?.stringValue;
+  return record.attributes.MessageGroupId ?? (tenantId === undefined ? undefined : tenantGroupId(tenantId));
 }
 
 /** FIFO deduplication id: sha256("<jobId>:<type>") in hex. */

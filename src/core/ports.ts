@@ -423,10 +423,10 @@ export interface QueueOps {
   /** Sets the message's visibility timeout (back-off before the retry; heartbeats). */
   changeVisibility(record: SQSRecord, seconds: number): Promise<void>;
   /**
-   * Sends a message to another queue with the given string attributes; `groupId` is its message
-   * group (a stage queue is a fair queue whose groups are tenants).
+   * Sends a message to a stage queue with the given string attributes; `groupId` is its message
+   * group (a stage queue is a fair queue whose groups are tenants: envelope.ts tenantGroupId).
    */
-  send(queueUrl: string, body: string, attributes: Record<string, string>, groupId?: string): Promise<void>;
+  send(queueUrl: string, body: string, attributes: Record<string, string>, groupId: string): Promise<void>;
   /** Puts a copy of a message that is no longer on its queue on that queue's DLQ, with `reason` and `errorMessage`. */
   sendToDlq(dlqUrl: string, message: { body: string; attributes: Record<string, string>; groupId?: string }, failure: JobFailure): Promise<void>;
 }

@@ -10,7 +10,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { gitHostProblem, type GitHostPolicy } from '../../contract/git-remotes';
 import { JOB_TYPES, type OrderedJobType, type StagedJobType } from '../../contract/job-types';
 import { wireJson } from '../../contract/messages';
-import { jobAttributes, messageGroupId, parseEnvelope, type JobEnvelope, type Pin } from './envelope';
+import { jobAttributes, messageGroupId, parseEnvelope, tenantGroupId, type JobEnvelope, type Pin } from './envelope';
 import { InvalidJobError, LeaseLostError, PermanentJobError, RefusedBeforeTurnError } from './errors';
 import { processFifoBatch } from './fifo-batch';
 import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps, type RunResult, type RunVerdict } from './pipeline';
@@ -124,7 +124,7 @@ class SequencerProcessor implements JobProcessor {
   async afterComplete(job: JobEnvelope, record: JobRecord): Promise<void> {
     if (!record.pin || (record.status !== 'FORWARDED' && record.status !== 'IN_FLIGHT')) return;
     const type = job.type as StagedJobType;
-    await this.deps.queueOps.send(this.deps.stageQueueUrls[type], wireJson({ ...job, pin: record.pin }), jobAttributes(job));
+    await this.deps.queueOps.send(this.deps.stageQueueUrls[type], wireJson({ ...job, pin: record.pin }), jobAttributes(job), tenantGroupId(job.tenantId));
   }
 
   async onPermanentFailure(job: JobEnvelope, error: PermanentJobError, held: boolean): Promise<void> {

@@ -22,6 +22,7 @@ import { createCommandStageHandler, dueAfterMs } from '../../src/core/jobs/comma
 import type { EventPublisher } from '../../src/core/ports';
 import { codeBuildStateChange } from '../support/codebuild-events';
 import { withEmulators } from '../support/emulators';
+import { recordSends } from '../support/sqs-sends';
 import { deliverOne, emulatorWorkerOptions, LEASE_SECONDS, stageHarness, type StageHarness } from './staged-harness';
 
 const BUILD_EVENTS = 'build-events';
@@ -194,10 +195,16 @@ describe('command stage: start, acknowledge, complete by event (pipeline + dynal
     await emit(message, buildId, status);
     await emit(message, buildId, status);
 
-    await deliverOne(emulators(), BUILD_EVENTS, completion());
-    await deliverOne(emulators(), BUILD_EVENTS, completion());
+    const sends = recordSends(emulators().clients.sqs);
+    try {
+      await deliverOne(emulators(), BUILD_EVENTS, completion());
+      await deliverOne(emulators(), BUILD_EVENTS, completion());
+    } finally {
+      sends.stop();
+    }
 
     expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining(`tests run ${status}`) } });
+    expect(sends.sent.map((s) => s.MessageGroupId)).toEqual([message.tenantId]);
     const dead = await h.dlqMessages();
     expect(dead).toHaveLength(1);
     expect(dead[0]?.Body).toBe(JSON.stringify(message));

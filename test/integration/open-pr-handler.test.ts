@@ -9,6 +9,7 @@ import { GitHubPullRequestHost } from '../../src/adapters/github-pr-host';
 import type { StageMessage } from '../../src/core/envelope';
 import { PermanentJobError, TransientJobError } from '../../src/core/errors';
 import { withEmulators } from '../support/emulators';
+import { recordSends } from '../support/sqs-sends';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github';
 import { LEASE_SECONDS, quietLogger, stageHarness, type StageHarness } from './staged-harness';
 import { createOpenPrHandler } from '../../src/core/jobs/open-pr';
@@ -139,10 +140,13 @@ describe('open_pr handler (pipeline + dynalite + fauxqs + fake GitHub)', () => {
   it('fails a PR GitHub refuses permanently: ledger FAILED, DLQ with the reason, AgentJobFailed', async () => {
     const message = job({ baseBranch: 'release', title: 'Agent changes' });
     await h.forward(message);
+    const sends = recordSends(emulators().clients.sqs);
 
-    expect((await h.deliver(handler())).failed).toBe(false);
+    expect((await h.deliver(handler()).finally(() => sends.stop())).failed).toBe(false);
 
     expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'REJECTED_BY_TARGET' } });
+    // The DLQ copy keeps the tenant's fair-queue group (from the tenantId attribute: fauxqs returns no group).
+    expect(sends.to(emulators().dlqUrls['open-pr'] as string).map((s) => s.MessageGroupId)).toEqual([message.tenantId]);
     const dead = (await h.dlqMessages()).find((m) => m.MessageAttributes?.['jobId']?.StringValue === message.jobId);
     expect(dead?.MessageAttributes?.['reason']?.StringValue).toBe('REJECTED_BY_TARGET');
     expect(h.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'REJECTED_BY_TARGET' }) }]);

@@ -24,6 +24,7 @@ import { localClientConfig } from '../../src/local/emulators';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
 import { deliver, drain, driveQueue, queueArn, receive, toSqsRecord } from '../support/drive-queue';
 import { withEmulators } from '../support/emulators';
+import { recordSends } from '../support/sqs-sends';
 import type { Ledger, QueueOps, WorkspaceGit } from '../../src/core/ports';
 import type { JobMetricName } from '../../contract/runtime-env';
 import { createSequencer, type SequencerDeps } from '../../src/core/sequencer';
@@ -190,7 +191,8 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     const tests: JobEnvelope = { jobId: `job-${randomUUID()}`, workspaceId: first.workspaceId, tenantId: TENANT, type: 'run_tests', createdAt: '2026-01-01T00:00:00Z', payload: {} };
     await send(tests);
 
-    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()), concurrency: 2 });
+    const sends = recordSends(sqs());
+    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()), concurrency: 2 }).finally(() => sends.stop());
 
     expect(responses.flatMap((r) => r.batchItemFailures)).toEqual([]);
     for (const ws of workspaces) {
@@ -207,6 +209,8 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     expect(stage).toHaveLength(1);
     expect(JSON.parse(stage[0]?.Body ?? '{}')).toEqual({ ...tests, pin: { sha: head, repoUrl: first.repoUrl, branch: 'main' } });
     expect(attr(stage[0] as Message, 'jobId')).toBe(tests.jobId);
+    // The stage queue is a fair queue: the forward names the tenant as its group (fauxqs takes it but does not return it).
+    expect(sends.to(emulators().queueUrls['run-tests'] as string).map((s) => s.MessageGroupId)).toEqual([TENANT]);
     expect(metrics.filter((m) => m.metric === 'JobSucceeded')).toHaveLength(12);
   });
 

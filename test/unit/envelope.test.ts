@@ -2,14 +2,17 @@ import { createHash } from 'node:crypto';
 import {
   canonicalJson,
   deduplicationId,
+  deliveredGroupId,
   jobAttributes,
   jobDigest,
   messageGroupId,
   parseEnvelope,
   parseStageMessage,
+  tenantGroupId,
   type JobEnvelope,
 } from '../../src/core/envelope';
 import { InvalidJobError } from '../../src/core/errors';
+import { sqsRecordFactory } from '../support/sqs-records';
 
 const patch = {
   jobId: 'job-1',
@@ -147,6 +150,18 @@ describe('FIFO ids and attributes', () => {
 
   it('carries the triage ids as message attributes', () => {
     expect(jobAttributes(parseEnvelope(patch))).toEqual({ jobId: 'job-1', workspaceId: 'ws-1', tenantId: 'acme', type: 'apply_patch' });
+  });
+});
+
+describe('fair-queue groups (stage queues)', () => {
+  it("groups a stage message by its tenant", () => {
+    expect(tenantGroupId('acme')).toBe('acme');
+  });
+
+  it("keeps a delivered record's own group, else takes its tenant, else none", () => {
+    expect(deliveredGroupId(sqsRecordFactory('{}', { messageGroupId: 'ws#ws-1', attributes: { tenantId: 'acme' } }))).toBe('ws#ws-1');
+    expect(deliveredGroupId(sqsRecordFactory('{}', { attributes: { tenantId: 'acme' } }))).toBe(tenantGroupId('acme'));
+    expect(deliveredGroupId(sqsRecordFactory('{}'))).toBeUndefined();
   });
 });
 
