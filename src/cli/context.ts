@@ -4,7 +4,6 @@
  */
 import * as path from 'node:path';
 import { LEDGER_RETENTION_DAYS } from '../../contract/topology';
-import { DynamoDbLedger } from '../adapters/dynamodb-ledger';
 import { DEFAULT_STATE_DIR } from '../local/state-dir';
 import { createClients, resolveTarget, type Target, type TargetClients } from './targets';
 import { stringOption, type OptionValues } from './command';
@@ -45,6 +44,9 @@ export interface CliContext {
   readonly invoke: Invoke;
 }
 
+// Loaded by the first command that reads the ledger (require: see targets.ts), with the DynamoDB SDK it needs.
+const loadLedger = (): typeof import('../adapters/dynamodb-ledger') => require('../adapters/dynamodb-ledger');
+
 export function createContext(io: CliIo, values: OptionValues, invoke: Invoke): CliContext & { close(): void } {
   const stateDir = path.resolve(io.cwd, stringOption(values, 'state-dir') ?? io.env.AGENT_JOBS_STATE_DIR ?? DEFAULT_STATE_DIR);
   const stack = stringOption(values, 'stack') ?? io.env.AGENT_JOBS_STACK;
@@ -59,7 +61,7 @@ export function createContext(io: CliIo, values: OptionValues, invoke: Invoke): 
     target: () => (target ??= resolveTarget({ stack, region, stateDir })),
     clients: async () => (clients ??= createClients(await context.target())),
     ledger: async () =>
-      (ledger ??= new DynamoDbLedger({ client: (await context.clients()).dynamodb, tableName: (await context.target()).tableName, retentionDays: LEDGER_RETENTION_DAYS })),
+      (ledger ??= new (loadLedger().DynamoDbLedger)({ client: (await context.clients()).dynamodb, tableName: (await context.target()).tableName, retentionDays: LEDGER_RETENTION_DAYS })),
     note: (line) => io.stderr(`${line}\n`),
     invoke,
     close: () => clients?.destroy(),

@@ -5,12 +5,12 @@
  */
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { CloudFormationClient, DescribeStacksCommand, type Output } from '@aws-sdk/client-cloudformation';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import * as z from 'zod';
+import type { CloudFormationClient, Output } from '@aws-sdk/client-cloudformation';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import * as z from 'zod/mini';
 import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { queueTopology } from '../../contract/topology';
 import { isProcessAlive } from '../adapters/system';
@@ -60,6 +60,7 @@ export async function resolveTarget(options: ResolveOptions): Promise<Target> {
   if (options.stack === undefined) return readLocalPlatform(options.stateDir);
   const region = options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
   if (!region) throw new TargetError(`no region for stack ${options.stack}: pass --region or set AWS_REGION`);
+  const { CloudFormationClient, DescribeStacksCommand } = loadCloudFormation();
   const cloudFormation = options.cloudFormation ?? new CloudFormationClient({ region });
   const response = await cloudFormation.send(new DescribeStacksCommand({ StackName: options.stack })).catch((error: unknown) => {
     throw new TargetError(`cannot describe stack ${options.stack} in ${region}: ${(error as Error).message}`, { cause: error });
@@ -101,7 +102,7 @@ export function targetFromStackOutputs(stackName: string, region: string, output
 
 /** The part of the local platform's `platform.json` (PlatformInfo in src/local/platform.ts) the CLI reads. */
 const platformFileSchema = z.object({
-  pid: z.number().int(),
+  pid: z.int(),
   region: z.string(),
   endpoints: z.object({ sqs: z.string(), dynamodb: z.string(), s3: z.string() }),
   queueUrls: z.record(z.string(), z.string()),
@@ -169,21 +170,42 @@ export interface TargetClients {
   destroy(): void;
 }
 
-/** SDK clients for a target: explicit endpoints and dummy credentials locally, the default chain on AWS. */
+/*
+ * The SDK packages load when a client is first used, not when the CLI starts: each costs tens of
+ * milliseconds to load, and most commands use one of them (`status` only DynamoDB). require(), not
+ * import(): the bin's CommonJS code (tsx, or the bundle in bin/agent-jobs.js) does not serve import().
+ */
+const loadCloudFormation = (): typeof import('@aws-sdk/client-cloudformation') => require('@aws-sdk/client-cloudformation');
+const loadDynamoDb = (): typeof import('@aws-sdk/client-dynamodb') => require('@aws-sdk/client-dynamodb');
+const loadDocumentClient = (): typeof import('@aws-sdk/lib-dynamodb') => require('@aws-sdk/lib-dynamodb');
+const loadS3 = (): typeof import('@aws-sdk/client-s3') => require('@aws-sdk/client-s3');
+const loadSqs = (): typeof import('@aws-sdk/client-sqs') => require('@aws-sdk/client-sqs');
+
+/**
+ * SDK clients for a target: explicit endpoints and dummy credentials locally, the default chain on
+ * AWS. Each client is made on first use.
+ */
 export function createClients(target: Target): TargetClients {
   const local = target.kind === 'local' ? { credentials: LOCAL_CREDENTIALS } : {};
-  const sqs = new SQSClient({ region: target.region, endpoint: target.endpoints.sqs, ...local });
-  const raw = new DynamoDBClient({ region: target.region, endpoint: target.endpoints.dynamodb, ...local });
-  const dynamodb = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
-  const s3 = new S3Client({ region: target.region, endpoint: target.endpoints.s3, forcePathStyle: target.kind === 'local', ...local });
+  let sqs: SQSClient | undefined;
+  let raw: DynamoDBClient | undefined;
+  let dynamodb: DynamoDBDocumentClient | undefined;
+  let s3: S3Client | undefined;
   return {
-    sqs,
-    dynamodb,
-    s3,
+    get sqs() {
+      return (sqs ??= new (loadSqs().SQSClient)({ region: target.region, endpoint: target.endpoints.sqs, ...local }));
+    },
+    get dynamodb() {
+      raw ??= new (loadDynamoDb().DynamoDBClient)({ region: target.region, endpoint: target.endpoints.dynamodb, ...local });
+      return (dynamodb ??= loadDocumentClient().DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } }));
+    },
+    get s3() {
+      return (s3 ??= new (loadS3().S3Client)({ region: target.region, endpoint: target.endpoints.s3, forcePathStyle: target.kind === 'local', ...local }));
+    },
     destroy: () => {
-      sqs.destroy();
-      raw.destroy();
-      s3.destroy();
+      sqs?.destroy();
+      raw?.destroy();
+      s3?.destroy();
     },
   };
 }

@@ -12,7 +12,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod/mini';
+import '../../contract/zod-english';
 import { writeFileAtomic } from './write-atomic';
 
 export const PORTS_FILE = 'ports.json';
@@ -23,8 +24,9 @@ export interface PlatformPorts {
   readonly git?: number;
 }
 
-const portSchema = z.number().int().min(1).max(65_535);
-const portsSchema = z.strictObject({ sqs: portSchema, dynamodb: portSchema, git: portSchema }).partial();
+// Zod Mini: the full build brings the messages of every locale into the CLI's bundle (bin/cli-bundle.js).
+const portSchema = z.int().check(z.minimum(1), z.maximum(65_535));
+const portsSchema = z.partial(z.strictObject({ sqs: portSchema, dynamodb: portSchema, git: portSchema }));
 
 export class PortInUseError extends Error {
   override readonly name = 'PortInUseError';
@@ -48,7 +50,7 @@ export async function readRecordedPorts(stateDir: string): Promise<PlatformPorts
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
     throw error;
   }
-  let parsed: z.ZodSafeParseResult<PlatformPorts>;
+  let parsed: ReturnType<typeof portsSchema.safeParse>;
   try {
     parsed = portsSchema.safeParse(JSON.parse(text));
   } catch (error) {

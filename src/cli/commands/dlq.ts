@@ -13,10 +13,13 @@ import type { DlqEntry, JobRecord } from '../../core/ports';
 import type { QueueEndpoint, Target } from '../targets';
 import { stringOption, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
-import { approximateDepth, messageJob, peekDlq, redriveMessage, sweepDlq, walkDlq, type DlqMessage } from '../dlq';
+import type { DlqMessage } from '../dlq';
 import { EXIT, NotFoundError, OutcomeError, UsageError } from '../errors';
 import { table } from '../output';
 import { jobFields, publicJob } from '../views';
+
+// The SQS operations load with the SQS SDK, only when a command here runs (require: see targets.ts).
+const dlqOps = (): typeof import('../dlq') => require('../dlq');
 
 const DAY_MS = 86_400_000;
 
@@ -105,7 +108,7 @@ export const dlqList: CommandSpec<CliContext> = {
     for (const queue of queues) {
       const listed = rows.filter((r) => r.queue === queue.name && !r.expired).length;
       // GetQueueAttributes, not a receive: counting leaves the messages as they are.
-      const depth = await approximateDepth(sqs, queue);
+      const depth = await dlqOps().approximateDepth(sqs, queue);
       headings.push(`${queue.name} DLQ: about ${depth} message(s), ${listed} listed`);
       if (depth > listed) {
         ctx.note(`${queue.name} DLQ: about ${depth - listed} message(s) the ledger does not list (a body that is not a job, or a job that failed before its claim): "dlq peek --queue ${queue.name}" shows them (it receives them)`);
@@ -202,8 +205,8 @@ async function redriveAll(ctx: CliContext, queues: readonly QueueEndpoint[]): Pr
   const left: Left[] = [];
   for (const queue of queues) {
     const blocked = new Map<string, boolean>();
-    await walkDlq(sqs, queue, async (message) => {
-      const { jobId, workspaceId } = messageJob(message);
+    await dlqOps().walkDlq(sqs, queue, async (message) => {
+      const { jobId, workspaceId } = dlqOps().messageJob(message);
       if (isConflict(message)) {
         left.push({ queue: queue.name, jobId, why: 'a refused conflicting request: it would be refused again' });
         return 'hold';
@@ -215,7 +218,7 @@ async function redriveAll(ctx: CliContext, queues: readonly QueueEndpoint[]): Pr
           return 'hold';
         }
       }
-      redriven.push({ queue: queue.name, jobId, messageId: await redriveMessage(sqs, queue, message) });
+      redriven.push({ queue: queue.name, jobId, messageId: await dlqOps().redriveMessage(sqs, queue, message) });
       return 'delete';
     });
   }
@@ -246,12 +249,12 @@ async function redriveNamed(ctx: CliContext, queues: readonly QueueEndpoint[], j
     if (here.length === 0) continue;
     const ids = new Set(here.map((j) => j.jobId));
     const groups = new Set(here.map((j) => messageGroupId(j.workspaceId)));
-    await sweepDlq(sqs, queue, {
-      inScope: (m) => (queue.fifo ? m.groupId !== undefined && groups.has(m.groupId) : ids.has(messageJob(m).jobId)),
+    await dlqOps().sweepDlq(sqs, queue, {
+      inScope: (m) => (queue.fifo ? m.groupId !== undefined && groups.has(m.groupId) : ids.has(dlqOps().messageJob(m).jobId)),
       take: async (m) => {
-        const { jobId } = messageJob(m);
+        const { jobId } = dlqOps().messageJob(m);
         if (!ids.has(jobId) || isConflict(m)) return false;
-        redriven.push({ queue: queue.name, jobId, messageId: await redriveMessage(sqs, queue, m) });
+        redriven.push({ queue: queue.name, jobId, messageId: await dlqOps().redriveMessage(sqs, queue, m) });
         ids.delete(jobId);
         return true;
       },
@@ -281,7 +284,7 @@ export const dlqPeek: CommandSpec<CliContext> = {
     const { sqs } = await ctx.clients();
     const shown: (Omit<DlqMessage, 'receiptHandle' | 'body'> & { bodyBytes: number })[] = [];
     for (const queue of selectQueues(await ctx.target(), stringOption(values, 'queue'), this.path)) {
-      for (const { receiptHandle: _handle, body, ...rest } of await peekDlq(sqs, queue)) shown.push({ ...rest, bodyBytes: Buffer.byteLength(body) });
+      for (const { receiptHandle: _handle, body, ...rest } of await dlqOps().peekDlq(sqs, queue)) shown.push({ ...rest, bodyBytes: Buffer.byteLength(body) });
     }
     const rows = shown.map((m) => [m.queue, m.messageId, m.attributes.jobId, m.attributes.type, m.attributes[DLQ_ATTRIBUTES.reason], m.receiveCount] as const);
     return { data: shown, text: shown.length ? table(['QUEUE', 'MESSAGE', 'JOB', 'TYPE', 'REASON', 'RECEIVES'], rows) : 'no message visible on the DLQs' };

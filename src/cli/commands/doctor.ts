@@ -1,7 +1,5 @@
 /** `doctor`: the post-deploy smoke check (the checks are in src/cli/doctor.ts, loaded only by this command). */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { S3DiffStore } from '../../adapters/diff-store';
-import { enqueueAgentJob } from '../../client/producer';
 import { numberOption, stringOption, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import type { CheckResult, Clock } from '../doctor';
@@ -11,6 +9,8 @@ import { jobsQueue } from '../targets';
 
 // require(), not import(): the bin runs through tsx's CommonJS hook, which does not serve import().
 const loadDoctor = (): typeof import('../doctor') => require('../doctor');
+const loadProducer = (): typeof import('../../client/producer') => require('../../client/producer');
+const loadDiffStore = (): typeof import('../../adapters/diff-store') => require('../../adapters/diff-store');
 
 const PATH = ['doctor'] as const;
 const DEFAULT_JOB_TIMEOUT_SECONDS = 900;
@@ -54,13 +54,13 @@ export const doctor: CommandSpec<CliContext> = {
 
     if (repoUrl !== undefined && branch !== undefined) {
       const { sqs, s3 } = await ctx.clients();
-      const diffStore = target.diffBucket ? new S3DiffStore(s3, target.diffBucket) : undefined;
+      const diffStore = target.diffBucket ? new (loadDiffStore().S3DiffStore)(s3, target.diffBucket) : undefined;
       const ledger = await ctx.ledger();
       ctx.note(`sending one apply_patch and one run_tests to ${repoUrl} ${branch} (up to ${timeoutSeconds} s)`);
       results.push(await checkJobEndToEnd({
         repoUrl,
         branch,
-        send: (job) => enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore }),
+        send: (job) => loadProducer().enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore }),
         getJob: (jobId) => ledger.getJob(jobId),
         clock: systemClock,
         timeoutMs: timeoutSeconds * 1000,

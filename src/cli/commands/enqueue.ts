@@ -2,14 +2,17 @@
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../../contract/job-types';
-import { S3DiffStore } from '../../adapters/diff-store';
 import { InvalidJobError } from '../../core/errors';
-import { enqueueAgentJob, EnqueueError, newJobId, type JobRequest } from '../../client/producer';
+import type { JobRequest } from '../../client/producer';
 import { jobsQueue } from '../targets';
 import { requireString, stringOption, type CommandSpec, type OptionValues } from '../command';
 import type { CliContext } from '../context';
 import { OutcomeError, UsageError } from '../errors';
 import { inFlagWords, payloadFlags, payloadFromFlags, payloadOptionSpecs } from '../job-options';
+
+// The producer and the diff store load with the SQS and S3 SDKs, only when a job is sent (require: see targets.ts).
+const loadProducer = (): typeof import('../../client/producer') => require('../../client/producer');
+const loadDiffStore = (): typeof import('../../adapters/diff-store') => require('../../adapters/diff-store');
 
 const DEFAULT_TENANT = 'default';
 const FLAGS = payloadFlags();
@@ -45,7 +48,7 @@ export async function jobFromArgs(ctx: CliContext, values: OptionValues, fromStd
   return {
     ...document,
     type,
-    jobId: given('jobId', 'job-id') ?? newJobId(),
+    jobId: given('jobId', 'job-id') ?? loadProducer().newJobId(),
     workspaceId: fromStdin ? (given('workspaceId', 'workspace') ?? '') : requireString(values, 'workspace', PATH),
     tenantId: given('tenantId', 'tenant') ?? DEFAULT_TENANT,
     payload: await payloadFromFlags(type, values, FLAGS, base, readBytes, PATH),
@@ -91,7 +94,8 @@ export const enqueue: CommandSpec<CliContext> = {
     await refuseWithoutRepository(ctx, job);
     const target = await ctx.target();
     const { sqs, s3 } = await ctx.clients();
-    const diffStore = target.diffBucket ? new S3DiffStore(s3, target.diffBucket) : undefined;
+    const diffStore = target.diffBucket ? new (loadDiffStore().S3DiffStore)(s3, target.diffBucket) : undefined;
+    const { enqueueAgentJob, EnqueueError } = loadProducer();
     let sent;
     try {
       sent = await enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore, ledger: await ctx.ledger() });

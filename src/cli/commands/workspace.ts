@@ -4,11 +4,13 @@ import type { WorkspaceRecord } from '../../core/ports';
 import { jobsQueue } from '../targets';
 import type { CommandSpec } from '../command';
 import type { CliContext } from '../context';
-import { messageJob, redriveMessage, sweepDlq } from '../dlq';
 import { NotFoundError, UsageError } from '../errors';
 import { shortSha, table } from '../output';
 import { countByStatus, countsText, readOverview, workspaceState } from '../overview';
 import { publicWorkspace, workspaceFields } from '../views';
+
+// The SQS operations load with the SQS SDK, only when a command here runs (require: see targets.ts).
+const dlqOps = (): typeof import('../dlq') => require('../dlq');
 
 async function requireWorkspace(ctx: CliContext, workspaceId: string): Promise<WorkspaceRecord> {
   const workspace = await (await ctx.ledger()).getWorkspace(workspaceId);
@@ -66,10 +68,10 @@ export const workspaceUnblock: CommandSpec<CliContext> = {
     const queue = jobsQueue(await ctx.target());
     const group = messageGroupId(workspaceId);
     const handled: { jobId: string; action: Action; status?: string }[] = [];
-    await sweepDlq(sqs, queue, {
+    await dlqOps().sweepDlq(sqs, queue, {
       inScope: (message) => message.groupId === group,
       take: async (message) => {
-        const { jobId } = messageJob(message);
+        const { jobId } = dlqOps().messageJob(message);
         const job = await ledger.getJob(jobId);
         if (job?.status !== 'SKIPPED') {
           // The job that failed (or a refused request) stays on the DLQ, behind the skipped ones.
@@ -77,7 +79,7 @@ export const workspaceUnblock: CommandSpec<CliContext> = {
           return false;
         }
         if (mode === 'replay') {
-          await redriveMessage(sqs, queue, message);
+          await dlqOps().redriveMessage(sqs, queue, message);
           handled.push({ jobId, action: 'replayed' });
         } else {
           const outcome = await ledger.cancel(jobId, Date.now());
