@@ -13,8 +13,9 @@ import { bench as orderedLane } from './ordered-lane.bench';
 import { bench as fifoBatch } from './fifo-batch.bench';
 import { bench as ledger } from './ledger.bench';
 import { bench as lambdaCost } from './lambda-cost.bench';
+import { bench as cliLatency } from './cli-latency.bench';
 
-const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost];
+const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency];
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
