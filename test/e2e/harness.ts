@@ -14,7 +14,7 @@ import { eventually } from '../support/eventually';
 
 const execFileP = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../..');
-const BIN = path.join(ROOT, 'bin/agent-jobs.js');
+export const BIN = path.join(ROOT, 'bin/agent-jobs.js');
 const POLL_MS = 500;
 /** Under the e2e tests' own timeouts, so a stuck job fails with its last state. */
 const UNTIL_JOB_MS = 150_000;
@@ -76,9 +76,17 @@ export interface PlatformOptions {
   readonly npmStartArgs?: readonly string[];
 }
 
-export function runCli(args: readonly string[], stdin?: string): Promise<CliResult> {
+/** Where and how to run the CLI: by default `node bin/agent-jobs.js` from the project directory. */
+export interface CliLaunch {
+  readonly cwd?: string;
+  /** An executable to run instead (a link to the bin, as `npm link` makes). */
+  readonly executable?: string;
+}
+
+export function runCli(args: readonly string[], stdin?: string, launch: CliLaunch = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+    const [command, argv] = launch.executable ? [launch.executable, args] : [process.execPath, [BIN, ...args]];
+    const child = spawn(command, argv, { cwd: launch.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

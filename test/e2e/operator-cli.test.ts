@@ -3,12 +3,12 @@
  * the user looks, unknown ids are errors, and exit codes say what happened.
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ChangeMessageVisibilityCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { deduplicationId, messageGroupId } from '../../src/core/envelope';
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, runCli, startPlatform, type RunningPlatform } from './harness';
+import { applyPatchArgs, BIN, diffChain, makeRepository, removeScratch, runCli, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(180_000);
 
@@ -210,6 +210,26 @@ test('an unknown workspace is the same error for jobs and workspace show', async
   expect([jobs.code, show.code]).toEqual([EXIT.notFound, EXIT.notFound]);
   expect(jobs.stderr).toMatch(/workspace nosuch is not in the ledger/);
   expect(show.stderr).toMatch(/workspace nosuch is not in the ledger/);
+});
+
+test("the bin runs from any directory: through a link on the PATH (what npm link makes), from the agent's repository", async () => {
+  const linkDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-link-'));
+  const executable = path.join(linkDir, 'agent-jobs');
+  await symlink(BIN, executable);
+  // The README's walkthrough runs it inside the repository it imports: `.` is that directory.
+  const fromRepo = (args: readonly string[]) => runCli([...args, '--state-dir', platform.stateDir], undefined, { cwd: source, executable });
+
+  const imported = await fromRepo(['repo', 'import', '.', '--name', 'from-elsewhere', '--json']);
+  expect(imported.code).toBe(0);
+  const { url } = JSON.parse(imported.stdout) as { url: string };
+  expect(url).toMatch(/\/from-elsewhere\.git$/);
+  const [diff] = await diffChain(source, [{ 'elsewhere.txt': 'here\n' }]);
+  expect((await fromRepo(applyPatchArgs('ws-elsewhere', 'elsewhere-1', url, 'later', diff ?? '', 'From elsewhere'))).code).toBe(0);
+  expect((await fromRepo(['wait', 'elsewhere-1', '--timeout', '120'])).code).toBe(0);
+  const status = await fromRepo(['status', 'elsewhere-1', '--json']);
+  expect(JSON.parse(status.stdout)).toMatchObject({ jobId: 'elsewhere-1', status: 'SUCCEEDED' });
+  expect((await fromRepo(['--version'])).stdout).toMatch(/^agent-jobs \d+\.\d+\.\d+/);
+  await rm(linkDir, { recursive: true, force: true });
 });
 
 test('repo import of a name already imported answers the same URL', async () => {
