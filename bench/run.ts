@@ -27,16 +27,18 @@ async function main(): Promise<void> {
   const loadBefore = loadLine();
   const file = join(__dirname, '..', 'BENCHMARKS.md');
   const sections = wanted.length ? await sectionsOf(file) : new Map<string, string>();
+  // A run of some benchmarks keeps the others' summary rows, as it keeps their sections.
+  const summaries = new Map<string, readonly SummaryRow[]>(wanted.length ? summaryRowsOf(sections.get('Summary') ?? '') : []);
   sections.delete('Summary');
-  const summary: SummaryRow[] = [];
   for (const benchmark of selected) {
     process.stderr.write(`running ${benchmark.name}...\n`);
     const report = await benchmark.run();
     const markdown = toMarkdown(report);
     process.stdout.write(`${markdown}\n`);
     sections.set(report.title, markdown);
-    summary.push(...(report.summary ?? []));
+    summaries.set(benchmark.name, report.summary ?? []);
   }
+  const summary = ALL.flatMap((b) => (summaries.get(b.name) ?? []).map((row) => ({ ...row, from: b.name })));
   const command = `npm run bench${args.length ? ` -- ${args.join(' ')}` : ''}`;
   const header = [
     '# Benchmarks',
@@ -48,10 +50,23 @@ async function main(): Promise<void> {
     '(a load average above the number of cores means other work shared them): read the ratios first.',
     '',
     ...(summary.length
-      ? ['## Summary', '', '| measure | this run | goal |', '| --- | --- | --- |', ...summary.map((s) => `| ${s.measure} | ${s.value} | ${s.goal} |`), '']
+      ? ['## Summary', '', '| measure | this run | goal | benchmark |', '| --- | --- | --- | --- |', ...summary.map((s) => `| ${s.measure} | ${s.value} | ${s.goal} | ${s.from} |`), '']
       : []),
   ];
   await writeFile(file, [...header, ...sections.values()].join('\n'));
+}
+
+/** The summary rows of an existing Summary section, by the benchmark named in their last column. */
+function summaryRowsOf(section: string): [string, SummaryRow[]][] {
+  const byBenchmark = new Map<string, SummaryRow[]>();
+  for (const line of section.split('\n')) {
+    const cells = /^\| (.*) \|$/.exec(line)?.[1]?.split(' | ');
+    if (cells?.length !== 4) continue;
+    const [measure, value, goal, from] = cells as [string, string, string, string];
+    if (!ALL.some((b) => b.name === from)) continue; // the header row, or a benchmark that is gone
+    byBenchmark.set(from, [...(byBenchmark.get(from) ?? []), { measure, value, goal }]);
+  }
+  return [...byBenchmark];
 }
 
 /** The `## title` sections of an existing BENCHMARKS.md, in order (none when there is no file). */
