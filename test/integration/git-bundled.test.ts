@@ -1,10 +1,10 @@
 /**
  * The git adapter as the sequencer's bundle carries it: esbuild with the stack's ESM_ALIASES takes
- * isomorphic-git from its ES module build, while tests and the local platform load its CommonJS
- * build. Both must commit the same thing: the bundled adapter applies a diff of edits, deletions and
- * a rename cold and with a repository cache, and its commits equal those the source adapter makes
- * of the same jobs on a copy of the remote (same hashes), pass `git fsck --strict`, and hold the tree
- * `git apply` makes.
+ * isomorphic-git from its ES module build, with Node's zlib and crypto in place of pako and sha.js,
+ * while tests and the local platform load its CommonJS build. Both must commit the same thing: the
+ * bundled adapter applies a diff of edits, deletions and a rename cold and with a repository cache,
+ * and its commits equal those the source adapter makes of the same jobs on a copy of the remote
+ * (same hashes), pass `git fsck --strict`, and hold the tree `git apply` makes.
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -50,6 +50,11 @@ afterAll(async () => {
 it('bundles the ES module build of isomorphic-git, not the CommonJS one', () => {
   expect(bundledInputs).toContain('node_modules/isomorphic-git/index.js');
   expect(bundledInputs).not.toContain('node_modules/isomorphic-git/index.cjs');
+});
+
+it('takes zlib and SHA-1 from the runtime in place of pako and sha.js (lib/bundling)', () => {
+  expect(bundledInputs.filter((input) => /node_modules\/(pako|sha\.js)\//.test(input))).toEqual([]);
+  expect(bundledInputs).toEqual(expect.arrayContaining(['lib/bundling/pako-node-zlib.ts', 'lib/bundling/sha1-node-crypto.ts']));
 });
 
 it('commits what the source adapter commits, cold and from its repository cache', async () => {
