@@ -28,7 +28,7 @@ import { StreamLogger } from './file-logger';
 import { PlatformGitAccess } from './git-access';
 import { startGitServer, type GitServer } from './git-server';
 import { startLiveView, type LiveView } from './live-view';
-import { startQueuePoller, type QueuePoller } from './poller';
+import { pollingOrder, startQueuePoller, type QueuePoller } from './poller';
 import { LocalPullRequestStore } from './pr-store';
 import { isProcessAlive } from '../adapters/system';
 import { releaseOrphanedLeases } from './orphaned-leases';
@@ -263,6 +263,8 @@ async function startWorker(spec: QueueSpec, wiring: Wiring): Promise<QueuePoller
     batchSize: spec.worker.batchSize,
     maxConcurrency: spec.worker.maxConcurrency,
     timeoutSeconds: spec.worker.timeoutSeconds,
+    visibilityTimeoutSeconds: spec.visibilityTimeoutSeconds,
+    order: pollingOrder(spec.role),
     handler,
     logger,
   });
