@@ -13,9 +13,10 @@ import { bench as orderedLane } from './ordered-lane.bench';
 import { bench as fifoBatch } from './fifo-batch.bench';
 import { bench as ledger } from './ledger.bench';
 import { bench as lambdaCost } from './lambda-cost.bench';
+import { bench as fairStages } from './fair-stages.bench';
 import { bench as cliLatency } from './cli-latency.bench';
 
-const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency];
+const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency, fairStages];
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -76,7 +77,8 @@ async function sectionsOf(file: string): Promise<Map<string, string>> {
     throw error;
   });
   const parts = text.split(/^(?=## )/m).filter((part) => part.startsWith('## '));
-  return new Map(parts.map((part) => [part.slice(3, part.indexOf('\n')), part]));
+  // Each ends with one newline, as toMarkdown writes it: sections are joined with one blank line.
+  return new Map(parts.map((part) => [part.slice(3, part.indexOf('\n')), part.replace(/\n+$/, '\n')]));
 }
 
 main().catch((error: unknown) => {
