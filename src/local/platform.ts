@@ -33,7 +33,7 @@ import { LocalPullRequestStore } from './pr-store';
 import { isProcessAlive } from '../adapters/system';
 import { releaseOrphanedLeases } from './orphaned-leases';
 import { choosePorts, explainBindFailure, portOf, readRecordedPorts, recordPorts } from './stable-ports';
-import { DEFAULT_STATE_DIR, PLATFORM_FILE, REPOSITORIES_DIR } from './state-dir';
+import { DEFAULT_STATE_DIR, PLATFORM_FILE, PLATFORM_LOG_FILE, REPOSITORIES_DIR, TEST_RUNS_DIR } from './state-dir';
 import { LocalTestRunner, localRunEventBody, parseLocalRunEvent, type ReadAccess } from './test-runner';
 import { writeFileAtomic } from './write-atomic';
 
@@ -109,9 +109,9 @@ function statePaths(stateDir: string) {
     dynamodb: path.join(stateDir, 'dynamodb'),
     repos: path.join(stateDir, REPOSITORIES_DIR),
     events: path.join(stateDir, 'events.jsonl'),
-    log: path.join(stateDir, 'platform.log'),
+    log: path.join(stateDir, PLATFORM_LOG_FILE),
     work: path.join(stateDir, 'work'),
-    testRuns: path.join(stateDir, 'test-runs'),
+    testRuns: path.join(stateDir, TEST_RUNS_DIR),
   };
 }
 

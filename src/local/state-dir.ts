@@ -22,6 +22,12 @@ export const PROJECT_ROOT = findProjectRoot(__dirname);
 /** `<project>/.agent-jobs` (git-ignored). */
 export const DEFAULT_STATE_DIR = path.join(PROJECT_ROOT, '.agent-jobs');
 export const PLATFORM_FILE = 'platform.json';
+/** `<stateDir>/platform.log`: the handlers' JSON log lines (what `agent-jobs logs` reads locally). */
+export const PLATFORM_LOG_FILE = 'platform.log';
+/** `<stateDir>/test-runs`: the local test runner's state and each run's kept output. */
+export const TEST_RUNS_DIR = 'test-runs';
+/** Bytes of a run's output the local test runner keeps (the end of it), for `agent-jobs logs`. */
+export const OUTPUT_KEEP_BYTES = 1024 * 1024;
 /**
  * `<stateDir>/repos`: the platform's bare repositories (`<name>.git`). The git server lets only the
  * platform and test checkouts in, so people read a repository here: `git clone <stateDir>/repos/<name>.git`.

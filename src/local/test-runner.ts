@@ -26,7 +26,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, openSync } from 'node:fs';
-import { mkdir, mkdtemp, open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, open, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -38,6 +38,7 @@ import { readBuildEvent } from '../core/build-completion';
 import { ConfigurationError, errorMessage } from '../core/errors';
 import type { BuildCompletion, CommandRun, FinishedRunStatus, TestRunner, TestRunStatus } from '../core/ports';
 import { LOG_TAIL_BYTES, buildEnvironment, tail } from '../core/jobs/command-stage';
+import { OUTPUT_KEEP_BYTES } from './state-dir';
 import { writeFileAtomic } from './write-atomic';
 
 const run = promisify(execFile);
@@ -65,8 +66,10 @@ export interface LocalTestRunnerOptions {
   readonly checkout?: Checkout;
   /** Read-only credentials for the checkout. @default none (a remote that needs no credential) */
   readonly readAccess?: ReadAccess;
-  /** Bytes of output kept. @default LOG_TAIL_BYTES */
+  /** Bytes of output kept in the run's state (its verdict's log tail). @default LOG_TAIL_BYTES */
   readonly logTailBytes?: number;
+  /** Bytes of output kept in `runs/<jobId>.<run>.log` for `agent-jobs logs`: the end of it. @default OUTPUT_KEEP_BYTES */
+  readonly outputKeepBytes?: number;
   /**
    * Called once a build has finished and its state is written: the build's completion event. A
    * rejection is ignored here (the reconciler finds the build from its state file later).
@@ -113,6 +116,24 @@ const RESTARTED = 'the local test runner restarted while this run was in progres
 /** `local:<jobId>:<run>`: the job id never holds a colon (ID_PATTERN). */
 const BUILD_ID = /^local:([^:]+):(\d+)$/;
 
+/** `runs/<jobId>.<run>.<extension>`; throws UnknownBuildError for an id that is not a local build's. */
+function runFile(stateDir: string, buildId: string, extension: 'json' | 'log'): string {
+  const match = BUILD_ID.exec(buildId);
+  if (!match?.[1] || !ID_PATTERN.test(match[1])) throw new UnknownBuildError(`${buildId} is not a local build id`);
+  return join(stateDir, 'runs', `${match[1]}.${match[2]}.${extension}`);
+}
+
+/**
+ * The output a finished local run kept (at most OUTPUT_KEEP_BYTES, the end), from the runner's
+ * state directory; undefined for a run that kept none (still running, never started, or older).
+ */
+export async function readRunOutput(stateDir: string, buildId: string): Promise<string | undefined> {
+  return readFile(runFile(stateDir, buildId, 'log'), 'utf8').catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+}
+
 export function localBuildId(jobId: string, run: number): string {
   return `local:${jobId}:${run}`;
 }
@@ -133,10 +154,12 @@ export class LocalTestRunner implements TestRunner {
   private readonly checkout: Checkout;
   private readonly scratchDir: string;
   private readonly logTailBytes: number;
+  private readonly outputKeepBytes: number;
 
   constructor(private readonly options: LocalTestRunnerOptions) {
     this.checkout = options.checkout ?? gitCliCheckout;
     this.logTailBytes = options.logTailBytes ?? LOG_TAIL_BYTES;
+    this.outputKeepBytes = options.outputKeepBytes ?? OUTPUT_KEEP_BYTES;
     this.scratchDir = resolve(options.scratchDir ?? tmpdir());
     if (isInside(this.scratchDir, resolve(options.stateDir))) {
       throw new ConfigurationError(`the test runner's scratch directory ${this.scratchDir} is inside its state directory ${options.stateDir}: test commands would reach it`);
@@ -320,6 +343,9 @@ export class LocalTestRunner implements TestRunner {
     await endMarkedProcesses(marker);
     const durationMs = Date.now() - started;
     const log = await readTail(outputPath, this.logTailBytes);
+    // The run directory goes with the run: the output stays beside its state. Not kept is not a
+    // failed run: `agent-jobs logs` then says there is none, and the verdict keeps its tail.
+    await keepOutput(outputPath, runFile(this.options.stateDir, active.state.buildId, 'log'), this.outputKeepBytes).catch(() => undefined);
     if (exit instanceof Error) return { state: 'ERROR', status: 'FAULT', message: `could not start the tests: ${exit.message}` };
     if (ended === 'timeout') return { state: 'ERROR', status: 'TIMED_OUT', message: `no result after ${timeoutMs / 1000}s; last output:\n${log}` };
     if (ended === 'stop' || this.closed) return { state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down during the run' };
@@ -345,11 +371,8 @@ export class LocalTestRunner implements TestRunner {
     }
   }
 
-  /** `runs/<jobId>.<run>.json`; throws UnknownBuildError for an id that is not a local build's. */
   private statePath(buildId: string): string {
-    const match = BUILD_ID.exec(buildId);
-    if (!match?.[1] || !ID_PATTERN.test(match[1])) throw new UnknownBuildError(`${buildId} is not a local build id`);
-    return join(this.options.stateDir, 'runs', `${match[1]}.${match[2]}.json`);
+    return runFile(this.options.stateDir, buildId, 'json');
   }
 }
 
@@ -455,6 +478,16 @@ function signal(pid: number, name: NodeJS.Signals): void {
   } catch {
     // Gone in between.
   }
+}
+
+/** Copies the output file, or its last `maxBytes` after a line saying how much was cut. */
+async function keepOutput(from: string, to: string, maxBytes: number): Promise<void> {
+  const { size } = await stat(from);
+  if (size <= maxBytes) {
+    await copyFile(from, to);
+    return;
+  }
+  await writeFile(to, `[the first ${size - maxBytes} bytes of the output were not kept]\n${await readTail(from, maxBytes)}`, { mode: 0o600 });
 }
 
 /** The last `maxBytes` of the output file. */
