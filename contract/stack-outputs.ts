@@ -9,6 +9,8 @@ export const STACK_OUTPUTS = {
   diffBucketName: 'DiffBucketName',
   alarmTopicArn: 'AlarmTopicArn',
   testRunnerProjectName: 'TestRunnerProjectName',
+  /** Each queue's worker has `logGroupOutputKey(worker)`; the reconciler has no queue. */
+  buildReconcilerLogGroupName: 'LogGroupBuildReconciler',
   /** The secrets the platform reads (created by the stack or given by ARN): where an operator stores credentials. */
   gitCredentialsSecretArn: 'GitCredentialsSecretArn',
   gitReadCredentialsSecretArn: 'GitReadCredentialsSecretArn',
@@ -27,6 +29,11 @@ function pascal(name: string): string {
 /** Output key of a queue's URL: `QueueUrlAgentJobs`, `QueueUrlRunTests`, ... */
 export function queueUrlOutputKey(queueName: string): string {
   return `QueueUrl${pascal(queueName)}`;
+}
+
+/** Output key of a queue worker's log group name: `LogGroupSequencer`, `LogGroupRunTests`, ... */
+export function logGroupOutputKey(workerName: string): string {
+  return `LogGroup${pascal(workerName)}`;
 }
 
 /** Output key of a queue's DLQ URL: `DlqUrlAgentJobs`, `DlqUrlRunTests`, ... */

@@ -32,7 +32,7 @@ import { InvalidSettingsError } from './constructs/settings-problems';
 import { TestRunner } from './constructs/test-runner';
 import { Worker } from './constructs/worker';
 import { platformSecret, type PlatformSecret, type SecretShape } from './secrets';
-import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../contract/stack-outputs';
+import { STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../contract/stack-outputs';
 
 export interface AgentJobsStackProps extends StackProps {
   readonly config: AgentJobsConfig;
@@ -267,10 +267,13 @@ export class AgentJobsStack extends Stack {
 
   private addOutputs(): void {
     const output = (key: string, value: string): CfnOutput => new CfnOutput(this, key, { value });
-    for (const { spec, queue } of this.lanes) {
+    for (const { spec, queue, worker } of this.lanes) {
       output(queueUrlOutputKey(spec.name), queue.queue.queueUrl);
       output(dlqUrlOutputKey(spec.name), queue.deadLetterQueue.queueUrl);
+      // `agent-jobs logs` links to a job's lines in each function's log group.
+      output(logGroupOutputKey(spec.consumer), worker.logGroup.logGroupName);
     }
+    if (this.buildReconciler) output(STACK_OUTPUTS.buildReconcilerLogGroupName, this.buildReconciler.worker.logGroup.logGroupName);
     output(STACK_OUTPUTS.ledgerTableName, this.ledger.table.tableName);
     output(STACK_OUTPUTS.eventBusName, this.eventBus.eventBusName);
     output(STACK_OUTPUTS.diffBucketName, this.diffBucket.bucketName);

@@ -11,7 +11,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import * as z from 'zod/mini';
-import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import { STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { queueTopology } from '../../contract/topology';
 import { isProcessAlive } from '../adapters/system';
 import { PLATFORM_FILE } from '../local/state-dir';
@@ -40,6 +40,11 @@ export interface Target {
   readonly queues: readonly QueueEndpoint[];
   readonly tableName: string;
   readonly diffBucket?: string;
+  /**
+   * On AWS: the log group of each function, by worker name (`sequencer`, `run_tests`, ...,
+   * `build_reconciler`); a stack deployed before these outputs existed has none.
+   */
+  readonly logGroups?: Readonly<Record<string, string>>;
   /** Only on the local platform. */
   readonly local?: { readonly stateDir: string; readonly gitUrl: string; readonly eventsFile: string };
 }
@@ -87,6 +92,12 @@ export function targetFromStackOutputs(stackName: string, region: string, output
     consumer: q.consumer,
   }));
   const tableName = need(STACK_OUTPUTS.ledgerTableName);
+  const logGroups = Object.fromEntries(
+    [...queues.map((q) => [q.consumer, logGroupOutputKey(q.consumer)] as const), ['build_reconciler', STACK_OUTPUTS.buildReconcilerLogGroupName] as const].flatMap(([worker, key]) => {
+      const name = byKey.get(key);
+      return name === undefined ? [] : [[worker, name]];
+    }),
+  );
   if (missing.length > 0) throw new TargetError(`stack ${stackName} lacks the outputs ${missing.join(', ')} (is it an agent-jobs stack?)`);
   return {
     kind: 'stack',
@@ -97,6 +108,7 @@ export function targetFromStackOutputs(stackName: string, region: string, output
     queues,
     tableName,
     diffBucket: byKey.get(STACK_OUTPUTS.diffBucketName),
+    logGroups,
   };
 }
 

@@ -6,7 +6,8 @@ import * as path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { queueTopology } from '../../contract/topology';
-import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import { STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import { awsLinks } from '../../src/cli/commands/logs';
 import { TargetError } from '../../src/cli/errors';
 import { jobsQueue, resolveTarget, targetFromStackOutputs } from '../../src/cli/targets';
 import { PLATFORM_FILE } from '../../src/local/state-dir';
@@ -31,9 +32,39 @@ describe('targetFromStackOutputs', () => {
     expect(jobsQueue(target)).toMatchObject({ name: 'agent-jobs', fifo: true, url: 'https://sqs/agent-jobs', dlqUrl: 'https://sqs/agent-jobs-dlq' });
   });
 
+  it('reads each function\'s log group, for the links of `logs`; a stack without them has none', () => {
+    const outputs = [
+      ...stackOutputs(),
+      { OutputKey: logGroupOutputKey('sequencer'), OutputValue: '/aws/lambda/seq' },
+      { OutputKey: logGroupOutputKey('run_tests'), OutputValue: '/aws/lambda/tests' },
+      { OutputKey: STACK_OUTPUTS.buildReconcilerLogGroupName, OutputValue: '/aws/lambda/reconciler' },
+    ];
+    expect(targetFromStackOutputs('dev', 'eu-west-1', outputs).logGroups).toEqual({ sequencer: '/aws/lambda/seq', run_tests: '/aws/lambda/tests', build_reconciler: '/aws/lambda/reconciler' });
+    expect(targetFromStackOutputs('dev', 'eu-west-1', stackOutputs()).logGroups).toEqual({});
+  });
+
   it('names every missing output', () => {
     const outputs = stackOutputs().filter((o) => o.OutputKey !== 'LedgerTableName' && o.OutputKey !== 'DlqUrlOpenPr');
     expect(() => targetFromStackOutputs('dev', 'eu-west-1', outputs)).toThrow('stack dev lacks the outputs DlqUrlOpenPr, LedgerTableName');
+  });
+});
+
+describe('logs on a stack: console links', () => {
+  const job = { jobId: 't-1', workspaceId: 'ws', tenantId: 'acme', type: 'run_tests', status: 'SUCCEEDED', digest: 'd', attempt: 1, createdAt: '', updatedAt: '', ttl: 0, progress: { buildId: 'tests-project:1b2c' } } as const;
+  const outputs = [...stackOutputs(), { OutputKey: logGroupOutputKey('sequencer'), OutputValue: '/aws/lambda/seq' }, { OutputKey: logGroupOutputKey('run_tests'), OutputValue: '/aws/lambda/tests' }];
+
+  it("links the job's lines in each function's log group that can hold them, and its build's log", () => {
+    const links = awsLinks(targetFromStackOutputs('dev', 'eu-west-1', outputs), job);
+    expect(links.map((l) => l.kind === 'link' && l.what)).toEqual(['sequencer log lines of t-1', 'run_tests log lines of t-1', 'build tests-project:1b2c log (the whole test output)']);
+    // The console's fragment: the group encoded twice, `%` written `$`; the filter a JSON pattern on jobId.
+    expect(links[0]).toMatchObject({
+      url: 'https://eu-west-1.console.aws.amazon.com/cloudwatch/home?region=eu-west-1#logsV2:log-groups/log-group/$252Faws$252Flambda$252Fseq/log-events$3FfilterPattern$3D$257B$2520$2524.jobId$2520$253D$2520$2522t-1$2522$2520$257D',
+    });
+    expect(links[2]).toMatchObject({ url: 'https://eu-west-1.console.aws.amazon.com/codesuite/codebuild/projects/tests-project/build/tests-project%3A1b2c/log?region=eu-west-1' });
+  });
+
+  it('a stack without log group outputs still links the build', () => {
+    expect(awsLinks(targetFromStackOutputs('dev', 'eu-west-1', stackOutputs()), job).map((l) => l.kind)).toEqual(['link']);
   });
 });
 

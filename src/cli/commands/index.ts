@@ -5,6 +5,7 @@ import { dlqList, dlqPeek, dlqRedrive, dlqShow } from './dlq';
 import { doctor } from './doctor';
 import { enqueue } from './enqueue';
 import { cancel, jobs, status, wait } from './jobs';
+import { logs } from './logs';
 import { demo, localUp, repoImport } from './local';
 import { unfinished } from './unfinished';
 import { workspaces, workspaceShow, workspaceUnblock } from './workspace';
@@ -15,6 +16,7 @@ export const COMMANDS: readonly CommandSpec<CliContext>[] = [
   repoImport,
   enqueue,
   status,
+  logs,
   wait,
   jobs,
   workspaces,

@@ -14,7 +14,7 @@ const DEFAULT_WAIT_SECONDS = 600;
 /** Where an unknown id comes from, for the error message. */
 const UNKNOWN_HINT = 'never enqueued, or sent without the ledger (e.g. by the producer library without `ledger`) and not taken yet';
 
-async function requireJob(ctx: CliContext, jobId: string): Promise<JobRecord> {
+export async function requireJob(ctx: CliContext, jobId: string): Promise<JobRecord> {
   const job = await (await ctx.ledger()).getJob(jobId);
   if (!job) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await ctx.target()).label} (${UNKNOWN_HINT})`);
   return job;
@@ -24,7 +24,7 @@ export const status: CommandSpec<CliContext> = {
   path: ['status'],
   summary: 'show the ledger record of a job, and any refused request that reused its id',
   positionals: [{ name: 'jobId', description: 'the job id' }],
-  notes: ['attempt: how many times the job\'s worker started it (1 = ran once; a retry or a redrive adds one).'],
+  notes: ["attempt: deliveries of the job to the worker that runs it (1 = succeeded on its first; a retry, a takeover or a redrive adds one)."],
   async run(ctx, { positionals }) {
     const jobId = positionals[0] ?? '';
     const ledger = await ctx.ledger();
