@@ -2,7 +2,7 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { runCli } from './harness';
+import { publicJsonLines, runCli } from './harness';
 
 jest.setTimeout(300_000);
 
@@ -13,6 +13,7 @@ test('the demo runs every scenario and reports what happened', async () => {
     const result = await runCli(['demo', '--json', '--state-dir', stateDir]);
 
     expect({ code: result.code, stderr: result.code === 0 ? '' : result.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(publicJsonLines(result.stdout, 'demo --json')).toHaveLength(1);
     const summary = JSON.parse(result.stdout) as { jobs: Record<string, string>; commits: Record<string, string[]> };
     expect(summary.jobs).toEqual({
       'mul-1': 'SUCCEEDED',

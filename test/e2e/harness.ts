@@ -171,6 +171,41 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
   };
 }
 
+/**
+ * The ledger's working fields and index keys: no `--json` output may carry them (src/cli/views.ts
+ * builds its JSON from allow-lists).
+ */
+export const INTERNAL_FIELDS = ['leaseOwner', 'leaseUntil', 'digest', 'ttl', 'pk', 'listKey', 'listSort', 'wsKey', 'dueKey', 'dueAt', 'stageMessage', 'tokens'];
+
+/** Keys of internal fields anywhere in a parsed JSON value, with their paths. */
+export function internalKeysIn(value: unknown, at = '$'): string[] {
+  if (Array.isArray(value)) return value.flatMap((item, i) => internalKeysIn(item, `${at}[${i}]`));
+  if (typeof value !== 'object' || value === null) return [];
+  return Object.entries(value).flatMap(([key, inner]) => [...(INTERNAL_FIELDS.includes(key) ? [`${at}.${key}`] : []), ...internalKeysIn(inner, `${at}.${key}`)]);
+}
+
+/**
+ * Checks `--json` output as scripts read it: every line one JSON object (not an array, not a
+ * scalar) and no internal field anywhere. Returns the objects.
+ */
+export function publicJsonLines(stdout: string, what: string): Record<string, unknown>[] {
+  return stdout
+    .split('\n')
+    .filter((line) => line.length > 0)
+    .map((line) => {
+      let value: unknown;
+      try {
+        value = JSON.parse(line);
+      } catch {
+        throw new Error(`${what}: a line of --json output is not JSON: ${line.slice(0, 200)}`);
+      }
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${what}: a line of --json output is not one object: ${line.slice(0, 200)}`);
+      const internal = internalKeysIn(value);
+      if (internal.length) throw new Error(`${what}: --json output carries internal fields ${internal.join(', ')}`);
+      return value as Record<string, unknown>;
+    });
+}
+
 /** `--json` output: JSON Lines. */
 export function parseJsonLines<T>(stdout: string): T[] {
   return stdout

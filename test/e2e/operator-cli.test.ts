@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ChangeMessageVisibilityCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { deduplicationId, messageGroupId } from '../../src/core/envelope';
-import { applyPatchArgs, BIN, diffChain, makeRepository, removeScratch, runCli, startPlatform, type RunningPlatform } from './harness';
+import { COMMANDS } from '../../src/cli/commands';
+import { applyPatchArgs, BIN, diffChain, internalKeysIn, makeRepository, publicJsonLines, removeScratch, runCli, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(180_000);
 
@@ -92,10 +93,39 @@ test('a conflicting message sent without the CLI is refused by the sequencer and
   expect((await platform.cli(['wait', 'raw-1', '--timeout', '60'])).code).toBe(EXIT.failed);
 });
 
-test('status counts the attempts of a job that ran once as 1, also for a staged job', async () => {
+test('status counts the deliveries of a job that succeeded on its first as 1, for every job type', async () => {
   await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-conflict', '--job-id', 'tests-once', '--command', 'true']);
-  await platform.cliJson(['wait', 'tests-once', '--timeout', '120']);
-  expect(await platform.cliJson<JobJson>(['status', 'tests-once'])).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
+  await platform.cliJson(['enqueue', '--type', 'open_pr', '--workspace', 'ws-conflict', '--job-id', 'pr-once', '--base', 'main', '--title', 'Once']);
+  await platform.cliLines(['wait', 'tests-once', 'pr-once', '--timeout', '120']);
+  const attempts = await Promise.all(['p1', 'tests-once', 'pr-once'].map((id) => platform.cliJson<JobJson>(['status', id])));
+  expect(attempts.map((j) => [j.jobId, j.status, j.attempt])).toEqual([
+    ['p1', 'SUCCEEDED', 1],
+    ['tests-once', 'SUCCEEDED', 1],
+    ['pr-once', 'SUCCEEDED', 1],
+  ]);
+  expect((await platform.cli(['status', 'pr-once'])).stdout).toMatch(/^attempt +1$/m);
+});
+
+test("logs shows the job's log lines and the whole output of its test run, beyond the verdict's tail; an unknown id exits 3", async () => {
+  // About 29 KB of output: more than the tail a verdict keeps (8 KiB).
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-conflict', '--job-id', 'tests-loud', '--command', 'seq 1 6000']);
+  await platform.cliJson(['wait', 'tests-loud', '--timeout', '120']);
+
+  const shown = await platform.cli(['logs', 'tests-loud']);
+  expect(shown.code).toBe(0);
+  expect(shown.stdout).toMatch(/^tests-loud \(run_tests, SUCCEEDED \(tests passed\)\): from .*platform\.log$/m);
+  expect(shown.stdout).toMatch(/INFO +run_tests build started .*buildId=local:tests-loud:0/);
+  expect(shown.stdout).toContain('--- output of local:tests-loud:0 (run 0) ---\n1\n2\n3\n');
+  expect(shown.stdout).toContain('\n5999\n6000\n--- end of local:tests-loud:0 ---');
+
+  const lines = await platform.cliLines<{ kind: string; function?: string; text?: string }>(['logs', 'tests-loud']);
+  expect(new Set(lines.map((l) => l.kind))).toEqual(new Set(['log', 'output']));
+  expect(lines.filter((l) => l.kind === 'log').map((l) => l.function)).toEqual(expect.arrayContaining(['sequencer', 'run_tests', 'build_events']));
+  expect(lines.find((l) => l.kind === 'output')?.text?.split('\n')).toHaveLength(6001);
+
+  const unknown = await platform.cli(['logs', 'nosuch']);
+  expect(unknown.code).toBe(EXIT.notFound);
+  expect(unknown.stderr).toMatch(/job nosuch is not in the ledger/);
 });
 
 test('cancel and wait refuse ids the ledger does not know; a later enqueue of that id runs', async () => {
@@ -250,6 +280,57 @@ test('an unexpected error is one line; --verbose adds the stack', async () => {
   expect(verbose.stderr.trim().split('\n').length).toBeGreaterThan(2);
   expect(verbose.stderr).toMatch(/\n\s+at /);
   await rm(dir, { recursive: true, force: true });
+});
+
+/**
+ * Every command's `--json`, run as a script would against the jobs the tests above left (succeeded,
+ * failed, skipped, refused, conflicting): one JSON object per line on stdout, errors one JSON line
+ * on stderr, and no ledger working field anywhere. A command added to the table without a row here
+ * fails the first expectation.
+ */
+const JSON_RUNS: Record<string, readonly (readonly string[])[] | string> = {
+  'local up': 'its ready line is checked below (the harness started it with --json)',
+  demo: 'runs its own platform: test/e2e/demo.test.ts checks its --json line',
+  'repo import': [['repo', 'import', '.', '--name', 'operator']],
+  enqueue: [['enqueue', '--type', 'run_tests', '--workspace', 'ws-conflict', '--job-id', 'json-audit', '--command', 'true']],
+  status: [['status', 'p1'], ['status', 'raw-1'], ['status', 'poison-2'], ['status', 'nosuch']],
+  logs: [['logs', 'tests-once'], ['logs', 'p1']],
+  wait: [['wait', 'json-audit', 'tests-once', '--timeout', '120']],
+  jobs: [['jobs', '--workspace', 'ws-conflict'], ['jobs', '--workspace', 'ws-dlq']],
+  workspaces: [['workspaces']],
+  'workspace show': [['workspace', 'show', 'ws-dlq']],
+  'workspace unblock': [['workspace', 'unblock', 'ws-conflict', '--drop']],
+  'dlq list': [['dlq', 'list']],
+  'dlq show': [['dlq', 'show', 'poison-1']],
+  'dlq redrive': [['dlq', 'redrive', 'p1']],
+  'dlq peek': [['dlq', 'peek']],
+  cancel: [['cancel', 'p1']],
+  unfinished: [['unfinished']],
+  doctor: [['doctor']],
+};
+
+test('every command prints --json as one object per line and never an internal ledger field', async () => {
+  expect(Object.keys(JSON_RUNS).sort()).toEqual(COMMANDS.map((c) => c.path.join(' ')).sort());
+  expect(internalKeysIn(platform.ready)).toEqual([]);
+  const outputs: string[] = [];
+  for (const runs of Object.values(JSON_RUNS)) {
+    if (typeof runs === 'string') continue;
+    for (const args of runs) {
+      const result = await runCli([...args, '--json', '--state-dir', platform.stateDir], undefined, { cwd: source });
+      const what = `agent-jobs ${args.join(' ')} --json (exit ${result.code})`;
+      publicJsonLines(result.stdout, what);
+      // A command that failed before it had anything to print says why as one JSON line on stderr
+      // (progress notes may come before it); one whose outcome is a failure printed its data.
+      if (result.code !== 0 && result.stdout === '') {
+        const last = result.stderr.trim().split('\n').pop() ?? '';
+        expect({ what, error: Object.keys(publicJsonLines(last, `${what} stderr`)[0] ?? {}) }).toEqual({ what, error: ['error'] });
+      }
+      outputs.push(result.stdout);
+    }
+  }
+  // The audit read records of every kind: a job with a conflict, a failed one, a workspace.
+  expect(outputs.join('')).toMatch(/"conflicts":/);
+  expect(outputs.join('')).toMatch(/"status":"FAILED"/);
 });
 
 test('npm start --reset (npm keeps --reset for itself) still starts from a clean state directory', async () => {
