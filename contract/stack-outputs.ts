@@ -9,8 +9,6 @@ export const STACK_OUTPUTS = {
   diffBucketName: 'DiffBucketName',
   alarmTopicArn: 'AlarmTopicArn',
   testRunnerProjectName: 'TestRunnerProjectName',
-  /** Each queue's worker has `logGroupOutputKey(worker)`; the reconciler has no queue. */
-  buildReconcilerLogGroupName: 'LogGroupBuildReconciler',
   /** The secrets the platform reads (created by the stack or given by ARN): where an operator stores credentials. */
   gitCredentialsSecretArn: 'GitCredentialsSecretArn',
   gitReadCredentialsSecretArn: 'GitReadCredentialsSecretArn',
@@ -30,6 +28,12 @@ function pascal(name: string): string {
 export function queueUrlOutputKey(queueName: string): string {
   return `QueueUrl${pascal(queueName)}`;
 }
+
+/**
+ * The build reconciler's log group (it has no queue). Log group outputs are links for `agent-jobs
+ * logs`, kept out of STACK_OUTPUTS, whose every key `doctor` probes.
+ */
+export const BUILD_RECONCILER_LOG_GROUP_OUTPUT = 'LogGroupBuildReconciler';
 
 /** Output key of a queue worker's log group name: `LogGroupSequencer`, `LogGroupRunTests`, ... */
 export function logGroupOutputKey(workerName: string): string {

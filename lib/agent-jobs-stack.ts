@@ -32,7 +32,7 @@ import { InvalidSettingsError } from './constructs/settings-problems';
 import { TestRunner } from './constructs/test-runner';
 import { Worker } from './constructs/worker';
 import { platformSecret, type PlatformSecret, type SecretShape } from './secrets';
-import { STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../contract/stack-outputs';
+import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../contract/stack-outputs';
 
 export interface AgentJobsStackProps extends StackProps {
   readonly config: AgentJobsConfig;
@@ -273,7 +273,7 @@ export class AgentJobsStack extends Stack {
       // `agent-jobs logs` links to a job's lines in each function's log group.
       output(logGroupOutputKey(spec.consumer), worker.logGroup.logGroupName);
     }
-    if (this.buildReconciler) output(STACK_OUTPUTS.buildReconcilerLogGroupName, this.buildReconciler.worker.logGroup.logGroupName);
+    if (this.buildReconciler) output(BUILD_RECONCILER_LOG_GROUP_OUTPUT, this.buildReconciler.worker.logGroup.logGroupName);
     output(STACK_OUTPUTS.ledgerTableName, this.ledger.table.tableName);
     output(STACK_OUTPUTS.eventBusName, this.eventBus.eventBusName);
     output(STACK_OUTPUTS.diffBucketName, this.diffBucket.bucketName);

@@ -11,7 +11,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import * as z from 'zod/mini';
-import { STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { queueTopology } from '../../contract/topology';
 import { isProcessAlive } from '../adapters/system';
 import { PLATFORM_FILE } from '../local/state-dir';
@@ -93,7 +93,7 @@ export function targetFromStackOutputs(stackName: string, region: string, output
   }));
   const tableName = need(STACK_OUTPUTS.ledgerTableName);
   const logGroups = Object.fromEntries(
-    [...queues.map((q) => [q.consumer, logGroupOutputKey(q.consumer)] as const), ['build_reconciler', STACK_OUTPUTS.buildReconcilerLogGroupName] as const].flatMap(([worker, key]) => {
+    [...queues.map((q) => [q.consumer, logGroupOutputKey(q.consumer)] as const), ['build_reconciler', BUILD_RECONCILER_LOG_GROUP_OUTPUT] as const].flatMap(([worker, key]) => {
       const name = byKey.get(key);
       return name === undefined ? [] : [[worker, name]];
     }),

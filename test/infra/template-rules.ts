@@ -11,7 +11,7 @@ import { LAMBDA_NODE_MAJOR } from '../../lib/constructs/worker';
 import { placeholderValue, type SecretShape } from '../../lib/secrets';
 import { BUILD_RECONCILER, COMMAND_JOB_TYPES, allWorkers } from '../../contract/job-types';
 import { ENV, JOB_METRICS, MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
-import { STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { DLQ_RETENTION_DAYS, LEDGER_TABLE, VISIBILITY_TIMEOUT_FACTOR, platformQueues, queueTopology } from '../../contract/topology';
 import { asArray, baseName, render, resolve, resourcesOf, targetOf, type CfnResource, type TemplateJson } from './template';
 
@@ -553,7 +553,7 @@ export const TEMPLATE_RULES: readonly TemplateRule[] = [
   {
     rule: "outputs: every queue and DLQ URL, each function's log group, the shared resources and the secrets, under the stable keys the CLI reads",
     check: (t) => {
-      const expected = [...platformQueues().flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name), logGroupOutputKey(q.consumer)]), ...Object.values(STACK_OUTPUTS)];
+      const expected = [...platformQueues().flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name), logGroupOutputKey(q.consumer)]), BUILD_RECONCILER_LOG_GROUP_OUTPUT, ...Object.values(STACK_OUTPUTS)];
       expect(Object.keys(t.Outputs ?? {}).sort()).toEqual(expected.sort());
     },
     mutations: {

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { queueTopology } from '../../contract/topology';
-import { STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { awsLinks } from '../../src/cli/commands/logs';
 import { TargetError } from '../../src/cli/errors';
 import { jobsQueue, resolveTarget, targetFromStackOutputs } from '../../src/cli/targets';
@@ -37,7 +37,7 @@ describe('targetFromStackOutputs', () => {
       ...stackOutputs(),
       { OutputKey: logGroupOutputKey('sequencer'), OutputValue: '/aws/lambda/seq' },
       { OutputKey: logGroupOutputKey('run_tests'), OutputValue: '/aws/lambda/tests' },
-      { OutputKey: STACK_OUTPUTS.buildReconcilerLogGroupName, OutputValue: '/aws/lambda/reconciler' },
+      { OutputKey: BUILD_RECONCILER_LOG_GROUP_OUTPUT, OutputValue: '/aws/lambda/reconciler' },
     ];
     expect(targetFromStackOutputs('dev', 'eu-west-1', outputs).logGroups).toEqual({ sequencer: '/aws/lambda/seq', run_tests: '/aws/lambda/tests', build_reconciler: '/aws/lambda/reconciler' });
     expect(targetFromStackOutputs('dev', 'eu-west-1', stackOutputs()).logGroups).toEqual({});
