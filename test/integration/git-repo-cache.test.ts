@@ -11,7 +11,7 @@ import nodeHttp from 'isomorphic-git/http/node';
 import { RepoCache, applyPatchCommit, repoCacheKey, type ApplyPatchCommitInput } from '../../src/adapters/git';
 import { TransientJobError } from '../../src/core/errors';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
-import { createRepo, git, gitApplyTree, removeDir, tempDir, writeFiles } from '../support/git-fixtures';
+import { createRepo, diffOfEdits, git, gitApplyTree, removeDir, tempDir, writeFiles } from '../support/git-fixtures';
 
 let root: string;
 let server: GitServer;
@@ -115,6 +115,38 @@ test('cached and cold jobs push byte-identical commits, and a warm job fetches n
     expect((await commitOnRemote(warm.gitDir, commitSha)).tree).toBe(await gitApplyTree(warm.gitDir, parentSha, job(warm.url, i + 1).diff as string));
   }
   expect(await git(warm.gitDir, 'rev-parse', 'main')).toBe(warmResults[2]?.commitSha);
+  await git(warm.gitDir, 'fsck', '--strict', '--no-progress');
+});
+
+test('cached and cold jobs push byte-identical commits for edits, deletions that empty a directory and renames across directories, from a delta-compressed pack', async () => {
+  // A remote whose objects are deltas of each other, so the fetched pack holds delta chains that
+  // the object store must resolve, and patches that touch nested trees, prune and rename.
+  const source = join(root, 'source-deltas');
+  await mkdir(source);
+  const body = (i: number) => Array.from({ length: 50 }, (_, l) => (l === i % 50 ? `line ${i}` : `a line every file shares ${l}`)).join('\n');
+  const files = Object.fromEntries(Array.from({ length: 48 }, (_, i) => [`lib/part${i % 4}/sub${i % 3}/file${i}.txt`, body(i)]));
+  const base = await createRepo(source, { ...files, 'lone/only.txt': 'the only file\n' });
+  const remote = async (name: string) => {
+    const gitDir = await server.importRepository(source, name);
+    await git(gitDir, 'repack', '-a', '-d', '-f', '--depth=50', '--quiet');
+    return { url: server.repoUrl(name), gitDir };
+  };
+  const first = await diffOfEdits(source, base, async (dir) => {
+    await writeFiles(dir, { 'lib/part1/sub1/file1.txt': `${body(1)}\nedited`, 'lib/part2/new/added.txt': 'added\n' });
+    await git(dir, 'rm', '--quiet', 'lone/only.txt');
+    await git(dir, 'mv', 'lib/part3/sub0/file3.txt', 'lib/part0/moved.txt');
+  });
+  const second = await diffOfEdits(source, base, (dir) => writeFiles(dir, { 'lib/part0/sub2/file8.txt': `${body(8)}\nedited again` }));
+  const warm = await remote('deltas-warm');
+  const cold = await remote('deltas-cold');
+  const { cache } = await newCache();
+  const jobOf = (url: string, n: number, diff: string) => job(url, n, { diff, jobId: `delta-job-${n}` });
+  const warmShas = [(await applyPatchCommit(jobOf(warm.url, 1, first), { cache })).commitSha, (await applyPatchCommit(jobOf(warm.url, 2, second), { cache })).commitSha];
+  const coldShas = [(await applyPatchCommit(jobOf(cold.url, 1, first))).commitSha, (await applyPatchCommit(jobOf(cold.url, 2, second))).commitSha];
+  expect(warmShas).toEqual(coldShas);
+  for (const commitSha of warmShas) expect(await commitOnRemote(warm.gitDir, commitSha)).toEqual(await commitOnRemote(cold.gitDir, commitSha));
+  expect((await commitOnRemote(warm.gitDir, warmShas[0] as string)).tree).toBe(await gitApplyTree(warm.gitDir, base, first));
+  expect((await commitOnRemote(warm.gitDir, warmShas[1] as string)).tree).toBe(await gitApplyTree(warm.gitDir, warmShas[0] as string, second));
   await git(warm.gitDir, 'fsck', '--strict', '--no-progress');
 });
 

@@ -17,8 +17,8 @@ import { Errors, type HttpClient } from 'isomorphic-git';
 import { PermanentJobError } from '../../core/errors';
 import type { JobLogger, PatchCommitRequest, PatchCommitResult } from '../../core/ports';
 import { hasJobTrailer, preparePatchCommit } from '../../core/patch';
-import { isomorphicGitStore, recordingWrites } from './object-store';
-import { discoverReceivePack, pushObjects, type ReceivePackAdvertisement } from './receive-pack';
+import { GitObjectStore, ObjectNotFoundError, UnsafeTreeEntryError } from './object-store';
+import { discoverReceivePack, pushPack, type ReceivePackAdvertisement } from './receive-pack';
 import { classifyRemoteError, remoteArgs, remoteOptions, type GitAuth, type RemoteOptions } from './remote';
 import type { RepoCache, RepoLease } from './repo-cache';
 import { applyOperations } from './tree-editor';
@@ -49,7 +49,10 @@ interface Session {
   readonly gitdir: string;
   readonly remote: RemoteOptions;
   readonly branch: string;
+  /** isomorphic-git's in-memory cache of the repository (its fetches use it). */
   readonly cache: object;
+  /** The repository's objects, read and written directly (object-store.ts). */
+  readonly objects: GitObjectStore;
   readonly searchDepth: number;
   readonly fetchDepth: number;
 }
@@ -69,6 +72,7 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     remote: remoteOptions(input.repoUrl, input.auth, options.http),
     branch: input.branch,
     cache: lease.memory,
+    objects: new GitObjectStore(gitdir, lease.memory),
     searchDepth: options.searchDepth ?? 100,
     fetchDepth: options.fetchDepth ?? 10,
   };
@@ -94,12 +98,13 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
         `branch ${input.branch} is at ${head}, not at the job's base ${input.baseSha}, and the job's commit is not on it`,
       );
     }
-    const { commit: base } = await git.readCommit({ fs, gitdir, oid: head, cache: session.cache });
-    const store = recordingWrites(isomorphicGitStore(gitdir, session.cache));
-    const tree = await applyOperations(store, base.tree, operations);
+    const base = await session.objects.readCommit(head);
+    // Only the trees on the touched paths are read and written again: no checkout, no walk of the tree.
+    const tree = await applyOperations(session.objects, base.tree, operations);
     const commitSha = await git.writeCommit({ fs, gitdir, commit: { ...commit, tree, parent: [head] } });
-    // Everything the remote lacks: what the patch wrote; the rest of the tree is the parent's.
-    const result = await pushFastForward(session, { jobId: input.jobId, commitSha, parent: head, objects: [...store.written, commitSha], advertised });
+    // Everything the remote lacks: what the patch wrote and the commit; the rest of the tree is the parent's.
+    const packfile = await session.objects.packWritten([commitSha]);
+    const result = await pushFastForward(session, { jobId: input.jobId, commitSha, parent: head, packfile, advertised });
     options.logger?.info(result.alreadyApplied ? 'job commit already on the branch' : 'patch committed', {
       jobId: input.jobId,
       commitSha: result.commitSha,
@@ -118,13 +123,14 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
 }
 
 /**
- * isomorphic-git refuses every tree entry git's verify_path() would (`docs\a.md`, `...`, `git~1`),
- * on reading as on writing. The patch's own paths pass stricter rules first (core/patch/paths.ts),
- * so this is a branch that already holds such a name: no retry reads it otherwise.
+ * Every tree entry git's verify_path() would refuse (`docs\a.md`, `...`, `git~1`) is refused on
+ * reading, by the object store as by isomorphic-git. The patch's own paths pass stricter rules first
+ * (core/patch/paths.ts), so this is a branch that already holds such a name: no retry reads it otherwise.
  */
 function refusedPath(error: unknown): unknown {
-  if (!(error instanceof Errors.UnsafeFilepathError)) return error;
-  const path = JSON.stringify(error.data.filepath);
+  const name = error instanceof Errors.UnsafeFilepathError ? error.data.filepath : error instanceof UnsafeTreeEntryError ? error.entryName : undefined;
+  if (name === undefined) return error;
+  const path = JSON.stringify(name);
   return new PermanentJobError('UNSAFE_PATCH', `the git library refuses the path ${path} as unsafe: the branch holds a name that cannot be checked out everywhere; remove it from the branch, then replay the job`, { cause: error });
 }
 
@@ -149,19 +155,9 @@ async function syncBranch(session: Session): Promise<{ head: string; advertised?
   }
   const head = advertised.refs.get(`refs/heads/${session.branch}`);
   if (head === undefined) throw branchNotFound(session.branch);
-  if (!(await hasCommit(session, head))) return { head: await fetchBranch(session, session.fetchDepth) };
+  if (!(await session.objects.has(head))) return { head: await fetchBranch(session, session.fetchDepth) };
   await git.writeRef({ fs, gitdir: session.gitdir, ref: `refs/heads/${session.branch}`, value: head, force: true });
   return { head, advertised };
-}
-
-async function hasCommit(session: Session, oid: string): Promise<boolean> {
-  try {
-    await git.readCommit({ fs, gitdir: session.gitdir, oid, cache: session.cache });
-    return true;
-  } catch (error) {
-    if (error instanceof Errors.NotFoundError) return false;
-    throw error;
-  }
 }
 
 /** Shallow fetch of the branch; returns its head. A missing branch is permanent: the job names a branch that is not there. */
@@ -210,18 +206,18 @@ async function findJobCommit(session: Session, jobId: string, head: string, stop
 }
 
 async function readCommitDeepening(session: Session, oid: string, seen: number): Promise<{ message: string; parent: string[] } | undefined> {
-  const read = async () => (await git.readCommit({ fs, gitdir: session.gitdir, oid, cache: session.cache })).commit;
+  const read = () => session.objects.readCommit(oid);
   try {
     return await read();
   } catch (error) {
-    if (!(error instanceof Errors.NotFoundError)) throw error;
+    if (!(error instanceof ObjectNotFoundError)) throw error;
   }
   // The walk reached the shallow boundary: fetch more history (doubling) and try again.
   await fetchBranchDeepening(session, Math.max(seen, session.fetchDepth));
   try {
     return await read();
   } catch (error) {
-    if (error instanceof Errors.NotFoundError) return undefined;
+    if (error instanceof ObjectNotFoundError) return undefined;
     throw error;
   }
 }
@@ -242,12 +238,12 @@ async function fetchBranchDeepening(session: Session, by: number): Promise<void>
  */
 async function pushFastForward(
   session: Session,
-  { jobId, commitSha, parent, objects, advertised }: { jobId: string; commitSha: string; parent: string; objects: readonly string[]; advertised: ReceivePackAdvertisement | undefined },
+  { jobId, commitSha, parent, packfile, advertised }: { jobId: string; commitSha: string; parent: string; packfile: Uint8Array; advertised: ReceivePackAdvertisement | undefined },
 ): Promise<ApplyPatchCommitResult> {
   const ref = `refs/heads/${session.branch}`;
   let outcome;
   try {
-    outcome = await pushObjects({ gitdir: session.gitdir, cache: session.cache, remote: session.remote, ref, oldOid: parent, newOid: commitSha, objects, advertised });
+    outcome = await pushPack({ remote: session.remote, ref, oldOid: parent, newOid: commitSha, packfile, advertised });
   } catch (error) {
     throw classifyRemoteError(error, `push ${session.branch}`);
   }

@@ -1,8 +1,22 @@
-/** The few object-database operations the tree editor needs, over isomorphic-git's loose objects. */
-import * as fs from 'node:fs';
-import * as git from 'isomorphic-git';
+/**
+ * The object database of a bare repository, read and written directly: loose objects and packs
+ * (index version 2) with Node's zlib and crypto. What a job reads is the handful of trees and
+ * blobs on the paths its patch touches, and what it writes is kept in memory until the push, which
+ * sends exactly those objects as one pack.
+ *
+ * Written here rather than through isomorphic-git's readObject / writeTree / packObjects: each of
+ * those calls wraps the file system anew (two thrown errors to probe it), looks for a loose object
+ * and lists the pack directory, inflates in JavaScript and deflates through web streams; over the
+ * ~150 objects of a warm job that was most of the job's own CPU time. isomorphic-git still fetches
+ * (and so writes the packs read here) and writes the commit and refs.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { deflateSync, inflateSync } from 'node:zlib';
 
 export type EntryType = 'blob' | 'tree' | 'commit';
+export type ObjectType = EntryType | 'tag';
 
 export interface TreeEntry {
   readonly mode: string;
@@ -19,28 +33,354 @@ export interface ObjectStore {
   writeBlob(bytes: Uint8Array): Promise<string>;
 }
 
-/** Objects of the bare repository at `gitdir`; `cache` is isomorphic-git's pack-index cache. */
-export function isomorphicGitStore(gitdir: string, cache: object = {}): ObjectStore {
-  return {
-    async readTree(oid) {
-      return (await git.readTree({ fs, gitdir, oid, cache })).tree;
-    },
-    writeTree: (entries) => git.writeTree({ fs, gitdir, tree: [...entries] }),
-    async readBlob(oid) {
-      return (await git.readBlob({ fs, gitdir, oid, cache })).blob;
-    },
-    writeBlob: (blob) => git.writeBlob({ fs, gitdir, blob }),
-  };
+/** The fields of a commit a job reads: its tree, parents and message. */
+export interface CommitSummary {
+  readonly tree: string;
+  readonly parent: string[];
+  readonly message: string;
 }
 
-/** `store`, recording the id of every object written through it. */
-export function recordingWrites(store: ObjectStore): ObjectStore & { readonly written: ReadonlySet<string> } {
-  const written = new Set<string>();
-  const record = (oid: string) => (written.add(oid), oid);
-  return {
-    ...store,
-    written,
-    writeTree: async (entries) => record(await store.writeTree(entries)),
-    writeBlob: async (bytes) => record(await store.writeBlob(bytes)),
+/** An object the repository does not hold (yet: a fetch may bring it). */
+export class ObjectNotFoundError extends Error {
+  override readonly name = 'ObjectNotFoundError';
+  constructor(readonly oid: string) {
+    super(`object ${oid} is not in the repository`);
+  }
+}
+
+/**
+ * A tree entry whose name git's verify_path() refuses (a separator in it, `.` / `..` and every other
+ * name of only dots and spaces, `.git` however spelled on NTFS or HFS+, `git~1`): the same names
+ * isomorphic-git refuses on reading, so such a branch fails the same way whichever reads it.
+ */
+export class UnsafeTreeEntryError extends Error {
+  override readonly name = 'UnsafeTreeEntryError';
+  constructor(readonly entryName: string) {
+    super(`tree entry ${JSON.stringify(entryName)} is a name git refuses`);
+  }
+}
+
+const TYPE_BY_CODE: Readonly<Record<number, ObjectType>> = { 1: 'commit', 2: 'tree', 3: 'blob', 4: 'tag' };
+const CODE_BY_TYPE: Readonly<Record<ObjectType, number>> = { commit: 1, tree: 2, blob: 3, tag: 4 };
+const OFS_DELTA = 6;
+const REF_DELTA = 7;
+const IDX_MAGIC = 0xff744f63;
+
+/** Entry modes as git stores them in a tree, and as isomorphic-git names them. */
+const ENTRY_MODES: Readonly<Record<string, { mode: string; type: EntryType }>> = {
+  '40000': { mode: '040000', type: 'tree' },
+  '100644': { mode: '100644', type: 'blob' },
+  '100755': { mode: '100755', type: 'blob' },
+  '120000': { mode: '120000', type: 'blob' },
+  '160000': { mode: '160000', type: 'commit' },
+};
+
+/** Code points HFS+ ignores in names (git's is_hfs_dotgit() list). */
+const HFS_IGNORED = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/g;
+
+function unsafeEntryName(name: string): boolean {
+  if (name.includes('/') || name.includes('\\')) return true;
+  // NTFS: anything from a `:` names a stream of the file before it; trailing dots and spaces are dropped.
+  const beforeStream = name.replace(HFS_IGNORED, '').split(':')[0] as string;
+  const resolved = beforeStream.toLowerCase().replace(/[. ]+$/, '');
+  return (resolved === '' && beforeStream !== '') || resolved === '.git' || /^\.?git~[1-9]$/.test(resolved);
+}
+
+interface Pack {
+  readonly index: Buffer;
+  readonly data: Buffer;
+}
+
+/** Packs already read, per repository (the lease's memory): a pack's name is its checksum, so it never changes. */
+const packsByRepository = new WeakMap<object, Map<string, Pack>>();
+
+export class GitObjectStore implements ObjectStore {
+  /** What this store wrote, by id: sent as the push's pack. */
+  private readonly written = new Map<string, { type: ObjectType; content: Uint8Array }>();
+  private readonly packs: Map<string, Pack>;
+  private packNames: string[] | undefined;
+
+  /** `memory` is the repository's in-memory cache (RepoLease.memory): packs read once stay there. */
+  constructor(
+    private readonly gitdir: string,
+    memory: object,
+  ) {
+    let packs = packsByRepository.get(memory);
+    if (!packs) packsByRepository.set(memory, (packs = new Map()));
+    this.packs = packs;
+  }
+
+  async readTree(oid: string): Promise<TreeEntry[]> {
+    return parseTree(await this.readTyped(oid, 'tree'));
+  }
+
+  async readBlob(oid: string): Promise<Uint8Array> {
+    return this.readTyped(oid, 'blob');
+  }
+
+  async readCommit(oid: string): Promise<CommitSummary> {
+    return parseCommit(await this.readTyped(oid, 'commit'));
+  }
+
+  /** True when the repository holds `oid` (a commit found this way is complete: fetches write whole packs). */
+  async has(oid: string): Promise<boolean> {
+    try {
+      await this.read(oid);
+      return true;
+    } catch (error) {
+      if (error instanceof ObjectNotFoundError) return false;
+      throw error;
+    }
+  }
+
+  writeTree(entries: readonly TreeEntry[]): Promise<string> {
+    return this.write('tree', serializeTree(entries));
+  }
+
+  writeBlob(bytes: Uint8Array): Promise<string> {
+    return this.write('blob', bytes);
+  }
+
+  /** A pack (version 2, whole objects) of everything this store wrote, plus `extra` objects read from the repository. */
+  async packWritten(extra: readonly string[] = []): Promise<Buffer> {
+    const objects = [...this.written.values()];
+    for (const oid of extra) if (!this.written.has(oid)) objects.push(await this.read(oid));
+    const header = Buffer.alloc(12);
+    header.write('PACK', 0, 'ascii');
+    header.writeUInt32BE(2, 4);
+    header.writeUInt32BE(objects.length, 8);
+    const parts: Buffer[] = [header];
+    for (const { type, content } of objects) parts.push(packEntryHeader(CODE_BY_TYPE[type], content.length), deflateSync(content));
+    const body = Buffer.concat(parts);
+    return Buffer.concat([body, createHash('sha1').update(body).digest()]);
+  }
+
+  private async readTyped(oid: string, type: ObjectType): Promise<Buffer> {
+    const object = await this.read(oid);
+    if (object.type !== type) throw new Error(`object ${oid} is a ${object.type}, not a ${type}`);
+    return Buffer.from(object.content.buffer, object.content.byteOffset, object.content.byteLength);
+  }
+
+  private async write(type: ObjectType, content: Uint8Array): Promise<string> {
+    const header = Buffer.from(`${type} ${content.length}\0`, 'ascii');
+    const oid = createHash('sha1').update(header).update(content).digest('hex');
+    if (this.written.has(oid)) return oid;
+    const dir = join(this.gitdir, 'objects', oid.slice(0, 2));
+    await mkdir(dir, { recursive: true });
+    try {
+      // `wx`: an object already there is the same bytes (its name is their hash); never rewrite it.
+      await writeFile(join(dir, oid.slice(2)), deflateSync(Buffer.concat([header, content])), { flag: 'wx' });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    this.written.set(oid, { type, content });
+    return oid;
+  }
+
+  private async read(oid: string): Promise<{ type: ObjectType; content: Uint8Array }> {
+    const mine = this.written.get(oid);
+    if (mine) return mine;
+    const loose = await this.readLoose(oid);
+    if (loose) return loose;
+    const packed = (await this.readPacked(oid, false)) ?? (await this.readPacked(oid, true));
+    if (packed) return packed;
+    throw new ObjectNotFoundError(oid);
+  }
+
+  private async readLoose(oid: string): Promise<{ type: ObjectType; content: Buffer } | undefined> {
+    let raw: Buffer;
+    try {
+      raw = await readFile(join(this.gitdir, 'objects', oid.slice(0, 2), oid.slice(2)));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+    const wrapped = inflateSync(raw);
+    const nul = wrapped.indexOf(0);
+    const [type, size] = wrapped.subarray(0, nul).toString('ascii').split(' ');
+    const content = wrapped.subarray(nul + 1);
+    if (!isObjectType(type) || Number(size) !== content.length) throw new Error(`loose object ${oid} is corrupt`);
+    return { type, content };
+  }
+
+  /** The object from a pack; `rescan` lists the pack directory again (a fetch since the last look added one). */
+  private async readPacked(oid: string, rescan: boolean): Promise<{ type: ObjectType; content: Buffer } | undefined> {
+    if (rescan || !this.packNames) {
+      const names = await readdir(join(this.gitdir, 'objects', 'pack')).catch((error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return [];
+        throw error;
+      });
+      const fresh = names.filter((n) => n.endsWith('.idx')).map((n) => n.slice(0, -'.idx'.length));
+      if (rescan && this.packNames && fresh.length === this.packNames.length) return undefined;
+      this.packNames = fresh;
+    }
+    const wanted = Buffer.from(oid, 'hex');
+    for (const name of this.packNames) {
+      const pack = await this.pack(name);
+      const offset = findOffset(pack.index, wanted);
+      if (offset !== undefined) return this.readAt(pack, offset);
+    }
+    return undefined;
+  }
+
+  private async pack(name: string): Promise<Pack> {
+    const known = this.packs.get(name);
+    if (known) return known;
+    const base = join(this.gitdir, 'objects', 'pack', name);
+    const [index, data] = await Promise.all([readFile(`${base}.idx`), readFile(`${base}.pack`)]);
+    if (index.readUInt32BE(0) !== IDX_MAGIC || index.readUInt32BE(4) !== 2) throw new Error(`${name}.idx is not a version 2 pack index`);
+    const pack = { index, data };
+    this.packs.set(name, pack);
+    return pack;
+  }
+
+  /** The object at `offset` of `pack`, its deltas applied (a ref-delta's base may be anywhere in the repository). */
+  private async readAt(pack: Pack, offset: number): Promise<{ type: ObjectType; content: Buffer }> {
+    const { data } = pack;
+    let at = offset;
+    let byte = data[at++] as number;
+    const code = (byte >> 4) & 7;
+    let size = byte & 15;
+    for (let shift = 4; byte & 0x80; shift += 7) {
+      byte = data[at++] as number;
+      size += (byte & 0x7f) * 2 ** shift;
+    }
+    let base: { type: ObjectType; content: Buffer } | undefined;
+    if (code === OFS_DELTA) {
+      byte = data[at++] as number;
+      let distance = byte & 0x7f;
+      while (byte & 0x80) {
+        byte = data[at++] as number;
+        distance = (distance + 1) * 128 + (byte & 0x7f);
+      }
+      base = await this.readAt(pack, offset - distance);
+    } else if (code === REF_DELTA) {
+      const baseOid = data.subarray(at, at + 20).toString('hex');
+      at += 20;
+      const found = await this.read(baseOid);
+      base = { type: found.type, content: Buffer.from(found.content) };
+    }
+    const inflated = inflateSync(data.subarray(at));
+    if (inflated.length !== size) throw new Error(`pack object at ${offset}: ${inflated.length} bytes, the header says ${size}`);
+    if (base) return { type: base.type, content: applyDelta(base.content, inflated) };
+    const type = TYPE_BY_CODE[code];
+    if (!type) throw new Error(`pack object at ${offset} has unknown type ${code}`);
+    return { type, content: inflated };
+  }
+}
+
+function isObjectType(type: string | undefined): type is ObjectType {
+  return type === 'blob' || type === 'tree' || type === 'commit' || type === 'tag';
+}
+
+/** Offset of `oid` in a version 2 pack index, by binary search within its first byte's fan-out range. */
+function findOffset(index: Buffer, oid: Buffer): number | undefined {
+  const first = oid[0] as number;
+  const count = index.readUInt32BE(8 + 255 * 4);
+  let low = first === 0 ? 0 : index.readUInt32BE(8 + (first - 1) * 4);
+  let high = index.readUInt32BE(8 + first * 4);
+  const names = 8 + 256 * 4;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    const cmp = index.compare(oid, 0, 20, names + mid * 20, names + mid * 20 + 20);
+    if (cmp === 0) {
+      const small = index.readUInt32BE(names + count * 24 + mid * 4);
+      if (!(small & 0x80000000)) return small;
+      const large = names + count * 28 + (small & 0x7fffffff) * 8;
+      return index.readUInt32BE(large) * 2 ** 32 + index.readUInt32BE(large + 4);
+    }
+    if (cmp > 0) high = mid;
+    else low = mid + 1;
+  }
+  return undefined;
+}
+
+/** git's delta format: the sizes of base and result, then copies from the base and inserted bytes. */
+function applyDelta(base: Buffer, delta: Buffer): Buffer {
+  let at = 0;
+  const varint = () => {
+    let value = 0;
+    let byte: number;
+    let shift = 0;
+    do {
+      byte = delta[at++] as number;
+      value += (byte & 0x7f) * 2 ** shift;
+      shift += 7;
+    } while (byte & 0x80);
+    return value;
   };
+  if (varint() !== base.length) throw new Error('delta does not apply: base size differs');
+  const result = Buffer.alloc(varint());
+  let out = 0;
+  while (at < delta.length) {
+    const op = delta[at++] as number;
+    if (op & 0x80) {
+      let offset = 0;
+      let size = 0;
+      for (let bit = 0; bit < 4; bit++) if (op & (1 << bit)) offset += (delta[at++] as number) * 2 ** (8 * bit);
+      for (let bit = 0; bit < 3; bit++) if (op & (0x10 << bit)) size += (delta[at++] as number) * 2 ** (8 * bit);
+      if (size === 0) size = 0x10000;
+      if (offset + size > base.length || out + size > result.length) throw new Error('delta does not apply: copy out of range');
+      base.copy(result, out, offset, offset + size);
+      out += size;
+    } else if (op > 0) {
+      if (at + op > delta.length || out + op > result.length) throw new Error('delta does not apply: insert out of range');
+      delta.copy(result, out, at, at + op);
+      at += op;
+      out += op;
+    } else {
+      throw new Error('delta does not apply: reserved opcode 0');
+    }
+  }
+  if (out !== result.length) throw new Error('delta does not apply: result size differs');
+  return result;
+}
+
+function packEntryHeader(code: number, size: number): Buffer {
+  const bytes = [(code << 4) | (size & 15)];
+  let rest = Math.floor(size / 16);
+  while (rest > 0) {
+    bytes[bytes.length - 1] = (bytes[bytes.length - 1] as number) | 0x80;
+    bytes.push(rest & 0x7f);
+    rest = Math.floor(rest / 128);
+  }
+  return Buffer.from(bytes);
+}
+
+function parseTree(content: Buffer): TreeEntry[] {
+  const entries: TreeEntry[] = [];
+  for (let at = 0; at < content.length; ) {
+    const space = content.indexOf(32, at);
+    const nul = content.indexOf(0, space + 1);
+    if (space < 0 || nul < 0 || nul + 21 > content.length) throw new Error('tree object is corrupt');
+    const rawMode = content.subarray(at, space).toString('ascii');
+    const known = ENTRY_MODES[rawMode];
+    if (!known) throw new Error(`tree entry mode ${rawMode} is not one git writes`);
+    const path = content.subarray(space + 1, nul).toString('utf8');
+    if (unsafeEntryName(path)) throw new UnsafeTreeEntryError(path);
+    entries.push({ mode: known.mode, path, oid: content.subarray(nul + 1, nul + 21).toString('hex'), type: known.type });
+    at = nul + 21;
+  }
+  return entries;
+}
+
+/** git's order: names compared as bytes, a tree's name as if it ended with `/`. */
+function serializeTree(entries: readonly TreeEntry[]): Buffer {
+  const keyed = entries.map((entry) => {
+    const name = Buffer.from(entry.path, 'utf8');
+    return { entry, name, key: entry.type === 'tree' ? Buffer.concat([name, Buffer.from('/')]) : name };
+  });
+  keyed.sort((a, b) => Buffer.compare(a.key, b.key));
+  return Buffer.concat(
+    keyed.flatMap(({ entry, name }) => [Buffer.from(`${entry.mode.replace(/^0/, '')} `, 'ascii'), name, Buffer.from([0]), Buffer.from(entry.oid, 'hex')]),
+  );
+}
+
+function parseCommit(content: Buffer): CommitSummary {
+  const text = content.toString('utf8');
+  const end = text.indexOf('\n\n');
+  const headers = (end < 0 ? text : text.slice(0, end)).split('\n');
+  const tree = headers.find((h) => h.startsWith('tree '))?.slice('tree '.length);
+  if (tree === undefined) throw new Error('commit object has no tree');
+  return { tree, parent: headers.filter((h) => h.startsWith('parent ')).map((h) => h.slice('parent '.length)), message: end < 0 ? '' : text.slice(end + 2) };
 }

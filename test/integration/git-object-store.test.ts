@@ -1,0 +1,138 @@
+/**
+ * The object store (src/adapters/git/object-store.ts) against the git CLI: every object of a
+ * repository git packed with deep delta chains reads back as `git cat-file` shows it, from the pack
+ * and from loose objects; trees it writes are the ones `git mktree` makes of the same entries; the
+ * pack it pushes is one `git index-pack` accepts; and a tree entry git refuses is refused.
+ */
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as isomorphicGit from 'isomorphic-git';
+import { GitObjectStore, ObjectNotFoundError, UnsafeTreeEntryError, type TreeEntry } from '../../src/adapters/git/object-store';
+import { GIT_ENV, commitFiles, createRepo, git, removeDir, tempDir } from '../support/git-fixtures';
+
+let root: string;
+let bare: string;
+
+/** Runs git in `cwd` with `input` on stdin; stdout as bytes. */
+async function gitBytes(cwd: string, args: string[], input?: string | Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('git', args, { cwd, env: GIT_ENV, encoding: 'buffer', maxBuffer: 64 * 2 ** 20 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+    child.stdin?.on('error', () => undefined); // git may exit without reading it
+    child.stdin?.end(input);
+  });
+}
+
+/** `git ls-tree` of a tree, as the store's entries. */
+async function lsTree(repo: string, oid: string): Promise<TreeEntry[]> {
+  const out = (await gitBytes(repo, ['ls-tree', '-z', oid])).toString('utf8');
+  return out
+    .split('\0')
+    .filter(Boolean)
+    .map((line) => {
+      const [meta, path] = line.split('\t') as [string, string];
+      const [mode, type, entryOid] = meta.split(' ') as [string, TreeEntry['type'], string];
+      return { mode, path, oid: entryOid, type };
+    });
+}
+
+beforeAll(async () => {
+  root = await tempDir('object-store');
+  const work = join(root, 'work');
+  await mkdir(work);
+  // Similar files, edited over several commits, so git stores most of them as deltas of each other.
+  const lines = (n: number, edit: string) => Array.from({ length: 60 }, (_, l) => (l === n % 60 ? edit : `shared line ${l} of a file that deltas well`)).join('\n');
+  const files = (round: number) => Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`dir${i % 4}/sub${i % 3}/file${i}.txt`, lines(i + round, `round ${round} file ${i}`)]));
+  await createRepo(work, files(0));
+  for (let round = 1; round <= 6; round++) await commitFiles(work, files(round), `round ${round}`);
+  bare = join(root, 'bare.git');
+  await git(root, 'clone', '--quiet', '--bare', '--no-local', work, bare);
+  await git(bare, 'repack', '-a', '-d', '-f', '--window=50', '--depth=50', '--quiet');
+}, 120_000);
+
+afterAll(async () => {
+  await removeDir(root);
+});
+
+/** Every object of the repository at `repo` with its type and content, from one `git cat-file --batch`. */
+async function allObjects(repo: string): Promise<{ oid: string; type: string; content: Buffer }[]> {
+  const out = await gitBytes(repo, ['cat-file', '--batch-all-objects', '--batch']);
+  const objects = [];
+  for (let at = 0; at < out.length; ) {
+    const newline = out.indexOf(10, at);
+    const [oid, type, size] = out.subarray(at, newline).toString('ascii').split(' ') as [string, string, string];
+    objects.push({ oid, type, content: out.subarray(newline + 1, newline + 1 + Number(size)) });
+    at = newline + 1 + Number(size) + 1;
+  }
+  return objects;
+}
+
+test('reads every object of a pack with delta chains as git does', async () => {
+  const deltas = await git(bare, 'cat-file', '--batch-all-objects', '--batch-check=%(deltabase)');
+  // Not vacuous: most objects are stored as deltas.
+  expect(deltas.split('\n').filter((base) => !/^0+$/.test(base)).length).toBeGreaterThan(deltas.split('\n').length / 2);
+  const store = new GitObjectStore(bare, {});
+  const objects = await allObjects(bare);
+  for (const { oid, type, content } of objects) {
+    if (type === 'blob') expect(Buffer.from(await store.readBlob(oid))).toEqual(content);
+    // Parsed and written again, every tree is the same object: entries, modes and order as git has them.
+    if (type === 'tree') expect(await store.writeTree(await store.readTree(oid))).toBe(oid);
+    if (type === 'commit') {
+      const raw = content.toString('utf8');
+      const commit = await store.readCommit(oid);
+      expect(await store.readTree(commit.tree)).toEqual(await lsTree(bare, commit.tree));
+      expect(commit.message).toBe(raw.slice(raw.indexOf('\n\n') + 2));
+      expect(commit.tree).toBe(await git(bare, 'rev-parse', `${oid}^{tree}`));
+      expect(commit.parent).toEqual((await git(bare, 'rev-list', '--parents', '-n', '1', oid)).split(' ').slice(1));
+    }
+  }
+  await expect(store.readBlob('0'.repeat(40))).rejects.toBeInstanceOf(ObjectNotFoundError);
+  expect(await store.has('0'.repeat(40))).toBe(false);
+});
+
+test('writes loose objects git reads, trees in git order, and a pack of them git accepts', async () => {
+  const repo = join(root, 'written.git');
+  await git(root, 'init', '--quiet', '--bare', repo);
+  const store = new GitObjectStore(repo, {});
+  const blob = await store.writeBlob(Buffer.from('hello\n'));
+  const exec = await store.writeBlob(Buffer.from([0, 1, 2, 255]));
+  const sub = await store.writeTree([{ mode: '100644', path: 'inner.txt', oid: blob, type: 'blob' }]);
+  // Names whose order differs between plain sorting and git's (a tree sorts as if it ended with "/").
+  const entries: TreeEntry[] = [
+    { mode: '100644', path: 'foo.txt', oid: blob, type: 'blob' },
+    { mode: '040000', path: 'foo', oid: sub, type: 'tree' },
+    { mode: '100755', path: 'foo-bar', oid: exec, type: 'blob' },
+    { mode: '100644', path: 'Foo', oid: blob, type: 'blob' },
+    { mode: '100644', path: 'é.txt', oid: blob, type: 'blob' },
+  ];
+  const tree = await store.writeTree(entries);
+  const mktree = entries.map((e) => `${e.mode} ${e.type} ${e.oid}\t${e.path}\n`).join('');
+  expect(tree).toBe((await gitBytes(repo, ['mktree', '--missing'], mktree)).toString('utf8').trim());
+  expect(await gitBytes(repo, ['cat-file', 'blob', exec])).toEqual(Buffer.from([0, 1, 2, 255]));
+  expect(await store.readTree(tree)).toEqual(await lsTree(repo, tree));
+  await git(repo, 'fsck', '--strict', '--no-progress', '--no-dangling');
+
+  // The pack for a push: every object written, readable by git's index-pack in another repository.
+  const other = join(root, 'other.git');
+  await git(root, 'init', '--quiet', '--bare', other);
+  await gitBytes(other, ['index-pack', '--stdin', '--strict'], await store.packWritten());
+  for (const oid of [blob, exec, sub, tree]) expect(await git(other, 'cat-file', '-t', oid)).toMatch(/^(blob|tree)$/);
+});
+
+test('refuses to read a tree holding a name git refuses, as isomorphic-git does', async () => {
+  const repo = join(root, 'unsafe.git');
+  await git(root, 'init', '--quiet', '--bare', repo);
+  const store = new GitObjectStore(repo, {});
+  const blob = await store.writeBlob(Buffer.from('x\n'));
+  for (const name of ['docs\\notes.md', '...', '. .', '.GIT', '.git.', 'git~1', '.g\u200cit', '.git::$INDEX_ALLOCATION']) {
+    const tree = (await gitBytes(repo, ['mktree', '--missing'], `100644 blob ${blob}\t${name}\n`)).toString('utf8').trim();
+    await expect(new GitObjectStore(repo, {}).readTree(tree)).rejects.toEqual(new UnsafeTreeEntryError(name));
+    await expect(isomorphicGit.readTree({ fs, gitdir: repo, oid: tree })).rejects.toBeInstanceOf(isomorphicGit.Errors.UnsafeFilepathError);
+  }
+  for (const name of ['.gitignore', 'git~x', '..a', 'a.']) {
+    const tree = (await gitBytes(repo, ['mktree', '--missing'], `100644 blob ${blob}\t${name}\n`)).toString('utf8').trim();
+    expect((await new GitObjectStore(repo, {}).readTree(tree)).map((e) => e.path)).toEqual([name]);
+    expect((await isomorphicGit.readTree({ fs, gitdir: repo, oid: tree })).tree.map((e) => e.path)).toEqual([name]);
+  }
+});
