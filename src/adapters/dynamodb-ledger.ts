@@ -16,6 +16,7 @@ import {
   CANCELLABLE_STATUSES,
   claimOutcome,
   conflictEntry,
+  isCompletionOf,
   LISTS,
   listSortKey,
   queuedRecord,
@@ -252,6 +253,10 @@ export class DynamoDbLedger implements Ledger {
       );
       return strip<JobRecord>(out.Attributes) as JobRecord;
     } catch (error) {
+      // The write may have applied with its answer lost: a 500 after it, or the SDK's retry of it
+      // refused by its own effect. The record then carries this very write: it is the caller's.
+      const record = await this.getJob(input.jobId).catch(() => undefined);
+      if (record !== undefined && isCompletionOf(record, input)) return record;
       if (isConditionFailure(error)) throw new LeaseLostError(`job ${input.jobId}: lease of ${input.owner} was taken over before completion`);
       throw error;
     }

@@ -5,7 +5,7 @@
  * `workspaceTakeOutcome` what to do. Keeping both sides here lets unit tests pin every case.
  */
 import { JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration } from '../../contract/job-types';
-import type { ClaimOutcome, ClaimRequest, ConflictAttempt, ConflictSeenBy, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceRepo, WorkspaceTakeOutcome } from './ports';
+import type { ClaimOutcome, ClaimRequest, CompleteInput, ConflictAttempt, ConflictSeenBy, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceRepo, WorkspaceTakeOutcome } from './ports';
 import type { JobEnvelope } from './envelope';
 
 /**
@@ -144,6 +144,15 @@ export function conflictQueueOf(type: JobType, seenBy: ConflictSeenBy): string |
 function stageQueueOf(type: JobType): string {
   const declaration: JobTypeDeclaration = JOB_TYPES[type];
   return declaration.stage?.queue ?? SEQUENCER.queue;
+}
+
+/**
+ * Whether `record` is what `input`'s completion wrote: its status, by this lease owner, at this
+ * instant. A takeover changes the owner, and no other write sets this status with this owner and
+ * time, so a completion whose answer was lost is recognised without being confused with another's.
+ */
+export function isCompletionOf(record: JobRecord, input: CompleteInput): boolean {
+  return record.status === input.verdict.status && record.leaseOwner === input.owner && record.updatedAt === new Date(input.now).toISOString();
 }
 
 /** The record of a job the moment it is sent (every ledger writes this same record, its list aside). */

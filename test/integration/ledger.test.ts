@@ -93,5 +93,31 @@ describe('DynamoDbLedger', () => {
       expect(outcome).toMatchObject({ kind: 'claimed', record: { leaseOwner: claim.owner, attempt: 1 } });
       expect(await ledger.claim(claimOf(job, { now: Date.now() }))).toMatchObject({ kind: 'busy' });
     });
+
+    // Seen in a chaos run: the completion applied, the SDK's retry of it met the job no longer
+    // IN_FLIGHT and the worker took its own write for a takeover, so it never announced the outcome.
+    it.each(['retried', 'seen'] as const)('completes the job for its caller when the completion applied with its answer lost (500 %s)', async (where) => {
+      const { ledger, loseNextAnswer } = losingClient(where);
+      const claim = claimOf(newJob(), { now: Date.now() });
+      await ledger.claim(claim);
+      loseNextAnswer();
+
+      const done = await ledger.complete({ jobId: claim.job.jobId, owner: claim.owner, now: Date.now(), verdict: { status: 'SUCCEEDED', result: { prUrl: 'https://example.invalid/pr/1' } } });
+
+      expect(done).toMatchObject({ status: 'SUCCEEDED', result: { prUrl: 'https://example.invalid/pr/1' }, attempt: 1 });
+    });
+
+    it('still refuses a completion by a worker whose lease was taken over', async () => {
+      const { ledger, loseNextAnswer } = losingClient('seen');
+      const job = newJob();
+      const first = claimOf(job, { now: Date.now() - 10 * 60_000 });
+      await ledger.claim(first);
+      const second = claimOf(job, { now: Date.now() });
+      await ledger.claim(second);
+      await ledger.complete({ jobId: job.jobId, owner: second.owner, now: Date.now(), verdict: { status: 'SUCCEEDED', result: {} } });
+      loseNextAnswer();
+
+      await expect(ledger.complete({ jobId: job.jobId, owner: first.owner, now: Date.now(), verdict: { status: 'SUCCEEDED', result: {} } })).rejects.toThrow(/taken over before completion/);
+    });
   });
 });
