@@ -14,7 +14,8 @@ jest.setTimeout(600_000);
 test('a small seed keeps every invariant through faults, a kill -9 and a restart', async () => {
   const report = await runChaos({ jobs: 40, workspaces: 4, seed: 's10', kills: 1, stallMs: 150_000 });
 
-  expect({ violations: report.violationCount, summary: summary(report) }).toEqual({ violations: 0, summary: expect.any(String) });
+  // The whole summary is the received value, so a failure shows every violation and fault count.
+  expect(summary(report)).toMatch(/\nviolations: 0\n$/);
   expect(Object.keys(report.items).sort()).toEqual(['apply_patch', 'conflict', 'hostile_patch', 'open_pr', 'poison', 'run_tests']);
   expect(report.lives).toBe(2);
   expect(Object.values(report.faults).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
