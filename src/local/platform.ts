@@ -171,6 +171,8 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
     const buildEventsUrl = emulators.topology.find((q) => q.role === 'buildEvents');
     const testRunner = new LocalTestRunner({
       stateDir: paths.testRuns,
+      // Nothing of the platform's state (ledger data, repositories, ports) is a test command's to read.
+      confidential: [stateDir],
       readAccess,
       // The child process's exit is the build's completion event, on the queue CodeBuild's events use on AWS.
       onFinished: async (completion) => {
@@ -182,6 +184,8 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
       },
     });
     stack.push(() => testRunner.close());
+    const confinement = await testRunner.confinement();
+    if (confinement.kind === 'none') logger.warn('test commands run unconfined: they can reach what the platform\'s user can (SECURITY.md)', { reason: confinement.reason });
 
     const output = options.output === null ? undefined : (options.output ?? process.stdout);
     if (output) {

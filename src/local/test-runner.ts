@@ -12,6 +12,8 @@
  *   temp directory): `workspace/` (the checkout, the command's cwd), `home/` (HOME), `tmp/` (TMPDIR)
  *   and the output file. No path into the state directory is handed over, and `..` from the
  *   workspace leads to the throw-away directory's parents, not to the platform's files.
+ * - Where Linux allows it, the command is confined (./confinement.ts): the state directories, the
+ *   other runs and the real HOME are hidden from it by any path, and it sees only its own processes.
  * - The environment is scrubbed: PATH, the locale, CI, the build variables the CodeBuild runner
  *   also sets (contract/runtime-env.ts TEST_BUILD_ENV) and nothing of the platform's.
  * - The runner checks out the pinned commit itself (only that commit, like the buildspec), with a
@@ -28,7 +30,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, openSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, open, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import * as z from 'zod/mini';
@@ -39,6 +41,7 @@ import { ConfigurationError, errorMessage } from '../core/errors';
 import type { BuildCompletion, CommandRun, FinishedRunStatus, TestRunner, TestRunStatus } from '../core/ports';
 import { LOG_TAIL_BYTES, buildEnvironment, tail } from '../core/jobs/command-stage';
 import { OUTPUT_KEEP_BYTES } from './state-dir';
+import { confinedCommand, hiddenPaths, isInside, probeConfinement, type Confinement } from './confinement';
 import { writeFileAtomic } from './write-atomic';
 
 const run = promisify(execFile);
@@ -60,12 +63,22 @@ export interface ReadAccess {
 export interface LocalTestRunnerOptions {
   /** Holds `runs/<jobId>.<run>.json` (state) only: the commands never see it. */
   readonly stateDir: string;
-  /** Where the throw-away run directories are made; must not be inside stateDir. @default os.tmpdir() */
+  /**
+   * Where the runner makes its directory of throw-away runs (`agent-jobs-runs-*`, hidden from every
+   * command but its own run); must not be inside stateDir. @default os.tmpdir()
+   */
   readonly scratchDir?: string;
   /** Puts the pinned commit into `dir`. @default gitCliCheckout */
   readonly checkout?: Checkout;
   /** Read-only credentials for the checkout. @default none (a remote that needs no credential) */
   readonly readAccess?: ReadAccess;
+  /**
+   * More directories no command may reach (the platform's whole state directory); the runner's own
+   * state directory, its scratch directory and the real HOME are always hidden.
+   */
+  readonly confidential?: readonly string[];
+  /** How commands are confined. @default what probeConfinement finds this machine allows */
+  readonly confinement?: Confinement;
   /** Bytes of output kept in the run's state (its verdict's log tail). @default LOG_TAIL_BYTES */
   readonly logTailBytes?: number;
   /** Bytes of output kept in `runs/<jobId>.<run>.log` for `agent-jobs logs`: the end of it. @default OUTPUT_KEEP_BYTES */
@@ -155,6 +168,9 @@ export class LocalTestRunner implements TestRunner {
   private readonly scratchDir: string;
   private readonly logTailBytes: number;
   private readonly outputKeepBytes: number;
+  private confinementFound?: Promise<Confinement>;
+  /** This runner's directory of runs, made on first use and removed on close. */
+  private runsDir?: Promise<string>;
 
   constructor(private readonly options: LocalTestRunnerOptions) {
     this.checkout = options.checkout ?? gitCliCheckout;
@@ -245,6 +261,12 @@ export class LocalTestRunner implements TestRunner {
     return orphans;
   }
 
+  /** How this runner confines its commands (decided once, on first use). */
+  confinement(): Promise<Confinement> {
+    this.confinementFound ??= this.options.confinement ? Promise.resolve(this.options.confinement) : probeConfinement(this.scratchDir);
+    return this.confinementFound;
+  }
+
   /** Resolves when every run this instance started has finished and reported its end. */
   async settled(): Promise<void> {
     await Promise.all([...this.active.values()].map((a) => a.done));
@@ -255,11 +277,15 @@ export class LocalTestRunner implements TestRunner {
     this.closed = true;
     for (const run of this.active.values()) run.stop?.();
     await Promise.all([...this.active.values()].map((a) => a.done));
+    const runsDir = await this.runsDir?.catch(() => undefined);
+    if (runsDir) await rm(runsDir, { recursive: true, force: true, maxRetries: 3 });
   }
 
   private async execute(run: CommandRun, active: ActiveRun): Promise<void> {
     const { job } = run;
-    const runDir = await mkdtemp(join(this.scratchDir, 'agent-jobs-run-'));
+    this.runsDir ??= mkdtemp(join(this.scratchDir, 'agent-jobs-runs-'));
+    const runsDir = await this.runsDir;
+    const runDir = await mkdtemp(join(runsDir, 'run-'));
     const dirs = { workspace: join(runDir, 'workspace'), home: join(runDir, 'home'), tmp: join(runDir, 'tmp') };
     try {
       await Promise.all(Object.values(dirs).map((d) => mkdir(d)));
@@ -294,10 +320,12 @@ export class LocalTestRunner implements TestRunner {
     const output = openSync(outputPath, 'a', 0o600);
     const started = Date.now();
     let ended: 'exit' | 'timeout' | 'stop' | undefined;
+    const hidden = hiddenPaths([this.options.stateDir, ...(this.options.confidential ?? []), dirname(runDir)]);
+    const { file, args } = confinedCommand(await this.confinement(), { runDir, cwd: dirs.workspace, hidden, command: run.command });
     const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null } | Error>((done) => {
       let child: ReturnType<typeof spawn>;
       try {
-        child = spawn('sh', ['-c', run.command], {
+        child = spawn(file, args, {
           cwd: dirs.workspace,
           // Own process group (a new session): the first thing killed when the run ends.
           detached: true,
@@ -420,11 +448,6 @@ function parseJsonOrUndefined(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-function isInside(dir: string, parent: string): boolean {
-  const path = relative(parent, dir);
-  return path === '' || (!path.startsWith('..') && !isAbsolute(path));
 }
 
 function killGroup(pid: number): void {

@@ -40,6 +40,8 @@ export interface CliResult {
 
 export interface RunningPlatform {
   readonly stateDir: string;
+  /** The platform's process (with npm start: npm's, the platform runs below it). */
+  readonly pid: number;
   /** What `local up --json` printed when ready. */
   readonly ready: { readonly endpoints: Record<string, string>; readonly gitUrl: string };
   cli(args: readonly string[], stdin?: string): Promise<CliResult>;
@@ -135,6 +137,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
   const cli = (args: readonly string[], stdin?: string) => runCli([...args, '--state-dir', stateDir], stdin);
   return {
     stateDir,
+    pid: child.pid ?? 0,
     ready,
     cli,
     remoteLog: (repoUrl, branch) => commitSubjects(repositoryDir(stateDir, path.basename(new URL(repoUrl).pathname, '.git')), branch),

@@ -11,9 +11,10 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { createLocalClients } from '../../src/local/emulators';
-import { repositoryDir, PLATFORM_FILE } from '../../src/local/state-dir';
+import { repositoryDir, PLATFORM_FILE, REPOSITORIES_DIR } from '../../src/local/state-dir';
 import { applyPatchArgs, diffChain, git, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
 import { eventually } from '../support/eventually';
+import { MACHINE_CONFINES, processesSleeping } from '../support/processes';
 
 jest.setTimeout(240_000);
 
@@ -70,6 +71,14 @@ test('a test command that tries to leave its workspace reaches nothing: no platf
     'escaped=0;',
     ...['..', '../..', '../../..', '../../../..'].map((up) => attempt(`climb ${up}`, `cat ${up}/${PLATFORM_FILE}`)),
     attempt('real home', `test -e "$HOME/.gitconfig" -o -e "$HOME/.npmrc" -o -e "$HOME/.ssh" -o "$(ls -A "$HOME")" != ""`),
+    // By absolute path: only an OS boundary stops these (the runner's confinement, where the machine allows it).
+    ...(MACHINE_CONFINES
+      ? [
+          attempt('platform file by absolute path', `cat ${platformFile}`),
+          attempt('hosted repositories by absolute path', `test -n "$(ls -A ${path.join(platform.stateDir, REPOSITORIES_DIR)})"`),
+          attempt('the platform process', `kill -0 ${platform.pid}`),
+        ]
+      : []),
     attempt('platform env', 'env | cut -d= -f1 | grep -q -e ^AWS_ -e ^AGENT_JOBS_STATE -e ^NODE_'),
     attempt('clone own repository', 'git clone -q "$REPO_URL" "$TMPDIR/c"'),
     attempt('push own branch', 'git push -q "$REPO_URL" HEAD:refs/heads/agent/mine'),
@@ -85,7 +94,7 @@ test('a test command that tries to leave its workspace reaches nothing: no platf
   const job = await platform.cliJson<JobJson>(['status', 'mine-escape']);
   const report = job.result?.logTail ?? JSON.stringify(job);
   expect(report).not.toContain('REACHED');
-  expect(report.split('\n').filter((l) => l.endsWith(': refused'))).toHaveLength(11);
+  expect(report.split('\n').filter((l) => l.endsWith(': refused'))).toHaveLength(MACHINE_CONFINES ? 14 : 11);
   expect(job).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed' } });
   expect(await refsOf('trust')).toBe(before.trust);
   expect(await refsOf('other')).toBe(before.other);
@@ -93,14 +102,15 @@ test('a test command that tries to leave its workspace reaches nothing: no platf
 });
 
 test('a test timeout ends the job and the setsid\'d process that holds its output', async () => {
-  const pidFile = path.join(scratch, `escapee-${randomUUID()}.pid`);
-  const command = `setsid sh -c 'echo $$ > ${pidFile}; exec sleep 1000' & sleep 300`;
+  const startedFile = path.join(scratch, `escapee-${randomUUID()}`);
+  const tag = `1000.${process.pid}`;
+  const command = `setsid sh -c 'echo started > ${startedFile}; exec sleep ${tag}' & sleep 300`;
   await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-mine', '--job-id', 'mine-hangs', '--command', command, '--timeout-seconds', '2']);
   await platform.cli(['wait', 'mine-hangs', '--timeout', '120']);
 
   expect(await platform.cliJson<JobJson>(['status', 'mine-hangs'])).toMatchObject({ status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining('TIMED_OUT') } });
-  const pid = Number(readFileSync(pidFile, 'utf8').trim());
-  await eventually(() => existsSync(`/proc/${pid}`) && !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8')), (alive) => !alive, { what: `process ${pid} to be gone` });
+  expect(readFileSync(startedFile, 'utf8')).toBe('started\n');
+  await eventually(async () => processesSleeping(tag), (left) => left.length === 0, { what: `the process sleeping ${tag} to be gone` });
 });
 
 test('a forged message on the run-tests queue runs nothing and waits on its DLQ as UNPINNED', async () => {

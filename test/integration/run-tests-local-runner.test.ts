@@ -3,10 +3,12 @@ import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { eventually } from '../support/eventually';
+import { MACHINE_CONFINES, isAlive, processesSleeping } from '../support/processes';
 import { runTestsMessage } from '../support/stage-messages';
 import type { StageMessage } from '../../src/core/envelope';
 import { commandOf } from '../../src/core/jobs/command-stage';
 import type { BuildCompletion, CommandRun } from '../../src/core/ports';
+import { hiddenPaths, type Confinement } from '../../src/local/confinement';
 import { LocalTestRunner, localRunEventBody, parseLocalRunEvent } from '../../src/local/test-runner';
 
 /** A real repository with two commits: A (test.sh, a.txt) and B (adds b.txt). */
@@ -34,17 +36,6 @@ function stageMessage(jobId: string, repo: { url: string; sha: string }, payload
 /** Run `run` of a job, as the command stage asks for it (its command, its timeout or the default). */
 function commandRun(job: StageMessage<'run_tests'>, run = 0): CommandRun {
   return { job, run, command: commandOf(job), timeoutSeconds: job.payload.timeoutSeconds ?? 900 };
-}
-
-/** Alive and not a zombie waiting to be reaped by whatever adopted it. */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  const stat = existsSync(`/proc/${pid}/stat`) ? readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
-  return !/^\d+ \(.*\) Z/.test(stat);
 }
 
 describe('LocalTestRunner', () => {
@@ -106,61 +97,73 @@ describe('LocalTestRunner', () => {
     expect(readFileSync(counter, 'utf8')).toBe('run\n');
   });
 
-  it('kills the whole process group on timeout, leaving no orphan', async () => {
-    const job = stageMessage('job-hangs', { url: repo.url, sha: repo.shaB }, { command: 'sleep 300 & echo "background $!"; sleep 300', timeoutSeconds: 1 });
-    const { buildId } = await runner.start(commandRun(job));
-
-    const status = await runner.whenDone(buildId);
-
-    expect(status).toMatchObject({ state: 'ERROR', status: 'TIMED_OUT' });
-    const background = Number(/background (\d+)/.exec(status.state === 'ERROR' ? status.message : '')?.[1]);
-    const { pid: leader } = await runner.runState(buildId);
-    expect(background).toBeGreaterThan(0);
-    expect(leader).toBeGreaterThan(0);
-    expect(isAlive(background)).toBe(false);
-    expect(isAlive(leader!)).toBe(false);
-  });
-
-  it('ends what the tests left running after they exit', async () => {
-    const job = stageMessage('job-leaks', { url: repo.url, sha: repo.shaB }, { command: 'sleep 300 >/dev/null 2>&1 & echo "background $!"' });
-    const { buildId } = await runner.start(commandRun(job));
-
-    const status = await runner.whenDone(buildId);
-
-    const background = Number(/background (\d+)/.exec(status.state === 'PASSED' ? status.logTail : '')?.[1]);
-    expect(background).toBeGreaterThan(0);
-    expect(isAlive(background)).toBe(false);
-  });
-
-  describe('a command that leaves a setsid\'d process holding its output', () => {
-    /** A command whose background process leaves the session, keeps stdout open and says its pid. */
-    const escapee = (pidFile: string) => `setsid sh -c 'echo $$ > ${pidFile}; exec sleep 1000' &`;
-    const pidIn = (file: string) => Number(readFileSync(file, 'utf8').trim());
+  // What a command leaves running is ended with it, confined or not (a machine without user
+  // namespaces runs commands unconfined). Pids said from inside a PID namespace mean nothing out
+  // here, so each left-behind process is found by a sleep duration no other process has.
+  describe.each<[string, Confinement | undefined]>([
+    ['unconfined', { kind: 'none', reason: 'this test runs the unconfined path' }],
+    ['confined where the machine allows it', undefined],
+  ])('ending what a command leaves behind, %s', (_name, confinement) => {
+    let ending: LocalTestRunner;
+    let nextTag = 0;
+    /** A sleep argument unique to this run of this test file. */
+    const sleepTag = () => `300.${process.pid}${++nextTag}`;
+    beforeEach(() => {
+      ending = new LocalTestRunner({ stateDir, ...(confinement && { confinement }) });
+    });
+    afterEach(() => ending.close());
     const settled = (buildId: string) =>
-      eventually(() => runner.poll(buildId), (status) => status.state !== 'RUNNING', { what: `${buildId} to end`, timeoutMs: 20_000, intervalMs: 200 });
+      eventually(() => ending.poll(buildId), (status) => status.state !== 'RUNNING', { what: `${buildId} to end`, timeoutMs: 20_000, intervalMs: 200 });
+    /** A process that leaves the session and keeps stdout open, and says it started (a file outside the run). */
+    const escapee = (tag: string, startedFile: string) => `setsid sh -c 'echo started > ${startedFile}; exec sleep ${tag}' &`;
 
-    it('ends the job on timeout and kills that process too', async () => {
-      const pidFile = join(root, 'escapee-timeout.pid');
-      const { buildId } = await runner.start(commandRun(stageMessage('job-escapes-timeout', { url: repo.url, sha: repo.shaB }, { command: `${escapee(pidFile)} sleep 300`, timeoutSeconds: 1 })));
+    it('kills the whole process group on timeout, leaving no orphan', async () => {
+      const [tag, startedFile] = [sleepTag(), join(root, `started-${nextTag}`)];
+      const job = stageMessage('job-hangs', { url: repo.url, sha: repo.shaB }, { command: `sleep ${tag} & echo started > ${startedFile}; sleep 300`, timeoutSeconds: 1 });
+      const { buildId } = await ending.start(commandRun(job));
 
-      expect(await settled(buildId)).toMatchObject({ state: 'ERROR', status: 'TIMED_OUT' });
-      expect(isAlive(pidIn(pidFile))).toBe(false);
+      const status = await ending.whenDone(buildId);
+
+      expect(status).toMatchObject({ state: 'ERROR', status: 'TIMED_OUT' });
+      const { pid: leader } = await ending.runState(buildId);
+      expect(existsSync(startedFile)).toBe(true);
+      expect(processesSleeping(tag)).toEqual([]);
+      expect(isAlive(leader!)).toBe(false);
     });
 
-    it('ends the job when the command exits and kills that process', async () => {
-      const pidFile = join(root, 'escapee-exit.pid');
-      const { buildId } = await runner.start(commandRun(stageMessage('job-escapes-exit', { url: repo.url, sha: repo.shaB }, { command: `${escapee(pidFile)} while [ ! -s ${pidFile} ]; do sleep 0.05; done; echo done` })));
+    it('ends what the tests left running after they exit', async () => {
+      const [tag, startedFile] = [sleepTag(), join(root, `started-${nextTag}`)];
+      const job = stageMessage('job-leaks', { url: repo.url, sha: repo.shaB }, { command: `sleep ${tag} >/dev/null 2>&1 & echo started > ${startedFile}` });
+      const { buildId } = await ending.start(commandRun(job));
+
+      await expect(ending.whenDone(buildId)).resolves.toMatchObject({ state: 'PASSED' });
+      expect(existsSync(startedFile)).toBe(true);
+      expect(processesSleeping(tag)).toEqual([]);
+    });
+
+    it("ends the job on timeout and kills a setsid'd process holding its output", async () => {
+      const [tag, startedFile] = [sleepTag(), join(root, `started-${nextTag}`)];
+      const { buildId } = await ending.start(commandRun(stageMessage('job-escapes-timeout', { url: repo.url, sha: repo.shaB }, { command: `${escapee(tag, startedFile)} sleep 300`, timeoutSeconds: 1 })));
+
+      expect(await settled(buildId)).toMatchObject({ state: 'ERROR', status: 'TIMED_OUT' });
+      expect(existsSync(startedFile)).toBe(true);
+      expect(processesSleeping(tag)).toEqual([]);
+    });
+
+    it("ends the job when the command exits and kills a setsid'd process holding its output", async () => {
+      const [tag, startedFile] = [sleepTag(), join(root, `started-${nextTag}`)];
+      const { buildId } = await ending.start(commandRun(stageMessage('job-escapes-exit', { url: repo.url, sha: repo.shaB }, { command: `${escapee(tag, startedFile)} while [ ! -s ${startedFile} ]; do sleep 0.05; done; echo done` })));
 
       expect(await settled(buildId)).toMatchObject({ state: 'PASSED', logTail: 'done\n' });
-      expect(isAlive(pidIn(pidFile))).toBe(false);
+      expect(processesSleeping(tag)).toEqual([]);
     });
 
     it('kills a double-forked daemon (its parent exits at once, it is re-parented)', async () => {
-      const pidFile = join(root, 'escapee-daemon.pid');
-      const { buildId } = await runner.start(commandRun(stageMessage('job-daemon', { url: repo.url, sha: repo.shaB }, { command: `(${escapee(pidFile)}); while [ ! -s ${pidFile} ]; do sleep 0.05; done` })));
+      const [tag, startedFile] = [sleepTag(), join(root, `started-${nextTag}`)];
+      const { buildId } = await ending.start(commandRun(stageMessage('job-daemon', { url: repo.url, sha: repo.shaB }, { command: `(${escapee(tag, startedFile)}); while [ ! -s ${startedFile} ]; do sleep 0.05; done` })));
 
       expect(await settled(buildId)).toMatchObject({ state: 'PASSED' });
-      expect(isAlive(pidIn(pidFile))).toBe(false);
+      expect(processesSleeping(tag)).toEqual([]);
     });
   });
 
@@ -177,7 +180,7 @@ describe('LocalTestRunner', () => {
         const value = (key: string) => lines.find((l) => l.startsWith(`${key}=`))?.slice(key.length + 1) ?? '';
         const [cwd, home, tmp] = [value('cwd'), value('home'), value('tmp')];
         for (const dir of [cwd, home, tmp]) {
-          expect(dir).toMatch(/agent-jobs-run-/);
+          expect(dir).toMatch(/agent-jobs-runs-\w+\/run-/);
           expect(relative(realpathSync(stateDir), dir).startsWith('..')).toBe(true);
           expect(existsSync(dir)).toBe(false); // thrown away after the run
         }
@@ -199,6 +202,39 @@ describe('LocalTestRunner', () => {
       const { buildId } = await runner.start(commandRun(stageMessage('job-climbs', { url: repo.url, sha: repo.shaB }, { command: `${tries} echo not found; exit 1` })));
 
       await expect(runner.whenDone(buildId)).resolves.toMatchObject({ state: 'FAILED', exitCode: 1, logTail: 'not found\n' });
+    });
+
+    (MACHINE_CONFINES ? it : it.skip)('confines the command: no absolute path reaches the state directories, another run or the real HOME, and it sees only its own processes', async () => {
+      const secretDir = mkdtempSync(join(root, 'platform-state-'));
+      writeFileSync(join(secretDir, 'platform.json'), '{"secret":"platform"}');
+      writeFileSync(join(stateDir, 'secret.json'), '{}');
+      const confined = new LocalTestRunner({ stateDir, confidential: [secretDir] });
+      try {
+        // Another run is in progress while the command looks around.
+        const otherStarted = join(root, 'other-run-started');
+        const other = await confined.start(commandRun(stageMessage('job-other-run', { url: repo.url, sha: repo.shaB }, { command: `echo > ${otherStarted}; sleep 300` })));
+        await eventually(async () => existsSync(otherStarted), Boolean, { what: 'the other run to start', intervalMs: 50 });
+        const reached = (what: string, command: string) => `if ${command} >/dev/null 2>&1; then echo "REACHED ${what}"; fi;`;
+        const command = [
+          reached('platform file', `cat ${join(secretDir, 'platform.json')}`),
+          reached('runner state', `cat ${join(stateDir, 'secret.json')}`),
+          reached('platform process', `kill -0 ${process.pid}`),
+          reached('unmount', `umount ${secretDir}`),
+          reached('new namespace', 'unshare --user --map-root-user true'),
+          'echo "runs: $(ls -A "$(dirname "$(dirname "$PWD")")" | wc -l)";',
+          // HOME, or the credentials in it: empty from inside, however full from outside.
+          ...hiddenPaths([]).filter((p) => existsSync(p)).map((p) => reached(p, `if [ -d ${p} ]; then [ -n "$(ls -A ${p})" ]; else [ -s ${p} ]; fi`)),
+        ].join(' ');
+        const { buildId } = await confined.start(commandRun(stageMessage('job-confined', { url: repo.url, sha: repo.shaB }, { command })));
+        const status = await confined.whenDone(buildId);
+
+        const log = status.state === 'PASSED' ? status.logTail : JSON.stringify(status);
+        expect(log).not.toContain('REACHED');
+        expect(log).toContain('runs: 1\n'); // its own run only, while the other one runs
+        expect((await confined.poll(other.buildId)).state).toBe('RUNNING');
+      } finally {
+        await confined.close();
+      }
     });
 
     it('refuses a scratch directory inside the state directory', () => {
