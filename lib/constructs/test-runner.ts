@@ -4,8 +4,10 @@
  * No source: the run_tests handler names the repository and commit per build, as environment
  * variable overrides at StartBuild (contract/runtime-env.ts TEST_BUILD_ENV). The buildspec fetches
  * exactly that commit with the read-only git credential (never the sequencer's push credential,
- * never a plain environment value), runs TEST_COMMAND, and the build status is the verdict
- * (SUCCEEDED when the command exits 0). Encryption stays CodeBuild's default (the AWS-managed
+ * never a plain environment value), then runs TEST_COMMAND as an unprivileged user of its own with
+ * a clean environment, so the tests' code never holds the credential (test/integration/test-build-spec.test.ts
+ * runs these commands, emulated), and the build status is the verdict (SUCCEEDED when the command
+ * exits 0). Encryption stays CodeBuild's default (the AWS-managed
  * key): the project produces no artifacts.
  *
  * Its service role holds only what a build uses: writing to this construct's log group and reading
@@ -20,6 +22,9 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { BUILD_QUEUED_TIMEOUT_MINUTES, GIT_CREDENTIAL_KEYS, SECRET_PLACEHOLDER, TEST_BUILD_ENV } from '../../contract/runtime-env';
 import { grantSecretRead, type PlatformSecret } from '../secrets';
+
+/** The user a build's test command runs as: not root, and not the user that held the credential. */
+export const TEST_USER = 'agent-tests';
 
 export interface TestRunnerProps {
   /** A read-only credential for the workspace remotes, `{ "username", "password" }`. */
@@ -88,12 +93,22 @@ export class TestRunner extends Construct {
               `git fetch -q --depth 1 "$${env.repoUrl}" "$${env.commitSha}"`,
               'git checkout -q --detach FETCH_HEAD',
               `test "$(git rev-parse HEAD)" = "$${env.commitSha}"`,
+              // The checkout is done: nothing after this needs the credential.
+              'git config --global --unset credential.helper',
+              // The tests' code comes from the agent: it runs as a user of its own, owning the checkout only.
+              'for tool in useradd getent setpriv; do command -v "$tool" >/dev/null || { echo "agent-jobs: the build image lacks $tool, needed to run the tests unprivileged" >&2; exit 1; }; done',
+              `id ${TEST_USER} >/dev/null 2>&1 || useradd --create-home --user-group ${TEST_USER}`,
+              `chown -R ${TEST_USER}:${TEST_USER} "$CODEBUILD_SRC_DIR/workspace"`,
             ],
           },
           build: {
             commands: [
               `echo "agent-jobs: $${env.jobType} job $${env.jobId} (run $${env.run}) at $${env.commitSha}"`,
-              `cd "$CODEBUILD_SRC_DIR/workspace" && bash -c "$${env.testCommand}"`,
+              // A clean environment (no credential, no AWS container credentials URI) and no capability:
+              // as that user the command cannot read root's processes' environments either.
+              `cd "$CODEBUILD_SRC_DIR/workspace" && env -i PATH="$PATH" HOME="$(getent passwd ${TEST_USER} | cut -d: -f6)" LANG=C.UTF-8 CI=true `
+                + Object.values(env).map((name) => `${name}="$${name}"`).join(' ')
+                + ` setpriv --reuid=${TEST_USER} --regid=${TEST_USER} --init-groups --no-new-privs --inh-caps=-all --bounding-set=-all -- bash -c "$${env.testCommand}"`,
             ],
           },
         },
