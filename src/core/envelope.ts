@@ -24,7 +24,8 @@ const envelopeBase = z.strictObject({
     // It becomes the commit time of an apply_patch, and git dates cannot precede the epoch.
     z.refine((time) => commitTimeProblem(time) === undefined, 'createdAt must be 1970-01-01 or later: git dates start at the Unix epoch'),
   ),
-  payload: z.unknown(),
+  // Checked against its job type below; here only its presence (a missing key would read "expected nonoptional").
+  payload: z.custom<unknown>((value) => value !== undefined, { error: 'is required: an object with the fields of its job type' }),
 });
 
 export type JobEnvelope<T extends JobType = JobType> = {

@@ -24,7 +24,7 @@ const ROWS: HostileRow[] = [
       return { jobId: String(envelope.jobId), body: envelope };
     },
     reason: 'INVALID_JOB',
-    says: /invalid job envelope: payload: Invalid input: expected nonoptional, received undefined/,
+    says: /invalid job envelope: payload: is required: an object with the fields of its job type$/,
   },
   { what: 'an unknown payload field', message: (ws) => applyPatchJob(ws, { command: 'rm -rf /' }), reason: 'INVALID_JOB', says: /invalid apply_patch payload: payload: Unrecognized key: "command"/ },
   { what: 'a createdAt with a time zone offset', message: withEnvelope({ createdAt: '2026-02-01T00:00:00+02:00' }), reason: 'INVALID_JOB', says: /createdAt must be an ISO-8601 UTC timestamp/ },

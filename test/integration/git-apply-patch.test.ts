@@ -434,6 +434,13 @@ describe('applyPatchCommit', () => {
     expect(error.message).toMatch(/branch no-such-branch does not exist on the remote/);
   });
 
+  test('a branch of an empty repository (no commit at all) is BRANCH_NOT_FOUND too: its server still names its capabilities', async () => {
+    const name = `empty-${++repoCount}`;
+    await server.createBareRepo(name);
+    const error = await rejectionOf(applyPatchCommit(input(server.repoUrl(name), await fullDiff())));
+    expect(error.reason).toBe('BRANCH_NOT_FOUND');
+  });
+
   test('an unreachable remote is a transient error and the scratch directory is removed', async () => {
     const closed = await startGitServer({ root: join(root, 'closed') });
     const url = closed.repoUrl('gone');

@@ -181,7 +181,26 @@ async function fetchBranch(session: Session, depth: number): Promise<string> {
   } catch (error) {
     if (!(error instanceof Errors.NotFoundError)) throw classifyRemoteError(error, `fetch ${session.branch}`);
   }
-  throw branchNotFound(session.branch);
+  throw await missingBranch(session);
+}
+
+/**
+ * Why the branch was not found. Asked for protocol v2, a git server (git 2.18 or later, every
+ * hosting service) advertises its capabilities, also for an empty repository; a remote that
+ * advertises none did not speak git even if its answer began like it (a service line, then
+ * anything), and the job's branch is not what is wrong. One request more, on this path only. (An
+ * empty repository on a server older than protocol v2 advertises nothing either, and is refused the
+ * same way: a permanent verdict still, with the message saying what was seen.)
+ */
+async function missingBranch(session: Session): Promise<PermanentJobError> {
+  const action = `fetch ${session.branch}`;
+  const info = await git.getRemoteInfo2({ ...remoteArgs(session.remote), protocolVersion: 2 }).catch((error: unknown) => {
+    throw classifyRemoteError(error, action);
+  });
+  if (Object.keys(info.capabilities).length === 0) {
+    return new PermanentJobError('REJECTED_BY_TARGET', `${action}: the remote does not speak git's smart HTTP protocol: its answer names no git capabilities`);
+  }
+  return branchNotFound(session.branch);
 }
 
 function branchNotFound(branch: string): PermanentJobError {
