@@ -12,7 +12,7 @@
  * package registry); SECURITY.md lists what that leaves open.
  *
  * Where the kernel or the tools refuse (no user namespaces, not Linux), commands run unconfined and
- * the reason is reported (`doctor`, the platform log): it is a property of the machine, not an error.
+ * the platform's log says why at start: it is a property of the machine, not an error.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -35,9 +35,10 @@ export interface ConfinedRun {
 
 /**
  * Runs in the new namespaces as their (unprivileged) root: covers each hidden directory with an
- * empty tmpfs and each hidden file with /dev/null, binds the run directory back through the working directory taken before (`.` still
- * names the covered directory; --no-canonicalize keeps mount from resolving it to the new, empty
- * path), then drops every capability for good and runs the command.
+ * empty tmpfs and each hidden file with /dev/null, binds the run directory back through the
+ * working directory taken before (`.` still names the covered directory; --no-canonicalize keeps
+ * mount from resolving it to the new, empty path), then drops every capability for good and runs
+ * the command.
  */
 const CONFINE_SCRIPT = [
   'set -eu',
