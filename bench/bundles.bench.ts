@@ -5,8 +5,15 @@
  * Bundled with esbuild as the stack bundles it (lib/constructs/worker.ts: minified, for the
  * Lambda's Node.js major, the AWS SDK and Smithy left to the runtime); the synth test
  * (test/infra/bundling.test.ts) holds each bundle to the budget its catalog entry declares.
- * A load is `require(bundle)` in a fresh node process, timed inside it, with the SDK packages
- * resolved from this project's node_modules (the runtime's own stand in for them on Lambda).
+ * A load is `require(bundle)` in a fresh node process, timed inside it (wall and CPU), with the SDK
+ * packages resolved from this project's node_modules (the runtime's own stand in for them on Lambda).
+ *
+ * The bundles load no SDK package at module load: each is required when its port is first used
+ * (src/compose/aws.ts). So that a smaller module load is not read as a saving when it is the same
+ * work moved to the first event, each bundle is also timed with every SDK package it can require
+ * loaded after it, in the same process: the most a first invocation adds (a path that never calls
+ * a client never loads it). And, for the choice of leaving the SDK to the runtime, the same with
+ * those packages bundled by esbuild into one file instead of resolved from node_modules.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
@@ -30,12 +37,42 @@ function byPackage(metafile: Metafile, outfile: string): [string, number][] {
   return [...sizes].sort((a, b) => b[1] - a[1]);
 }
 
-/** Milliseconds node takes to require `file`, measured in a fresh process. */
-function loadMs(file: string): number {
-  const script = `const t = performance.now(); require(${JSON.stringify(file)}); process.stdout.write(String(performance.now() - t));`;
+interface LoadTime {
+  /** `require` of the bundle: wall and CPU (user + system) ms. */
+  readonly wallMs: number;
+  readonly cpuMs: number;
+  /** The same, then each module of `then` required: module load + the most its first use loads. */
+  readonly firstUseWallMs: number;
+  readonly firstUseCpuMs: number;
+}
+
+/** Times `require(file)`, then the `require` of each of `then`, in a fresh node process. */
+function loadTime(file: string, then: readonly string[]): LoadTime {
+  const script = [
+    'const cpu = (from) => { const u = process.cpuUsage(from); return (u.user + u.system) / 1000; };',
+    `const t0 = performance.now(); const c0 = process.cpuUsage(); require(${JSON.stringify(file)});`,
+    'const wallMs = performance.now() - t0; const cpuMs = cpu(c0);',
+    `for (const m of ${JSON.stringify(then)}) require(m);`,
+    'process.stdout.write(JSON.stringify({ wallMs, cpuMs, firstUseWallMs: performance.now() - t0, firstUseCpuMs: cpu(c0) }));',
+  ].join('\n');
   const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, NODE_PATH: join(ROOT, 'node_modules') } });
   if (result.status !== 0) throw new Error(`loading ${file} failed: ${result.stderr}`);
-  return Number(result.stdout);
+  return JSON.parse(result.stdout) as LoadTime;
+}
+
+/** The SDK packages `packages` bundled into one minified file: what bundling them into the function would add. */
+async function bundleSdk(packages: readonly string[], outfile: string): Promise<number> {
+  await build({
+    stdin: { contents: packages.map((p) => `require(${JSON.stringify(p)});`).join('\n'), resolveDir: ROOT, loader: 'js' },
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: `node${LAMBDA_NODE_MAJOR}`,
+    minify: true,
+    logLevel: 'error',
+  });
+  return (await stat(outfile)).size;
 }
 
 export const bench: Benchmark = {
@@ -44,7 +81,7 @@ export const bench: Benchmark = {
     const loads = quick() ? 3 : 10;
     const out = await mkdtemp(join(tmpdir(), 'bench-bundles-'));
     const rows: BenchRow[] = [];
-    const figures: { name: string; kib: number; budget: number; loadMs: number }[] = [];
+    const figures: { name: string; kib: number; budget: number; loadMs: number; firstUseMs: number }[] = [];
     try {
       for (const { name, settings } of allWorkers()) {
         const outfile = join(out, name, 'index.js');
@@ -56,16 +93,26 @@ export const bench: Benchmark = {
         });
         const bytes = (await stat(outfile)).size;
         const code = await readFile(outfile, 'utf8');
-        const clients = [...new Set([...code.matchAll(/require\("@aws-sdk\/([^"]+)"\)/g)].map((m) => m[1]))].sort();
+        const sdk = [...new Set([...code.matchAll(/require\("(@aws-sdk\/[^"]+)"\)/g)].map((m) => m[1] as string))].sort();
         const top = byPackage(metafile, join(name, 'index.js'))
           .slice(0, 5)
           .map(([pkg, size]) => `${pkg} ${fmt.kib(size)}`)
           .join(', ');
-        const ms = Array.from({ length: loads }, () => loadMs(outfile));
-        figures.push({ name, kib: bytes / 1024, budget: settings.bundleBudgetKiB, loadMs: median(ms) });
+        const sdkFile = join(out, name, 'sdk.js');
+        const sdkBytes = await bundleSdk(sdk, sdkFile);
+        const external = Array.from({ length: loads }, () => loadTime(outfile, sdk));
+        const bundled = Array.from({ length: loads }, () => loadTime(outfile, [sdkFile]));
+        const pick = (times: readonly LoadTime[], key: keyof LoadTime) => times.map((t) => t[key]);
+        const spread = (times: readonly LoadTime[], wall: keyof LoadTime, cpu: keyof LoadTime) => `${fmt.msSpread(pick(times, wall))}; CPU ${fmt.msSpread(pick(times, cpu))}`;
+        figures.push({ name, kib: bytes / 1024, budget: settings.bundleBudgetKiB, loadMs: median(pick(external, 'wallMs')), firstUseMs: median(pick(external, 'firstUseWallMs')) });
         rows.push(
           { label: `${name}: bundle`, value: `${fmt.kib(bytes)} (budget ${settings.bundleBudgetKiB} KiB); largest: ${top}` },
-          { label: `${name}: cold module load, SDK included`, value: `${fmt.msSpread(ms)}; requires ${clients.join(', ')}` },
+          { label: `${name}: cold module load (no SDK package loaded)`, value: spread(external, 'wallMs', 'cpuMs') },
+          { label: `${name}: module load + first use of every SDK client it can call`, value: `${spread(external, 'firstUseWallMs', 'firstUseCpuMs')}; ${sdk.map((p) => p.replace('@aws-sdk/', '')).join(', ')}` },
+          {
+            label: `${name}: the same, those SDK packages bundled instead of external`,
+            value: `${spread(bundled, 'firstUseWallMs', 'firstUseCpuMs')}; ${fmt.kib(bytes + sdkBytes)} in all (SDK ${fmt.kib(sdkBytes)})`,
+          },
         );
       }
     } finally {
@@ -75,14 +122,28 @@ export const bench: Benchmark = {
       title: 'Function bundles: bytes and cold module load',
       description: [
         `esbuild as the stack bundles (minified, node${LAMBDA_NODE_MAJOR} target, AWS SDK and Smithy external); the synth test enforces the budgets.`,
-        `Cold module load: \`require\` of the bundle in a fresh node (${process.version} here, not the Lambda runtime), median (min-max) of ${loads}.`,
+        `Cold module load: \`require\` of the bundle in a fresh node (${process.version} here, not the Lambda runtime), median (min-max) of ${loads}, wall and CPU.`,
+        'No bundle loads an SDK package at module load: each is required when its port is first used (src/compose/aws.ts), so a client a path never',
+        'calls is never loaded (S3 in the sequencer only for a claim-checked diff; SQS only to forward, back off or move a job to a DLQ). That moves the',
+        'loading of the clients a first event uses from module load to that event: "module load + first use" requires every SDK package the bundle',
+        'can require right after it, the most a first invocation adds, comparable with the module load before (when every client loaded with the module):',
+        'at commit d298cc0, timed the same way on this machine within the hour, 232 / 170 / 154 / 158 ms (sequencer / run_tests / open_pr / build_events).',
+        'The last row of each function bundles those SDK packages with esbuild (minified, one file) instead: what including the SDK would cost and save.',
+        'What module load still spends is the function\'s own code: compiling the bundle (the sequencer\'s is the largest: isomorphic-git and the git adapter,',
+        'with the Node built-ins they import: zlib, http, https), the zod schemas built at load (about 10 ms) and Powertools\' logger and metrics (about 5 ms);',
+        'the sequencer needs all of it for its first patch, so deferring it would only move it.',
         '',
         'Command: `npm run bench bundles`',
       ].join('\n'),
       rows,
       summary: [
         { measure: `bundle, ${figures.map((f) => f.name).join(' / ')}`, value: `${figures.map((f) => f.kib.toFixed(0)).join(' / ')} KiB`, goal: `sequencer <= 250, run_tests <= 120, open_pr <= 200 KiB (budgets ${figures.map((f) => f.budget).join(' / ')})` },
-        { measure: 'cold module load of a bundle, SDK loaded', value: `${figures.map((f) => f.loadMs.toFixed(0)).join(' / ')} ms`, goal: '<= 40 ms each' },
+        { measure: 'cold module load of a bundle (SDK clients load at first use)', value: `${figures.map((f) => f.loadMs.toFixed(0)).join(' / ')} ms`, goal: '<= 40 ms each' },
+        {
+          measure: 'module load + first use of every SDK client a bundle can call',
+          value: `${figures.map((f) => f.firstUseMs.toFixed(0)).join(' / ')} ms`,
+          goal: 'the most a first event adds; a path loads only the clients it calls',
+        },
       ],
     };
   },

@@ -209,8 +209,9 @@ export const SEQUENCER: WorkerSettings = {
   maxReceiveCount: 5,
   oldestMessageAlarmSeconds: 900,
   needs: ['gitCredentials', 'diffBucketRead'],
-  // About 246 KiB: isomorphic-git (its ES module build, tree-shaken, with Node's zlib and crypto
-  // in place of pako and sha.js: lib/constructs/worker.ts ESM_ALIASES) is 74 KiB of it.
+  // About 249 KiB (BENCHMARKS.md, bundles): isomorphic-git (its ES module build, tree-shaken, with
+  // Node's zlib and crypto in place of pako and sha.js: lib/constructs/worker.ts ESM_ALIASES) is
+  // 65 KiB of it; esbuild's wrappers of the modules loaded at first use (src/compose/aws.ts) 5 KiB.
   bundleBudgetKiB: 250,
 };
 

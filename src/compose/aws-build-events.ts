@@ -5,13 +5,12 @@
 import { ENV } from '../../contract/runtime-env';
 import type { BuildEventsDeps } from '../core/build-completion';
 import { parseCodeBuildEvent } from '../adapters/codebuild-builds';
-import { SqsQueueOps } from '../adapters/sqs-queue-ops';
-import { awsClients, awsCompletionDeps, requireEnv } from './aws';
+import { awsCompletionDeps, requireEnv, sqsQueueOps } from './aws';
 
 export function awsBuildEventsDeps(env: NodeJS.ProcessEnv = process.env): BuildEventsDeps {
   return {
     ...awsCompletionDeps(env),
-    queueOps: new SqsQueueOps({ client: awsClients.sqs(), dlqUrl: requireEnv(ENV.dlqUrl, env) }),
+    queueOps: sqsQueueOps({ dlqUrl: requireEnv(ENV.dlqUrl, env) }),
     parse: parseCodeBuildEvent,
   };
 }

@@ -2,13 +2,11 @@
  * A command stage's function on AWS (run-tests, ...): the pipeline's dependencies (aws.ts) plus the
  * CodeBuild command runner. STAGE_JOB_TYPE says which command stage of the catalog it serves.
  */
-import { CodeBuildClient } from '@aws-sdk/client-codebuild';
 import { commandStageOf, type CommandJobType } from '../../contract/job-types';
 import { ENV } from '../../contract/runtime-env';
 import { ConfigurationError } from '../core/errors';
 import type { CommandStageDeps } from '../core/jobs/command-stage';
-import { CodeBuildTestRunner } from '../adapters/codebuild-test-runner';
-import { awsClientConfig, awsPipelineDeps, positiveIntEnv, requireEnv } from './aws';
+import { awsPipelineDeps, codeBuildTestRunner, positiveIntEnv, requireEnv } from './aws';
 
 /** The command stage a function serves (STAGE_JOB_TYPE), checked against the catalog. */
 export function commandJobTypeFromEnv(env: NodeJS.ProcessEnv = process.env): CommandJobType {
@@ -20,7 +18,7 @@ export function commandJobTypeFromEnv(env: NodeJS.ProcessEnv = process.env): Com
 export function awsCommandStageDeps(env: NodeJS.ProcessEnv = process.env): CommandStageDeps {
   return {
     ...awsPipelineDeps('stage', env),
-    runner: new CodeBuildTestRunner(new CodeBuildClient(awsClientConfig(env)), requireEnv(ENV.testRunnerProject, env)),
+    runner: codeBuildTestRunner(env),
     defaultTimeoutSeconds: positiveIntEnv(ENV.buildTimeoutMinutes, env) * 60,
   };
 }

@@ -1,15 +1,13 @@
 /** The open_pr function's dependencies on AWS: the pipeline's (aws.ts) plus GitHub and its token. */
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { Octokit } from '@octokit/core';
 import { ENV, GITHUB_API_DEFAULT_URL } from '../../contract/runtime-env';
 import type { OpenPrDeps } from '../core/jobs/open-pr';
 import { GitHubPullRequestHost, octokitLog } from '../adapters/github-pr-host';
 import { logger } from '../adapters/powertools';
-import { SecretsManagerSecrets } from '../adapters/secrets';
-import { awsClientConfig, awsPipelineDeps, requireEnv } from './aws';
+import { awsPipelineDeps, requireEnv, secretsManagerSecrets } from './aws';
 
 export function awsOpenPrDeps(env: NodeJS.ProcessEnv = process.env): OpenPrDeps {
-  const secrets = new SecretsManagerSecrets({ client: new SecretsManagerClient(awsClientConfig(env)), githubTokenArn: requireEnv(ENV.githubTokenSecretArn, env) });
+  const secrets = secretsManagerSecrets({ githubTokenArn: requireEnv(ENV.githubTokenSecretArn, env) }, env);
   const baseUrl = env[ENV.githubApiUrl] || GITHUB_API_DEFAULT_URL;
   return {
     ...awsPipelineDeps('stage', env),

@@ -3,20 +3,21 @@
  * function): the pipeline's (aws.ts) plus the git remote, its credentials, the claim-checked diffs
  * and the stage queues it forwards to.
  */
-import { S3Client } from '@aws-sdk/client-s3';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { awsGitHostPolicy } from '../../contract/git-remotes';
 import { JOB_TYPES, type StagedJobType } from '../../contract/job-types';
 import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { applyPatchProcessor } from '../core/jobs/apply-patch';
+import type { DiffStore } from '../core/ports';
 import type { SequencerDeps } from '../core/sequencer';
-import { S3DiffStore } from '../adapters/diff-store';
 import { IsomorphicGitWorkspace, guardedGitHttp } from '../adapters/git';
 import { logger } from '../adapters/powertools';
-import { SecretsManagerSecrets } from '../adapters/secrets';
-import { awsClientConfig, awsPipelineDeps, requireEnv } from './aws';
+import { awsClientConfig, awsPipelineDeps, onFirstUse, requireEnv, secretsManagerSecrets } from './aws';
+
+// Loaded when a job's diff was claim-checked, the only use of S3 here (aws.ts says why).
+const loadS3 = (): typeof import('@aws-sdk/client-s3') => require('@aws-sdk/client-s3');
+const loadDiffStore = (): typeof import('../adapters/diff-store') => require('../adapters/diff-store');
 
 /** Stage queue URLs from STAGE_QUEUE_URL_<TYPE>, one per staged job type of the catalog. */
 export function stageQueueUrlsFromEnv(read: (name: string) => string): Record<StagedJobType, string> {
@@ -34,7 +35,7 @@ export const SEQUENCER_REPO_CACHE_BYTES = 256 * 2 ** 20;
 
 export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): SequencerDeps {
   const read = (name: string) => requireEnv(name, env);
-  const secrets = new SecretsManagerSecrets({ client: new SecretsManagerClient(awsClientConfig(env)), gitCredentialsArn: read(ENV.gitCredentialsSecretArn) });
+  const secrets = secretsManagerSecrets({ gitCredentialsArn: read(ENV.gitCredentialsSecretArn) }, env);
   const git = new IsomorphicGitWorkspace({
     credentials: () => secrets.gitCredentials(),
     workRoot: SEQUENCER_WORK_ROOT,
@@ -43,10 +44,14 @@ export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): Sequence
     // What is dialled, not only what is named: no loopback, link-local or metadata address after DNS, no redirect.
     http: guardedGitHttp(),
   });
-  const s3 = new S3Client({ ...awsClientConfig(env), forcePathStyle: Boolean(env['AWS_ENDPOINT_URL']) });
+  const diffBucket = read(ENV.diffBucket);
+  const diffStore = onFirstUse<DiffStore>(() => {
+    const s3 = new (loadS3().S3Client)({ ...awsClientConfig(env), forcePathStyle: Boolean(env['AWS_ENDPOINT_URL']) });
+    return new (loadDiffStore().S3DiffStore)(s3, diffBucket);
+  });
   return {
     ...awsPipelineDeps('sequencer', env),
-    ordered: { apply_patch: applyPatchProcessor({ diffStore: new S3DiffStore(s3, read(ENV.diffBucket)), git }) },
+    ordered: { apply_patch: applyPatchProcessor({ diffStore, git }) },
     git,
     stageQueueUrls: stageQueueUrlsFromEnv(read),
     // Unset (no gitHosts configured): every host is refused, with a reason that says so.

@@ -5,25 +5,30 @@
  * container, pointed at AWS_ENDPOINT_URL when set, e.g. LocalStack) and the pipeline's adapters.
  *
  * What one function alone needs lives in its own file (aws-sequencer.ts, aws-command-stage.ts,
- * aws-open-pr.ts, aws-build-events.ts, aws-build-reconciler.ts): esbuild keeps every `require` of an external package (the AWS SDK) that a
- * bundled module imports, used or not, so a client imported here would be loaded by every
- * function at cold start. Nothing function-specific belongs in this file.
+ * aws-open-pr.ts, aws-build-events.ts, aws-build-reconciler.ts); what two share (the CodeBuild
+ * runner, Secrets Manager) is here, and esbuild leaves it out of a bundle that never calls it
+ * (test/infra/bundling.test.ts checks which SDK packages each bundle can require).
+ *
+ * No SDK package is imported for its values, here or in a file a handler imports: loading an SDK
+ * client package costs tens of milliseconds each (the first one well over a hundred: the shared
+ * core), most of what a cold start spent before the first event. Each is required by the adapter
+ * that uses it, and each adapter is made when one of its methods is first called (onFirstUse), so
+ * a client an invocation never calls is never loaded: S3 only for a claim-checked diff, SQS only
+ * to forward, back off or move a job to a DLQ. `require()`, not `import()`: esbuild's CommonJS
+ * bundle keeps such a call where it is, and ts-jest serves it as it serves any module.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { COMMAND_JOB_TYPES } from '../../contract/job-types';
 import { ENV, stageDlqUrlEnv } from '../../contract/runtime-env';
 import type { BuildCompletionDeps } from '../core/build-completion';
 import { ConfigurationError } from '../core/errors';
 import { DEFAULT_BACKOFF, type PipelineDeps, type PipelineSettings } from '../core/pipeline';
-import type { Consumer } from '../core/ports';
-import { DynamoDbLedger } from '../adapters/dynamodb-ledger';
-import { EventBridgePublisher } from '../adapters/events';
+import type { BuildFinder, Consumer, EventPublisher, Ledger, QueueOps, TestRunner } from '../core/ports';
+import type { SecretsManagerSecretsOptions, SecretsSource } from '../adapters/secrets';
 import { logger, powertoolsJobMetrics } from '../adapters/powertools';
-import { SqsQueueOps } from '../adapters/sqs-queue-ops';
 import { randomOwner, systemClock } from '../adapters/system';
 
 export function requireEnv(name: string, env: NodeJS.ProcessEnv = process.env): string {
@@ -65,15 +70,69 @@ function lazy<T>(create: () => T): () => T {
   return () => (value ??= create());
 }
 
+/**
+ * A port whose adapter is made on the first call of one of its methods (see the header): the
+ * adapter's module, and the SDK package it requires, load then. The caller reads the settings the
+ * adapter takes before, so a missing one still fails the first invocation with its name.
+ */
+export function onFirstUse<T extends object>(create: () => T): T {
+  const instance = lazy(create);
+  return new Proxy({} as T, {
+    get(_, property) {
+      const target = instance();
+      const value: unknown = Reflect.get(target, property);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+// Each loads its package at the call (see the header); esbuild drops a loader no function calls.
+const loadDynamoDb = (): typeof import('@aws-sdk/client-dynamodb') => require('@aws-sdk/client-dynamodb');
+const loadDocumentClient = (): typeof import('@aws-sdk/lib-dynamodb') => require('@aws-sdk/lib-dynamodb');
+const loadSqs = (): typeof import('@aws-sdk/client-sqs') => require('@aws-sdk/client-sqs');
+const loadEventBridge = (): typeof import('@aws-sdk/client-eventbridge') => require('@aws-sdk/client-eventbridge');
+const loadSecretsManager = (): typeof import('@aws-sdk/client-secrets-manager') => require('@aws-sdk/client-secrets-manager');
+const loadLedger = (): typeof import('../adapters/dynamodb-ledger') => require('../adapters/dynamodb-ledger');
+const loadQueueOps = (): typeof import('../adapters/sqs-queue-ops') => require('../adapters/sqs-queue-ops');
+const loadEvents = (): typeof import('../adapters/events') => require('../adapters/events');
+const loadSecrets = (): typeof import('../adapters/secrets') => require('../adapters/secrets');
+const loadCodeBuild = (): typeof import('@aws-sdk/client-codebuild') => require('@aws-sdk/client-codebuild');
+const loadTestRunner = (): typeof import('../adapters/codebuild-test-runner') => require('../adapters/codebuild-test-runner');
+
 /** The pipeline's module-scope clients, created on first use and reused by every invocation of the container. */
 export const awsClients = {
-  sqs: lazy(() => new SQSClient(awsClientConfig())),
-  dynamodb: lazy(() => DynamoDBDocumentClient.from(new DynamoDBClient(awsClientConfig()), { marshallOptions: { removeUndefinedValues: true } })),
-  eventBridge: lazy(() => new EventBridgeClient(awsClientConfig())),
+  sqs: lazy((): SQSClient => new (loadSqs().SQSClient)(awsClientConfig())),
+  dynamodb: lazy((): DynamoDBDocumentClient =>
+    loadDocumentClient().DynamoDBDocumentClient.from(new (loadDynamoDb().DynamoDBClient)(awsClientConfig()), { marshallOptions: { removeUndefinedValues: true } }),
+  ),
+  eventBridge: lazy((): EventBridgeClient => new (loadEventBridge().EventBridgeClient)(awsClientConfig())),
 };
 
-export function ledgerFromEnv(client: DynamoDBDocumentClient = awsClients.dynamodb(), env: NodeJS.ProcessEnv = process.env): DynamoDbLedger {
-  return new DynamoDbLedger({ client, tableName: requireEnv(ENV.ledgerTable, env), retentionDays: positiveIntEnv(ENV.ledgerRetentionDays, env) });
+export function ledgerFromEnv(client: () => DynamoDBDocumentClient = awsClients.dynamodb, env: NodeJS.ProcessEnv = process.env): Ledger {
+  const tableName = requireEnv(ENV.ledgerTable, env);
+  const retentionDays = positiveIntEnv(ENV.ledgerRetentionDays, env);
+  return onFirstUse(() => new (loadLedger().DynamoDbLedger)({ client: client(), tableName, retentionDays }));
+}
+
+/** The SQS operations of a consumer (`dlqUrl`: its own DLQ, where a permanent failure goes). */
+export function sqsQueueOps(options: { dlqUrl?: string } = {}): QueueOps {
+  return onFirstUse(() => new (loadQueueOps().SqsQueueOps)({ client: awsClients.sqs(), ...options }));
+}
+
+export function eventBridgePublisher(env: NodeJS.ProcessEnv = process.env): EventPublisher {
+  const busName = requireEnv(ENV.eventBus, env);
+  return onFirstUse(() => new (loadEvents().EventBridgePublisher)(awsClients.eventBridge(), busName));
+}
+
+/** The CodeBuild runner of the command stages and the build reconciler (TEST_RUNNER_PROJECT_NAME). */
+export function codeBuildTestRunner(env: NodeJS.ProcessEnv = process.env): TestRunner & BuildFinder {
+  const project = requireEnv(ENV.testRunnerProject, env);
+  return onFirstUse(() => new (loadTestRunner().CodeBuildTestRunner)(new (loadCodeBuild().CodeBuildClient)(awsClientConfig(env)), project));
+}
+
+/** Secrets from Secrets Manager (the sequencer's git credentials, open_pr's GitHub token). */
+export function secretsManagerSecrets(arns: Omit<SecretsManagerSecretsOptions, 'client'>, env: NodeJS.ProcessEnv = process.env): SecretsSource {
+  return onFirstUse(() => new (loadSecrets().SecretsManagerSecrets)({ client: new (loadSecretsManager().SecretsManagerClient)(awsClientConfig(env)), ...arns }));
 }
 
 /**
@@ -82,9 +141,9 @@ export function ledgerFromEnv(client: DynamoDBDocumentClient = awsClients.dynamo
  */
 export function awsPipelineDeps(consumer: Consumer, env: NodeJS.ProcessEnv = process.env): PipelineDeps {
   return {
-    ledger: ledgerFromEnv(awsClients.dynamodb(), env),
-    queueOps: new SqsQueueOps({ client: awsClients.sqs(), dlqUrl: requireEnv(ENV.dlqUrl, env) }),
-    events: new EventBridgePublisher(awsClients.eventBridge(), requireEnv(ENV.eventBus, env)),
+    ledger: ledgerFromEnv(awsClients.dynamodb, env),
+    queueOps: sqsQueueOps({ dlqUrl: requireEnv(ENV.dlqUrl, env) }),
+    events: eventBridgePublisher(env),
     metrics: powertoolsJobMetrics(),
     logger,
     clock: systemClock,
@@ -99,9 +158,9 @@ export function awsPipelineDeps(consumer: Consumer, env: NodeJS.ProcessEnv = pro
  */
 export function awsCompletionDeps(env: NodeJS.ProcessEnv = process.env): BuildCompletionDeps {
   return {
-    ledger: ledgerFromEnv(awsClients.dynamodb(), env),
-    queueOps: new SqsQueueOps({ client: awsClients.sqs() }),
-    events: new EventBridgePublisher(awsClients.eventBridge(), requireEnv(ENV.eventBus, env)),
+    ledger: ledgerFromEnv(awsClients.dynamodb, env),
+    queueOps: sqsQueueOps(),
+    events: eventBridgePublisher(env),
     metrics: powertoolsJobMetrics(),
     logger,
     clock: systemClock,

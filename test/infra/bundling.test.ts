@@ -3,7 +3,8 @@
  * depths: every handler of the catalog is bundled on its own, with a source map whose paths are
  * relative to the project root (so the asset hash does not depend on the output folder), without
  * the AWS SDK (the Lambda runtime provides it), within the size budget its catalog entry declares,
- * requiring only the SDK clients it uses, and the bundle loads and exports `handler`.
+ * requiring only the SDK clients it uses, and the bundle loads and exports `handler` without loading
+ * any SDK package (each is loaded when its port is first used: src/compose/aws.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -110,12 +111,15 @@ describe.each(FUNCTIONS.map((w) => w.name))('the %s bundle', (worker) => {
     expect([...required].sort()).toEqual([...expected].sort());
   });
 
-  it('loads in node and exports a handler function', () => {
-    // NODE_PATH stands in for the runtime's own @aws-sdk/* (the bundle requires them at load).
-    const load = spawnSync(process.execPath, ['-e', `process.stdout.write(typeof require(${JSON.stringify(join(bundle().dir, 'index.js'))}).handler)`], {
-      encoding: 'utf8',
-      env: { ...process.env, NODE_PATH: join(ROOT, 'node_modules') },
-    });
-    expect({ status: load.status, stderr: load.stderr, exported: load.stdout }).toEqual({ status: 0, stderr: '', exported: 'function' });
+  it('loads in node, exports a handler function and loads no SDK package until a port is used', () => {
+    // NODE_PATH stands in for the runtime's own @aws-sdk/* (the bundle requires them when first used).
+    const script = [
+      `const { handler } = require(${JSON.stringify(join(bundle().dir, 'index.js'))});`,
+      `const sdk = Object.keys(require.cache).filter((f) => /[\\/]node_modules[\\/]@(aws-sdk|smithy)[\\/]/.test(f));`,
+      'process.stdout.write(JSON.stringify({ exported: typeof handler, sdkModules: sdk.length }));',
+    ].join('\n');
+    const load = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, NODE_PATH: join(ROOT, 'node_modules') } });
+    expect({ status: load.status, stderr: load.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(JSON.parse(load.stdout)).toEqual({ exported: 'function', sdkModules: 0 });
   });
 });

@@ -1,0 +1,116 @@
+/**
+ * The Lambda composition loads an SDK client package only when a port that uses it is first used
+ * (src/compose/aws.ts): building a handler's dependencies loads none, and a path that never calls
+ * S3 never loads it. Each SDK package is replaced by a factory that records its load and returns
+ * the real package, in a module registry of its own.
+ */
+import { COMMAND_JOB_TYPES, JOB_TYPES, JOB_TYPE_NAMES, SEQUENCER } from '../../contract/job-types';
+import { ENV, stageDlqUrlEnv, stageQueueUrlEnv } from '../../contract/runtime-env';
+import type * as Aws from '../../src/compose/aws';
+import type * as AwsSequencer from '../../src/compose/aws-sequencer';
+import type * as AwsBuildEvents from '../../src/compose/aws-build-events';
+
+const SDK_PACKAGES = [
+  '@aws-sdk/client-codebuild',
+  '@aws-sdk/client-dynamodb',
+  '@aws-sdk/client-eventbridge',
+  '@aws-sdk/client-s3',
+  '@aws-sdk/client-secrets-manager',
+  '@aws-sdk/client-sqs',
+  '@aws-sdk/lib-dynamodb',
+];
+
+const pipelineEnv = {
+  [ENV.ledgerTable]: 'ledger',
+  [ENV.ledgerRetentionDays]: '30',
+  [ENV.leaseSeconds]: '180',
+  [ENV.maxReceiveCount]: '5',
+  [ENV.visibilityTimeoutSeconds]: String(SEQUENCER.timeoutSeconds * 6),
+  [ENV.dlqUrl]: 'https://sqs.eu-west-1.amazonaws.com/1/dlq',
+  [ENV.eventBus]: 'bus',
+};
+const sequencerEnv = {
+  ...pipelineEnv,
+  [ENV.diffBucket]: 'diffs',
+  [ENV.gitCredentialsSecretArn]: 'arn:aws:secretsmanager:eu-west-1:1:secret:git',
+  ...Object.fromEntries(JOB_TYPE_NAMES.flatMap((type) => (JOB_TYPES[type].lane === 'staged' ? [[stageQueueUrlEnv(type), `https://sqs.eu-west-1.amazonaws.com/1/${type}`]] : []))),
+};
+
+/** Loads `modules` in a fresh registry where every SDK package records its load in the returned list. */
+function withRecordedSdk<T>(load: () => T): { loaded: string[]; value: T } {
+  const loaded: string[] = [];
+  let value: T | undefined;
+  jest.isolateModules(() => {
+    for (const pkg of SDK_PACKAGES) {
+      jest.doMock(pkg, () => {
+        loaded.push(pkg);
+        return jest.requireActual(pkg);
+      });
+    }
+    value = load();
+  });
+  return { loaded, value: value as T };
+}
+
+afterEach(() => jest.resetModules());
+
+describe('SDK packages in the Lambda composition', () => {
+  it('loads none when the sequencer builds its dependencies', () => {
+    const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv));
+
+    expect(deps.settings.consumer).toBe('sequencer');
+    expect(loaded).toEqual([]);
+  });
+
+  it('loads DynamoDB (and nothing else) at the first use of the ledger', () => {
+    const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv));
+
+    expect(typeof deps.ledger.getJob).toBe('function');
+    expect(loaded.sort()).toEqual(['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb']);
+  });
+
+  it("loads S3 only when the sequencer's diff store is used", () => {
+    const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv));
+    void deps.ledger.getJob;
+    void deps.events.publish;
+    void deps.queueOps.send;
+    expect(loaded).not.toContain('@aws-sdk/client-s3');
+  });
+
+  it('loads none when the build-events function builds its dependencies', () => {
+    const env = { ...pipelineEnv, ...Object.fromEntries(COMMAND_JOB_TYPES.map((type) => [stageDlqUrlEnv(type), `https://sqs.eu-west-1.amazonaws.com/1/${type}-dlq`])) };
+    const { loaded } = withRecordedSdk(() => (require('../../src/compose/aws-build-events') as typeof AwsBuildEvents).awsBuildEventsDeps(env));
+    expect(loaded).toEqual([]);
+  });
+});
+
+describe('onFirstUse', () => {
+  const { onFirstUse } = jest.requireActual<typeof Aws>('../../src/compose/aws');
+
+  it('makes the adapter at the first property read, once, with its methods bound to it', async () => {
+    let made = 0;
+    class Counter {
+      private calls = 0;
+      async next(): Promise<number> {
+        return ++this.calls;
+      }
+    }
+    const port = onFirstUse(() => {
+      made += 1;
+      return new Counter();
+    });
+    expect(made).toBe(0);
+
+    const { next } = port;
+    await expect(next()).resolves.toBe(1);
+    await expect(port.next()).resolves.toBe(2);
+    expect(made).toBe(1);
+  });
+
+  it('surfaces an error of the factory at the first use', () => {
+    const port = onFirstUse<{ run(): void }>(() => {
+      throw new Error('no client');
+    });
+    expect(() => port.run()).toThrow('no client');
+  });
+});
