@@ -2,14 +2,16 @@
  * The object store (src/adapters/git/object-store.ts) against the git CLI: every object of a
  * repository git packed with deep delta chains reads back as `git cat-file` shows it, from the pack
  * and from loose objects; trees it writes are the ones `git mktree` makes of the same entries; the
- * pack it pushes is one `git index-pack` accepts; and a tree entry git refuses is refused.
+ * pack it pushes is one `git index-pack` accepts, and the pack and index it keeps are the ones git
+ * would write; commits are the bytes isomorphic-git's writeCommit wrote; and a tree entry git
+ * refuses is refused.
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as isomorphicGit from 'isomorphic-git';
-import { GitObjectStore, ObjectNotFoundError, UnsafeTreeEntryError, type TreeEntry } from '../../src/adapters/git/object-store';
+import { GitObjectStore, ObjectNotFoundError, UnsafeTreeEntryError, serializeCommit, type NewCommit, type TreeEntry } from '../../src/adapters/git/object-store';
 import { GIT_ENV, commitFiles, createRepo, git, removeDir, tempDir } from '../support/git-fixtures';
 
 let root: string;
@@ -91,7 +93,7 @@ test('reads every object of a pack with delta chains as git does', async () => {
   expect(await store.has('0'.repeat(40))).toBe(false);
 });
 
-test('writes loose objects git reads, trees in git order, and a pack of them git accepts', async () => {
+test('keeps what it wrote as a pack and index git reads, trees in git order, and pushes that pack', async () => {
   const repo = join(root, 'written.git');
   await git(root, 'init', '--quiet', '--bare', repo);
   const store = new GitObjectStore(repo, {});
@@ -109,15 +111,56 @@ test('writes loose objects git reads, trees in git order, and a pack of them git
   const tree = await store.writeTree(entries);
   const mktree = entries.map((e) => `${e.mode} ${e.type} ${e.oid}\t${e.path}\n`).join('');
   expect(tree).toBe((await gitBytes(repo, ['mktree', '--missing'], mktree)).toString('utf8').trim());
+  const commit = await store.writeCommit({ tree, parent: [], author: IDENTITY, committer: IDENTITY, message: 'written\n' });
+  // Nothing reaches the disk before keepPack.
+  await expect(git(repo, 'cat-file', '-e', blob)).rejects.toThrow();
+
+  const written = store.packWritten();
+  expect(await store.keepPack(written)).toBe(written.pack.length + written.index.length);
+  const packName = `pack-${written.checksum}`;
+  // Checksums, CRCs and offsets: `verify-pack` checks them all, and the index is the one git writes for that pack.
+  await git(repo, 'verify-pack', '-v', `objects/pack/${packName}.idx`);
+  const reindexed = join(root, 'reindexed.pack');
+  await fs.promises.copyFile(join(repo, 'objects', 'pack', `${packName}.pack`), reindexed);
+  await git(root, 'index-pack', reindexed);
+  expect(await fs.promises.readFile(join(root, 'reindexed.idx'))).toEqual(written.index);
+  await git(repo, 'update-ref', 'refs/heads/main', commit);
+  await git(repo, 'fsck', '--strict', '--no-progress', '--no-dangling');
   expect(await gitBytes(repo, ['cat-file', 'blob', exec])).toEqual(Buffer.from([0, 1, 2, 255]));
   expect(await store.readTree(tree)).toEqual(await lsTree(repo, tree));
-  await git(repo, 'fsck', '--strict', '--no-progress', '--no-dangling');
+  // A store that starts afresh reads the kept pack from the disk.
+  const later = new GitObjectStore(repo, {});
+  expect(await later.readCommit(commit)).toEqual({ tree, parent: [], message: 'written\n' });
+  expect(Buffer.from(await later.readBlob(exec))).toEqual(Buffer.from([0, 1, 2, 255]));
 
-  // The pack for a push: every object written, readable by git's index-pack in another repository.
+  // The pack for a push is the same pack: readable by git's index-pack in another repository.
   const other = join(root, 'other.git');
   await git(root, 'init', '--quiet', '--bare', other);
-  await gitBytes(other, ['index-pack', '--stdin', '--strict'], await store.packWritten());
-  for (const oid of [blob, exec, sub, tree]) expect(await git(other, 'cat-file', '-t', oid)).toMatch(/^(blob|tree)$/);
+  await gitBytes(other, ['index-pack', '--stdin', '--strict'], written.pack);
+  for (const oid of [blob, exec, sub, tree, commit]) expect(await git(other, 'cat-file', '-t', oid)).toMatch(/^(blob|tree|commit)$/);
+});
+
+const IDENTITY = { name: 'Fixture', email: 'fixture@example.invalid', timestamp: 1_767_225_600, timezoneOffset: 0 };
+
+test('writes commits byte for byte as isomorphic-git writeCommit wrote them', async () => {
+  const repo = join(root, 'commits.git');
+  await git(root, 'init', '--quiet', '--bare', repo);
+  const tree = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+  const cases: NewCommit[] = [
+    { tree, parent: [], author: IDENTITY, committer: IDENTITY, message: 'plain\n\nAgent-Job-Id: job-1\n' },
+    // Carriage returns, leading and trailing newlines, no final newline, UTF-8: isomorphic-git normalises all of these.
+    { tree, parent: [tree], author: IDENTITY, committer: IDENTITY, message: '\n\nline one\r\nline two\n\n\n' },
+    { tree, parent: [tree, tree], author: { ...IDENTITY, name: 'Zoë Ü' }, committer: IDENTITY, message: 'no newline' },
+    // Offsets west and east of UTC, not whole hours, and -0.
+    { tree, parent: [], author: { ...IDENTITY, timezoneOffset: 300 }, committer: { ...IDENTITY, timezoneOffset: -330 }, message: 'zones\n' },
+    { tree, parent: [], author: { ...IDENTITY, timezoneOffset: -0 }, committer: { ...IDENTITY, timezoneOffset: 45 }, message: 'zero\n' },
+  ];
+  for (const commit of cases) {
+    const store = new GitObjectStore(repo, {});
+    const expected = await isomorphicGit.writeCommit({ fs, gitdir: repo, commit: { ...commit, parent: [...commit.parent] } });
+    expect(await store.writeCommit(commit)).toBe(expected);
+    expect(serializeCommit(commit)).toBe((await gitBytes(repo, ['cat-file', 'commit', expected])).toString('utf8'));
+  }
 });
 
 test('refuses to read a tree holding a name git refuses, as isomorphic-git does', async () => {

@@ -101,10 +101,12 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     const base = await session.objects.readCommit(head);
     // Only the trees on the touched paths are read and written again: no checkout, no walk of the tree.
     const tree = await applyOperations(session.objects, base.tree, operations);
-    const commitSha = await git.writeCommit({ fs, gitdir, commit: { ...commit, tree, parent: [head] } });
+    const commitSha = await session.objects.writeCommit({ ...commit, tree, parent: [head] });
     // Everything the remote lacks: what the patch wrote and the commit; the rest of the tree is the parent's.
-    const packfile = await session.objects.packWritten([commitSha]);
-    const result = await pushFastForward(session, { jobId: input.jobId, commitSha, parent: head, packfile, advertised });
+    // The repository keeps the same pack, so the next job finds the commit it builds on.
+    const written = session.objects.packWritten();
+    await session.objects.keepPack(written);
+    const result = await pushFastForward(session, { jobId: input.jobId, commitSha, parent: head, packfile: written.pack, advertised });
     options.logger?.info(result.alreadyApplied ? 'job commit already on the branch' : 'patch committed', {
       jobId: input.jobId,
       commitSha: result.commitSha,

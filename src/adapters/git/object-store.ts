@@ -2,18 +2,21 @@
  * The object database of a bare repository, read and written directly: loose objects and packs
  * (index version 2) with Node's zlib and crypto. What a job reads is the handful of trees and
  * blobs on the paths its patch touches, and what it writes is kept in memory until the push, which
- * sends exactly those objects as one pack.
+ * sends exactly those objects as one pack; the repository keeps that same pack, with an index
+ * (`packWritten`, `keepPack`): two files and one deflate per object, where loose objects cost a
+ * directory, a file and a second deflate each.
  *
  * Written here rather than through isomorphic-git's readObject / writeTree / packObjects: each of
  * those calls wraps the file system anew (two thrown errors to probe it), looks for a loose object
  * and lists the pack directory, inflates in JavaScript and deflates through web streams; over the
- * ~150 objects of a warm job that was most of the job's own CPU time. isomorphic-git still fetches
- * (and so writes the packs read here) and writes the commit and refs.
+ * ~150 objects of a warm job that was most of the job's own CPU time. The commit too: isomorphic-git's
+ * writeCommit wraps the file system and deflates through web streams (about 0.1 s of CPU the first
+ * time in a process). isomorphic-git still fetches (and so writes the packs read here) and writes refs.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { deflateSync, inflateSync } from 'node:zlib';
+import { crc32, deflateSync, inflateSync } from 'node:zlib';
 
 export type EntryType = 'blob' | 'tree' | 'commit';
 export type ObjectType = EntryType | 'tag';
@@ -38,6 +41,31 @@ export interface CommitSummary {
   readonly tree: string;
   readonly parent: string[];
   readonly message: string;
+}
+
+/** Who made a commit and when: seconds since the epoch, offset in minutes west of UTC (as Date's getTimezoneOffset). */
+export interface CommitIdentity {
+  readonly name: string;
+  readonly email: string;
+  readonly timestamp: number;
+  readonly timezoneOffset: number;
+}
+
+/** A commit to write. */
+export interface NewCommit {
+  readonly tree: string;
+  readonly parent: readonly string[];
+  readonly author: CommitIdentity;
+  readonly committer: CommitIdentity;
+  readonly message: string;
+}
+
+/** The objects a store wrote as one pack (version 2, whole objects) and its index (version 2). */
+export interface WrittenPack {
+  readonly pack: Buffer;
+  readonly index: Buffer;
+  /** The pack's SHA-1 (its last 20 bytes), in hex: git names the pack's files by it. */
+  readonly checksum: string;
 }
 
 /** An object the repository does not hold (yet: a fetch may bring it). */
@@ -95,7 +123,7 @@ interface Pack {
 const packsByRepository = new WeakMap<object, Map<string, Pack>>();
 
 export class GitObjectStore implements ObjectStore {
-  /** What this store wrote, by id: sent as the push's pack. */
+  /** What this store wrote, by id, in memory only: sent as the push's pack, and kept by keepPack. */
   private readonly written = new Map<string, { type: ObjectType; content: Uint8Array }>();
   private readonly packs: Map<string, Pack>;
   private packNames: string[] | undefined;
@@ -141,18 +169,42 @@ export class GitObjectStore implements ObjectStore {
     return this.write('blob', bytes);
   }
 
-  /** A pack (version 2, whole objects) of everything this store wrote, plus `extra` objects read from the repository. */
-  async packWritten(extra: readonly string[] = []): Promise<Buffer> {
-    const objects = [...this.written.values()];
-    for (const oid of extra) if (!this.written.has(oid)) objects.push(await this.read(oid));
+  writeCommit(commit: NewCommit): Promise<string> {
+    return this.write('commit', Buffer.from(serializeCommit(commit), 'utf8'));
+  }
+
+  /** Everything this store wrote, as a pack with its index. Nothing is on disk until keepPack. */
+  packWritten(): WrittenPack {
     const header = Buffer.alloc(12);
     header.write('PACK', 0, 'ascii');
     header.writeUInt32BE(2, 4);
-    header.writeUInt32BE(objects.length, 8);
+    header.writeUInt32BE(this.written.size, 8);
     const parts: Buffer[] = [header];
-    for (const { type, content } of objects) parts.push(packEntryHeader(CODE_BY_TYPE[type], content.length), deflateSync(content));
-    const body = Buffer.concat(parts);
-    return Buffer.concat([body, createHash('sha1').update(body).digest()]);
+    const entries: IndexEntry[] = [];
+    let offset = header.length;
+    for (const [oid, { type, content }] of this.written) {
+      const entry = Buffer.concat([packEntryHeader(CODE_BY_TYPE[type], content.length), deflateSync(content)]);
+      entries.push({ oid: Buffer.from(oid, 'hex'), offset, crc: crc32(entry) });
+      parts.push(entry);
+      offset += entry.length;
+    }
+    const checksum = createHash('sha1').update(Buffer.concat(parts)).digest();
+    return { pack: Buffer.concat([...parts, checksum]), index: packIndex(entries, checksum), checksum: checksum.toString('hex') };
+  }
+
+  /**
+   * Stores `written` (from packWritten) in the repository, where this store and later ones read it
+   * without reading the file again (the repository's memory keeps it). Returns the bytes written.
+   */
+  async keepPack(written: WrittenPack): Promise<number> {
+    const name = `pack-${written.checksum}`;
+    const base = join(this.gitdir, 'objects', 'pack', name);
+    // The pack before its index: a reader finds packs by their index, so it never sees one without the other.
+    await writeFile(`${base}.pack`, written.pack);
+    await writeFile(`${base}.idx`, written.index);
+    this.packs.set(name, { index: written.index, data: written.pack });
+    if (this.packNames && !this.packNames.includes(name)) this.packNames.push(name);
+    return written.pack.length + written.index.length;
   }
 
   private async readTyped(oid: string, type: ObjectType): Promise<Buffer> {
@@ -161,29 +213,22 @@ export class GitObjectStore implements ObjectStore {
     return Buffer.from(object.content.buffer, object.content.byteOffset, object.content.byteLength);
   }
 
-  private async write(type: ObjectType, content: Uint8Array): Promise<string> {
-    const header = Buffer.from(`${type} ${content.length}\0`, 'ascii');
-    const oid = createHash('sha1').update(header).update(content).digest('hex');
-    if (this.written.has(oid)) return oid;
-    const dir = join(this.gitdir, 'objects', oid.slice(0, 2));
-    await mkdir(dir, { recursive: true });
-    try {
-      // `wx`: an object already there is the same bytes (its name is their hash); never rewrite it.
-      await writeFile(join(dir, oid.slice(2)), deflateSync(Buffer.concat([header, content])), { flag: 'wx' });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    this.written.set(oid, { type, content });
-    return oid;
+  private write(type: ObjectType, content: Uint8Array): Promise<string> {
+    const oid = createHash('sha1').update(`${type} ${content.length}\0`, 'ascii').update(content).digest('hex');
+    if (!this.written.has(oid)) this.written.set(oid, { type, content });
+    return Promise.resolve(oid);
   }
 
+  /**
+   * Packs first: nearly everything a job reads is in them, searched in memory, while each loose
+   * lookup that misses is a failed open. Loose objects come only from other writers (isomorphic-git,
+   * the git CLI) and are read all the same.
+   */
   private async read(oid: string): Promise<{ type: ObjectType; content: Uint8Array }> {
     const mine = this.written.get(oid);
     if (mine) return mine;
-    const loose = await this.readLoose(oid);
-    if (loose) return loose;
-    const packed = (await this.readPacked(oid, false)) ?? (await this.readPacked(oid, true));
-    if (packed) return packed;
+    const found = (await this.readPacked(oid, false)) ?? (await this.readLoose(oid)) ?? (await this.readPacked(oid, true));
+    if (found) return found;
     throw new ObjectNotFoundError(oid);
   }
 
@@ -336,6 +381,34 @@ function applyDelta(base: Buffer, delta: Buffer): Buffer {
   return result;
 }
 
+interface IndexEntry {
+  readonly oid: Buffer;
+  readonly offset: number;
+  /** CRC-32 of the entry's bytes in the pack (header and deflated data), which git checks when it reuses them. */
+  readonly crc: number;
+}
+
+/** A version 2 pack index: fan-out, sorted names, CRCs, offsets (all below 2 GiB here), then both checksums. */
+function packIndex(entries: IndexEntry[], packChecksum: Buffer): Buffer {
+  const sorted = [...entries].sort((a, b) => Buffer.compare(a.oid, b.oid));
+  const fanout = Buffer.alloc(256 * 4);
+  for (let byte = 0, at = 0; byte < 256; byte++) {
+    while (at < sorted.length && (sorted[at] as IndexEntry).oid[0] === byte) at++;
+    fanout.writeUInt32BE(at, byte * 4);
+  }
+  const header = Buffer.alloc(8);
+  header.writeUInt32BE(IDX_MAGIC, 0);
+  header.writeUInt32BE(2, 4);
+  const crcs = Buffer.alloc(sorted.length * 4);
+  const offsets = Buffer.alloc(sorted.length * 4);
+  sorted.forEach((entry, i) => {
+    crcs.writeUInt32BE(entry.crc, i * 4);
+    offsets.writeUInt32BE(entry.offset, i * 4);
+  });
+  const body = Buffer.concat([header, fanout, ...sorted.map((e) => e.oid), crcs, offsets, packChecksum]);
+  return Buffer.concat([body, createHash('sha1').update(body).digest()]);
+}
+
 function packEntryHeader(code: number, size: number): Buffer {
   const bytes = [(code << 4) | (size & 15)];
   let rest = Math.floor(size / 16);
@@ -374,6 +447,33 @@ function serializeTree(entries: readonly TreeEntry[]): Buffer {
   return Buffer.concat(
     keyed.flatMap(({ entry, name }) => [Buffer.from(`${entry.mode.replace(/^0/, '')} `, 'ascii'), name, Buffer.from([0]), Buffer.from(entry.oid, 'hex')]),
   );
+}
+
+/**
+ * A commit as isomorphic-git's writeCommit renders one (no signature): jobs that ran before this
+ * code wrote their commits with it, and a replayed job must produce the same commit, byte for byte.
+ * The message loses carriage returns and leading newlines and ends with exactly one newline.
+ */
+export function serializeCommit(commit: NewCommit): string {
+  const message = `${commit.message.replace(/\r/g, '').replace(/^\n+/, '').replace(/\n+$/, '')}\n`;
+  return [
+    `tree ${commit.tree}\n`,
+    ...commit.parent.map((parent) => `parent ${parent}\n`),
+    `author ${identity(commit.author)}\n`,
+    `committer ${identity(commit.committer)}\n`,
+    '\n',
+    message,
+  ].join('');
+}
+
+/** `name <email> seconds +hhmm`; the offset is minutes west of UTC, so positive is `-` (and -0 is `-0000`, as isomorphic-git keeps it). */
+function identity({ name, email, timestamp, timezoneOffset }: CommitIdentity): string {
+  const east = timezoneOffset === 0 ? timezoneOffset : -timezoneOffset;
+  const sign = Math.sign(east) === -1 || Object.is(east, -0) ? '-' : '+';
+  const minutes = Math.abs(timezoneOffset);
+  const hh = String(Math.floor(minutes / 60)).padStart(2, '0');
+  const mm = String(minutes % 60).padStart(2, '0');
+  return `${name} <${email}> ${timestamp} ${sign}${hh}${mm}`;
 }
 
 function parseCommit(content: Buffer): CommitSummary {
