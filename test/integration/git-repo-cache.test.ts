@@ -4,7 +4,7 @@
  * the remote for the head every time so a stale or tampered cache never yields a wrong tree,
  * fetches only when it lacks the head, keeps jobs apart, and stays within its bytes.
  */
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GitHttpRequest, HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
@@ -238,6 +238,40 @@ test('idle repositories stay within maxBytes, the least recently used removed fi
   const http = recordingHttp();
   await applyPatchCommit(job(remotes[0]!.url, 2), { cache, http });
   expect(http.fetches()).toBe(1);
+});
+
+/** Bytes of the files of a cached repository, the cache's own metadata file aside. */
+async function filesBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile() && !(entry.parentPath === dir && entry.name === 'agent-jobs-cache.json')) total += (await stat(join(entry.parentPath, entry.name))).size;
+  }
+  return total;
+}
+
+test('a warm job adds the bytes it wrote to the repository\'s count; after a fetch the repository is measured again', async () => {
+  const { url, gitDir } = await freshRemote();
+  const { cache, dir } = await newCache();
+  const key = repoCacheKey(url, 'main');
+  const repo = join(dir, key);
+  const counted = async () => (await cache.idle()).get(key)?.bytes;
+  await applyPatchCommit(job(url, 1), { cache });
+  expect(await counted()).toBe(await filesBytes(repo));
+  await applyPatchCommit(job(url, 2), { cache });
+  expect(await counted()).toBe(await filesBytes(repo));
+  // The count is carried from job to job, not measured again: one set wrong stays wrong by as much.
+  const meta = JSON.parse(await readFile(join(repo, 'agent-jobs-cache.json'), 'utf8')) as { bytes: number };
+  await writeFile(join(repo, 'agent-jobs-cache.json'), JSON.stringify({ ...meta, bytes: 1000 }));
+  const before = await filesBytes(repo);
+  await applyPatchCommit(job(url, 3), { cache });
+  expect(await counted()).toBe(1000 + (await filesBytes(repo)) - before);
+  // What the cache holds is a repository git reads: the packs the jobs kept, their indexes and the branch.
+  await git(repo, 'fsck', '--strict', '--no-progress', '--no-dangling');
+  expect(await git(repo, 'rev-parse', 'refs/heads/main')).toBe(await git(gitDir, 'rev-parse', 'main'));
+  // A fetch writes what the job cannot count: the repository is measured.
+  await pushFromClone(gitDir, { 'other.txt': 'pushed by someone else\n' });
+  await applyPatchCommit(job(url, 4), { cache });
+  expect(await counted()).toBe(await filesBytes(repo));
 });
 
 test('a job that fails on I/O leaves nothing in the cache; the next job starts cold and succeeds', async () => {

@@ -55,6 +55,8 @@ interface Session {
   readonly objects: GitObjectStore;
   readonly searchDepth: number;
   readonly fetchDepth: number;
+  /** Set when a fetch (isomorphic-git) wrote into the repository: what it added is not counted. */
+  fetched: boolean;
 }
 
 /** The cache key of a workspace's repository: its remote and branch. */
@@ -75,10 +77,13 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     objects: new GitObjectStore(gitdir, lease.memory),
     searchDepth: options.searchDepth ?? 100,
     fetchDepth: options.fetchDepth ?? 10,
+    fetched: false,
   };
   // The repository goes back to the cache after a normal end: a result, or a verdict on the job
   // (a permanent error) reached with every write finished. Anything else may have left it half-written.
   let keep = false;
+  // Bytes this job added to the repository itself, so the cache need not measure it again.
+  let addedBytes = 0;
   try {
     if (!lease.warm) {
       await git.init({ fs, gitdir, bare: true });
@@ -105,7 +110,7 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     // Everything the remote lacks: what the patch wrote and the commit; the rest of the tree is the parent's.
     // The repository keeps the same pack, so the next job finds the commit it builds on.
     const written = session.objects.packWritten();
-    await session.objects.keepPack(written);
+    addedBytes += await session.objects.keepPack(written);
     const result = await pushFastForward(session, { jobId: input.jobId, commitSha, parent: head, packfile: written.pack, advertised });
     options.logger?.info(result.alreadyApplied ? 'job commit already on the branch' : 'patch committed', {
       jobId: input.jobId,
@@ -120,7 +125,7 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     keep = classified instanceof PermanentJobError;
     throw classified;
   } finally {
-    await lease.release(keep);
+    await lease.release(keep, session.fetched ? undefined : addedBytes);
   }
 }
 
@@ -164,6 +169,7 @@ async function syncBranch(session: Session): Promise<{ head: string; advertised?
 
 /** Shallow fetch of the branch; returns its head. A missing branch is permanent: the job names a branch that is not there. */
 async function fetchBranch(session: Session, depth: number): Promise<string> {
+  session.fetched = true;
   try {
     const { fetchHead } = await git.fetch({
       fs,
@@ -244,6 +250,7 @@ async function readCommitDeepening(session: Session, oid: string, seen: number):
 }
 
 async function fetchBranchDeepening(session: Session, by: number): Promise<void> {
+  session.fetched = true;
   try {
     await git.fetch({ fs, gitdir: session.gitdir, ...remoteArgs(session.remote), ref: session.branch, singleBranch: true, depth: by, relative: true, tags: false, cache: session.cache });
   } catch (error) {

@@ -9,7 +9,9 @@
  *   share a repository, and the loser of a race starts cold in a directory of its own.
  * - A repository goes back only after its job finished normally (`release(true)`): a job that
  *   crashed or failed on I/O leaves nothing half-written behind for the next one.
- * - Idle repositories take at most `maxBytes` together; the least recently used go first.
+ * - Idle repositories take at most `maxBytes` together; the least recently used go first. A
+ *   repository's bytes are kept as a running count: the job says what it added, and only a job
+ *   that cannot say (a fetch wrote into it, or it started empty) has the repository measured.
  * - It never decides what the branch is: objects are content-addressed and the caller resolves the
  *   remote's head before every use (see apply-patch-commit.ts), so a stale cache can only cost a
  *   fetch, never produce a wrong tree.
@@ -42,8 +44,12 @@ export interface RepoLease {
   readonly warm: boolean;
   /** isomorphic-git's in-memory cache (parsed pack indexes) for this repository, kept between jobs. */
   readonly memory: object;
-  /** Gives the repository back for later jobs (`keep`, only after a normal end) or removes it. */
-  release(keep: boolean): Promise<void>;
+  /**
+   * Gives the repository back for later jobs (`keep`, only after a normal end) or removes it.
+   * `addedBytes`: what the job wrote into the repository, when it wrote everything itself;
+   * undefined when it cannot tell, and the repository is measured then.
+   */
+  release(keep: boolean, addedBytes?: number): Promise<void>;
 }
 
 const META_FILE = 'agent-jobs-cache.json';
@@ -82,11 +88,11 @@ export class RepoCache {
       this.busy.add(key);
       const path = `${slot}.busy-${this.owner}`;
       try {
-        const warm = await this.take(slot, path);
-        if (!warm) await mkdir(path);
-        const memory = warm ? (this.memory.get(key) ?? {}) : {};
+        const taken = await this.take(slot, path);
+        if (!taken) await mkdir(path);
+        const memory = taken ? (this.memory.get(key) ?? {}) : {};
         this.memory.set(key, memory);
-        return this.leaseOf(key, path, warm, memory, () => this.busy.delete(key));
+        return this.leaseOf(key, path, taken, memory, () => this.busy.delete(key));
       } catch (error) {
         this.busy.delete(key);
         throw error;
@@ -95,9 +101,9 @@ export class RepoCache {
     // Another job of this process holds the workspace's repository (a lease takeover overlapping
     // the job it took over): work apart, in a directory of its own.
     const path = `${slot}.cold-${this.owner}-${randomUUID()}`;
-    const warm = await this.take(slot, path);
-    if (!warm) await mkdir(path);
-    return this.leaseOf(key, path, warm, {}, () => undefined);
+    const taken = await this.take(slot, path);
+    if (!taken) await mkdir(path);
+    return this.leaseOf(key, path, taken, {}, () => undefined);
   }
 
   /** Bytes the idle repositories take, by key (for tests and benchmarks). */
@@ -111,17 +117,18 @@ export class RepoCache {
     return found;
   }
 
-  private leaseOf(key: string, gitdir: string, warm: boolean, memory: object, done: () => void): RepoLease {
+  private leaseOf(key: string, gitdir: string, taken: { bytes: number | undefined } | undefined, memory: object, done: () => void): RepoLease {
     let released = false;
     return {
       gitdir,
-      warm,
+      warm: taken !== undefined,
       memory,
-      release: async (keep) => {
+      release: async (keep, addedBytes) => {
         if (released) return;
         released = true;
         try {
-          if (keep && (await this.giveBack(key, gitdir))) await this.evict();
+          const bytes = taken?.bytes !== undefined && addedBytes !== undefined ? taken.bytes + addedBytes : undefined;
+          if (keep && (await this.giveBack(key, gitdir, bytes))) await this.evict();
           else {
             await this.discard(gitdir);
             if (gitdir.includes('.busy-')) this.memory.delete(key);
@@ -133,20 +140,26 @@ export class RepoCache {
     };
   }
 
-  /** Moves the idle repository `slot` to `path`; false when there is none (or another job took it first). */
-  private async take(slot: string, path: string): Promise<boolean> {
+  /**
+   * Moves the idle repository `slot` to `path`, with its bytes as last counted; undefined when there
+   * is none (or another job took it first).
+   */
+  private async take(slot: string, path: string): Promise<{ bytes: number | undefined } | undefined> {
     try {
       await rename(slot, path);
-      return true;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw error;
     }
+    return { bytes: (await readMeta(path))?.bytes };
   }
 
-  /** Makes `path` the idle repository of `key` again; false (and `path` removed) when another job put one back first. */
-  private async giveBack(key: string, path: string): Promise<boolean> {
-    const meta: Meta = { version: 1, bytes: await treeBytes(path), lastUsed: this.now() };
+  /**
+   * Makes `path` the idle repository of `key` again, `bytes` large (measured when undefined); false
+   * (and `path` removed) when another job put one back first.
+   */
+  private async giveBack(key: string, path: string, bytes: number | undefined): Promise<boolean> {
+    const meta: Meta = { version: 1, bytes: bytes ?? (await treeBytes(path)), lastUsed: this.now() };
     await writeFile(join(path, META_FILE), JSON.stringify(meta));
     try {
       await rename(path, join(this.options.dir, key));
@@ -209,12 +222,13 @@ async function readMeta(repo: string): Promise<Meta | undefined> {
   }
 }
 
-/** Bytes of the files under `dir`. */
-async function treeBytes(dir: string): Promise<number> {
+/** Bytes of the files of the repository at `dir`, its cache metadata aside (as a count carried from job to job has them). */
+async function treeBytes(dir: string, top = true): Promise<number> {
   let total = 0;
   for (const entry of await readdir(dir, { withFileTypes: true })) {
+    if (top && entry.name === META_FILE) continue;
     const path = join(dir, entry.name);
-    total += entry.isDirectory() ? await treeBytes(path) : (await stat(path)).size;
+    total += entry.isDirectory() ? await treeBytes(path, false) : (await stat(path)).size;
   }
   return total;
 }
