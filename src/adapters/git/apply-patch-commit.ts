@@ -163,7 +163,8 @@ async function syncBranch(session: Session): Promise<{ head: string; advertised?
   const head = advertised.refs.get(`refs/heads/${session.branch}`);
   if (head === undefined) throw branchNotFound(session.branch);
   if (!(await session.objects.has(head))) return { head: await fetchBranch(session, session.fetchDepth) };
-  await git.writeRef({ fs, gitdir: session.gitdir, ref: `refs/heads/${session.branch}`, value: head, force: true });
+  // The local branch is left as it is: it names a commit the repository holds, all a later fetch
+  // needs of it, and a push moves it to the job's commit.
   return { head, advertised };
 }
 
