@@ -3,11 +3,15 @@
 // change (bin/cli-bundle.js), or, when one cannot be made, from the sources through tsx.
 // AGENT_JOBS_CLI_BUNDLE=0 runs the sources through tsx always.
 'use strict';
-const bundle = process.env.AGENT_JOBS_CLI_BUNDLE === '0' ? undefined : require('./cli-bundle.js').cliBundle();
-if (bundle !== undefined) {
-  // The source map costs a read at load: only a --verbose stack trace needs the TypeScript lines.
-  if (process.argv.includes('--verbose')) process.setSourceMapsEnabled(true);
+const cli = process.env.AGENT_JOBS_CLI_BUNDLE === '0' ? undefined : require('./cli-bundle.js');
+const bundle = cli?.cliBundle();
+if (bundle !== undefined && process.argv.includes('--verbose')) {
+  // The source map costs a read at load: only a --verbose stack trace needs the TypeScript lines,
+  // which node maps for a module it loads itself, not for the code-cached script of runBundle.
+  process.setSourceMapsEnabled(true);
   require(bundle);
+} else if (bundle !== undefined) {
+  cli.runBundle(bundle, process.argv[2]);
 } else {
   require('tsx/cjs');
   require('./cli.ts');

@@ -167,6 +167,8 @@ describe('parsePatchOperations: only paths every clone can check out', () => {
     ['a device name with an extension', 'docs/NUL.txt', /"NUL\.txt" is a device name reserved on Windows/],
     ['COM1 with an extension', 'com1.log', /device name/],
     ['LPT9', 'out/LPT9', /device name/],
+    ['COM with a superscript digit (Windows reads it as a digit)', 'com\u00b9.log', /device name/],
+    ['LPT with a superscript digit', 'lpt\u00b3', /device name/],
     ['"aux .c"', 'aux .c', /device name/],
     ['a colon', 'a:b.txt', /":" in a name \(Windows does not allow it\)/],
     ['a question mark', 'why?.md', /"\?" in a name/],
