@@ -339,7 +339,11 @@ export class DynamoDbLedger implements Ledger {
         Limit: limit,
       }),
     );
-    return (out.Items ?? []).map((item) => strip<JobRecord>(item) as JobRecord);
+    // The index is eventually consistent (and an emulator killed mid-write can leave an entry of a
+    // write that never reached the item): the records are read, and only those still due are listed.
+    const listed = (out.Items ?? []).map((item) => String(item[LEDGER_TABLE.partitionKey]));
+    const items = await this.getAll(listed);
+    return items.filter((item) => item['dueKey'] === DUE && typeof item['dueAt'] === 'number' && item['dueAt'] <= now).map((item) => strip<JobRecord>(item) as JobRecord);
   }
 
   async heartbeat(input: { jobId: string; owner: string; leaseUntil: number; now: number }): Promise<void> {

@@ -38,6 +38,19 @@ export function claimOf(job: JobEnvelope, overrides: Partial<ClaimRequest> = {})
   return { job, digest: jobDigest(job), owner: randomUUID(), now: NOW, leaseMs: LEASE_MS, consumer: 'sequencer', redrive: false, ...overrides };
 }
 
+/** A job the sequencer pinned, claimed by its stage with build `buildId` recorded and RUNNING until `dueAt`. */
+export async function runningJob(ledger: Ledger, buildId: string, dueAt: number): Promise<JobEnvelope> {
+  const job = newJob();
+  const pinning = claimOf(job);
+  await ledger.claim(pinning);
+  await ledger.complete({ jobId: job.jobId, owner: pinning.owner, now: NOW, verdict: { status: 'FORWARDED', pin: PIN } });
+  const stage = claimOf(job, { consumer: 'stage', pin: PIN });
+  expect((await ledger.claim(stage)).kind).toBe('claimed');
+  await ledger.recordProgress({ jobId: job.jobId, owner: stage.owner, progress: { buildId }, now: NOW });
+  await ledger.complete({ jobId: job.jobId, owner: stage.owner, now: NOW, verdict: { status: 'RUNNING', dueAt, stageMessage: JSON.stringify({ ...job, pin: PIN }) } });
+  return job;
+}
+
 export function describeLedgerContract(name: string, setup: () => LedgerUnderTest): void {
   describe(`ledger contract: ${name}`, () => {
     let subject: LedgerUnderTest;
@@ -284,18 +297,7 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
     });
 
     describe('command-stage builds', () => {
-      /** A job the sequencer pinned, claimed by its stage with build `buildId` recorded and RUNNING until `dueAt`. */
-      async function running(buildId: string, dueAt: number): Promise<JobEnvelope> {
-        const job = newJob();
-        const pinning = claimOf(job);
-        await ledger.claim(pinning);
-        await ledger.complete({ jobId: job.jobId, owner: pinning.owner, now: NOW, verdict: { status: 'FORWARDED', pin: PIN } });
-        const stage = claimOf(job, { consumer: 'stage', pin: PIN });
-        expect((await ledger.claim(stage)).kind).toBe('claimed');
-        await ledger.recordProgress({ jobId: job.jobId, owner: stage.owner, progress: { buildId }, now: NOW });
-        await ledger.complete({ jobId: job.jobId, owner: stage.owner, now: NOW, verdict: { status: 'RUNNING', dueAt, stageMessage: JSON.stringify({ ...job, pin: PIN }) } });
-        return job;
-      }
+      const running = (buildId: string, dueAt: number) => runningJob(ledger, buildId, dueAt);
       const dueIds = async (now: number, ids: readonly string[]) => (await ledger.listDue(now, 100)).map((r) => r.jobId).filter((id) => ids.includes(id));
       const PASSED: Extract<JobVerdict, { status: 'SUCCEEDED' }> = { status: 'SUCCEEDED', result: { verdict: 'passed' } };
 
