@@ -188,8 +188,9 @@ export function localBuildEventsDeps(options: LocalWorkerOptions & { readonly pa
   return { ...localCompletionDeps(options), parse: options.parse, ...(options.backoff && { backoff: options.backoff }) };
 }
 
+/** The local runner reads its own files to answer: it is asked about every RUNNING job at each run. */
 export function localReconcilerDeps(options: LocalWorkerOptions & { readonly runner: Pick<TestRunner, 'describe'> }): ReconcilerDeps {
-  return { ...localCompletionDeps(options), runner: options.runner };
+  return { ...localCompletionDeps(options), runner: options.runner, askBeforeDue: true };
 }
 
 /** A worker's batch handler as the local poller invokes it. */

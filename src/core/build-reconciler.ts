@@ -9,6 +9,11 @@
  * - a job whose verdict was recorded but not reported within the grace period is reported.
  * Each run publishes how many jobs were overdue and the age of the oldest: the alarm on it fires
  * when jobs stay overdue, or when the reconciler stops running.
+ *
+ * A runner whose answers cost nothing (the local one reads its own files) is asked about every
+ * RUNNING job at each run, not only overdue ones (`askBeforeDue`): the local platform's queues live
+ * in its memory, so a completion lost with them (a kill, a failed send) is found within one run
+ * instead of after the build's timeout.
  */
 import { BUILD_DUE_MARGIN_SECONDS } from '../../contract/runtime-env';
 import { completeBuild, reportOutcome, type BuildCompletionDeps } from './build-completion';
@@ -19,6 +24,16 @@ export interface ReconcilerDeps extends BuildCompletionDeps {
   readonly runner: Pick<TestRunner, 'describe'>;
   /** Jobs looked at per run (CodeBuild's BatchGetBuilds takes at most 100 ids). @default 100 */
   readonly batchSize?: number;
+  /** Ask the runner about every RUNNING job, due or not (see above). @default false */
+  readonly askBeforeDue?: boolean;
+}
+
+export interface ReconcileOptions {
+  /**
+   * Every job listed is treated as due: after a restart of the local platform, the last process's
+   * reporters and builds are gone, so nothing it left is worth waiting for.
+   */
+  readonly afterRestart?: boolean;
 }
 
 export interface ReconcileReport {
@@ -36,20 +51,27 @@ export interface ReconcileReport {
 export const RECONCILE_BATCH = 100;
 
 /** One reconciler run; every due job is tried, and failures are thrown together at the end. */
-export async function reconcileBuilds(deps: ReconcilerDeps): Promise<ReconcileReport> {
+export async function reconcileBuilds(deps: ReconcilerDeps, options: ReconcileOptions = {}): Promise<ReconcileReport> {
   const { ledger, clock, logger } = deps;
   const now = clock.now();
-  const due = await ledger.listDue(now, deps.batchSize ?? RECONCILE_BATCH);
-  const running = due.filter((r) => r.status === 'RUNNING' && r.progress?.['buildId'] !== undefined);
+  const lookAhead = options.afterRestart === true || deps.askBeforeDue === true;
+  const listed = await ledger.listDue(lookAhead ? Number.MAX_SAFE_INTEGER : now, deps.batchSize ?? RECONCILE_BATCH);
+  const isOverdue = (r: JobRecord) => options.afterRestart === true || (r.dueAt ?? now) <= now;
+  // Looked at now: the overdue, and (asking before due) every RUNNING job; a verdict not yet
+  // reported waits out its grace period, its reporter may still be at it.
+  const due = listed.filter(isOverdue);
+  const looked = listed.filter((r) => isOverdue(r) || r.status === 'RUNNING');
+  const running = looked.filter((r) => r.status === 'RUNNING' && r.progress?.['buildId'] !== undefined);
   const statuses = running.length > 0 ? await deps.runner.describe(running.map(buildIdOf)) : new Map<string, TestRunStatus>();
   const failures: unknown[] = [];
   let completed = 0;
   let reported = 0;
   let stillRunning = 0;
-  for (const record of due) {
+  for (const record of looked) {
     try {
       if (record.status === 'RUNNING') {
         const status = statuses.get(buildIdOf(record)) ?? lost(buildIdOf(record));
+        if (status.state === 'RUNNING' && !isOverdue(record)) continue;
         if (status.state === 'RUNNING') {
           stillRunning += 1;
           await ledger.postponeDue({ jobId: record.jobId, buildId: buildIdOf(record), dueAt: now + BUILD_DUE_MARGIN_SECONDS * 1000, now });
@@ -71,8 +93,8 @@ export async function reconcileBuilds(deps: ReconcilerDeps): Promise<ReconcileRe
   deps.metrics.gauge?.('OldestOverdueBuildSeconds', oldestOverdueSeconds, 'Seconds');
   if (completed + reported > 0) deps.metrics.gauge?.('BuildsReconciled', completed + reported, 'Count');
   const report = { due: due.length, completed, reported, stillRunning, oldestOverdueSeconds };
-  if (due.length > 0) logger.info('reconciled builds', { ...report });
-  if (failures.length > 0) throw new AggregateError(failures, `${failures.length} of ${due.length} due jobs could not be reconciled`);
+  if (due.length + completed > 0) logger.info('reconciled builds', { ...report });
+  if (failures.length > 0) throw new AggregateError(failures, `${failures.length} of ${looked.length} jobs could not be reconciled`);
   return report;
 }
 

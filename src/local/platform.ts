@@ -18,9 +18,8 @@ import type { WorkerSettings } from '../../contract/job-types';
 import { platformQueues, type QueueSpec } from '../../contract/topology';
 import { JsonlEventLog } from '../adapters/events';
 import { resolveBranchHead } from '../adapters/git';
-import { localCompletionDeps, localGit, localLedger, localReconcilerDeps, localWorker, ownGitServerPolicy, type LocalWorkerParts } from '../compose/local';
-import { completeBuild } from '../core/build-completion';
-import { reconcileBuilds } from '../core/build-reconciler';
+import { localGit, localLedger, localReconcilerDeps, localWorker, ownGitServerPolicy, type LocalWorkerParts } from '../compose/local';
+import { reconcileBuilds, type ReconcilerDeps } from '../core/build-reconciler';
 import { errorMessage } from '../core/errors';
 import { DEFAULT_BACKOFF, type BackoffSettings } from '../core/pipeline';
 import { LOCAL_REGION, startEmulators, type EmulatorEndpoints, type LocalEmulators } from './emulators';
@@ -206,12 +205,15 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
     };
     const parts = options.decorateParts ? options.decorateParts(localParts) : localParts;
     const wiring: Wiring = { emulators, events, logger, parts, backoff: options.backoff ?? DEFAULT_BACKOFF };
-    // Runs the last process was killed in the middle of: their jobs fail now (TEST_RUN_ERROR, redrivable), not when the reconciler gets to them.
-    await completeOrphanedRuns(testRunner, wiring);
+    const reconcilerDeps = localReconcilerDeps({ resources: emulators, events, logger: logger.createChild({ persistentKeys: { function: 'build_reconciler' } }), runner: parts.testRunner });
+    // What the last process left: the queues died with it, and with them any completion not yet
+    // recorded. Runs it was killed in the middle of fail now (TEST_RUN_ERROR, redrivable), runs that
+    // ended get their verdict, and verdicts never reported are reported, before any worker starts.
+    await completeOrphanedRuns(testRunner, reconcilerDeps, logger);
     const pollers = await Promise.all(emulators.topology.map((spec) => startWorker(spec, wiring)));
     stack.push(() => Promise.all(pollers.map((p) => p.stop())).then(() => undefined));
     if (buildEventsUrl) {
-      const reconciler = startReconciler(wiring, options.reconcileIntervalMs ?? LOCAL_RECONCILE_INTERVAL_MS);
+      const reconciler = startReconciler(reconcilerDeps, options.reconcileIntervalMs ?? LOCAL_RECONCILE_INTERVAL_MS);
       stack.push(() => reconciler.stop());
     }
 
@@ -275,22 +277,18 @@ async function startWorker(spec: QueueSpec, wiring: Wiring): Promise<QueuePoller
 }
 
 /** Completes, through the build-completion path, the jobs of runs a killed platform left RUNNING. */
-async function completeOrphanedRuns(runner: LocalTestRunner, wiring: Wiring): Promise<void> {
+async function completeOrphanedRuns(runner: LocalTestRunner, deps: ReconcilerDeps, logger: Logger): Promise<void> {
   const orphans = await runner.takeOrphanedRuns();
-  if (orphans.length === 0) return;
-  const logger = wiring.logger.createChild({ persistentKeys: { function: 'build_events' } });
-  const deps = localCompletionDeps({ resources: wiring.emulators, events: wiring.events, logger });
-  for (const orphan of orphans) await completeBuild(orphan, deps);
-  logger.warn('test runs the last run of the platform left unfinished were recorded STOPPED', { buildIds: orphans.map((o) => o.buildId) });
+  if (orphans.length > 0) logger.warn('test runs the last run of the platform left unfinished were recorded STOPPED', { buildIds: orphans.map((o) => o.buildId) });
+  // A failure here (a status read, a write) is the periodic reconciler's to retry, not a reason not to start.
+  await reconcileBuilds(deps, { afterRestart: true }).catch((error: unknown) => deps.logger.error('reconciling at start failed: the reconciler tries again', { error: errorMessage(error) }));
 }
 
 /** The build reconciler on an interval (an EventBridge schedule on AWS); one run at a time. */
-function startReconciler(wiring: Wiring, intervalMs: number): { stop(): Promise<void> } {
-  const logger = wiring.logger.createChild({ persistentKeys: { function: 'build_reconciler' } });
-  const deps = localReconcilerDeps({ resources: wiring.emulators, events: wiring.events, logger, runner: wiring.parts.testRunner });
+function startReconciler(deps: ReconcilerDeps, intervalMs: number): { stop(): Promise<void> } {
   let running: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
-    running = running.then(() => reconcileBuilds(deps)).catch((error: unknown) => logger.error('reconciler run failed', { error: errorMessage(error) }));
+    running = running.then(() => reconcileBuilds(deps)).catch((error: unknown) => deps.logger.error('reconciler run failed', { error: errorMessage(error) }));
   }, intervalMs);
   return {
     async stop() {

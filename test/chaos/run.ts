@@ -353,14 +353,16 @@ class Driver {
         return { kind: 'died' };
       }
       const depth = await queueDepths(clients.sqs, platform.info).catch(() => undefined);
-      if (depth === undefined) continue;
-      const state = `${this.announced.size} ${JSON.stringify(depth)}`;
+      // A RUNNING job's stage message is gone while its run goes on: its end is still to come.
+      const builds = await runningBuilds(clients, platform.info).catch(() => undefined);
+      if (depth === undefined || builds === undefined) continue;
+      const state = `${this.announced.size} ${JSON.stringify(depth)} running builds ${builds}`;
       if (state !== lastState) {
         lastState = state;
         lastChange = Date.now();
         this.parts.say(`chaos: ${this.announced.size}/${this.ledgerJobs} jobs announced, queues ${JSON.stringify(depth)}`);
       }
-      const empty = Object.values(depth).every((n) => n === 0);
+      const empty = builds === 0 && Object.values(depth).every((n) => n === 0);
       quietChecks = sendingDone && empty ? quietChecks + 1 : 0;
       if (quietChecks >= 2) return { kind: 'quiet' };
       if (Date.now() - lastChange > this.parts.stallMs) return { kind: 'stuck', why: `no progress for ${this.parts.stallMs / 1000}s: ${state}` };
@@ -419,6 +421,12 @@ function injectProducerFaults(sqs: SQSClient, { rng, rates, log }: DriverParts):
 }
 
 /** Messages on each source queue: visible, in flight and delayed. */
+/** Jobs RUNNING in the ledger (on the due index, read back from their records). */
+async function runningBuilds(clients: LocalClients, info: PlatformInfo): Promise<number> {
+  const listed = await localLedger({ clients, tableName: info.tableName }).listDue(Number.MAX_SAFE_INTEGER, 100);
+  return listed.filter((r) => r.status === 'RUNNING').length;
+}
+
 async function queueDepths(sqs: SQSClient, info: PlatformInfo): Promise<Record<string, number>> {
   const depths: Record<string, number> = {};
   for (const [name, url] of Object.entries(info.queueUrls)) {

@@ -314,6 +314,21 @@ describe('command stage: start, acknowledge, complete by event (pipeline + dynal
       expect(await reconcile()).toMatchObject({ due: 0 });
     });
 
+    it('asking before due (a runner whose answers cost nothing): completes an ended build at once, leaves one still going as it is', async () => {
+      const ended = await running();
+      const going = await running();
+      codebuild.on(BatchGetBuildsCommand).resolves({ builds: [{ id: ended.buildId, buildStatus: 'SUCCEEDED' }, { id: going.buildId, buildStatus: 'IN_PROGRESS' }] });
+      const goingDueAt = (await h.ledger.getJob(going.message.jobId))?.dueAt;
+
+      const report = await reconcileBuilds({ ...localCompletionDeps(options()), runner: runner(), askBeforeDue: true });
+
+      // Jobs earlier tests left RUNNING are asked about too (their builds unknown here): not counted as due.
+      expect(report).toMatchObject({ due: 0, stillRunning: 0 });
+      expect(await h.ledger.getJob(ended.message.jobId)).toMatchObject({ status: 'SUCCEEDED', reportedAt: expect.any(String) });
+      expect(await h.ledger.getJob(going.message.jobId)).toMatchObject({ status: 'RUNNING', dueAt: goingDueAt });
+      expect(outcomes(ended.message.jobId)).toEqual(['AgentJobSucceeded']);
+    });
+
     it('reports a verdict whose reporter died before publishing, once, after the grace period', async () => {
       const { message, buildId } = await running();
       await emit(message, buildId, 'SUCCEEDED');

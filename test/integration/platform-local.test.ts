@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { enqueueAgentJobs, newJobId, type JobRequest } from '../../src/client';
+import { localLedger } from '../../src/compose/local';
 import type { JobRecord } from '../../src/core/ports';
 import { createLocalClients, type LocalClients } from '../../src/local/emulators';
 import { readPlatformInfo, startPlatform, type LocalPlatform, type PlatformInfo } from '../../src/local/platform';
@@ -23,6 +24,14 @@ function listening(url: string): Promise<boolean> {
     const socket = connect({ host: hostname, port: Number(port) });
     socket.once('connect', () => socket.destroy() && resolve(true)).once('error', () => resolve(false));
   });
+}
+
+/** The diff of a commit that adds `file` to the source repository (committed, so the next change builds on it). */
+async function changeOf(src: string, file: string): Promise<string> {
+  await writeFile(path.join(src, file), `${file}\n`);
+  await git(src, 'add', '.');
+  await git(src, 'commit', '--quiet', '-m', `add ${file}`);
+  return `${await git(src, 'diff', 'HEAD~1', 'HEAD')}\n`;
 }
 
 // Five jobs through git, a child-process test run and the PR store: allow for a busy 2-core machine.
@@ -114,6 +123,58 @@ describe('local platform', () => {
 
     expect(await readPlatformInfo(path.join(work, 'state'))).toBeUndefined();
     for (const url of [info!.endpoints.sqs, info!.endpoints.dynamodb, info!.gitUrl]) expect(await listening(url)).toBe(false);
+  }, 180_000);
+
+  it("ends a test run whose completion was lost with the platform's in-memory queue: at the next start, and live at the reconciler's next run", async () => {
+    const { src, repoUrl, platform: first } = await platformWithRepo();
+    const stateDir = path.join(work, 'state');
+    const base = { workspaceId: 'ws-lost', tenantId: 'tenant-1' };
+    const patch: JobRequest = { ...base, jobId: newJobId(), type: 'apply_patch', payload: { repo: { url: repoUrl, branch: 'main' }, diff: await changeOf(src, 'b.txt'), message: 'b' } };
+    const tests = (): JobRequest => ({ ...base, jobId: newJobId(), type: 'run_tests', payload: { command: 'test -f b.txt' } });
+    const send = async (platform: LocalPlatform, jobs: JobRequest[]) => {
+      const clients = createLocalClients(platform.info.endpoints);
+      await enqueueAgentJobs(jobs, { sqs: clients.sqs, queueUrl: platform.info.queueUrls['agent-jobs']! });
+      return clients;
+    };
+    const completionsLost = (platform: LocalPlatform) => {
+      // Fault injection: the runner's completion never reaches the build-events queue (a failed
+      // send, or a kill that empties the queues) while the run itself ended.
+      const buildEvents = platform.emulators.topology.find((q) => q.role === 'buildEvents');
+      const url = platform.info.queueUrls[buildEvents!.name];
+      platform.emulators.clients.sqs.middlewareStack.add(
+        (next) => async (args) => {
+          if ((args.input as { QueueUrl?: string }).QueueUrl === url) throw Object.assign(new Error('injected: SendMessage failed'), { name: 'InternalError', $fault: 'server' });
+          return next(args);
+        },
+        { step: 'initialize', name: 'loseCompletions' },
+      );
+    };
+
+    // A run that ended while the platform lived, its completion lost; the reconciler waits hours.
+    await first.stop();
+    const second = (running = await startPlatform({ stateDir, output: null, reconcileIntervalMs: 3_600_000 }));
+    completionsLost(second);
+    const firstRun = tests();
+    const clients = await send(second, [patch, firstRun]);
+    await eventually(() => readFile(second.info.logFile, 'utf8'), (log) => log.includes('build completion not sent'), { what: 'the lost completion', timeoutMs: 60_000 });
+    await expect(settled(clients, second.info, [firstRun.jobId!], (r) => r.status === 'RUNNING')).resolves.toHaveLength(1);
+    clients.destroy();
+    await second.stop();
+
+    // The next start records its verdict before any worker runs.
+    const third = (running = await startPlatform({ stateDir, output: null, reconcileIntervalMs: 200 }));
+    const ledger = localLedger(third.emulators);
+    expect(await ledger.getJob(firstRun.jobId!)).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed' }, reportedAt: expect.any(String) });
+
+    // Live: the reconciler asks the runner about every RUNNING job, not only those past the build's timeout.
+    completionsLost(third);
+    const secondRun = tests();
+    const again = await send(third, [secondRun]);
+    const [record] = await settled(again, third.info, [secondRun.jobId!], (r) => r.status === 'SUCCEEDED' || r.status === 'FAILED');
+    expect(record).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed' } });
+    const events = (await readFile(third.info.eventLog, 'utf8')).trim().split('\n').map((line) => JSON.parse(line));
+    expect(events.filter((e) => [firstRun.jobId, secondRun.jobId].includes(e.detail.jobId)).map((e) => e.type)).toEqual(['AgentJobSucceeded', 'AgentJobSucceeded']);
+    again.destroy();
   }, 180_000);
 
   it('fences the workspace after a patch that does not apply and parks the later job on the DLQ', async () => {
