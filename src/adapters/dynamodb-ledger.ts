@@ -17,6 +17,7 @@ import {
   claimOutcome,
   conflictEntry,
   isCompletionOf,
+  isFinishOf,
   LISTS,
   listSortKey,
   queuedRecord,
@@ -290,8 +291,11 @@ export class DynamoDbLedger implements Ledger {
       );
       return { kind: 'finished', record: strip<JobRecord>(out.Attributes) as JobRecord };
     } catch (error) {
+      // As in `complete`: the write may have applied with its answer lost; then the verdict is the caller's to report.
+      const record = await this.getJob(input.jobId);
+      if (record !== undefined && isFinishOf(record, input)) return { kind: 'finished', record };
       if (!isConditionFailure(error)) throw error;
-      return { kind: 'refused', record: await this.getJob(input.jobId) };
+      return { kind: 'refused', record };
     }
   }
 

@@ -142,6 +142,19 @@ describe('DynamoDbLedger', () => {
       expect(done).toMatchObject({ status: 'SUCCEEDED', result: { prUrl: 'https://example.invalid/pr/1' }, attempt: 1 });
     });
 
+    // Seen in a chaos run: the verdict's write applied, its answer was lost, and the redelivered
+    // completion found the job no longer RUNNING: nobody reported it until the reconciler's grace.
+    it.each(['retried', 'seen'] as const)("finishes the build for its caller when the verdict's write applied with its answer lost (500 %s)", async (where) => {
+      const { ledger, loseNextAnswer } = losingClient(where);
+      const job = await runningJob(ledger, 'b-lost-answer', Date.now() + 60_000);
+      loseNextAnswer();
+
+      const outcome = await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-lost-answer', verdict: { status: 'SUCCEEDED', result: { verdict: 'passed' } }, now: Date.now(), reportBy: Date.now() + 300_000 });
+
+      expect(outcome).toMatchObject({ kind: 'finished', record: { status: 'SUCCEEDED', result: { verdict: 'passed' } } });
+      expect(await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-lost-answer', verdict: { status: 'SUCCEEDED', result: { verdict: 'passed' } }, now: Date.now() + 1, reportBy: Date.now() })).toMatchObject({ kind: 'refused' });
+    });
+
     it('still refuses a completion by a worker whose lease was taken over', async () => {
       const { ledger, loseNextAnswer } = losingClient('seen');
       const job = newJob();
