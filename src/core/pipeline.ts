@@ -388,7 +388,9 @@ class JobRun<M extends JobEnvelope> {
       this.settled = true;
       attempt = done.attempt;
     }
-    this.log.error('permanent failure', { reason: failure.reason, error: failure.message });
+    // An error no rule classified: where it came from is what an operator needs to classify it.
+    const origin = failure.reason === 'UNEXPECTED_ERROR' && failure.cause instanceof Error ? { stack: failure.cause.stack } : {};
+    this.log.error('permanent failure', { reason: failure.reason, error: failure.message, ...origin });
     await this.processor.onPermanentFailure?.(this.job, failure, this.claimed !== undefined);
     await this.deps.queueOps.moveToDlq(this.record, verdict.error);
     await this.report(verdict, attempt);

@@ -84,6 +84,7 @@ function pipeline(options: { consumer?: Consumer; ledger?: Ledger } = {}) {
   let failPublish: Error | undefined;
   const metrics: { metric: JobMetricName; jobType?: string }[] = [];
   const warnings: string[] = [];
+  const errors: { message: string; attributes: Record<string, unknown> }[] = [];
   const deps: PipelineDeps = {
     ledger,
     queueOps: queue,
@@ -96,7 +97,7 @@ function pipeline(options: { consumer?: Consumer; ledger?: Ledger } = {}) {
       },
     },
     metrics: { count: (metric, jobType) => metrics.push({ metric, jobType }) },
-    logger: { debug() {}, info() {}, warn: (message) => warnings.push(message), error() {} },
+    logger: { debug() {}, info() {}, warn: (message) => warnings.push(message), error: (message, ...extra) => errors.push({ message, attributes: Object.assign({}, ...extra) as Record<string, unknown> }) },
     clock: { now: () => now },
     newOwner: () => `owner-${++owners}`,
     settings: { consumer: options.consumer ?? 'sequencer', leaseSeconds: LEASE_SECONDS, maxReceiveCount: MAX_RECEIVES, visibilitySeconds: 360, backoff: { baseSeconds: 10, capSeconds: 900 } },
@@ -108,6 +109,7 @@ function pipeline(options: { consumer?: Consumer; ledger?: Ledger } = {}) {
     events,
     metrics,
     warnings,
+    errors,
     advance: (ms: number) => (now += ms),
     now: () => now,
     failNextPublish: (error = new Error('PutEvents: 500')) => (failPublish = error),
@@ -489,6 +491,8 @@ describe('JobRun: failure paths', () => {
     expect(p.queue.of('changeVisibility')).toEqual([]);
     expect(p.queue.of('moveToDlq')).toEqual([expect.objectContaining({ failure: failed?.error })]);
     expect(p.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'UNEXPECTED_ERROR' }) }]);
+    // Where an unclassified error came from is logged, so an operator can tell what to classify.
+    expect(p.errors).toContainEqual({ message: 'permanent failure', attributes: expect.objectContaining({ reason: 'UNEXPECTED_ERROR', stack: expect.stringContaining('job-run.test.ts') }) });
   });
 
   it('a failing event after SUCCEEDED is recorded: retried without a second verdict; the redelivery reports it', async () => {
