@@ -28,6 +28,7 @@ import {
   workspaceTakeOutcome,
 } from '../core/ledger';
 import {
+  FINISHED_WITH_EVENT,
   UNFINISHED_STATUSES,
   type CancelOutcome,
   type ClaimRequest,
@@ -36,6 +37,7 @@ import {
   type ConflictSeenBy,
   type DlqEntry,
   type JobRecord,
+  type JobStatus,
   type Ledger,
   type QueueOutcome,
   type FinishBuildInput,
@@ -427,7 +429,17 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async listUnfinished(): Promise<JobRecord[]> {
-    const statuses = Object.fromEntries(UNFINISHED_STATUSES.map((s, i) => [`:s${i}`, s]));
+    return this.scanJobs(UNFINISHED_STATUSES);
+  }
+
+  async listFinishedSince(since: number): Promise<JobRecord[]> {
+    return this.scanJobs(FINISHED_WITH_EVENT, since);
+  }
+
+  /** Every job in one of `statuses` (updated at or after `since`), oldest first: a full read of the table. */
+  private async scanJobs(statuses: readonly JobStatus[], since?: number): Promise<JobRecord[]> {
+    const values = Object.fromEntries(statuses.map((s, i) => [`:s${i}`, s]));
+    const updated = since === undefined ? '' : ' AND updatedAt >= :since';
     const jobs: JobRecord[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
@@ -435,9 +447,9 @@ export class DynamoDbLedger implements Ledger {
         new ScanCommand({
           TableName: this.table,
           ConsistentRead: true,
-          FilterExpression: `begins_with(pk, :job) AND #status IN (${Object.keys(statuses).join(', ')})`,
+          FilterExpression: `begins_with(pk, :job) AND #status IN (${Object.keys(values).join(', ')})${updated}`,
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':job': 'job#', ...statuses },
+          ExpressionAttributeValues: { ':job': 'job#', ...values, ...(since === undefined ? {} : { ':since': new Date(since).toISOString() }) },
           ExclusiveStartKey: startKey,
         }),
       );

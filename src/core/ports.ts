@@ -19,6 +19,8 @@ export type JobStatus = 'QUEUED' | 'IN_FLIGHT' | 'RUNNING' | 'SUCCEEDED' | 'FAIL
 export const TERMINAL_STATUSES: readonly JobStatus[] = ['SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED'];
 /** Statuses of a job that was sent but has no outcome yet: a lost message leaves a job here. */
 export const UNFINISHED_STATUSES: readonly JobStatus[] = ['QUEUED', 'IN_FLIGHT', 'FORWARDED'];
+/** Outcomes announced by an event (a cancellation is the operator's own act: none). */
+export const FINISHED_WITH_EVENT: readonly JobStatus[] = ['SUCCEEDED', 'FAILED', 'SKIPPED'];
 
 export interface JobFailure {
   /** PermanentReason code, or SKIPPED / CANCELLED causes. */
@@ -358,6 +360,11 @@ export interface Ledger {
    * their messages, these are the ones to send again. A full read of the table: an operator's tool.
    */
   listUnfinished(): Promise<JobRecord[]>;
+  /**
+   * Jobs that reached an outcome with an event (SUCCEEDED, FAILED, SKIPPED) at or after `since`,
+   * oldest first. A full read of the table: the local platform's check at start.
+   */
+  listFinishedSince(since: number): Promise<JobRecord[]>;
   /**
    * A command stage's verdict, fenced on the build id recorded for the job and on RUNNING: a late,
    * duplicate or stale build's completion changes nothing ('refused', with the record as read).

@@ -30,6 +30,7 @@ import { startLiveView, type LiveView } from './live-view';
 import { pollingOrder, startQueuePoller, type QueuePoller } from './poller';
 import { LocalPullRequestStore } from './pr-store';
 import { isProcessAlive } from '../adapters/system';
+import { announceMissedOutcomes } from './missed-outcomes';
 import { releaseOrphanedLeases } from './orphaned-leases';
 import { choosePorts, explainBindFailure, portOf, readRecordedPorts, recordPorts } from './stable-ports';
 import { DEFAULT_STATE_DIR, PLATFORM_FILE, PLATFORM_LOG_FILE, REPOSITORIES_DIR, TEST_RUNS_DIR } from './state-dir';
@@ -161,6 +162,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
     const ledger = localLedger(emulators);
     const unfinished = await releaseOrphanedLeases(ledger, Date.now());
     const events = new JsonlEventLog(paths.events);
+    await announceMissedOutcomes(ledger, events, logger);
     const readAccess: ReadAccess = {
       grant: (repoUrl) => {
         const name = git.repoNameOf(repoUrl);

@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { createServer } from 'node:net';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { JsonlEventLog } from '../../src/adapters/events';
 import { localLedger } from '../../src/compose/local';
+import { eventDetail } from '../../src/core/pipeline';
 import { PlatformAlreadyRunningError, PortInUseError, readPlatformInfo, startPlatform, type LocalPlatform } from '../../src/local/platform';
 import { portsFile } from '../../src/local/stable-ports';
 import { claimOf, newJob } from '../support/ledger-contract';
@@ -107,6 +109,31 @@ describe('local platform lifecycle', () => {
     const ledger = localLedger(second.emulators);
     expect((await ledger.getJob(orphan.jobId))?.leaseUntil).toBeLessThanOrEqual(Date.now());
     expect(await ledger.claim(claimOf(orphan, { now: Date.now() }))).toMatchObject({ kind: 'claimed', record: { attempt: 2 } });
+  });
+
+  // Seen in a chaos run: a worker recorded SUCCEEDED and the platform was killed before the event;
+  // the message died with the queues and the agent's re-send through the CLI's door sent nothing.
+  it('announces at start the outcomes the last run recorded but did not announce, once', async () => {
+    const first = await start({ persist: true });
+    const ledger = localLedger(first.emulators);
+    const events = new JsonlEventLog(first.info.eventLog);
+    const succeed = async (job = newJob()) => {
+      const claim = claimOf(job, { now: Date.now() });
+      await ledger.claim(claim);
+      return ledger.complete({ jobId: job.jobId, owner: claim.owner, now: Date.now(), verdict: { status: 'SUCCEEDED', result: { commitSha: 'c'.repeat(40) } } });
+    };
+    const announced = await succeed();
+    await events.publish('AgentJobSucceeded', eventDetail(announced, { status: 'SUCCEEDED', result: announced.result ?? {} }, announced.attempt));
+    const missed = await succeed();
+    await first.stop();
+
+    await start({ persist: true });
+
+    const outcomes = (await events.readFrom(0)).events.map((e) => [e.type, e.detail['jobId'], e.detail['result']]);
+    expect(outcomes).toEqual([
+      ['AgentJobSucceeded', announced.jobId, { commitSha: 'c'.repeat(40) }],
+      ['AgentJobSucceeded', missed.jobId, { commitSha: 'c'.repeat(40) }],
+    ]);
   });
 
   it('stops on SIGINT: removes platform.json, closes every port and lets the process exit by itself', async () => {

@@ -26,6 +26,7 @@ import {
   workspaceTakeOutcome,
 } from '../../src/core/ledger';
 import {
+  FINISHED_WITH_EVENT,
   UNFINISHED_STATUSES,
   type CancelOutcome,
   type ClaimRequest,
@@ -225,6 +226,10 @@ export class MemoryLedger implements Ledger {
 
   async listUnfinished(): Promise<JobRecord[]> {
     return [...this.jobs.values()].filter((job) => UNFINISHED_STATUSES.includes(job.status)).sort(byCreation).map(copy);
+  }
+
+  async listFinishedSince(since: number): Promise<JobRecord[]> {
+    return [...this.jobs.values()].filter((job) => FINISHED_WITH_EVENT.includes(job.status) && job.updatedAt >= iso(since)).sort(byCreation).map(copy);
   }
 
   async cancel(jobId: string, now: number): Promise<CancelOutcome> {
