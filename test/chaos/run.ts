@@ -285,7 +285,7 @@ class Driver {
       for (const item of items) {
         if (!platform.alive) return;
         const first = !this.sent.has(item);
-        if (first && item.cancelled) await cancelBeforeItsTurn(item.job as JobEnvelope, ledger);
+        if (first && item.cancelled && !(await whileAlive(platform, item.jobId, () => cancelBeforeItsTurn(item.job as JobEnvelope, ledger)))) return;
         if (!(await this.send(item, clients.sqs, queueUrl, platform, ledger))) return;
         for (const dup of late.splice(0)) await this.sendLateDuplicate(dup, clients.sqs, queueUrl, platform);
         if (first && item.lateDuplicate) late.push(item);
@@ -301,30 +301,23 @@ class Driver {
    */
   private async send(item: PlannedItem, sqs: SQSClient, queueUrl: string, platform: PlatformProcess, ledger: Ledger): Promise<boolean> {
     const viaCli = !item.cancelled && this.parts.rng.chance(CLI_SHARE);
-    for (let attempt = 0; platform.alive; attempt++) {
-      try {
-        if (item.raw) {
-          await sendRaw(sqs, queueUrl, item.raw.body, item.raw.groupId, `${item.jobId}:${item.position}`, { jobId: item.jobId, workspaceId: item.workspaceId });
-        } else if (item.kind === 'conflict') {
-          const job = item.job as JobEnvelope;
-          await sendRaw(sqs, queueUrl, JSON.stringify(job), `ws#${job.workspaceId}`, `conflict:${item.jobId}:${item.position}`, jobAttributes(job));
-        } else {
-          const options = { sqs, queueUrl, ...(viaCli ? { ledger } : {}) };
+    const sent = await whileAlive(platform, item.jobId, async () => {
+      if (item.raw) {
+        await sendRaw(sqs, queueUrl, item.raw.body, item.raw.groupId, `${item.jobId}:${item.position}`, { jobId: item.jobId, workspaceId: item.workspaceId });
+      } else if (item.kind === 'conflict') {
+        const job = item.job as JobEnvelope;
+        await sendRaw(sqs, queueUrl, JSON.stringify(job), `ws#${job.workspaceId}`, `conflict:${item.jobId}:${item.position}`, jobAttributes(job));
+      } else {
+        const options = { sqs, queueUrl, ...(viaCli ? { ledger } : {}) };
+        await enqueueAgentJob(item.job as JobEnvelope, options);
+        if (this.parts.rng.chance(this.parts.rates.producerRetry)) {
+          this.parts.log.record('producer.retry', item.jobId);
           await enqueueAgentJob(item.job as JobEnvelope, options);
-          if (this.parts.rng.chance(this.parts.rates.producerRetry)) {
-            this.parts.log.record('producer.retry', item.jobId);
-            await enqueueAgentJob(item.job as JobEnvelope, options);
-          }
         }
-        this.sent.add(item);
-        return true;
-      } catch (error) {
-        if (!platform.alive) return false;
-        if (attempt > 20) throw new Error(`could not send ${item.jobId}: ${errorMessage(error)}`);
-        await new Promise((resolve) => setTimeout(resolve, 200));
       }
-    }
-    return false;
+    });
+    if (sent) this.sent.add(item);
+    return sent;
   }
 
   /** The same job again, as SQS would deliver it after its deduplication window: a new deduplication id, a new timestamp. */
@@ -386,6 +379,24 @@ class Driver {
 async function cancelBeforeItsTurn(job: JobEnvelope, ledger: Ledger): Promise<void> {
   await ledger.recordQueued({ job, digest: jobDigest(job), now: Date.now() });
   await ledger.cancel(job.jobId, Date.now());
+}
+
+/**
+ * Runs `step` (a send, a ledger write), retrying a failure, as an agent would, while the platform
+ * lives; false when it died meanwhile (its endpoints then refuse connections).
+ */
+async function whileAlive(platform: PlatformProcess, jobId: string, step: () => Promise<unknown>): Promise<boolean> {
+  for (let attempt = 0; platform.alive; attempt++) {
+    try {
+      await step();
+      return true;
+    } catch (error) {
+      if (!platform.alive) return false;
+      if (attempt > 20) throw new Error(`could not send ${jobId}: ${errorMessage(error)}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  return false;
 }
 
 /** Items that are jobs of their own in the ledger (not poison, not a reused id). */
