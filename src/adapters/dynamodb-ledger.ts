@@ -4,6 +4,7 @@
  * read, because dynalite (local) does not return the old item on ConditionalCheckFailed. No
  * transactions, for the same reason. What a record means is decided in src/core/ledger.ts.
  */
+import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
@@ -17,7 +18,6 @@ import {
   claimOutcome,
   conflictEntry,
   isCompletionOf,
-  isFinishOf,
   LISTS,
   listSortKey,
   queuedRecord,
@@ -73,7 +73,7 @@ const BATCH_GET_ROUNDS = 5;
 /** Attributes that are ours (keys, indexes) and not part of the JobRecord / WorkspaceRecord contract. */
 function strip<T>(item: Record<string, unknown> | undefined): T | undefined {
   if (item === undefined) return undefined;
-  const { pk: _pk, wsKey: _wsKey, listKey: _listKey, listSort: _listSort, dueKey: _dueKey, ...rest } = item;
+  const { pk: _pk, wsKey: _wsKey, listKey: _listKey, listSort: _listSort, dueKey: _dueKey, finishedBy: _finishedBy, ...rest } = item;
   return rest as T;
 }
 
@@ -270,13 +270,15 @@ export class DynamoDbLedger implements Ledger {
     const field = verdict.status === 'SUCCEEDED' ? 'result' : 'error';
     // The lists, as `complete` moves them: a failed job waits on the DLQ list, a succeeded one is in none.
     const lists = verdict.status === 'FAILED' ? ', listKey = :dlq, listSort = :dlqSort' : '';
+    // Names this write, so a caller whose answer was lost can tell it from another completion's.
+    const token = randomUUID();
     try {
       const out = await this.client.send(
         new UpdateCommand({
           TableName: this.table,
           Key: jobKey(input.jobId),
           // Stays on the due index until reported, so the reconciler reports it if the reporter dies.
-          UpdateExpression: `SET #status = :status, #field = :value, dueAt = :reportBy, updatedAt = :now${lists}${verdict.status === 'SUCCEEDED' ? ' REMOVE listKey, listSort' : ''}`,
+          UpdateExpression: `SET #status = :status, #field = :value, dueAt = :reportBy, updatedAt = :now, finishedBy = :token${lists}${verdict.status === 'SUCCEEDED' ? ' REMOVE listKey, listSort' : ''}`,
           ConditionExpression: '#status = :running AND progress.buildId = :buildId',
           ExpressionAttributeNames: { '#status': 'status', '#field': field },
           ExpressionAttributeValues: {
@@ -286,6 +288,7 @@ export class DynamoDbLedger implements Ledger {
             ':now': new Date(input.now).toISOString(),
             ':running': 'RUNNING',
             ':buildId': input.buildId,
+            ':token': token,
             ...(verdict.status === 'FAILED' ? { ':dlq': LISTS.dlq, ':dlqSort': listSortKey(new Date(input.now).toISOString(), input.jobId) } : {}),
           },
           ReturnValues: 'ALL_NEW',
@@ -293,9 +296,11 @@ export class DynamoDbLedger implements Ledger {
       );
       return { kind: 'finished', record: strip<JobRecord>(out.Attributes) as JobRecord };
     } catch (error) {
-      // As in `complete`: the write may have applied with its answer lost; then the verdict is the caller's to report.
-      const record = await this.getJob(input.jobId);
-      if (record !== undefined && isFinishOf(record, input)) return { kind: 'finished', record };
+      // As in `complete`: the write may have applied with its answer lost (a 500 after it, or the
+      // SDK's retry refused by its own effect); a record carrying this write's token is the caller's to report.
+      const out = await this.client.send(new GetCommand({ TableName: this.table, Key: jobKey(input.jobId), ConsistentRead: true }));
+      const record = strip<JobRecord>(out.Item);
+      if (record !== undefined && out.Item?.['finishedBy'] === token) return { kind: 'finished', record };
       if (!isConditionFailure(error)) throw error;
       return { kind: 'refused', record };
     }

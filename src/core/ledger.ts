@@ -5,7 +5,7 @@
  * `workspaceTakeOutcome` what to do. Keeping both sides here lets unit tests pin every case.
  */
 import { JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration } from '../../contract/job-types';
-import type { ClaimOutcome, ClaimRequest, CompleteInput, ConflictAttempt, FinishBuildInput, ConflictSeenBy, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceRepo, WorkspaceTakeOutcome } from './ports';
+import type { ClaimOutcome, ClaimRequest, CompleteInput, ConflictAttempt, ConflictSeenBy, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceRepo, WorkspaceTakeOutcome } from './ports';
 import type { JobEnvelope } from './envelope';
 
 /**
@@ -153,11 +153,6 @@ function stageQueueOf(type: JobType): string {
  */
 export function isCompletionOf(record: JobRecord, input: CompleteInput): boolean {
   return record.status === input.verdict.status && record.leaseOwner === input.owner && record.updatedAt === new Date(input.now).toISOString();
-}
-
-/** Whether `record` is what `input`'s finishBuild wrote: its verdict, for this build, at this instant (as isCompletionOf). */
-export function isFinishOf(record: JobRecord, input: FinishBuildInput): boolean {
-  return record.status === input.verdict.status && record.progress?.['buildId'] === input.buildId && record.updatedAt === new Date(input.now).toISOString();
 }
 
 /** The record of a job the moment it is sent (every ledger writes this same record, its list aside). */
