@@ -22,6 +22,11 @@ export const GIT_ENV: NodeJS.ProcessEnv = {
   GIT_COMMITTER_EMAIL: 'fixture@example.invalid',
   GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z',
   GIT_TERMINAL_PROMPT: '0',
+  // No automatic gc: after a commit of thousands of files it packs the repository in the
+  // background, deleting loose objects while a clone of it may still be copying them.
+  GIT_CONFIG_COUNT: '1',
+  GIT_CONFIG_KEY_0: 'gc.auto',
+  GIT_CONFIG_VALUE_0: '0',
 };
 
 /** Runs git in `cwd` and returns its stdout without the trailing newline. */
