@@ -89,3 +89,25 @@ describe('guardedLookup', () => {
     expect(error).toMatchObject({ reason: 'HOST_NOT_ALLOWED', message: expect.stringContaining(`git.example.com resolves to ${refused}`) });
   });
 });
+
+// Seen in chaos runs: apply_patch jobs on the local platform failed UNEXPECTED_ERROR ("Request timed
+// out") when the git host took more than 5 s to answer. isomorphic-git's client used Node's global
+// agent, which closes a socket idle for 5 s, and simple-get then gives up.
+test('the default client waits for a git host slower than Node\'s 5-second idle timeout', async () => {
+  let requests = 0;
+  const server = createServer((_req, res) => {
+    requests++;
+    // The first answer opens a kept-alive connection; the second is slow, as a busy host's push is.
+    setTimeout(() => res.writeHead(500).end(), requests === 1 ? 0 : 6_000);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const remote = remoteOptions(`http://127.0.0.1:${(server.address() as AddressInfo).port}/repo.git`);
+    await expect(remoteBranchHead(remote, 'main')).rejects.toThrow(/HTTP 500/);
+
+    await expect(remoteBranchHead(remote, 'main')).rejects.toThrow(/HTTP 500/);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}, 20_000);

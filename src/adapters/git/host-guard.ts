@@ -1,5 +1,5 @@
 /**
- * The HTTP client the sequencer talks to git remotes with on AWS. The git hosts rule
+ * The HTTP client the platform talks to git remotes with (guarded on AWS). The git hosts rule
  * (contract/git-remotes.ts) checks the URL before a job's turn; this client checks what is actually
  * dialled, so an allowed name cannot lead anywhere the rule refuses:
  * - Names are resolved by the connection's own lookup, and a connection to a loopback, link-local
@@ -34,10 +34,14 @@ export function guardedLookup(resolve: LookupFunction): LookupFunction {
   };
 }
 
-/** isomorphic-git's Node client over agents with the guarded lookup, never following a redirect. */
-export function guardedGitHttp(resolve: LookupFunction = dnsLookup as LookupFunction): HttpClient {
-  const lookup = guardedLookup(resolve);
-  const agents: Readonly<Record<string, HttpAgent>> = { 'http:': new HttpAgent({ keepAlive: true, lookup }), 'https:': new HttpsAgent({ keepAlive: true, lookup }) };
+/**
+ * isomorphic-git's Node client over agents of its own, never following a redirect. Not Node's
+ * global agent: since Node 19 it closes a socket idle for 5 seconds, and the client then gives up
+ * with "Request timed out"; a git host slow to answer a push is busy, not gone.
+ */
+export function gitHttp(lookup?: LookupFunction): HttpClient {
+  const options = { keepAlive: true, ...(lookup && { lookup }) };
+  const agents: Readonly<Record<string, HttpAgent>> = { 'http:': new HttpAgent(options), 'https:': new HttpsAgent(options) };
   return {
     request: (request) => nodeHttp.request({
       ...request,
@@ -45,4 +49,9 @@ export function guardedGitHttp(resolve: LookupFunction = dnsLookup as LookupFunc
       fetchOptions: { ...(request.fetchOptions as object | undefined), followRedirects: false },
     }),
   };
+}
+
+/** The client the sequencer uses on AWS: gitHttp over the guarded lookup. */
+export function guardedGitHttp(resolve: LookupFunction = dnsLookup as LookupFunction): HttpClient {
+  return gitHttp(guardedLookup(resolve));
 }

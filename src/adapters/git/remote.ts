@@ -5,9 +5,9 @@
  */
 import * as git from 'isomorphic-git';
 import { Errors, type HttpClient } from 'isomorphic-git';
-import nodeHttp from 'isomorphic-git/http/node';
 import { PermanentJobError, TransientJobError } from '../../core/errors';
 import { transientCause } from '../../core/transient-cause';
+import { gitHttp } from './host-guard';
 
 /** HTTP basic credentials (for GitHub: any user name and a token as the password). Fetched by the caller. */
 export interface GitAuth {
@@ -21,8 +21,11 @@ export interface RemoteOptions {
   readonly headers: Record<string, string>;
 }
 
-/** `http` defaults to isomorphic-git's Node client; tests wrap it only to inject faults or races. */
-export function remoteOptions(url: string, auth?: GitAuth, http: HttpClient = nodeHttp): RemoteOptions {
+/** The client of callers that name none (the local platform, the CLI): no address guard, the loopback git server is theirs. */
+let defaultHttp: HttpClient | undefined;
+
+/** `http` defaults to gitHttp (host-guard.ts); tests wrap it only to inject faults or races. */
+export function remoteOptions(url: string, auth?: GitAuth, http: HttpClient = (defaultHttp ??= gitHttp())): RemoteOptions {
   // Sent up front: saves the 401 round trip, and credentials never end up in a URL or a log line.
   const headers: Record<string, string> = auth
     ? { Authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` }
