@@ -298,9 +298,9 @@ export class DynamoDbLedger implements Ledger {
     } catch (error) {
       // As in `complete`: the write may have applied with its answer lost (a 500 after it, or the
       // SDK's retry refused by its own effect); a record carrying this write's token is the caller's to report.
-      const out = await this.client.send(new GetCommand({ TableName: this.table, Key: jobKey(input.jobId), ConsistentRead: true }));
-      const record = strip<JobRecord>(out.Item);
-      if (record !== undefined && out.Item?.['finishedBy'] === token) return { kind: 'finished', record };
+      const item = await this.getJobItem(input.jobId);
+      const record = strip<JobRecord>(item);
+      if (record !== undefined && item?.['finishedBy'] === token) return { kind: 'finished', record };
       if (!isConditionFailure(error)) throw error;
       return { kind: 'refused', record };
     }
@@ -397,8 +397,13 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async getJob(jobId: string): Promise<JobRecord | undefined> {
+    return strip<JobRecord>(await this.getJobItem(jobId));
+  }
+
+  /** The job's item as stored, our own attributes included (a consistent read). */
+  private async getJobItem(jobId: string): Promise<Record<string, unknown> | undefined> {
     const out = await this.client.send(new GetCommand({ TableName: this.table, Key: jobKey(jobId), ConsistentRead: true }));
-    return strip<JobRecord>(out.Item);
+    return out.Item;
   }
 
   async getWorkspace(workspaceId: string): Promise<WorkspaceRecord | undefined> {
