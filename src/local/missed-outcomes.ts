@@ -15,7 +15,8 @@ import type { JsonlEventLog } from '../adapters/events';
 import { EVENT_OF, eventDetail, recordedVerdict } from '../core/pipeline';
 import type { JobLogger, Ledger } from '../core/ports';
 
-const OUTCOME_EVENTS: ReadonlySet<EventType> = new Set(['AgentJobSucceeded', 'AgentJobFailed', 'AgentJobSkipped']);
+/** The events that announce an outcome: every event a verdict has (EVENT_OF). */
+const OUTCOME_EVENTS: ReadonlySet<EventType> = new Set(Object.values(EVENT_OF).flatMap((outcome) => (outcome.event ? [outcome.event] : [])));
 
 /** Publishes the missing outcome events; returns the ids of the jobs it announced. */
 export async function announceMissedOutcomes(ledger: Ledger, events: JsonlEventLog, logger: JobLogger): Promise<string[]> {
