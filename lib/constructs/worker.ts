@@ -79,12 +79,16 @@ export const EXTERNAL_MODULES = ['@aws-sdk/*', '@smithy/*'];
  *   own (lib/bundling/pako-node-zlib.ts, sha1-node-crypto.ts): 67 KiB less in the sequencer, and
  *   native inflate for every object read. test/integration/git-bundled.test.ts holds the bundled
  *   adapter to the same commits as the source one.
+ * - diff3 and ignore, which isomorphic-git imports for merges and .gitignore rules, commands the
+ *   platform never runs: left out (lib/bundling/left-out.ts), 7 KiB.
  */
 export const ESM_ALIASES: Readonly<Record<string, string>> = {
   'isomorphic-git': './node_modules/isomorphic-git/index.js',
   'isomorphic-git/http/node': './node_modules/isomorphic-git/http/node/index.cjs',
   pako: './lib/bundling/pako-node-zlib.ts',
   'sha.js/sha1.js': './lib/bundling/sha1-node-crypto.ts',
+  diff3: './lib/bundling/left-out.ts',
+  ignore: './lib/bundling/left-out.ts',
 };
 
 /**
