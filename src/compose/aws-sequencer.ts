@@ -11,13 +11,16 @@ import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { applyPatchProcessor } from '../core/jobs/apply-patch';
 import type { DiffStore } from '../core/ports';
 import type { SequencerDeps } from '../core/sequencer';
-import { IsomorphicGitWorkspace, guardedGitHttp } from '../adapters/git';
+import type { IsomorphicGitWorkspace } from '../adapters/git';
 import { logger } from '../adapters/powertools';
 import { awsClientConfig, awsPipelineDeps, onFirstUse, requireEnv, secretsManagerSecrets } from './aws';
 
 // Loaded when a job's diff was claim-checked, the only use of S3 here (aws.ts says why).
 const loadS3 = (): typeof import('@aws-sdk/client-s3') => require('@aws-sdk/client-s3');
 const loadDiffStore = (): typeof import('../adapters/diff-store') => require('../adapters/diff-store');
+// The git engine (isomorphic-git, with zlib, http and https) loads at the first git call, as the
+// SDK clients do: forwarding a staged job pinned to a known head, a duplicate, a skip never make one.
+const loadGit = (): typeof import('../adapters/git') => require('../adapters/git');
 
 /** Stage queue URLs from STAGE_QUEUE_URL_<TYPE>, one per staged job type of the catalog. */
 export function stageQueueUrlsFromEnv(read: (name: string) => string): Record<StagedJobType, string> {
@@ -36,13 +39,16 @@ export const SEQUENCER_REPO_CACHE_BYTES = 256 * 2 ** 20;
 export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): SequencerDeps {
   const read = (name: string) => requireEnv(name, env);
   const secrets = secretsManagerSecrets({ gitCredentialsArn: read(ENV.gitCredentialsSecretArn) }, env);
-  const git = new IsomorphicGitWorkspace({
-    credentials: () => secrets.gitCredentials(),
-    workRoot: SEQUENCER_WORK_ROOT,
-    cacheBytes: SEQUENCER_REPO_CACHE_BYTES,
-    logger,
-    // What is dialled, not only what is named: no loopback, link-local or metadata address after DNS, no redirect.
-    http: guardedGitHttp(),
+  const git = onFirstUse<IsomorphicGitWorkspace>(() => {
+    const { IsomorphicGitWorkspace, guardedGitHttp } = loadGit();
+    return new IsomorphicGitWorkspace({
+      credentials: () => secrets.gitCredentials(),
+      workRoot: SEQUENCER_WORK_ROOT,
+      cacheBytes: SEQUENCER_REPO_CACHE_BYTES,
+      logger,
+      // What is dialled, not only what is named: no loopback, link-local or metadata address after DNS, no redirect.
+      http: guardedGitHttp(),
+    });
   });
   const diffBucket = read(ENV.diffBucket);
   const diffStore = onFirstUse<DiffStore>(() => {

@@ -1,8 +1,9 @@
 /**
  * The Lambda composition loads an SDK client package only when a port that uses it is first used
- * (src/compose/aws.ts): building a handler's dependencies loads none, and a path that never calls
- * S3 never loads it. Each SDK package is replaced by a factory that records its load and returns
- * the real package, in a module registry of its own.
+ * (src/compose/aws.ts), and the sequencer its git engine only at its first git call: building a
+ * handler's dependencies loads none, and a path that never calls S3 never loads it. Each such
+ * package is replaced by a factory that records its load and returns the real package, in a
+ * module registry of its own.
  */
 import { COMMAND_JOB_TYPES, JOB_TYPES, JOB_TYPE_NAMES, SEQUENCER } from '../../contract/job-types';
 import { ENV, stageDlqUrlEnv, stageQueueUrlEnv } from '../../contract/runtime-env';
@@ -19,6 +20,7 @@ const SDK_PACKAGES = [
   '@aws-sdk/client-sqs',
   '@aws-sdk/lib-dynamodb',
 ];
+const RECORDED = [...SDK_PACKAGES, 'isomorphic-git'];
 
 const pipelineEnv = {
   [ENV.ledgerTable]: 'ledger',
@@ -36,12 +38,12 @@ const sequencerEnv = {
   ...Object.fromEntries(JOB_TYPE_NAMES.flatMap((type) => (JOB_TYPES[type].lane === 'staged' ? [[stageQueueUrlEnv(type), `https://sqs.eu-west-1.amazonaws.com/1/${type}`]] : []))),
 };
 
-/** Loads `modules` in a fresh registry where every SDK package records its load in the returned list. */
+/** Loads `modules` in a fresh registry where every SDK package and the git engine record their load in the returned list. */
 function withRecordedSdk<T>(load: () => T): { loaded: string[]; value: T } {
   const loaded: string[] = [];
   let value: T | undefined;
   jest.isolateModules(() => {
-    for (const pkg of SDK_PACKAGES) {
+    for (const pkg of RECORDED) {
       jest.doMock(pkg, () => {
         loaded.push(pkg);
         return jest.requireActual(pkg);
@@ -75,6 +77,14 @@ describe('SDK packages in the Lambda composition', () => {
     void deps.events.publish;
     void deps.queueOps.send;
     expect(loaded).not.toContain('@aws-sdk/client-s3');
+  });
+
+  it('loads the git engine at the first git call, and no SDK package with it', () => {
+    const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv));
+    expect(loaded).toEqual([]);
+
+    expect(typeof deps.git.branchHead).toBe('function');
+    expect(loaded).toEqual(['isomorphic-git']);
   });
 
   it('loads none when the build-events function builds its dependencies', () => {
