@@ -7,7 +7,7 @@
  * whatever the spelling, and `http://2130706433/` is 127.0.0.1. A URL that passes is carried in its
  * normalised form (`URL.href`), so what was checked is exactly what is stored and dialled.
  */
-import { BlockList, isIP } from 'node:net';
+import type { BlockList } from 'node:net';
 import * as z from 'zod/mini';
 import './zod-english';
 
@@ -57,20 +57,31 @@ export interface GitHostPolicy {
   readonly localAddresses: boolean;
 }
 
+let neverDialled: { readonly addresses: BlockList; readonly isIP: (input: string) => number } | undefined;
 /**
  * Addresses a worker on AWS must never dial, whatever the allow-list says: loopback, "this
  * network" (0.0.0.0 reaches loopback on Linux), link-local (169.254.169.254 is the instance
  * metadata service, 169.254.170.2 the container credentials endpoint) and EC2's IPv6 metadata
  * address. IPv4-mapped IPv6 forms (::ffff:127.0.0.1) match the IPv4 rules.
+ *
+ * Built at the first check, with node:net required then: every bundle and the CLI import this
+ * module, and node:net brings Node's stream stack, which a function that never checks an address
+ * (or an invocation that has not yet) need not load.
  */
-const NEVER_DIALLED = new BlockList();
-NEVER_DIALLED.addSubnet('127.0.0.0', 8, 'ipv4');
-NEVER_DIALLED.addSubnet('0.0.0.0', 8, 'ipv4');
-NEVER_DIALLED.addSubnet('169.254.0.0', 16, 'ipv4');
-NEVER_DIALLED.addAddress('::', 'ipv6');
-NEVER_DIALLED.addAddress('::1', 'ipv6');
-NEVER_DIALLED.addSubnet('fe80::', 10, 'ipv6');
-NEVER_DIALLED.addAddress('fd00:ec2::254', 'ipv6');
+function neverDialledAddresses(): NonNullable<typeof neverDialled> {
+  if (neverDialled) return neverDialled;
+  const net: typeof import('node:net') = require('node:net');
+  const addresses = new net.BlockList();
+  addresses.addSubnet('127.0.0.0', 8, 'ipv4');
+  addresses.addSubnet('0.0.0.0', 8, 'ipv4');
+  addresses.addSubnet('169.254.0.0', 16, 'ipv4');
+  addresses.addAddress('::', 'ipv6');
+  addresses.addAddress('::1', 'ipv6');
+  addresses.addSubnet('fe80::', 10, 'ipv6');
+  addresses.addAddress('fd00:ec2::254', 'ipv6');
+  neverDialled = { addresses, isIP: net.isIP };
+  return neverDialled;
+}
 
 /** Names that resolve to loopback or a metadata service by convention, whatever DNS says. */
 const NEVER_DIALLED_NAME = /^(?:(?:.+\.)?localhost|metadata|metadata\.google\.internal|instance-data(?:\..+)?)\.?$/;
@@ -78,8 +89,9 @@ const NEVER_DIALLED_NAME = /^(?:(?:.+\.)?localhost|metadata|metadata\.google\.in
 /** Why a URL's host (its WHATWG `hostname`) or a resolved address must never be dialled on AWS, or undefined. */
 export function localAddressProblem(hostname: string): string | undefined {
   const address = hostname.replace(/^\[(.*)\]$/, '$1');
+  const { addresses, isIP } = neverDialledAddresses();
   const family = isIP(address);
-  if (family !== 0 && NEVER_DIALLED.check(address, family === 4 ? 'ipv4' : 'ipv6')) return `${hostname} is a loopback, link-local or metadata address`;
+  if (family !== 0 && addresses.check(address, family === 4 ? 'ipv4' : 'ipv6')) return `${hostname} is a loopback, link-local or metadata address`;
   if (family === 0 && NEVER_DIALLED_NAME.test(hostname)) return `${hostname} names loopback or a metadata service`;
   return undefined;
 }

@@ -111,15 +111,18 @@ describe.each(FUNCTIONS.map((w) => w.name))('the %s bundle', (worker) => {
     expect([...required].sort()).toEqual([...expected].sort());
   });
 
-  it('loads in node, exports a handler function and loads no SDK package until a port is used', () => {
+  it('loads in node, exports a handler function and loads no SDK package, git engine or network module until a port is used', () => {
     // NODE_PATH stands in for the runtime's own @aws-sdk/* (the bundle requires them when first used).
     const script = [
       `const { handler } = require(${JSON.stringify(join(bundle().dir, 'index.js'))});`,
       `const sdk = Object.keys(require.cache).filter((f) => /[\\/]node_modules[\\/]@(aws-sdk|smithy)[\\/]/.test(f));`,
-      'process.stdout.write(JSON.stringify({ exported: typeof handler, sdkModules: sdk.length }));',
+      // Node's own modules the SDK's HTTP client and the git engine load: none before a port is used
+      // (not net: a process whose stdout is a pipe, as here, loads it for that).
+      `const network = process.moduleLoadList.filter((m) => /^NativeModule (http|https|tls|zlib)$/.test(m));`,
+      'process.stdout.write(JSON.stringify({ exported: typeof handler, sdkModules: sdk.length, network }));',
     ].join('\n');
     const load = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, NODE_PATH: join(ROOT, 'node_modules') } });
     expect({ status: load.status, stderr: load.stderr }).toEqual({ status: 0, stderr: '' });
-    expect(JSON.parse(load.stdout)).toEqual({ exported: 'function', sdkModules: 0 });
+    expect(JSON.parse(load.stdout)).toEqual({ exported: 'function', sdkModules: 0, network: [] });
   });
 });
