@@ -4,14 +4,15 @@
 // AGENT_JOBS_CLI_BUNDLE=0 runs the sources through tsx always.
 'use strict';
 const cli = process.env.AGENT_JOBS_CLI_BUNDLE === '0' ? undefined : require('./cli-bundle.js');
-const bundle = cli?.cliBundle();
-if (bundle !== undefined && process.argv.includes('--verbose')) {
+const bundles = cli?.cliBundle();
+if (bundles !== undefined && process.argv.includes('--verbose')) {
   // The source map costs a read at load: only a --verbose stack trace needs the TypeScript lines,
   // which node maps for a module it loads itself, not for the code-cached script of runBundle.
+  // Its SDK packages then load from node_modules.
   process.setSourceMapsEnabled(true);
-  require(bundle);
-} else if (bundle !== undefined) {
-  cli.runBundle(bundle, process.argv[2]);
+  require(bundles.file);
+} else if (bundles !== undefined) {
+  cli.runBundle(bundles, process.argv[2]);
 } else {
   require('tsx/cjs');
   require('./cli.ts');
