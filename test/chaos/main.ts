@@ -1,13 +1,14 @@
 /**
- * `npm run chaos -- --jobs N --workspaces W --seed S [--kills K] [--keep]`: one chaos run
+ * `npm run chaos -- --jobs N --workspaces W --seed S [--kills K] [--rates R] [--keep]`: one chaos run
  * (./run.ts), its summary on stdout, exit code 1 on any violation (2 on bad arguments).
  */
 import { parseArgs } from 'node:util';
 import { quietKnownWarnings } from '../../src/local/quiet-warnings';
+import { parseRates } from './config';
 import { runChaos } from './run';
 import { summary } from './summary';
 
-const USAGE = 'usage: npm run chaos -- --jobs N --workspaces W --seed S [--kills K] [--keep] [--quiet]';
+const USAGE = 'usage: npm run chaos -- --jobs N --workspaces W --seed S [--kills K] [--rates none,name=p,...] [--keep] [--quiet]';
 
 function positive(values: Record<string, string | boolean | undefined>, name: string, fallback?: number): number {
   const raw = values[name];
@@ -21,12 +22,28 @@ class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+function rates(text: string) {
+  try {
+    return parseRates(text);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
 async function main(): Promise<number> {
   quietKnownWarnings();
   let options: Parameters<typeof runChaos>[0];
   try {
     const { values } = parseArgs({
-      options: { jobs: { type: 'string' }, workspaces: { type: 'string' }, seed: { type: 'string' }, kills: { type: 'string' }, keep: { type: 'boolean' }, quiet: { type: 'boolean' } },
+      options: {
+        jobs: { type: 'string' },
+        workspaces: { type: 'string' },
+        seed: { type: 'string' },
+        kills: { type: 'string' },
+        rates: { type: 'string' },
+        keep: { type: 'boolean' },
+        quiet: { type: 'boolean' },
+      },
       strict: true,
     });
     if (values.seed === undefined) throw new UsageError('--seed is required');
@@ -38,6 +55,7 @@ async function main(): Promise<number> {
       workspaces,
       seed: values.seed,
       kills: positive(values, 'kills', 2),
+      ...(values.rates !== undefined && { rates: rates(values.rates) }),
       keep: values.keep === true,
       ...(values.quiet ? {} : { progress: (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`) }),
     };
