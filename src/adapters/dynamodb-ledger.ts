@@ -470,25 +470,29 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async cancel(jobId: string, now: number): Promise<CancelOutcome> {
-    const statuses = Object.fromEntries(CANCELLABLE_STATUSES.map((status, i) => [`:c${i}`, status]));
-    try {
-      const out = await this.client.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: jobKey(jobId),
-          UpdateExpression: 'SET #status = :cancelled, updatedAt = :now REMOVE leaseUntil, listKey, listSort',
-          ConditionExpression: `#status IN (${Object.keys(statuses).join(', ')})`,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':cancelled': 'CANCELLED', ':now': new Date(now).toISOString(), ...statuses },
-          ReturnValues: 'ALL_OLD',
-        }),
-      );
-      const previous = strip<JobRecord>(out.Attributes) as JobRecord;
-      return { cancelled: true, previous: previous.status, record: { ...previous, status: 'CANCELLED', updatedAt: new Date(now).toISOString() } };
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-      return { cancelled: false, record: await this.getJob(jobId) };
+    // A QUEUED job keeps its place on its workspace's open list, the one list that shows it (ports.ts).
+    const attempts: readonly (readonly JobStatus[])[] = [['QUEUED'], CANCELLABLE_STATUSES.filter((status) => status !== 'QUEUED')];
+    for (const statuses of attempts) {
+      const values = Object.fromEntries(statuses.map((status, i) => [`:c${i}`, status]));
+      try {
+        const out = await this.client.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: jobKey(jobId),
+            UpdateExpression: `SET #status = :cancelled, updatedAt = :now REMOVE leaseUntil${statuses.includes('QUEUED') ? '' : ', listKey, listSort'}`,
+            ConditionExpression: `#status IN (${Object.keys(values).join(', ')})`,
+            ExpressionAttributeNames: { '#status': 'status' },
+            ExpressionAttributeValues: { ':cancelled': 'CANCELLED', ':now': new Date(now).toISOString(), ...values },
+            ReturnValues: 'ALL_OLD',
+          }),
+        );
+        const previous = strip<JobRecord>(out.Attributes) as JobRecord;
+        return { cancelled: true, previous: previous.status, record: { ...previous, status: 'CANCELLED', updatedAt: new Date(now).toISOString() } };
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+      }
     }
+    return { cancelled: false, record: await this.getJob(jobId) };
   }
 
   async recordQueued(input: { job: JobEnvelope; digest: string; now: number }): Promise<QueueOutcome> {

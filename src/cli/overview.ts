@@ -10,13 +10,13 @@ import { statusLabel } from './views';
 
 export interface WorkspaceOverview {
   readonly workspace: WorkspaceRecord;
-  /** In the order the sequencer took them, then those not taken yet. */
+  /** In the order the sequencer took them, then those not taken yet (cancelled before their turn among them). */
   readonly jobs: readonly JobRecord[];
 }
 
 /**
- * A workspace's jobs: those the sequencer took, in its order, then those not taken yet (QUEUED
- * or running their first attempt), oldest first.
+ * A workspace's jobs: those the sequencer took, in its order, then those not taken yet (QUEUED,
+ * running their first attempt, or cancelled before their turn), oldest first.
  */
 export async function workspaceJobs(ledger: Ledger, workspaceId: string): Promise<JobRecord[]> {
   const [taken, open] = await Promise.all([ledger.listWorkspaceJobs(workspaceId), ledger.listOpenJobs(workspaceId)]);

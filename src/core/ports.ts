@@ -377,7 +377,11 @@ export interface Ledger {
   postponeDue(input: { jobId: string; buildId: string; dueAt: number; now: number }): Promise<void>;
   /** Command-stage jobs due for the reconciler at `now`, oldest first. */
   listDue(now: number, limit: number): Promise<JobRecord[]>;
-  /** A QUEUED, FORWARDED or SKIPPED job becomes CANCELLED; anything else is returned as is. */
+  /**
+   * A QUEUED, FORWARDED or SKIPPED job becomes CANCELLED; anything else is returned as is. A job
+   * cancelled while QUEUED never gets a turn, so it stays on its workspace's open list
+   * (listOpenJobs), the only list that shows it.
+   */
   cancel(jobId: string, now: number): Promise<CancelOutcome>;
   /** Records a job as QUEUED before it is sent (one conditional write); a known job id is returned as is. */
   recordQueued(input: { job: JobEnvelope; digest: string; now: number }): Promise<QueueOutcome>;
@@ -387,7 +391,10 @@ export interface Ledger {
   getConflicts(jobId: string): Promise<ConflictAttempt[]>;
   /** Every workspace the ledger knows, by id. */
   listWorkspaces(): Promise<WorkspaceRecord[]>;
-  /** The workspace's jobs that are QUEUED, running or waiting for their stage, oldest first. */
+  /**
+   * The workspace's jobs that are QUEUED, running or waiting for their stage, and those cancelled
+   * while QUEUED (they never get a turn), oldest first.
+   */
   listOpenJobs(workspaceId: string): Promise<JobRecord[]>;
   /** Jobs on a dead-letter queue (FAILED, SKIPPED, refused conflicting sends), oldest first. */
   listDlq(): Promise<DlqEntry[]>;

@@ -435,6 +435,22 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
       });
     });
 
+    describe('a cancel before the turn', () => {
+      it("keeps a job cancelled while QUEUED on its workspace's open list, which alone shows it; a job cancelled after its turn leaves it", async () => {
+        const workspaceId = `ws-${randomUUID()}`;
+        const [queued, forwarded, open] = ['q', 'f', 'o'].map((id) => newJob({ jobId: `${id}-${randomUUID()}`, workspaceId })) as [JobEnvelope, JobEnvelope, JobEnvelope];
+        await ledger.recordQueued({ job: queued, digest: jobDigest(queued), now: NOW });
+        await ledger.recordQueued({ job: open, digest: jobDigest(open), now: NOW });
+        await settle(forwarded, { status: 'FORWARDED', pin: PIN });
+
+        expect(await ledger.cancel(queued.jobId, NOW + 1)).toMatchObject({ cancelled: true, previous: 'QUEUED' });
+        expect(await ledger.cancel(forwarded.jobId, NOW + 1)).toMatchObject({ cancelled: true, previous: 'FORWARDED' });
+
+        const listed = (await ledger.listOpenJobs(workspaceId)).map((j) => [j.jobId, j.status]).sort();
+        expect(listed).toEqual([[open.jobId, 'QUEUED'], [queued.jobId, 'CANCELLED']].sort());
+      });
+    });
+
     describe('workspace cursor', () => {
       it('moves in order, fences on an unfinished predecessor and lists jobs in the order taken', async () => {
         const workspaceId = `ws-${randomUUID()}`;

@@ -238,7 +238,8 @@ export class MemoryLedger implements Ledger {
     const { leaseUntil: _leaseUntil, ...rest } = existing;
     const record: JobRecord = { ...rest, status: 'CANCELLED', updatedAt: iso(now) };
     this.jobs.set(jobId, record);
-    this.lists.delete(`job#${jobId}`);
+    // Cancelled while QUEUED: it never gets a turn, and stays on its workspace's open list (ports.ts).
+    if (existing.status !== 'QUEUED') this.lists.delete(`job#${jobId}`);
     return { cancelled: true, previous: existing.status, record: copy(record) };
   }
 

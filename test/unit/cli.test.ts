@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { commandHelp, parseInvocation, type CommandSpec } from '../../src/cli/command';
 import { COMMANDS } from '../../src/cli/commands';
-import { jobFromArgs } from '../../src/cli/commands/enqueue';
+import { jobFromArgs, repositoryOnItsWay } from '../../src/cli/commands/enqueue';
 import { dlqRows } from '../../src/cli/commands/dlq';
 import { jobSummary } from '../../src/cli/views';
 import { redriveDeduplicationId } from '../../src/cli/dlq';
@@ -14,6 +14,7 @@ import { UsageError } from '../../src/cli/errors';
 import { payloadFlags, payloadFromFlags } from '../../src/cli/job-options';
 import { runCli } from '../../src/cli/main';
 import { table } from '../../src/cli/output';
+import type { JobRecord } from '../../src/core/ports';
 
 /** A terminal in memory: what the CLI wrote, and stdin text. */
 function memoryIo(options: { stdin?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
@@ -34,6 +35,18 @@ const contextOf = (io: CliIo) =>
   createContext(io, {}, async () => {
     throw new Error('no nested command expected');
   });
+
+describe('repositoryOnItsWay (enqueue refuses a staged job for a workspace without a repository)', () => {
+  const open = (type: string, status: string) => ({ jobId: `${type}-${status}`, type, status }) as unknown as JobRecord;
+
+  it('counts an ordered job still to come, not one cancelled before its turn nor a staged one', () => {
+    expect(repositoryOnItsWay([open('apply_patch', 'QUEUED')])).toBe(true);
+    expect(repositoryOnItsWay([open('apply_patch', 'IN_FLIGHT')])).toBe(true);
+    expect(repositoryOnItsWay([open('apply_patch', 'CANCELLED')])).toBe(false);
+    expect(repositoryOnItsWay([open('run_tests', 'QUEUED')])).toBe(false);
+    expect(repositoryOnItsWay([])).toBe(false);
+  });
+});
 
 describe('parseInvocation', () => {
   it('picks the longest command path and parses its options', () => {

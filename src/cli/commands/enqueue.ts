@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../../contract/job-types';
 import { InvalidJobError } from '../../core/errors';
 import type { JobRequest } from '../../client/producer';
+import type { JobRecord } from '../../core/ports';
 import { jobsQueue } from '../targets';
 import { requireString, stringOption, type CommandSpec, type OptionValues } from '../command';
 import type { CliContext } from '../context';
@@ -58,6 +59,11 @@ export async function jobFromArgs(ctx: CliContext, values: OptionValues, fromStd
 /** Job types that change a workspace's tree (they bind it to its repository). */
 const ORDERED_TYPES = JOB_TYPE_NAMES.filter((t) => JOB_TYPES[t].lane === 'ordered');
 
+/** Whether one of a workspace's open jobs will give it a repository: an ordered job not cancelled before its turn. */
+export function repositoryOnItsWay(open: readonly JobRecord[]): boolean {
+  return open.some((j) => ORDERED_TYPES.includes(j.type) && j.status !== 'CANCELLED');
+}
+
 /**
  * A staged job (run_tests, open_pr) runs at its workspace's head commit: a workspace with no
  * repository yet, and no job on its way that gives it one, would fail it as WORKSPACE_UNKNOWN at
@@ -67,7 +73,7 @@ async function refuseWithoutRepository(ctx: CliContext, job: JobRequest): Promis
   if (JOB_TYPES[job.type].lane !== 'staged') return;
   const ledger = await ctx.ledger();
   if ((await ledger.getWorkspace(job.workspaceId))?.repo) return;
-  if ((await ledger.listOpenJobs(job.workspaceId)).some((j) => ORDERED_TYPES.includes(j.type))) return;
+  if (repositoryOnItsWay(await ledger.listOpenJobs(job.workspaceId))) return;
   throw new OutcomeError(
     `WORKSPACE_UNKNOWN: workspace ${job.workspaceId} has no repository yet: send an ${ORDERED_TYPES.join(' or ')} first (a ${job.type} job runs at the workspace's head commit)`,
   );
