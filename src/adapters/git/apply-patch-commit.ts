@@ -19,7 +19,7 @@ import type { JobLogger, PatchCommitRequest, PatchCommitResult } from '../../cor
 import { hasJobTrailer, preparePatchCommit } from '../../core/patch';
 import { GitObjectStore, ObjectNotFoundError, UnsafeTreeEntryError } from './object-store';
 import { discoverReceivePack, pushPack, type ReceivePackAdvertisement } from './receive-pack';
-import { classifyRemoteError, remoteArgs, remoteOptions, type GitAuth, type RemoteOptions } from './remote';
+import { classifyRemoteError, notGitError, remoteArgs, remoteOptions, type GitAuth, type RemoteOptions } from './remote';
 import type { RepoCache, RepoLease } from './repo-cache';
 import { applyOperations } from './tree-editor';
 
@@ -207,7 +207,7 @@ async function missingBranch(session: Session): Promise<PermanentJobError> {
     throw classifyRemoteError(error, action);
   });
   if (Object.keys(info.capabilities).length === 0) {
-    return new PermanentJobError('REJECTED_BY_TARGET', `${action}: the remote does not speak git's smart HTTP protocol: its answer names no git capabilities`);
+    return notGitError(action, 'its answer names no git capabilities');
   }
   return branchNotFound(session.branch);
 }

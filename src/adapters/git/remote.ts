@@ -49,6 +49,11 @@ const NOT_GIT = new Set<string>([
   Errors.RemoteCapabilityError.code,
 ]);
 
+/** REJECTED_BY_TARGET for a remote that answered, but not in git's smart HTTP protocol (`seen`: what it answered). */
+export function notGitError(action: string, seen: string, cause?: unknown): PermanentJobError {
+  return new PermanentJobError('REJECTED_BY_TARGET', `${action}: the remote does not speak git's smart HTTP protocol: ${seen}`, cause === undefined ? undefined : { cause });
+}
+
 /**
  * Classifies a failure talking to the remote by its cause: network errors, 5xx, 401, 408 and 429
  * are transient; other HTTP statuses (403, 404) mean the host refuses the request, and a remote
@@ -64,7 +69,7 @@ export function classifyRemoteError(error: unknown, action: string): unknown {
     return new PermanentJobError('REJECTED_BY_TARGET', message, { cause: error });
   }
   if (error instanceof Error && NOT_GIT.has((error as { code?: string }).code ?? '')) {
-    return new PermanentJobError('REJECTED_BY_TARGET', `${action}: the remote does not speak git's smart HTTP protocol: ${error.message}`, { cause: error });
+    return notGitError(action, error.message, error);
   }
   const cause = transientCause(error);
   if (cause !== undefined) return new TransientJobError(`${action}: network error ${cause}`, { cause: error });
