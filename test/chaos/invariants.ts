@@ -7,6 +7,8 @@
  * - fence: a workspace is BLOCKED exactly by its first job that failed at the sequencer; nothing
  *   after that job succeeded, nothing before it was skipped.
  * - commits: per workspace exactly one commit per applied patch, in send order, carrying its trailer.
+ *   A patch job that gave up (GAVE_UP) may have pushed before it did: its commit, if there, counts
+ *   as applied (a redrive records it so; test/integration/sequencer.test.ts).
  * - tree: each branch's tree is the tree `git apply` builds from the same patches.
  * - test-runs: at most one run per job, at the commit pinned at its turn, with the expected verdict.
  * - pull-requests: at most one per workspace branch; every open_pr job names it.
@@ -166,7 +168,7 @@ export async function checkInvariants(scenario: Scenario, observed: Observed): P
     const record = (item: PlannedItem) => jobs.get(item.jobId);
     checkTerminal(own, record, fail);
     checkFence(ws, own, record, workspaces.get(ws.workspaceId), fail);
-    const applied = own.filter((i) => (i.kind === 'apply_patch' || i.kind === 'hostile_patch') && record(i)?.status === 'SUCCEEDED');
+    const applied = appliedPatches(own, record, observed.branches.get(ws.workspaceId));
     const heads = checkCommits(ws, applied, record, observed.branches.get(ws.workspaceId), workspaces.get(ws.workspaceId), fail);
     await checkTree(ws, applied, observed.branches.get(ws.workspaceId)?.tree, fail);
     checkStages(ws, own, record, heads, runsOf, observed.pulls.get(ws.workspaceId) ?? [], fail);
@@ -179,6 +181,25 @@ export async function checkInvariants(scenario: Scenario, observed: Observed): P
 
 type Fail = (invariant: Invariant, message: string) => void;
 type RecordOf = (item: PlannedItem) => JobRecord | undefined;
+
+/**
+ * Failure reasons that leave a job's effect unknown: the job gave up, and "may have stopped
+ * half-way" (README, failure reasons), e.g. pushed, then lost its lease and ran out of receives.
+ */
+const GAVE_UP = ['RETRIES_EXHAUSTED', 'UNEXPECTED_ERROR'];
+
+/**
+ * The patches a workspace's branch must hold, in send order: every patch job that SUCCEEDED, and
+ * one that gave up whose commit is on the branch.
+ */
+export function appliedPatches(items: readonly PlannedItem[], record: RecordOf, branch: Branch | undefined): PlannedItem[] {
+  const onBranch = new Set(branch?.commits.flatMap((c) => c.trailers) ?? []);
+  return items.filter((i) => {
+    if (i.kind !== 'apply_patch' && i.kind !== 'hostile_patch') return false;
+    const job = record(i);
+    return job?.status === 'SUCCEEDED' || (job?.status === 'FAILED' && GAVE_UP.includes(job.error?.reason ?? '') && onBranch.has(i.jobId));
+  });
+}
 
 function checkTerminal(items: readonly PlannedItem[], record: RecordOf, fail: Fail): void {
   for (const item of items) {
@@ -240,10 +261,14 @@ function checkCommits(
     const item = applied[index];
     if (!item) continue;
     heads.set(item.jobId, commit.sha);
+    if (record(item)?.status !== 'SUCCEEDED') continue; // gave up: the ledger names no commit
     const result = record(item)?.result;
     if (result?.['commitSha'] !== commit.sha) fail('commits', `${item.jobId}: the ledger names commit ${String(result?.['commitSha'])}, the branch has ${commit.sha}`);
   }
-  if ((wsRecord?.head ?? ws.baseSha) !== branch.head && applied.length > 0) fail('commits', `${ws.workspaceId}: the ledger's head ${wsRecord?.head} is not the branch head ${branch.head}`);
+  // The ledger's head is the commit of the last patch it recorded SUCCEEDED.
+  const recorded = applied.filter((i) => record(i)?.status === 'SUCCEEDED').at(-1);
+  const recordedHead = recorded ? heads.get(recorded.jobId) : ws.baseSha;
+  if ((wsRecord?.head ?? ws.baseSha) !== recordedHead && applied.length > 0) fail('commits', `${ws.workspaceId}: the ledger's head ${wsRecord?.head} is not the branch's commit of its last applied patch ${recordedHead}`);
   return heads;
 }
 

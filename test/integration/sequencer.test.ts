@@ -153,6 +153,27 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
   }
 
   const attr = (m: Message, name: string) => m.MessageAttributes?.[name]?.StringValue;
+
+  /**
+   * What `dlq redrive` and `workspace unblock --replay` send (docs/decisions.md §2): each DLQ
+   * message back to the FIFO queue, in order, with the redrive attribute and a fresh dedup id.
+   */
+  async function redrive(messages: readonly Message[]): Promise<void> {
+    for (const message of messages) {
+      const job = JSON.parse(message.Body ?? '{}') as JobEnvelope;
+      await sqs().send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl(),
+          MessageBody: message.Body,
+          MessageGroupId: messageGroupId(job.workspaceId),
+          MessageDeduplicationId: createHash('sha256').update(`${job.jobId}:${job.type}:redrive:${message.MessageId}`).digest('hex'),
+          MessageAttributes: Object.fromEntries(
+            Object.entries({ ...jobAttributes(job), redrive: 'true' }).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]),
+          ),
+        }),
+      );
+    }
+  }
   const eventsOf = async (jobId: string) => (await events.readFrom(0)).events.filter((e) => e.detail['jobId'] === jobId || e.detail['blockedBy'] === jobId);
 
   /** Fault injection around the real SQS adapter: the first DLQ send fails; back-offs are recorded. */
@@ -479,23 +500,9 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
     const dlq = await drain(sqs(), dlqUrl());
 
-    // What `workspace unblock --replay` does (docs/decisions.md §2): lift the fence, send the
-    // SKIPPED messages back in order with the redrive attribute and a fresh dedup id.
+    // What `workspace unblock --replay` does: lift the fence, send the SKIPPED messages back.
     await ledger.unblockWorkspace(ws.workspaceId, Date.now());
-    for (const message of dlq.filter((m) => attr(m, 'reason') === 'SKIPPED')) {
-      const job = JSON.parse(message.Body ?? '{}') as JobEnvelope;
-      await sqs().send(
-        new SendMessageCommand({
-          QueueUrl: queueUrl(),
-          MessageBody: message.Body,
-          MessageGroupId: messageGroupId(job.workspaceId),
-          MessageDeduplicationId: createHash('sha256').update(`${job.jobId}:${job.type}:redrive:${message.MessageId}`).digest('hex'),
-          MessageAttributes: Object.fromEntries(
-            Object.entries({ ...jobAttributes(job), redrive: 'true' }).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]),
-          ),
-        }),
-      );
-    }
+    await redrive(dlq.filter((m) => attr(m, 'reason') === 'SKIPPED'));
     await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
 
     expect(await remoteCommits(ws)).toEqual(skipped.map((j) => j.jobId));
@@ -563,6 +570,38 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     expect(await ledger.getJob(after.jobId)).toMatchObject({ status: 'SKIPPED', blockedBy: stuck.jobId });
     expect((await drain(sqs(), dlqUrl())).map((m) => attr(m, 'reason'))).toEqual(['RETRIES_EXHAUSTED', 'SKIPPED']);
     expect(await remoteCommits(ws)).toEqual([]);
+  });
+
+  it('recognises as applied, when redriven, a job that pushed its commit and then ran out of retries before recording it', async () => {
+    const ws = await newWorkspace();
+    const pushed = patchJob(ws);
+    const after = patchJob(ws);
+    await send(pushed);
+    await send(after);
+    let attempts = 0;
+    const git = realGit();
+    // The first attempt's push lands and its worker fails after it (the chaos run r5000: a lease
+    // lost to a pause, then a ledger 500 on the last receive); every later attempt fails before git.
+    const pushThenFail: WorkspaceGit = {
+      branchHead: (url, branch) => git.branchHead(url, branch),
+      commitPatch: async (request) => {
+        if (request.jobId !== pushed.jobId) return git.commitPatch(request);
+        if (attempts++ === 0) await git.commitPatch(request);
+        throw new TransientJobError('remote answered 503');
+      },
+    };
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps({ git: pushThenFail })) });
+    expect(await ledger.getJob(pushed.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'RETRIES_EXHAUSTED' } });
+    expect(await remoteCommits(ws)).toEqual([pushed.jobId]);
+
+    // The operator's remedy (README, failure reasons): unblock, redrive in order.
+    await ledger.unblockWorkspace(ws.workspaceId, Date.now());
+    await redrive(await drain(sqs(), dlqUrl()));
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
+
+    expect(await ledger.getJob(pushed.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { alreadyApplied: true } });
+    expect(await ledger.getJob(after.jobId)).toMatchObject({ status: 'SUCCEEDED' });
+    expect(await remoteCommits(ws)).toEqual([pushed.jobId, after.jobId]);
   });
 
   it('fails a job whose error no retry can cure (a 4xx from the ledger) at once, and fences the workspace so no later job runs past it', async () => {

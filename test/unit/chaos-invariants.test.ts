@@ -1,0 +1,31 @@
+/**
+ * The chaos harness's count of applied patches (test/chaos/invariants.ts): a patch job that gave
+ * up may have pushed first (found by the run r5000, RELIABILITY.md); its commit then counts, and
+ * nothing else changes.
+ */
+import type { JobRecord } from '../../src/core/ports';
+import { appliedPatches, type Branch } from '../chaos/invariants';
+import type { PlannedItem } from '../chaos/scenario';
+
+const item = (jobId: string, kind: PlannedItem['kind'] = 'apply_patch') => ({ kind, jobId, workspaceId: 'ws', position: 0 }) as PlannedItem;
+const branchWith = (...trailers: string[]): Branch => ({ commits: trailers.map((t, i) => ({ sha: `sha-${i}`, parents: [], trailers: [t] })), tree: 'tree', head: 'head' });
+const records = (entries: Record<string, Partial<JobRecord>>) => (i: PlannedItem) => entries[i.jobId] as JobRecord | undefined;
+
+const items = [item('a'), item('tests', 'run_tests'), item('b'), item('c')];
+
+it('counts the patches that SUCCEEDED', () => {
+  const record = records({ a: { status: 'SUCCEEDED' }, tests: { status: 'SUCCEEDED' }, b: { status: 'SUCCEEDED' }, c: { status: 'SKIPPED' } });
+  expect(appliedPatches(items, record, branchWith('a', 'b')).map((i) => i.jobId)).toEqual(['a', 'b']);
+});
+
+it('counts a patch that gave up when its commit is on the branch, and only then', () => {
+  const gaveUp = { status: 'FAILED', error: { reason: 'RETRIES_EXHAUSTED', message: 'gave up after 5 receives' } } as const;
+  const record = records({ a: { status: 'SUCCEEDED' }, b: gaveUp, c: { status: 'SKIPPED' } });
+  expect(appliedPatches(items, record, branchWith('a', 'b')).map((i) => i.jobId)).toEqual(['a', 'b']);
+  expect(appliedPatches(items, record, branchWith('a')).map((i) => i.jobId)).toEqual(['a']);
+});
+
+it('never counts a patch refused for its content, even with a commit carrying its id', () => {
+  const record = records({ a: { status: 'SUCCEEDED' }, b: { status: 'FAILED', error: { reason: 'PATCH_DOES_NOT_APPLY', message: 'no' } } });
+  expect(appliedPatches(items, record, branchWith('a', 'b')).map((i) => i.jobId)).toEqual(['a']);
+});
