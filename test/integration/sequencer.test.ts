@@ -108,6 +108,15 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
   /** The real git adapter, for tests that wrap it to inject a fault. */
   const realGit = () => localGit(join(root, 'work'));
 
+  /** The real git adapter, except that `jobId`'s commits go through `instead` (fault injection), given the real one. */
+  function gitExceptFor(jobId: string, instead: (request: Parameters<WorkspaceGit['commitPatch']>[0], real: WorkspaceGit) => ReturnType<WorkspaceGit['commitPatch']>): WorkspaceGit {
+    const git = realGit();
+    return {
+      branchHead: (url, branch) => git.branchHead(url, branch),
+      commitPatch: (request) => (request.jobId === jobId ? instead(request, git) : git.commitPatch(request)),
+    };
+  }
+
   /** A workspace: a remote repository whose main branch holds log.txt with one line. */
   async function newWorkspace(): Promise<{ workspaceId: string; repoUrl: string; gitDir: string; lines: string[] }> {
     const workspaceId = `ws-${randomUUID().slice(0, 8)}`;
@@ -551,15 +560,10 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     await send(stuck);
     await send(after);
     let attempts = 0;
-    const git = realGit();
-    const flakyGit: WorkspaceGit = {
-      branchHead: (url, branch) => git.branchHead(url, branch),
-      commitPatch: async (request) => {
-        if (request.jobId !== stuck.jobId) return git.commitPatch(request);
-        attempts++;
-        throw new TransientJobError('remote answered 503');
-      },
-    };
+    const flakyGit = gitExceptFor(stuck.jobId, async () => {
+      attempts++;
+      throw new TransientJobError('remote answered 503');
+    });
 
     const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps({ git: flakyGit })) });
 
@@ -579,17 +583,12 @@ describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
     await send(pushed);
     await send(after);
     let attempts = 0;
-    const git = realGit();
     // The first attempt's push lands and its worker fails after it (the chaos run r5000: a lease
     // lost to a pause, then a ledger 500 on the last receive); every later attempt fails before git.
-    const pushThenFail: WorkspaceGit = {
-      branchHead: (url, branch) => git.branchHead(url, branch),
-      commitPatch: async (request) => {
-        if (request.jobId !== pushed.jobId) return git.commitPatch(request);
-        if (attempts++ === 0) await git.commitPatch(request);
-        throw new TransientJobError('remote answered 503');
-      },
-    };
+    const pushThenFail = gitExceptFor(pushed.jobId, async (request, real) => {
+      if (attempts++ === 0) await real.commitPatch(request);
+      throw new TransientJobError('remote answered 503');
+    });
     await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps({ git: pushThenFail })) });
     expect(await ledger.getJob(pushed.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'RETRIES_EXHAUSTED' } });
     expect(await remoteCommits(ws)).toEqual([pushed.jobId]);
