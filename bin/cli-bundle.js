@@ -15,9 +15,9 @@
  *   every call (the DynamoDB client alone was most of `status`). One bundle holds every package;
  *   a smaller one holds the DynamoDB packages alone, all that the job commands (`status`, `jobs`,
  *   `wait`) use, so they read and compile 0.8 MB instead of 1.4 (SDK_GROUPS). A package comes
- *   from a smaller bundle that holds it while the full one is not loaded, and from the full one
- *   after. A bundle loads at the first require of one of its packages, and the CLI requires each
- *   client where it uses it: `--version` loads none.
+ *   from a smaller bundle that holds it once that is loaded, or while the full one is not, and
+ *   from the full one otherwise. A bundle loads at the first require of one of its packages, and
+ *   the CLI requires each client where it uses it: `--version` loads none.
  *
  * Freshness: the manifest lists every input with its size and modification time; a start
  * compares them (a few stat calls) and rebuilds on any difference. The files of bundled packages
@@ -215,10 +215,13 @@ function runBundle(bundles, command) {
     return module.exports;
   }
 
+  // A package of a smaller bundle comes from it once it is loaded, or while the full one is not:
+  // the packages of one group (the DynamoDB client and its document client) always come from one
+  // copy, so no object of one copy meets a class of the other.
   const loaded = {};
   const groupOf = (id) => {
-    if (loaded[FULL_SDK]) return FULL_SDK;
-    return Object.keys(bundles.sdk).find((group) => group !== FULL_SDK && bundles.sdk[group].packages.includes(id)) ?? FULL_SDK;
+    const smaller = Object.keys(bundles.sdk).find((group) => group !== FULL_SDK && bundles.sdk[group].packages.includes(id));
+    return smaller !== undefined && (loaded[smaller] !== undefined || loaded[FULL_SDK] === undefined) ? smaller : FULL_SDK;
   };
   const requireFromCli = (id) => {
     if (!bundles.sdk[FULL_SDK].packages.includes(id)) return requireInstalled(id);
