@@ -188,6 +188,17 @@ type RecordOf = (item: PlannedItem) => JobRecord | undefined;
  */
 const GAVE_UP = ['RETRIES_EXHAUSTED', 'UNEXPECTED_ERROR'];
 
+/** Whether a job gave up (GAVE_UP) and its commit is on its workspace's branch: applied, with no verdict that says so. */
+function gaveUpAfterPush(jobId: string, job: JobRecord | undefined, onBranch: ReadonlySet<string>): boolean {
+  return job?.status === 'FAILED' && GAVE_UP.includes(job.error?.reason ?? '') && onBranch.has(jobId);
+}
+
+/** The jobs that gave up after their push took effect, over every branch: counted in the summary, so none passes unseen. */
+export function gaveUpAfterPushIds(observed: Pick<Observed, 'ledger' | 'branches'>): string[] {
+  const onBranch = new Set([...observed.branches.values()].flatMap((b) => b.commits.flatMap((c) => c.trailers)));
+  return observed.ledger.jobs.filter((job) => gaveUpAfterPush(job.jobId, job, onBranch)).map((job) => job.jobId);
+}
+
 /**
  * The patches a workspace's branch must hold, in send order: every patch job that SUCCEEDED, and
  * one that gave up whose commit is on the branch.
@@ -197,7 +208,7 @@ export function appliedPatches(items: readonly PlannedItem[], record: RecordOf, 
   return items.filter((i) => {
     if (i.kind !== 'apply_patch' && i.kind !== 'hostile_patch') return false;
     const job = record(i);
-    return job?.status === 'SUCCEEDED' || (job?.status === 'FAILED' && GAVE_UP.includes(job.error?.reason ?? '') && onBranch.has(i.jobId));
+    return job?.status === 'SUCCEEDED' || gaveUpAfterPush(i.jobId, job, onBranch);
   });
 }
 

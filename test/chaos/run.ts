@@ -27,7 +27,7 @@ import { startFakeGitHub, type FakeGitHub } from '../support/fake-github';
 import { CONFIG_ENV, DEFAULT_RATES, type FaultRates, type PlatformProcessConfig, type SelfKill } from './config';
 import { FaultLog } from './fault-log';
 import { startGitProxy, type GitProxy } from './git-proxy';
-import { checkInvariants, collect, readLedger, type Observed, type Violations } from './invariants';
+import { checkInvariants, collect, gaveUpAfterPushIds, readLedger, type Observed, type Violations } from './invariants';
 import { Random } from './random';
 import { makeScenario, mapLimit, type PlannedItem, type Scenario } from './scenario';
 
@@ -479,6 +479,7 @@ function counts(observed: Observed): Record<string, number> {
     'WorkspaceBlocked events': observed.events.filter((e) => e.type === 'WorkspaceBlocked').length,
     'DLQ messages (last life)': observed.dlq.length,
     "DLQ messages moved by SQS's redrive (no reason)": observed.dlq.filter((c) => c.reason === undefined).length,
+    'patch jobs that gave up after their push (counted as applied)': gaveUpAfterPushIds(observed).length,
   };
 }
 

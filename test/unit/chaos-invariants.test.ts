@@ -4,7 +4,7 @@
  * nothing else changes.
  */
 import type { JobRecord } from '../../src/core/ports';
-import { appliedPatches, type Branch } from '../chaos/invariants';
+import { appliedPatches, gaveUpAfterPushIds, type Branch } from '../chaos/invariants';
 import type { PlannedItem } from '../chaos/scenario';
 
 const item = (jobId: string, kind: PlannedItem['kind'] = 'apply_patch') => ({ kind, jobId, workspaceId: 'ws', position: 0 }) as PlannedItem;
@@ -28,4 +28,11 @@ it('counts a patch that gave up when its commit is on the branch, and only then'
 it('never counts a patch refused for its content, even with a commit carrying its id', () => {
   const record = records({ a: { status: 'SUCCEEDED' }, b: { status: 'FAILED', error: { reason: 'PATCH_DOES_NOT_APPLY', message: 'no' } } });
   expect(appliedPatches(items, record, branchWith('a', 'b')).map((i) => i.jobId)).toEqual(['a']);
+});
+
+it('names, for the summary, every job that gave up after its push took effect', () => {
+  const job = (jobId: string, reason: string) => ({ jobId, status: 'FAILED', error: { reason, message: '' } }) as JobRecord;
+  const ledger = { jobs: [job('a', 'RETRIES_EXHAUSTED'), job('b', 'UNEXPECTED_ERROR'), job('c', 'PATCH_DOES_NOT_APPLY'), job('d', 'RETRIES_EXHAUSTED')], workspaces: [] };
+  const branches = new Map([['ws-1', branchWith('a')], ['ws-2', branchWith('b', 'c')]]);
+  expect(gaveUpAfterPushIds({ ledger, branches })).toEqual(['a', 'b']);
 });
