@@ -471,28 +471,32 @@ export class DynamoDbLedger implements Ledger {
 
   async cancel(jobId: string, now: number): Promise<CancelOutcome> {
     // A QUEUED job keeps its place on its workspace's open list, the one list that shows it (ports.ts).
-    const attempts: readonly (readonly JobStatus[])[] = [['QUEUED'], CANCELLABLE_STATUSES.filter((status) => status !== 'QUEUED')];
-    for (const statuses of attempts) {
-      const values = Object.fromEntries(statuses.map((status, i) => [`:c${i}`, status]));
-      try {
-        const out = await this.client.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: jobKey(jobId),
-            UpdateExpression: `SET #status = :cancelled, updatedAt = :now REMOVE leaseUntil${statuses.includes('QUEUED') ? '' : ', listKey, listSort'}`,
-            ConditionExpression: `#status IN (${Object.keys(values).join(', ')})`,
-            ExpressionAttributeNames: { '#status': 'status' },
-            ExpressionAttributeValues: { ':cancelled': 'CANCELLED', ':now': new Date(now).toISOString(), ...values },
-            ReturnValues: 'ALL_OLD',
-          }),
-        );
-        const previous = strip<JobRecord>(out.Attributes) as JobRecord;
-        return { cancelled: true, previous: previous.status, record: { ...previous, status: 'CANCELLED', updatedAt: new Date(now).toISOString() } };
-      } catch (error) {
-        if (!isConditionFailure(error)) throw error;
-      }
+    const others = CANCELLABLE_STATUSES.filter((status) => status !== 'QUEUED');
+    const outcome = (await this.cancelIf(jobId, ['QUEUED'], 'keep its list', now)) ?? (await this.cancelIf(jobId, others, 'leave its list', now));
+    return outcome ?? { cancelled: false, record: await this.getJob(jobId) };
+  }
+
+  /** Cancels the job if its status is one of `statuses`; undefined when it is not. */
+  private async cancelIf(jobId: string, statuses: readonly JobStatus[], list: 'keep its list' | 'leave its list', now: number): Promise<CancelOutcome | undefined> {
+    const values = Object.fromEntries(statuses.map((status, i) => [`:c${i}`, status]));
+    try {
+      const out = await this.client.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: jobKey(jobId),
+          UpdateExpression: `SET #status = :cancelled, updatedAt = :now REMOVE leaseUntil${list === 'leave its list' ? ', listKey, listSort' : ''}`,
+          ConditionExpression: `#status IN (${Object.keys(values).join(', ')})`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':cancelled': 'CANCELLED', ':now': new Date(now).toISOString(), ...values },
+          ReturnValues: 'ALL_OLD',
+        }),
+      );
+      const previous = strip<JobRecord>(out.Attributes) as JobRecord;
+      return { cancelled: true, previous: previous.status, record: { ...previous, status: 'CANCELLED', updatedAt: new Date(now).toISOString() } };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      return undefined;
     }
-    return { cancelled: false, record: await this.getJob(jobId) };
   }
 
   async recordQueued(input: { job: JobEnvelope; digest: string; now: number }): Promise<QueueOutcome> {
