@@ -146,6 +146,7 @@ export class AgentJobsStack extends Stack {
     });
     const worker = new Worker(scope, 'Worker', {
       entry: join(shared.projectRoot, settings.handlerEntry),
+      separateFiles: settings.separateFiles?.map((f) => ({ ...f, entry: join(shared.projectRoot, f.entry) })),
       queue,
       memorySize: settings.memoryMb,
       alarmAction: shared.alarmAction,

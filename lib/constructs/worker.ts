@@ -8,7 +8,8 @@
  *   source maps enabled at run time whose paths are relative to the project root (so the asset
  *   hash does not depend on `cdk synth -o`); `@aws-sdk/*` and `@smithy/*` are external (the
  *   runtime ships them); isomorphic-git from its ES module build (ESM_ALIASES); esbuild prints
- *   warnings and errors only.
+ *   warnings and errors only. Each of `separateFiles` is bundled the same way into a file of its
+ *   own beside index.js, and its constant defined to that file's name.
  * - An explicit log group (one month, not `logRetention`, which deploys an extra Lambda).
  * - Its own role, holding only what it is granted: writing to its log group, X-Ray, consuming its
  *   queue and sending to its DLQ (permanent failures are moved there by the handler).
@@ -27,6 +28,7 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { join } from 'node:path';
 import { Construct } from 'constructs';
+import type { SeparateFile } from '../../contract/job-types';
 import { ENV } from '../../contract/runtime-env';
 import { acknowledgeWildcard } from '../nag';
 import { ALARM_PERIOD, alarmAbove } from './alarms';
@@ -39,6 +41,8 @@ type OwnedFunctionProp = 'entry' | 'timeout' | 'role' | 'logGroup';
 export interface WorkerProps {
   /** Absolute path of the handler entry file (exports `handler`). */
   readonly entry: string;
+  /** Modules the bundle leaves to files of their own; entries are absolute paths, as `entry`. */
+  readonly separateFiles?: readonly SeparateFile[];
   /**
    * The queue this worker consumes; its consumer settings give the timeout, batch size and
    * concurrency. Absent for a function invoked otherwise (a schedule), which gives `timeout`.
@@ -126,15 +130,37 @@ export function lambdaRuntime(major: number = LAMBDA_NODE_MAJOR): lambda.Runtime
   return runtime;
 }
 
-/** Makes the bundle's source map paths relative to the project root (see the script's header). */
+/**
+ * The esbuild `define` that points the code at its separate files: each constant, the JSON string
+ * of its file's name. Without it the code requires the module itself, and esbuild bundles it in.
+ */
+export function separateFileDefines(files: readonly SeparateFile[] = []): Record<string, string> {
+  return Object.fromEntries(files.map((f) => [f.constant, JSON.stringify(f.file)]));
+}
+
+/** Makes a bundle's source map paths relative to the project root (see the script's header). */
 const RELOCATE_SOURCE_MAP = join(__dirname, '..', 'bundling', 'relocate-source-map.cjs');
+/** Runs esbuild's build with the options given as JSON: the separate files' bundling step. */
+const ESBUILD = join(__dirname, '..', 'bundling', 'esbuild.cjs');
 const shellQuote = (value: string): string => `'${value.replace(/'/g, `'\\''`)}'`;
-const portableSourceMap: nodejs.ICommandHooks = {
-  beforeBundling: () => [],
-  beforeInstall: () => [],
-  afterBundling: (inputDir, outputDir) =>
-    [[process.execPath, RELOCATE_SOURCE_MAP, join(outputDir, 'index.js.map'), inputDir].map(shellQuote).join(' ')],
-};
+const command = (...words: string[]): string => words.map(shellQuote).join(' ');
+
+/**
+ * After esbuild made index.js: bundle each separate file beside it, the same way (the stack's
+ * options, with a source map), then make every source map's paths relative to the project root.
+ */
+function afterBundlingHooks(separateFiles: readonly SeparateFile[]): nodejs.ICommandHooks {
+  return {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (inputDir, outputDir) => [
+      ...separateFiles.map((f) =>
+        command(process.execPath, ESBUILD, JSON.stringify({ ...stackEsbuildOptions(inputDir), sourcemap: true, entryPoints: [f.entry], outfile: join(outputDir, f.file) })),
+      ),
+      ...['index.js', ...separateFiles.map((f) => f.file)].map((file) => command(process.execPath, RELOCATE_SOURCE_MAP, join(outputDir, `${file}.map`), inputDir)),
+    ],
+  };
+}
 
 const DEFAULT_MEMORY_MB = 512;
 /** What Lambda accepts; CloudFormation would only refuse it at deploy. */
@@ -177,9 +203,10 @@ export class Worker extends Construct {
         target: `node${LAMBDA_NODE_MAJOR}`,
         externalModules: EXTERNAL_MODULES,
         esbuildArgs: Object.fromEntries(Object.entries(ESM_ALIASES).map(([name, path]) => [`--alias:${name}`, path])),
-        // Local esbuild only: the source-map step runs node on this machine's paths.
+        define: separateFileDefines(props.separateFiles),
+        // Local esbuild only: the steps after bundling run node on this machine's paths.
         forceDockerBundling: false,
-        commandHooks: portableSourceMap,
+        commandHooks: afterBundlingHooks(props.separateFiles ?? []),
         logLevel: nodejs.LogLevel.WARNING,
       },
     };

@@ -18,9 +18,17 @@ import { awsClientConfig, awsPipelineDeps, onFirstUse, requireEnv, secretsManage
 // Loaded when a job's diff was claim-checked, the only use of S3 here (aws.ts says why).
 const loadS3 = (): typeof import('@aws-sdk/client-s3') => require('@aws-sdk/client-s3');
 const loadDiffStore = (): typeof import('../adapters/diff-store') => require('../adapters/diff-store');
+/**
+ * The git engine's file in the function's asset, set by the bundling (the catalog's SEQUENCER
+ * `separateFiles`); undefined when this runs from the sources.
+ */
+declare const GIT_ENGINE_FILE: string | undefined;
 // The git engine (isomorphic-git, with zlib, http and https) loads at the first git call, as the
 // SDK clients do: forwarding a staged job pinned to a known head, a duplicate, a skip never make one.
-const loadGit = (): typeof import('../adapters/git') => require('../adapters/git');
+// Bundled, it is a file of its own, so a cold start does not even parse it; esbuild drops the
+// branch not taken, and the module with it.
+const loadGit = (): typeof import('../adapters/git') =>
+  typeof GIT_ENGINE_FILE === 'string' ? require(path.join(__dirname, GIT_ENGINE_FILE)) : require('../adapters/git');
 
 /** Stage queue URLs from STAGE_QUEUE_URL_<TYPE>, one per staged job type of the catalog. */
 export function stageQueueUrlsFromEnv(read: (name: string) => string): Record<StagedJobType, string> {

@@ -5,6 +5,37 @@
  * one a retry can cure (transient-cause.ts), else it fails the job at once as UNEXPECTED_ERROR.
  */
 
+/** Where an error keeps the kinds it is (see KindedError): one key for every copy of this module. */
+const KINDS = Symbol.for('agent-jobs.error-kinds');
+
+/**
+ * The root of the classes below, so that `instanceof` one of them holds for an error made by
+ * another copy of this module too. The sequencer's git engine ships as a file of its own beside
+ * the function's bundle, with its own copy (src/compose/aws-sequencer.ts), and the pipeline must
+ * classify what it throws; plain `instanceof` compares prototypes, which differ between copies.
+ * Each class that declares a `kind` stamps it on its errors, with its ancestors' kinds, and its
+ * `instanceof` reads the stamp; a class without one of its own compares prototypes only.
+ */
+abstract class KindedError extends Error {
+  static readonly kind: string | undefined = undefined;
+  declare readonly [KINDS]: readonly string[];
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    const kinds: string[] = [];
+    for (let c: unknown = new.target; typeof c === 'function' && c !== KindedError; c = Object.getPrototypeOf(c)) {
+      if (Object.hasOwn(c, 'kind')) kinds.push((c as typeof KindedError).kind as string);
+    }
+    Object.defineProperty(this, KINDS, { value: kinds });
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (!Object.hasOwn(this, 'kind')) return Function.prototype[Symbol.hasInstance].call(this, value);
+    const kinds = (value as { [KINDS]?: unknown } | null | undefined)?.[KINDS];
+    return Array.isArray(kinds) && kinds.includes(this.kind);
+  }
+}
+
 /** Why a job failed permanently: stable codes for operators, events and tests. */
 export type PermanentReason =
   | 'INVALID_JOB'
@@ -35,7 +66,8 @@ export type PermanentReason =
    */
   | 'UNEXPECTED_ERROR';
 
-export class PermanentJobError extends Error {
+export class PermanentJobError extends KindedError {
+  static override readonly kind: string = 'PermanentJobError';
   // string, not the literal: subclasses name themselves.
   override readonly name: string = 'PermanentJobError';
   constructor(
@@ -54,6 +86,7 @@ export interface FieldIssue {
 }
 
 export class InvalidJobError extends PermanentJobError {
+  static override readonly kind = 'InvalidJobError';
   constructor(
     message: string,
     /** Every field at fault, for callers that speak the user's words (the CLI names its flags). */
@@ -69,11 +102,13 @@ export class InvalidJobError extends PermanentJobError {
  * fence the workspace, and later jobs run.
  */
 export class RefusedBeforeTurnError extends PermanentJobError {
+  static override readonly kind = 'RefusedBeforeTurnError';
   override readonly name = 'RefusedBeforeTurnError';
 }
 
 /** Worth retrying later: throttling, network, 5xx, a lease held by another live worker. */
-export class TransientJobError extends Error {
+export class TransientJobError extends KindedError {
+  static override readonly kind: string = 'TransientJobError';
   override readonly name = 'TransientJobError';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -81,13 +116,16 @@ export class TransientJobError extends Error {
 }
 
 /** The lease was taken over while this worker ran: it must not complete the job. */
-export class LeaseLostError extends TransientJobError {}
+export class LeaseLostError extends TransientJobError {
+  static override readonly kind = 'LeaseLostError';
+}
 
 /**
  * Another delivery holds the job's lease. Not this delivery's failure: it comes back when the
  * lease ends (a holder that died is then taken over), and it never exhausts the job's retries.
  */
 export class LeaseHeldError extends TransientJobError {
+  static override readonly kind = 'LeaseHeldError';
   constructor(
     readonly jobId: string,
     /** Epoch milliseconds. */
@@ -98,7 +136,8 @@ export class LeaseHeldError extends TransientJobError {
 }
 
 /** A missing or malformed setting: thrown at cold start, naming the setting. */
-export class ConfigurationError extends Error {
+export class ConfigurationError extends KindedError {
+  static override readonly kind = 'ConfigurationError';
   override readonly name = 'ConfigurationError';
 }
 

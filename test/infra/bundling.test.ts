@@ -4,7 +4,8 @@
  * relative to the project root (so the asset hash does not depend on the output folder), without
  * the AWS SDK (the Lambda runtime provides it), within the size budget its catalog entry declares,
  * requiring only the SDK clients it uses, and the bundle loads and exports `handler` without loading
- * any SDK package (each is loaded when its port is first used: src/compose/aws.ts).
+ * any SDK package (each is loaded when its port is first used: src/compose/aws.ts). A module the
+ * catalog gives a separate file (the sequencer's git engine) is in that file, not in index.js.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -27,7 +28,7 @@ const CAPABILITY_SDK: Record<Capability, readonly string[]> = {
 };
 
 /** Every function of the stack: the catalog's queue-fed workers and the scheduled build reconciler. */
-type BundleSettings = Pick<WorkerSettings, 'handlerEntry' | 'needs' | 'bundleBudgetKiB'>;
+type BundleSettings = Pick<WorkerSettings, 'handlerEntry' | 'needs' | 'bundleBudgetKiB' | 'separateFiles'>;
 const FUNCTIONS: readonly { name: string; settings: BundleSettings }[] = [...allWorkers(), { name: 'build_reconciler', settings: BUILD_RECONCILER }];
 
 interface Bundle {
@@ -85,27 +86,40 @@ it('bundles only catalog workers and the reconciler, so every function has a dec
 
 describe.each(FUNCTIONS.map((w) => w.name))('the %s bundle', (worker) => {
   const bundle = (): Bundle => bundles.find((b) => b.worker === worker)!;
-  const sources = (): string[] => JSON.parse(readFileSync(join(bundle().dir, 'index.js.map'), 'utf8')).sources;
+  const separateFiles = () => bundle().settings.separateFiles ?? [];
+  /** index.js and the separate files: every file of code the asset ships. */
+  const codeFiles = (): string[] => ['index.js', ...separateFiles().map((f) => f.file)];
+  const sourcesOf = (file: string): string[] => JSON.parse(readFileSync(join(bundle().dir, `${file}.map`), 'utf8')).sources;
+  const sources = (): string[] => sourcesOf('index.js');
 
-  it('has a source map whose paths are relative to the project root and name its handler', () => {
-    expect(existsSync(join(bundle().dir, 'index.js.map'))).toBe(true);
+  it('has source maps whose paths are relative to the project root and name its handler', () => {
     expect(sources()).toContain(bundle().handlerEntry);
-    expect(sources().filter((s) => s.startsWith('../') || isAbsolute(s))).toEqual([]);
-    // Our own files exist at those paths (a dependency's map may name sources its package does not ship).
-    expect(sources().filter((s) => !s.startsWith('node_modules/') && !existsSync(join(ROOT, s)))).toEqual([]);
+    for (const file of codeFiles()) {
+      expect(sourcesOf(file).filter((s) => s.startsWith('../') || isAbsolute(s))).toEqual([]);
+      // Our own files exist at those paths (a dependency's map may name sources its package does not ship).
+      expect(sourcesOf(file).filter((s) => !s.startsWith('node_modules/') && !existsSync(join(ROOT, s)))).toEqual([]);
+    }
   });
 
   it('leaves the AWS SDK to the runtime: required at run time, never inlined', () => {
     expect(readFileSync(join(bundle().dir, 'index.js'), 'utf8')).toMatch(/require\("@aws-sdk\/client-sqs"\)/);
-    expect(sources().filter((s) => /node_modules\/@(aws-sdk|smithy)\//.test(s))).toEqual([]);
+    for (const file of codeFiles()) expect(sourcesOf(file).filter((s) => /node_modules\/@(aws-sdk|smithy)\//.test(s))).toEqual([]);
   });
 
-  it('stays within the bundle budget its catalog entry declares', () => {
+  it('stays within the bundle budgets its catalog entry declares', () => {
     expect(statSync(join(bundle().dir, 'index.js')).size / 1024).toBeLessThanOrEqual(bundle().settings.bundleBudgetKiB);
+    for (const { file, budgetKiB } of separateFiles()) expect(statSync(join(bundle().dir, file)).size / 1024).toBeLessThanOrEqual(budgetKiB);
+  });
+
+  it('holds each module its catalog entry separates in a file of its own, not in index.js', () => {
+    for (const { entry, file } of separateFiles()) {
+      expect(sourcesOf(file)).toContain(entry);
+      expect(sources()).not.toContain(entry);
+    }
   });
 
   it('requires exactly the SDK clients of its pipeline and of its declared capabilities', () => {
-    const code = readFileSync(join(bundle().dir, 'index.js'), 'utf8');
+    const code = codeFiles().map((file) => readFileSync(join(bundle().dir, file), 'utf8')).join('\n');
     const required = new Set([...code.matchAll(/require\("(@aws-sdk\/[^"]+)"\)/g)].map((m) => m[1]));
     const expected = new Set([...PIPELINE_SDK, ...bundle().settings.needs.flatMap((need) => CAPABILITY_SDK[need])]);
     expect([...required].sort()).toEqual([...expected].sort());
@@ -119,10 +133,11 @@ describe.each(FUNCTIONS.map((w) => w.name))('the %s bundle', (worker) => {
       // Node's own modules the SDK's HTTP client and the git engine load: none before a port is used
       // (not net: a process whose stdout is a pipe, as here, loads it for that).
       `const network = process.moduleLoadList.filter((m) => /^NativeModule (http|https|tls|zlib)$/.test(m));`,
-      'process.stdout.write(JSON.stringify({ exported: typeof handler, sdkModules: sdk.length, network }));',
+      `const separate = ${JSON.stringify(separateFiles().map((f) => join(bundle().dir, f.file)))}.filter((f) => f in require.cache);`,
+      'process.stdout.write(JSON.stringify({ exported: typeof handler, sdkModules: sdk.length, network, separate }));',
     ].join('\n');
     const load = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, NODE_PATH: join(ROOT, 'node_modules') } });
     expect({ status: load.status, stderr: load.stderr }).toEqual({ status: 0, stderr: '' });
-    expect(JSON.parse(load.stdout)).toEqual({ exported: 'function', sdkModules: 0, network: [] });
+    expect(JSON.parse(load.stdout)).toEqual({ exported: 'function', sdkModules: 0, network: [], separate: [] });
   });
 });

@@ -1,16 +1,20 @@
 /**
- * The git adapter as the sequencer's bundle carries it: esbuild with the stack's ESM_ALIASES takes
- * isomorphic-git from its ES module build, with Node's zlib and crypto in place of pako and sha.js,
- * while tests and the local platform load its CommonJS build. Both must commit the same thing: the
- * bundled adapter applies a diff of edits, deletions and a rename cold and with a repository cache,
- * and its commits equal those the source adapter makes of the same jobs on a copy of the remote
- * (same hashes), pass `git fsck --strict`, and hold the tree `git apply` makes.
+ * The git adapter as the sequencer's asset carries it, in a file of its own (the catalog's
+ * separate file, git-engine.js): esbuild with the stack's ESM_ALIASES takes isomorphic-git from
+ * its ES module build, with Node's zlib and crypto in place of pako and sha.js, while tests and the
+ * local platform load its CommonJS build. Both must commit the same thing: the bundled adapter
+ * applies a diff of edits, deletions and a rename cold and with a repository cache, and its
+ * commits equal those the source adapter makes of the same jobs on a copy of the remote (same
+ * hashes), pass `git fsck --strict`, and hold the tree `git apply` makes. And the errors it throws,
+ * made by its own copy of src/core/errors.ts, are the classes the pipeline's copy knows.
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { build } from 'esbuild';
+import { SEQUENCER } from '../../contract/job-types';
 import { stackEsbuildOptions } from '../../lib/constructs/worker';
 import * as source from '../../src/adapters/git';
+import { PermanentJobError } from '../../src/core/errors';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
 import { createRepo, diffOfEdits, git, gitApplyTree, removeDir, tempDir, writeFiles } from '../support/git-fixtures';
 
@@ -25,9 +29,11 @@ let bundledInputs: string[];
 
 beforeAll(async () => {
   root = await tempDir('bundled-git');
-  const outfile = join(root, 'bundle', 'git.js');
+  const gitEngine = SEQUENCER.separateFiles?.find((f) => f.entry === 'src/adapters/git/index.ts');
+  if (gitEngine === undefined) throw new Error('the catalog gives the git adapter no separate file of the sequencer');
+  const outfile = join(root, 'bundle', gitEngine.file);
   const result = await build({
-    entryPoints: [join(ROOT, 'src/adapters/git/index.ts')],
+    entryPoints: [join(ROOT, gitEngine.entry)],
     outfile,
     ...stackEsbuildOptions(ROOT),
     metafile: true,
@@ -93,3 +99,15 @@ it('commits what the source adapter commits, cold and from its repository cache'
   const tree = await git(warm.gitDir, 'rev-parse', `${warm.shas[0]}^{tree}`);
   expect(tree).toBe(await gitApplyTree(warm.gitDir, baseSha, first));
 }, 120_000);
+
+it('throws errors the pipeline classifies: a diff that does not apply fails PATCH_DOES_NOT_APPLY', async () => {
+  const name = 'bundled-refused';
+  await server.importRepository(sourceDir, name);
+  const diff = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'pkg1/file1.txt': 'edited\n' }));
+  const stale = diff.replace(/^-file 1$/m, '-a line the file does not have');
+  const refused = bundled.applyPatchCommit({ repoUrl: server.repoUrl(name), branch: 'main', diff: stale, baseSha, jobId: 'job-refused', message: 'Refused', createdAt: '2026-03-01T12:00:00.000Z', workDir: root });
+
+  // The bundled file has its own copy of the error classes: instanceof must still hold across copies.
+  await expect(refused).rejects.toBeInstanceOf(PermanentJobError);
+  await expect(refused).rejects.toMatchObject({ reason: 'PATCH_DOES_NOT_APPLY' });
+}, 60_000);

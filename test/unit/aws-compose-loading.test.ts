@@ -5,7 +5,12 @@
  * package is replaced by a factory that records its load and returns the real package, in a
  * module registry of its own.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { build } from 'esbuild';
 import { COMMAND_JOB_TYPES, JOB_TYPES, JOB_TYPE_NAMES, SEQUENCER } from '../../contract/job-types';
+import { stackEsbuildOptions } from '../../lib/constructs/worker';
 import { ENV, stageDlqUrlEnv, stageQueueUrlEnv } from '../../contract/runtime-env';
 import type * as Aws from '../../src/compose/aws';
 import type * as AwsSequencer from '../../src/compose/aws-sequencer';
@@ -21,6 +26,7 @@ const SDK_PACKAGES = [
   '@aws-sdk/lib-dynamodb',
 ];
 const RECORDED = [...SDK_PACKAGES, 'isomorphic-git'];
+const ROOT = join(__dirname, '..', '..');
 
 const pipelineEnv = {
   [ENV.ledgerTable]: 'ledger',
@@ -85,6 +91,27 @@ describe('SDK packages in the Lambda composition', () => {
 
     expect(typeof deps.git.branchHead).toBe('function');
     expect(loaded).toEqual(['isomorphic-git']);
+  });
+
+  it('loads the git engine from the file the bundling names (the catalog\'s separate file), not from its sources', async () => {
+    const [gitEngine] = SEQUENCER.separateFiles ?? [];
+    if (gitEngine === undefined) throw new Error('the catalog gives the sequencer no separate file');
+    const dir = await mkdtemp(join(tmpdir(), 'git-engine-'));
+    const globals = globalThis as Record<string, unknown>;
+    try {
+      const file = join(dir, gitEngine.file);
+      await build({ entryPoints: [join(ROOT, gitEngine.entry)], outfile: file, ...stackEsbuildOptions(ROOT) });
+      // What esbuild's define does to the bundle, done at run time: the name, relative to the module.
+      globals[gitEngine.constant] = relative(join(ROOT, 'src', 'compose'), file);
+      const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv));
+
+      expect(typeof deps.git.branchHead).toBe('function');
+      // isomorphic-git came bundled in the file, not from its package.
+      expect(loaded).toEqual([]);
+    } finally {
+      delete globals[gitEngine.constant];
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('loads none when the build-events function builds its dependencies', () => {
