@@ -4,10 +4,11 @@ import { ENV, GITHUB_API_DEFAULT_URL } from '../../contract/runtime-env';
 import type { OpenPrDeps } from '../core/jobs/open-pr';
 import { GitHubPullRequestHost, octokitLog } from '../adapters/github-pr-host';
 import { logger } from '../adapters/powertools';
-import { awsPipelineDeps, requireEnv, secretsManagerSecrets } from './aws';
+import { awsClientConfig, awsPipelineDeps, requireEnv } from './aws';
+import { secretsManagerSecrets } from './aws-secrets';
 
 export function awsOpenPrDeps(env: NodeJS.ProcessEnv = process.env): OpenPrDeps {
-  const secrets = secretsManagerSecrets({ githubTokenArn: requireEnv(ENV.githubTokenSecretArn, env) }, env);
+  const secrets = secretsManagerSecrets({ githubTokenArn: requireEnv(ENV.githubTokenSecretArn, env) }, awsClientConfig(env));
   const baseUrl = env[ENV.githubApiUrl] || GITHUB_API_DEFAULT_URL;
   return {
     ...awsPipelineDeps('stage', env),

@@ -13,7 +13,8 @@ import type { DiffStore } from '../core/ports';
 import type { SequencerDeps } from '../core/sequencer';
 import type { IsomorphicGitWorkspace } from '../adapters/git';
 import { logger } from '../adapters/powertools';
-import { awsClientConfig, awsPipelineDeps, onFirstUse, requireEnv, secretsManagerSecrets } from './aws';
+import { awsClientConfig, awsPipelineDeps, requireEnv } from './aws';
+import { onFirstUse } from './first-use';
 
 // Loaded when a job's diff was claim-checked, the only use of S3 here (aws.ts says why).
 const loadS3 = (): typeof import('@aws-sdk/client-s3') => require('@aws-sdk/client-s3');
@@ -23,12 +24,12 @@ const loadDiffStore = (): typeof import('../adapters/diff-store') => require('..
  * `separateFiles`); undefined when this runs from the sources.
  */
 declare const GIT_ENGINE_FILE: string | undefined;
-// The git engine (isomorphic-git, with zlib, http and https) loads at the first git call, as the
-// SDK clients do: forwarding a staged job pinned to a known head, a duplicate, a skip never make one.
-// Bundled, it is a file of its own, so a cold start does not even parse it; esbuild drops the
-// branch not taken, and the module with it.
-const loadGit = (): typeof import('../adapters/git') =>
-  typeof GIT_ENGINE_FILE === 'string' ? require(path.join(__dirname, GIT_ENGINE_FILE)) : require('../adapters/git');
+// The git engine (isomorphic-git, with zlib, http and https, and the git credentials from Secrets
+// Manager) loads at the first git call, as the SDK clients do: forwarding a staged job pinned to a
+// known head, a duplicate, a skip never make one. Bundled, it is a file of its own, so a cold start
+// does not even parse it; esbuild drops the branch not taken, and the module with it.
+const loadGitEngine = (): typeof import('./aws-git-engine') =>
+  typeof GIT_ENGINE_FILE === 'string' ? require(path.join(__dirname, GIT_ENGINE_FILE)) : require('./aws-git-engine');
 
 /** Stage queue URLs from STAGE_QUEUE_URL_<TYPE>, one per staged job type of the catalog. */
 export function stageQueueUrlsFromEnv(read: (name: string) => string): Record<StagedJobType, string> {
@@ -46,18 +47,10 @@ export const SEQUENCER_REPO_CACHE_BYTES = 256 * 2 ** 20;
 
 export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): SequencerDeps {
   const read = (name: string) => requireEnv(name, env);
-  const secrets = secretsManagerSecrets({ gitCredentialsArn: read(ENV.gitCredentialsSecretArn) }, env);
-  const git = onFirstUse<IsomorphicGitWorkspace>(() => {
-    const { IsomorphicGitWorkspace, guardedGitHttp } = loadGit();
-    return new IsomorphicGitWorkspace({
-      credentials: () => secrets.gitCredentials(),
-      workRoot: SEQUENCER_WORK_ROOT,
-      cacheBytes: SEQUENCER_REPO_CACHE_BYTES,
-      logger,
-      // What is dialled, not only what is named: no loopback, link-local or metadata address after DNS, no redirect.
-      http: guardedGitHttp(),
-    });
-  });
+  const gitCredentialsArn = read(ENV.gitCredentialsSecretArn);
+  const git = onFirstUse<IsomorphicGitWorkspace>(() =>
+    loadGitEngine().awsGitEngine({ gitCredentialsArn, clientConfig: awsClientConfig(env), workRoot: SEQUENCER_WORK_ROOT, cacheBytes: SEQUENCER_REPO_CACHE_BYTES, logger }),
+  );
   const diffBucket = read(ENV.diffBucket);
   const diffStore = onFirstUse<DiffStore>(() => {
     const s3 = new (loadS3().S3Client)({ ...awsClientConfig(env), forcePathStyle: Boolean(env['AWS_ENDPOINT_URL']) });

@@ -5,14 +5,16 @@
  * container, pointed at AWS_ENDPOINT_URL when set, e.g. LocalStack) and the pipeline's adapters.
  *
  * What one function alone needs lives in its own file (aws-sequencer.ts, aws-command-stage.ts,
- * aws-open-pr.ts, aws-build-events.ts, aws-build-reconciler.ts); what two share (the CodeBuild
- * runner, Secrets Manager) is here, and esbuild leaves it out of a bundle that never calls it
- * (test/infra/bundling.test.ts checks which SDK packages each bundle can require).
+ * aws-open-pr.ts, aws-build-events.ts, aws-build-reconciler.ts); what two share is here (the
+ * CodeBuild runner) or in aws-secrets.ts (Secrets Manager, which the sequencer's git engine, a
+ * separate file of its bundle, takes without this file), and esbuild leaves it out of a bundle
+ * that never calls it (test/infra/bundling.test.ts checks which SDK packages each bundle can require).
  *
  * No SDK package is imported for its values, here or in a file a handler imports: loading an SDK
  * client package costs tens of milliseconds each (the first one well over a hundred: the shared
  * core), most of what a cold start spent before the first event. Each is required by the adapter
- * that uses it, and each adapter is made when one of its methods is first called (onFirstUse), so
+ * that uses it, and each adapter is made when one of its methods is first called (onFirstUse in
+ * first-use.ts), so
  * a client an invocation never calls is never loaded: S3 only for a claim-checked diff, SQS only
  * to forward, back off or move a job to a DLQ. `require()`, not `import()`: esbuild's CommonJS
  * bundle keeps such a call where it is, and ts-jest serves it as it serves any module.
@@ -27,9 +29,9 @@ import type { BuildCompletionDeps } from '../core/build-completion';
 import { ConfigurationError } from '../core/errors';
 import { DEFAULT_BACKOFF, type PipelineDeps, type PipelineSettings } from '../core/pipeline';
 import type { BuildFinder, Consumer, EventPublisher, Ledger, QueueOps, TestRunner } from '../core/ports';
-import type { SecretsManagerSecretsOptions, SecretsSource } from '../adapters/secrets';
 import { logger, powertoolsJobMetrics } from '../adapters/powertools';
 import { randomOwner, systemClock } from '../adapters/system';
+import { lazy, onFirstUse } from './first-use';
 
 export function requireEnv(name: string, env: NodeJS.ProcessEnv = process.env): string {
   const value = env[name];
@@ -65,37 +67,14 @@ export function awsClientConfig(env: NodeJS.ProcessEnv = process.env): { endpoin
   return endpoint ? { endpoint } : {};
 }
 
-function lazy<T>(create: () => T): () => T {
-  let value: T | undefined;
-  return () => (value ??= create());
-}
-
-/**
- * A port whose adapter is made on the first call of one of its methods (see the header): the
- * adapter's module, and the SDK package it requires, load then. The caller reads the settings the
- * adapter takes before, so a missing one still fails the first invocation with its name.
- */
-export function onFirstUse<T extends object>(create: () => T): T {
-  const instance = lazy(create);
-  return new Proxy({} as T, {
-    get(_, property) {
-      const target = instance();
-      const value: unknown = Reflect.get(target, property);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-}
-
 // Each loads its package at the call (see the header); esbuild drops a loader no function calls.
 const loadDynamoDb = (): typeof import('@aws-sdk/client-dynamodb') => require('@aws-sdk/client-dynamodb');
 const loadDocumentClient = (): typeof import('@aws-sdk/lib-dynamodb') => require('@aws-sdk/lib-dynamodb');
 const loadSqs = (): typeof import('@aws-sdk/client-sqs') => require('@aws-sdk/client-sqs');
 const loadEventBridge = (): typeof import('@aws-sdk/client-eventbridge') => require('@aws-sdk/client-eventbridge');
-const loadSecretsManager = (): typeof import('@aws-sdk/client-secrets-manager') => require('@aws-sdk/client-secrets-manager');
 const loadLedger = (): typeof import('../adapters/dynamodb-ledger') => require('../adapters/dynamodb-ledger');
 const loadQueueOps = (): typeof import('../adapters/sqs-queue-ops') => require('../adapters/sqs-queue-ops');
 const loadEvents = (): typeof import('../adapters/events') => require('../adapters/events');
-const loadSecrets = (): typeof import('../adapters/secrets') => require('../adapters/secrets');
 const loadCodeBuild = (): typeof import('@aws-sdk/client-codebuild') => require('@aws-sdk/client-codebuild');
 const loadTestRunner = (): typeof import('../adapters/codebuild-test-runner') => require('../adapters/codebuild-test-runner');
 
@@ -128,11 +107,6 @@ export function eventBridgePublisher(env: NodeJS.ProcessEnv = process.env): Even
 export function codeBuildTestRunner(env: NodeJS.ProcessEnv = process.env): TestRunner & BuildFinder {
   const project = requireEnv(ENV.testRunnerProject, env);
   return onFirstUse(() => new (loadTestRunner().CodeBuildTestRunner)(new (loadCodeBuild().CodeBuildClient)(awsClientConfig(env)), project));
-}
-
-/** Secrets from Secrets Manager (the sequencer's git credentials, open_pr's GitHub token). */
-export function secretsManagerSecrets(arns: Omit<SecretsManagerSecretsOptions, 'client'>, env: NodeJS.ProcessEnv = process.env): SecretsSource {
-  return onFirstUse(() => new (loadSecrets().SecretsManagerSecrets)({ client: new (loadSecretsManager().SecretsManagerClient)(awsClientConfig(env)), ...arns }));
 }
 
 /**

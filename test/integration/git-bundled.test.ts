@@ -1,6 +1,6 @@
 /**
- * The git adapter as the sequencer's asset carries it, in a file of its own (the catalog's
- * separate file, git-engine.js): esbuild with the stack's ESM_ALIASES takes isomorphic-git from
+ * The git adapter bundled the stack's way, as the sequencer's asset carries it in a file of its
+ * own (git-engine.js, from src/compose/aws-git-engine.ts): esbuild with the stack's ESM_ALIASES takes isomorphic-git from
  * its ES module build, with Node's zlib and crypto in place of pako and sha.js, while tests and the
  * local platform load its CommonJS build. Both must commit the same thing: the bundled adapter
  * applies a diff of edits, deletions and a rename cold and with a repository cache, and its
@@ -11,7 +11,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { SEQUENCER } from '../../contract/job-types';
 import { stackEsbuildOptions } from '../../lib/constructs/worker';
 import * as source from '../../src/adapters/git';
 import { PermanentJobError } from '../../src/core/errors';
@@ -29,11 +28,9 @@ let bundledInputs: string[];
 
 beforeAll(async () => {
   root = await tempDir('bundled-git');
-  const gitEngine = SEQUENCER.separateFiles?.find((f) => f.entry === 'src/adapters/git/index.ts');
-  if (gitEngine === undefined) throw new Error('the catalog gives the git adapter no separate file of the sequencer');
-  const outfile = join(root, 'bundle', gitEngine.file);
+  const outfile = join(root, 'bundle', 'git.js');
   const result = await build({
-    entryPoints: [join(ROOT, gitEngine.entry)],
+    entryPoints: [join(ROOT, 'src/adapters/git/index.ts')],
     outfile,
     ...stackEsbuildOptions(ROOT),
     metafile: true,

@@ -12,7 +12,7 @@ import { build } from 'esbuild';
 import { COMMAND_JOB_TYPES, JOB_TYPES, JOB_TYPE_NAMES, SEQUENCER } from '../../contract/job-types';
 import { stackEsbuildOptions } from '../../lib/constructs/worker';
 import { ENV, stageDlqUrlEnv, stageQueueUrlEnv } from '../../contract/runtime-env';
-import type * as Aws from '../../src/compose/aws';
+import type * as FirstUse from '../../src/compose/first-use';
 import type * as AwsSequencer from '../../src/compose/aws-sequencer';
 import type * as AwsBuildEvents from '../../src/compose/aws-build-events';
 
@@ -122,7 +122,7 @@ describe('SDK packages in the Lambda composition', () => {
 });
 
 describe('onFirstUse', () => {
-  const { onFirstUse } = jest.requireActual<typeof Aws>('../../src/compose/aws');
+  const { onFirstUse } = jest.requireActual<typeof FirstUse>('../../src/compose/first-use');
 
   it('makes the adapter at the first property read, once, with its methods bound to it', async () => {
     let made = 0;
