@@ -7,11 +7,37 @@
 // open_pr bundle) would be carried for the two endpoints used here.
 import type { Octokit } from '@octokit/core';
 import { PermanentJobError, TransientJobError, errorMessage } from '../core/errors';
-import { parseRepoUrl } from '../core/jobs/open-pr';
 import type { JobLogger, PullRequestHost } from '../core/ports';
 
 type FindOrCreateInput = Parameters<PullRequestHost['findOrCreate']>[0];
 type PullRequestRef = Awaited<ReturnType<PullRequestHost['findOrCreate']>>;
+
+export interface RepoCoordinates {
+  readonly owner: string;
+  readonly repo: string;
+}
+
+const NAME = /^[A-Za-z0-9_.-]+$/;
+
+/**
+ * Owner and repository of a GitHub (or GitHub Enterprise) clone URL: https://host/owner/repo(.git).
+ * Throws a permanent error naming the URL: retrying cannot make it parse.
+ */
+export function parseRepoUrl(repoUrl: string): RepoCoordinates {
+  let url: URL;
+  try {
+    url = new URL(repoUrl);
+  } catch {
+    throw new PermanentJobError('INVALID_JOB', `repository URL ${JSON.stringify(repoUrl)} is not a URL`);
+  }
+  const segments = url.pathname.replace(/\/+$/, '').split('/').filter(Boolean);
+  const [owner, name] = segments;
+  const repo = name?.replace(/\.git$/, '');
+  if (segments.length !== 2 || owner === undefined || !repo || !NAME.test(owner) || !NAME.test(repo)) {
+    throw new PermanentJobError('INVALID_JOB', `repository URL ${url.origin}${url.pathname} is not of the form https://host/owner/repo(.git)`);
+  }
+  return { owner, repo };
+}
 
 /** Octokit's own request log, at debug: the pipeline logs the outcome once, with the job's ids. */
 export function octokitLog(log: JobLogger) {

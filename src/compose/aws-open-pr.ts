@@ -1,18 +1,26 @@
 /** The open_pr function's dependencies on AWS: the pipeline's (aws.ts) plus GitHub and its token. */
-import { Octokit } from '@octokit/core';
 import { ENV, GITHUB_API_DEFAULT_URL } from '../../contract/runtime-env';
 import type { OpenPrDeps } from '../core/jobs/open-pr';
-import { GitHubPullRequestHost, octokitLog } from '../adapters/github-pr-host';
+import type { PullRequestHost } from '../core/ports';
 import { logger } from '../adapters/powertools';
 import { awsClientConfig, awsPipelineDeps, requireEnv } from './aws';
-import { secretsManagerSecrets } from './aws-secrets';
+import { onFirstUse, requireSeparateFile } from './first-use';
+
+/**
+ * The GitHub host's file in the function's asset, set by the bundling (the catalog's open_pr
+ * `separateFiles`); undefined when this runs from the sources.
+ */
+declare const GITHUB_HOST_FILE: string | undefined;
+// Octokit and the Secrets Manager adapter load at the first pull request; bundled, from a file of
+// their own, so a cold start does not parse them. esbuild drops the branch not taken.
+const loadGitHubHost = (): typeof import('./aws-github-host') =>
+  typeof GITHUB_HOST_FILE === 'string' ? (requireSeparateFile(GITHUB_HOST_FILE) as typeof import('./aws-github-host')) : require('./aws-github-host');
 
 export function awsOpenPrDeps(env: NodeJS.ProcessEnv = process.env): OpenPrDeps {
-  const secrets = secretsManagerSecrets({ githubTokenArn: requireEnv(ENV.githubTokenSecretArn, env) }, awsClientConfig(env));
+  const githubTokenArn = requireEnv(ENV.githubTokenSecretArn, env);
   const baseUrl = env[ENV.githubApiUrl] || GITHUB_API_DEFAULT_URL;
   return {
     ...awsPipelineDeps('stage', env),
-    // A client per job with the (cached) secret value: a rotated token is picked up without a restart.
-    host: new GitHubPullRequestHost(async () => new Octokit({ auth: await secrets.githubToken(), baseUrl, log: octokitLog(logger) })),
+    host: onFirstUse<PullRequestHost>(() => loadGitHubHost().awsGitHubHost({ githubTokenArn, baseUrl, clientConfig: awsClientConfig(env), logger })),
   };
 }

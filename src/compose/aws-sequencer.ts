@@ -14,7 +14,7 @@ import type { SequencerDeps } from '../core/sequencer';
 import type { IsomorphicGitWorkspace } from '../adapters/git';
 import { logger } from '../adapters/powertools';
 import { awsClientConfig, awsPipelineDeps, requireEnv } from './aws';
-import { onFirstUse } from './first-use';
+import { onFirstUse, requireSeparateFile } from './first-use';
 
 // Loaded when a job's diff was claim-checked, the only use of S3 here (aws.ts says why).
 const loadS3 = (): typeof import('@aws-sdk/client-s3') => require('@aws-sdk/client-s3');
@@ -29,7 +29,7 @@ declare const GIT_ENGINE_FILE: string | undefined;
 // known head, a duplicate, a skip never make one. Bundled, it is a file of its own, so a cold start
 // does not even parse it; esbuild drops the branch not taken, and the module with it.
 const loadGitEngine = (): typeof import('./aws-git-engine') =>
-  typeof GIT_ENGINE_FILE === 'string' ? require(path.join(__dirname, GIT_ENGINE_FILE)) : require('./aws-git-engine');
+  typeof GIT_ENGINE_FILE === 'string' ? (requireSeparateFile(GIT_ENGINE_FILE) as typeof import('./aws-git-engine')) : require('./aws-git-engine');
 
 /** Stage queue URLs from STAGE_QUEUE_URL_<TYPE>, one per staged job type of the catalog. */
 export function stageQueueUrlsFromEnv(read: (name: string) => string): Record<StagedJobType, string> {

@@ -1,8 +1,9 @@
 /**
  * Making a value, or a port's adapter, when it is first needed: how the Lambda compositions defer
  * loading an SDK package, or a module, that an invocation may never call (src/compose/aws.ts says
- * why). No imports, so that every file of a bundle can take it.
+ * why). Small and without dependencies, so that every file of a bundle can take it.
  */
+import { join } from 'node:path';
 
 /** `create()` at the first call, the same value after. */
 export function lazy<T>(create: () => T): () => T {
@@ -24,4 +25,13 @@ export function onFirstUse<T extends object>(create: () => T): T {
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
+}
+
+/**
+ * The module of one of the function's separate files (the catalog's `separateFiles`), which lie
+ * beside its bundle: what a loader requires once the bundling has defined the file's constant.
+ * Bundled, `__dirname` is the bundle's folder.
+ */
+export function requireSeparateFile(file: string): unknown {
+  return require(join(__dirname, file));
 }

@@ -15,6 +15,7 @@ import { ENV, stageDlqUrlEnv, stageQueueUrlEnv } from '../../contract/runtime-en
 import type * as FirstUse from '../../src/compose/first-use';
 import type * as AwsSequencer from '../../src/compose/aws-sequencer';
 import type * as AwsBuildEvents from '../../src/compose/aws-build-events';
+import type * as AwsOpenPr from '../../src/compose/aws-open-pr';
 
 const SDK_PACKAGES = [
   '@aws-sdk/client-codebuild',
@@ -25,7 +26,7 @@ const SDK_PACKAGES = [
   '@aws-sdk/client-sqs',
   '@aws-sdk/lib-dynamodb',
 ];
-const RECORDED = [...SDK_PACKAGES, 'isomorphic-git'];
+const RECORDED = [...SDK_PACKAGES, 'isomorphic-git', '@octokit/core'];
 const ROOT = join(__dirname, '..', '..');
 
 const pipelineEnv = {
@@ -112,6 +113,16 @@ describe('SDK packages in the Lambda composition', () => {
       delete globals[gitEngine.constant];
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('loads neither Octokit nor Secrets Manager when open_pr builds its dependencies, and both at its first pull request', () => {
+    const env = { ...pipelineEnv, [ENV.githubTokenSecretArn]: 'arn:aws:secretsmanager:eu-west-1:1:secret:token' };
+    const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-open-pr') as typeof AwsOpenPr).awsOpenPrDeps(env));
+    expect(loaded).toEqual([]);
+
+    expect(typeof deps.host.findOrCreate).toBe('function');
+    // The host is made; Secrets Manager loads when it first reads the token, the client at the first request.
+    expect(loaded).toEqual(['@octokit/core']);
   });
 
   it('loads none when the build-events function builds its dependencies', () => {

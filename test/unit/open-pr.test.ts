@@ -1,8 +1,7 @@
 import { Octokit } from '@octokit/core';
-import { GitHubPullRequestHost } from '../../src/adapters/github-pr-host';
+import { GitHubPullRequestHost, parseRepoUrl } from '../../src/adapters/github-pr-host';
 import { PermanentJobError, TransientJobError } from '../../src/core/errors';
 import { classifyFailure } from '../../src/core/pipeline';
-import { parseRepoUrl } from '../../src/core/jobs/open-pr';
 
 describe('parseRepoUrl', () => {
   it.each([

@@ -6,7 +6,6 @@
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { parseStageMessageOf, type StageMessage } from '../envelope';
-import { PermanentJobError } from '../errors';
 import { processStandardBatch } from '../fifo-batch';
 import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps, type RunResult } from '../pipeline';
 import type { PullRequestHost } from '../ports';
@@ -35,33 +34,6 @@ class OpenPrProcessor implements JobProcessor<OpenPrJob> {
 export function createOpenPrHandler(deps: OpenPrDeps): (event: SQSEvent) => Promise<SQSBatchResponse> {
   const process = createRecordProcessor(new OpenPrProcessor(deps.host), deps);
   return (event) => processStandardBatch(event.Records, process);
-}
-
-export interface RepoCoordinates {
-  readonly owner: string;
-  readonly repo: string;
-}
-
-const NAME = /^[A-Za-z0-9_.-]+$/;
-
-/**
- * Owner and repository of a GitHub (or GitHub Enterprise) clone URL: https://host/owner/repo(.git).
- * Throws a permanent error naming the URL: retrying cannot make it parse.
- */
-export function parseRepoUrl(repoUrl: string): RepoCoordinates {
-  let url: URL;
-  try {
-    url = new URL(repoUrl);
-  } catch {
-    throw new PermanentJobError('INVALID_JOB', `repository URL ${JSON.stringify(repoUrl)} is not a URL`);
-  }
-  const segments = url.pathname.replace(/\/+$/, '').split('/').filter(Boolean);
-  const [owner, name] = segments;
-  const repo = name?.replace(/\.git$/, '');
-  if (segments.length !== 2 || owner === undefined || !repo || !NAME.test(owner) || !NAME.test(repo)) {
-    throw new PermanentJobError('INVALID_JOB', `repository URL ${url.origin}${url.pathname} is not of the form https://host/owner/repo(.git)`);
-  }
-  return { owner, repo };
 }
 
 export interface OpenPrResult extends Record<string, unknown> {

@@ -1,0 +1,25 @@
+/**
+ * open_pr's GitHub host on AWS: Octokit, with the token it reads from Secrets Manager. The entry
+ * of a separate file of open_pr's asset (the catalog's open_pr `separateFiles`), loaded at the
+ * first pull request (aws-open-pr.ts): a cold start does not parse it, and a path that opens no
+ * pull request (a duplicate, a skip) never loads it.
+ */
+import { Octokit } from '@octokit/core';
+import { GitHubPullRequestHost, octokitLog } from '../adapters/github-pr-host';
+import type { JobLogger, PullRequestHost } from '../core/ports';
+import { secretsManagerSecrets } from './aws-secrets';
+
+export interface AwsGitHubHostOptions {
+  readonly githubTokenArn: string;
+  /** GitHub's REST API (GITHUB_API_URL, else api.github.com). */
+  readonly baseUrl: string;
+  /** SDK settings of the Secrets Manager client (awsClientConfig in aws.ts). */
+  readonly clientConfig: { endpoint?: string };
+  readonly logger: JobLogger;
+}
+
+export function awsGitHubHost({ githubTokenArn, baseUrl, clientConfig, logger }: AwsGitHubHostOptions): PullRequestHost {
+  const secrets = secretsManagerSecrets({ githubTokenArn }, clientConfig);
+  // A client per job with the (cached) secret value: a rotated token is picked up without a restart.
+  return new GitHubPullRequestHost(async () => new Octokit({ auth: await secrets.githubToken(), baseUrl, log: octokitLog(logger) }));
+}
