@@ -2,7 +2,8 @@
  * `agent-jobs doctor`: the smoke check an operator runs after `cdk deploy` (or after starting the
  * local platform). Each check answers one question and says why when the answer is no:
  *
- * - outputs: is every stack output there, and does the resource it names answer?
+ * - outputs: is every stack output there, and does the resource it names answer? (A function's log
+ *   group too: `agent-jobs logs` links to it.)
  * - alarm notification: does an alarm's notification reach the SNS topic? (One alarm is set to
  *   ALARM; CloudWatch's alarm history then records whether its SNS action succeeded.)
  * - secrets: does every secret hold its documented shape, not the stack's placeholder? (Read with
@@ -14,6 +15,7 @@
  */
 import { CloudFormationClient, DescribeStacksCommand, ListStackResourcesCommand, type Output } from '@aws-sdk/client-cloudformation';
 import { CloudWatchClient, DescribeAlarmHistoryCommand, SetAlarmStateCommand } from '@aws-sdk/client-cloudwatch';
+import { CloudWatchLogsClient, DescribeLogGroupsCommand } from '@aws-sdk/client-cloudwatch-logs';
 import { BatchGetProjectsCommand, CodeBuildClient } from '@aws-sdk/client-codebuild';
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DescribeEventBusCommand, EventBridgeClient } from '@aws-sdk/client-eventbridge';
@@ -21,8 +23,8 @@ import { HeadBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetTopicAttributesCommand, SNSClient } from '@aws-sdk/client-sns';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
-import { queueTopology } from '../../contract/topology';
+import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import { platformQueues } from '../../contract/topology';
 import { parseGitCredentials, parseGithubToken } from '../adapters/secrets';
 import type { JobRequest } from '../client/producer';
 import { TERMINAL_STATUSES, type JobRecord } from '../core/ports';
@@ -42,6 +44,7 @@ type Sends<T extends { send: unknown }> = Pick<T, 'send'>;
 export interface StackClients {
   readonly cloudFormation: Sends<CloudFormationClient>;
   readonly cloudWatch: Sends<CloudWatchClient>;
+  readonly logs: Sends<CloudWatchLogsClient>;
   readonly secretsManager: Sends<SecretsManagerClient>;
   readonly sns: Sends<SNSClient>;
   readonly codeBuild: Sends<CodeBuildClient>;
@@ -68,20 +71,35 @@ async function probe(check: string, run: () => Promise<string>): Promise<CheckRe
 
 // ---- outputs -----------------------------------------------------------------------------------
 
-/** Every output key an agent-jobs stack has: its queues' URLs and the shared resources. */
+/** The output keys of the functions' log groups: each queue's worker, and the build reconciler beside the build-events queue. */
+function logGroupOutputKeys(): string[] {
+  const queues = platformQueues();
+  return [...queues.map((q) => logGroupOutputKey(q.consumer)), ...(queues.some((q) => q.role === 'buildEvents') ? [BUILD_RECONCILER_LOG_GROUP_OUTPUT] : [])];
+}
+
+/** Every output key an agent-jobs stack has: its queues' URLs, its functions' log groups and the shared resources. */
 export function expectedOutputKeys(): string[] {
-  return [...queueTopology().flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name)]), ...Object.values(STACK_OUTPUTS)];
+  return [...platformQueues().flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name)]), ...logGroupOutputKeys(), ...Object.values(STACK_OUTPUTS)];
 }
 
 const SECRET_OUTPUTS: readonly string[] = [STACK_OUTPUTS.gitCredentialsSecretArn, STACK_OUTPUTS.gitReadCredentialsSecretArn, STACK_OUTPUTS.githubTokenSecretArn];
 
 /** How to ask the resource an output names whether it is there. */
 function probeFor(key: string, value: string, clients: StackClients): () => Promise<string> {
-  const queueKeys = new Set(queueTopology().flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name)]));
+  const queueKeys = new Set(platformQueues().flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name)]));
   if (queueKeys.has(key)) {
     return async () => {
       const out = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: value, AttributeNames: ['ApproximateNumberOfMessages'] }));
       return `queue answers (${out.Attributes?.ApproximateNumberOfMessages ?? '?'} messages visible)`;
+    };
+  }
+  if (logGroupOutputKeys().includes(key)) {
+    return async () => {
+      // Names come sorted: the group itself, when it exists, comes before any other with its name as prefix.
+      const { logGroups = [] } = await clients.logs.send(new DescribeLogGroupsCommand({ logGroupNamePrefix: value, limit: 1 }));
+      const group = logGroups.find((g) => g.logGroupName === value);
+      if (group === undefined) throw new Error(`log group ${value} not found`);
+      return `log group answers, retention ${group.retentionInDays === undefined ? 'never expires' : `${group.retentionInDays} days`}`;
     };
   }
   switch (key) {
@@ -299,6 +317,7 @@ export function stackClients(region: string, shared: Pick<StackClients, 'sqs' | 
   const owned = {
     cloudFormation: new CloudFormationClient(config),
     cloudWatch: new CloudWatchClient(config),
+    logs: new CloudWatchLogsClient(config),
     secretsManager: new SecretsManagerClient(config),
     sns: new SNSClient(config),
     codeBuild: new CodeBuildClient(config),

@@ -13,6 +13,7 @@ import { ENV, JOB_METRICS, METRICS_NAMESPACE, stageDlqUrlEnv, stageQueueUrlEnv }
 import { STACK_OUTPUTS } from '../../contract/stack-outputs';
 import { VISIBILITY_TIMEOUT_FACTOR } from '../../contract/topology';
 import type { AgentJobsStack } from '../../lib/agent-jobs-stack';
+import { expectedOutputKeys } from '../../src/cli/doctor';
 import { addStack, nagFindings, newApp, synth } from './helpers';
 import { clone, resourcesOf, type TemplateJson } from './template';
 import { TEMPLATE_RULES } from './template-rules';
@@ -105,6 +106,10 @@ describe('functions', () => {
     expect(envOf(t.toJSON() as TemplateJson, id(sequencer.worker.function))).toMatchObject({ [ENV.visibilityTimeoutSeconds]: String(visibility) });
     expect(visibility).not.toBe(SEQUENCER.timeoutSeconds * VISIBILITY_TIMEOUT_FACTOR);
   });
+});
+
+it('outputs exactly what `agent-jobs doctor` checks', () => {
+  expect(Object.keys(json.Outputs ?? {}).sort()).toEqual(expectedOutputKeys().sort());
 });
 
 it('the dashboard shows every queue, DLQ and function and the job outcome metrics', () => {

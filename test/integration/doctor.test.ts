@@ -1,12 +1,13 @@
 /**
  * The stack checks of `agent-jobs doctor` (src/cli/doctor.ts). Emulated: there is no local
- * CloudFormation, CloudWatch, SNS, CodeBuild, EventBridge or Secrets Manager, so those clients are
+ * CloudFormation, CloudWatch, CloudWatch Logs, SNS, CodeBuild, EventBridge or Secrets Manager, so those clients are
  * mocked (aws-sdk-client-mock) with the answers AWS documents; the queues, the table and the bucket
  * the outputs name are real, on the local emulators (fauxqs, dynalite). The end-to-end job check
  * runs for real on the local platform in test/e2e/doctor.test.ts.
  */
 import { CloudFormationClient, DescribeStacksCommand, ListStackResourcesCommand, type Output } from '@aws-sdk/client-cloudformation';
 import { CloudWatchClient, DescribeAlarmHistoryCommand, SetAlarmStateCommand } from '@aws-sdk/client-cloudwatch';
+import { CloudWatchLogsClient, DescribeLogGroupsCommand, type DescribeLogGroupsCommandInput } from '@aws-sdk/client-cloudwatch-logs';
 import { BatchGetProjectsCommand, CodeBuildClient } from '@aws-sdk/client-codebuild';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DescribeEventBusCommand, EventBridgeClient } from '@aws-sdk/client-eventbridge';
@@ -14,7 +15,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { GetTopicAttributesCommand, SNSClient } from '@aws-sdk/client-sns';
 import { mockClient } from 'aws-sdk-client-mock';
 import { SECRET_PLACEHOLDER } from '../../contract/runtime-env';
-import { STACK_OUTPUTS, dlqUrlOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { checkAlarmNotification, checkOutputs, checkSecrets, checkStack, expectedOutputKeys, type Clock, type StackClients } from '../../src/cli/doctor';
 import { LOCAL_REGION } from '../../src/local/emulators';
 import { withEmulators } from '../support/emulators';
@@ -25,7 +26,8 @@ const secretsManager = mockClient(SecretsManagerClient);
 const sns = mockClient(SNSClient);
 const codeBuild = mockClient(CodeBuildClient);
 const eventBridge = mockClient(EventBridgeClient);
-afterEach(() => [cloudFormation, cloudWatch, secretsManager, sns, codeBuild, eventBridge].forEach((m) => m.reset()));
+const logs = mockClient(CloudWatchLogsClient);
+afterEach(() => [cloudFormation, cloudWatch, secretsManager, sns, codeBuild, eventBridge, logs].forEach((m) => m.reset()));
 
 const emulators = withEmulators();
 const ACCOUNT = '123456789012';
@@ -44,6 +46,7 @@ function clients(): StackClients {
   return {
     cloudFormation: new CloudFormationClient(region),
     cloudWatch: new CloudWatchClient(region),
+    logs: new CloudWatchLogsClient(region),
     secretsManager: new SecretsManagerClient(region),
     sns: new SNSClient(region),
     codeBuild: new CodeBuildClient(region),
@@ -67,11 +70,27 @@ function stackOutputs(): Output[] {
     [STACK_OUTPUTS.gitCredentialsSecretArn]: SECRETS.git,
     [STACK_OUTPUTS.gitReadCredentialsSecretArn]: SECRETS.read,
     [STACK_OUTPUTS.githubTokenSecretArn]: SECRETS.token,
+    ...Object.fromEntries(LOG_GROUP_KEYS.map((key) => [key, logGroupName(key)])),
   };
   return Object.entries(values).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue }));
 }
 
+const LOG_GROUP_KEYS = expectedOutputKeys().filter((key) => key.startsWith('LogGroup'));
+const logGroupName = (key: string) => `AgentJobs-prod-${key}-Ab12`;
+
+/** CloudWatch Logs as AWS answers DescribeLogGroups: the account's groups whose name has the prefix, sorted by name. */
+function answerLogGroups(names: readonly string[]): void {
+  logs.on(DescribeLogGroupsCommand).callsFake((input: DescribeLogGroupsCommandInput) => ({
+    logGroups: names
+      .filter((name) => name.startsWith(input.logGroupNamePrefix ?? ''))
+      .sort()
+      .slice(0, input.limit ?? 50)
+      .map((logGroupName) => ({ logGroupName, retentionInDays: 30 })),
+  }));
+}
+
 function answerForAwsOnlyResources(): void {
+  answerLogGroups(LOG_GROUP_KEYS.map(logGroupName));
   eventBridge.on(DescribeEventBusCommand).resolves({ Name: 'AgentJobsprodEventBus' });
   sns.on(GetTopicAttributesCommand, { TopicArn: TOPIC }).resolves({ Attributes: { SubscriptionsConfirmed: '1' } });
   codeBuild.on(BatchGetProjectsCommand).resolves({ projects: [{ name: 'TestRunnerProject-abc' }] });
@@ -91,6 +110,16 @@ describe('outputs', () => {
     expect(results.map((r) => r.check)).toEqual(expectedOutputKeys().map((k) => `output ${k}`));
     expect(results.filter((r) => r.status !== 'pass')).toEqual([]);
     expect(results.find((r) => r.check === `output ${STACK_OUTPUTS.ledgerTableName}`)?.detail).toMatch(/^table ACTIVE/);
+    expect(LOG_GROUP_KEYS).toEqual(expect.arrayContaining([logGroupOutputKey('sequencer'), logGroupOutputKey('open_pr'), BUILD_RECONCILER_LOG_GROUP_OUTPUT]));
+    expect(results.find((r) => r.check === `output ${logGroupOutputKey('sequencer')}`)?.detail).toBe('log group answers, retention 30 days');
+  });
+
+  it("names a function's log group that is gone, even beside another whose name starts with its own", async () => {
+    answerForAwsOnlyResources();
+    const gone = logGroupName(logGroupOutputKey('run_tests'));
+    answerLogGroups([...LOG_GROUP_KEYS.map(logGroupName).filter((name) => name !== gone), `${gone}-old`]);
+    const failed = (await checkOutputs(stackOutputs(), clients())).filter((r) => r.status === 'fail');
+    expect(failed).toEqual([{ check: `output ${logGroupOutputKey('run_tests')}`, status: 'fail', detail: `Error: log group ${gone} not found` }]);
   });
 
   it('names a missing output, a queue that does not exist and a project CodeBuild does not know', async () => {
