@@ -71,29 +71,36 @@ async function probe(check: string, run: () => Promise<string>): Promise<CheckRe
 
 // ---- outputs -----------------------------------------------------------------------------------
 
-/** The output keys of the functions' log groups: each queue's worker, and the build reconciler beside the build-events queue. */
-function logGroupOutputKeys(): string[] {
+/** The output keys an agent-jobs stack has per queue: its URLs, and its worker's log group (the build reconciler's beside the build-events queue). */
+interface QueueOutputKeys {
+  readonly queues: ReadonlySet<string>;
+  readonly logGroups: ReadonlySet<string>;
+}
+
+function queueOutputKeys(): QueueOutputKeys {
   const queues = platformQueues();
-  return [...queues.map((q) => logGroupOutputKey(q.consumer)), ...(queues.some((q) => q.role === 'buildEvents') ? [BUILD_RECONCILER_LOG_GROUP_OUTPUT] : [])];
+  return {
+    queues: new Set(queues.flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name)])),
+    logGroups: new Set([...queues.map((q) => logGroupOutputKey(q.consumer)), ...(queues.some((q) => q.role === 'buildEvents') ? [BUILD_RECONCILER_LOG_GROUP_OUTPUT] : [])]),
+  };
 }
 
 /** Every output key an agent-jobs stack has: its queues' URLs, its functions' log groups and the shared resources. */
-export function expectedOutputKeys(): string[] {
-  return [...platformQueues().flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name)]), ...logGroupOutputKeys(), ...Object.values(STACK_OUTPUTS)];
+export function expectedOutputKeys(keys: QueueOutputKeys = queueOutputKeys()): string[] {
+  return [...keys.queues, ...keys.logGroups, ...Object.values(STACK_OUTPUTS)];
 }
 
 const SECRET_OUTPUTS: readonly string[] = [STACK_OUTPUTS.gitCredentialsSecretArn, STACK_OUTPUTS.gitReadCredentialsSecretArn, STACK_OUTPUTS.githubTokenSecretArn];
 
 /** How to ask the resource an output names whether it is there. */
-function probeFor(key: string, value: string, clients: StackClients): () => Promise<string> {
-  const queueKeys = new Set(platformQueues().flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name)]));
-  if (queueKeys.has(key)) {
+function probeFor(key: string, value: string, clients: StackClients, keys: QueueOutputKeys): () => Promise<string> {
+  if (keys.queues.has(key)) {
     return async () => {
       const out = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: value, AttributeNames: ['ApproximateNumberOfMessages'] }));
       return `queue answers (${out.Attributes?.ApproximateNumberOfMessages ?? '?'} messages visible)`;
     };
   }
-  if (logGroupOutputKeys().includes(key)) {
+  if (keys.logGroups.has(key)) {
     return async () => {
       // Names come sorted: the group itself, when it exists, comes before any other with its name as prefix.
       const { logGroups = [] } = await clients.logs.send(new DescribeLogGroupsCommand({ logGroupNamePrefix: value, limit: 1 }));
@@ -136,10 +143,11 @@ function probeFor(key: string, value: string, clients: StackClients): () => Prom
 /** One result per expected output: present, and its resource answers. */
 export async function checkOutputs(outputs: readonly Output[], clients: StackClients): Promise<CheckResult[]> {
   const byKey = new Map(outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])));
-  return Promise.all(expectedOutputKeys().map((key) => {
+  const keys = queueOutputKeys();
+  return Promise.all(expectedOutputKeys(keys).map((key) => {
     const value = byKey.get(key);
     if (value === undefined) return { check: `output ${key}`, status: 'fail' as const, detail: 'missing from the stack outputs (an older or a different stack?)' };
-    return probe(`output ${key}`, probeFor(key, value, clients));
+    return probe(`output ${key}`, probeFor(key, value, clients, keys));
   }));
 }
 
