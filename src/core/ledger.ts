@@ -116,8 +116,8 @@ export const MAX_CONFLICTS = 20;
 /**
  * The ledger's lists (the sparse `byList` index, LEDGER_TABLE.listIndex): every workspace, the
  * jobs of a workspace that are not finished (or were cancelled before their turn), and what waits
- * on a dead-letter queue. A record
- * belongs to at most one list; only writes that change its list touch the index.
+ * on a dead-letter queue. A record belongs to at most one list; only writes that change its list
+ * touch the index.
  */
 export const LISTS = {
   workspaces: 'workspace',
