@@ -2,6 +2,9 @@
  * The local AWS: fauxqs (SQS + S3) and dynalite (DynamoDB), both in this process, both bound to
  * 127.0.0.1, with the queues, DLQs, ledger table and diff bucket created from the same contract
  * the stack uses (contract/topology.ts), so local settings cannot drift from the deployed ones.
+ * AGENT_JOBS_LOCAL_DYNAMODB=dynamodb-local runs AWS's DynamoDB Local (a Java process, also on
+ * 127.0.0.1: dynamodb-local.ts) in place of dynalite, wherever emulators start: the platform, the
+ * CLI's `local up` and every test.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -14,6 +17,7 @@ import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-s
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
+import { startDynamoDbLocal } from './dynamodb-local';
 import { MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
 import { DLQ_RETENTION_DAYS, LEDGER_TABLE, QUEUE_RETENTION_DAYS, platformQueues, queueName, type QueueSpec } from '../../contract/topology';
 
@@ -38,17 +42,36 @@ export interface LocalClients {
   destroy(): void;
 }
 
+/** The DynamoDB emulators: dynalite (Node.js, in this process) or AWS's DynamoDB Local (Java). */
+export const DYNAMODB_EMULATORS = ['dynalite', 'dynamodb-local'] as const;
+export type DynamoDbEmulator = (typeof DYNAMODB_EMULATORS)[number];
+/** Names the DynamoDB emulator; child processes (`local up`, the CLI) inherit it. */
+export const DYNAMODB_EMULATOR_ENV = 'AGENT_JOBS_LOCAL_DYNAMODB';
+
+/** The DynamoDB emulator `env` asks for: dynalite unless AGENT_JOBS_LOCAL_DYNAMODB names another. */
+export function dynamoDbEmulatorOf(env: NodeJS.ProcessEnv = process.env): DynamoDbEmulator {
+  const value = env[DYNAMODB_EMULATOR_ENV];
+  if (value === undefined || value === '') return 'dynalite';
+  const known = DYNAMODB_EMULATORS.find((name) => name === value);
+  if (known === undefined) throw new Error(`${DYNAMODB_EMULATOR_ENV}=${value}: expected one of ${DYNAMODB_EMULATORS.join(', ')}`);
+  return known;
+}
+
 export interface EmulatorOptions {
   /** 0 or absent: a free port. */
   readonly ports?: { readonly sqs?: number; readonly dynamodb?: number };
-  /** LevelDB directory for dynalite; in memory when absent. fauxqs is always in memory. */
+  /** Directory of the DynamoDB emulator's files; in memory when absent. fauxqs is always in memory. */
   readonly dynamoDbPath?: string;
+  /** @default dynamoDbEmulatorOf(process.env) */
+  readonly dynamoDb?: DynamoDbEmulator;
   /** @default platformQueues() */
   readonly topology?: readonly QueueSpec[];
 }
 
 export interface LocalEmulators {
   readonly endpoints: EmulatorEndpoints;
+  /** Which emulator serves DynamoDB. */
+  readonly dynamoDb: DynamoDbEmulator;
   readonly topology: readonly QueueSpec[];
   /** Queue URL by QueueSpec.name (the base name, e.g. `agent-jobs`). */
   readonly queueUrls: Readonly<Record<string, string>>;
@@ -87,25 +110,41 @@ export function createLocalClients(endpoints: EmulatorEndpoints): LocalClients {
 
 export async function startEmulators(options: EmulatorOptions = {}): Promise<LocalEmulators> {
   const topology = options.topology ?? platformQueues();
+  const dynamoDb = options.dynamoDb ?? dynamoDbEmulatorOf();
   const fauxqs = await startFauxqs(options.ports?.sqs ?? 0);
-  let dynamo: Server | undefined;
+  let dynamo: DynamoDbServer | undefined;
   let clients: LocalClients | undefined;
   const stopAll = once(async () => {
     clients?.destroy();
-    await Promise.all([fauxqs.close(), dynamo ? closeServer(dynamo) : undefined]);
+    await Promise.all([fauxqs.close(), dynamo?.stop()]);
   });
   try {
-    dynamo = await listen(dynalite({ path: options.dynamoDbPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }), options.ports?.dynamodb ?? 0);
-    const endpoints = { sqs: fauxqs.url, s3: fauxqs.url, dynamodb: serverUrl(dynamo) };
+    dynamo = await startDynamoDb(dynamoDb, { port: options.ports?.dynamodb ?? 0, dbPath: options.dynamoDbPath });
+    const endpoints = { sqs: fauxqs.url, s3: fauxqs.url, dynamodb: dynamo.endpoint };
     clients = createLocalClients(endpoints);
     const { queueUrls, dlqUrls } = await createQueues(clients.sqs, topology);
     await createLedgerTable(clients.dynamodb, LOCAL_TABLE_NAME);
     await clients.s3.send(new CreateBucketCommand({ Bucket: LOCAL_DIFF_BUCKET }));
-    return { endpoints, topology, queueUrls, dlqUrls, tableName: LOCAL_TABLE_NAME, bucketName: LOCAL_DIFF_BUCKET, clients, stop: stopAll };
+    return { endpoints, dynamoDb, topology, queueUrls, dlqUrls, tableName: LOCAL_TABLE_NAME, bucketName: LOCAL_DIFF_BUCKET, clients, stop: stopAll };
   } catch (error) {
     await stopAll();
     throw error;
   }
+}
+
+export interface DynamoDbServer {
+  readonly endpoint: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * One DynamoDB emulator on 127.0.0.1, empty or over the files at `dbPath` (each emulator keeps
+ * its own: a ledger persisted by one is not seen by the other).
+ */
+export async function startDynamoDb(emulator: DynamoDbEmulator, options: { port: number; dbPath?: string }): Promise<DynamoDbServer> {
+  if (emulator === 'dynamodb-local') return startDynamoDbLocal(options);
+  const server = await listen(dynalite({ path: options.dbPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }), options.port);
+  return { endpoint: serverUrl(server), stop: () => closeServer(server) };
 }
 
 async function createQueues(sqs: SQSClient, topology: readonly QueueSpec[]) {

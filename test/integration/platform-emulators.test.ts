@@ -1,9 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import * as path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import dynalite from 'dynalite';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import {
   DeleteMessageCommand,
@@ -15,7 +14,7 @@ import {
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
 import { LEDGER_TABLE, platformQueues, queueTopology } from '../../contract/topology';
-import { LOCAL_TABLE_NAME, startEmulators } from '../../src/local/emulators';
+import { dynamoDbEmulatorOf, LOCAL_TABLE_NAME, startDynamoDb, startEmulators } from '../../src/local/emulators';
 import { withEmulators } from '../support/emulators';
 
 describe('local emulators', () => {
@@ -69,16 +68,28 @@ describe('local emulators', () => {
     }
   });
 
+  // By name: DynamoDB documents no order for a table's indexes (DynamoDB Local does not keep the creation order).
   it('creates the ledger table with the byWorkspace, byList and byDueTime indexes', async () => {
     const { Table } = await env().clients.dynamodb.send(new DescribeTableCommand({ TableName: env().tableName }));
     expect(Table?.KeySchema).toEqual([{ AttributeName: LEDGER_TABLE.partitionKey, KeyType: 'HASH' }]);
-    expect(Table?.GlobalSecondaryIndexes).toEqual([LEDGER_TABLE.workspaceIndex, LEDGER_TABLE.listIndex, LEDGER_TABLE.dueIndex].map((index) => expect.objectContaining({
-      IndexName: index.name,
-      KeySchema: [
+    const keysByIndex = Object.fromEntries((Table?.GlobalSecondaryIndexes ?? []).map((index) => [index.IndexName, index.KeySchema]));
+    expect(keysByIndex).toEqual(Object.fromEntries([LEDGER_TABLE.workspaceIndex, LEDGER_TABLE.listIndex, LEDGER_TABLE.dueIndex].map((index) => [
+      index.name,
+      [
         { AttributeName: index.partitionKey, KeyType: 'HASH' },
         { AttributeName: index.sortKey, KeyType: 'RANGE' },
       ],
-    })));
+    ])));
+  });
+
+  // The whole of 127.0.0.0/8 reaches this machine, but a socket bound to 127.0.0.1 answers there
+  // only: what listens on every interface (DynamoDB Local's own command line) answers 127.0.0.2 too.
+  it('listens on 127.0.0.1 alone, for SQS and DynamoDB', async () => {
+    for (const endpoint of [env().endpoints.sqs, env().endpoints.dynamodb]) {
+      const { hostname, port } = new URL(endpoint);
+      expect(hostname).toBe('127.0.0.1');
+      await expect(connected('127.0.0.2', Number(port))).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    }
   });
 
   it('serves the diff bucket path-style', async () => {
@@ -122,15 +133,25 @@ describe('local emulators', () => {
   });
 });
 
+/** Resolves once a TCP connection to host:port is open (and closes it), rejects with the socket's error. */
+function connected(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, host);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve();
+    });
+    socket.once('error', reject);
+  });
+}
+
 describe('local emulators on disk', () => {
   it('refuse a persisted ledger that lacks an index of this version, naming it and the remedy', async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-dynalite-'));
+    const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-dynamodb-'));
     try {
       // A ledger written by an older version: the table with only the workspace index.
-      const server = dynalite({ path: dir, createTableMs: 0 });
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const { port } = server.address() as AddressInfo;
-      const client = new DynamoDBClient({ endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', credentials: { accessKeyId: 'l', secretAccessKey: 'l' } });
+      const server = await startDynamoDb(dynamoDbEmulatorOf(), { port: 0, dbPath: dir });
+      const client = new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'l', secretAccessKey: 'l' } });
       const index = LEDGER_TABLE.workspaceIndex;
       await client.send(new CreateTableCommand({
         TableName: LOCAL_TABLE_NAME,
@@ -140,9 +161,7 @@ describe('local emulators on disk', () => {
         GlobalSecondaryIndexes: [{ IndexName: index.name, KeySchema: [{ AttributeName: index.partitionKey, KeyType: 'HASH' }, { AttributeName: index.sortKey, KeyType: 'RANGE' }], Projection: { ProjectionType: 'ALL' } }],
       }));
       client.destroy();
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      await closed;
+      await server.stop();
 
       await expect(startEmulators({ dynamoDbPath: dir })).rejects.toThrow(`lacks the index ${LEDGER_TABLE.listIndex.name}, ${LEDGER_TABLE.dueIndex.name} of this version: start again with --reset`);
     } finally {
@@ -151,7 +170,7 @@ describe('local emulators on disk', () => {
   });
 
   it('keep ledger items across a restart', async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-dynalite-'));
+    const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-dynamodb-'));
     try {
       const first = await startEmulators({ dynamoDbPath: dir });
       await first.clients.dynamodb.send(new PutCommand({ TableName: first.tableName, Item: { pk: 'ws#kept', state: 'ACTIVE' } }));
