@@ -1,16 +1,23 @@
 /**
- * The DynamoDB ledger against dynalite: the ledger contract (test/support/ledger-contract.ts, the
- * same cases the in-memory ledger passes), i.e. the conditional writes and the reads after a
- * refused condition, under real concurrency. Races between a refused write and its read are staged
- * with SDK middleware on a client of the test's own.
+ * The DynamoDB ledger against the emulator of the lane (dynalite in `npm test`, AWS's DynamoDB
+ * Local in `npm run test:dynamodb-local`): the ledger contract (test/support/ledger-contract.ts, the
+ * same cases the in-memory ledger passes), i.e. the conditional writes and what a refused condition
+ * means, under real concurrency; and what a refusal costs. Races right after a refused write are
+ * staged with SDK middleware on a client of the test's own.
  */
 import { DynamoDBClient, InternalServerError } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbLedger } from '../../src/adapters/dynamodb-ledger';
-import { localClientConfig } from '../../src/local/emulators';
+import { jobDigest } from '../../src/core/envelope';
+import { LeaseLostError } from '../../src/core/errors';
+import { dynamoDbEmulatorOf, localClientConfig } from '../../src/local/emulators';
 import { withEmulators } from '../support/emulators';
 import { LEDGER_TABLE } from '../../contract/topology';
-import { claimOf, describeLedgerContract, newJob, runningJob } from '../support/ledger-contract';
+import { claimOf, describeLedgerContract, newJob, runningJob, type RefusedClaimSees } from '../support/ledger-contract';
+
+/** dynalite accepts ReturnValuesOnConditionCheckFailure and returns no item; DynamoDB Local returns it, as DynamoDB does. */
+const REFUSAL_CARRIES_ITEM = dynamoDbEmulatorOf() !== 'dynalite';
+const REFUSED_CLAIM_SEES: RefusedClaimSees = REFUSAL_CARRIES_ITEM ? 'the refused item' : 'a read after the refusal';
 
 describe('DynamoDbLedger', () => {
   const emulators = withEmulators();
@@ -18,11 +25,11 @@ describe('DynamoDbLedger', () => {
 
   afterAll(() => client?.destroy());
 
-  describeLedgerContract('DynamoDbLedger on dynalite', () => {
+  describeLedgerContract(`DynamoDbLedger on ${dynamoDbEmulatorOf()}`, REFUSED_CLAIM_SEES, () => {
     const base = new DynamoDBClient(localClientConfig(emulators().endpoints.dynamodb));
     client = DynamoDBDocumentClient.from(base, { marshallOptions: { removeUndefinedValues: true } });
     let between: (() => Promise<void>) | undefined;
-    // Runs the staged race once, after the next refused conditional write, before the adapter's read.
+    // Runs the staged race once, right after the next refused conditional write reaches the adapter.
     client.middlewareStack.add(
       (next) => async (args) => {
         try {
@@ -78,6 +85,111 @@ describe('DynamoDbLedger', () => {
     } finally {
       reading.destroy();
     }
+  });
+
+  // What a refusal costs. DynamoDB returns the item a condition refused (ALL_OLD), so the adapter
+  // needs no read to say why; only where the answer lacks it (dynalite) does it read the item.
+  describe('a refused conditional write', () => {
+    const reads = new Set(['GetItemCommand', 'BatchGetItemCommand', 'QueryCommand', 'ScanCommand']);
+    const writes = new Set(['PutItemCommand', 'UpdateItemCommand']);
+    let counted: { ledger: DynamoDbLedger; requests: { reads: number; writes: number }; destroy(): void } | undefined;
+
+    /** A ledger whose DynamoDB requests are counted as they leave, below the document client. */
+    function countedLedger() {
+      const base = new DynamoDBClient(localClientConfig(emulators().endpoints.dynamodb));
+      const requests = { reads: 0, writes: 0 };
+      base.middlewareStack.add(
+        (next, context) => async (args) => {
+          if (reads.has(context.commandName ?? '')) requests.reads++;
+          if (writes.has(context.commandName ?? '')) requests.writes++;
+          return next(args);
+        },
+        { step: 'initialize', name: 'countRequests' },
+      );
+      const client = DynamoDBDocumentClient.from(base, { marshallOptions: { removeUndefinedValues: true } });
+      return { ledger: new DynamoDbLedger({ client, tableName: emulators().tableName, retentionDays: 30 }), requests, destroy: () => client.destroy() };
+    }
+
+    beforeAll(() => {
+      counted = countedLedger();
+    });
+    afterAll(() => counted?.destroy());
+
+    /** Runs `act` on the counted ledger after `prepare` (uncounted) and returns its result and requests. */
+    async function costOf<T>(prepare: (ledger: DynamoDbLedger) => Promise<unknown>, act: (ledger: DynamoDbLedger) => Promise<T>) {
+      const { ledger, requests } = counted!;
+      await prepare(ledger);
+      requests.reads = requests.writes = 0;
+      const result = await act(ledger);
+      return { result, requests: { ...requests } };
+    }
+
+    const readAfterRefusal = REFUSAL_CARRIES_ITEM ? 0 : 1;
+
+    /** A fresh job, claimed and SUCCEEDED. */
+    async function succeeded(ledger: DynamoDbLedger) {
+      const job = newJob();
+      const claim = claimOf(job, { now: Date.now() });
+      await ledger.claim(claim);
+      await ledger.complete({ jobId: job.jobId, owner: claim.owner, now: Date.now(), verdict: { status: 'SUCCEEDED', result: { done: true } } });
+      return job;
+    }
+
+    it(`answers a duplicate after success with 1 write and ${readAfterRefusal} reads`, async () => {
+      let job = newJob();
+      const { result, requests } = await costOf(async (ledger) => (job = await succeeded(ledger)), (ledger) => ledger.claim(claimOf(job, { now: Date.now() })));
+      expect(result).toMatchObject({ kind: 'duplicate', record: { result: { done: true } } });
+      expect(requests).toEqual({ writes: 1, reads: readAfterRefusal });
+    });
+
+    it(`answers a duplicate in flight with 1 write and ${readAfterRefusal} reads`, async () => {
+      const job = newJob();
+      const first = claimOf(job, { now: Date.now() });
+      const { result, requests } = await costOf((ledger) => ledger.claim(first), (ledger) => ledger.claim(claimOf(job, { now: Date.now() })));
+      expect(result).toMatchObject({ kind: 'busy', record: { leaseOwner: first.owner } });
+      expect(requests).toEqual({ writes: 1, reads: readAfterRefusal });
+    });
+
+    it(`answers a conflict with 1 write and ${readAfterRefusal} reads`, async () => {
+      let job = newJob();
+      const reused = () => claimOf({ ...job, payload: { command: 'something else' } } as typeof job, { now: Date.now() });
+      const { result, requests } = await costOf(async (ledger) => (job = await succeeded(ledger)), (ledger) => ledger.claim(reused()));
+      expect(result).toMatchObject({ kind: 'conflict', record: { digest: jobDigest(job) } });
+      expect(requests).toEqual({ writes: 1, reads: readAfterRefusal });
+    });
+
+    it('explains every other refusal it looks into from the item the refusal carries: a known job, a lost lease, a refused verdict, a held cursor, a refused cancel', async () => {
+      let job = newJob();
+      const known = await costOf(async (ledger) => (job = await succeeded(ledger)), (ledger) => ledger.recordQueued({ job, digest: jobDigest(job), now: Date.now() }));
+      expect(known.result).toMatchObject({ kind: 'known', record: { status: 'SUCCEEDED' } });
+      expect(known.requests).toEqual({ writes: 1, reads: readAfterRefusal });
+
+      const late = { status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: 'late' } } as const;
+      const lost = await costOf(async () => undefined, (ledger) => ledger.complete({ jobId: job.jobId, owner: 'someone-else', now: Date.now(), verdict: late }).catch((error: unknown) => error));
+      expect(lost.result).toBeInstanceOf(LeaseLostError);
+      expect(lost.requests).toEqual({ writes: 1, reads: readAfterRefusal });
+
+      let running = newJob();
+      const verdict = await costOf(
+        async (ledger) => (running = await runningJob(ledger, 'b-counted', Date.now() + 60_000)),
+        (ledger) => ledger.finishBuild({ jobId: running.jobId, buildId: 'b-other', verdict: { status: 'SUCCEEDED', result: {} }, now: Date.now(), reportBy: Date.now() }),
+      );
+      expect(verdict.result).toMatchObject({ kind: 'refused', record: { status: 'RUNNING', progress: { buildId: 'b-counted' } } });
+      expect(verdict.requests).toEqual({ writes: 1, reads: readAfterRefusal });
+
+      const workspaceId = `ws-${job.jobId}`;
+      const cursor = await costOf(
+        (ledger) => ledger.takeWorkspace({ workspaceId, jobId: 'job-a', now: Date.now() }),
+        (ledger) => ledger.takeWorkspace({ workspaceId, jobId: 'job-b', now: Date.now() }),
+      );
+      expect(cursor.result).toMatchObject({ kind: 'predecessorUnfinished', predecessor: 'job-a' });
+      expect(cursor.requests).toEqual({ writes: 1, reads: readAfterRefusal });
+
+      // Two conditional writes (a QUEUED job keeps its list, the others leave theirs), then the answer.
+      const cancel = await costOf(async () => undefined, (ledger) => ledger.cancel(job.jobId, Date.now()));
+      expect(cancel.result).toMatchObject({ cancelled: false, record: { status: 'SUCCEEDED' } });
+      expect(cancel.requests).toEqual({ writes: 2, reads: readAfterRefusal });
+    });
   });
 
   describe('a claim whose write applied but whose answer was lost', () => {

@@ -1,7 +1,8 @@
 /**
  * The ledger contract: one set of cases every Ledger must pass. test/integration/ledger.test.ts runs
- * it against DynamoDbLedger on dynalite, test/unit/memory-ledger.test.ts against the in-memory
- * ledger the unit tests use, so the fake cannot drift from the adapter it stands in for.
+ * it against DynamoDbLedger on the emulator of its lane (dynalite, or DynamoDB Local), and
+ * test/unit/memory-ledger.test.ts against the in-memory ledger the unit tests use, so the fake
+ * cannot drift from the adapter it stands in for.
  *
  * Every case uses fresh job and workspace ids: the cases share one table.
  */
@@ -12,9 +13,17 @@ import type { ClaimRequest, JobVerdict, Ledger } from '../../src/core/ports';
 
 export interface LedgerUnderTest {
   readonly ledger: Ledger;
-  /** Runs `between` once, after the next refused claim write and before the record is read (a race). */
+  /** Runs `between` once, right after the next refused claim write (a race: before the record is read, where it is). */
   onNextRefusedClaim(between: () => Promise<void>): void;
 }
+
+/**
+ * How the ledger under test learns the record that refused a claim: from the refusal itself
+ * (DynamoDB returns the item its condition saw, atomically), or by reading it after the refusal
+ * (an emulator that returns none, and the in-memory ledger that mirrors it). A write between the
+ * refusal and the read is then seen; with the refused item it never is.
+ */
+export type RefusedClaimSees = 'the refused item' | 'a read after the refusal';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 const LEASE_MS = 60_000;
@@ -51,7 +60,7 @@ export async function runningJob(ledger: Ledger, buildId: string, dueAt: number)
   return job;
 }
 
-export function describeLedgerContract(name: string, setup: () => LedgerUnderTest): void {
+export function describeLedgerContract(name: string, sees: RefusedClaimSees, setup: () => LedgerUnderTest): void {
   describe(`ledger contract: ${name}`, () => {
     let subject: LedgerUnderTest;
     let ledger: Ledger;
@@ -227,23 +236,45 @@ export function describeLedgerContract(name: string, setup: () => LedgerUnderTes
         expect(await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS }))).toMatchObject({ kind: 'claimed', record: { pin: PIN, attempt: 2 } });
       });
 
-      it('claims a record that became claimable between the refused write and the read', async () => {
-        const job = newJob();
-        const holder = claimOf(job);
-        await ledger.claim(holder);
-        subject.onNextRefusedClaim(() => ledger.release({ jobId: job.jobId, owner: holder.owner, now: NOW }));
-        expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'claimed', record: { attempt: 2 } });
-      });
-
-      it('reports the verdict written between the refused write and the read', async () => {
-        const job = newJob();
-        const holder = claimOf(job);
-        await ledger.claim(holder);
-        subject.onNextRefusedClaim(async () => {
-          await ledger.complete({ jobId: job.jobId, owner: holder.owner, now: NOW, verdict: { status: 'SUCCEEDED', result: { raced: true } } });
+      if (sees === 'a read after the refusal') {
+        it('claims a record that became claimable between the refused write and the read', async () => {
+          const job = newJob();
+          const holder = claimOf(job);
+          await ledger.claim(holder);
+          subject.onNextRefusedClaim(() => ledger.release({ jobId: job.jobId, owner: holder.owner, now: NOW }));
+          expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'claimed', record: { attempt: 2 } });
         });
-        expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'duplicate', record: { result: { raced: true } } });
-      });
+
+        it('reports the verdict written between the refused write and the read', async () => {
+          const job = newJob();
+          const holder = claimOf(job);
+          await ledger.claim(holder);
+          subject.onNextRefusedClaim(async () => {
+            await ledger.complete({ jobId: job.jobId, owner: holder.owner, now: NOW, verdict: { status: 'SUCCEEDED', result: { raced: true } } });
+          });
+          expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'duplicate', record: { result: { raced: true } } });
+        });
+      } else {
+        it('answers a refused claim from the record as its condition saw it, not as a release right after left it', async () => {
+          const job = newJob();
+          const holder = claimOf(job);
+          await ledger.claim(holder);
+          subject.onNextRefusedClaim(() => ledger.release({ jobId: job.jobId, owner: holder.owner, now: NOW }));
+          expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'busy', record: { leaseOwner: holder.owner, leaseUntil: NOW + LEASE_MS } });
+          expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'claimed', record: { attempt: 2 } });
+        });
+
+        it('reports the live lease that refused a claim, not the verdict written right after', async () => {
+          const job = newJob();
+          const holder = claimOf(job);
+          await ledger.claim(holder);
+          subject.onNextRefusedClaim(async () => {
+            await ledger.complete({ jobId: job.jobId, owner: holder.owner, now: NOW, verdict: { status: 'SUCCEEDED', result: { raced: true } } });
+          });
+          expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'busy', record: { status: 'IN_FLIGHT', leaseOwner: holder.owner } });
+          expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'duplicate', record: { result: { raced: true } } });
+        });
+      }
     });
 
     describe('queued', () => {

@@ -2,7 +2,7 @@
 import { describeLedgerContract } from '../support/ledger-contract';
 import { MemoryLedger } from '../support/memory-ledger';
 
-describeLedgerContract('MemoryLedger', () => {
+describeLedgerContract('MemoryLedger', 'a read after the refusal', () => {
   let between: (() => Promise<void>) | undefined;
   const ledger = new MemoryLedger({
     onRefusedClaim: async () => {
