@@ -40,7 +40,7 @@ const sdkPackage = (name) => name.startsWith('@aws-sdk/');
 /** The full SDK bundle's group name. */
 const FULL_SDK = 'sdk';
 /** The smaller SDK bundles, by group name: the packages each holds. */
-const SDK_GROUPS = { 'sdk-dynamodb': ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb'] };
+const SDK_GROUPS = { 'sdk-dynamodb': ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@aws-sdk/util-dynamodb'] };
 /** What npm installed: stands for every file of node_modules in the manifest (see the header). */
 const INSTALLED = path.join(ROOT, 'node_modules', '.package-lock.json');
 /** Files that shape the output besides the sources esbuild reports: this file and the settings it reads. */

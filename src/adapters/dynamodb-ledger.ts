@@ -1,12 +1,18 @@
 /**
  * The ledger on DynamoDB (single table, `pk = job#<jobId>` / `ws#<workspaceId>`). Every state
- * change is one conditional write; when a condition fails the record is read with a consistent
- * read, because dynalite (local) does not return the old item on ConditionalCheckFailed. No
- * transactions, for the same reason. What a record means is decided in src/core/ledger.ts.
+ * change is one conditional write. A refused write whose refusal must be explained (a claim, a
+ * completion, the cursor, a resend, a cancel) asks for the item its condition saw
+ * (ReturnValuesOnConditionCheckFailure ALL_OLD): DynamoDB returns it with the refusal, atomically
+ * and at no read cost, so a duplicate or a conflict costs one write. Only when the refusal comes
+ * without it is the item read, with a consistent read: dynalite (the default local emulator)
+ * returns none, and there is none to return when the item does not exist. Writes whose refusal
+ * needs no look at the item (a fenced heartbeat, a marker already set) do not ask for it. No
+ * transactions: dynalite lacks them. What a record means is decided in src/core/ledger.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import * as z from 'zod/mini';
 import { JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
 import { LEDGER_TABLE } from '../../contract/topology';
@@ -54,6 +60,8 @@ export interface DynamoLedgerOptions {
   readonly retentionDays: number;
 }
 
+type Item = Record<string, unknown>;
+
 const jobKey = (jobId: string) => ({ pk: `job#${jobId}` });
 const wsKey = (workspaceId: string) => `ws#${workspaceId}`;
 const conflictKey = (jobId: string) => ({ pk: `conflict#${jobId}` });
@@ -64,7 +72,9 @@ const DUE = 'due';
  * progress (a broken build's id) and the build-completion state; it also adds one to `run`.
  */
 const RERUN_REMOVES = ', progress, dueKey, dueAt, stageMessage, reportedAt, #result';
-/** A refused write followed by a read that finds the record claimable again is retried this often. */
+/** Spread into a conditional write whose refusal is explained from the item it was refused on. */
+const OLD_ITEM_ON_REFUSAL = { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } as const;
+/** A refused write whose item (returned or read) is claimable again is retried this often. */
 const MAX_RACE_RETRIES = 3;
 /** BatchGetItem takes at most 100 keys; unprocessed keys are asked again this often. */
 const BATCH_GET_KEYS = 100;
@@ -115,6 +125,24 @@ function isConditionFailure(error: unknown): boolean {
   return error instanceof ConditionalCheckFailedException || (error instanceof Error && error.name === 'ConditionalCheckFailedException');
 }
 
+/** A conditional write DynamoDB refused, with the item its condition saw when the refusal carries it. */
+interface Refusal {
+  readonly kind: 'refused';
+  readonly item: Item | undefined;
+}
+
+/**
+ * The refusal of a conditional write that asked for OLD_ITEM_ON_REFUSAL. The document client
+ * leaves the refusal's item in attribute-value form (`{ pk: { S: ... } }`): it is unmarshalled as
+ * the client unmarshalls what it reads. Every item has a string `pk`, so an item already
+ * unmarshalled (by an SDK that does it itself) is recognised and taken as it is.
+ */
+function refusal(error: unknown, client: DynamoDBDocumentClient): Refusal {
+  const item = (error as { Item?: Item }).Item;
+  if (item === undefined || typeof item['pk'] === 'string') return { kind: 'refused', item };
+  return { kind: 'refused', item: unmarshall(item as Parameters<typeof unmarshall>[0], client.config.translateConfig?.unmarshallOptions) };
+}
+
 export class DynamoDbLedger implements Ledger {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
@@ -128,10 +156,12 @@ export class DynamoDbLedger implements Ledger {
 
   async claim(req: ClaimRequest): Promise<SettledClaim> {
     for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
+      let claim = await this.tryClaim(req, false);
       // A redrive's takeover of a finished record is a second write: it also drops the old run's progress.
-      const written = (await this.tryClaim(req, false)) ?? (req.redrive ? await this.tryClaim(req, true) : undefined);
-      if (written) return { kind: 'claimed', record: written };
-      const outcome = claimOutcome(await this.getJob(req.job.jobId), req);
+      if (claim.kind === 'refused' && req.redrive) claim = await this.tryClaim(req, true);
+      if (claim.kind === 'claimed') return claim;
+      // The record as the refusing condition saw it; read only when the refusal came without it.
+      const outcome = claimOutcome(strip<JobRecord>(claim.item ?? (await this.getJobItem(req.job.jobId))), req);
       if (outcome.kind !== 'retry') return outcome;
     }
     throw new TransientJobError(`claim of job ${req.job.jobId} kept racing with other writers`);
@@ -141,7 +171,7 @@ export class DynamoDbLedger implements Ledger {
    * One conditional write. The ordinary claim takes a new record, an expired lease or a record handed
    * over (isClaimable); a rerun takes only a FAILED or SKIPPED record and starts the job afresh.
    */
-  private async tryClaim(req: ClaimRequest, rerun: boolean): Promise<JobRecord | undefined> {
+  private async tryClaim(req: ClaimRequest, rerun: boolean): Promise<{ kind: 'claimed'; record: JobRecord } | Refusal> {
     const { job } = req;
     const takeover = rerun ? RERUN_STATUSES : takeoverStatuses(req.consumer, false);
     const takeoverValues = Object.fromEntries(takeover.map((s, i) => [`:t${i}`, s]));
@@ -194,14 +224,15 @@ export class DynamoDbLedger implements Ledger {
             ...pinned?.values,
           },
           ReturnValues: 'ALL_NEW',
+          ...OLD_ITEM_ON_REFUSAL,
         }),
       );
-      return strip<JobRecord>(out.Attributes);
+      return { kind: 'claimed', record: strip<JobRecord>(out.Attributes) as JobRecord };
     } catch (error) {
-      if (isConditionFailure(error)) return undefined;
+      if (isConditionFailure(error)) return refusal(error, this.client);
       // The write may have applied with its answer lost (a 500, a reset): then the lease is ours.
       const record = await this.getJob(job.jobId).catch(() => undefined);
-      if (record?.status === 'IN_FLIGHT' && record.leaseOwner === req.owner) return record;
+      if (record?.status === 'IN_FLIGHT' && record.leaseOwner === req.owner) return { kind: 'claimed', record };
       throw error;
     }
   }
@@ -252,13 +283,14 @@ export class DynamoDbLedger implements Ledger {
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_NEW',
+          ...OLD_ITEM_ON_REFUSAL,
         }),
       );
       return strip<JobRecord>(out.Attributes) as JobRecord;
     } catch (error) {
       // The write may have applied with its answer lost: a 500 after it, or the SDK's retry of it
       // refused by its own effect. The record then carries this very write: it is the caller's.
-      const record = await this.getJob(input.jobId).catch(() => undefined);
+      const record = strip<JobRecord>(await this.itemAfter(error, input.jobId).catch(() => undefined));
       if (record !== undefined && isCompletionOf(record, input)) return record;
       if (isConditionFailure(error)) throw new LeaseLostError(`job ${input.jobId}: lease of ${input.owner} was taken over before completion`);
       throw error;
@@ -292,13 +324,14 @@ export class DynamoDbLedger implements Ledger {
             ...(verdict.status === 'FAILED' ? { ':dlq': LISTS.dlq, ':dlqSort': listSortKey(new Date(input.now).toISOString(), input.jobId) } : {}),
           },
           ReturnValues: 'ALL_NEW',
+          ...OLD_ITEM_ON_REFUSAL,
         }),
       );
       return { kind: 'finished', record: strip<JobRecord>(out.Attributes) as JobRecord };
     } catch (error) {
       // As in `complete`: the write may have applied with its answer lost (a 500 after it, or the
       // SDK's retry refused by its own effect); a record carrying this write's token is the caller's to report.
-      const item = await this.getJobItem(input.jobId);
+      const item = await this.itemAfter(error, input.jobId);
       const record = strip<JobRecord>(item);
       if (record !== undefined && item?.['finishedBy'] === token) return { kind: 'finished', record };
       if (!isConditionFailure(error)) throw error;
@@ -401,14 +434,25 @@ export class DynamoDbLedger implements Ledger {
   }
 
   /** The job's item as stored, our own attributes included (a consistent read). */
-  private async getJobItem(jobId: string): Promise<Record<string, unknown> | undefined> {
-    const out = await this.client.send(new GetCommand({ TableName: this.table, Key: jobKey(jobId), ConsistentRead: true }));
+  private async getJobItem(jobId: string): Promise<Item | undefined> {
+    return this.getItem(jobKey(jobId).pk);
+  }
+
+  private async getItem(pk: string): Promise<Item | undefined> {
+    const out = await this.client.send(new GetCommand({ TableName: this.table, Key: { pk }, ConsistentRead: true }));
     return out.Item;
   }
 
+  /**
+   * The job's item after a write of it failed: the item its condition refused when the refusal
+   * carries it, else (no item with the refusal, or another error) the item as it stands now.
+   */
+  private async itemAfter(error: unknown, jobId: string): Promise<Item | undefined> {
+    return (isConditionFailure(error) ? refusal(error, this.client).item : undefined) ?? (await this.getJobItem(jobId));
+  }
+
   async getWorkspace(workspaceId: string): Promise<WorkspaceRecord | undefined> {
-    const out = await this.client.send(new GetCommand({ TableName: this.table, Key: { pk: wsKey(workspaceId) }, ConsistentRead: true }));
-    return strip<WorkspaceRecord>(out.Item);
+    return strip<WorkspaceRecord>(await this.getItem(wsKey(workspaceId)));
   }
 
   async listWorkspaceJobs(workspaceId: string): Promise<JobRecord[]> {
@@ -472,12 +516,14 @@ export class DynamoDbLedger implements Ledger {
   async cancel(jobId: string, now: number): Promise<CancelOutcome> {
     // A QUEUED job keeps its place on its workspace's open list, the one list that shows it (ports.ts).
     const others = CANCELLABLE_STATUSES.filter((status) => status !== 'QUEUED');
-    const outcome = (await this.cancelIf(jobId, ['QUEUED'], 'keep its list', now)) ?? (await this.cancelIf(jobId, others, 'leave its list', now));
-    return outcome ?? { cancelled: false, record: await this.getJob(jobId) };
+    let cancel = await this.cancelIf(jobId, ['QUEUED'], 'keep its list', now);
+    if (cancel.kind === 'refused') cancel = await this.cancelIf(jobId, others, 'leave its list', now);
+    if (cancel.kind === 'cancelled') return cancel.outcome;
+    return { cancelled: false, record: strip<JobRecord>(cancel.item ?? (await this.getJobItem(jobId))) };
   }
 
-  /** Cancels the job if its status is one of `statuses`; undefined when it is not. */
-  private async cancelIf(jobId: string, statuses: readonly JobStatus[], list: 'keep its list' | 'leave its list', now: number): Promise<CancelOutcome | undefined> {
+  /** Cancels the job if its status is one of `statuses`; refused when it is not. */
+  private async cancelIf(jobId: string, statuses: readonly JobStatus[], list: 'keep its list' | 'leave its list', now: number): Promise<{ kind: 'cancelled'; outcome: CancelOutcome } | Refusal> {
     const values = Object.fromEntries(statuses.map((status, i) => [`:c${i}`, status]));
     try {
       const out = await this.client.send(
@@ -489,13 +535,14 @@ export class DynamoDbLedger implements Ledger {
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':cancelled': 'CANCELLED', ':now': new Date(now).toISOString(), ...values },
           ReturnValues: 'ALL_OLD',
+          ...OLD_ITEM_ON_REFUSAL,
         }),
       );
       const previous = strip<JobRecord>(out.Attributes) as JobRecord;
-      return { cancelled: true, previous: previous.status, record: { ...previous, status: 'CANCELLED', updatedAt: new Date(now).toISOString() } };
+      return { kind: 'cancelled', outcome: { cancelled: true, previous: previous.status, record: { ...previous, status: 'CANCELLED', updatedAt: new Date(now).toISOString() } } };
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
-      return undefined;
+      return refusal(error, this.client);
     }
   }
 
@@ -505,13 +552,14 @@ export class DynamoDbLedger implements Ledger {
     const item = { ...jobKey(job.jobId), ...record, listKey: LISTS.open(job.workspaceId), listSort: listSortKey(record.updatedAt, job.jobId) };
     for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
       try {
-        await this.client.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
+        await this.client.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)', ...OLD_ITEM_ON_REFUSAL }));
         return { kind: 'queued', record: strip<JobRecord>(item) as JobRecord };
       } catch (error) {
         if (!isConditionFailure(error)) throw error;
+        const known = strip<JobRecord>(refusal(error, this.client).item ?? (await this.getJobItem(job.jobId)));
+        if (known) return { kind: 'known', record: known };
+        // Refused, yet gone by the time it was read: write again.
       }
-      const known = await this.getJob(job.jobId);
-      if (known) return { kind: 'known', record: known };
     }
     throw new TransientJobError(`recording job ${job.jobId} as QUEUED kept racing with other writers`);
   }
@@ -630,14 +678,17 @@ export class DynamoDbLedger implements Ledger {
               ...(input.repo ? { ':repo': input.repo, ':repoUrl': input.repo.url, ':repoBranch': input.repo.branch } : {}),
             },
             ReturnValues: 'ALL_NEW',
+            ...OLD_ITEM_ON_REFUSAL,
           }),
         );
         return { kind: 'taken', workspace: strip<WorkspaceRecord>(out.Attributes) as WorkspaceRecord };
       } catch (error) {
         if (!isConditionFailure(error)) throw error;
+        // The workspace as the refusing condition saw it; read only when the refusal came without it.
+        const workspace = refusal(error, this.client).item ?? (await this.getItem(wsKey(input.workspaceId)));
+        const outcome = workspaceTakeOutcome(strip<WorkspaceRecord>(workspace), input.jobId, input.repo);
+        if (outcome.kind !== 'retry') return outcome;
       }
-      const outcome = workspaceTakeOutcome(await this.getWorkspace(input.workspaceId), input.jobId, input.repo);
-      if (outcome.kind !== 'retry') return outcome;
     }
     throw new TransientJobError(`workspace ${input.workspaceId}: cursor kept racing with other writers`);
   }

@@ -17,7 +17,7 @@ import { BUILD_RECONCILER, allWorkers, type Capability, type WorkerSettings } fr
 import { ROOT, addStack, newApp } from './helpers';
 
 /** The SDK packages every worker's pipeline uses: ledger, DLQ and back-off, events. */
-const PIPELINE_SDK = ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@aws-sdk/client-sqs', '@aws-sdk/client-eventbridge'];
+const PIPELINE_SDK = ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@aws-sdk/util-dynamodb', '@aws-sdk/client-sqs', '@aws-sdk/client-eventbridge'];
 /** The SDK packages a capability's adapter uses. */
 const CAPABILITY_SDK: Record<Capability, readonly string[]> = {
   gitCredentials: ['@aws-sdk/client-secrets-manager'],

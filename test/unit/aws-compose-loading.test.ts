@@ -25,6 +25,7 @@ const SDK_PACKAGES = [
   '@aws-sdk/client-secrets-manager',
   '@aws-sdk/client-sqs',
   '@aws-sdk/lib-dynamodb',
+  '@aws-sdk/util-dynamodb',
 ];
 const RECORDED = [...SDK_PACKAGES, 'isomorphic-git', '@octokit/core'];
 const ROOT = join(__dirname, '..', '..');
@@ -75,7 +76,7 @@ describe('SDK packages in the Lambda composition', () => {
     const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv));
 
     expect(typeof deps.ledger.getJob).toBe('function');
-    expect(loaded.sort()).toEqual(['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb']);
+    expect(loaded.sort()).toEqual(['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@aws-sdk/util-dynamodb']);
   });
 
   it("loads S3 only when the sequencer's diff store is used", () => {
