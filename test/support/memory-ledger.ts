@@ -1,10 +1,10 @@
 /**
  * An in-memory Ledger for unit tests of the pipeline and the processors. It decides with the same
  * pure rules as the DynamoDB adapter (src/core/ledger.ts: isClaimable, claimOutcome,
- * canTakeWorkspace, workspaceTakeOutcome) and mirrors the adapter's write-then-read structure, so a
- * race between a refused write and its read can be staged with `onRefusedClaim`. The ledger
- * contract (test/support/ledger-contract.ts) runs the same cases against this fake and against
- * DynamoDbLedger on dynalite, so the two cannot drift apart.
+ * canTakeWorkspace, workspaceTakeOutcome) and mirrors the adapter where a refusal comes without the
+ * old item (on dynalite): write, then read, so a race between a refused write and its read can be
+ * staged with `onRefusedClaim`. The ledger contract (test/support/ledger-contract.ts) runs the same
+ * cases against this fake and against DynamoDbLedger on either emulator, so they cannot drift apart.
  *
  * Records are copied in and out: a caller cannot change the stored state by mutating what it got.
  */

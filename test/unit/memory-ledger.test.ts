@@ -1,4 +1,4 @@
-/** The in-memory ledger the unit tests use passes the same contract as DynamoDbLedger on dynalite. */
+/** The in-memory ledger the unit tests use passes the same contract as DynamoDbLedger on either emulator. */
 import { describeLedgerContract } from '../support/ledger-contract';
 import { MemoryLedger } from '../support/memory-ledger';
 
