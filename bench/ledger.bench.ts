@@ -1,17 +1,18 @@
 /**
- * The idempotency ledger, three designs side by side on dynalite, counting the DynamoDB requests
- * of each delivery path and what AWS would bill for them:
- * - this project's ledger (src/adapters/dynamodb-ledger.ts): a claim is one conditional write, a
- *   refused claim is followed by one consistent read that says why, completion is one write;
+ * The idempotency ledger, three designs side by side on both DynamoDB emulators, counting the
+ * DynamoDB requests of each delivery path and what AWS would bill for them:
+ * - this project's ledger (src/adapters/dynamodb-ledger.ts): a claim is one conditional write
+ *   whose refusal carries the item it was refused on (a read only where it does not), completion
+ *   is one write;
  * - Powertools idempotency (`makeIdempotent` over its DynamoDBPersistenceLayer), keyed on the job
  *   id with the payload validated, so a reused id with another payload is refused;
  * - get-then-put: a consistent read, then a conditional put, then the completion write.
  * Paths: a first delivery run to success; a duplicate after success; a duplicate while the first
  * is still running; a conflict (the same job id with another payload, after success).
  *
- * dynalite lacks ReturnValuesOnConditionCheckFailure, so Powertools falls back to one read after a
- * refused write there; on AWS the refused write returns the item and that read is not made. The
- * bill column is for AWS (the fallback reads are left out of it); the counts are what ran here.
+ * AWS's DynamoDB Local returns the refused item (ReturnValuesOnConditionCheckFailure) as DynamoDB
+ * does, so its counts are what AWS would bill; dynalite returns none, so both this ledger and
+ * Powertools read the item after a refusal there. Needs `java` (src/local/dynamodb-local.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
@@ -21,7 +22,7 @@ import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempo
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { DynamoDbLedger } from '../src/adapters/dynamodb-ledger';
 import { jobDigest, type JobEnvelope } from '../src/core/envelope';
-import { startEmulators, type LocalEmulators } from '../src/local/emulators';
+import { DYNAMODB_EMULATORS, startEmulators, type DynamoDbEmulator, type LocalEmulators } from '../src/local/emulators';
 import { PRICES_AS_OF, PRICES_USD, RequestCounter, perMillionJobs, usd } from './aws-bill';
 import type { Benchmark, BenchRow } from './harness';
 
@@ -40,8 +41,6 @@ interface Design {
   readonly name: string;
   /** Runs `path` for a fresh job (set up first when the path needs an earlier delivery) and returns the units of that delivery alone. */
   run(path: Path, n: number): Promise<Units>;
-  /** Reads made only because the emulator lacks ALL_OLD (not made on AWS). */
-  emulatorOnlyReads?(path: Path): number;
 }
 
 const unitsOf = (counter: RequestCounter): Units => ({ writes: counter.writes, reads: counter.readUnits });
@@ -72,7 +71,7 @@ function ourLedger(emulators: LocalEmulators, counter: RequestCounter): Design {
     if (outcome.kind !== kind) throw new Error(`expected ${kind}, got ${outcome.kind}`);
   };
   return {
-    name: 'this ledger (conditional write, read on refusal)',
+    name: 'this ledger (conditional write, the refused item returned)',
     async run(path, n) {
       const envelope = job(`ours-${path.replace(/ /g, '-')}-${n}`);
       if (path === 'duplicate in flight') await claim(envelope);
@@ -139,8 +138,6 @@ async function powertools(emulators: LocalEmulators, counter: RequestCounter): P
       await first;
       return units;
     },
-    // Every refused write is followed by a GetItem here; on AWS the refusal carries the item.
-    emulatorOnlyReads: (path) => (path === 'first delivery' ? 0 : 1),
   };
 }
 
@@ -178,12 +175,8 @@ function getThenPut(emulators: LocalEmulators, counter: RequestCounter): Design 
   };
 }
 
-interface PathCount extends Units {
-  readonly emulatorOnlyReads: number;
-}
-
 /** Mean units per delivery of `path` over JOBS_PER_PATH jobs. */
-async function countPath(design: Design, path: Path): Promise<PathCount> {
+async function countPath(design: Design, path: Path): Promise<Units> {
   let writes = 0;
   let reads = 0;
   for (let n = 0; n < JOBS_PER_PATH; n++) {
@@ -191,54 +184,74 @@ async function countPath(design: Design, path: Path): Promise<PathCount> {
     writes += units.writes;
     reads += units.reads;
   }
-  return { writes: writes / JOBS_PER_PATH, reads: reads / JOBS_PER_PATH, emulatorOnlyReads: design.emulatorOnlyReads?.(path) ?? 0 };
+  return { writes: writes / JOBS_PER_PATH, reads: reads / JOBS_PER_PATH };
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+const unitsText = (u: Units) => `${plural(u.writes, 'write')} + ${plural(u.reads, 'consistent read')}`;
+const shortText = (u: Units) => `${u.writes}W+${u.reads}R`;
+const awsCost = (u: Units) => perMillionJobs(u.writes, PRICES_USD.dynamoWriteUnit) + perMillionJobs(u.reads, PRICES_USD.dynamoReadUnit);
 
-const awsCost = (c: PathCount) => perMillionJobs(c.writes, PRICES_USD.dynamoWriteUnit) + perMillionJobs(c.reads - c.emulatorOnlyReads, PRICES_USD.dynamoReadUnit);
+/** Units by design name, then path, on one emulator. */
+type Counts = Map<string, Map<Path, Units>>;
+
+async function countOn(emulator: DynamoDbEmulator): Promise<Counts> {
+  const emulators = await startEmulators({ dynamoDb: emulator });
+  try {
+    const counter = new RequestCounter().attach(emulators.clients.dynamodb);
+    const designs = [ourLedger(emulators, counter), await powertools(emulators, new RequestCounter()), getThenPut(emulators, counter)];
+    const counts: Counts = new Map();
+    for (const design of designs) {
+      const byPath = new Map<Path, Units>();
+      for (const path of PATHS) byPath.set(path, await countPath(design, path));
+      counts.set(design.name, byPath);
+    }
+    return counts;
+  } finally {
+    await emulators.stop();
+  }
+}
 
 export const bench: Benchmark = {
   name: 'ledger',
   async run() {
-    const emulators = await startEmulators();
-    try {
-      const counter = new RequestCounter().attach(emulators.clients.dynamodb);
-      const designs = [ourLedger(emulators, counter), await powertools(emulators, new RequestCounter()), getThenPut(emulators, counter)];
-      const rows: BenchRow[] = [];
-      const perDesign: string[] = [];
-      for (const design of designs) {
-        const short: string[] = [];
-        for (const path of PATHS) {
-          const c = await countPath(design, path);
-          short.push(`${c.writes}W+${c.reads - c.emulatorOnlyReads}R`);
-          const aws = c.emulatorOnlyReads ? ` (on AWS ${c.reads - c.emulatorOnlyReads}: the refused write returns the item)` : '';
-          rows.push({ label: `${design.name}: ${path}`, value: `${plural(c.writes, 'write')} + ${plural(c.reads, 'consistent read')}${aws}; ${usd(awsCost(c))} per million` });
-        }
-        perDesign.push(`${design.name.replace(/ \(.*$/, '')} ${short.join(' / ')}`);
+    const [onDynalite, onDynamoDbLocal] = [await countOn('dynalite'), await countOn('dynamodb-local')];
+    const units = (counts: Counts, design: string, path: Path) => counts.get(design)?.get(path) ?? { writes: NaN, reads: NaN };
+    const designs = [...onDynamoDbLocal.keys()];
+    const [ours, powertoolsName] = designs as [string, string];
+    const rows: BenchRow[] = [];
+    const perDesign: string[] = [];
+    for (const design of designs) {
+      for (const path of PATHS) {
+        const local = units(onDynamoDbLocal, design, path);
+        const lite = units(onDynalite, design, path);
+        rows.push({ label: `${design}: ${path}`, value: `DynamoDB Local: ${unitsText(local)}, ${usd(awsCost(local))} per million on AWS; dynalite: ${unitsText(lite)}` });
       }
-      return {
-        title: 'Ledger: DynamoDB requests per job by delivery path, three designs',
-        description: [
-          `${JOBS_PER_PATH} jobs per path and design on dynalite, requests counted by SDK middleware. Items are under 1 KB, so a write is one write`,
-          'request unit and a consistent read one read request unit; a refused conditional write is billed like any write.',
-          `Prices: DynamoDB on-demand, us-east-1, $0.625 per million write and $0.125 per million read request units (aws.amazon.com/dynamodb/pricing/on-demand, ${PRICES_AS_OF}).`,
-          'Per million deliveries of that path. The platform adds two workspace-record writes per ordered job (cursor and head) whatever the ledger; see the cost section.',
-          'Throughput on dynalite is left out: it says nothing about DynamoDB.',
-          '',
-          'Command: `npm run bench ledger`',
-        ].join('\n'),
-        rows,
-        summary: [
-          {
-            measure: `ledger requests per delivery on AWS (W writes, R consistent reads): ${PATHS.join(' / ')}`,
-            value: perDesign.join('; '),
-            goal: 'by path, against Powertools idempotency and get-then-put',
-          },
-        ],
-      };
-    } finally {
-      await emulators.stop();
+      perDesign.push(`${design.replace(/ \(.*$/, '')} ${PATHS.map((path) => shortText(units(onDynamoDbLocal, design, path))).join(' / ')}`);
     }
+    const differing = PATHS.filter((path) => shortText(units(onDynamoDbLocal, ours, path)) !== shortText(units(onDynamoDbLocal, powertoolsName, path)));
+    rows.push({ label: 'this ledger against Powertools on DynamoDB Local', value: differing.length === 0 ? 'the same requests on every path' : `different on: ${differing.join(', ')}` });
+    return {
+      title: 'Ledger: DynamoDB requests per job by delivery path, three designs',
+      description: [
+        `${JOBS_PER_PATH} jobs per path and design on each DynamoDB emulator (${DYNAMODB_EMULATORS.join(', ')}), requests counted by SDK middleware. Items are under 1 KB,`,
+        'so a write is one write request unit and a consistent read one read request unit; a refused conditional write is billed like any',
+        'write, and the item it returns costs no read. DynamoDB Local returns a refused item as DynamoDB does, so its counts are what AWS',
+        'would bill; dynalite returns none, so the ledger and Powertools read the item after a refusal there.',
+        `Prices: DynamoDB on-demand, us-east-1, $0.625 per million write and $0.125 per million read request units (aws.amazon.com/dynamodb/pricing/on-demand, ${PRICES_AS_OF}).`,
+        'Per million deliveries of that path. The platform adds two workspace-record writes per ordered job (cursor and head) whatever the ledger; see the cost section.',
+        'Throughput on the emulators is left out: it says nothing about DynamoDB.',
+        '',
+        'Command: `npm run bench ledger` (needs `java`, for DynamoDB Local)',
+      ].join('\n'),
+      rows,
+      summary: [
+        {
+          measure: `ledger requests per delivery on DynamoDB Local, as AWS bills them (W writes, R consistent reads): ${PATHS.join(' / ')}`,
+          value: perDesign.join('; '),
+          goal: 'by path, against Powertools idempotency and get-then-put',
+        },
+      ],
+    };
   },
 };

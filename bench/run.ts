@@ -46,9 +46,10 @@ async function main(): Promise<void> {
     '',
     `Written by \`${command}\` on ${new Date().toISOString().slice(0, 10)} in ${((Date.now() - started) / 60_000).toFixed(1)} minutes${wanted.length ? ' (the other sections are from earlier runs)' : ''}`,
     `(${machineLine()}; 1-minute load average ${loadBefore} at the start, ${loadLine()} at the end${args.includes('--quick') ? '; quick mode: fewer repetitions' : ''}).`,
-    'Everything runs against the local emulators (fauxqs, dynalite) and a loopback git server, so the',
-    'figures describe this code on this machine, not AWS latency or limits. Timings here are noisy',
-    '(a load average above the number of cores means other work shared them): read the ratios first.',
+    'Everything runs against the local emulators (fauxqs, dynalite; the ledger section also on AWS\'s',
+    'DynamoDB Local) and a loopback git server, so the figures describe this code on this machine, not',
+    'AWS latency or limits. Timings here are noisy (a load average above the number of cores means other',
+    'work shared them): read the ratios first.',
     '',
     ...(summary.length
       ? ['## Summary', '', '| measure | this run | goal | benchmark |', '| --- | --- | --- | --- |', ...summary.map((s) => `| ${s.measure} | ${s.value} | ${s.goal} | ${s.from} |`), '']
