@@ -1,8 +1,9 @@
 /**
- * The one way workers are built over local parts: the emulators' clients (fauxqs, dynalite), the
- * loopback git server, the child-process test runner and the local PR store. The local platform
- * (src/local/platform.ts) runs exactly these; integration tests and benchmarks build their workers
- * here too, overriding only what they control (clock, back-off, lease, a fault-injecting wrapper).
+ * The one way workers are built over local parts: the emulators' clients (fauxqs, and dynalite or
+ * DynamoDB Local), the loopback git server, the child-process test runner and the local PR store.
+ * The local platform (src/local/platform.ts) runs exactly these; integration tests and benchmarks
+ * build their workers here too, overriding only what they control (clock, back-off, lease, a
+ * fault-injecting wrapper).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';

@@ -1,8 +1,9 @@
 /**
  * The local platform (`npm start`): in one process, on 127.0.0.1 only, the emulators (fauxqs for
- * SQS + S3, dynalite for the ledger), the loopback git server, the JSON-lines event log and one
- * poller per queue of the topology that feeds the same handler code as on AWS, wired to local
- * adapters. `<stateDir>/platform.json` tells the CLI where everything is while it runs.
+ * SQS + S3, dynalite for the ledger, or AWS's DynamoDB Local in a Java process of its own: see
+ * emulators.ts), the loopback git server, the JSON-lines event log and one poller per queue of the
+ * topology that feeds the same handler code as on AWS, wired to local adapters.
+ * `<stateDir>/platform.json` tells the CLI where everything is while it runs.
  *
  * State: the ledger (when persisting), the git repositories, test runs and pull requests survive a
  * restart; queued messages do not, because fauxqs keeps queues in memory only. The ports survive

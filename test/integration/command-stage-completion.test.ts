@@ -30,7 +30,7 @@ const sha = 'b'.repeat(40);
 const HOUR = 3600;
 const codebuild = mockClient(CodeBuildClient);
 
-describe('command stage: start, acknowledge, complete by event (pipeline + dynalite + fauxqs)', () => {
+describe('command stage: start, acknowledge, complete by event (pipeline + a DynamoDB emulator + fauxqs)', () => {
   const emulators = withEmulators();
   let h: StageHarness;
   let builds: number;

@@ -70,7 +70,7 @@ describe('GitHubPullRequestHost over HTTP', () => {
   });
 });
 
-describe('open_pr handler (pipeline + dynalite + fauxqs + fake GitHub)', () => {
+describe('open_pr handler (pipeline + a DynamoDB emulator + fauxqs + fake GitHub)', () => {
   const emulators = withEmulators();
   let github: FakeGitHub;
   let h: StageHarness;

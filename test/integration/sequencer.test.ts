@@ -56,7 +56,7 @@ function appendDiff(lines: readonly string[], line: string): string {
   ].join('\n');
 }
 
-describe('sequencer handler (fauxqs + dynalite + loopback git)', () => {
+describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () => {
   const emulators = withEmulators();
   let gitServer: GitServer;
   let root: string;

@@ -236,42 +236,39 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         expect(await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS }))).toMatchObject({ kind: 'claimed', record: { pin: PIN, attempt: 2 } });
       });
 
+      /** A job under a live lease, and a second claim of it whose refusal `race` follows at once. */
+      async function claimRefusedThen(race: (job: JobEnvelope, holder: ClaimRequest) => Promise<void>) {
+        const job = newJob();
+        const holder = claimOf(job);
+        await ledger.claim(holder);
+        subject.onNextRefusedClaim(() => race(job, holder));
+        return { job, holder, outcome: await ledger.claim(claimOf(job)) };
+      }
+      const release = (job: JobEnvelope, holder: ClaimRequest) => ledger.release({ jobId: job.jobId, owner: holder.owner, now: NOW });
+      const succeed = async (job: JobEnvelope, holder: ClaimRequest) => {
+        await ledger.complete({ jobId: job.jobId, owner: holder.owner, now: NOW, verdict: { status: 'SUCCEEDED', result: { raced: true } } });
+      };
+
       if (sees === 'a read after the refusal') {
         it('claims a record that became claimable between the refused write and the read', async () => {
-          const job = newJob();
-          const holder = claimOf(job);
-          await ledger.claim(holder);
-          subject.onNextRefusedClaim(() => ledger.release({ jobId: job.jobId, owner: holder.owner, now: NOW }));
-          expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'claimed', record: { attempt: 2 } });
+          const { outcome } = await claimRefusedThen(release);
+          expect(outcome).toMatchObject({ kind: 'claimed', record: { attempt: 2 } });
         });
 
         it('reports the verdict written between the refused write and the read', async () => {
-          const job = newJob();
-          const holder = claimOf(job);
-          await ledger.claim(holder);
-          subject.onNextRefusedClaim(async () => {
-            await ledger.complete({ jobId: job.jobId, owner: holder.owner, now: NOW, verdict: { status: 'SUCCEEDED', result: { raced: true } } });
-          });
-          expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'duplicate', record: { result: { raced: true } } });
+          const { outcome } = await claimRefusedThen(succeed);
+          expect(outcome).toMatchObject({ kind: 'duplicate', record: { result: { raced: true } } });
         });
       } else {
         it('answers a refused claim from the record as its condition saw it, not as a release right after left it', async () => {
-          const job = newJob();
-          const holder = claimOf(job);
-          await ledger.claim(holder);
-          subject.onNextRefusedClaim(() => ledger.release({ jobId: job.jobId, owner: holder.owner, now: NOW }));
-          expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'busy', record: { leaseOwner: holder.owner, leaseUntil: NOW + LEASE_MS } });
+          const { job, holder, outcome } = await claimRefusedThen(release);
+          expect(outcome).toMatchObject({ kind: 'busy', record: { leaseOwner: holder.owner, leaseUntil: NOW + LEASE_MS } });
           expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'claimed', record: { attempt: 2 } });
         });
 
         it('reports the live lease that refused a claim, not the verdict written right after', async () => {
-          const job = newJob();
-          const holder = claimOf(job);
-          await ledger.claim(holder);
-          subject.onNextRefusedClaim(async () => {
-            await ledger.complete({ jobId: job.jobId, owner: holder.owner, now: NOW, verdict: { status: 'SUCCEEDED', result: { raced: true } } });
-          });
-          expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'busy', record: { status: 'IN_FLIGHT', leaseOwner: holder.owner } });
+          const { job, holder, outcome } = await claimRefusedThen(succeed);
+          expect(outcome).toMatchObject({ kind: 'busy', record: { status: 'IN_FLIGHT', leaseOwner: holder.owner } });
           expect(await ledger.claim(claimOf(job))).toMatchObject({ kind: 'duplicate', record: { result: { raced: true } } });
         });
       }
