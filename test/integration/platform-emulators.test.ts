@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
@@ -14,8 +16,9 @@ import {
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
 import { LEDGER_TABLE, platformQueues, queueTopology } from '../../contract/topology';
-import { dynamoDbEmulatorOf, LOCAL_TABLE_NAME, startDynamoDb, startEmulators } from '../../src/local/emulators';
+import { DYNAMODB_EMULATOR_ENV, dynamoDbEmulatorOf, LOCAL_TABLE_NAME, startDynamoDb, startEmulators } from '../../src/local/emulators';
 import { withEmulators } from '../support/emulators';
+import { eventually } from '../support/eventually';
 
 describe('local emulators', () => {
   const env = withEmulators();
@@ -144,6 +147,37 @@ function connected(host: string, port: number): Promise<void> {
     socket.once('error', reject);
   });
 }
+
+describe('a DynamoDB emulator on a port in use', () => {
+  // The platform keeps its ports across restarts and explains a taken one (stable-ports.ts) by this code and port.
+  it('fails to start with EADDRINUSE and the port', async () => {
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
+    const { port } = squatter.address() as AddressInfo;
+    try {
+      await expect(startDynamoDb(dynamoDbEmulatorOf(), { port })).rejects.toMatchObject({ code: 'EADDRINUSE', port });
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
+  });
+});
+
+describe('a DynamoDB emulator whose process is killed', () => {
+  // A platform killed with `kill -9` must not leave DynamoDB Local (a process of its own) holding
+  // the port its restart takes again; in process, dynalite dies with it anyway.
+  it('stops listening', async () => {
+    const start = `require(${JSON.stringify(path.resolve(__dirname, '../../src/local/emulators'))}).startDynamoDb(process.env.${DYNAMODB_EMULATOR_ENV} || 'dynalite', { port: 0 }).then((db) => console.log(db.endpoint))`;
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', '--eval', start], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const [line] = (await once(child.stdout, 'data')) as [Buffer];
+    const port = Number(new URL(line.toString().trim()).port);
+    await connected('127.0.0.1', port);
+
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+
+    await eventually(() => connected('127.0.0.1', port).then(() => 'open', (error: NodeJS.ErrnoException) => error.code), (state) => state === 'ECONNREFUSED', { what: `port ${port} to close` });
+  });
+});
 
 describe('local emulators on disk', () => {
   it('refuse a persisted ledger that lacks an index of this version, naming it and the remedy', async () => {
