@@ -3,7 +3,8 @@
  * change is one conditional write. A refused write whose refusal must be explained (a claim, a
  * completion, the cursor, a resend, a cancel) asks for the item its condition saw
  * (ReturnValuesOnConditionCheckFailure ALL_OLD): DynamoDB returns it with the refusal, atomically
- * and at no read cost, so a duplicate or a conflict costs one write. Only when the refusal comes
+ * and at no read cost, so a duplicate (finished or in flight) or a conflict costs one write, and a
+ * refused claim sees the record exactly as its condition did. Only when the refusal comes
  * without it is the item read, with a consistent read: dynalite (the default local emulator)
  * returns none, and there is none to return when the item does not exist. Writes whose refusal
  * needs no look at the item (a fenced heartbeat, a marker already set) do not ask for it. No
