@@ -1,5 +1,7 @@
 // Lint: the few rules the type checker cannot enforce. Focused or skipped tests must never land,
-// and runtime code logs through Powertools Logger, never console.
+// runtime code logs through Powertools Logger, never console, and no import runs back up the
+// layers: only bin/ imports the CLI, and the read model for people (src/operator) imports neither
+// the CLI nor the local platform (but for the names of its state directory).
 import tseslint from 'typescript-eslint';
 import jest from 'eslint-plugin-jest';
 
@@ -22,5 +24,24 @@ export default tseslint.config(
   {
     files: ['src/core/**/*.ts', 'src/adapters/**/*.ts', 'src/compose/**/*.ts', 'src/handlers/**/*.ts'],
     rules: { 'no-console': 'error' },
+  },
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/cli/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/cli', '**/cli/*'], message: 'only bin/ imports the CLI: read and change the platform through src/operator' }] }] },
+  },
+  {
+    files: ['src/operator/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/cli', '**/cli/*'], message: 'the read model serves the CLI, it never imports it' },
+            { group: ['**/local/*', '!**/local/state-dir'], message: 'the read model reads the local platform through its target (platform.json), not its code' },
+          ],
+        },
+      ],
+    },
   },
 );

@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import { LEDGER_RETENTION_DAYS } from '../../contract/topology';
 import { DEFAULT_STATE_DIR } from '../local/state-dir';
-import { createClients, resolveTarget, type Target, type TargetClients } from './targets';
+import { createClients, resolveTarget, type Target, type TargetClients } from '../operator/targets';
 import { stringOption, type OptionValues } from './command';
 import type { Ledger } from '../core/ports';
 

@@ -28,7 +28,7 @@ import { platformQueues } from '../../contract/topology';
 import { parseGitCredentials, parseGithubToken } from '../adapters/secrets';
 import type { JobRequest } from '../client/producer';
 import { TERMINAL_STATUSES, type JobRecord } from '../core/ports';
-import { TargetError } from './errors';
+import { TargetError } from '../operator/errors';
 
 export type CheckStatus = 'pass' | 'fail' | 'skip';
 

@@ -1,7 +1,9 @@
 /**
- * Errors of the CLI. Each class carries its exit code, so main.ts maps a failure to a code
- * without matching message text. The codes are documented in the README ("Exit codes").
+ * Exit codes of the CLI: each kind of operator error (src/operator/errors.ts) has its code, so
+ * main.ts maps a failure to a code without matching message text; the CLI adds its own usage
+ * error. The codes are documented in the README ("Exit codes").
  */
+import { InvalidRequestError, type ProblemKind } from '../operator/errors';
 
 /** Exit codes: scripts branch on these, so they never change meaning. */
 export const EXIT = {
@@ -18,15 +20,17 @@ export const EXIT = {
   unavailable: 5,
 } as const;
 
-export class CliError extends Error {
-  override readonly name: string = 'CliError';
-  readonly exitCode: number = EXIT.failed;
-}
+/** The exit code of each kind of operator error. */
+export const EXIT_OF_KIND: Readonly<Record<ProblemKind, number>> = {
+  failed: EXIT.failed,
+  invalid: EXIT.usage,
+  notFound: EXIT.notFound,
+  unavailable: EXIT.unavailable,
+};
 
 /** Bad arguments: exit code 2, like most Unix tools. The message is followed by the command's usage. */
-export class UsageError extends CliError {
+export class UsageError extends InvalidRequestError {
   override readonly name = 'UsageError';
-  override readonly exitCode = EXIT.usage;
   constructor(
     message: string,
     /** The command whose usage to print; undefined prints the overview. */
@@ -34,26 +38,4 @@ export class UsageError extends CliError {
   ) {
     super(message);
   }
-}
-
-/** A job or workspace id the ledger does not know. */
-export class NotFoundError extends CliError {
-  override readonly name = 'NotFoundError';
-  override readonly exitCode = EXIT.notFound;
-}
-
-/** The platform or stack to talk to cannot be found or read. */
-export class TargetError extends CliError {
-  override readonly name = 'TargetError';
-  override readonly exitCode = EXIT.unavailable;
-}
-
-/** A command needs a part of the platform that is not built yet, or not on this target. */
-export class NotAvailableError extends CliError {
-  override readonly name = 'NotAvailableError';
-}
-
-/** The command ran but its outcome is a failure (a job failed, an action was refused): exit code 1. */
-export class OutcomeError extends CliError {
-  override readonly name = 'OutcomeError';
 }

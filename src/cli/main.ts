@@ -8,7 +8,8 @@ import * as path from 'node:path';
 import { PROJECT_ROOT } from '../local/state-dir';
 import { commandHelp, overviewHelp, parseInvocation, type CommandSpec } from './command';
 import { createContext, type CliContext, type CliIo } from './context';
-import { CliError, EXIT, TargetError, UsageError } from './errors';
+import { OperatorError, TargetError } from '../operator/errors';
+import { EXIT, EXIT_OF_KIND, UsageError } from './errors';
 
 export const PROGRAM = 'agent-jobs';
 
@@ -62,7 +63,7 @@ function networkCode(error: unknown): string | undefined {
 /** An SDK call that could not connect becomes a TargetError naming what it tried to reach (exit 5). */
 async function explainUnreachable(error: unknown, context: CliContext): Promise<unknown> {
   const code = networkCode(error);
-  if (code === undefined || error instanceof CliError) return error;
+  if (code === undefined || error instanceof OperatorError) return error;
   const label = await context.target().then(
     (target) => target.label,
     () => 'the platform',
@@ -93,8 +94,7 @@ async function captured(argv: readonly string[], io: CliIo, table: readonly Comm
 
 /** One line on stderr (plus the stack of an unexpected error with --verbose); returns the exit code. */
 function reportError(io: CliIo, error: unknown, json: boolean, verbose: boolean): number {
-  const known = error instanceof CliError;
-  const exitCode = known ? error.exitCode : EXIT.failed;
+  const exitCode = error instanceof OperatorError ? EXIT_OF_KIND[error.kind] : EXIT.failed;
   const message = oneLine(errorText(error));
   if (json) {
     io.stderr(`${JSON.stringify({ error: { name: error instanceof Error ? error.name : 'Error', message, exitCode } })}\n`);
@@ -114,7 +114,7 @@ function errorText(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const code = (error as { code?: unknown }).code;
   const detail = error.message || (typeof code === 'string' ? code : '') || error.name;
-  return error instanceof CliError || error.name === 'Error' || detail.startsWith(error.name) ? detail : `${error.name}: ${detail}`;
+  return error instanceof OperatorError || error.name === 'Error' || detail.startsWith(error.name) ? detail : `${error.name}: ${detail}`;
 }
 
 function oneLine(text: string): string {

@@ -20,8 +20,3 @@ function cell(value: Cell): string {
   if (value === undefined || value === null || value === '') return '-';
   return String(value);
 }
-
-/** First 12 characters of a commit sha, like git's short form. */
-export function shortSha(sha: string | undefined): string | undefined {
-  return sha?.slice(0, 12);
-}

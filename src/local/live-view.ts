@@ -5,8 +5,8 @@
  * unblock, a drop or a cancel shows as the change it made, a test run shows its verdict.
  */
 import type { Writable } from 'node:stream';
-import { overviewLine, readOverview, workspaceState, type WorkspaceOverview } from '../cli/overview';
-import { jobSummary, statusLabel } from '../cli/views';
+import { overviewLine, readOverview, workspaceState, type WorkspaceOverview } from '../operator/overview';
+import { jobSummary, statusLabel } from '../operator/views';
 import type { JobRecord, Ledger } from '../core/ports';
 
 export interface LiveViewOptions {

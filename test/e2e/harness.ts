@@ -175,7 +175,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
 }
 
 /**
- * The ledger's working fields and index keys: no `--json` output may carry them (src/cli/views.ts
+ * The ledger's working fields and index keys: no `--json` output may carry them (src/operator/views.ts
  * builds its JSON from allow-lists).
  */
 export const INTERNAL_FIELDS = ['leaseOwner', 'leaseUntil', 'digest', 'ttl', 'pk', 'listKey', 'listSort', 'wsKey', 'dueKey', 'dueAt', 'stageMessage', 'tokens'];

@@ -7,8 +7,8 @@
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { stringAttributes } from '../../contract/messages';
-import { peekDlq, redriveMessage, requeueAtTail } from '../../src/cli/dlq';
-import type { QueueEndpoint } from '../../src/cli/targets';
+import { peekDlq, redriveMessage, requeueAtTail } from '../../src/operator/dlq-messages';
+import type { QueueEndpoint } from '../../src/operator/targets';
 import { drain } from '../support/drive-queue';
 import { withEmulators } from '../support/emulators';
 import { recordSends } from '../support/sqs-sends';

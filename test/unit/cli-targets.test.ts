@@ -8,8 +8,8 @@ import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { queueTopology } from '../../contract/topology';
 import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { awsLinks } from '../../src/cli/commands/logs';
-import { TargetError } from '../../src/cli/errors';
-import { jobsQueue, resolveTarget, targetFromStackOutputs } from '../../src/cli/targets';
+import { TargetError } from '../../src/operator/errors';
+import { jobsQueue, resolveTarget, targetFromStackOutputs } from '../../src/operator/targets';
 import { PLATFORM_FILE } from '../../src/local/state-dir';
 
 /** Every output an agent-jobs stack publishes, with recognisable values. */

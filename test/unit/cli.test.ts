@@ -6,8 +6,8 @@ import { commandHelp, parseInvocation, type CommandSpec } from '../../src/cli/co
 import { COMMANDS } from '../../src/cli/commands';
 import { jobFromArgs, repositoryOnItsWay } from '../../src/cli/commands/enqueue';
 import { dlqRows } from '../../src/cli/commands/dlq';
-import { jobSummary } from '../../src/cli/views';
-import { redriveDeduplicationId } from '../../src/cli/dlq';
+import { jobSummary } from '../../src/operator/views';
+import { redriveDeduplicationId } from '../../src/operator/dlq-messages';
 import type { CliContext, CliIo } from '../../src/cli/context';
 import { createContext } from '../../src/cli/context';
 import { UsageError } from '../../src/cli/errors';

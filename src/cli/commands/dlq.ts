@@ -10,16 +10,18 @@ import { DLQ_ATTRIBUTES } from '../../../contract/messages';
 import { messageGroupId } from '../../core/envelope';
 import { conflictQueueOf, dlqQueueOf } from '../../core/ledger';
 import type { DlqEntry, JobRecord } from '../../core/ports';
-import type { QueueEndpoint, Target } from '../targets';
+import type { QueueEndpoint, Target } from '../../operator/targets';
 import { stringOption, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
-import type { DlqMessage } from '../dlq';
-import { EXIT, NotFoundError, OutcomeError, UsageError } from '../errors';
+import type { DlqMessage } from '../../operator/dlq-messages';
+import { EXIT, UsageError } from '../errors';
+import { NotFoundError, OutcomeError } from '../../operator/errors';
 import { table } from '../output';
-import { jobFields, publicJob } from '../views';
+import { publicJob } from '../../operator/views';
+import { jobFields } from '../views';
 
 // The SQS operations load with the SQS SDK, only when a command here runs (require: see targets.ts).
-const dlqOps = (): typeof import('../dlq') => require('../dlq');
+const dlqOps = (): typeof import('../../operator/dlq-messages') => require('../../operator/dlq-messages');
 
 const DAY_MS = 86_400_000;
 

@@ -5,7 +5,7 @@ import type { CliContext } from '../context';
 import type { CheckResult, Clock } from '../doctor';
 import { UsageError } from '../errors';
 import { table } from '../output';
-import { jobsQueue } from '../targets';
+import { jobsQueue } from '../../operator/targets';
 
 // require(), not import(): the bin runs through tsx's CommonJS hook, which does not serve import().
 const loadDoctor = (): typeof import('../doctor') => require('../doctor');

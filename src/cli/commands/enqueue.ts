@@ -5,10 +5,11 @@ import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../../contract/job-t
 import { InvalidJobError } from '../../core/errors';
 import type { JobRequest } from '../../client/producer';
 import type { JobRecord } from '../../core/ports';
-import { jobsQueue } from '../targets';
+import { jobsQueue } from '../../operator/targets';
 import { requireString, stringOption, type CommandSpec, type OptionValues } from '../command';
 import type { CliContext } from '../context';
-import { OutcomeError, UsageError } from '../errors';
+import { UsageError } from '../errors';
+import { OutcomeError } from '../../operator/errors';
 import { inFlagWords, payloadFlags, payloadFromFlags, payloadOptionSpecs } from '../job-options';
 
 // The producer and the diff store load with the SQS and S3 SDKs, only when a job is sent (require: see targets.ts).

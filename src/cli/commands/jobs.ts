@@ -3,10 +3,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { TERMINAL_STATUSES, type ConflictAttempt, type JobRecord, type JobStatus, type Ledger } from '../../core/ports';
 import { numberOption, requireString, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
-import { EXIT, NotFoundError, OutcomeError } from '../errors';
+import { EXIT } from '../errors';
+import { NotFoundError, OutcomeError } from '../../operator/errors';
 import { table } from '../output';
-import { workspaceJobs } from '../overview';
-import { conflictSummary, jobFields, jobSucceeded, jobSummary, publicJob, statusLabel } from '../views';
+import { workspaceJobs } from '../../operator/overview';
+import { conflictSummary, jobSucceeded, jobSummary, publicJob, statusLabel } from '../../operator/views';
+import { jobFields } from '../views';
 
 const WAIT_POLL_MS = 500;
 const DEFAULT_WAIT_SECONDS = 600;

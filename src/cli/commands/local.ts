@@ -8,12 +8,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
-import { readLocalPlatform } from '../targets';
+import { readLocalPlatform } from '../../operator/targets';
 import { numberOption, requireString, type CommandSpec, type OptionValues } from '../command';
 import type { CliContext } from '../context';
 import { errorMessage } from '../../core/errors';
 import { REPOSITORIES_DIR } from '../../local/state-dir';
-import { NotAvailableError, OutcomeError, TargetError, UsageError } from '../errors';
+import { UsageError } from '../errors';
+import { NotAvailableError, OutcomeError, TargetError } from '../../operator/errors';
 
 // require(), not import(): the bin runs through tsx's CommonJS hook, which does not serve import().
 const loadPlatform = (): typeof import('../../local/platform') => require('../../local/platform');

@@ -8,12 +8,12 @@ import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { JobRecord } from '../../core/ports';
 import { OUTPUT_KEEP_BYTES, PLATFORM_LOG_FILE, TEST_RUNS_DIR } from '../../local/state-dir';
-import { buildLogUrl, jobFilterPattern, logEventsUrl } from '../aws-links';
+import { buildLogUrl, jobFilterPattern, logEventsUrl } from '../../operator/aws-links';
 import type { CommandOutput, CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import { EXIT } from '../errors';
-import type { Target } from '../targets';
-import { statusLabel } from '../views';
+import type { Target } from '../../operator/targets';
+import { statusLabel } from '../../operator/views';
 import { requireJob } from './jobs';
 
 // The test runner's module (and its schemas) loads only here, for the kept output (require: see targets.ts).

@@ -9,7 +9,7 @@
 import { stringOption, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import { table } from '../output';
-import { publicJob } from '../views';
+import { publicJob } from '../../operator/views';
 
 export const unfinished: CommandSpec<CliContext> = {
   path: ['unfinished'],

@@ -1,16 +1,18 @@
 /** `workspaces`, `workspace show|unblock`: the workspace records and the operator's way out of the fence. */
 import { messageGroupId } from '../../core/envelope';
 import type { WorkspaceRecord } from '../../core/ports';
-import { jobsQueue } from '../targets';
+import { jobsQueue } from '../../operator/targets';
 import type { CommandSpec } from '../command';
 import type { CliContext } from '../context';
-import { NotFoundError, UsageError } from '../errors';
-import { shortSha, table } from '../output';
-import { countByStatus, countsText, readOverview, workspaceState } from '../overview';
-import { publicWorkspace, workspaceFields } from '../views';
+import { UsageError } from '../errors';
+import { NotFoundError } from '../../operator/errors';
+import { table } from '../output';
+import { countByStatus, countsText, readOverview, workspaceState } from '../../operator/overview';
+import { publicWorkspace, shortSha } from '../../operator/views';
+import { workspaceFields } from '../views';
 
 // The SQS operations load with the SQS SDK, only when a command here runs (require: see targets.ts).
-const dlqOps = (): typeof import('../dlq') => require('../dlq');
+const dlqOps = (): typeof import('../../operator/dlq-messages') => require('../../operator/dlq-messages');
 
 async function requireWorkspace(ctx: CliContext, workspaceId: string): Promise<WorkspaceRecord> {
   const workspace = await (await ctx.ledger()).getWorkspace(workspaceId);

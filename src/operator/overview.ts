@@ -1,12 +1,11 @@
 /**
  * Workspaces as they are now, read from the ledger: each workspace record with its jobs and their
  * counts by current status. `agent-jobs workspaces` prints it; the local platform's live view
- * prints what changed in it. Counts are of jobs, not of events: a redriven job counts once, a
+ * prints what changed in it; the console shows it. Counts are of jobs, not of events: a redriven job counts once, a
  * replayed or dropped SKIPPED job leaves SKIPPED, and a failing test run counts as its verdict.
  */
 import type { JobRecord, Ledger, WorkspaceRecord } from '../core/ports';
-import { shortSha } from './output';
-import { statusLabel } from './views';
+import { shortSha, statusLabel } from './views';
 
 export interface WorkspaceOverview {
   readonly workspace: WorkspaceRecord;

@@ -1,0 +1,144 @@
+/**
+ * What people are shown of ledger records, on every surface (the CLI, its `--json`, the live view,
+ * the console): the public views and one-line summaries. The public views are allow-lists: the
+ * ledger's working fields (lease owner and deadline, request digest, TTL, index keys) never reach
+ * the output, whatever is added to the records later.
+ */
+import { verdictWording } from '../../contract/job-types';
+import { conflictQueueOf } from '../core/ledger';
+import type { Pin } from '../core/envelope';
+import type { ConflictAttempt, JobFailure, JobRecord, JobStatus, WorkspaceRecord } from '../core/ports';
+
+const SUMMARY_CHARS = 100;
+
+/** First 12 characters of a commit sha, like git's short form. */
+export function shortSha(sha: string | undefined): string | undefined {
+  return sha?.slice(0, 12);
+}
+
+/** A job as `--json` prints it. */
+export interface PublicJob {
+  readonly jobId: string;
+  readonly workspaceId: string;
+  readonly tenantId: string;
+  readonly type: string;
+  readonly status: JobStatus;
+  /** How many times its worker started it (see JobRecord.attempt). */
+  readonly attempt: number;
+  /** Place in the workspace's order, once the sequencer took it. */
+  readonly seq?: number;
+  readonly pin?: Pin;
+  readonly blockedBy?: string;
+  readonly result?: Record<string, unknown>;
+  readonly error?: JobFailure;
+  /** run_tests: the test build (CodeBuild build id on AWS, `local-<jobId>` locally). */
+  readonly buildId?: string;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  /** Requests refused because they reused this job id (the job itself is unchanged by them). */
+  readonly conflicts?: readonly PublicConflict[];
+}
+
+export interface PublicConflict {
+  readonly at: string;
+  readonly workspaceId: string;
+  readonly tenantId: string;
+  readonly type: string;
+  /** Where it was refused: `enqueue` (never sent), `sequencer` or `stage` (then on that queue's DLQ). */
+  readonly refusedBy: string;
+  readonly dlq?: string;
+}
+
+export function publicJob(job: JobRecord, conflicts: readonly ConflictAttempt[] = []): PublicJob {
+  return {
+    jobId: job.jobId,
+    workspaceId: job.workspaceId,
+    tenantId: job.tenantId,
+    type: job.type,
+    status: job.status,
+    attempt: job.attempt,
+    seq: job.wsSeq,
+    pin: job.pin,
+    blockedBy: job.blockedBy,
+    result: job.result,
+    error: job.error,
+    buildId: job.progress?.['buildId'],
+    createdAt: job.createdAt,
+    updatedAt: job.updatedAt,
+    conflicts: conflicts.length ? conflicts.map(publicConflict) : undefined,
+  };
+}
+
+export function publicConflict(attempt: ConflictAttempt): PublicConflict {
+  return {
+    at: attempt.at,
+    workspaceId: attempt.workspaceId,
+    tenantId: attempt.tenantId,
+    type: attempt.type,
+    refusedBy: attempt.seenBy,
+    dlq: conflictQueueOf(attempt.type, attempt.seenBy),
+  };
+}
+
+/** A workspace as `--json` prints it. */
+export function publicWorkspace(ws: WorkspaceRecord): WorkspaceRecord {
+  return {
+    workspaceId: ws.workspaceId,
+    repo: ws.repo,
+    head: ws.head,
+    state: ws.state,
+    blockedBy: ws.blockedBy,
+    blockedReason: ws.blockedReason,
+    currentJobId: ws.currentJobId,
+    currentDone: ws.currentDone,
+    seq: ws.seq,
+    updatedAt: ws.updatedAt,
+  };
+}
+
+/** A command stage's verdict in its stage's words ("tests passed", "lint failed"): as recorded, or from the catalog. */
+function verdictWords(job: Pick<JobRecord, 'type' | 'result'>): string | undefined {
+  const { verdict, summary } = job.result ?? {};
+  if (typeof summary === 'string') return summary;
+  return typeof verdict === 'string' ? verdictWording(job.type, verdict) : undefined;
+}
+
+/** A failing test run is a SUCCEEDED job (it ran) with verdict `failed`: shown as its verdict, never as plain SUCCEEDED. */
+export function statusLabel(job: Pick<JobRecord, 'status' | 'result' | 'type'>): string {
+  const words = verdictWords(job);
+  return job.status === 'SUCCEEDED' && words !== undefined ? `SUCCEEDED (${words})` : job.status;
+}
+
+/** SUCCEEDED, and for a test run also green: "did the work succeed", not "did it run". */
+export function jobSucceeded(job: Pick<JobRecord, 'status' | 'result'>): boolean {
+  return job.status === 'SUCCEEDED' && job.result?.['verdict'] !== 'failed';
+}
+
+/** One line about a job's outcome; `status --json` has the whole record. */
+export function jobSummary(job: JobRecord): string {
+  if (job.error) return `${job.error.reason}: ${job.error.message}`;
+  if (job.blockedBy) return `blocked by ${job.blockedBy}`;
+  if (job.result) return resultSummary(job);
+  if (job.pin) return `pinned to ${shortSha(job.pin.sha)}`;
+  return '';
+}
+
+/** The results the built-in job types record; any other result as compact JSON. */
+function resultSummary(job: JobRecord): string {
+  const result = job.result ?? {};
+  const text = (key: string) => (typeof result[key] === 'string' || typeof result[key] === 'number' ? String(result[key]) : undefined);
+  const verdict = verdictWords(job);
+  if (verdict) return `${verdict} (exit ${text('exitCode') ?? '?'}) at ${shortSha(text('sha')) ?? '?'}`;
+  const commit = text('commitSha');
+  if (commit) return `commit ${shortSha(commit)}${result['alreadyApplied'] === true ? ' (already on the branch)' : ''}`;
+  const url = text('url');
+  if (url) return `pull request #${text('number') ?? '?'} ${url}`;
+  const json = JSON.stringify(result);
+  return json.length > SUMMARY_CHARS ? `${json.slice(0, SUMMARY_CHARS - 1)}…` : json;
+}
+
+/** `N other request(s) reused this job id`, or undefined when none did. */
+export function conflictSummary(conflicts: readonly ConflictAttempt[]): string | undefined {
+  if (conflicts.length === 0) return undefined;
+  return `CONFLICT: ${conflicts.length} other request${conflicts.length === 1 ? '' : 's'} reused this job id and ${conflicts.length === 1 ? 'was' : 'were'} refused`;
+}
