@@ -1,13 +1,12 @@
 /**
  * What a command gets to work with: the terminal (injected, so tests run the CLI in process) and
- * the target, resolved only when a command needs it (`local up` and `--help` never do).
+ * a connection to the target (src/operator), resolved only when a command needs it (`local up`
+ * and `--help` never do).
  */
 import * as path from 'node:path';
-import { LEDGER_RETENTION_DAYS } from '../../contract/topology';
 import { DEFAULT_STATE_DIR } from '../local/state-dir';
-import { createClients, resolveTarget, type Target, type TargetClients } from '../operator/targets';
+import { connect, type Connection } from '../operator/connection';
 import { stringOption, type OptionValues } from './command';
-import type { Ledger } from '../core/ports';
 
 export interface CliIo {
   readonly stdout: (text: string) => void;
@@ -30,41 +29,33 @@ export interface CapturedRun {
 
 export type Invoke = (argv: readonly string[]) => Promise<CapturedRun>;
 
-export interface CliContext {
+export interface CliContext extends Connection {
   readonly io: CliIo;
   readonly json: boolean;
   /** The local platform state directory (also used by `local up`). */
   readonly stateDir: string;
-  target(): Promise<Target>;
-  clients(): Promise<TargetClients>;
-  ledger(): Promise<Ledger>;
+  /** Where `--stack` and `--region` point (undefined stack: the local platform), for commands that connect on their own. */
+  readonly where: { readonly stack?: string; readonly region?: string };
   /** A progress or status line for people: always stderr, so `--json` stdout stays pure. */
   note(line: string): void;
   /** Runs another command of this CLI in process, capturing its output. */
   readonly invoke: Invoke;
 }
 
-// Loaded by the first command that reads the ledger (require: see targets.ts), with the DynamoDB SDK it needs.
-const loadLedger = (): typeof import('../adapters/dynamodb-ledger') => require('../adapters/dynamodb-ledger');
-
 export function createContext(io: CliIo, values: OptionValues, invoke: Invoke): CliContext & { close(): void } {
   const stateDir = path.resolve(io.cwd, stringOption(values, 'state-dir') ?? io.env.AGENT_JOBS_STATE_DIR ?? DEFAULT_STATE_DIR);
-  const stack = stringOption(values, 'stack') ?? io.env.AGENT_JOBS_STACK;
-  const region = stringOption(values, 'region') ?? io.env.AWS_REGION;
-  let target: Promise<Target> | undefined;
-  let clients: TargetClients | undefined;
-  let ledger: Ledger | undefined;
-  const context: CliContext & { close(): void } = {
+  const where = { stack: stringOption(values, 'stack') ?? io.env.AGENT_JOBS_STACK, region: stringOption(values, 'region') ?? io.env.AWS_REGION };
+  const connection = connect({ ...where, stateDir });
+  return {
     io,
     json: values.json === true,
     stateDir,
-    target: () => (target ??= resolveTarget({ stack, region, stateDir })),
-    clients: async () => (clients ??= createClients(await context.target())),
-    ledger: async () =>
-      (ledger ??= new (loadLedger().DynamoDbLedger)({ client: (await context.clients()).dynamodb, tableName: (await context.target()).tableName, retentionDays: LEDGER_RETENTION_DAYS })),
+    where,
+    target: connection.target,
+    clients: connection.clients,
+    ledger: connection.ledger,
     note: (line) => io.stderr(`${line}\n`),
     invoke,
-    close: () => clients?.destroy(),
+    close: connection.close,
   };
-  return context;
 }

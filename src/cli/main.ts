@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { PROJECT_ROOT } from '../local/state-dir';
 import { commandHelp, overviewHelp, parseInvocation, type CommandSpec } from './command';
 import { createContext, type CliContext, type CliIo } from './context';
-import { OperatorError, TargetError } from '../operator/errors';
+import { InvalidRequestError, OperatorError, TargetError } from '../operator/errors';
 import { EXIT, EXIT_OF_KIND, UsageError } from './errors';
 
 export const PROGRAM = 'agent-jobs';
@@ -38,7 +38,9 @@ export async function runCli(argv: readonly string[], io: CliIo, table: readonly
     if (printed) io.stdout(`${printed}\n`);
     return output.exitCode ?? EXIT.ok;
   } catch (error) {
-    return reportError(io, await explainUnreachable(error, context), invocation.json, verbose);
+    // A request the operator module found malformed is this command's usage error.
+    const usage = error instanceof InvalidRequestError && !(error instanceof UsageError) ? new UsageError(error.message, invocation.command.path) : error;
+    return reportError(io, await explainUnreachable(usage, context), invocation.json, verbose);
   } finally {
     context.close();
   }

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { queueTopology } from '../../contract/topology';
 import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
-import { awsLinks } from '../../src/cli/commands/logs';
+import { awsLinks } from '../../src/operator/job-logs';
 import { TargetError } from '../../src/operator/errors';
 import { jobsQueue, resolveTarget, targetFromStackOutputs } from '../../src/operator/targets';
 import { PLATFORM_FILE } from '../../src/local/state-dir';

@@ -1,20 +1,17 @@
-/** `enqueue`: one job onto the FIFO queue, from flags or as JSON on stdin. */
+/** `enqueue`: one job onto the FIFO queue, from flags or as JSON on stdin (src/operator/enqueue.ts sends it). */
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../../contract/job-types';
 import { InvalidJobError } from '../../core/errors';
 import type { JobRequest } from '../../client/producer';
-import type { JobRecord } from '../../core/ports';
-import { jobsQueue } from '../../operator/targets';
 import { requireString, stringOption, type CommandSpec, type OptionValues } from '../command';
 import type { CliContext } from '../context';
 import { UsageError } from '../errors';
-import { OutcomeError } from '../../operator/errors';
+import { enqueueJob } from '../../operator/enqueue';
 import { inFlagWords, payloadFlags, payloadFromFlags, payloadOptionSpecs } from '../job-options';
 
-// The producer and the diff store load with the SQS and S3 SDKs, only when a job is sent (require: see targets.ts).
+// The producer loads with the SQS SDK, only when a job is sent (require: see src/operator/targets.ts).
 const loadProducer = (): typeof import('../../client/producer') => require('../../client/producer');
-const loadDiffStore = (): typeof import('../../adapters/diff-store') => require('../../adapters/diff-store');
 
 const DEFAULT_TENANT = 'default';
 const FLAGS = payloadFlags();
@@ -57,29 +54,6 @@ export async function jobFromArgs(ctx: CliContext, values: OptionValues, fromStd
   } as JobRequest;
 }
 
-/** Job types that change a workspace's tree (they bind it to its repository). */
-const ORDERED_TYPES = JOB_TYPE_NAMES.filter((t) => JOB_TYPES[t].lane === 'ordered');
-
-/** Whether one of a workspace's open jobs will give it a repository: an ordered job not cancelled before its turn. */
-export function repositoryOnItsWay(open: readonly JobRecord[]): boolean {
-  return open.some((j) => ORDERED_TYPES.includes(j.type) && j.status !== 'CANCELLED');
-}
-
-/**
- * A staged job (run_tests, open_pr) runs at its workspace's head commit: a workspace with no
- * repository yet, and no job on its way that gives it one, would fail it as WORKSPACE_UNKNOWN at
- * its turn. Refused here instead, where the user is.
- */
-async function refuseWithoutRepository(ctx: CliContext, job: JobRequest): Promise<void> {
-  if (JOB_TYPES[job.type].lane !== 'staged') return;
-  const ledger = await ctx.ledger();
-  if ((await ledger.getWorkspace(job.workspaceId))?.repo) return;
-  if (repositoryOnItsWay(await ledger.listOpenJobs(job.workspaceId))) return;
-  throw new OutcomeError(
-    `WORKSPACE_UNKNOWN: workspace ${job.workspaceId} has no repository yet: send an ${ORDERED_TYPES.join(' or ')} first (a ${job.type} job runs at the workspace's head commit)`,
-  );
-}
-
 export const enqueue: CommandSpec<CliContext> = {
   path: PATH,
   summary: 'send a job to the FIFO queue (prints its job id)',
@@ -98,19 +72,12 @@ export const enqueue: CommandSpec<CliContext> = {
     const fromStdin = values.stdin === true || positionals[0] === '-';
     if (positionals.length > 0 && positionals[0] !== '-') throw new UsageError(`unexpected argument: ${positionals[0]}`, PATH);
     const job = await jobFromArgs(ctx, values, fromStdin);
-    await refuseWithoutRepository(ctx, job);
-    const target = await ctx.target();
-    const { sqs, s3 } = await ctx.clients();
-    const diffStore = target.diffBucket ? new (loadDiffStore().S3DiffStore)(s3, target.diffBucket) : undefined;
-    const { enqueueAgentJob, EnqueueError } = loadProducer();
     let sent;
     try {
-      sent = await enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore, ledger: await ctx.ledger() });
+      sent = await enqueueJob(ctx, job);
     } catch (error) {
       // A job from flags is described by its flags; one from stdin by its fields.
       if (error instanceof InvalidJobError) throw new UsageError((!fromStdin && inFlagWords(error.issues, job, values, FLAGS)) || error.message, PATH);
-      // CONFLICT (recorded: `status` and `wait` show it) or CANCELLED: nothing was sent.
-      if (error instanceof EnqueueError && (error.reason === 'CONFLICT' || error.reason === 'CANCELLED')) throw new OutcomeError(`${error.reason}: ${error.message}`);
       throw error;
     }
     const what = `${job.type} ${sent.jobId} for workspace ${job.workspaceId}`;

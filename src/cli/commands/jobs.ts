@@ -1,26 +1,18 @@
-/** Commands that read or change one job: status, wait, jobs, cancel. */
+/** Commands that read or change jobs: status, wait, jobs, cancel (src/operator does the reading and the changing). */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { TERMINAL_STATUSES, type ConflictAttempt, type JobRecord, type JobStatus, type Ledger } from '../../core/ports';
+import { TERMINAL_STATUSES } from '../../core/ports';
 import { numberOption, requireString, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import { EXIT } from '../errors';
-import { NotFoundError, OutcomeError } from '../../operator/errors';
+import { NotFoundError } from '../../operator/errors';
+import { cancelJob, readJob, readJobs, UNKNOWN_JOB_HINT, type JobState } from '../../operator/jobs';
+import { listJobsOfWorkspace } from '../../operator/workspaces';
 import { table } from '../output';
-import { workspaceJobs } from '../../operator/overview';
 import { conflictSummary, jobSucceeded, jobSummary, publicJob, statusLabel } from '../../operator/views';
 import { jobFields } from '../views';
 
 const WAIT_POLL_MS = 500;
 const DEFAULT_WAIT_SECONDS = 600;
-
-/** Where an unknown id comes from, for the error message. */
-const UNKNOWN_HINT = 'never enqueued, or sent without the ledger (e.g. by the producer library without `ledger`) and not taken yet';
-
-export async function requireJob(ctx: CliContext, jobId: string): Promise<JobRecord> {
-  const job = await (await ctx.ledger()).getJob(jobId);
-  if (!job) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await ctx.target()).label} (${UNKNOWN_HINT})`);
-  return job;
-}
 
 export const status: CommandSpec<CliContext> = {
   path: ['status'],
@@ -28,24 +20,12 @@ export const status: CommandSpec<CliContext> = {
   positionals: [{ name: 'jobId', description: 'the job id' }],
   notes: ["attempt: deliveries of the job to the worker that runs it (1 = succeeded on its first; a retry, a takeover or a redrive adds one)."],
   async run(ctx, { positionals }) {
-    const jobId = positionals[0] ?? '';
-    const ledger = await ctx.ledger();
-    const [job, conflicts] = await Promise.all([requireJob(ctx, jobId), ledger.getConflicts(jobId)]);
+    const { job, conflicts } = await readJob(ctx, positionals[0] ?? '');
     return { data: publicJob(job, conflicts), text: jobFields(job, conflicts) };
   },
 };
 
-interface WaitState {
-  readonly jobId: string;
-  readonly job: JobRecord;
-  readonly conflicts: readonly ConflictAttempt[];
-}
-
-async function readStates(ledger: Ledger, jobIds: readonly string[]): Promise<{ states: WaitState[]; unknown: string[] }> {
-  const read = await Promise.all(jobIds.map(async (jobId) => ({ jobId, job: await ledger.getJob(jobId), conflicts: await ledger.getConflicts(jobId) })));
-  const states = read.flatMap((s) => (s.job ? [{ ...s, job: s.job }] : []));
-  return { states, unknown: read.filter((s) => !s.job).map((s) => s.jobId) };
-}
+type WaitState = JobState & { readonly jobId: string };
 
 const finished = (s: WaitState) => TERMINAL_STATUSES.includes(s.job.status);
 /** A conflict makes the id ambiguous: `wait` cannot say the work asked for under it succeeded. */
@@ -63,15 +43,14 @@ export const wait: CommandSpec<CliContext> = {
   options: { timeout: { type: 'string', valueName: 'seconds', description: `give up after this long (default ${DEFAULT_WAIT_SECONDS})` } },
   async run(ctx, { positionals, values }) {
     const timeoutSeconds = numberOption(values, 'timeout', this.path) ?? DEFAULT_WAIT_SECONDS;
-    const ledger = await ctx.ledger();
     const deadline = Date.now() + timeoutSeconds * 1000;
     let states: WaitState[];
     let lastLine = '';
     for (;;) {
-      const read = await readStates(ledger, positionals);
+      const read = await readJobs(ctx, positionals);
       // Known once means known for good: an unknown id fails at once instead of waiting out the timeout.
       if (read.unknown.length > 0) {
-        throw new NotFoundError(`${read.unknown.map((id) => `job ${id}`).join(', ')} not in the ledger of ${(await ctx.target()).label} (${UNKNOWN_HINT})`);
+        throw new NotFoundError(`${read.unknown.map((id) => `job ${id}`).join(', ')} not in the ledger of ${(await ctx.target()).label} (${UNKNOWN_JOB_HINT})`);
       }
       states = read.states;
       const line = states.map((s) => `${s.jobId}=${s.job.status}`).join(' ');
@@ -98,22 +77,13 @@ export const jobs: CommandSpec<CliContext> = {
   options: { workspace: { type: 'string', valueName: 'id', description: 'the workspace id (required)' } },
   async run(ctx, { values }) {
     const workspaceId = requireString(values, 'workspace', this.path);
-    const ledger = await ctx.ledger();
-    const [list, workspace] = await Promise.all([workspaceJobs(ledger, workspaceId), ledger.getWorkspace(workspaceId)]);
-    if (list.length === 0 && !workspace) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await ctx.target()).label}`);
+    const list = await listJobsOfWorkspace(ctx, workspaceId);
     const rows = list.map((j) => [j.wsSeq, j.jobId, j.type, statusLabel(j), jobSummary(j)] as const);
     return {
       data: list.map((j) => publicJob(j)),
       text: list.length ? table(['SEQ', 'JOB', 'TYPE', 'STATUS', 'DETAIL'], rows) : `no jobs for workspace ${workspaceId}`,
     };
   },
-};
-
-/** What a cancel means for a job in each status it applies to. */
-const CANCEL_EFFECT: Partial<Record<JobStatus, string>> = {
-  QUEUED: 'acknowledged without running when its turn comes',
-  FORWARDED: 'its stage acknowledges it without running',
-  SKIPPED: 'a replay acknowledges it without running; "workspace unblock --drop" removes it from the DLQ',
 };
 
 export const cancel: CommandSpec<CliContext> = {
@@ -123,16 +93,7 @@ export const cancel: CommandSpec<CliContext> = {
   notes: [`Exit codes: 0 cancelled; 1 the job is running or finished; ${EXIT.notFound} the ledger does not know the job id.`],
   async run(ctx, { positionals }) {
     const jobId = positionals[0] ?? '';
-    const outcome = await (await ctx.ledger()).cancel(jobId, Date.now());
-    if (outcome.cancelled) {
-      return {
-        data: { ...publicJob(outcome.record), previousStatus: outcome.previous },
-        text: `${jobId}: ${outcome.previous} -> CANCELLED (${CANCEL_EFFECT[outcome.previous] ?? 'it will not run'})`,
-      };
-    }
-    if (!outcome.record) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await ctx.target()).label}: nothing to cancel (${UNKNOWN_HINT})`);
-    const { record } = outcome;
-    const why = record.status === 'IN_FLIGHT' ? `running (attempt ${record.attempt}): a started job cannot be cancelled` : `${statusLabel(record)} already`;
-    throw new OutcomeError(`job ${jobId} is ${why}`);
+    const cancelled = await cancelJob(ctx, jobId);
+    return { data: { ...publicJob(cancelled.job), previousStatus: cancelled.previous }, text: `${jobId}: ${cancelled.previous} -> CANCELLED (${cancelled.effect})` };
   },
 };

@@ -9,6 +9,7 @@
 import { stringOption, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import { table } from '../output';
+import { listUnfinished } from '../../operator/jobs';
 import { publicJob } from '../../operator/views';
 
 export const unfinished: CommandSpec<CliContext> = {
@@ -20,8 +21,7 @@ export const unfinished: CommandSpec<CliContext> = {
     'Jobs sent without the ledger and never delivered are not in it: their sender must re-send them too.',
   ],
   async run(ctx, { values }) {
-    const workspaceId = stringOption(values, 'workspace');
-    const list = (await (await ctx.ledger()).listUnfinished()).filter((j) => workspaceId === undefined || j.workspaceId === workspaceId);
+    const list = await listUnfinished(ctx, stringOption(values, 'workspace'));
     const rows = list.map((j) => [j.jobId, j.workspaceId, j.type, j.status, j.attempt, j.updatedAt] as const);
     return { data: list.map((j) => publicJob(j)), text: list.length ? table(['JOB', 'WORKSPACE', 'TYPE', 'STATUS', 'ATTEMPT', 'SINCE'], rows) : 'no unfinished jobs' };
   },

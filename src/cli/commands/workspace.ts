@@ -1,24 +1,12 @@
 /** `workspaces`, `workspace show|unblock`: the workspace records and the operator's way out of the fence. */
-import { messageGroupId } from '../../core/envelope';
-import type { WorkspaceRecord } from '../../core/ports';
-import { jobsQueue } from '../../operator/targets';
 import type { CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import { UsageError } from '../errors';
-import { NotFoundError } from '../../operator/errors';
 import { table } from '../output';
 import { countByStatus, countsText, readOverview, workspaceState } from '../../operator/overview';
 import { publicWorkspace, shortSha } from '../../operator/views';
+import { requireWorkspace, unblockWorkspace } from '../../operator/workspaces';
 import { workspaceFields } from '../views';
-
-// The SQS operations load with the SQS SDK, only when a command here runs (require: see targets.ts).
-const dlqOps = (): typeof import('../../operator/dlq-messages') => require('../../operator/dlq-messages');
-
-async function requireWorkspace(ctx: CliContext, workspaceId: string): Promise<WorkspaceRecord> {
-  const workspace = await (await ctx.ledger()).getWorkspace(workspaceId);
-  if (!workspace) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await ctx.target()).label}`);
-  return workspace;
-}
 
 export const workspaces: CommandSpec<CliContext> = {
   path: ['workspaces'],
@@ -44,8 +32,6 @@ export const workspaceShow: CommandSpec<CliContext> = {
   },
 };
 
-type Action = 'replayed' | 'dropped' | 'kept';
-
 export const workspaceUnblock: CommandSpec<CliContext> = {
   path: ['workspace', 'unblock'],
   summary: "lift a workspace's fence and replay (in order) or drop its skipped jobs",
@@ -60,41 +46,13 @@ export const workspaceUnblock: CommandSpec<CliContext> = {
   ],
   async run(ctx, { positionals, values }) {
     if ((values.replay === true) === (values.drop === true)) throw new UsageError('exactly one of --replay or --drop is required', this.path);
-    const mode = values.replay === true ? 'replay' : 'drop';
     const workspaceId = positionals[0] ?? '';
-    const before = await requireWorkspace(ctx, workspaceId);
-    const ledger = await ctx.ledger();
-    // Unblock first: a replayed job that arrived while the fence was still up would be skipped again.
-    const after = before.state === 'BLOCKED' ? await ledger.unblockWorkspace(workspaceId, Date.now()) : before;
-    const { sqs } = await ctx.clients();
-    const queue = jobsQueue(await ctx.target());
-    const group = messageGroupId(workspaceId);
-    const handled: { jobId: string; action: Action; status?: string }[] = [];
-    await dlqOps().sweepDlq(sqs, queue, {
-      inScope: (message) => message.groupId === group,
-      take: async (message) => {
-        const { jobId } = dlqOps().messageJob(message);
-        const job = await ledger.getJob(jobId);
-        if (job?.status !== 'SKIPPED') {
-          // The job that failed (or a refused request) stays on the DLQ, behind the skipped ones.
-          handled.push({ jobId, action: 'kept', status: job?.status });
-          return false;
-        }
-        if (mode === 'replay') {
-          await dlqOps().redriveMessage(sqs, queue, message);
-          handled.push({ jobId, action: 'replayed' });
-        } else {
-          const outcome = await ledger.cancel(jobId, Date.now());
-          handled.push({ jobId, action: 'dropped', status: outcome.cancelled ? 'CANCELLED' : outcome.record?.status });
-        }
-        return true;
-      },
-    });
+    const result = await unblockWorkspace(ctx, workspaceId, values.replay === true ? 'replay' : 'drop');
     const lines = [
-      `workspace ${workspaceId}: ${before.state} -> ${after.state}`,
-      ...handled.map((h) => `  ${h.action.padEnd(8)} ${h.jobId}${h.status ? ` (${h.status})` : ''}`),
+      `workspace ${workspaceId}: ${result.previousState} -> ${result.workspace.state}`,
+      ...result.jobs.map((h) => `  ${h.action.padEnd(8)} ${h.jobId}${h.status ? ` (${h.status})` : ''}`),
     ];
-    if (handled.length === 0) lines.push('  no messages of this workspace on the DLQ');
-    return { data: { workspace: publicWorkspace(after), previousState: before.state, mode, jobs: handled }, text: lines.join('\n') };
+    if (result.jobs.length === 0) lines.push('  no messages of this workspace on the DLQ');
+    return { data: { ...result, workspace: publicWorkspace(result.workspace) }, text: lines.join('\n') };
   },
 };

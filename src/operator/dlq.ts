@@ -1,0 +1,265 @@
+/**
+ * The dead-letter queues as an operator sees them: what waits there and why (read from the ledger,
+ * which knows every job it moved to a DLQ, so listing never receives a message: a receive raises
+ * its receive count, and a FIFO DLQ only hands out the head of each group), and the redrive that
+ * sends jobs back to run again. Only redrive (and peek, on request) receive.
+ */
+import { DLQ_RETENTION_DAYS } from '../../contract/topology';
+import { DLQ_ATTRIBUTES } from '../../contract/messages';
+import { messageGroupId } from '../core/envelope';
+import { conflictQueueOf, dlqQueueOf } from '../core/ledger';
+import type { ConflictAttempt, DlqEntry, JobRecord } from '../core/ports';
+import type { Connection } from './connection';
+import type { DlqMessage } from './dlq-messages';
+import { InvalidRequestError, NotFoundError, OutcomeError } from './errors';
+import type { QueueEndpoint, Target } from './targets';
+
+// The SQS operations load with the SQS SDK, only when a DLQ is read or swept (require: see targets.ts).
+const dlqMessages = (): typeof import('./dlq-messages') => require('./dlq-messages');
+
+const DAY_MS = 86_400_000;
+
+/** The queues whose DLQs a request is about: the one named (`agent-jobs`, `run-tests`, ...), or all. */
+export function selectQueues(target: Target, name: string | undefined): readonly QueueEndpoint[] {
+  if (name === undefined) return target.queues;
+  const queue = target.queues.find((q) => q.name === name || `${q.name}.fifo` === name);
+  if (!queue) throw new InvalidRequestError(`unknown queue ${name}: one of ${target.queues.map((q) => q.name).join(', ')}`);
+  return [queue];
+}
+
+/** One job (or refused request) waiting on a DLQ, as the ledger knows it. */
+export interface DlqRow {
+  readonly queue: string;
+  readonly jobId: string;
+  readonly workspaceId: string;
+  readonly tenantId: string;
+  readonly type: string;
+  /** FAILED, SKIPPED, or CONFLICT for a refused request that reused the job id. */
+  readonly status: string;
+  readonly reason?: string;
+  readonly message?: string;
+  readonly blockedBy?: string;
+  readonly attempt?: number;
+  /** When it went to the DLQ. */
+  readonly since: string;
+  /** SQS deleted it at the end of the DLQ's retention: the ledger still has the job. */
+  readonly expired: boolean;
+}
+
+/** The ledger's DLQ list as rows (pure: `now` decides what the retention has expired). */
+export function dlqRows(entries: readonly DlqEntry[], now: number): DlqRow[] {
+  const expired = (since: string) => Date.parse(since) + DLQ_RETENTION_DAYS * DAY_MS < now;
+  return entries.map((entry): DlqRow => {
+    if (entry.kind === 'job') return jobRow(entry.record, expired(entry.record.updatedAt));
+    const { attempt } = entry;
+    return {
+      queue: conflictQueueOf(attempt.type, attempt.seenBy) ?? '',
+      jobId: attempt.jobId,
+      workspaceId: attempt.workspaceId,
+      tenantId: attempt.tenantId,
+      type: attempt.type,
+      status: 'CONFLICT',
+      reason: 'CONFLICT',
+      message: `a different request reused job id ${attempt.jobId} and was refused; the original job is kept`,
+      since: attempt.at,
+      expired: expired(attempt.at),
+    };
+  });
+}
+
+function jobRow(job: JobRecord, expired: boolean): DlqRow {
+  return {
+    queue: dlqQueueOf(job),
+    jobId: job.jobId,
+    workspaceId: job.workspaceId,
+    tenantId: job.tenantId,
+    type: job.type,
+    status: job.status,
+    reason: job.error?.reason,
+    message: job.error?.message,
+    blockedBy: job.blockedBy,
+    attempt: job.attempt,
+    since: job.updatedAt,
+    expired,
+  };
+}
+
+export interface DlqQueueDepth {
+  readonly queue: string;
+  /** SQS's approximate count (visible and in flight), read without receiving. */
+  readonly depth: number;
+  /** How many of its messages the ledger lists (expired ones aside). */
+  readonly listed: number;
+}
+
+export interface DlqListing {
+  readonly queues: readonly DlqQueueDepth[];
+  readonly rows: readonly DlqRow[];
+}
+
+/**
+ * What waits on the DLQs (or on one, `queue`): the ledger's rows and each queue's depth. A depth
+ * above what is listed is messages the ledger cannot know (a body that is not a job, a job that
+ * failed before its claim): `peekDlq` shows them.
+ */
+export async function listDlq(connection: Connection, options: { queue?: string; now?: number } = {}): Promise<DlqListing> {
+  const queues = selectQueues(await connection.target(), options.queue);
+  const names = new Set(queues.map((q) => q.name));
+  const rows = dlqRows(await (await connection.ledger()).listDlq(), options.now ?? Date.now()).filter((r) => names.has(r.queue));
+  const { sqs } = await connection.clients();
+  const depths: DlqQueueDepth[] = [];
+  for (const queue of queues) {
+    // GetQueueAttributes, not a receive: counting leaves the messages as they are.
+    depths.push({ queue: queue.name, depth: await dlqMessages().approximateDepth(sqs, queue), listed: rows.filter((r) => r.queue === queue.name && !r.expired).length });
+  }
+  return { queues: depths, rows };
+}
+
+export interface DlqJob {
+  readonly job: JobRecord;
+  readonly conflicts: readonly ConflictAttempt[];
+  /** Where it (and each refused request that reused its id) waits. */
+  readonly rows: readonly DlqRow[];
+  /** What to do next, in words. */
+  readonly next: string;
+}
+
+/** One job on a DLQ by id, from the ledger (receives nothing); OutcomeError when nothing of it waits there. */
+export async function showDlqJob(connection: Connection, jobId: string, now = Date.now()): Promise<DlqJob> {
+  const ledger = await connection.ledger();
+  const [job, conflicts] = await Promise.all([ledger.getJob(jobId), ledger.getConflicts(jobId)]);
+  if (!job) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await connection.target()).label}`);
+  const entries: DlqEntry[] = [
+    ...(job.status === 'FAILED' || job.status === 'SKIPPED' ? [{ kind: 'job' as const, record: job }] : []),
+    ...conflicts.filter((c) => c.seenBy !== 'enqueue').map((attempt) => ({ kind: 'conflict' as const, attempt })),
+  ];
+  if (entries.length === 0) throw new OutcomeError(`job ${jobId} is ${job.status}: nothing of it waits on a DLQ`);
+  return { job, conflicts, rows: dlqRows(entries, now), next: nextStep(job) };
+}
+
+/** What an operator does with a job on a DLQ. */
+export function nextStep(job: JobRecord): string {
+  if (job.status === 'SKIPPED') return `"workspace unblock ${job.workspaceId} --replay" runs it in order (or --drop cancels it)`;
+  if (job.status === 'FAILED') return `fix the cause, then "dlq redrive ${job.jobId}" runs it again`;
+  return 'nothing: a refused conflicting request never runs (it leaves the DLQ at the end of its retention)';
+}
+
+/** Whether a DLQ message is a refused request that reused a job id: a redrive would be refused again. */
+function isConflict(message: DlqMessage): boolean {
+  return message.attributes[DLQ_ATTRIBUTES.reason] === 'CONFLICT';
+}
+
+export interface Redriven {
+  readonly queue: string;
+  readonly jobId: string;
+  readonly messageId: string;
+}
+
+export interface LeftOnDlq {
+  readonly queue: string;
+  readonly jobId: string;
+  readonly why: string;
+}
+
+export interface RedriveResult {
+  readonly redriven: readonly Redriven[];
+  readonly left: readonly LeftOnDlq[];
+}
+
+/**
+ * Sends jobs on the DLQs back to their queue to run again: the ones named (`jobIds`), or all (of
+ * one queue's DLQ with `queue`), order kept per workspace. Groups of BLOCKED workspaces are left
+ * (unblockWorkspace replays them), and so are refused conflicting requests (they would be refused
+ * again). A named job is reached behind the other messages of its workspace, which keep their order.
+ */
+export async function redrive(connection: Connection, options: { jobIds?: readonly string[]; queue?: string } = {}): Promise<RedriveResult> {
+  const queues = selectQueues(await connection.target(), options.queue);
+  return options.jobIds?.length ? redriveNamed(connection, queues, options.jobIds) : redriveAll(connection, queues);
+}
+
+async function redriveAll(connection: Connection, queues: readonly QueueEndpoint[]): Promise<RedriveResult> {
+  const { sqs } = await connection.clients();
+  const ledger = await connection.ledger();
+  const redriven: Redriven[] = [];
+  const left: LeftOnDlq[] = [];
+  for (const queue of queues) {
+    const blocked = new Map<string, boolean>();
+    await dlqMessages().walkDlq(sqs, queue, async (message) => {
+      const { jobId, workspaceId } = dlqMessages().messageJob(message);
+      if (isConflict(message)) {
+        left.push({ queue: queue.name, jobId, why: 'a refused conflicting request: it would be refused again' });
+        return 'hold';
+      }
+      if (queue.fifo && workspaceId !== undefined) {
+        if (!blocked.has(workspaceId)) blocked.set(workspaceId, (await ledger.getWorkspace(workspaceId))?.state === 'BLOCKED');
+        if (blocked.get(workspaceId)) {
+          left.push({ queue: queue.name, jobId, why: `workspace ${workspaceId} is BLOCKED (group ${messageGroupId(workspaceId)})` });
+          return 'hold';
+        }
+      }
+      redriven.push({ queue: queue.name, jobId, messageId: await dlqMessages().redriveMessage(sqs, queue, message) });
+      return 'delete';
+    });
+  }
+  return { redriven, left };
+}
+
+/**
+ * The named jobs: each is checked in the ledger first (on a DLQ, its workspace not BLOCKED), then
+ * its DLQ is swept for it. On the FIFO DLQ the messages ahead of it in its group are copied to
+ * the group's tail, in order, so it is reached without reordering the others.
+ */
+async function redriveNamed(connection: Connection, queues: readonly QueueEndpoint[], jobIds: readonly string[]): Promise<RedriveResult> {
+  const ledger = await connection.ledger();
+  const { sqs } = await connection.clients();
+  const left: LeftOnDlq[] = [];
+  const wanted = new Map<string, JobRecord>();
+  for (const jobId of jobIds) {
+    const job = await ledger.getJob(jobId);
+    if (!job) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await connection.target()).label}`);
+    const queue = dlqQueueOf(job);
+    const why = await redriveRefusal(connection, job);
+    if (why) left.push({ queue, jobId, why });
+    else wanted.set(jobId, job);
+  }
+  const redriven: Redriven[] = [];
+  for (const queue of queues) {
+    const here = [...wanted.values()].filter((j) => dlqQueueOf(j) === queue.name);
+    if (here.length === 0) continue;
+    const ids = new Set(here.map((j) => j.jobId));
+    const groups = new Set(here.map((j) => messageGroupId(j.workspaceId)));
+    await dlqMessages().sweepDlq(sqs, queue, {
+      inScope: (m) => (queue.fifo ? m.groupId !== undefined && groups.has(m.groupId) : ids.has(dlqMessages().messageJob(m).jobId)),
+      take: async (m) => {
+        const { jobId } = dlqMessages().messageJob(m);
+        if (!ids.has(jobId) || isConflict(m)) return false;
+        redriven.push({ queue: queue.name, jobId, messageId: await dlqMessages().redriveMessage(sqs, queue, m) });
+        ids.delete(jobId);
+        return true;
+      },
+    });
+    for (const jobId of ids) left.push({ queue: queue.name, jobId, why: 'no message of it on the DLQ (redriven already, or deleted at the end of its retention)' });
+  }
+  return { redriven, left };
+}
+
+async function redriveRefusal(connection: Connection, job: JobRecord): Promise<string | undefined> {
+  if (job.status !== 'FAILED' && job.status !== 'SKIPPED') return `it is ${job.status}, not on a DLQ`;
+  if (job.pin !== undefined) return undefined; // on its stage's DLQ: no workspace order to keep
+  const workspace = await (await connection.ledger()).getWorkspace(job.workspaceId);
+  if (workspace?.state === 'BLOCKED') return `workspace ${job.workspaceId} is BLOCKED: "workspace unblock ${job.workspaceId} --replay" runs its jobs in order`;
+  return undefined;
+}
+
+/** A DLQ message as peek shows it: its attributes and the size of its body, not the body. */
+export type PeekedMessage = Omit<DlqMessage, 'receiptHandle' | 'body'> & { readonly bodyBytes: number };
+
+/** Receives the DLQ messages a receive can see now and shows them (raises their receive counts); for what the ledger cannot know. */
+export async function peekDlq(connection: Connection, options: { queue?: string } = {}): Promise<PeekedMessage[]> {
+  const { sqs } = await connection.clients();
+  const shown: PeekedMessage[] = [];
+  for (const queue of selectQueues(await connection.target(), options.queue)) {
+    for (const { receiptHandle: _handle, body, ...rest } of await dlqMessages().peekDlq(sqs, queue)) shown.push({ ...rest, bodyBytes: Buffer.byteLength(body) });
+  }
+  return shown;
+}

@@ -1,0 +1,20 @@
+/**
+ * The read model and the operations for people: one module that the CLI, the local platform's
+ * live view and the console read and change the platform through, so none of them holds a rule of
+ * its own. Every function takes a Connection (connect(): the local platform at a state directory,
+ * or a deployed stack by name and region) and returns typed records; nothing here prints.
+ *
+ * Errors are OperatorError subclasses with a `kind` (errors.ts) for each surface to map: not
+ * found, invalid, unavailable, or failed (a refused action). Public views (views.ts) are
+ * allow-lists: the ledger's working fields never leave through them.
+ */
+export { connect, type Connection, type OpenConnection } from './connection';
+export { InvalidRequestError, NotAvailableError, NotFoundError, OperatorError, OutcomeError, TargetError, type ProblemKind } from './errors';
+export { jobsQueue, type QueueEndpoint, type Target } from './targets';
+export { countByStatus, readOverview, workspaceJobs, workspaceState, type WorkspaceOverview } from './overview';
+export { jobSucceeded, jobSummary, publicConflict, publicJob, publicWorkspace, shortSha, statusLabel, type PublicConflict, type PublicJob } from './views';
+export { cancelJob, listUnfinished, readJob, readJobs, requireJob, type Cancelled, type JobState } from './jobs';
+export { listJobsOfWorkspace, requireWorkspace, unblockWorkspace, type Unblocked, type UnblockedJob, type UnblockMode } from './workspaces';
+export { dlqRows, listDlq, nextStep, peekDlq, redrive, selectQueues, showDlqJob, type DlqJob, type DlqListing, type DlqRow, type PeekedMessage, type RedriveResult } from './dlq';
+export { enqueueJob, type Enqueued } from './enqueue';
+export { readJobLogs, type JobLogs, type LogsLine } from './job-logs';

@@ -1,0 +1,82 @@
+/** Workspaces: their records, their jobs, and the operator's way out of the fence (unblock). */
+import { messageGroupId } from '../core/envelope';
+import type { JobRecord, WorkspaceRecord, WorkspaceState } from '../core/ports';
+import type { Connection } from './connection';
+import { NotFoundError } from './errors';
+import { workspaceJobs } from './overview';
+import { jobsQueue } from './targets';
+
+// The SQS operations load with the SQS SDK, only when an unblock runs (require: see targets.ts).
+const dlqMessages = (): typeof import('./dlq-messages') => require('./dlq-messages');
+
+export async function requireWorkspace(connection: Connection, workspaceId: string): Promise<WorkspaceRecord> {
+  const workspace = await (await connection.ledger()).getWorkspace(workspaceId);
+  if (!workspace) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
+  return workspace;
+}
+
+/**
+ * Every job of a workspace, in the order the sequencer took them, then those still queued; a
+ * workspace the ledger knows neither by its record nor by a job is NotFoundError.
+ */
+export async function listJobsOfWorkspace(connection: Connection, workspaceId: string): Promise<JobRecord[]> {
+  const ledger = await connection.ledger();
+  const [list, workspace] = await Promise.all([workspaceJobs(ledger, workspaceId), ledger.getWorkspace(workspaceId)]);
+  if (list.length === 0 && !workspace) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
+  return list;
+}
+
+/** `replay`: the skipped jobs go back to the queue in their order; `drop`: they are recorded CANCELLED. */
+export type UnblockMode = 'replay' | 'drop';
+
+export interface UnblockedJob {
+  readonly jobId: string;
+  /** `kept`: not a skipped job (the one that failed, a refused request): left on the DLQ, behind the others. */
+  readonly action: 'replayed' | 'dropped' | 'kept';
+  readonly status?: string;
+}
+
+export interface Unblocked {
+  readonly workspace: WorkspaceRecord;
+  readonly previousState: WorkspaceState;
+  readonly mode: UnblockMode;
+  readonly jobs: readonly UnblockedJob[];
+}
+
+/**
+ * Lifts a workspace's fence, then replays (in order) or drops its skipped jobs from the FIFO DLQ.
+ * The other messages of the workspace there (the job that failed) stay, moved behind the skipped
+ * ones. Running it again after an interruption is safe.
+ */
+export async function unblockWorkspace(connection: Connection, workspaceId: string, mode: UnblockMode): Promise<Unblocked> {
+  const before = await requireWorkspace(connection, workspaceId);
+  const ledger = await connection.ledger();
+  // Unblock first: a replayed job that arrived while the fence was still up would be skipped again.
+  const after = before.state === 'BLOCKED' ? await ledger.unblockWorkspace(workspaceId, Date.now()) : before;
+  const { sqs } = await connection.clients();
+  const queue = jobsQueue(await connection.target());
+  const group = messageGroupId(workspaceId);
+  const handled: UnblockedJob[] = [];
+  const ops = dlqMessages();
+  await ops.sweepDlq(sqs, queue, {
+    inScope: (message) => message.groupId === group,
+    take: async (message) => {
+      const { jobId } = ops.messageJob(message);
+      const job = await ledger.getJob(jobId);
+      if (job?.status !== 'SKIPPED') {
+        // The job that failed (or a refused request) stays on the DLQ, behind the skipped ones.
+        handled.push({ jobId, action: 'kept', status: job?.status });
+        return false;
+      }
+      if (mode === 'replay') {
+        await ops.redriveMessage(sqs, queue, message);
+        handled.push({ jobId, action: 'replayed' });
+      } else {
+        const outcome = await ledger.cancel(jobId, Date.now());
+        handled.push({ jobId, action: 'dropped', status: outcome.cancelled ? 'CANCELLED' : outcome.record?.status });
+      }
+      return true;
+    },
+  });
+  return { workspace: after, previousState: before.state, mode, jobs: handled };
+}
