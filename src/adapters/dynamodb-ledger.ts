@@ -52,6 +52,8 @@ import {
   type SettledClaim,
   type SettledTake,
   type TakeWorkspaceInput,
+  type WorkspacePage,
+  type WorkspacePageRequest,
   type WorkspaceRecord,
 } from '../core/ports';
 
@@ -461,6 +463,34 @@ export class DynamoDbLedger implements Ledger {
     return items.map((item) => strip<JobRecord>(item) as JobRecord);
   }
 
+  async pageWorkspaceJobs(workspaceId: string, request: WorkspacePageRequest): Promise<WorkspacePage> {
+    const index = LEDGER_TABLE.workspaceIndex;
+    const forward = request.order === 'oldest';
+    const after = request.after === undefined ? '' : ` AND #seq ${forward ? '>' : '<'} :after`;
+    // One more than asked says whether more follow. A page of large records (test results with
+    // their log tails) can pass DynamoDB's 1 MB per query: then ask on from where it stopped.
+    const want = request.limit + 1;
+    const items: Record<string, unknown>[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const out = await this.client.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: index.name,
+          KeyConditionExpression: `#k = :k${after}`,
+          ExpressionAttributeNames: { '#k': index.partitionKey, ...(after ? { '#seq': index.sortKey } : {}) },
+          ExpressionAttributeValues: { ':k': wsKey(workspaceId), ...(after ? { ':after': request.after } : {}) },
+          ScanIndexForward: forward,
+          Limit: want - items.length,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      items.push(...(out.Items ?? []));
+      startKey = out.LastEvaluatedKey;
+    } while (startKey && items.length < want);
+    return { jobs: items.slice(0, request.limit).map((item) => strip<JobRecord>(item) as JobRecord), more: items.length > request.limit };
+  }
+
   /** Every item under one partition key of an index, in sort-key order (all pages). */
   private async queryIndex(index: { name: string; partitionKey: string }, key: string, projection?: string): Promise<Record<string, unknown>[]> {
     const items: Record<string, unknown>[] = [];
@@ -601,6 +631,11 @@ export class DynamoDbLedger implements Ledger {
   async getConflicts(jobId: string): Promise<ConflictAttempt[]> {
     const out = await this.client.send(new GetCommand({ TableName: this.table, Key: conflictKey(jobId), ConsistentRead: true }));
     return conflictAttempts(out.Item, jobId);
+  }
+
+  async getConflictsOf(jobIds: readonly string[]): Promise<Map<string, ConflictAttempt[]>> {
+    const items = await this.getAll(jobIds.map((jobId) => conflictKey(jobId).pk));
+    return new Map(items.map((item) => [String(item['jobId']), conflictAttempts(item, String(item['jobId']))]));
   }
 
   async listWorkspaces(): Promise<WorkspaceRecord[]> {

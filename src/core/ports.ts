@@ -332,6 +332,20 @@ export interface ConflictAttempt {
   readonly seenBy: ConflictSeenBy;
 }
 
+export interface WorkspacePageRequest {
+  /** `oldest` first (sequence numbers ascending) or `newest` first. */
+  readonly order: 'oldest' | 'newest';
+  /** The sequence number the page starts after, in its order (the last one of the previous page); absent: from the start. */
+  readonly after?: number;
+  readonly limit: number;
+}
+
+export interface WorkspacePage {
+  readonly jobs: JobRecord[];
+  /** Whether jobs follow this page in its order. */
+  readonly more: boolean;
+}
+
 /** A job on a dead-letter queue as the ledger knows it: a FAILED or SKIPPED job, or a refused conflicting send. */
 export type DlqEntry =
   | { readonly kind: 'job'; readonly record: JobRecord }
@@ -355,6 +369,11 @@ export interface Ledger {
   getWorkspace(workspaceId: string): Promise<WorkspaceRecord | undefined>;
   /** The workspace's jobs in the order the sequencer took them (byWorkspace index). */
   listWorkspaceJobs(workspaceId: string): Promise<JobRecord[]>;
+  /**
+   * One page of the workspace's jobs in the sequencer's order (byWorkspace index): what a page
+   * costs is the page's, never the workspace's.
+   */
+  pageWorkspaceJobs(workspaceId: string, request: WorkspacePageRequest): Promise<WorkspacePage>;
   /**
    * Jobs delivered but not finished (UNFINISHED_STATUSES), oldest first: after a crash that lost
    * their messages, these are the ones to send again. A full read of the table: an operator's tool.
@@ -389,6 +408,8 @@ export interface Ledger {
   recordConflict(input: { job: JobEnvelope; digest: string; seenBy: ConflictSeenBy; now: number }): Promise<void>;
   /** The refused requests that reused this job id, oldest first. */
   getConflicts(jobId: string): Promise<ConflictAttempt[]>;
+  /** getConflicts of several jobs in one read (a page of a workspace's jobs): only the ids that have some. */
+  getConflictsOf(jobIds: readonly string[]): Promise<Map<string, ConflictAttempt[]>>;
   /** Every workspace the ledger knows, by id. */
   listWorkspaces(): Promise<WorkspaceRecord[]>;
   /**

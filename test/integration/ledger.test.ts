@@ -280,4 +280,20 @@ describe('DynamoDbLedger', () => {
       await expect(ledger.complete({ jobId: job.jobId, owner: first.owner, now: Date.now(), verdict: { status: 'SUCCEEDED', result: {} } })).rejects.toThrow(/taken over before completion/);
     });
   });
+
+  it("pages a workspace's jobs whose records pass DynamoDB's 1 MB per query: the page is whole", async () => {
+    const ledger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(new DynamoDBClient(localClientConfig(emulators().endpoints.dynamodb))), tableName: emulators().tableName, retentionDays: 30 });
+    const workspaceId = `ws-big-${Date.now()}`;
+    // 130 records of about 10 KiB (a test result keeps 8 KiB of its log): a page of 120 passes 1 MB.
+    const logTail = 'x'.repeat(10 * 1024);
+    const jobs = Array.from({ length: 130 }, () => newJob({ workspaceId }));
+    for (const [index, job] of jobs.entries()) {
+      const claim = claimOf(job);
+      await ledger.claim(claim);
+      await ledger.complete({ jobId: job.jobId, owner: claim.owner, now: claim.now, verdict: { status: 'SUCCEEDED', result: { verdict: 'passed', logTail } }, workspace: { workspaceId, seq: index + 1 } });
+    }
+    const page = await ledger.pageWorkspaceJobs(workspaceId, { order: 'oldest', limit: 120 });
+    expect(page.jobs.map((j) => j.jobId)).toEqual(jobs.slice(0, 120).map((j) => j.jobId));
+    expect(page.more).toBe(true);
+  });
 });

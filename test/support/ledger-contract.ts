@@ -426,6 +426,10 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         const onDlq = (await ledger.listDlq()).filter((e) => e.kind === 'conflict' && e.attempt.jobId === job.jobId);
         expect(onDlq).toEqual([{ kind: 'conflict', attempt: expect.objectContaining({ seenBy: 'sequencer' }) }]);
         expect(await ledger.getConflicts(`never-${randomUUID()}`)).toEqual([]);
+        const never = `never-${randomUUID()}`;
+        const many = await ledger.getConflictsOf([never, job.jobId]);
+        expect([...many.keys()]).toEqual([job.jobId]);
+        expect(many.get(job.jobId)).toEqual(await ledger.getConflicts(job.jobId));
       });
     });
 
@@ -514,6 +518,25 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         for (const [index, job] of [...jobs.entries()].reverse()) await settle(job, { status: 'SUCCEEDED', result: {} }, { workspaceId, seq: index + 1 });
         expect((await ledger.listWorkspaceJobs(workspaceId)).map((j) => j.jobId)).toEqual(jobs.map((j) => j.jobId));
         expect(await ledger.listWorkspaceJobs(`ws-${randomUUID()}`)).toEqual([]);
+      });
+
+      it('pages a workspace\'s jobs in either order from a sequence number, saying whether more follow', async () => {
+        const workspaceId = `ws-${randomUUID()}`;
+        const jobs = Array.from({ length: 5 }, () => newJob({ workspaceId }));
+        // Settled out of order, as stages finish: the pages follow the sequence numbers.
+        for (const index of [3, 0, 4, 1, 2]) await settle(jobs[index] as JobEnvelope, { status: 'SUCCEEDED', result: {} }, { workspaceId, seq: index + 1 });
+        const ids = (page: { jobs: { jobId: string }[] }) => page.jobs.map((j) => j.jobId);
+        const all = jobs.map((j) => j.jobId);
+
+        const first = await ledger.pageWorkspaceJobs(workspaceId, { order: 'oldest', limit: 2 });
+        expect({ ids: ids(first), more: first.more }).toEqual({ ids: all.slice(0, 2), more: true });
+        const last = await ledger.pageWorkspaceJobs(workspaceId, { order: 'oldest', after: 4, limit: 2 });
+        expect({ ids: ids(last), more: last.more }).toEqual({ ids: all.slice(4), more: false });
+        const newest = await ledger.pageWorkspaceJobs(workspaceId, { order: 'newest', limit: 3 });
+        expect({ ids: ids(newest), more: newest.more }).toEqual({ ids: [...all].reverse().slice(0, 3), more: true });
+        const older = await ledger.pageWorkspaceJobs(workspaceId, { order: 'newest', after: 3, limit: 2 });
+        expect({ ids: ids(older), more: older.more }).toEqual({ ids: [all[1], all[0]], more: false });
+        expect(await ledger.pageWorkspaceJobs(`ws-${randomUUID()}`, { order: 'oldest', limit: 10 })).toEqual({ jobs: [], more: false });
       });
 
       it('fences a workspace it has never seen, and refuses to unblock one that does not exist', async () => {

@@ -42,6 +42,8 @@ import {
   type SettledClaim,
   type SettledTake,
   type TakeWorkspaceInput,
+  type WorkspacePage,
+  type WorkspacePageRequest,
   type WorkspaceRecord,
 } from '../../src/core/ports';
 
@@ -224,6 +226,14 @@ export class MemoryLedger implements Ledger {
       .map(copy);
   }
 
+  async pageWorkspaceJobs(workspaceId: string, request: WorkspacePageRequest): Promise<WorkspacePage> {
+    const all = await this.listWorkspaceJobs(workspaceId);
+    const ordered = request.order === 'oldest' ? all : all.reverse();
+    const { after } = request;
+    const rest = after === undefined ? ordered : ordered.filter((j) => (request.order === 'oldest' ? (j.wsSeq ?? 0) > after : (j.wsSeq ?? 0) < after));
+    return { jobs: rest.slice(0, request.limit), more: rest.length > request.limit };
+  }
+
   async listUnfinished(): Promise<JobRecord[]> {
     return [...this.jobs.values()].filter((job) => UNFINISHED_STATUSES.includes(job.status)).sort(byCreation).map(copy);
   }
@@ -267,6 +277,10 @@ export class MemoryLedger implements Ledger {
 
   async getConflicts(jobId: string): Promise<ConflictAttempt[]> {
     return copy(this.conflicts.get(jobId)?.attempts ?? []);
+  }
+
+  async getConflictsOf(jobIds: readonly string[]): Promise<Map<string, ConflictAttempt[]>> {
+    return new Map(jobIds.flatMap((jobId) => (this.conflicts.has(jobId) ? [[jobId, copy(this.conflicts.get(jobId)?.attempts ?? [])] as const] : [])));
   }
 
   async listWorkspaces(): Promise<WorkspaceRecord[]> {
