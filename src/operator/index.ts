@@ -18,3 +18,8 @@ export { listJobsOfWorkspace, requireWorkspace, unblockWorkspace, type Unblocked
 export { dlqRows, listDlq, nextStep, peekDlq, redrive, selectQueues, showDlqJob, type DlqJob, type DlqListing, type DlqRow, type PeekedMessage, type RedriveResult } from './dlq';
 export { enqueueJob, type Enqueued } from './enqueue';
 export { readJobLogs, type JobLogs, type LogsLine } from './job-logs';
+export { listWorkspaceSummaries, type WorkspaceFilter, type WorkspaceSummary } from './overview';
+export { readTimeline, TIMELINE_PAGE_SIZE, type Timeline, type TimelineRequest, type TimelineRow } from './timeline';
+export { readJobDetail, type JobCommit, type JobDetail } from './job-detail';
+export { readStageQueues, type StageQueueView, type TenantOnStage } from './stages';
+export { runbookAdvice, type RunbookAdvice } from './runbook';

@@ -4,7 +4,7 @@
  * prints what changed in it; the console shows it. Counts are of jobs, not of events: a redriven job counts once, a
  * replayed or dropped SKIPPED job leaves SKIPPED, and a failing test run counts as its verdict.
  */
-import type { JobRecord, Ledger, WorkspaceRecord } from '../core/ports';
+import type { JobRecord, Ledger, WorkspaceRecord, WorkspaceState } from '../core/ports';
 import { shortSha, statusLabel } from './views';
 
 export interface WorkspaceOverview {
@@ -55,4 +55,34 @@ export function countsText(counts: Readonly<Record<string, number>>): string {
 export function overviewLine({ workspace, jobs }: WorkspaceOverview): string {
   const head = workspace.head ? ` at ${shortSha(workspace.head) ?? ''}` : '';
   return `${workspace.workspaceId} ${workspaceState(workspace)}${head}: ${countsText(countByStatus(jobs))}`;
+}
+
+export interface WorkspaceSummary {
+  readonly workspace: WorkspaceRecord;
+  /** The tenants its jobs came from (one, as a rule). */
+  readonly tenants: readonly string[];
+  /** Its jobs by status label (countByStatus). */
+  readonly counts: Readonly<Record<string, number>>;
+  /** The latest change to the workspace or one of its jobs (ISO-8601). */
+  readonly lastActivity: string;
+}
+
+export interface WorkspaceFilter {
+  readonly state?: WorkspaceState;
+  /** Part of a workspace id or of a tenant id (case-insensitive). */
+  readonly search?: string;
+}
+
+/** The summary of every workspace that passes the filter, by id (readOverview: each workspace's jobs are read). */
+export async function listWorkspaceSummaries(ledger: Ledger, filter: WorkspaceFilter = {}): Promise<WorkspaceSummary[]> {
+  const search = filter.search?.trim().toLowerCase();
+  return (await readOverview(ledger))
+    .map(({ workspace, jobs }): WorkspaceSummary => ({
+      workspace,
+      tenants: [...new Set(jobs.map((j) => j.tenantId))].sort(),
+      counts: countByStatus(jobs),
+      lastActivity: jobs.reduce((latest, j) => (j.updatedAt > latest ? j.updatedAt : latest), workspace.updatedAt),
+    }))
+    .filter((s) => filter.state === undefined || s.workspace.state === filter.state)
+    .filter((s) => !search || s.workspace.workspaceId.toLowerCase().includes(search) || s.tenants.some((t) => t.toLowerCase().includes(search)));
 }

@@ -1,0 +1,107 @@
+/**
+ * Everything an operator triages a job by, in one read: its record and the refused requests that
+ * reused its id, where it waits on a DLQ and what to do next, the runbook's advice for its error,
+ * which actions apply to it now, its logs, and the commit it made with its diff.
+ *
+ * The ledger keeps no payload (it travels on the queue; a diff can hold secrets): the diff shown is
+ * the commit's, read from the workspace's repository. Only the local platform's repositories are
+ * readable here; on a stack the commit is named and the host shows it.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { CANCELLABLE_STATUSES } from '../core/ledger';
+import type { JobRecord } from '../core/ports';
+import { repositoryDir } from '../local/state-dir';
+import type { Connection } from './connection';
+import { dlqRows, nextStep, type DlqRow } from './dlq';
+import { readJobLogs, type JobLogs } from './job-logs';
+import { readJob, type JobState } from './jobs';
+import { runbookAdvice, type RunbookAdvice } from './runbook';
+import type { Target } from './targets';
+
+const execFileP = promisify(execFile);
+/** The most of a commit's diff shown; the rest is in the repository. */
+export const DIFF_SHOWN_BYTES = 256 * 1024;
+
+export interface JobCommit {
+  readonly sha: string;
+  /** `made`: an apply_patch's commit; `pinned`: the commit a staged job ran at. */
+  readonly kind: 'made' | 'pinned';
+  readonly repoUrl?: string;
+  readonly branch?: string;
+  /** `git show` of the commit (message and diff), cut at DIFF_SHOWN_BYTES; absent when not readable from here. */
+  readonly show?: string;
+  readonly truncated?: boolean;
+  /** Why the diff is not shown, when it is not. */
+  readonly unavailable?: string;
+}
+
+export interface JobDetail extends JobState {
+  /** Where it (and the refused requests that reused its id) waits on a DLQ; empty when nowhere. */
+  readonly dlq: readonly DlqRow[];
+  /** What to do next about it on a DLQ, in words. */
+  readonly next?: string;
+  readonly advice?: RunbookAdvice;
+  /** The actions that apply to it as it is now. */
+  readonly actions: { readonly cancel: boolean; readonly redrive: boolean; readonly unblock: boolean };
+  readonly commit?: JobCommit;
+  readonly logs: JobLogs;
+}
+
+export async function readJobDetail(connection: Connection, jobId: string, now = Date.now()): Promise<JobDetail> {
+  const { job, conflicts } = await readJob(connection, jobId);
+  const target = await connection.target();
+  const onDlq = job.status === 'FAILED' || job.status === 'SKIPPED';
+  const dlq = dlqRows([...(onDlq ? [{ kind: 'job' as const, record: job }] : []), ...conflicts.filter((c) => c.seenBy !== 'enqueue').map((attempt) => ({ kind: 'conflict' as const, attempt }))], now);
+  const workspace = await (await connection.ledger()).getWorkspace(job.workspaceId);
+  const [logs, commit] = await Promise.all([readJobLogs(target, job), jobCommit(target, job, workspace?.repo)]);
+  return {
+    job,
+    conflicts,
+    dlq,
+    next: dlq.length ? nextStep(job) : undefined,
+    advice: job.error ? runbookAdvice(job.error.reason) : undefined,
+    actions: {
+      cancel: CANCELLABLE_STATUSES.includes(job.status),
+      // A SKIPPED job, or a FAILED one of a blocked workspace, goes back with the unblock (in order).
+      redrive: job.status === 'FAILED' && (job.pin !== undefined || workspace?.state !== 'BLOCKED'),
+      unblock: workspace?.state === 'BLOCKED' && (job.status === 'SKIPPED' || workspace.blockedBy === job.jobId),
+    },
+    commit,
+    logs,
+  };
+}
+
+async function jobCommit(target: Target, job: JobRecord, repo: { url: string; branch: string } | undefined): Promise<JobCommit | undefined> {
+  const made = typeof job.result?.['commitSha'] === 'string' ? (job.result['commitSha'] as string) : undefined;
+  const commit = made
+    ? { sha: made, kind: 'made' as const, repoUrl: repo?.url, branch: repo?.branch }
+    : job.pin
+      ? { sha: job.pin.sha, kind: 'pinned' as const, repoUrl: job.pin.repoUrl, branch: job.pin.branch }
+      : undefined;
+  if (commit === undefined) return undefined;
+  if (!target.local) return { ...commit, unavailable: `the repository is on your git host: ${commit.repoUrl ?? 'its URL'} at ${commit.sha}` };
+  const gitDir = commit.repoUrl ? localRepository(target.local.stateDir, commit.repoUrl) : undefined;
+  if (gitDir === undefined) return { ...commit, unavailable: 'not a repository of this platform' };
+  try {
+    const { stdout } = await execFileP('git', ['--git-dir', gitDir, 'show', '--no-color', '--format=fuller', '--patch', commit.sha], { maxBuffer: 64 * 1024 * 1024, encoding: 'buffer' });
+    const truncated = stdout.length > DIFF_SHOWN_BYTES;
+    return { ...commit, show: stdout.subarray(0, DIFF_SHOWN_BYTES).toString('utf8'), truncated };
+  } catch (error) {
+    return { ...commit, unavailable: `git show failed: ${(error as Error).message.split('\n')[0] ?? ''}` };
+  }
+}
+
+/** The bare repository behind one of the local git server's URLs (`<gitUrl>/<name>.git`), if it is there. */
+function localRepository(stateDir: string, repoUrl: string): string | undefined {
+  let name: string;
+  try {
+    name = path.posix.basename(new URL(repoUrl).pathname, '.git');
+  } catch {
+    return undefined;
+  }
+  const dir = repositoryDir(stateDir, name);
+  return /^[A-Za-z0-9._-]+$/.test(name) && existsSync(dir) ? dir : undefined;
+}
