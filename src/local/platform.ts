@@ -62,6 +62,8 @@ export interface PlatformOptions {
   readonly decorateParts?: (parts: LocalWorkerParts) => LocalWorkerParts;
   /** How often the build reconciler runs. @default LOCAL_RECONCILE_INTERVAL_MS */
   readonly reconcileIntervalMs?: number;
+  /** More lines of the ready message, after the endpoints (the console's URL, from `local up`). */
+  readonly readyNotes?: readonly string[];
 }
 
 /** The local build reconciler's interval (a schedule on AWS): cheap locally, so more often. */
@@ -237,7 +239,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
     await writeFileAtomic(paths.info, JSON.stringify(info, null, 2));
     stack.push(() => rm(paths.info, { force: true }));
 
-    output?.write(readyLine(info, options.persist !== false, unfinished.length));
+    output?.write(readyLine(info, options.persist !== false, unfinished.length, options.readyNotes ?? []));
     logger.info('local platform started', { stateDir, endpoints: info.endpoints, gitUrl: info.gitUrl });
     if (unfinished.length > 0) logger.warn('jobs left unfinished by the last run: re-send them', { jobIds: unfinished.map((j) => j.jobId) });
     return { info, emulators, git, events, unfinishedAtStart: unfinished.length, stop: stack.unwind };
@@ -301,7 +303,7 @@ function startReconciler(deps: ReconcilerDeps, intervalMs: number): { stop(): Pr
   };
 }
 
-function readyLine(info: PlatformInfo, persist: boolean, unfinished: number): string {
+function readyLine(info: PlatformInfo, persist: boolean, unfinished: number, notes: readonly string[]): string {
   const ledger = persist ? 'ledger on disk' : 'ledger in memory';
   return [
     `agent-jobs local platform ready (pid ${info.pid})`,
@@ -309,6 +311,7 @@ function readyLine(info: PlatformInfo, persist: boolean, unfinished: number): st
     `  dynamodb ${info.endpoints.dynamodb}   (${ledger})`,
     `  git      ${info.gitUrl}/<repo>.git`,
     `  state    ${info.stateDir}   logs: ${info.logFile}`,
+    ...notes,
     ...(unfinished > 0
       ? [`  ${unfinished} job(s) of the last run have no outcome and their messages are gone: re-send them (agent-jobs unfinished lists them)`]
       : []),

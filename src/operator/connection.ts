@@ -27,7 +27,12 @@ export function connect(where: ResolveOptions): OpenConnection {
   let clients: TargetClients | undefined;
   let ledger: Ledger | undefined;
   const connection: OpenConnection = {
-    target: () => (target ??= resolveTarget(where)),
+    // A target that could not be resolved is asked again next time (a console outlives a platform restart).
+    target: () =>
+      (target ??= resolveTarget(where).catch((error: unknown) => {
+        target = undefined;
+        throw error;
+      })),
     clients: async () => (clients ??= createClients(await connection.target())),
     ledger: async () =>
       (ledger ??= new (loadLedger().DynamoDbLedger)({ client: (await connection.clients()).dynamodb, tableName: (await connection.target()).tableName, retentionDays: LEDGER_RETENTION_DAYS })),

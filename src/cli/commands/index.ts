@@ -1,6 +1,7 @@
 /** The command table: the one list from which dispatch and every help text are generated. */
 import type { CommandSpec } from '../command';
 import type { CliContext } from '../context';
+import { consoleCommand } from './console';
 import { dlqList, dlqPeek, dlqRedrive, dlqShow } from './dlq';
 import { doctor } from './doctor';
 import { enqueue } from './enqueue';
@@ -28,5 +29,6 @@ export const COMMANDS: readonly CommandSpec<CliContext>[] = [
   dlqPeek,
   cancel,
   unfinished,
+  consoleCommand,
   doctor,
 ];

@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
+import { connect } from '../../operator/connection';
 import { readLocalPlatform } from '../../operator/targets';
 import { numberOption, requireString, type CommandSpec, type OptionValues } from '../command';
 import type { CliContext } from '../context';
@@ -20,6 +21,7 @@ import { NotAvailableError, OutcomeError, TargetError } from '../../operator/err
 const loadPlatform = (): typeof import('../../local/platform') => require('../../local/platform');
 const loadDemo = (): typeof import('../../local/demo') => require('../../local/demo');
 const loadGitServer = (): typeof import('../../local/git-server') => require('../../local/git-server');
+const loadConsole = (): typeof import('../../console/server') => require('../../console/server');
 
 /** The terminal as the Writable the platform's live view writes to. */
 function terminal(write: (text: string) => void): Writable {
@@ -69,28 +71,40 @@ export const localUp: CommandSpec<CliContext> = {
     'port-sqs': { type: 'string', valueName: 'n', description: 'SQS + S3 port (default: the last one used from this state directory, else a free port)' },
     'port-dynamodb': { type: 'string', valueName: 'n', description: 'DynamoDB port (default: the last one used from this state directory, else a free port)' },
     'port-git': { type: 'string', valueName: 'n', description: 'git server port (default: the last one used from this state directory, else a free port)' },
+    'port-console': { type: 'string', valueName: 'n', description: 'web console port (default: a free port); its URL is printed with the ready line' },
     demo: { type: 'boolean', description: 'run the scripted demo once the platform is up' },
   },
-  notes: ['With --json: one JSON line (the platform description) when ready, and nothing else on stdout.'],
+  notes: ['With --json: one JSON line (the platform description, with the console\'s URLs) when ready, and nothing else on stdout.'],
   async run(ctx, { values }) {
     const { startPlatform, PlatformAlreadyRunningError, PortInUseError, InvalidPortsFileError } = loadPlatform();
     // Listen before the ready line prints: a Ctrl-C right after it must stop cleanly, not kill.
     const interrupted = ctx.io.untilInterrupted();
-    const platform = await startPlatform({
-      stateDir: ctx.stateDir,
-      ports: ports(values, this.path),
-      reset: values.reset === true || flagNpmKept(ctx, 'reset'),
-      persist: values.persist === true || flagNpmKept(ctx, 'persist'),
-      output: ctx.json ? null : terminal(ctx.io.stdout),
-    }).catch((error: unknown) => {
+    // The console first, so its URL prints with the ready line; it finds the platform (platform.json) at its first request.
+    const connection = connect({ stateDir: ctx.stateDir });
+    const web = await loadConsole().startConsole({ connection, port: numberOption(values, 'port-console', this.path) ?? 0 });
+    let platform;
+    try {
+      platform = await startPlatform({
+        stateDir: ctx.stateDir,
+        ports: ports(values, this.path),
+        reset: values.reset === true || flagNpmKept(ctx, 'reset'),
+        persist: values.persist === true || flagNpmKept(ctx, 'persist'),
+        output: ctx.json ? null : terminal(ctx.io.stdout),
+        readyNotes: [`  console  ${web.openUrl}`],
+      });
+    } catch (error) {
+      await web.close();
+      connection.close();
       const refused = error instanceof PlatformAlreadyRunningError || error instanceof PortInUseError || error instanceof InvalidPortsFileError;
       throw refused ? new TargetError(error.message) : error;
-    });
+    }
     try {
-      if (ctx.json) ctx.io.stdout(`${JSON.stringify(platform.info)}\n`);
+      if (ctx.json) ctx.io.stdout(`${JSON.stringify({ ...platform.info, console: { url: web.url, openUrl: web.openUrl } })}\n`);
       if (values.demo === true || flagNpmKept(ctx, 'demo')) await demoAgainst(ctx, ctx.stateDir);
       await interrupted;
     } finally {
+      await web.close();
+      connection.close();
       await platform.stop();
     }
     ctx.note('local platform stopped');
