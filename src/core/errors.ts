@@ -36,35 +36,37 @@ abstract class KindedError extends Error {
   }
 }
 
-/** Why a job failed permanently: stable codes for operators, events and tests. */
-export type PermanentReason =
-  | 'INVALID_JOB'
-  | 'CONFLICT'
-  | 'UNSAFE_PATCH'
-  | 'PATCH_DOES_NOT_APPLY'
-  | 'BASE_MISMATCH'
-  | 'BRANCH_DIVERGED'
+/** Why a job failed permanently: stable codes for operators, events and tests (the README's runbook has a row for each). */
+export const PERMANENT_REASONS = [
+  'INVALID_JOB',
+  'CONFLICT',
+  'UNSAFE_PATCH',
+  'PATCH_DOES_NOT_APPLY',
+  'BASE_MISMATCH',
+  'BRANCH_DIVERGED',
   /** The workspace's branch does not exist on the remote. */
-  | 'BRANCH_NOT_FOUND'
-  | 'WORKSPACE_UNKNOWN'
+  'BRANCH_NOT_FOUND',
+  'WORKSPACE_UNKNOWN',
   /** The job names another repository or branch than its workspace is bound to (by its first job). */
-  | 'WORKSPACE_MISMATCH'
+  'WORKSPACE_MISMATCH',
   /** The repository's host is not in the configured git hosts, or is an address the platform never dials. */
-  | 'HOST_NOT_ALLOWED'
-  | 'RETRIES_EXHAUSTED'
-  | 'PREDECESSOR_UNFINISHED'
-  | 'REJECTED_BY_TARGET'
+  'HOST_NOT_ALLOWED',
+  'RETRIES_EXHAUSTED',
+  'PREDECESSOR_UNFINISHED',
+  'REJECTED_BY_TARGET',
   /** A stage message the sequencer never pinned (no record, another request, another pin): refused. */
-  | 'UNPINNED'
+  'UNPINNED',
   /** A command stage's build itself broke (FAULT, TIMED_OUT, STOPPED, a failed checkout): no verdict. */
-  | 'TEST_RUN_ERROR'
+  'TEST_RUN_ERROR',
   /** A message on the build-events queue that is not a build completion this platform can read. */
-  | 'INVALID_BUILD_EVENT'
+  'INVALID_BUILD_EVENT',
   /**
    * An error no rule names, whose cause a retry cannot cure (a TypeError, an AWS 4xx, a corrupt
    * object): failed on the delivery that met it instead of being retried until RETRIES_EXHAUSTED.
    */
-  | 'UNEXPECTED_ERROR';
+  'UNEXPECTED_ERROR',
+] as const;
+export type PermanentReason = (typeof PERMANENT_REASONS)[number];
 
 export class PermanentJobError extends KindedError {
   static override readonly kind: string = 'PermanentJobError';

@@ -43,7 +43,7 @@ export interface RunningPlatform {
   /** The platform's process (with npm start: npm's, the platform runs below it). */
   readonly pid: number;
   /** What `local up --json` printed when ready. */
-  readonly ready: { readonly endpoints: Record<string, string>; readonly gitUrl: string };
+  readonly ready: { readonly endpoints: Record<string, string>; readonly gitUrl: string; readonly console: { readonly url: string; readonly openUrl: string } };
   cli(args: readonly string[], stdin?: string): Promise<CliResult>;
   /** Runs with --json and parses stdout as one JSON object; fails (with stderr) on a non-zero exit. */
   cliJson<T = unknown>(args: readonly string[], stdin?: string): Promise<T>;
@@ -164,7 +164,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
     },
     async stop() {
       await stopChild(child, exited, viaNpm);
-      for (const url of [...Object.values(ready.endpoints), ready.gitUrl]) await expectPortFree(Number(new URL(url).port));
+      for (const url of [...Object.values(ready.endpoints), ready.gitUrl, ready.console.url]) await expectPortFree(Number(new URL(url).port));
       await rm(stateDir, { recursive: true, force: true });
     },
     async kill() {

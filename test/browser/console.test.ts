@@ -1,0 +1,222 @@
+/**
+ * The console in a real browser (Chromium through playwright-core) against the local platform
+ * that `agent-jobs local up` starts, jobs sent with the CLI as an agent's operator would: what the
+ * CLI changes appears without a reload; a blocked workspace is unblocked from the console, by
+ * keyboard, and its skipped jobs replay; a failed job is redriven from the DLQ page; requests
+ * without the token, or from another origin, are refused.
+ *
+ * AGENT_JOBS_SCREENSHOTS=1 saves the main pages into docs/console/ (the README shows them);
+ * without it nothing is written, so a run leaves the repository as it was.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { Page } from 'playwright-core';
+import { repositoryDir } from '../../src/local/state-dir';
+import { applyPatchArgs, diffChain, git, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
+import { launchChromium, type Browser } from './chromium';
+
+jest.setTimeout(240_000);
+
+const SCREENSHOTS = process.env.AGENT_JOBS_SCREENSHOTS === '1' ? path.resolve(__dirname, '../../docs/console') : undefined;
+/** Longer than the console's live interval (1 s) plus a job's run on a loaded machine: the waits end on what they wait for. */
+const UNTIL_MS = 120_000;
+
+let platform: RunningPlatform;
+let browser: Browser;
+let page: Page;
+let consoleUrl: string;
+let source: string;
+let repoUrl: string;
+let poisonDir: string;
+
+/** A patch that can never apply (its context is not in app.txt): it blocks its workspace. */
+async function poisonPatch(): Promise<string> {
+  const file = path.join(poisonDir, 'poison.diff');
+  await writeFile(file, ['diff --git a/app.txt b/app.txt', '--- a/app.txt', '+++ b/app.txt', '@@ -1 +1 @@', '-not the content', '+two', ''].join('\n'));
+  return file;
+}
+
+async function screenshot(name: string, target: Page = page): Promise<void> {
+  if (!SCREENSHOTS) return;
+  await mkdir(SCREENSHOTS, { recursive: true });
+  await target.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Marks the document: a reload or a navigation loses the mark, a live swap keeps it. */
+async function markDocument(): Promise<void> {
+  await page.evaluate("document.documentElement.setAttribute('data-test-mark', 'kept')");
+}
+
+async function expectSameDocument(): Promise<void> {
+  expect(await page.evaluate("document.documentElement.getAttribute('data-test-mark')")).toBe('kept');
+}
+
+/** Opens a console page (its scripts, htmx and its SSE extension, load with it). */
+async function open(pathname: string): Promise<void> {
+  await page.goto(new URL(pathname, consoleUrl).toString());
+  await page.waitForLoadState('load');
+}
+
+beforeAll(async () => {
+  platform = await startPlatform();
+  consoleUrl = platform.ready.console.openUrl;
+  browser = await launchChromium();
+  page = await browser.context.newPage();
+  // The printed URL: its token becomes the session cookie, then it leaves the address bar.
+  await page.goto(consoleUrl);
+  expect(new URL(page.url()).search).toBe('');
+  source = await makeRepository({ 'app.txt': 'one\n', 'test.sh': '#!/bin/sh\ngrep -q one app.txt\n' }, ['live', 'fenced', 'pr', 'token']);
+  repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'console'])).url;
+  poisonDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-'));
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await platform?.stop();
+  await removeScratch();
+  if (poisonDir) await rm(poisonDir, { recursive: true, force: true });
+});
+
+test('jobs enqueued with the CLI appear live: a new workspace on the list, then its jobs on its timeline, without a reload', async () => {
+  await open('/workspaces');
+  await markDocument();
+  const [diff] = await diffChain(source, [{ 'live.txt': 'live\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-live', 'live-1', repoUrl, 'live', diff ?? '', 'Live'));
+
+  await page.locator('#ws-ws-live').waitFor({ timeout: UNTIL_MS });
+  await expectSameDocument();
+
+  await open('/workspaces/ws-live');
+  await markDocument();
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-live', '--job-id', 'live-tests', '--command', 'sh test.sh']);
+  const row = page.locator('tr', { has: page.locator('#job-live-tests') });
+  await row.getByText('SUCCEEDED (tests passed)').waitFor({ timeout: UNTIL_MS });
+  await expectSameDocument();
+  // Staged jobs show the commit they were pinned to, the patch the commit it made.
+  const head = (await platform.cliJson<{ head: string }>(['workspace', 'show', 'ws-live'])).head;
+  await expect(row.locator('code').first().getAttribute('title')).resolves.toBe(`pinned to ${head}`);
+  await screenshot('timeline');
+});
+
+test('a blocked workspace is unblocked from the console, by keyboard, and its skipped jobs replay in order', async () => {
+  const poison = await poisonPatch();
+  const [first, second] = await diffChain(source, [{ 'f1.txt': '1\n' }, { 'f2.txt': '2\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-fenced', 'fence-poison', repoUrl, 'fenced', poison, 'Poison'));
+  await platform.cliJson(applyPatchArgs('ws-fenced', 'fence-1', repoUrl, 'fenced', first ?? '', 'First after'));
+  await platform.cliJson(applyPatchArgs('ws-fenced', 'fence-2', repoUrl, 'fenced', second ?? '', 'Second after'));
+  expect((await platform.cli(['wait', 'fence-poison', 'fence-1', 'fence-2', '--timeout', '150'])).code).toBe(1);
+
+  await open('/workspaces?state=BLOCKED');
+  await page.locator('#ws-ws-fenced').waitFor();
+  await screenshot('workspaces');
+  await open('/workspaces/ws-fenced');
+  await page.getByText('PATCH_DOES_NOT_APPLY').first().waitFor();
+  await screenshot('blocked-workspace');
+  await open('/jobs/fence-poison');
+  await page.getByRole('heading', { name: 'Error' }).waitFor();
+  await expect(page.getByText('repair the branch, then').first().isVisible()).resolves.toBe(true);
+  await screenshot('job');
+
+  await open('/workspaces/ws-fenced');
+  // Keyboard only: the action link, then the confirmation's button.
+  await page.getByRole('link', { name: 'Unblock and replay the skipped jobs…' }).focus();
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Confirm' }).waitFor();
+  expect(await page.locator('ol li').allTextContents()).toEqual(['fence-1 (apply_patch)', 'fence-2 (apply_patch)']);
+  await screenshot('confirm-unblock');
+  await page.getByRole('button', { name: 'Unblock and replay' }).focus();
+  await page.keyboard.press('Enter');
+  await page.getByRole('status').getByText('Done').waitFor();
+  expect(await page.getByRole('status').locator('li').allTextContents()).toEqual(['kept fence-poison (FAILED)', 'replayed fence-1', 'replayed fence-2']);
+
+  await platform.untilJob('fence-2', (j) => j.status === 'SUCCEEDED');
+  expect(await platform.cliJson(['status', 'fence-1'])).toMatchObject({ status: 'SUCCEEDED' });
+  expect(await platform.cliJson(['workspace', 'show', 'ws-fenced'])).toMatchObject({ state: 'ACTIVE' });
+  expect(await platform.remoteLog(repoUrl, 'fenced')).toEqual(['Second after', 'First after', 'initial']);
+});
+
+test('a failed job is redriven from the DLQ page and succeeds once its cause is repaired', async () => {
+  // The base branch does not exist yet: the pull request is refused (REJECTED_BY_TARGET) onto the open-pr DLQ.
+  const [diff] = await diffChain(source, [{ 'pr.txt': 'pr\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-pr', 'pr-patch', repoUrl, 'pr', diff ?? '', 'For review'));
+  await platform.cliJson(['enqueue', '--type', 'open_pr', '--workspace', 'ws-pr', '--job-id', 'pr-open', '--base', 'release', '--title', 'Release it']);
+  expect((await platform.cli(['wait', 'pr-patch', 'pr-open', '--timeout', '150'])).code).toBe(1);
+  expect(await platform.cliJson(['status', 'pr-open'])).toMatchObject({ status: 'FAILED', error: { reason: 'REJECTED_BY_TARGET' } });
+
+  await open('/dlq');
+  const row = page.locator('tr', { has: page.locator('#job-pr-open') });
+  await row.getByText('REJECTED_BY_TARGET').waitFor();
+  await screenshot('dlq');
+  await open('/stages');
+  await screenshot('stages');
+  await open('/dlq');
+
+  // The repair: the base branch now exists. Then the redrive, from the console.
+  const gitDir = repositoryDir(platform.stateDir, 'console');
+  await git(gitDir, 'branch', 'release', 'main');
+  await markDocument();
+  await page.locator('tr', { has: page.locator('#job-pr-open') }).getByRole('link', { name: 'Redrive…' }).click();
+  await page.getByRole('button', { name: 'Redrive' }).click();
+  await page.getByRole('status').getByText('redriven from the open-pr DLQ').waitFor();
+
+  const done = await platform.untilJob<{ status: string; attempt: number; result?: { number?: number } }>('pr-open', (j) => j.status === 'SUCCEEDED');
+  expect(done).toMatchObject({ attempt: 2, result: { number: expect.any(Number) } });
+  await open('/dlq');
+  await expect(page.locator('#job-pr-open').count()).resolves.toBe(0);
+});
+
+/** A raw HTTP request to the console (not the browser's): what another client or origin could send. */
+function rawRequest(method: string, pathname: string, headers: Record<string, string>, body = ''): Promise<number> {
+  const url = new URL(pathname, consoleUrl);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers: { ...headers, 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': String(Buffer.byteLength(body)) } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.once('error', reject);
+    req.end(body);
+  });
+}
+
+test('a request without the token is refused, and so is one from another origin; nothing changes', async () => {
+  // A SKIPPED job (behind a poison patch) can be cancelled: the refused requests must not cancel it.
+  const [diff] = await diffChain(source, [{ 'token.txt': 'token\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-token', 'token-poison', repoUrl, 'token', await poisonPatch(), 'Poison'));
+  await platform.cliJson(applyPatchArgs('ws-token', 'token-1', repoUrl, 'token', diff ?? '', 'Token'));
+  expect((await platform.cli(['wait', 'token-poison', 'token-1', '--timeout', '150'])).code).toBe(1);
+  expect(await platform.cliJson(['status', 'token-1'])).toMatchObject({ status: 'SKIPPED' });
+  const cookies = await browser.context.cookies(consoleUrl);
+  const session = cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+  const token = new URL(consoleUrl).searchParams.get('token') ?? '';
+  const own = new URL(consoleUrl).origin;
+
+  // The page's own fetch: same origin, the session cookie, no token.
+  await open('/workspaces');
+  const fromPage = await page.evaluate(async () => (await fetch('/jobs/token-1/cancel', { method: 'POST', body: new URLSearchParams({}) })).status);
+  expect(fromPage).toBe(403);
+  // No session at all: not even a page is shown.
+  expect(await rawRequest('GET', '/workspaces', {})).toBe(401);
+  expect(await rawRequest('POST', '/jobs/token-1/cancel', {}, `token=${token}`)).toBe(401);
+  // Another origin, with the session and even the token: refused.
+  expect(await rawRequest('POST', '/jobs/token-1/cancel', { Cookie: session, Origin: 'http://evil.example' }, `token=${token}`)).toBe(403);
+  // Another Host (a DNS-rebinding page names its own): refused.
+  expect(await rawRequest('GET', '/workspaces', { Cookie: session, Host: 'evil.example' })).toBe(400);
+  expect(await platform.cliJson(['status', 'token-1'])).toMatchObject({ status: 'SKIPPED' });
+  // The same request with the token, from its own origin: the CLI's cancel.
+  expect(await rawRequest('POST', '/jobs/token-1/cancel', { Cookie: session, Origin: own }, `token=${token}`)).toBe(200);
+  expect(await platform.cliJson(['status', 'token-1'])).toMatchObject({ status: 'CANCELLED' });
+});
+
+test('readable at phone width: the workspaces page fits, its table scrolls in its own box', async () => {
+  const phone = await browser.context.newPage();
+  await phone.setViewportSize({ width: 390, height: 844 });
+  await phone.goto(new URL('/workspaces', consoleUrl).toString());
+  await phone.getByRole('heading', { name: 'Workspaces' }).waitFor();
+  expect(await phone.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+  await expect(phone.getByRole('combobox', { name: 'State' }).isVisible()).resolves.toBe(true);
+  await expect(phone.getByRole('searchbox', { name: 'Workspace or tenant' }).isVisible()).resolves.toBe(true);
+  await screenshot('workspaces-phone', phone);
+  await phone.close();
+});

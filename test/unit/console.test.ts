@@ -1,0 +1,88 @@
+/**
+ * The console's pure parts: who may use it (auth.ts), escaping (html.ts), the live stream's
+ * framing (live.ts) and the runbook's advice read from the README (src/operator/runbook.ts). The
+ * whole console runs against the local platform in test/browser/console.test.ts.
+ */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { PERMANENT_REASONS } from '../../src/core/errors';
+import { changeRefusal, cookieName, hasSession, originRefusal, sessionCookie, TOKEN_HEADER } from '../../src/console/auth';
+import { coarseAge } from '../../src/console/format';
+import { html, inlineCode } from '../../src/console/html';
+import { sseEvent } from '../../src/console/live';
+import { parseRunbook, runbookAdvice } from '../../src/operator/runbook';
+
+const auth = { token: 'secret-token-value', port: 4321 };
+const own = { host: '127.0.0.1:4321' };
+
+describe('who may use the console', () => {
+  it('answers its own host only, by IP or by name (a DNS-rebinding page names its own host)', () => {
+    expect(originRefusal(auth, own)).toBeUndefined();
+    expect(originRefusal(auth, { host: 'localhost:4321' })).toBeUndefined();
+    expect(originRefusal(auth, { host: 'evil.example:4321' })).toMatchObject({ status: 400 });
+    expect(originRefusal(auth, { host: '127.0.0.1:9999' })).toMatchObject({ status: 400 });
+    expect(originRefusal(auth, {})).toMatchObject({ status: 400 });
+  });
+
+  it('refuses what a browser marks as coming from another origin', () => {
+    expect(originRefusal(auth, { ...own, origin: 'http://127.0.0.1:4321' })).toBeUndefined();
+    expect(originRefusal(auth, { ...own, origin: 'http://evil.example' })).toMatchObject({ status: 403, reason: expect.stringMatching(/evil\.example/) });
+    expect(originRefusal(auth, { ...own, origin: 'null' })).toMatchObject({ status: 403 });
+    expect(originRefusal(auth, { ...own, 'sec-fetch-site': 'cross-site' })).toMatchObject({ status: 403 });
+    expect(originRefusal(auth, { ...own, 'sec-fetch-site': 'same-origin' })).toBeUndefined();
+  });
+
+  it('takes the session from its own cookie, named after the port, and only with the token', () => {
+    expect(sessionCookie(auth)).toBe(`${cookieName(4321)}=secret-token-value; HttpOnly; SameSite=Strict; Path=/`);
+    expect(hasSession(auth, { cookie: `other=1; ${cookieName(4321)}=secret-token-value` })).toBe(true);
+    expect(hasSession(auth, { cookie: `${cookieName(4322)}=secret-token-value` })).toBe(false);
+    expect(hasSession(auth, { cookie: `${cookieName(4321)}=secret-token-valuX` })).toBe(false);
+    expect(hasSession(auth, { cookie: `${cookieName(4321)}=secret` })).toBe(false);
+    expect(hasSession(auth, {})).toBe(false);
+  });
+
+  it('lets a change through only with the token itself, in the body or the header', () => {
+    expect(changeRefusal(auth, {}, new URLSearchParams({ token: auth.token }))).toBeUndefined();
+    expect(changeRefusal(auth, { [TOKEN_HEADER]: auth.token }, new URLSearchParams())).toBeUndefined();
+    expect(changeRefusal(auth, {}, new URLSearchParams())).toMatchObject({ status: 403 });
+    expect(changeRefusal(auth, {}, new URLSearchParams({ token: 'guess' }))).toMatchObject({ status: 403 });
+  });
+});
+
+describe('pages', () => {
+  it('escape every value, keep markup made by html, and turn the runbook\'s `code` into <code>', () => {
+    const id = '<script>alert("x")</script>&';
+    expect(html`<td>${id}</td>`.text).toBe('<td>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;</td>');
+    expect(html`<a title="${"' onmouseover='x"}">${html`<b>ok</b>`}</a>`.text).toBe('<a title="&#39; onmouseover=&#39;x"><b>ok</b></a>');
+    expect(html`${[1, 'a<', null, undefined, false]}`.text).toBe('1a&lt;');
+    expect(inlineCode('run `unblock <id> --replay` now <b>').text).toBe('run <code>unblock &lt;id&gt; --replay</code> now &lt;b&gt;');
+  });
+
+  it('say ages to the minute, so a live region does not change at every read', () => {
+    expect(coarseAge(59_999)).toBe('under a minute');
+    expect(coarseAge(61_000)).toBe('1 min');
+    expect(coarseAge(119 * 60_000)).toBe('119 min');
+    expect(coarseAge(3 * 3_600_000)).toBe('3 h');
+    expect(coarseAge(3 * 86_400_000)).toBe('3 d');
+  });
+
+  it('frame a live region as one server-sent event, every line of it a data line', () => {
+    expect(sseEvent('region', '<p>a</p>\n<p>b</p>')).toBe('event: region\ndata: <p>a</p>\ndata: <p>b</p>\n\n');
+  });
+});
+
+describe("the runbook's advice", () => {
+  it('has a row in the README for every reason a job can fail with, and for SKIPPED', () => {
+    const runbook = parseRunbook(readFileSync(path.join(__dirname, '../../README.md'), 'utf8'));
+    expect([...PERMANENT_REASONS, 'SKIPPED'].filter((reason) => !runbook.has(reason))).toEqual([]);
+    expect(runbookAdvice('PATCH_DOES_NOT_APPLY')).toMatchObject({ reasons: ['PATCH_DOES_NOT_APPLY', 'BASE_MISMATCH', 'BRANCH_DIVERGED'], recovery: expect.stringMatching(/workspace unblock/) });
+  });
+
+  it('reads rows by their reason codes, cells with an escaped pipe included', () => {
+    const table = ['| reason | meaning | recovery |', '| --- | --- | --- |', '| `A`, `B` | one \\| two | do `x` |', '', '| `C` | not | read |'].join('\n');
+    const advice = parseRunbook(table);
+    expect([...advice.keys()]).toEqual(['A', 'B']);
+    expect(advice.get('B')).toEqual({ reasons: ['A', 'B'], meaning: 'one \\| two', recovery: 'do `x`' });
+    expect(parseRunbook('no table here').size).toBe(0);
+  });
+});
