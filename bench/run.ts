@@ -15,8 +15,9 @@ import { bench as ledger } from './ledger.bench';
 import { bench as lambdaCost } from './lambda-cost.bench';
 import { bench as fairStages } from './fair-stages.bench';
 import { bench as cliLatency } from './cli-latency.bench';
+import { bench as consoleBench } from './console.bench';
 
-const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency, fairStages];
+const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency, fairStages, consoleBench];
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
