@@ -30,6 +30,8 @@ let consoleUrl: string;
 let source: string;
 let repoUrl: string;
 let poisonDir: string;
+/** What the pages printed as errors in the browser's console: a script or style the policy refused shows here. */
+const pageErrors: string[] = [];
 
 /** A patch that can never apply (its context is not in app.txt): it blocks its workspace. */
 async function poisonPatch(): Promise<string> {
@@ -64,6 +66,9 @@ beforeAll(async () => {
   consoleUrl = platform.ready.console.openUrl;
   browser = await launchChromium();
   page = await browser.context.newPage();
+  page.on('console', (message) => {
+    if (message.type() === 'error') pageErrors.push(message.text());
+  });
   // The printed URL: its token becomes the session cookie, then it leaves the address bar.
   await page.goto(consoleUrl);
   expect(new URL(page.url()).search).toBe('');
@@ -219,4 +224,10 @@ test('readable at phone width: the workspaces page fits, its table scrolls in it
   await expect(phone.getByRole('searchbox', { name: 'Workspace or tenant' }).isVisible()).resolves.toBe(true);
   await screenshot('workspaces-phone', phone);
   await phone.close();
+});
+
+test('pages carry a Content-Security-Policy that allows only their own scripts, and nothing on them broke it', async () => {
+  const response = await page.goto(new URL('/dlq', consoleUrl).toString());
+  expect(response?.headers()['content-security-policy']).toMatch(/script-src 'self';.*frame-ancestors 'none'/);
+  expect(pageErrors.filter((text) => /Content Security Policy|Refused to/i.test(text))).toEqual([]);
 });
