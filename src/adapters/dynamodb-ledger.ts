@@ -464,12 +464,23 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async pageWorkspaceJobs(workspaceId: string, request: WorkspacePageRequest): Promise<WorkspacePage> {
-    const index = LEDGER_TABLE.workspaceIndex;
-    const forward = request.order === 'oldest';
-    const after = request.after === undefined ? '' : ` AND #seq ${forward ? '>' : '<'} :after`;
-    // One more than asked says whether more follow. A page of large records (test results with
-    // their log tails) can pass DynamoDB's 1 MB per query: then ask on from where it stopped.
-    const want = request.limit + 1;
+    // One more than asked says whether more follow.
+    const items = await this.queryIndex(LEDGER_TABLE.workspaceIndex, wsKey(workspaceId), { forward: request.order === 'oldest', after: request.after, atMost: request.limit + 1 });
+    return { jobs: items.slice(0, request.limit).map((item) => strip<JobRecord>(item) as JobRecord), more: items.length > request.limit };
+  }
+
+  /**
+   * The items under one partition key of an index, in sort-key order (`forward`, or backwards),
+   * after a sort key when given: every page of the query, or until `atMost` items. A page stops at
+   * DynamoDB's 1 MB too (a few dozen test results with their log tails): the query goes on from there.
+   */
+  private async queryIndex(
+    index: { name: string; partitionKey: string; sortKey?: string },
+    key: string,
+    options: { projection?: string; forward?: boolean; after?: number; atMost?: number } = {},
+  ): Promise<Record<string, unknown>[]> {
+    const forward = options.forward ?? true;
+    const after = options.after !== undefined && index.sortKey ? ` AND #sort ${forward ? '>' : '<'} :after` : '';
     const items: Record<string, unknown>[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
@@ -478,38 +489,17 @@ export class DynamoDbLedger implements Ledger {
           TableName: this.table,
           IndexName: index.name,
           KeyConditionExpression: `#k = :k${after}`,
-          ExpressionAttributeNames: { '#k': index.partitionKey, ...(after ? { '#seq': index.sortKey } : {}) },
-          ExpressionAttributeValues: { ':k': wsKey(workspaceId), ...(after ? { ':after': request.after } : {}) },
+          ExpressionAttributeNames: { '#k': index.partitionKey, ...(after ? { '#sort': index.sortKey as string } : {}) },
+          ExpressionAttributeValues: { ':k': key, ...(after ? { ':after': options.after } : {}) },
+          ProjectionExpression: options.projection,
           ScanIndexForward: forward,
-          Limit: want - items.length,
+          Limit: options.atMost === undefined ? undefined : options.atMost - items.length,
           ExclusiveStartKey: startKey,
         }),
       );
       items.push(...(out.Items ?? []));
       startKey = out.LastEvaluatedKey;
-    } while (startKey && items.length < want);
-    return { jobs: items.slice(0, request.limit).map((item) => strip<JobRecord>(item) as JobRecord), more: items.length > request.limit };
-  }
-
-  /** Every item under one partition key of an index, in sort-key order (all pages). */
-  private async queryIndex(index: { name: string; partitionKey: string }, key: string, projection?: string): Promise<Record<string, unknown>[]> {
-    const items: Record<string, unknown>[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const out = await this.client.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: index.name,
-          KeyConditionExpression: '#k = :k',
-          ExpressionAttributeNames: { '#k': index.partitionKey },
-          ExpressionAttributeValues: { ':k': key },
-          ProjectionExpression: projection,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      items.push(...(out.Items ?? []));
-      startKey = out.LastEvaluatedKey;
-    } while (startKey);
+    } while (startKey && (options.atMost === undefined || items.length < options.atMost));
     return items;
   }
 
@@ -661,7 +651,7 @@ export class DynamoDbLedger implements Ledger {
 
   /** The primary keys in one of the ledger's lists, in list order. */
   private async listKeys(list: string): Promise<string[]> {
-    const items = await this.queryIndex(LEDGER_TABLE.listIndex, list, LEDGER_TABLE.partitionKey);
+    const items = await this.queryIndex(LEDGER_TABLE.listIndex, list, { projection: LEDGER_TABLE.partitionKey });
     return items.map((item) => String(item[LEDGER_TABLE.partitionKey]));
   }
 
