@@ -30,7 +30,6 @@ import { jobDigest, type JobEnvelope } from '../src/core/envelope';
 import { queuedRecord } from '../src/core/ledger';
 import type { JobRecord, Ledger } from '../src/core/ports';
 import { startPlatform } from '../src/local/platform';
-import { connect } from '../src/operator/connection';
 import { fmt, loadLine, quantile, quick, repeat, type Benchmark, type BenchRow } from './harness';
 
 const BIG = 10_000;
@@ -155,8 +154,7 @@ export const bench: Benchmark = {
     const load = loadLine();
     const stateDir = await mkdtemp(join(tmpdir(), 'agent-jobs-bench-console-'));
     const platform = await startPlatform({ stateDir, persist: false, output: null });
-    const connection = connect({ stateDir });
-    const web = await startConsole({ connection });
+    const web = await startConsole({ where: { stateDir } });
     const cookie = `agent_jobs_console_${web.port}=${web.token}`;
     try {
       const ledger = localLedger(platform.emulators);
@@ -206,7 +204,6 @@ export const bench: Benchmark = {
       };
     } finally {
       await web.close();
-      connection.close();
       await platform.stop();
       await rm(stateDir, { recursive: true, force: true });
     }

@@ -10,6 +10,7 @@ if (bundles !== undefined && process.argv.includes('--verbose')) {
   // which node maps for a module it loads itself, not for the code-cached script of runBundle.
   // Its SDK packages then load from node_modules.
   process.setSourceMapsEnabled(true);
+  cli.resolvePartsOf(bundles);
   require(bundles.file);
 } else if (bundles !== undefined) {
   cli.runBundle(bundles, process.argv[2]);

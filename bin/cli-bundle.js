@@ -19,6 +19,14 @@
  *   from the full one otherwise. A bundle loads at the first require of one of its packages, and
  *   the CLI requires each client where it uses it: `--version` loads none.
  *
+ * Parts that only some commands use are bundles of their own too (PARTS): the web console's server
+ * and pages, which `console` and `local up` load, so no other command reads or compiles them. The
+ * CLI's code requires such a part by its relative path, which the CLI's bundle keeps as written
+ * and runBundle serves from the part's bundle (the part requires the SDK through the CLI's
+ * require, so there is one copy of each SDK package per process). A part carries its own copy of
+ * the modules it shares with the CLI: it takes plain values across (a state directory, not a
+ * connection), so no object of one copy meets a class of the other.
+ *
  * Freshness: the manifest lists every input with its size and modification time; a start
  * compares them (a few stat calls) and rebuilds on any difference. The files of bundled packages
  * count as one input, npm's record of what node_modules holds (node_modules/.package-lock.json,
@@ -41,6 +49,8 @@ const sdkPackage = (name) => name.startsWith('@aws-sdk/');
 const FULL_SDK = 'sdk';
 /** The smaller SDK bundles, by group name: the packages each holds. */
 const SDK_GROUPS = { 'sdk-dynamodb': ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@aws-sdk/util-dynamodb'] };
+/** Bundled apart, by the path the CLI's sources require them with (relative to src/cli/commands): the file of each. */
+const PARTS = { '../../console/server': 'src/console/server.ts' };
 /** What npm installed: stands for every file of node_modules in the manifest (see the header). */
 const INSTALLED = path.join(ROOT, 'node_modules', '.package-lock.json');
 /** Files that shape the output besides the sources esbuild reports: this file and the settings it reads. */
@@ -58,7 +68,7 @@ function fingerprint(file) {
  * packages }`, file names in CACHE_DIR); `encodings`, how each file is read (by file name).
  */
 function bundlesOf(manifest) {
-  return { file: path.join(CACHE_DIR, manifest.bundle), sdk: manifest.sdk, encodings: manifest.encodings };
+  return { file: path.join(CACHE_DIR, manifest.bundle), sdk: manifest.sdk, parts: manifest.parts ?? {}, encodings: manifest.encodings };
 }
 
 /** The current bundles, or undefined when there are none or an input changed since they were made. */
@@ -69,7 +79,7 @@ function freshBundles() {
   } catch {
     return undefined;
   }
-  if (typeof manifest.bundle !== 'string' || typeof manifest.sdk?.[FULL_SDK] !== 'object') return undefined;
+  if (typeof manifest.bundle !== 'string' || typeof manifest.sdk?.[FULL_SDK] !== 'object' || typeof manifest.parts !== 'object') return undefined;
   if (typeof manifest.inputs !== 'object' || manifest.inputs === null) return undefined;
   for (const [file, print] of Object.entries(manifest.inputs)) {
     if (fingerprint(path.resolve(ROOT, file)) !== print) return undefined;
@@ -102,21 +112,27 @@ function build() {
     write: false,
     logLevel: 'silent',
   };
-  const cli = esbuild.buildSync({
+  // A package name also covers its subpaths (`@aws-sdk/client-sqs`, `zod/mini`).
+  const external = packages.filter((p) => !bundledPackage(p));
+  const code = {
     ...options,
-    entryPoints: [ENTRY],
-    outfile: path.join(CACHE_DIR, `${name}.cjs`),
-    // A package name also covers its subpaths (`@aws-sdk/client-sqs`, `zod/mini`).
-    external: packages.filter((p) => !bundledPackage(p)),
+    external,
     // Read only with --verbose (bin/agent-jobs.js), so stack traces name the TypeScript files.
     sourcemap: 'linked',
     // The map names the files; their text is in the repository (a map five times the bundle otherwise).
     sourcesContent: false,
+  };
+  const cli = esbuild.buildSync({ ...code, entryPoints: [ENTRY], outfile: path.join(CACHE_DIR, `${name}.cjs`), external: [...external, ...Object.keys(PARTS).map((p) => `*/${path.posix.basename(p)}`)] });
+  const parts = {};
+  const partBuilds = Object.entries(PARTS).map(([id, entry], index) => {
+    const file = `${name}.part${index}.cjs`;
+    parts[id] = file;
+    return esbuild.buildSync({ ...code, entryPoints: [path.join(ROOT, entry)], outfile: path.join(CACHE_DIR, file) });
   });
-  const required = Object.values(cli.metafile.inputs).flatMap((input) => input.imports.filter((i) => i.external).map((i) => i.path));
+  const required = [cli, ...partBuilds].flatMap((b) => Object.values(b.metafile.inputs).flatMap((input) => input.imports.filter((i) => i.external && !(i.path in PARTS)).map((i) => i.path)));
   const groups = { [FULL_SDK]: [...new Set(required.filter(sdkPackage))].sort(), ...SDK_GROUPS };
   const sdk = {};
-  const builds = [cli];
+  const builds = [cli, ...partBuilds];
   for (const [group, members] of Object.entries(groups)) {
     const file = `${name}.${group}.cjs`;
     // A getter per package: a bundle evaluates only the packages required of it.
@@ -139,7 +155,7 @@ function build() {
     const stat = fs.statSync(file, { throwIfNoEntry: false });
     inputs[path.relative(ROOT, file)] = stat && stat.mtimeMs >= started ? 'changed during the build' : fingerprint(file);
   }
-  const manifest = { bundle: `${name}.cjs`, sdk, encodings, esbuild: esbuild.version, inputs };
+  const manifest = { bundle: `${name}.cjs`, sdk, parts, encodings, esbuild: esbuild.version, inputs };
   const temporary = `${MANIFEST}.${process.pid}`;
   fs.writeFileSync(temporary, JSON.stringify(manifest));
   fs.renameSync(temporary, MANIFEST);
@@ -224,6 +240,7 @@ function runBundle(bundles, command) {
     return smaller !== undefined && (loaded[smaller] !== undefined || loaded[FULL_SDK] === undefined) ? smaller : FULL_SDK;
   };
   const requireFromCli = (id) => {
+    if (bundles.parts[id] !== undefined) return (loaded[id] ??= run(path.join(CACHE_DIR, bundles.parts[id]), requireFromCli));
     if (!bundles.sdk[FULL_SDK].packages.includes(id)) return requireInstalled(id);
     const group = groupOf(id);
     loaded[group] ??= run(path.join(CACHE_DIR, bundles.sdk[group].file), requireInstalled);
@@ -232,4 +249,17 @@ function runBundle(bundles, command) {
   run(bundles.file, Object.assign(requireFromCli, { resolve: requireInstalled.resolve, cache: requireInstalled.cache }));
 }
 
-module.exports = { cliBundle, runBundle, CACHE_DIR };
+/**
+ * For a plain require of the CLI's bundle (`--verbose`, bin/agent-jobs.js): node resolves a part's
+ * path, kept as written in the bundle, to the part's bundle.
+ */
+function resolvePartsOf(bundles) {
+  const Module = require('node:module');
+  const resolve = Module._resolveFilename;
+  Module._resolveFilename = function (request, ...rest) {
+    const part = bundles.parts[request];
+    return part === undefined ? resolve.call(this, request, ...rest) : path.join(CACHE_DIR, part);
+  };
+}
+
+module.exports = { cliBundle, runBundle, resolvePartsOf, CACHE_DIR };

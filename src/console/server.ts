@@ -8,7 +8,8 @@
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { cancelJob, OperatorError, readJob, redrive, unblockWorkspace, type Connection, type ProblemKind } from '../operator';
+import { cancelJob, connect, OperatorError, readJob, redrive, unblockWorkspace, type ProblemKind } from '../operator';
+import type { ResolveOptions } from '../operator/targets';
 import { changeRefusal, hasSession, newToken, originRefusal, sameToken, sessionCookie, TOKEN_FIELD, type ConsoleAuth } from './auth';
 import { jobHref, workspaceHref } from './format';
 import { html, type Html } from './html';
@@ -17,7 +18,11 @@ import { confirmForm, dlqPage, jobLine, jobPage, stagesPage, timelinePage, unblo
 import { CONSOLE_CSS } from './style';
 
 export interface ConsoleOptions {
-  readonly connection: Connection;
+  /**
+   * The target, as plain values (the console connects itself: in the CLI it runs from a bundle of
+   * its own, bin/cli-bundle.js, and keeps its objects to itself).
+   */
+  readonly where: ResolveOptions;
   /** 0: a free port. @default 0 */
   readonly port?: number;
   /** @default a new random token (newToken) */
@@ -95,7 +100,7 @@ function matchPage(pathname: string): { route: Route; params: Record<string, str
 }
 
 export async function startConsole(options: ConsoleOptions): Promise<ConsoleServer> {
-  const { connection } = options;
+  const connection = connect(options.where);
   const token = options.token ?? newToken();
   const label = async () => (await connection.target()).label;
   let auth: ConsoleAuth = { token, port: 0 };
@@ -252,6 +257,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       live.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      connection.close();
     },
   };
 }

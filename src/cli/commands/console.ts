@@ -1,9 +1,8 @@
 /**
  * `console`: the operator's web console on 127.0.0.1, for the same target as every command (the
- * local platform, or `--stack`). The server and its pages (src/console) load only here, so no
- * other command pays for them.
+ * local platform, or `--stack`). The server and its pages (src/console) load only here and in
+ * `local up`, from a bundle of their own (bin/cli-bundle.js), so no other command pays for them.
  */
-import { connect } from '../../operator/connection';
 import { numberOption, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
 
@@ -21,17 +20,14 @@ export const consoleCommand: CommandSpec<CliContext> = {
   async run(ctx, { values }) {
     const port = numberOption(values, 'port', this.path) ?? 0;
     const interrupted = ctx.io.untilInterrupted();
-    // A connection of its own: it lives as long as the server, not as long as one command's context.
-    const connection = connect({ ...ctx.where, stateDir: ctx.stateDir });
-    const server = await loadConsole().startConsole({ connection, port });
+    const server = await loadConsole().startConsole({ where: { ...ctx.where, stateDir: ctx.stateDir }, port });
     try {
-      const target = await connection.target().then((t) => t.label, (error: unknown) => `a target not reachable yet (${(error as Error).message})`);
+      const target = await ctx.target().then((t) => t.label, (error: unknown) => `a target not reachable yet (${(error as Error).message})`);
       if (ctx.json) ctx.io.stdout(`${JSON.stringify({ url: server.url, openUrl: server.openUrl })}\n`);
       else ctx.io.stdout(`agent-jobs console for ${target}\n  open ${server.openUrl}\n  Ctrl-C to stop\n`);
       await interrupted;
     } finally {
       await server.close();
-      connection.close();
     }
     ctx.note('console stopped');
     return { data: undefined, text: '' };

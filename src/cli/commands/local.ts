@@ -8,7 +8,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
-import { connect } from '../../operator/connection';
 import { readLocalPlatform } from '../../operator/targets';
 import { numberOption, requireString, type CommandSpec, type OptionValues } from '../command';
 import type { CliContext } from '../context';
@@ -80,8 +79,7 @@ export const localUp: CommandSpec<CliContext> = {
     // Listen before the ready line prints: a Ctrl-C right after it must stop cleanly, not kill.
     const interrupted = ctx.io.untilInterrupted();
     // The console first, so its URL prints with the ready line; it finds the platform (platform.json) at its first request.
-    const connection = connect({ stateDir: ctx.stateDir });
-    const web = await loadConsole().startConsole({ connection, port: numberOption(values, 'port-console', this.path) ?? 0 });
+    const web = await loadConsole().startConsole({ where: { stateDir: ctx.stateDir }, port: numberOption(values, 'port-console', this.path) ?? 0 });
     let platform;
     try {
       platform = await startPlatform({
@@ -94,7 +92,6 @@ export const localUp: CommandSpec<CliContext> = {
       });
     } catch (error) {
       await web.close();
-      connection.close();
       const refused = error instanceof PlatformAlreadyRunningError || error instanceof PortInUseError || error instanceof InvalidPortsFileError;
       throw refused ? new TargetError(error.message) : error;
     }
@@ -104,7 +101,6 @@ export const localUp: CommandSpec<CliContext> = {
       await interrupted;
     } finally {
       await web.close();
-      connection.close();
       await platform.stop();
     }
     ctx.note('local platform stopped');
