@@ -128,8 +128,8 @@ export const timelinePage: PageSpec = {
           blocked
             ? html`<div class="actions" role="group" aria-label="Unblock">
   <p>Later jobs were skipped so that nothing runs on a tree missing a patch. Repair the cause, then:</p>
-  <a class="button" href="${workspaceHref(id)}/unblock?mode=replay">Unblock and replay the skipped jobs…</a>
-  <a class="button" href="${workspaceHref(id)}/unblock?mode=drop">Unblock and drop the skipped jobs…</a>
+  <a class="button" href="${workspaceHref(id)}/unblock?mode=replay">Unblock and replay the skipped jobs&hellip;</a>
+  <a class="button" href="${workspaceHref(id)}/unblock?mode=drop">Unblock and drop the skipped jobs&hellip;</a>
 </div>`
             : ''
         }`
@@ -151,9 +151,9 @@ ${
 function jobActions(detail: JobDetail): Html {
   const { job, actions } = detail;
   const links = [
-    actions.unblock ? html`<a class="button" href="${workspaceHref(job.workspaceId)}/unblock?mode=replay">Unblock the workspace and replay…</a> <a class="button" href="${workspaceHref(job.workspaceId)}/unblock?mode=drop">Unblock and drop…</a>` : '',
-    actions.redrive ? html`<a class="button" href="/dlq/redrive?job=${encodeURIComponent(job.jobId)}">Redrive…</a>` : '',
-    actions.cancel ? html`<a class="button" href="${jobHref(job.jobId)}/cancel">Cancel…</a>` : '',
+    actions.unblock ? html`<a class="button" href="${workspaceHref(job.workspaceId)}/unblock?mode=replay">Unblock the workspace and replay&hellip;</a> <a class="button" href="${workspaceHref(job.workspaceId)}/unblock?mode=drop">Unblock and drop&hellip;</a>` : '',
+    actions.redrive ? html`<a class="button" href="/dlq/redrive?job=${encodeURIComponent(job.jobId)}">Redrive&hellip;</a>` : '',
+    actions.cancel ? html`<a class="button" href="${jobHref(job.jobId)}/cancel">Cancel&hellip;</a>` : '',
   ].filter((l) => l !== '');
   return links.length ? html`<div class="actions" role="group" aria-label="Actions">${links}</div>` : html``;
 }
@@ -219,8 +219,8 @@ ${logs.lines.map((line) =>
 };
 
 function dlqAction(row: DlqRow): Html {
-  if (row.status === 'SKIPPED') return html`<a href="${workspaceHref(row.workspaceId)}/unblock?mode=replay">Unblock and replay…</a>`;
-  if (row.status === 'FAILED') return html`<a href="/dlq/redrive?job=${encodeURIComponent(row.jobId)}">Redrive…</a>`;
+  if (row.status === 'SKIPPED') return html`<a href="${workspaceHref(row.workspaceId)}/unblock?mode=replay">Unblock and replay&hellip;</a>`;
+  if (row.status === 'FAILED') return html`<a href="/dlq/redrive?job=${encodeURIComponent(row.jobId)}">Redrive&hellip;</a>`;
   return html`-`;
 }
 

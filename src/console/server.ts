@@ -174,7 +174,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       const workspaceId = decodeURIComponent(unblock[1] ?? '');
       const result = await unblockWorkspace(connection, workspaceId, form.get('mode') === 'drop' ? 'drop' : 'replay');
       const lines = result.jobs.map((j) => html`<li>${j.action} <a href="${jobHref(j.jobId)}">${j.jobId}</a>${j.status ? ` (${j.status})` : ''}</li>`);
-      return outcome(response, `Workspace ${workspaceId}: ${result.previousState} → ${result.workspace.state}`, html`${lines.length ? html`<ul>${lines}</ul>` : html`<p>No message of this workspace was on the DLQ.</p>`}`, workspaceHref(workspaceId));
+      return outcome(response, `Workspace ${workspaceId}: ${result.previousState} \u2192 ${result.workspace.state}`, html`${lines.length ? html`<ul>${lines}</ul>` : html`<p>No message of this workspace was on the DLQ.</p>`}`, workspaceHref(workspaceId));
     }
     if (url.pathname === '/dlq/redrive') {
       const jobId = form.get('job') ?? '';
@@ -187,7 +187,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     if (cancel) {
       const jobId = decodeURIComponent(cancel[1] ?? '');
       const cancelled = await cancelJob(connection, jobId);
-      return outcome(response, `Cancelled: ${jobId}`, html`<p>${cancelled.previous} → CANCELLED: ${cancelled.effect}.</p>`, jobHref(jobId));
+      return outcome(response, `Cancelled: ${jobId}`, html`<p>${cancelled.previous} &rarr; CANCELLED: ${cancelled.effect}.</p>`, jobHref(jobId));
     }
     return send(response, 404, html`no such action`);
   }
@@ -214,7 +214,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       return void response.writeHead(303, { ...SECURITY_HEADERS, 'Set-Cookie': sessionCookie(auth), Location: `${url.pathname === '/' ? '/workspaces' : url.pathname}${url.search}` }).end();
     }
     if (!hasSession(auth, request.headers)) {
-      return send(response, 401, html`This console needs its token: open the URL it printed at start (it ends in <code>?token=…</code>).`);
+      return send(response, 401, html`This console needs its token: open the URL it printed at start (it ends in <code>?token=&hellip;</code>).`);
     }
     if (request.method === 'POST') {
       const form = await readForm(request);
@@ -290,7 +290,7 @@ function layout(title: string, target: string, nav: string, body: Html): Html {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="htmx-config" content="${HTMX_CONFIG}">
-<title>${title} · agent-jobs console</title>
+<title>${title} &middot; agent-jobs console</title>
 <link rel="stylesheet" href="/static/console.css">
 <script src="/static/htmx.min.js" defer></script><script src="/static/sse.min.js" defer></script>
 </head><body>

@@ -2,7 +2,8 @@
  * The CLI's start (bin/cli-bundle.js): the bundles it runs are ASCII only, the SDK's bundles hold
  * every SDK package the CLI requires and `status` loads only the DynamoDB one, the manifest stands
  * for the installed packages by npm's record instead of their files, and each command gets a V8
- * code cache that later calls accept. Run in child processes: the bin is plain JavaScript.
+ * code cache that later calls accept; the console is a part of its own, outside the bundle every
+ * command reads. Run in child processes: the bin is plain JavaScript.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -21,6 +22,7 @@ const BIN = join(ROOT, 'bin', 'agent-jobs.js');
 interface Bundles {
   readonly file: string;
   readonly sdk: Record<string, { readonly file: string; readonly packages: readonly string[] }>;
+  readonly parts: Record<string, string>;
   readonly encodings: Record<string, string>;
 }
 const { cliBundle, CACHE_DIR } = require('../../bin/cli-bundle.js') as { cliBundle(): Bundles | undefined; CACHE_DIR: string };
@@ -36,9 +38,19 @@ beforeAll(() => {
 }, 120_000);
 
 it('is ASCII only, and read as such: node decodes any other character through its slow UTF-8 path', () => {
-  const files = [bundle, ...Object.values(bundles.sdk).map((s) => join(CACHE_DIR, s.file))];
+  const files = [bundle, ...Object.values(bundles.sdk).map((s) => join(CACHE_DIR, s.file)), ...Object.values(bundles.parts).map((file) => join(CACHE_DIR, file))];
   for (const file of files) expect(readFileSync(file, 'latin1').match(/[^\x00-\x7f].{0,20}/)?.[0]).toBeUndefined();
   expect(files.map((file) => bundles.encodings[basename(file)])).toEqual(files.map(() => 'latin1'));
+});
+
+it("keeps the console out of the CLI's bundle, in a part that `console` loads and no other command reads", () => {
+  const part = bundles.parts['../../console/server'];
+  expect(part).toBeDefined();
+  expect(readFileSync(bundle, 'latin1')).not.toMatch(/sse-connect|htmx/);
+  expect(readFileSync(join(CACHE_DIR, part!), 'latin1')).toMatch(/sse-connect/);
+  expect(requiredBy(bundle)).toContain('../../console/server');
+  // --help of `console` runs no console, --version nothing: the part is loaded by the command's run only.
+  expect(execFileSync(process.execPath, [BIN, 'console', '--help'], { encoding: 'utf8' })).toMatch(/^Usage: agent-jobs console/);
 });
 
 it('bundles every AWS SDK package the CLI requires, in a full SDK bundle that requires none from node_modules', () => {
