@@ -25,6 +25,9 @@ export async function launchChromium(viewport = { width: 1280, height: 800 }): P
   if (!existsSync(CHROMIUM_PATH)) throw new Error(`no Chromium at ${CHROMIUM_PATH}: apt-get install chromium (.ci/run does), or set CHROMIUM_PATH`);
   const profile = await mkdtemp(path.join(tmpdir(), 'agent-jobs-chromium-'));
   const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM_PATH, args: FLAGS, viewport, headless: true });
+  // A shared, loaded machine: every wait ends on what it waits for, so a long bound costs nothing when all is well.
+  context.setDefaultTimeout(90_000);
+  context.setDefaultNavigationTimeout(90_000);
   return {
     context,
     async close() {

@@ -2,8 +2,10 @@
  * What the CLI tells an operator, checked as a user runs it: a reused job id is visible where
  * the user looks, unknown ids are errors, and exit codes say what happened.
  */
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ChangeMessageVisibilityCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -291,6 +293,7 @@ test('an unexpected error is one line; --verbose adds the stack', async () => {
 const JSON_RUNS: Record<string, readonly (readonly string[])[] | string> = {
   'local up': 'its ready line is checked below (the harness started it with --json)',
   demo: 'runs its own platform: test/e2e/demo.test.ts checks its --json line',
+  console: 'serves until Ctrl-C: its --json line is checked by the console test below',
   'repo import': [['repo', 'import', '.', '--name', 'operator']],
   enqueue: [['enqueue', '--type', 'run_tests', '--workspace', 'ws-conflict', '--job-id', 'json-audit', '--command', 'true']],
   status: [['status', 'p1'], ['status', 'raw-1'], ['status', 'poison-2'], ['status', 'nosuch']],
@@ -308,6 +311,44 @@ const JSON_RUNS: Record<string, readonly (readonly string[])[] | string> = {
   unfinished: [['unfinished']],
   doctor: [['doctor']],
 };
+
+test('console serves the platform on 127.0.0.1 until Ctrl-C: --json prints its URLs, the token opens its pages, nothing opens them without it', async () => {
+  const child = spawn(process.execPath, [BIN, 'console', '--json', '--state-dir', platform.stateDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    const line = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString();
+        if (out.includes('\n')) resolve(out.slice(0, out.indexOf('\n')));
+      });
+      void exited.then((code) => reject(new Error(`console exited (${code}) before it was ready`)));
+    });
+    const { url, openUrl } = publicJsonLines(line, 'console --json')[0] as { url: string; openUrl: string };
+    expect(new URL(url).hostname).toBe('127.0.0.1');
+    expect(await httpGet(`${url}/workspaces`)).toMatchObject({ status: 401 });
+    const opened = await httpGet(openUrl);
+    expect(opened).toMatchObject({ status: 303, location: '/workspaces' });
+    const page = await httpGet(`${url}/workspaces`, opened.cookie);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain('id="ws-ws-conflict"');
+  } finally {
+    child.kill('SIGINT');
+  }
+  expect(await exited).toBe(0);
+});
+
+function httpGet(url: string, cookie?: string): Promise<{ status: number; body: string; location?: string; cookie?: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers: cookie ? { Cookie: cookie } : {} }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, location: res.headers.location, cookie: res.headers['set-cookie']?.[0]?.split(';')[0] }));
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
 
 test('every command prints --json as one object per line and never an internal ledger field', async () => {
   expect(Object.keys(JSON_RUNS).sort()).toEqual(COMMANDS.map((c) => c.path.join(' ')).sort());
