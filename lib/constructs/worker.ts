@@ -6,8 +6,8 @@
  * - The Node.js runtime of LAMBDA_NODE_MAJOR (below), ARM64, active X-Ray tracing, 512 MB.
  * - esbuild bundling on this machine (never Docker) for that same Node.js version, minified, with
  *   source maps enabled at run time whose paths are relative to the project root (so the asset
- *   hash does not depend on `cdk synth -o`); `@aws-sdk/*` and `@smithy/*` are external (the
- *   runtime ships them); isomorphic-git from its ES module build (ESM_ALIASES); esbuild prints
+ *   hash does not depend on `cdk synth -o`); the AWS SDK clients a function uses bundled with it,
+ *   never the runtime's own (EXTERNAL_MODULES); isomorphic-git from its ES module build (ESM_ALIASES); esbuild prints
  *   warnings and errors only. Each of `separateFiles` is bundled the same way into a file of its
  *   own beside index.js, and its constant defined to that file's name.
  * - An explicit log group (one month, not `logRetention`, which deploys an extra Lambda).
@@ -67,10 +67,13 @@ export interface WorkerProps {
 }
 
 /**
- * Stays out of every bundle: the Lambda runtime provides AWS SDK v3 and its Smithy packages (the
- * same list the `sdkV3ExcludeSmithyPackages` feature flag gives, which an explicit list replaces).
+ * Nothing stays out of a bundle, the AWS SDK included: the Lambda runtime's own SDK is a version
+ * AWS chooses and changes without a deploy, so a function runs with the SDK clients its bundle
+ * holds, the versions the lockfile pins and the tests run (docs/decisions.md §22). An explicit
+ * empty list, because NodejsFunction's default (and the `sdkV3ExcludeSmithyPackages` flag) leaves
+ * `@aws-sdk/*` and `@smithy/*` to the runtime.
  */
-export const EXTERNAL_MODULES = ['@aws-sdk/*', '@smithy/*'];
+export const EXTERNAL_MODULES: string[] = [];
 
 /**
  * Modules the bundles take from elsewhere than their package's entry point. Paths are relative to
