@@ -40,6 +40,8 @@ export interface LambdaServiceOptions {
   readonly node: string;
   /** AWS_ENDPOINT_URL inside the sandbox. */
   readonly awsEndpoint: string;
+  /** NODE_EXTRA_CA_CERTS: the certificate of the run's TLS front, the only other variable added. */
+  readonly extraCaCerts?: string;
   readonly credentialsOf: (fn: AssemblyFunction) => RoleCredentials;
   /** What the function wrote to stdout and stderr, line by line (its log group). */
   readonly onLog?: (fn: AssemblyFunction, line: string) => void;
@@ -114,6 +116,7 @@ export class LambdaService {
       PATH: '/usr/local/bin:/usr/bin:/bin',
       // The one variable the run adds: the SDK's standard endpoint setting, at the run's AWS endpoint.
       AWS_ENDPOINT_URL: this.options.awsEndpoint,
+      ...(this.options.extraCaCerts ? { NODE_EXTRA_CA_CERTS: this.options.extraCaCerts } : {}),
     };
     // V8's heap limits as Lambda's Node.js bootstrap sets them from the memory size.
     const newSpace = Math.floor(fn.memoryMb / 10);

@@ -1,0 +1,154 @@
+/**
+ * Loopback stand-ins for the AWS services with no emulator here, speaking their documented JSON
+ * wire protocols (awsJson1_1: POST /, X-Amz-Target `<prefix>.<Operation>`, errors as
+ * `{ __type, message }` with a 400). The run's AWS endpoint (aws-endpoint.ts) forwards to them, so
+ * what reaches them has been recorded there already.
+ *
+ * - EventBridge: PutEvents only. Keeps every entry per bus and answers an EventId per entry. Does
+ *   not model rules on custom buses, archives, quotas or entry size limits.
+ * - Secrets Manager: GetSecretValue and PutSecretValue (the operator's, after a deploy) by ARN,
+ *   seeded from the template's secrets. Does not model versions beyond AWSCURRENT, rotation, KMS,
+ *   partial ARNs or names.
+ * - CodeBuild: StartBuild (idempotency token honoured for five minutes, parameters compared),
+ *   BatchGetBuilds, ListBuildsForProject (newest first). Builds run nothing: the test ends each
+ *   with the status it chooses (`complete`), which is what a real build's outcome would be.
+ *   Does not model queues, phases' timing, logs' content, environment overrides beyond the
+ *   variables, or concurrency quotas.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ACCOUNT, PARTITION, REGION } from './cloud-assembly';
+
+type Operations = Record<string, (input: any) => unknown>;
+
+class ServiceError extends Error {
+  constructor(readonly type: string, message: string) {
+    super(message);
+  }
+}
+
+async function serve(operations: Operations): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const target = String(req.headers['x-amz-target'] ?? '');
+      const operation = operations[target.slice(target.lastIndexOf('.') + 1)];
+      const reply = (status: number, body: unknown) => {
+        res.writeHead(status, { 'content-type': 'application/x-amz-json-1.1' });
+        res.end(JSON.stringify(body));
+      };
+      try {
+        if (!operation) throw new ServiceError('UnknownOperationException', `the stand-in does not model ${target}`);
+        reply(200, operation(JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}')));
+      } catch (error) {
+        if (error instanceof ServiceError) reply(400, { __type: error.type, message: error.message });
+        else reply(500, { __type: 'InternalFailure', message: String(error) });
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+// ---- EventBridge ------------------------------------------------------------------------------
+
+export interface PutEvent {
+  readonly bus: string;
+  readonly source: string;
+  readonly detailType: string;
+  readonly detail: any;
+}
+
+export async function startEventBridge() {
+  const events: PutEvent[] = [];
+  const server = await serve({
+    PutEvents: ({ Entries }: { Entries: any[] }) => {
+      for (const e of Entries) events.push({ bus: e.EventBusName ?? 'default', source: e.Source, detailType: e.DetailType, detail: JSON.parse(e.Detail) });
+      return { FailedEntryCount: 0, Entries: Entries.map(() => ({ EventId: randomUUID() })) };
+    },
+  });
+  return { ...server, events };
+}
+
+// ---- Secrets Manager --------------------------------------------------------------------------
+
+export async function startSecretsManager(secrets: Readonly<Record<string, string>>) {
+  const values = new Map(Object.entries(secrets));
+  const server = await serve({
+    GetSecretValue: ({ SecretId }: { SecretId: string }) => {
+      const value = values.get(SecretId);
+      if (value === undefined) throw new ServiceError('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
+      return { ARN: SecretId, Name: SecretId.split(':').pop()!.replace(/-[A-Za-z0-9]{6}$/, ''), SecretString: value, VersionId: randomUUID(), VersionStages: ['AWSCURRENT'], CreatedDate: Date.now() / 1000 };
+    },
+    PutSecretValue: ({ SecretId, SecretString }: { SecretId: string; SecretString: string }) => {
+      if (!values.has(SecretId)) throw new ServiceError('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
+      values.set(SecretId, SecretString);
+      return { ARN: SecretId, VersionId: randomUUID(), VersionStages: ['AWSCURRENT'] };
+    },
+  });
+  return server;
+}
+
+// ---- CodeBuild --------------------------------------------------------------------------------
+
+export interface StandInBuild {
+  id: string;
+  arn: string;
+  projectName: string;
+  buildStatus: string;
+  buildComplete: boolean;
+  startTime: number;
+  endTime?: number;
+  timeoutInMinutes: number;
+  environmentVariables: { name: string; value: string; type: string }[];
+  idempotencyToken?: string;
+}
+
+export async function startCodeBuild(options: { onStart?: (build: StandInBuild) => void } = {}) {
+  const builds: StandInBuild[] = [];
+  const IDEMPOTENCY_MS = 5 * 60_000;
+  const view = (b: StandInBuild) => ({
+    id: b.id, arn: b.arn, projectName: b.projectName, buildStatus: b.buildStatus, buildComplete: b.buildComplete, currentPhase: b.buildComplete ? 'COMPLETED' : 'BUILD',
+    startTime: b.startTime / 1000, ...(b.endTime ? { endTime: b.endTime / 1000 } : {}), timeoutInMinutes: b.timeoutInMinutes,
+    environment: { type: 'ARM_CONTAINER', image: 'aws/codebuild/amazonlinux-aarch64-standard:3.0', computeType: 'BUILD_GENERAL1_SMALL', environmentVariables: b.environmentVariables },
+    logs: { groupName: 'codebuild', streamName: b.id.split(':')[1], deepLink: `https://console.aws.amazon.com/cloudwatch/home?region=${REGION}` },
+  });
+  const server = await serve({
+    StartBuild: (input: any) => {
+      const variables = input.environmentVariablesOverride ?? [];
+      if (input.idempotencyToken) {
+        const earlier = builds.find((b) => b.idempotencyToken === input.idempotencyToken && Date.now() - b.startTime < IDEMPOTENCY_MS);
+        if (earlier && JSON.stringify(earlier.environmentVariables) !== JSON.stringify(variables)) {
+          throw new ServiceError('InvalidInputException', 'Idempotency token already used with different parameters');
+        }
+        if (earlier) return { build: view(earlier) };
+      }
+      const id = `${input.projectName}:${randomUUID()}`;
+      const build: StandInBuild = {
+        id, arn: `arn:${PARTITION}:codebuild:${REGION}:${ACCOUNT}:build/${id}`, projectName: input.projectName, buildStatus: 'IN_PROGRESS', buildComplete: false,
+        startTime: Date.now(), timeoutInMinutes: input.timeoutInMinutesOverride ?? 60, environmentVariables: variables, idempotencyToken: input.idempotencyToken,
+      };
+      builds.push(build);
+      options.onStart?.(build);
+      return { build: view(build) };
+    },
+    BatchGetBuilds: ({ ids }: { ids: string[] }) => ({
+      builds: builds.filter((b) => ids.includes(b.id)).map(view),
+      buildsNotFound: ids.filter((id) => !builds.some((b) => b.id === id)),
+    }),
+    ListBuildsForProject: ({ projectName }: { projectName: string }) => ({ ids: builds.filter((b) => b.projectName === projectName).reverse().map((b) => b.id) }),
+  });
+  return {
+    ...server,
+    builds,
+    /** Ends a build with `status`, as the build itself would. */
+    complete(id: string, status: 'SUCCEEDED' | 'FAILED' | 'FAULT' | 'STOPPED' | 'TIMED_OUT'): StandInBuild {
+      const build = builds.find((b) => b.id === id);
+      if (!build) throw new Error(`no build ${id}`);
+      Object.assign(build, { buildStatus: status, buildComplete: true, endTime: Date.now() });
+      return build;
+    },
+  };
+}
