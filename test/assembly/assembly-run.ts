@@ -119,19 +119,18 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
     const sandbox: Sandbox = await startSandbox([{ ...AWS_ENDPOINT, hostPort: endpoint.port }, ...(options.hosts ?? [])]);
     stops.push(() => sandbox.stop());
     const logs = new Map<string, string[]>();
-    const loggedTo = new Set<string>();
     const lambda = new LambdaService({
       sandbox,
       node: options.node,
       awsEndpoint: `http://${AWS_ENDPOINT.address}:${AWS_ENDPOINT.port}`,
       ...(options.extraCaCerts ? { extraCaCerts: options.extraCaCerts } : {}),
       credentialsOf: (fn) => ({ accessKeyId: endpoint!.keyFor(roleOf(fn)), secretAccessKey: 'assembly-run', sessionToken: 'assembly-run' }),
-      onLog: (fn, line) => {
-        logs.set(fn.logicalId, [...(logs.get(fn.logicalId) ?? []), line]);
-        // Lambda writes what the function prints to its log group with the execution role.
-        if (loggedTo.has(fn.logicalId)) return;
-        loggedTo.add(fn.logicalId);
-        const stream = `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:${fn.logGroupName}:log-stream:assembly-run`;
+      onLog: (fn, line) => logs.set(fn.logicalId, [...(logs.get(fn.logicalId) ?? []), line]),
+      onEnvironment: (fn, change) => {
+        // Each environment writes its START, END and REPORT lines (and what the function prints) to
+        // a log stream of its own in the function's log group, with the execution role.
+        if (change !== 'started') return;
+        const stream = `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:${fn.logGroupName}:log-stream:${randomUUID()}`;
         for (const action of ['logs:CreateLogStream', 'logs:PutLogEvents']) record({ principal: roleOf(fn), service: 'logs', operation: action.split(':')[1]!, action, resources: [stream], context: {} });
       },
     });

@@ -124,7 +124,8 @@ export async function startAwsEndpoint(options: AwsEndpointOptions): Promise<Aws
       const { resources, context } = authorization(service, operation, json, req.url!);
       const call: RecordedCall = {
         principal, service, operation, resources,
-        action: service === 's3' ? S3_ACTIONS[operation] ?? `s3:${operation}` : `${service}:${operation}`,
+        // SQS authorizes a batch call as its single action (SendMessageBatch is sqs:SendMessage).
+        action: service === 's3' ? S3_ACTIONS[operation] ?? `s3:${operation}` : `${service}:${service === 'sqs' ? operation.replace(/Batch$/, '') : operation}`,
         context: { 'aws:SecureTransport': 'true', 'aws:RequestedRegion': REGION, ...context },
       };
       calls.push(call);
