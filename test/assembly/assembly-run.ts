@@ -8,8 +8,10 @@
  * with the batch size, concurrency and response types the template sets, polling with the
  * function's role), its rules (EventBridge's default bus delivering CodeBuild's events to their
  * target, the schedule invoking its function). Services without an emulator are stand-ins
- * (stand-ins.ts); every AWS call goes through the run's AWS endpoint (aws-endpoint.ts), which
- * records it for the IAM simulation (iam.ts).
+ * (stand-ins.ts), CloudFormation among them, describing the stack with the template's outputs, so
+ * the operator's CLI finds the run's resources as it finds a deployed stack's
+ * (`operatorEnvironment`). Every AWS call goes through the run's AWS endpoint (aws-endpoint.ts),
+ * which records it for the IAM simulation (iam.ts).
  *
  * Whatever the run would have to be told by hand is a gap in the template. What it still cannot
  * see: IAM itself (simulated), the service-side behaviour of SQS, DynamoDB and S3 beyond the
@@ -28,9 +30,9 @@ import type { JobLogger } from '../../src/core/ports';
 import { startAwsEndpoint, type AwsEndpoint, type Principal, type RecordedCall } from './aws-endpoint';
 import { ACCOUNT, REGION, type AssemblyFunction, type CloudAssembly } from './cloud-assembly';
 import { matchesEventPattern } from './event-pattern';
-import { LambdaService, type InvocationResult } from './lambda-service';
+import { LambdaService, type InvocationResult, type InvokeOptions } from './lambda-service';
 import { startSandbox, type Sandbox, type SandboxHost } from './sandbox';
-import { startCodeBuild, startEventBridge, startSecretsManager, type StandInBuild } from './stand-ins';
+import { startCloudFormation, startCodeBuild, startEventBridge, startSecretsManager, type StandInBuild } from './stand-ins';
 
 /** AWS_ENDPOINT_URL inside the sandbox. */
 const AWS_ENDPOINT = { name: 'aws.agent-jobs.test', address: '127.0.0.1', port: 4566 };
@@ -82,12 +84,14 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
     stops.push(() => eventBridge.close());
     const secretsManager = await startSecretsManager(Object.fromEntries(assembly.ofType('AWS::SecretsManager::Secret').map(([id, s]) => [assembly.ref(id), String(s.Properties?.['SecretString'] ?? '')])));
     stops.push(() => secretsManager.close());
+    const cloudFormation = await startCloudFormation({ StackName: assembly.stackName, StackId: assembly.stackId, Outputs: assembly.outputs() });
+    stops.push(() => cloudFormation.close());
 
     let endpoint: AwsEndpoint | undefined;
     const codeBuild = await startCodeBuild({ onStart: (build) => recordBuildRole(build) });
     stops.push(() => codeBuild.close());
     endpoint = await startAwsEndpoint({
-      targets: { sqs: emulators.endpoints.sqs, s3: emulators.endpoints.s3, dynamodb: emulators.endpoints.dynamodb, events: eventBridge.url, secretsmanager: secretsManager.url, codebuild: codeBuild.url },
+      targets: { sqs: emulators.endpoints.sqs, s3: emulators.endpoints.s3, dynamodb: emulators.endpoints.dynamodb, events: eventBridge.url, secretsmanager: secretsManager.url, codebuild: codeBuild.url, cloudformation: cloudFormation.url },
       queueUrls,
     });
     stops.push(() => endpoint!.close());
@@ -136,8 +140,8 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
     });
     stops.push(() => lambda.stop());
     const failures: InvocationFailure[] = [];
-    const invoke = async (fn: AssemblyFunction, event: unknown): Promise<InvocationResult> => {
-      const result = await lambda.invoke(fn, event);
+    const invoke = async (fn: AssemblyFunction, event: unknown, options: InvokeOptions = {}): Promise<InvocationResult> => {
+      const result = await lambda.invoke(fn, event, options);
       if (!result.ok) failures.push({ function: fn.logicalId, error: `${result.error.errorType}: ${result.error.errorMessage}` });
       return result;
     };
@@ -190,8 +194,11 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
       return delivered;
     }
 
-    /** A schedule rule fires: EventBridge invokes its function with a Scheduled Event. */
-    async function fireSchedules(): Promise<InvocationResult[]> {
+    /**
+     * A schedule rule fires: EventBridge invokes its function with a Scheduled Event. With a clock
+     * offset, it fires that much later than now (the function's environment has its clock moved too).
+     */
+    async function fireSchedules(options: InvokeOptions = {}): Promise<InvocationResult[]> {
       const results: InvocationResult[] = [];
       for (const rule of rules.filter((r) => r.props.ScheduleExpression)) {
         for (const target of rule.props.Targets as Json[]) {
@@ -200,8 +207,8 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
           record({ principal: eventsPrincipal(rule.arn), service: 'lambda', operation: 'Invoke', action: 'lambda:InvokeFunction', resources: [fn.arn], context: { 'aws:SourceAccount': ACCOUNT } });
           results.push(await invoke(fn, {
             version: '0', id: randomUUID(), 'detail-type': 'Scheduled Event', source: 'aws.events', account: ACCOUNT,
-            time: new Date().toISOString(), region: REGION, resources: [rule.arn], detail: {},
-          }));
+            time: new Date(Date.now() + (options.clockOffsetMs ?? 0)).toISOString(), region: REGION, resources: [rule.arn], detail: {},
+          }, options));
         }
       }
       return results;
@@ -214,6 +221,14 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
       secrets: new SecretsManagerClient(clientConfig(operator)),
     };
     stops.push(async () => Object.values(operatorClients).forEach((c) => c.destroy()));
+
+    /** What the operator's CLI needs to reach the run as it reaches a deployed stack: AWS_ENDPOINT_URL and credentials. */
+    const operatorEnvironment = (): Record<string, string> => ({
+      AWS_ENDPOINT_URL: `http://127.0.0.1:${endpoint!.port}`,
+      AWS_REGION: REGION,
+      AWS_ACCESS_KEY_ID: endpoint!.keyFor(operator),
+      AWS_SECRET_ACCESS_KEY: 'assembly-run',
+    });
 
     function roleOf(fn: AssemblyFunction): Principal {
       return { kind: 'role', name: fn.logicalId, roleArn: fn.roleArn };
@@ -232,6 +247,7 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
       operatorClients,
       putOnDefaultBus,
       fireSchedules,
+      operatorEnvironment,
       invoke,
       stop: stopAll,
     };

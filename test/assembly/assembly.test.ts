@@ -1,13 +1,31 @@
 /**
  * The assembly run: what `cdk deploy` would ship, run here first. The production configuration
- * (plus the git host and GitHub URL an operator sets) is synthesized with bundling once; every
- * function then runs from its asset in cdk.out on Node.js of the template's runtime major, wired
- * only by the template (assembly-run.ts), through a scenario of every lane. Every AWS call it
- * made is then simulated against the synthesized policies, every granted action must have been
- * used (or be listed below with why the scenario cannot reach it), and the resource policies are
- * simulated for the service principals that use them. Last, the mutations the run must catch,
- * each applied to a copy: an environment variable spelt differently, a separate file missing from
- * an asset, a statement removed from a role, an SDK call added without its grant.
+ * (plus the git host an operator sets) is synthesized with bundling once; every function then runs
+ * from its asset in cdk.out on Node.js of the template's runtime major, wired only by the template
+ * (assembly-run.ts), through a scenario of every lane: patches inline and claim-checked, every
+ * command stage of the catalog ended once by its build's event and once by the reconciler, a pull
+ * request opened on the GitHub stand-in, a duplicate delivery, a permanent failure on the DLQ and
+ * a redrive by the operator's CLI, which finds the run's resources through the stack's outputs as
+ * it finds a deployed stack's. Every AWS call it made is then simulated against the synthesized
+ * policies, every granted action must have been used (or be listed below, by role, with why the
+ * scenario cannot reach it), and the resource policies are simulated for the service principals
+ * that use them, alarms included. Last, the mutations the run must catch, each applied to a copy:
+ * an environment variable spelt differently, a separate file missing from an asset, a statement
+ * removed from a role, an SDK call added without its grant.
+ *
+ * The git host is github.com and GitHub's API is where the template points it (api.github.com by
+ * default), both over TLS through the run's front (tls-front.ts): GitHub names a repository
+ * `/<owner>/<repo>.git`, the loopback git server by one segment, so the front maps the one to the
+ * other (`<owner>--<repo>`).
+ *
+ * Time: the reconciler completes a build only once the job is overdue, at least an hour and a
+ * quarter after the build started (the build's queued timeout, its timeout, a margin), and the run
+ * cannot wait that long. Its jobs ask for the shortest build timeout the payload allows (1 s),
+ * their builds finish on the CodeBuild stand-in with no event, and the schedule then fires with
+ * the reconciler's clock moved just past the latest due time its ledger holds (an environment of
+ * its own: lambda-service.ts). Nothing else is moved: the due times are those the command stages
+ * recorded on the real clock, the builds' verdicts are CodeBuild's, and the outcome events are
+ * counted on the EventBridge stand-in.
  */
 import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,54 +36,66 @@ import { enqueueAgentJob } from '../../src/client/producer';
 import { S3DiffStore } from '../../src/adapters/diff-store';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
 import { LAMBDA_NODE_MAJOR } from '../../lib/constructs/worker';
+import { COMMAND_JOB_TYPES, verdictWording } from '../../contract/job-types';
 import { ENV } from '../../contract/runtime-env';
 import { eventually } from '../support/eventually';
 import { codeBuildStateChange } from '../support/codebuild-events';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github';
 import { createRepo, diffOfEdits, git, removeDir, tempDir } from '../support/git-fixtures';
+import { runCli } from '../e2e/harness';
 import { addStack, newApp, ROOT } from '../infra/helpers';
 import { startAssemblyRun, type AssemblyRun } from './assembly-run';
-import { CloudAssembly, type AssemblyFunction } from './cloud-assembly';
-import { baseName, decide, unusedGrants } from './iam';
+import { REGION, CloudAssembly, type AssemblyFunction } from './cloud-assembly';
+import { alarmNotifications, anotherResource, baseName, decide, decideRequest, fromAnotherAccount, roleLogicalIdOf, ruleDeadLetters, unusedGrants, type UnusedGrant } from './iam';
 import { lambdaNode, lambdaNodeUnavailable } from './lambda-node';
 import { sandboxUnavailable } from './sandbox';
 import { startTlsFront, type TlsFront } from './tls-front';
 
 const STACK = 'AgentJobs-prod';
-const GIT_HOST = { name: 'git.agent-jobs.test', address: '198.51.100.10', port: 80 };
-/** GitHub at its own name (the template's default API URL), over TLS with the run's certificate. */
-const GITHUB = { name: 'api.github.com', address: '198.51.100.20', port: 443 };
-/** What an operator of a fork sets before the first deploy; everything else is config/prod.json. */
-const OPERATOR_SETTINGS = { gitHosts: [GIT_HOST.name] };
+/** The git host an operator of a fork allows before the first deploy; everything else is config/prod.json. */
+const GIT_HOST = 'github.com';
+const OPERATOR_SETTINGS = { gitHosts: [GIT_HOST] };
+/** Addresses in the functions' network namespace: documentation addresses (RFC 5737), never loopback. */
+const ADDRESSES = { git: '198.51.100.10', api: '198.51.100.20' };
+const OWNER = 'acme';
 const PUSH = { username: 'platform', password: 'push-token' };
+const GITHUB_TOKEN = 'github-token';
+
+/** GitHub's `/<owner>/<repo>.git/...` on the loopback git server's one-segment names: `/<owner>--<repo>.git/...`. */
+const gitServerPath = (path: string): string => path.replace(/^\/([^/]+)\/([^/]+)\.git(?=\/|\?|$)/, '/$1--$2.git');
 
 const unavailable = lambdaNodeUnavailable() ?? sandboxUnavailable();
 
+/** CDK's logical id base of a worker's role: the worker's construct id without what ids cannot hold. */
+const workerRole = (worker: string): string => `${worker.replace(/[^A-Za-z0-9]/g, '')}WorkerRole`;
+
 /**
- * Granted actions the scenario cannot reach, by role and action, with the reason. Anything else a
- * role grants must be used by a recorded call.
+ * Granted actions the scenario cannot reach, by role and action, with the reason. The roles of
+ * each entry are derived from the template or the catalog, so a fork's new command stage or
+ * function is covered as its kind is. Every unused grant must match an entry, and every entry
+ * must match an unused grant: one that no longer does (the scenario reaches it now, the grant is
+ * gone) fails, so the list cannot go stale.
  */
-const UNREACHED: Readonly<Record<string, string>> = {
-  'xray:PutTraceSegments': 'active tracing: the Lambda service sends the segments, and the run has no X-Ray daemon',
-  'xray:PutTelemetryRecords': 'active tracing, as above',
-  'codebuild:ListBuildsForProject': 'only after a crash between StartBuild and recording the build id (finds the build once)',
-  's3:ListBucket': 'only for a claim-checked diff that is missing (NoSuchKey instead of AccessDenied)',
-  'sqs:GetQueueAttributes': "the event source mapping reads its queue's attributes when it is created; the run's poller does not",
-  'sqs:ChangeMessageVisibility': 'heartbeats of long work and the back-off of a transient failure: the scenario has neither',
-  'sqs:GetQueueUrl': "resolves a record's queue for ChangeMessageVisibility only, as above",
-  'dynamodb:GetItem': 'the consistent read after a refused conditional write, on the paths of stage functions the scenario does not take',
-  'dynamodb:Query': "a workspace's jobs in order (unblock and replay) and the due builds: paths the scenario does not take",
-  'events:PutEvents': "a command stage's own outcome events (a refusal before its build); build outcomes come from build_events",
-  'codebuild:BatchGetBuilds': 'a command stage reads a build only after a crash (see ListBuildsForProject); the reconciler only when a build is overdue',
-  'secretsmanager:GetSecretValue': 'open_pr reads the GitHub token at its first pull request: the scenario opens none (see below)',
-  'sqs:SendMessage': "a stage's or the build-events lane's permanent failure to its DLQ: the scenario fails only an apply_patch",
-  'buildreconcilerWorkerRole dynamodb:UpdateItem': 'records the verdict of an overdue build: none is overdue in the scenario',
-};
-/** A grant `<role> <action> <resource>` is excused by an entry for its action or for its role and action. */
-const excused = (grant: string): boolean => {
-  const [role, action] = grant.split(' ') as [string, string];
-  return action in UNREACHED || `${role} ${action}` in UNREACHED;
-};
+function unreached(assembly: CloudAssembly): { roles: string[]; action: string; why: string }[] {
+  const functionRoles = assembly.functions().map((f) => baseName(f.roleLogicalId));
+  const consumerRoles = assembly.eventSourceMappings().map((m) => baseName(assembly.functions().find((f) => f.logicalId === m.functionLogicalId)!.roleLogicalId));
+  const commandStages = COMMAND_JOB_TYPES.map(workerRole);
+  return [
+    { roles: functionRoles, action: 'xray:PutTraceSegments', why: 'active tracing: the Lambda service sends the segments, and the run has no X-Ray daemon' },
+    { roles: functionRoles, action: 'xray:PutTelemetryRecords', why: 'active tracing, as above' },
+    { roles: consumerRoles, action: 'sqs:GetQueueAttributes', why: "the event source mapping reads its queue's attributes when it is created; the run's poller does not" },
+    { roles: consumerRoles, action: 'sqs:ChangeMessageVisibility', why: 'heartbeats of long work and the back-off of a transient failure: the scenario has neither' },
+    { roles: consumerRoles, action: 'sqs:GetQueueUrl', why: "resolves a record's queue for ChangeMessageVisibility only, as above" },
+    { roles: commandStages, action: 'sqs:SendMessage', why: "a command stage's permanent failure to its DLQ (a job refused before its build): the scenario's jobs all start their build" },
+    { roles: [workerRole('build_events'), workerRole('build_reconciler')], action: 'sqs:SendMessage', why: "a build that ends in error (FAULT, TIMED_OUT, or lost) fails its job, whose message goes to its stage's DLQ: the scenario's builds pass or fail" },
+    { roles: commandStages, action: 'codebuild:ListBuildsForProject', why: 'only after a crash between StartBuild and recording the build id (finds the build once)' },
+    { roles: commandStages, action: 'codebuild:BatchGetBuilds', why: 'a command stage reads a build only after a crash (see ListBuildsForProject)' },
+    { roles: commandStages, action: 'events:PutEvents', why: "a command stage's own outcome events (a refusal before its build); build outcomes come from build_events and the reconciler" },
+    { roles: functionRoles.filter((role) => role !== workerRole('sequencer')), action: 'dynamodb:GetItem', why: "the consistent read after a refused conditional write: only the sequencer's duplicate delivery meets one" },
+    { roles: [workerRole('sequencer')], action: 's3:ListBucket', why: 'only for a claim-checked diff that is missing (NoSuchKey instead of AccessDenied)' },
+    { roles: [workerRole('sequencer'), workerRole('open_pr'), ...commandStages, workerRole('build_events')], action: 'dynamodb:Query', why: "a workspace's jobs in order (unblock and replay): the scenario replays none" },
+  ];
+}
 
 if (unavailable) {
   // Not a skip: under CI the run must happen, so its absence fails there.
@@ -86,17 +116,24 @@ if (unavailable) {
     let firstDiff: string;
 
     const fn = (prefix: string): AssemblyFunction => run.functions.find((f) => baseName(f.logicalId) === `${prefix}WorkerFunction`)!;
-    const queueUrl = (prefix: string) => assembly.ref(assembly.ofType('AWS::SQS::Queue').find(([id]) => baseName(id) === prefix)![0]);
+    const queueId = (prefix: string) => assembly.ofType('AWS::SQS::Queue').find(([id]) => baseName(id) === prefix)![0];
+    const queueUrl = (prefix: string) => assembly.ref(queueId(prefix));
     const tableName = () => assembly.physicalName(assembly.ofType('AWS::DynamoDB::Table')[0]![0]);
     const bucketName = () => assembly.physicalName(assembly.ofType('AWS::S3::Bucket')[0]![0]);
     const secretArn = (prefix: string) => assembly.ref(assembly.ofType('AWS::SecretsManager::Secret').find(([id]) => baseName(id) === prefix)![0]);
     const job = async (jobId: string) => (await run.operatorClients.dynamodb.send(new GetCommand({ TableName: tableName(), Key: { pk: `job#${jobId}` }, ConsistentRead: true }))).Item;
     const settled = (jobId: string, status = 'SUCCEEDED') =>
       eventually(() => job(jobId), (item) => item?.['status'] === status, { what: `${jobId} to be ${status} (failures: ${JSON.stringify(run.failures)})`, timeoutMs: 45_000, intervalMs: 250 });
-    const repoUrl = `http://${GIT_HOST.name}/widgets.git`;
+    const repoUrl = `https://${GIT_HOST}/${OWNER}/widgets.git`;
+    const gitDir = () => gitServer.gitDir(`${OWNER}--widgets`);
     const send = (request: Parameters<typeof enqueueAgentJob>[0]) =>
       enqueueAgentJob(request, { sqs: run.operatorClients.sqs, queueUrl: queueUrl('sequencerQueue'), diffStore: new S3DiffStore(run.operatorClients.s3, bucketName()) });
-    const branchHead = (branch: string) => git(gitServer.gitDir('widgets'), 'rev-parse', branch);
+    const branchHead = (branch: string) => git(gitDir(), 'rev-parse', branch);
+    const outcomeEvents = (jobId: string) => run.eventBridge.events.filter((e) => e.detail?.jobId === jobId && /^AgentJob(Succeeded|Failed)$/.test(e.detailType));
+    const cli = async (...args: string[]) => {
+      const result = await runCli([...args, '--stack', STACK, '--region', REGION, '--json'], undefined, { env: run.operatorEnvironment() });
+      return { ...result, lines: result.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>) };
+    };
 
     beforeAll(async () => {
       const node = lambdaNode(LAMBDA_NODE_MAJOR);
@@ -106,29 +143,34 @@ if (unavailable) {
       addStack(app, 'prod', OPERATOR_SETTINGS);
       app.synth();
       assembly = new CloudAssembly(outdir, STACK);
+      // GitHub's API where the template points open_pr (GITHUB_API_URL).
+      const apiUrl = new URL(assembly.functions().map((f) => f.environment[ENV.githubApiUrl]).find((url) => url !== undefined)!);
       work = await tempDir('agent-jobs-assembly-');
       gitServer = await startGitServer({ root: join(work, 'repos'), auth: PUSH });
       github = await startFakeGitHub();
-      tls = await startTlsFront(GITHUB.name, Number(new URL(github.url).port), work);
+      tls = await startTlsFront([
+        { hostname: GIT_HOST, upstreamPort: gitServer.port, path: gitServerPath },
+        { hostname: apiUrl.hostname, upstreamPort: Number(new URL(github.url).port) },
+        // Its certificate outside the OS temp folder too, where the functions can read it.
+      ], outdir);
       run = await startAssemblyRun({
         assembly,
         node,
         hosts: [
-          { ...GIT_HOST, hostPort: gitServer.port },
-          { ...GITHUB, hostPort: tls.port },
+          { name: GIT_HOST, address: ADDRESSES.git, port: 443, hostPort: tls.port },
+          { name: apiUrl.hostname, address: ADDRESSES.api, port: 443, hostPort: tls.port },
         ],
         extraCaCerts: tls.certFile,
       });
       const secrets = run.operatorClients.secrets;
       await secrets.send(new PutSecretValueCommand({ SecretId: secretArn('GitCredentials'), SecretString: JSON.stringify(PUSH) }));
       await secrets.send(new PutSecretValueCommand({ SecretId: secretArn('GitReadCredentials'), SecretString: JSON.stringify({ username: 'reader', password: 'read-token' }) }));
-      await secrets.send(new PutSecretValueCommand({ SecretId: secretArn('GithubToken'), SecretString: 'github-token' }));
+      await secrets.send(new PutSecretValueCommand({ SecretId: secretArn('GithubToken'), SecretString: GITHUB_TOKEN }));
       const source = join(work, 'src');
       mkdirSync(source);
       base = await createRepo(source, { 'README.md': 'widgets\n', 'src/widget.txt': 'one\n' });
-      await git(source, 'branch', 'agent/ws1');
-      await git(source, 'branch', 'agent/ws2');
-      await gitServer.importRepository(source, 'widgets');
+      for (const branch of ['agent/ws1', 'agent/ws2', 'agent/ws3']) await git(source, 'branch', branch);
+      await gitServer.importRepository(source, `${OWNER}--widgets`);
     }, 180_000);
 
     afterAll(async () => {
@@ -148,41 +190,64 @@ if (unavailable) {
       firstDiff = await diffOfEdits(join(work, 'src'), base, async (tree) => writeFileSync(join(tree, 'src/widget.txt'), 'one\ntwo\n'));
       await send({ workspaceId: 'ws1', tenantId: 't1', type: 'apply_patch', jobId: 'p1', payload: { repo: { url: repoUrl, branch: 'agent/ws1' }, diff: firstDiff, message: 'Two widgets' } });
       await settled('p1');
-      const large = await diffOfEdits(gitServer.gitDir('widgets'), await branchHead('agent/ws1'), async (tree) =>
+      const large = await diffOfEdits(gitDir(), await branchHead('agent/ws1'), async (tree) =>
         writeFileSync(join(tree, 'large.txt'), Array.from({ length: 3000 }, (_, i) => `line ${i} ${'y'.repeat(70)}`).join('\n') + '\n'));
       const sent = await send({ workspaceId: 'ws1', tenantId: 't1', type: 'apply_patch', jobId: 'p2', payload: { repo: { url: repoUrl, branch: 'agent/ws1' }, diff: large, message: 'A large file' } });
       expect(sent.diffRef).toBeDefined();
       await settled('p2');
-      expect(await git(gitServer.gitDir('widgets'), 'log', '--format=%s', 'agent/ws1')).toBe('A large file\nTwo widgets\nbase');
+      expect(await git(gitDir(), 'log', '--format=%s', 'agent/ws1')).toBe('A large file\nTwo widgets\nbase');
     });
 
-    it('starts run_tests and run_lint on CodeBuild, and their events end them; the scheduled reconciler runs', async () => {
-      const head = await branchHead('agent/ws1');
-      await send({ workspaceId: 'ws1', tenantId: 't1', type: 'run_tests', jobId: 't1', payload: {} });
-      await send({ workspaceId: 'ws1', tenantId: 't1', type: 'run_lint', jobId: 'l1', payload: {} });
-      const builds = await eventually(() => run.codeBuild.builds, (b) => b.length === 2, { what: 'two builds', timeoutMs: 45_000 });
-      for (const build of builds) expect(build.environmentVariables).toContainEqual(expect.objectContaining({ name: 'COMMIT_SHA', value: head }));
-      const jobOf = (b: (typeof builds)[number]) => b.environmentVariables.find((v) => v.name === 'JOB_ID')!.value;
-      const tests = builds.find((b) => jobOf(b) === 't1')!;
-      const lint = builds.find((b) => jobOf(b) === 'l1')!;
-      await eventually(() => job('l1'), (item) => item?.['progress']?.buildId === lint.id, { what: 'l1 to record its build', timeoutMs: 30_000 });
-      run.codeBuild.complete(tests.id, 'SUCCEEDED');
-      const event = codeBuildStateChange({ buildId: tests.id, status: 'SUCCEEDED', jobId: 't1', jobType: 'run_tests', sha: head });
-      expect(await run.putOnDefaultBus(event)).toBe(1);
-      await settled('t1');
-      run.codeBuild.complete(lint.id, 'FAILED');
-      expect(await run.putOnDefaultBus(codeBuildStateChange({ buildId: lint.id, status: 'FAILED', jobId: 'l1', jobType: 'run_lint', sha: head }))).toBe(1);
-      const lintJob = await settled('l1');
-      expect(lintJob!['result']).toMatchObject({ verdict: 'failed', summary: 'lint failed', buildId: lint.id });
-      // The reconciler, on its schedule: nothing is overdue (a build's timeout must pass first).
-      const results = await run.fireSchedules();
-      expect(results.map((r) => r.ok)).toEqual([true]);
+    describe('every command stage, ended by its build', () => {
+      /** Per command stage: a job its build's event ends, and one the reconciler ends with the event withheld; verdicts alternate. */
+      const jobs = COMMAND_JOB_TYPES.flatMap((type, i) => [
+        { type, jobId: `${type}.event`, path: 'event' as const, status: i % 2 === 0 ? 'SUCCEEDED' : 'FAILED' },
+        { type, jobId: `${type}.late`, path: 'reconciler' as const, status: i % 2 === 0 ? 'FAILED' : 'SUCCEEDED' },
+      ]);
+      const buildOf = (jobId: string) => run.codeBuild.builds.find((b) => b.environmentVariables.some((v) => v.name === 'JOB_ID' && v.value === jobId))!;
+      let head: string;
+
+      it('starts one build per job on CodeBuild, at the workspace head', async () => {
+        head = await branchHead('agent/ws1');
+        for (const j of jobs) await send({ workspaceId: 'ws1', tenantId: 't1', type: j.type, jobId: j.jobId, payload: j.path === 'reconciler' ? { timeoutSeconds: 1 } : {} });
+        await eventually(() => Promise.all(jobs.map((j) => job(j.jobId))), (items) => items.every((item) => item?.['progress']?.buildId !== undefined), { what: 'every job to record its build', timeoutMs: 45_000 });
+        expect(run.codeBuild.builds).toHaveLength(jobs.length);
+        for (const j of jobs) expect(buildOf(j.jobId).environmentVariables).toContainEqual(expect.objectContaining({ name: 'COMMIT_SHA', value: head }));
+      });
+
+      it("ends a job by its build's event", async () => {
+        for (const j of jobs.filter((j) => j.path === 'event')) {
+          const build = run.codeBuild.complete(buildOf(j.jobId).id, j.status as 'SUCCEEDED' | 'FAILED');
+          expect(await run.putOnDefaultBus(codeBuildStateChange({ buildId: build.id, status: j.status, jobId: j.jobId, jobType: j.type, sha: head }))).toBe(1);
+          expect((await settled(j.jobId))!['result']).toMatchObject({ verdict: j.status === 'SUCCEEDED' ? 'passed' : 'failed', summary: verdictWording(j.type, j.status === 'SUCCEEDED' ? 'passed' : 'failed'), buildId: build.id });
+        }
+      });
+
+      it('ends a job whose event never came by the reconciler, once its build is overdue, with the verdict and one outcome event', async () => {
+        const late = jobs.filter((j) => j.path === 'reconciler');
+        for (const j of late) run.codeBuild.complete(buildOf(j.jobId).id, j.status as 'SUCCEEDED' | 'FAILED');
+        // On its schedule now: nothing is overdue yet, so the builds' verdicts wait.
+        expect((await run.fireSchedules()).map((r) => r.ok)).toEqual([true]);
+        for (const j of late) expect((await job(j.jobId))!['status']).toBe('RUNNING');
+        // Later, past the latest due time the command stages recorded.
+        const dueAt = Math.max(...(await Promise.all(late.map(async (j) => Number((await job(j.jobId))!['dueAt'])))));
+        const later = { clockOffsetMs: dueAt - Date.now() + 60_000 };
+        expect((await run.fireSchedules(later)).map((r) => r.ok)).toEqual([true]);
+        for (const j of late) {
+          expect((await job(j.jobId))!['result']).toMatchObject({ verdict: j.status === 'SUCCEEDED' ? 'passed' : 'failed', buildId: buildOf(j.jobId).id });
+        }
+        // Once: a second late run finds nothing to do.
+        expect((await run.fireSchedules(later)).map((r) => r.ok)).toEqual([true]);
+        for (const j of jobs) expect(outcomeEvents(j.jobId).map((e) => e.detailType)).toEqual(['AgentJobSucceeded']);
+      });
     });
 
-    it('refuses a pull request for a repository GitHub cannot name (not https://host/owner/repo)', async () => {
+    it('opens the pull request on GitHub, with the token from Secrets Manager', async () => {
       await send({ workspaceId: 'ws1', tenantId: 't1', type: 'open_pr', jobId: 'pr1', payload: { baseBranch: 'main', title: 'Widgets' } });
-      const failed = await settled('pr1', 'FAILED');
-      expect(failed!['error']).toMatchObject({ reason: 'INVALID_JOB', message: expect.stringContaining('https://host/owner/repo') });
+      const done = await settled('pr1');
+      expect(done!['result']).toMatchObject({ number: 1, created: true, head: 'agent/ws1', sha: await branchHead('agent/ws1') });
+      expect(github.pulls(OWNER, 'widgets')).toEqual([expect.objectContaining({ number: 1, head: 'agent/ws1', base: 'main', title: 'Widgets', state: 'open' })]);
+      expect(new Set(github.authorizations)).toEqual(new Set([`token ${GITHUB_TOKEN}`]));
     });
 
     it('acknowledges a duplicate delivery without a second commit', async () => {
@@ -205,6 +270,25 @@ if (unavailable) {
       expect(dlq.Messages?.map((m) => m.MessageAttributes?.['jobId']?.StringValue)).toContain('bad1');
     });
 
+    it("redrives a failed pull request with the operator's CLI, which finds the stack by its outputs", async () => {
+      await send({ workspaceId: 'ws3', tenantId: 't2', type: 'apply_patch', jobId: 'p3', payload: { repo: { url: repoUrl, branch: 'agent/ws3' }, diff: firstDiff, message: 'Two widgets' } });
+      // GitHub refuses the first create (a base branch it did not have yet): a permanent failure.
+      github.failNext('POST', 422, { message: 'Validation Failed', errors: [{ resource: 'PullRequest', field: 'base', code: 'invalid' }] });
+      await send({ workspaceId: 'ws3', tenantId: 't2', type: 'open_pr', jobId: 'pr2', payload: { baseBranch: 'main', title: 'More widgets' } });
+      expect((await settled('pr2', 'FAILED'))!['error']).toMatchObject({ reason: 'REJECTED_BY_TARGET' });
+
+      const listed = await cli('dlq', 'list');
+      expect(listed).toMatchObject({ code: 0, stderr: '' });
+      expect(listed.lines).toEqual(expect.arrayContaining([expect.objectContaining({ jobId: 'pr2', workspaceId: 'ws3', tenantId: 't2', type: 'open_pr', status: 'FAILED', reason: 'REJECTED_BY_TARGET' })]));
+
+      const redriven = await cli('dlq', 'redrive', 'pr2');
+      expect(redriven).toMatchObject({ code: 0, stderr: '' });
+      expect(redriven.lines).toEqual([expect.objectContaining({ redriven: [expect.objectContaining({ jobId: 'pr2' })], left: [] })]);
+      const done = await settled('pr2');
+      expect(done!['result']).toMatchObject({ created: true, head: 'agent/ws3' });
+      expect(github.pulls(OWNER, 'widgets').map((p) => p.head)).toEqual(['agent/ws1', 'agent/ws3']);
+    });
+
     it('left no function failing on the way', () => {
       expect(run.failures).toEqual([]);
     });
@@ -215,12 +299,17 @@ if (unavailable) {
         expect(denied).toEqual([]);
       });
 
-      it('every granted action was used, or cannot be reached by the scenario for a listed reason', async () => {
+      it('every granted action was used, or cannot be reached by the scenario for a reason listed by role', async () => {
         const unused = await unusedGrants(assembly, run.calls);
-        expect(unused.filter((u) => !excused(u))).toEqual([]);
+        const entries = unreached(assembly).flatMap((e) => e.roles.map((role) => ({ role, action: e.action })));
+        const excused = (g: UnusedGrant) => entries.some((e) => e.role === g.role && e.action === g.action);
+        expect(unused.filter((g) => !excused(g)).map((g) => `${g.role} ${g.action} ${g.resources}`)).toEqual([]);
+        // An entry no unused grant matches is stale: the scenario reaches that grant now, or it is gone.
+        const stale = entries.filter((e) => !unused.some((g) => g.role === e.role && g.action === e.action));
+        expect(stale.map((e) => `${e.role} ${e.action}`)).toEqual([]);
       });
 
-      it("a missing statement fails naming the function, the action and the resource", async () => {
+      it('a missing statement fails naming the function, the action and the resource', async () => {
         const broken = assembly.withTemplate((resources) => {
           const policy = Object.entries(resources).find(([id, r]) => r.Type === 'AWS::IAM::Policy' && id.startsWith('runtestsWorkerRole'))![1];
           const statements = policy.Properties!['PolicyDocument'].Statement as Record<string, unknown>[];
@@ -228,6 +317,62 @@ if (unavailable) {
         });
         const denied = (await decide(broken, run.calls)).filter((d) => !d.allowed).map((d) => d.description);
         expect(denied).toEqual(expect.arrayContaining([expect.stringMatching(/^function runtestsWorkerFunction codebuild:StartBuild on arn:aws:codebuild:eu-west-1:123456789012:project\/.+: ImplicitlyDenied$/)]));
+      });
+    });
+
+    describe('resource policies, for the services that use them', () => {
+      it('lets every alarm of the template notify its topic through the topic key, and no alarm of another account', async () => {
+        const requests = alarmNotifications(assembly);
+        // Every alarm notifies (the template's rule), so every alarm is checked here.
+        expect(new Set(requests.map((r) => r.principal.sourceArn)).size).toBe(assembly.ofType('AWS::CloudWatch::Alarm').length);
+        expect(new Set(requests.map((r) => r.action))).toEqual(new Set(['sns:Publish', 'kms:GenerateDataKey', 'kms:Decrypt']));
+        const tls = { 'aws:SecureTransport': 'true' };
+        const decisions = await Promise.all(requests.map((r) => decideRequest(assembly, r.principal, r.action, r.resource, tls)));
+        expect(decisions.filter((d) => !d.allowed).map((d) => d.description)).toEqual([]);
+        const foreign = await Promise.all(requests.map((r) => decideRequest(assembly, fromAnotherAccount(r.principal), r.action, r.resource, tls)));
+        expect(foreign.filter((d) => d.allowed).map((d) => d.description)).toEqual([]);
+      });
+
+      it('denies every call to the diff bucket and the queues over plain HTTP, and allows it over TLS', async () => {
+        const guarded = new Set([...assembly.ofType('AWS::S3::Bucket').map(([id]) => assembly.getAtt(id, 'Arn')), ...assembly.ofType('AWS::SQS::Queue').map(([id]) => assembly.getAtt(id, 'Arn'))]);
+        const onGuarded = run.calls.filter((c) => c.principal.kind !== 'operator' && c.resources.some((r) => guarded.has(r.replace(/\/.*$/, ''))));
+        // The diff bucket was used (the claim-checked patch), so its policy is evaluated below.
+        expect(onGuarded.some((c) => c.service === 's3')).toBe(true);
+        const plain = await decide(assembly, onGuarded.map((c) => ({ ...c, context: { ...c.context, 'aws:SecureTransport': 'false' } })));
+        expect(plain.filter((d) => d.result !== 'ExplicitlyDenied').map((d) => d.description)).toEqual([]);
+        expect((await decide(assembly, onGuarded)).filter((d) => !d.allowed).map((d) => d.description)).toEqual([]);
+      });
+
+      it("delivers the build-events rule's events to its queue, and what it cannot deliver to the DLQ, for that rule only", async () => {
+        const deliveries = run.calls.filter((c) => c.principal.kind === 'service' && c.principal.service === 'events.amazonaws.com' && c.action === 'sqs:SendMessage');
+        expect(deliveries.length).toBeGreaterThan(0);
+        const requests = [
+          ...deliveries.map((c) => ({ principal: c.principal as Extract<typeof c.principal, { kind: 'service' }>, action: c.action, resource: c.resources[0]! })),
+          ...ruleDeadLetters(assembly),
+        ];
+        expect(requests.map((r) => r.resource)).toEqual(expect.arrayContaining([assembly.getAtt(queueId('buildeventsQueue'), 'Arn'), assembly.getAtt(queueId('buildeventsQueueDlq'), 'Arn')]));
+        const tls = { 'aws:SecureTransport': 'true' };
+        for (const r of requests) {
+          expect((await decideRequest(assembly, r.principal, r.action, r.resource, tls)).description).toMatch(/: Allowed$/);
+          // Another rule of the same account: the queue's policy names the rule, so it is refused.
+          const other = { ...r.principal, sourceArn: anotherResource(r.principal.sourceArn) };
+          expect((await decideRequest(assembly, other, r.action, r.resource, tls)).description).toMatch(/: ImplicitlyDenied$/);
+        }
+      });
+
+      it("lets CodeBuild's role read only the secrets its buildspec names: the read-only git secret, never the push secret", async () => {
+        const pushSecrets = new Set(run.functions.flatMap((f) => f.environment[ENV.gitCredentialsSecretArn] ?? []));
+        expect(pushSecrets.size).toBeGreaterThan(0);
+        const secrets = assembly.ofType('AWS::SecretsManager::Secret').map(([id]) => assembly.ref(id));
+        for (const [, project] of assembly.ofType('AWS::CodeBuild::Project')) {
+          const p = assembly.resolve(project.Properties);
+          const named = new Set(Object.values<string>(JSON.parse(p.Source.BuildSpec).env?.['secrets-manager'] ?? {}).map((ref) => ref.replace(/:[^:]+$/, '')));
+          expect([...named].filter((arn) => pushSecrets.has(arn))).toEqual([]);
+          const principal = { kind: 'role', name: baseName(roleLogicalIdOf(assembly, p.ServiceRole)), roleArn: p.ServiceRole } as const;
+          const readable = [];
+          for (const secret of secrets) if ((await decideRequest(assembly, principal, 'secretsmanager:GetSecretValue', secret, { 'aws:SecureTransport': 'true' })).allowed) readable.push(secret);
+          expect(readable.sort()).toEqual([...named].sort());
+        }
       });
     });
 
@@ -250,8 +395,8 @@ if (unavailable) {
         rmSync(join(copy, 'git-engine.js'));
         const sequencer = { ...fn('sequencer'), logicalId: 'sequencerWithoutGitEngine', codeDir: copy };
         const diff = 'diff --git a/x.txt b/x.txt\nnew file mode 100644\n--- /dev/null\n+++ b/x.txt\n@@ -0,0 +1 @@\n+x\n';
-        const body = JSON.stringify({ jobId: 'sep1', workspaceId: 'ws3', tenantId: 't1', type: 'apply_patch', createdAt: new Date().toISOString(), payload: { repo: { url: repoUrl, branch: 'agent/ws1' }, diff, message: 'x' } });
-        const record = { messageId: 'm-sep1', receiptHandle: 'r', body, attributes: { ApproximateReceiveCount: '1', MessageGroupId: 'ws#ws3', SentTimestamp: String(Date.now()), SenderId: 'x', ApproximateFirstReceiveTimestamp: String(Date.now()), SequenceNumber: '1', MessageDeduplicationId: 'd' }, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: assembly.getAtt(assembly.ofType('AWS::SQS::Queue').find(([id]) => baseName(id) === 'sequencerQueue')![0], 'Arn'), awsRegion: 'eu-west-1' };
+        const body = JSON.stringify({ jobId: 'sep1', workspaceId: 'ws4', tenantId: 't1', type: 'apply_patch', createdAt: new Date().toISOString(), payload: { repo: { url: repoUrl, branch: 'agent/ws1' }, diff, message: 'x' } });
+        const record = { messageId: 'm-sep1', receiptHandle: 'r', body, attributes: { ApproximateReceiveCount: '1', MessageGroupId: 'ws#ws4', SentTimestamp: String(Date.now()), SenderId: 'x', ApproximateFirstReceiveTimestamp: String(Date.now()), SequenceNumber: '1', MessageDeduplicationId: 'd' }, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: assembly.getAtt(queueId('sequencerQueue'), 'Arn'), awsRegion: REGION };
         await run.lambda.invoke(sequencer, { Records: [record] });
         const failed = await settled('sep1', 'FAILED');
         expect(JSON.stringify(failed!['error'])).toContain('git-engine.js');
@@ -278,4 +423,3 @@ if (unavailable) {
     });
   });
 }
-

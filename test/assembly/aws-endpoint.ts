@@ -3,9 +3,10 @@
  * server that takes every SDK request, records it as IAM sees it (the principal, from the access
  * key its credentials carry; the IAM action; the resource ARNs; the context keys) and forwards it
  * to what stands in for the service: fauxqs for SQS and S3, dynalite for DynamoDB, the run's
- * stand-ins for EventBridge, Secrets Manager and CodeBuild (stand-ins.ts). The service comes from
- * the request's SigV4 credential scope, the operation from X-Amz-Target (JSON protocols) or the
- * method and path (S3), as AWS's own front ends read them.
+ * stand-ins for EventBridge, Secrets Manager, CodeBuild and CloudFormation (stand-ins.ts). The
+ * service comes from the request's SigV4 credential scope, the operation from X-Amz-Target (JSON
+ * protocols), the form's Action (query protocol) or the method and path (S3), as AWS's own front
+ * ends read them.
  *
  * fauxqs names queues by URLs of its own; the endpoint translates the template's queue URLs to
  * them in requests and back in answers, so the functions only ever see the template's URLs.
@@ -61,6 +62,8 @@ function authorization(service: string, operation: string, body: any, path: stri
       if (operation === 'GetQueueUrl') return { resources: [arn('sqs', body.QueueName)], context: {} };
       return { resources: [queueArnOf(body.QueueUrl)], context: {} };
     case 'dynamodb': {
+      // A batch names its tables as the keys of RequestItems; every other operation one TableName.
+      if (body.RequestItems) return { resources: Object.keys(body.RequestItems).map((name) => arn('dynamodb', `table/${name}`)), context: {} };
       const table = arn('dynamodb', `table/${body.TableName}`);
       return { resources: [body.IndexName ? `${table}/index/${body.IndexName}` : table], context: {} };
     }
@@ -74,6 +77,10 @@ function authorization(service: string, operation: string, body: any, path: stri
     case 'codebuild': {
       if (operation === 'BatchGetBuilds') return { resources: [...new Set((body.ids as string[]).map((id) => arn('codebuild', `project/${id.split(':')[0]}`)))], context: {} };
       return { resources: [arn('codebuild', `project/${body.projectName}`)], context: {} };
+    }
+    case 'cloudformation': {
+      const stack = String(body.StackName ?? '*');
+      return { resources: [stack.startsWith('arn:') ? stack : arn('cloudformation', `stack/${stack}/*`)], context: {} };
     }
     case 's3': {
       const [bucket, ...key] = path.split('?')[0]!.slice(1).split('/');
@@ -119,8 +126,9 @@ export async function startAwsEndpoint(options: AwsEndpointOptions): Promise<Aws
       const principal = principals.get(accessKey);
       if (!principal) throw new Error(`a request signed with an access key the run never gave out: ${accessKey}`);
       const target = String(req.headers['x-amz-target'] ?? '');
-      const operation = service === 's3' ? s3Operation(req.method!, req.url!) : target.slice(target.lastIndexOf('.') + 1);
-      const json = service === 's3' || raw.length === 0 ? {} : JSON.parse(raw.toString('utf8'));
+      const form = String(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
+      const json = service === 's3' || raw.length === 0 ? {} : form ? Object.fromEntries(new URLSearchParams(raw.toString('utf8'))) : JSON.parse(raw.toString('utf8'));
+      const operation = service === 's3' ? s3Operation(req.method!, req.url!) : form ? String(json.Action) : target.slice(target.lastIndexOf('.') + 1);
       const { resources, context } = authorization(service, operation, json, req.url!);
       const call: RecordedCall = {
         principal, service, operation, resources,

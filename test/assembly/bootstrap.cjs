@@ -6,9 +6,26 @@
  * environment lives, with the context Lambda passes. The Runtime API's next / response / error
  * exchange travels over Node's IPC channel instead of HTTP (test/assembly/lambda-service.ts holds
  * the other end). Lambda's own patching of `console` (request id prefixes) is not reproduced.
+ *
+ * `--clock-offset-ms=<n>` (the run's only departure from Lambda, for an invocation that must happen
+ * later than the run can wait: lambda-service.ts) moves `Date` forward by n ms before the handler
+ * loads: `Date.now()`, `new Date()` and `Date()` read the moved clock; a date built from a value is
+ * that date. The deadline of `getRemainingTimeInMillis` stays on the real clock.
  */
 'use strict';
 const { join } = require('node:path');
+
+const RealDate = Date;
+const offsetArgument = process.argv.find((a) => a.startsWith('--clock-offset-ms='));
+const clockOffsetMs = offsetArgument ? Number(offsetArgument.slice('--clock-offset-ms='.length)) : 0;
+if (clockOffsetMs) {
+  const now = () => RealDate.now() + clockOffsetMs;
+  globalThis.Date = new Proxy(RealDate, {
+    construct: (target, args, newTarget) => Reflect.construct(target, args.length > 0 ? args : [now()], newTarget),
+    apply: () => new RealDate(now()).toString(),
+    get: (target, property, receiver) => (property === 'now' ? now : Reflect.get(target, property, receiver)),
+  });
+}
 
 /** @param {unknown} error */
 const describe = (error) => ({
@@ -49,7 +66,7 @@ process.on('message', (/** @type {{ id: string, event: unknown, deadline: number
     logGroupName: process.env['AWS_LAMBDA_LOG_GROUP_NAME'],
     logStreamName: process.env['AWS_LAMBDA_LOG_STREAM_NAME'],
     callbackWaitsForEmptyEventLoop: true,
-    getRemainingTimeInMillis: () => Math.max(0, invocation.deadline - Date.now()),
+    getRemainingTimeInMillis: () => Math.max(0, invocation.deadline - RealDate.now()),
   };
   Promise.resolve()
     .then(() => handler(invocation.event, context))

@@ -59,18 +59,41 @@ const DEFAULT_LAMBDA_TIMEOUT = 3;
 const DEFAULT_LAMBDA_MEMORY = 128;
 const DEFAULT_EPHEMERAL_STORAGE = 512;
 
+interface Template {
+  readonly Resources: Record<string, CfnResource>;
+  readonly Outputs?: Record<string, { Value: Json; Description?: string; Export?: { Name: Json } }>;
+}
+
 export class CloudAssembly {
   readonly resources: Readonly<Record<string, CfnResource>>;
+  private readonly template: Template;
 
-  constructor(readonly outdir: string, readonly stackName: string, template?: { Resources: Record<string, CfnResource> }) {
-    this.resources = (template ?? JSON.parse(readFileSync(join(outdir, `${stackName}.template.json`), 'utf8'))).Resources;
+  constructor(readonly outdir: string, readonly stackName: string, template?: Template) {
+    this.template = template ?? JSON.parse(readFileSync(join(outdir, `${stackName}.template.json`), 'utf8'));
+    this.resources = this.template.Resources;
   }
 
   /** A copy whose template a test changed (the assets stay those of `outdir`, or of `outdir` given). */
   withTemplate(mutate: (resources: Record<string, CfnResource>) => void, outdir = this.outdir): CloudAssembly {
     const resources = structuredClone(this.resources) as Record<string, CfnResource>;
     mutate(resources);
-    return new CloudAssembly(outdir, this.stackName, { Resources: resources });
+    return new CloudAssembly(outdir, this.stackName, { ...this.template, Resources: resources });
+  }
+
+  /** The stack's outputs as DescribeStacks lists them once deployed: every value resolved. */
+  outputs(): { OutputKey: string; OutputValue: string; Description?: string; ExportName?: string }[] {
+    return Object.entries(this.template.Outputs ?? {}).map(([key, output]) => ({
+      OutputKey: key,
+      OutputValue: String(this.resolve(output.Value)),
+      ...(output.Description ? { Description: output.Description } : {}),
+      ...(output.Export ? { ExportName: String(this.resolve(output.Export.Name)) } : {}),
+    }));
+  }
+
+  /** The stack's id: its ARN, `stack/<name>/<uuid>` as CloudFormation gives it. */
+  get stackId(): string {
+    const hex = createHash('sha256').update(this.stackName).digest('hex');
+    return `arn:${PARTITION}:cloudformation:${REGION}:${ACCOUNT}:stack/${this.stackName}/${[hex.slice(0, 8), hex.slice(8, 12), hex.slice(12, 16), hex.slice(16, 20), hex.slice(20, 32)].join('-')}`;
   }
 
   ofType(type: string): [string, CfnResource][] {
@@ -137,6 +160,7 @@ export class CloudAssembly {
       'AWS::Lambda::Function': { Arn: () => arn('lambda', `function:${name}`) },
       'AWS::IAM::Role': { Arn: () => `arn:${PARTITION}:iam::${ACCOUNT}:role/${name}`, RoleId: () => `AROA${name.slice(-12)}` },
       'AWS::SecretsManager::Secret': { Id: () => this.ref(logicalId) },
+      'AWS::CloudWatch::Alarm': { Arn: () => arn('cloudwatch', `alarm:${name}`) },
     };
     const read = table[type]?.[attribute];
     if (!read) throw new Error(`the assembly run does not know the attribute ${attribute} of ${type} (${logicalId})`);

@@ -8,6 +8,12 @@
  * invocation (the environment is killed, as Lambda does) and its memory size sets V8's heap limits
  * as Lambda's Node.js bootstrap does.
  *
+ * Time cannot be waited for (the reconciler acts on builds overdue by more than an hour), so an
+ * invocation may ask for a clock moved forward (`clockOffsetMs`): it gets an environment of its
+ * own, whose runtime (bootstrap.cjs) shifts `Date` by that much before the handler loads, and
+ * which ends with the invocation; warm environments keep the real clock. Nothing else of the
+ * environment changes (no variable is added).
+ *
  * Not modelled: freezing an idle environment (it keeps running between invocations), the memory
  * limit as a cgroup (V8's heap limits only), CPU scaled by memory, X-Ray (no daemon: tracing
  * segments are not sent), Lambda's log formatting (stdout and stderr are kept per function).
@@ -56,6 +62,11 @@ interface Environment {
   ended: boolean;
 }
 
+export interface InvokeOptions {
+  /** Milliseconds the function's clock runs ahead of the real one, in an environment of its own. */
+  readonly clockOffsetMs?: number;
+}
+
 export class LambdaService {
   private readonly environments = new Map<string, Environment[]>();
 
@@ -64,8 +75,9 @@ export class LambdaService {
   /** Environments started so far for a function (cold starts). */
   coldStarts = new Map<string, number>();
 
-  async invoke(fn: AssemblyFunction, event: unknown): Promise<InvocationResult> {
-    const environment = this.idleEnvironment(fn) ?? this.start(fn);
+  async invoke(fn: AssemblyFunction, event: unknown, options: InvokeOptions = {}): Promise<InvocationResult> {
+    const ownClock = (options.clockOffsetMs ?? 0) !== 0;
+    const environment = ownClock ? this.start(fn, options.clockOffsetMs) : (this.idleEnvironment(fn) ?? this.start(fn));
     environment.busy = true;
     try {
       const initError = await environment.ready;
@@ -76,6 +88,7 @@ export class LambdaService {
       return await this.send(fn, environment, event);
     } finally {
       environment.busy = false;
+      if (ownClock && !environment.ended) this.end(fn, environment);
     }
   }
 
@@ -90,7 +103,7 @@ export class LambdaService {
     return (this.environments.get(fn.logicalId) ?? []).find((e) => !e.busy && !e.ended);
   }
 
-  private start(fn: AssemblyFunction): Environment {
+  private start(fn: AssemblyFunction, clockOffsetMs = 0): Environment {
     const credentials = this.options.credentialsOf(fn);
     const logStream = `${new Date().toISOString().slice(0, 10).replace(/-/g, '/')}/[$LATEST]${randomBytes(16).toString('hex')}`;
     const env: Record<string, string> = {
@@ -120,7 +133,7 @@ export class LambdaService {
     };
     // V8's heap limits as Lambda's Node.js bootstrap sets them from the memory size.
     const newSpace = Math.floor(fn.memoryMb / 10);
-    const args = ['--expose-gc', '--max-http-header-size', '81920', `--max-semi-space-size=${Math.floor(newSpace / 2)}`, `--max-old-space-size=${fn.memoryMb - newSpace}`, join(__dirname, 'bootstrap.cjs')];
+    const args = ['--expose-gc', '--max-http-header-size', '81920', `--max-semi-space-size=${Math.floor(newSpace / 2)}`, `--max-old-space-size=${fn.memoryMb - newSpace}`, join(__dirname, 'bootstrap.cjs'), ...(clockOffsetMs ? [`--clock-offset-ms=${clockOffsetMs}`] : [])];
     const child = this.options.sandbox.spawn(this.options.node, args, { env, cwd: fn.codeDir, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], tmpMb: fn.ephemeralStorageMb });
     for (const stream of [child.stdout!, child.stderr!]) {
       let pending = '';

@@ -1,8 +1,9 @@
 /**
- * Loopback stand-ins for the AWS services with no emulator here, speaking their documented JSON
- * wire protocols (awsJson1_1: POST /, X-Amz-Target `<prefix>.<Operation>`, errors as
- * `{ __type, message }` with a 400). The run's AWS endpoint (aws-endpoint.ts) forwards to them, so
- * what reaches them has been recorded there already.
+ * Loopback stand-ins for the AWS services with no emulator here, speaking their documented wire
+ * protocols (awsJson1_1: POST /, X-Amz-Target `<prefix>.<Operation>`, errors as
+ * `{ __type, message }` with a 400; CloudFormation's awsQuery: a form-encoded `Action`, XML
+ * answers). The run's AWS endpoint (aws-endpoint.ts) forwards to them, so what reaches them has
+ * been recorded there already.
  *
  * - EventBridge: PutEvents only. Keeps every entry per bus and answers an EventId per entry. Does
  *   not model rules on custom buses, archives, quotas or entry size limits.
@@ -14,6 +15,10 @@
  *   with the status it chooses (`complete`), which is what a real build's outcome would be.
  *   Does not model queues, phases' timing, logs' content, environment overrides beyond the
  *   variables, or concurrency quotas.
+ * - CloudFormation: DescribeStacks of the one stack the run deploys, CREATE_COMPLETE, with the
+ *   outputs its template declares (values resolved as the run resolves every intrinsic): what the
+ *   CLI reads to find a stack's resources. Does not model other stacks' names (ValidationError, as
+ *   CloudFormation answers), events, drift, paging or any other operation.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
@@ -89,6 +94,51 @@ export async function startSecretsManager(secrets: Readonly<Record<string, strin
     },
   });
   return server;
+}
+
+// ---- CloudFormation ---------------------------------------------------------------------------
+
+export interface StandInStack {
+  readonly StackName: string;
+  readonly StackId: string;
+  readonly Outputs: readonly { OutputKey: string; OutputValue: string; Description?: string; ExportName?: string }[];
+}
+
+const xml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const element = (name: string, value: string | undefined) => (value === undefined ? '' : `<${name}>${xml(value)}</${name}>`);
+
+export async function startCloudFormation(stack: StandInStack) {
+  const NS = 'http://cloudformation.amazonaws.com/doc/2010-05-15/';
+  const createdAt = new Date().toISOString();
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+      const requestId = randomUUID();
+      const reply = (status: number, body: string) => {
+        res.writeHead(status, { 'content-type': 'text/xml' });
+        res.end(body);
+      };
+      const action = form.get('Action');
+      const name = form.get('StackName');
+      if (action !== 'DescribeStacks') {
+        return reply(400, `<ErrorResponse xmlns="${NS}"><Error><Type>Sender</Type><Code>InvalidAction</Code><Message>the stand-in does not model ${xml(String(action))}</Message></Error><RequestId>${requestId}</RequestId></ErrorResponse>`);
+      }
+      if (name !== stack.StackName && name !== stack.StackId) {
+        return reply(400, `<ErrorResponse xmlns="${NS}"><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id ${xml(String(name))} does not exist</Message></Error><RequestId>${requestId}</RequestId></ErrorResponse>`);
+      }
+      const outputs = stack.Outputs.map((o) => `<member>${element('OutputKey', o.OutputKey)}${element('OutputValue', o.OutputValue)}${element('Description', o.Description)}${element('ExportName', o.ExportName)}</member>`).join('');
+      reply(200, [
+        `<DescribeStacksResponse xmlns="${NS}"><DescribeStacksResult><Stacks><member>`,
+        element('StackName', stack.StackName), element('StackId', stack.StackId), element('CreationTime', createdAt), element('StackStatus', 'CREATE_COMPLETE'),
+        `<Outputs>${outputs}</Outputs>`,
+        `</member></Stacks></DescribeStacksResult><ResponseMetadata>${element('RequestId', requestId)}</ResponseMetadata></DescribeStacksResponse>`,
+      ].join(''));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
 // ---- CodeBuild --------------------------------------------------------------------------------

@@ -83,12 +83,14 @@ export interface CliLaunch {
   readonly cwd?: string;
   /** An executable to run instead (a link to the bin, as `npm link` makes). */
   readonly executable?: string;
+  /** Variables added to this process's environment (AWS_ENDPOINT_URL and credentials for a stack target). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export function runCli(args: readonly string[], stdin?: string, launch: CliLaunch = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const [command, argv] = launch.executable ? [launch.executable, args] : [process.execPath, [BIN, ...args]];
-    const child = spawn(command, argv, { cwd: launch.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+    const child = spawn(command, argv, { cwd: launch.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1', ...launch.env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
