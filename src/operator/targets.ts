@@ -205,7 +205,9 @@ export function createClients(target: Target): TargetClients {
   let s3: S3Client | undefined;
   return {
     get sqs() {
-      return (sqs ??= new (loadSqs().SQSClient)({ region: target.region, endpoint: target.endpoints.sqs, ...local }));
+      // Never the queue URL's host in place of the endpoint (the SDK's default when the two differ):
+      // behind AWS_ENDPOINT_URL (LocalStack, a test), the stack's queue URLs still name AWS's host.
+      return (sqs ??= new (loadSqs().SQSClient)({ region: target.region, endpoint: target.endpoints.sqs, useQueueUrlAsEndpoint: false, ...local }));
     },
     get dynamodb() {
       raw ??= new (loadDynamoDb().DynamoDBClient)({ region: target.region, endpoint: target.endpoints.dynamodb, ...local });
