@@ -27,6 +27,12 @@ import { LEDGER_TABLE } from '../../contract/topology';
 const TABLE_ACTIONS: readonly string[] = ['dynamodb:GetItem', 'dynamodb:UpdateItem'];
 /** A workspace's jobs in order come from the index. */
 const INDEX_ACTIONS: readonly string[] = ['dynamodb:Query'];
+/**
+ * Indexes whose listings the ledger reads back from the table, every listed record in consistent
+ * BatchGetItem requests, since an index lags its items (listDue in src/adapters/dynamodb-ledger.ts):
+ * a function bound to one of them needs BatchGetItem on the table too.
+ */
+const READ_BACK_INDEXES: ReadonlySet<string> = new Set([LEDGER_TABLE.dueIndex.name]);
 
 export interface LedgerProps {
   /** @default RemovalPolicy.RETAIN */
@@ -72,10 +78,11 @@ export class Ledger extends Construct {
   /**
    * Grants `fn` the ledger operations on the table and on the one index it queries (by exact ARN:
    * Table.grant would add `index/*`), and names the table in its environment. Workers query
-   * `byWorkspace`; the build reconciler only `byDueTime`.
+   * `byWorkspace`; the build reconciler only `byDueTime`, whose listings it reads back.
    */
   bind(fn: lambda.Function, index: { readonly name: string } = LEDGER_TABLE.workspaceIndex): void {
-    iam.Grant.addToPrincipal({ grantee: fn, actions: [...TABLE_ACTIONS], resourceArns: [this.table.tableArn] });
+    const readBack = READ_BACK_INDEXES.has(index.name) ? ['dynamodb:BatchGetItem'] : [];
+    iam.Grant.addToPrincipal({ grantee: fn, actions: [...readBack, ...TABLE_ACTIONS], resourceArns: [this.table.tableArn] });
     iam.Grant.addToPrincipal({ grantee: fn, actions: [...INDEX_ACTIONS], resourceArns: [`${this.table.tableArn}/index/${index.name}`] });
     fn.addEnvironment(ENV.ledgerTable, this.table.tableName);
   }

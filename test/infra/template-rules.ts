@@ -151,7 +151,7 @@ export const ALLOW_LIST: Readonly<Record<string, readonly Grant[]>> = {
     { actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: ['buildreconcilerWorkerLogGroup'], reason: 'writes to its own log group only' },
     { actions: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], resources: ['*'], reason: 'active tracing; X-Ray has no resource-level permissions' },
     { actions: ['dynamodb:Query'], resources: [`LedgerTable/index/${LEDGER_TABLE.dueIndex.name}`], reason: 'lists the command-stage jobs due (sparse index), nothing else' },
-    { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], resources: ['LedgerTable'], reason: 'records a verdict fenced on the build id, marks it reported' },
+    { actions: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'], resources: ['LedgerTable'], reason: 'reads back the jobs the due index lists (consistent: the index lags), records a verdict fenced on the build id, marks it reported' },
     { actions: ['codebuild:BatchGetBuilds'], resources: ['TestRunnerProject'], reason: 'the state of the due builds: one request of at most 100 per run' },
     { actions: ['events:PutEvents'], resources: ['EventBus'], reason: 'the outcome event of a job it completes' },
     { actions: ['sqs:SendMessage'], resources: commandStageDlqs, reason: "a failed build's job: its message copy on its stage's DLQ" },
