@@ -45,7 +45,8 @@ export interface AssemblyRunOptions {
   readonly hosts?: readonly SandboxHost[];
   /**
    * A certificate the functions trust (NODE_EXTRA_CA_CERTS, the variable a function whose hosts
-   * use a private CA is given): the one of the run's TLS front for GitHub.
+   * use a private CA is given): the one of the run's TLS front for the git host and GitHub. It
+   * must be outside the OS temp folder, which each function's private /tmp hides.
    */
   readonly extraCaCerts?: string;
 }

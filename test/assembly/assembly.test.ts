@@ -45,8 +45,9 @@ import { createRepo, diffOfEdits, git, removeDir, tempDir } from '../support/git
 import { runCli } from '../e2e/harness';
 import { addStack, newApp, ROOT } from '../infra/helpers';
 import { startAssemblyRun, type AssemblyRun } from './assembly-run';
-import { REGION, CloudAssembly, type AssemblyFunction } from './cloud-assembly';
-import { alarmNotifications, anotherResource, baseName, decide, decideRequest, fromAnotherAccount, roleLogicalIdOf, ruleDeadLetters, unusedGrants, type UnusedGrant } from './iam';
+import { REGION, CloudAssembly, type AssemblyFunction, type CfnResource } from './cloud-assembly';
+import { alarmNotifications, baseName, decide, ruleDeadLetters, unusedGrants, type UnusedGrant } from './iam';
+import { alarmProblems, buildSecretProblems, plainHttpProblems, ruleDeliveryProblems } from './resource-policies';
 import { lambdaNode, lambdaNodeUnavailable } from './lambda-node';
 import { sandboxUnavailable } from './sandbox';
 import { startTlsFront, type TlsFront } from './tls-front';
@@ -303,10 +304,9 @@ if (unavailable) {
         const unused = await unusedGrants(assembly, run.calls);
         const entries = unreached(assembly).flatMap((e) => e.roles.map((role) => ({ role, action: e.action })));
         const excused = (g: UnusedGrant) => entries.some((e) => e.role === g.role && e.action === g.action);
-        expect(unused.filter((g) => !excused(g)).map((g) => `${g.role} ${g.action} ${g.resources}`)).toEqual([]);
         // An entry no unused grant matches is stale: the scenario reaches that grant now, or it is gone.
         const stale = entries.filter((e) => !unused.some((g) => g.role === e.role && g.action === e.action));
-        expect(stale.map((e) => `${e.role} ${e.action}`)).toEqual([]);
+        expect({ unexcused: unused.filter((g) => !excused(g)).map((g) => `${g.role} ${g.action} ${g.resources}`), stale: stale.map((e) => `${e.role} ${e.action}`) }).toEqual({ unexcused: [], stale: [] });
       });
 
       it('a missing statement fails naming the function, the action and the resource', async () => {
@@ -321,58 +321,53 @@ if (unavailable) {
     });
 
     describe('resource policies, for the services that use them', () => {
+      // Each check returns what is wrong; each is also shown to find a copy of the template broken on purpose.
+      const statements = (resource: CfnResource, field = 'PolicyDocument'): Record<string, any>[] => resource.Properties![field].Statement;
+      const ofType = (resources: Record<string, CfnResource>, type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
+      const fromService = (service: string) => (s: Record<string, any>) => s['Principal']?.Service === service;
+
       it('lets every alarm of the template notify its topic through the topic key, and no alarm of another account', async () => {
-        const requests = alarmNotifications(assembly);
-        // Every alarm notifies (the template's rule), so every alarm is checked here.
-        expect(new Set(requests.map((r) => r.principal.sourceArn)).size).toBe(assembly.ofType('AWS::CloudWatch::Alarm').length);
-        expect(new Set(requests.map((r) => r.action))).toEqual(new Set(['sns:Publish', 'kms:GenerateDataKey', 'kms:Decrypt']));
-        const tls = { 'aws:SecureTransport': 'true' };
-        const decisions = await Promise.all(requests.map((r) => decideRequest(assembly, r.principal, r.action, r.resource, tls)));
-        expect(decisions.filter((d) => !d.allowed).map((d) => d.description)).toEqual([]);
-        const foreign = await Promise.all(requests.map((r) => decideRequest(assembly, fromAnotherAccount(r.principal), r.action, r.resource, tls)));
-        expect(foreign.filter((d) => d.allowed).map((d) => d.description)).toEqual([]);
+        expect(alarmNotifications(assembly).length).toBeGreaterThan(assembly.ofType('AWS::CloudWatch::Alarm').length);
+        expect(await alarmProblems(assembly)).toEqual([]);
+        const withoutStatement = assembly.withTemplate((resources) => {
+          for (const [, policy] of ofType(resources, 'AWS::SNS::TopicPolicy')) policy.Properties!['PolicyDocument'].Statement = statements(policy).filter((s) => !fromService('cloudwatch.amazonaws.com')(s));
+        });
+        expect(await alarmProblems(withoutStatement)).toEqual(expect.arrayContaining([expect.stringMatching(/^cloudwatch\.amazonaws\.com \(for arn:aws:cloudwatch:eu-west-1:123456789012:alarm:.+\) sns:Publish on arn:aws:sns:.+: ImplicitlyDenied$/)]));
+        const anyAccount = assembly.withTemplate((resources) => {
+          for (const [, key] of ofType(resources, 'AWS::KMS::Key')) for (const s of statements(key, 'KeyPolicy').filter(fromService('cloudwatch.amazonaws.com'))) delete s['Condition'];
+        });
+        expect(await alarmProblems(anyAccount)).toEqual(expect.arrayContaining([expect.stringMatching(/alarm:.+\) kms:Decrypt on arn:aws:kms:.+: Allowed \(must be refused\)$/)]));
       });
 
-      it('denies every call to the diff bucket and the queues over plain HTTP, and allows it over TLS', async () => {
-        const guarded = new Set([...assembly.ofType('AWS::S3::Bucket').map(([id]) => assembly.getAtt(id, 'Arn')), ...assembly.ofType('AWS::SQS::Queue').map(([id]) => assembly.getAtt(id, 'Arn'))]);
-        const onGuarded = run.calls.filter((c) => c.principal.kind !== 'operator' && c.resources.some((r) => guarded.has(r.replace(/\/.*$/, ''))));
-        // The diff bucket was used (the claim-checked patch), so its policy is evaluated below.
-        expect(onGuarded.some((c) => c.service === 's3')).toBe(true);
-        const plain = await decide(assembly, onGuarded.map((c) => ({ ...c, context: { ...c.context, 'aws:SecureTransport': 'false' } })));
-        expect(plain.filter((d) => d.result !== 'ExplicitlyDenied').map((d) => d.description)).toEqual([]);
-        expect((await decide(assembly, onGuarded)).filter((d) => !d.allowed).map((d) => d.description)).toEqual([]);
+      it('refuses every call the run made to the diff bucket and the queues over plain HTTP, and allows it over TLS', async () => {
+        expect(await plainHttpProblems(assembly, run.calls)).toEqual([]);
+        const noTlsRule = assembly.withTemplate((resources) => {
+          for (const [, policy] of ofType(resources, 'AWS::S3::BucketPolicy')) policy.Properties!['PolicyDocument'].Statement = statements(policy).filter((s) => s['Effect'] !== 'Deny');
+        });
+        expect(await plainHttpProblems(noTlsRule, run.calls)).toEqual(expect.arrayContaining([expect.stringMatching(/^function sequencerWorkerFunction s3:GetObject on arn:aws:s3:::.+ over plain HTTP \(must be explicitly refused\)$/)]));
       });
 
-      it("delivers the build-events rule's events to its queue, and what it cannot deliver to the DLQ, for that rule only", async () => {
-        const deliveries = run.calls.filter((c) => c.principal.kind === 'service' && c.principal.service === 'events.amazonaws.com' && c.action === 'sqs:SendMessage');
-        expect(deliveries.length).toBeGreaterThan(0);
-        const requests = [
-          ...deliveries.map((c) => ({ principal: c.principal as Extract<typeof c.principal, { kind: 'service' }>, action: c.action, resource: c.resources[0]! })),
-          ...ruleDeadLetters(assembly),
-        ];
-        expect(requests.map((r) => r.resource)).toEqual(expect.arrayContaining([assembly.getAtt(queueId('buildeventsQueue'), 'Arn'), assembly.getAtt(queueId('buildeventsQueueDlq'), 'Arn')]));
-        const tls = { 'aws:SecureTransport': 'true' };
-        for (const r of requests) {
-          expect((await decideRequest(assembly, r.principal, r.action, r.resource, tls)).description).toMatch(/: Allowed$/);
-          // Another rule of the same account: the queue's policy names the rule, so it is refused.
-          const other = { ...r.principal, sourceArn: anotherResource(r.principal.sourceArn) };
-          expect((await decideRequest(assembly, other, r.action, r.resource, tls)).description).toMatch(/: ImplicitlyDenied$/);
-        }
+      it("delivers the build-events rule's events to its queue, and what it cannot deliver to its DLQ, for that rule only", async () => {
+        const deliveredTo = run.calls.filter((c) => c.principal.kind === 'service' && c.principal.service === 'events.amazonaws.com').flatMap((c) => c.resources);
+        expect(deliveredTo).toContain(assembly.getAtt(queueId('buildeventsQueue'), 'Arn'));
+        expect(ruleDeadLetters(assembly).map((r) => r.resource)).toContain(assembly.getAtt(queueId('buildeventsQueueDlq'), 'Arn'));
+        expect(await ruleDeliveryProblems(assembly, run.calls)).toEqual([]);
+        const anyRule = assembly.withTemplate((resources) => {
+          for (const [, policy] of ofType(resources, 'AWS::SQS::QueuePolicy')) for (const s of statements(policy).filter(fromService('events.amazonaws.com'))) delete s['Condition'];
+        });
+        expect(await ruleDeliveryProblems(anyRule, run.calls)).toEqual(expect.arrayContaining([expect.stringMatching(/^events\.amazonaws\.com \(for arn:aws:events:.+:rule\/not-of-this-stack\) sqs:SendMessage on .+: Allowed \(must be refused\)$/)]));
       });
 
-      it("lets CodeBuild's role read only the secrets its buildspec names: the read-only git secret, never the push secret", async () => {
-        const pushSecrets = new Set(run.functions.flatMap((f) => f.environment[ENV.gitCredentialsSecretArn] ?? []));
-        expect(pushSecrets.size).toBeGreaterThan(0);
-        const secrets = assembly.ofType('AWS::SecretsManager::Secret').map(([id]) => assembly.ref(id));
-        for (const [, project] of assembly.ofType('AWS::CodeBuild::Project')) {
-          const p = assembly.resolve(project.Properties);
-          const named = new Set(Object.values<string>(JSON.parse(p.Source.BuildSpec).env?.['secrets-manager'] ?? {}).map((ref) => ref.replace(/:[^:]+$/, '')));
-          expect([...named].filter((arn) => pushSecrets.has(arn))).toEqual([]);
-          const principal = { kind: 'role', name: baseName(roleLogicalIdOf(assembly, p.ServiceRole)), roleArn: p.ServiceRole } as const;
-          const readable = [];
-          for (const secret of secrets) if ((await decideRequest(assembly, principal, 'secretsmanager:GetSecretValue', secret, { 'aws:SecureTransport': 'true' })).allowed) readable.push(secret);
-          expect(readable.sort()).toEqual([...named].sort());
-        }
+      it("lets CodeBuild's role read exactly the secrets its buildspec names: the read-only git secret, never the push secret", async () => {
+        expect(await buildSecretProblems(assembly)).toEqual([]);
+        const pushSecret = assembly.resource(fn('sequencer').logicalId).Properties!['Environment'].Variables[ENV.gitCredentialsSecretArn];
+        const readsPush = assembly.withTemplate((resources) => {
+          const [roleId] = ofType(resources, 'AWS::CodeBuild::Project').map(([, p]) => p.Properties!['ServiceRole']['Fn::GetAtt'][0] as string);
+          const [, policy] = ofType(resources, 'AWS::IAM::Policy').find(([, p]) => p.Properties!['Roles'].some((r: { Ref: string }) => r.Ref === roleId))!;
+          const grant = statements(policy).find((s) => [s['Action']].flat().includes('secretsmanager:GetSecretValue'))!;
+          grant['Resource'] = [...[grant['Resource']].flat(), pushSecret];
+        });
+        expect(await buildSecretProblems(readsPush)).toEqual([expect.stringMatching(/^role TestRunnerRole secretsmanager:GetSecretValue on arn:aws:secretsmanager:.+:secret:GitCredentials.+: Allowed \(its buildspec does not name it\)$/)]);
       });
     });
 
