@@ -2,7 +2,8 @@
  * The assembly run: the cloud assembly's functions, from their assets in cdk.out, wired to local
  * resources and nothing else. It is a second composition of the same template, not a second
  * platform: every queue, the table and the bucket are created from the template's own properties on
- * the emulators the local platform uses (fauxqs, dynalite); every function is run by the Lambda
+ * the emulators the local platform uses (fauxqs, and dynalite or, in the
+ * DynamoDB Local lane, DynamoDB Local); every function is run by the Lambda
  * service of lambda-service.ts with the template's handler, runtime, timeout, memory and
  * environment; its triggers are the template's event source mappings (the local platform's poller,
  * with the batch size, concurrency and response types the template sets, polling with the

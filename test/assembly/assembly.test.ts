@@ -34,6 +34,7 @@ import { PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { enqueueAgentJob } from '../../src/client/producer';
 import { S3DiffStore } from '../../src/adapters/diff-store';
+import { dynamoDbEmulatorOf } from '../../src/local/emulators';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
 import { LAMBDA_NODE_MAJOR } from '../../lib/constructs/worker';
 import { COMMAND_JOB_TYPES, verdictWording } from '../../contract/job-types';
@@ -92,7 +93,12 @@ function unreached(assembly: CloudAssembly): { roles: string[]; action: string; 
     { roles: commandStages, action: 'codebuild:ListBuildsForProject', why: 'only after a crash between StartBuild and recording the build id (finds the build once)' },
     { roles: commandStages, action: 'codebuild:BatchGetBuilds', why: 'a command stage reads a build only after a crash (see ListBuildsForProject)' },
     { roles: commandStages, action: 'events:PutEvents', why: "a command stage's own outcome events (a refusal before its build); build outcomes come from build_events and the reconciler" },
-    { roles: functionRoles.filter((role) => role !== workerRole('sequencer')), action: 'dynamodb:GetItem', why: "the consistent read after a refused conditional write: only the sequencer's duplicate delivery meets one" },
+    {
+      // DynamoDB (and DynamoDB Local) return the item a conditional write was refused on; dynalite does not, so the ledger reads it.
+      roles: functionRoles.filter((role) => role !== workerRole('sequencer') || dynamoDbEmulatorOf() !== 'dynalite'),
+      action: 'dynamodb:GetItem',
+      why: "the consistent read after a refused conditional write that carries no item (one that does not exist; any on dynalite): only the sequencer's duplicate delivery meets a refusal here",
+    },
     { roles: [workerRole('sequencer')], action: 's3:ListBucket', why: 'only for a claim-checked diff that is missing (NoSuchKey instead of AccessDenied)' },
     { roles: [workerRole('sequencer'), workerRole('open_pr'), ...commandStages, workerRole('build_events')], action: 'dynamodb:Query', why: "a workspace's jobs in order (unblock and replay): the scenario replays none" },
   ];

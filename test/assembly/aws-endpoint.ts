@@ -2,11 +2,11 @@
  * The AWS endpoint of the assembly run (AWS_ENDPOINT_URL of every function): one loopback HTTP
  * server that takes every SDK request, records it as IAM sees it (the principal, from the access
  * key its credentials carry; the IAM action; the resource ARNs; the context keys) and forwards it
- * to what stands in for the service: fauxqs for SQS and S3, dynalite for DynamoDB, the run's
- * stand-ins for EventBridge, Secrets Manager, CodeBuild and CloudFormation (stand-ins.ts). The
- * service comes from the request's SigV4 credential scope, the operation from X-Amz-Target (JSON
- * protocols), the form's Action (query protocol) or the method and path (S3), as AWS's own front
- * ends read them.
+ * to what stands in for the service: fauxqs for SQS and S3, the test lane's emulator (dynalite or
+ * DynamoDB Local) for DynamoDB, the run's stand-ins for EventBridge, Secrets Manager, CodeBuild and
+ * CloudFormation (stand-ins.ts). The service comes from the request's SigV4 credential scope, the
+ * operation from X-Amz-Target (JSON protocols), the form's Action (query protocol) or the method
+ * and path (S3), as AWS's own front ends read them.
  *
  * fauxqs names queues by URLs of its own; the endpoint translates the template's queue URLs to
  * them in requests and back in answers, so the functions only ever see the template's URLs.
