@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { PROJECT_ROOT } from '../local/state-dir';
 import { commandHelp, overviewHelp, parseInvocation, type CommandSpec } from './command';
 import { createContext, type CliContext, type CliIo } from './context';
-import { InvalidRequestError, OperatorError, TargetError } from '../operator/errors';
+import { explainUnreachable, InvalidRequestError, OperatorError } from '../operator/errors';
 import { EXIT, EXIT_OF_KIND, UsageError } from './errors';
 
 export const PROGRAM = 'agent-jobs';
@@ -44,34 +44,6 @@ export async function runCli(argv: readonly string[], io: CliIo, table: readonly
   } finally {
     context.close();
   }
-}
-
-/** Network errors that mean the platform or stack is not there (or not reachable from here). */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN']);
-
-/** A network code anywhere in the error, its causes or its aggregated errors. */
-function networkCode(error: unknown): string | undefined {
-  if (!(error instanceof Error)) return undefined;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && UNREACHABLE.has(code)) return code;
-  const inner = error instanceof AggregateError ? (error.errors as unknown[]) : [];
-  for (const next of [error.cause, ...inner]) {
-    const found = networkCode(next);
-    if (found) return found;
-  }
-  return undefined;
-}
-
-/** An SDK call that could not connect becomes a TargetError naming what it tried to reach (exit 5). */
-async function explainUnreachable(error: unknown, context: CliContext): Promise<unknown> {
-  const code = networkCode(error);
-  if (code === undefined || error instanceof OperatorError) return error;
-  const label = await context.target().then(
-    (target) => target.label,
-    () => 'the platform',
-  );
-  const hint = label.startsWith('local') ? 'is it running? (agent-jobs local up)' : 'check the region, the network and your credentials';
-  return new TargetError(`cannot reach ${label}: ${code}: ${hint}`, { cause: error });
 }
 
 /** `--json` output: JSON Lines, one object per line (a list prints one line per element). */

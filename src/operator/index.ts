@@ -9,7 +9,7 @@
  * allow-lists: the ledger's working fields never leave through them.
  */
 export { connect, type Connection, type OpenConnection } from './connection';
-export { InvalidRequestError, NotAvailableError, NotFoundError, OperatorError, OutcomeError, TargetError, type ProblemKind } from './errors';
+export { explainUnreachable, InvalidRequestError, NotAvailableError, NotFoundError, OperatorError, OutcomeError, TargetError, type ProblemKind } from './errors';
 export { jobsQueue, type QueueEndpoint, type Target } from './targets';
 export { countByStatus, readOverview, workspaceJobs, workspaceState, type WorkspaceOverview } from './overview';
 export { jobSucceeded, jobSummary, publicConflict, publicJob, publicWorkspace, shortSha, statusLabel, type PublicConflict, type PublicJob } from './views';
@@ -23,3 +23,4 @@ export { readTimeline, TIMELINE_PAGE_SIZE, type Timeline, type TimelineRequest, 
 export { readJobDetail, type JobCommit, type JobDetail } from './job-detail';
 export { readStageQueues, type StageQueueView, type TenantOnStage } from './stages';
 export { runbookAdvice, type RunbookAdvice } from './runbook';
+export { jobFinished, stateSucceeded, waitForJobs, WAIT_POLL_MS, type WaitOptions, type WaitOutcome, type WaitState } from './wait';

@@ -1,17 +1,14 @@
 /** Commands that read or change jobs: status, wait, jobs, cancel (src/operator does the reading and the changing). */
-import { setTimeout as sleep } from 'node:timers/promises';
-import { TERMINAL_STATUSES } from '../../core/ports';
 import { numberOption, requireString, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import { EXIT } from '../errors';
-import { NotFoundError } from '../../operator/errors';
-import { cancelJob, readJob, readJobs, UNKNOWN_JOB_HINT, type JobState } from '../../operator/jobs';
+import { cancelJob, readJob } from '../../operator/jobs';
+import { stateSucceeded, waitForJobs, type WaitState } from '../../operator/wait';
 import { listJobsOfWorkspace } from '../../operator/workspaces';
 import { table } from '../output';
-import { conflictSummary, jobSucceeded, jobSummary, publicJob, statusLabel } from '../../operator/views';
+import { conflictSummary, jobSummary, publicJob, statusLabel } from '../../operator/views';
 import { jobFields } from '../views';
 
-const WAIT_POLL_MS = 500;
 const DEFAULT_WAIT_SECONDS = 600;
 
 export const status: CommandSpec<CliContext> = {
@@ -25,12 +22,6 @@ export const status: CommandSpec<CliContext> = {
   },
 };
 
-type WaitState = JobState & { readonly jobId: string };
-
-const finished = (s: WaitState) => TERMINAL_STATUSES.includes(s.job.status);
-/** A conflict makes the id ambiguous: `wait` cannot say the work asked for under it succeeded. */
-const succeeded = (s: WaitState) => jobSucceeded(s.job) && s.conflicts.length === 0;
-
 export const wait: CommandSpec<CliContext> = {
   path: ['wait'],
   summary: 'wait until every job is finished; exit code 0 only when all succeeded',
@@ -43,30 +34,14 @@ export const wait: CommandSpec<CliContext> = {
   options: { timeout: { type: 'string', valueName: 'seconds', description: `give up after this long (default ${DEFAULT_WAIT_SECONDS})` } },
   async run(ctx, { positionals, values }) {
     const timeoutSeconds = numberOption(values, 'timeout', this.path) ?? DEFAULT_WAIT_SECONDS;
-    const deadline = Date.now() + timeoutSeconds * 1000;
-    let states: WaitState[];
-    let lastLine = '';
-    for (;;) {
-      const read = await readJobs(ctx, positionals);
-      // Known once means known for good: an unknown id fails at once instead of waiting out the timeout.
-      if (read.unknown.length > 0) {
-        throw new NotFoundError(`${read.unknown.map((id) => `job ${id}`).join(', ')} not in the ledger of ${(await ctx.target()).label} (${UNKNOWN_JOB_HINT})`);
-      }
-      states = read.states;
-      const line = states.map((s) => `${s.jobId}=${s.job.status}`).join(' ');
-      if (line !== lastLine) ctx.note(`waiting: ${line}`);
-      lastLine = line;
-      if (states.every(finished) || Date.now() >= deadline) break;
-      await sleep(WAIT_POLL_MS);
-    }
-    const done = states.every(finished);
-    const allSucceeded = done && states.every(succeeded);
+    const onChange = (states: readonly WaitState[]) => ctx.note(`waiting: ${states.map((s) => `${s.jobId}=${s.job.status}`).join(' ')}`);
+    const { states, finished, succeeded } = await waitForJobs(ctx, positionals, { timeoutMs: timeoutSeconds * 1000, onChange });
     const rows = states.map((s) => [s.jobId, s.job.type, statusLabel(s.job), conflictSummary(s.conflicts) ?? jobSummary(s.job)] as const);
-    const text = [table(['JOB', 'TYPE', 'STATUS', 'DETAIL'], rows), done ? '' : `timed out after ${timeoutSeconds}s`].filter(Boolean).join('\n');
+    const text = [table(['JOB', 'TYPE', 'STATUS', 'DETAIL'], rows), finished ? '' : `timed out after ${timeoutSeconds}s`].filter(Boolean).join('\n');
     return {
-      data: states.map((s) => ({ ...publicJob(s.job, s.conflicts), succeeded: finished(s) && succeeded(s) })),
+      data: states.map((s) => ({ ...publicJob(s.job, s.conflicts), succeeded: stateSucceeded(s) })),
       text,
-      exitCode: allSucceeded ? EXIT.ok : done ? EXIT.failed : EXIT.timedOut,
+      exitCode: succeeded ? EXIT.ok : finished ? EXIT.failed : EXIT.timedOut,
     };
   },
 };
