@@ -105,11 +105,18 @@ function problemCheck(problem: (value: string) => string | undefined) {
   });
 }
 
-const checkedString = (problem: (value: string) => string | undefined) => z.string().check(problemCheck(problem));
+/** A string checked by `problem`; `rule` says the check in words for the wire JSON Schema, which cannot express it. */
+const checkedString = (problem: (value: string) => string | undefined, rule: string) => z.string().check(problemCheck(problem), z.describe(rule));
 
-export const branchNameSchema = checkedString(branchNameProblem);
-export const commitMessageSchema = checkedString(commitMessageProblem);
+export const branchNameSchema = checkedString(
+  branchNameProblem,
+  `A branch name (refs/heads/<name>): 1-${MAX_BRANCH_LENGTH} of A-Z a-z 0-9 . _ - /, not HEAD, not starting with refs/ or -, no "..", "//", leading or trailing "/", trailing ".", component starting with "." or ending with ".lock".`,
+);
+export const commitMessageSchema = checkedString(
+  commitMessageProblem,
+  `The commit message: not blank, at most ${MAX_COMMIT_MESSAGE_LENGTH} characters, no control characters other than tab and line breaks; the platform appends an Agent-Job-Id trailer.`,
+);
 export const authorSchema = z.strictObject({
-  name: checkedString(identityNameProblem),
-  email: z.email().check(problemCheck(emailProblem)),
+  name: checkedString(identityNameProblem, `Not blank, at most ${MAX_IDENTITY_NAME_LENGTH} characters, no control characters, no < or >.`),
+  email: z.email().check(problemCheck(emailProblem), z.describe(`At most ${MAX_EMAIL_LENGTH} characters, no < > or white space.`)),
 });

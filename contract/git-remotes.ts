@@ -42,6 +42,7 @@ export const repoUrlSchema = z.pipe(
       const problem = repoUrlProblem(text);
       if (problem) ctx.addIssue({ code: 'custom', message: problem });
     }),
+    z.describe(`An http(s) URL of at most ${MAX_REPO_URL_LENGTH} characters, without credentials (user:token@), query or fragment; carried normalised.`),
   ),
   z.transform(normalizeRepoUrl),
 );

@@ -13,16 +13,25 @@ import './zod-english';
 
 /** Restricted id: ids end up in DynamoDB keys, git branch names and SQS message attributes. */
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** A job, workspace or tenant id on the wire (`what` names it in the error). */
+export function idSchema(what: string) {
+  return z
+    .string({ error: `${what} is required` })
+    .check(z.regex(ID_PATTERN, `${what} must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit`));
+}
 const gitSha = z.string().check(z.regex(/^[0-9a-f]{40}$/, 'must be a 40-character lowercase hex commit sha'));
 
 /** A diff stored in S3 because it is larger than the inline limit (claim-check). */
-export const diffRefSchema = z.strictObject({
-  bucket: z.string().check(z.minLength(3), z.maxLength(63)),
-  key: z.string().check(z.minLength(1), z.maxLength(1024)),
-  /** sha256 hex of the stored bytes: the consumer refuses an object that does not match. */
-  sha256: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
-  bytes: z.int().check(z.nonnegative()),
-});
+export const diffRefSchema = z
+  .strictObject({
+    bucket: z.string().check(z.minLength(3), z.maxLength(63), z.describe('The diff bucket (the stack output DiffBucketName).')),
+    key: z.string().check(z.minLength(1), z.maxLength(1024)),
+    /** sha256 hex of the stored bytes: the consumer refuses an object that does not match. */
+    sha256: z.string().check(z.regex(/^[0-9a-f]{64}$/), z.describe('sha256 of the stored bytes, lower-case hex: an object that does not match is refused.')),
+    bytes: z.int().check(z.nonnegative(), z.describe('Size of the stored object in bytes: an object of another size is refused.')),
+  })
+  .check(z.describe('A diff stored in S3 (claim-check), for a diff over the inline limit.'));
 
 /**
  * The diff inline, in one of two forms (the producer picks: src/core/diff-wire.ts):
@@ -33,10 +42,12 @@ export const diffRefSchema = z.strictObject({
 const diffText = z.string().check(
   z.minLength(1),
   z.refine((text) => !/[\ud800-\udfff]/u.test(text), 'must be well-formed Unicode text: send bytes that are not UTF-8 as diffBase64'),
+  z.describe('The unified diff (`git diff` output) as text, when it is UTF-8.'),
 );
 const diffBase64 = z.string().check(
   z.minLength(4),
   z.refine((text) => /^[A-Za-z0-9+/]*={0,2}$/.test(text) && Buffer.from(text, 'base64').toString('base64') === text, 'must be canonical base64 (RFC 4648, padded)'),
+  z.describe('The exact bytes of a diff that is not UTF-8, in canonical base64 (RFC 4648, standard alphabet, padded).'),
 );
 
 export const applyPatchPayloadSchema = z
@@ -59,6 +70,8 @@ export const applyPatchPayloadSchema = z
       message: 'exactly one of diff, diffBase64 or diffRef is required',
       path: ['diff'],
     }),
+    // The refinement above, as JSON Schema says it.
+    z.meta({ oneOf: [{ required: ['diff'] }, { required: ['diffBase64'] }, { required: ['diffRef'] }] }),
   );
 
 /** CodeBuild's longest build timeout (minutes): what a command stage's build may run. */

@@ -1,8 +1,11 @@
 /**
  * Message attributes on the wire: what the producer, the consumers, the DLQ moves and the CLI's
  * triage and redrive agree on, and how a body and a free-text attribute are written so that SQS
- * (and fauxqs) take any string. Plain data and pure helpers, so every side imports it.
+ * (and fauxqs) take any string. Plain data, schemas and pure helpers, so every side imports it.
  */
+import * as z from 'zod/mini';
+import { idSchema, JOB_TYPE_NAMES, type JobType } from './job-types';
+import './zod-english';
 
 /**
  * Set on a message an operator sends back from a DLQ (`dlq redrive`, `workspace unblock
@@ -18,6 +21,34 @@ export const DLQ_ATTRIBUTES = {
   /** The human-readable message, cut to a length attributes can carry. */
   errorMessage: 'errorMessage',
 } as const;
+
+/** A failure's reason code, as the ledger and the DLQ's `reason` attribute carry it (README, "Failure reasons"). */
+export const reasonCodeSchema = z.string().check(z.regex(/^[A-Z][A-Z_]*$/), z.describe('A reason code: INVALID_JOB, CONFLICT, SKIPPED, ... (the README lists each, with its recovery).'));
+
+/**
+ * The String attributes every job message carries (the producer sets them), so an operator can
+ * triage a DLQ without parsing bodies. Values are each attribute's StringValue.
+ */
+const jobAttributeFields = {
+  jobId: idSchema('jobId'),
+  workspaceId: idSchema('workspaceId'),
+  tenantId: idSchema('tenantId'),
+  type: z.enum(JOB_TYPE_NAMES as [JobType, ...JobType[]]),
+};
+export const jobAttributesSchema = z.strictObject(jobAttributeFields);
+export type JobAttributes = z.infer<typeof jobAttributesSchema>;
+
+/**
+ * The String attributes of a job's message the platform moved to a DLQ: the job's, what a redrive
+ * added when the message was sent back before, and why it is there. Values are each attribute's
+ * StringValue. Any other attribute the sender set travels along.
+ */
+export const dlqAttributesSchema = z.looseObject({
+  ...jobAttributeFields,
+  [DLQ_ATTRIBUTES.reason]: reasonCodeSchema,
+  [DLQ_ATTRIBUTES.errorMessage]: z.string().check(z.minLength(1), z.describe('What went wrong, in words, cut to 1,000 characters (the ledger has it whole).')),
+  [REDRIVE_ATTRIBUTE]: z.optional(z.string().check(z.describe('On a message an operator sent back from a DLQ: the DLQ message id it came from.'))),
+});
 
 /** A string attribute as SQS SendMessage takes it (structurally the SDK's MessageAttributeValue). */
 export interface StringAttributeValue {

@@ -7,26 +7,43 @@ import type { SQSRecord } from 'aws-lambda';
 import * as z from 'zod/mini';
 import { commitTimeProblem } from '../../contract/git-objects';
 import { repoUrlSchema } from '../../contract/git-remotes';
+import type { JobAttributes } from '../../contract/messages';
 import '../../contract/zod-english';
-import { ID_PATTERN, JOB_TYPES, JOB_TYPE_NAMES, type JobType, type StagedJobType } from '../../contract/job-types';
+import { idSchema, JOB_TYPES, JOB_TYPE_NAMES, type JobType, type StagedJobType } from '../../contract/job-types';
 import { canonicalInlineDiff } from './diff-wire';
 import { InvalidJobError, type FieldIssue } from './errors';
 
-const idField = (what: string) =>
-  z.string({ error: `${what} is required` }).check(z.regex(ID_PATTERN, `${what} must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit`));
+/** The fields every envelope has, whatever its type. */
+export const envelopeIdFields = {
+  jobId: idSchema('jobId').check(
+    z.describe('Your id for the job. Sending the same job again with the same id is safe: the queue deduplicates it for 5 minutes, the ledger for good.'),
+  ),
+  workspaceId: idSchema('workspaceId').check(z.describe("The workspace: jobs of one workspace take effect in order; its first job binds it to a repository and branch.")),
+  tenantId: idSchema('tenantId').check(z.describe('Who the job is for: stage queues serve tenants fairly.')),
+};
+
+const createdAtSchema = z.iso.datetime({ offset: false, error: 'createdAt must be an ISO-8601 UTC timestamp (…Z)' }).check(
+  // It becomes the commit time of an apply_patch, and git dates cannot precede the epoch.
+  z.refine((time) => commitTimeProblem(time) === undefined, 'createdAt must be 1970-01-01 or later: git dates start at the Unix epoch'),
+  z.describe('When the job was made, ISO-8601 UTC (…Z), 1970 or later: the commit time of an apply_patch.'),
+);
 
 const envelopeBase = z.strictObject({
-  jobId: idField('jobId'),
-  workspaceId: idField('workspaceId'),
-  tenantId: idField('tenantId'),
+  ...envelopeIdFields,
   type: z.enum(JOB_TYPE_NAMES as [JobType, ...JobType[]], { error: `type must be one of ${JOB_TYPE_NAMES.join(', ')}` }),
-  createdAt: z.iso.datetime({ offset: false, error: 'createdAt must be an ISO-8601 UTC timestamp (…Z)' }).check(
-    // It becomes the commit time of an apply_patch, and git dates cannot precede the epoch.
-    z.refine((time) => commitTimeProblem(time) === undefined, 'createdAt must be 1970-01-01 or later: git dates start at the Unix epoch'),
-  ),
+  createdAt: createdAtSchema,
   // Checked against its job type below; here only its presence (a missing key would read "expected nonoptional").
   payload: z.custom<unknown>((value) => value !== undefined, { error: 'is required: an object with the fields of its job type' }),
 });
+
+/**
+ * The envelope of one job type as one schema: what parseEnvelope accepts for that type (it checks
+ * the base first and the payload against its type after, to word its errors). The wire JSON Schema
+ * (src/core/wire-schema.ts) is made from it.
+ */
+export function envelopeSchemaOf(type: JobType) {
+  return z.strictObject({ ...envelopeIdFields, type: z.literal(type), createdAt: createdAtSchema, payload: JOB_TYPES[type].payload });
+}
 
 export type JobEnvelope<T extends JobType = JobType> = {
   [K in T]: Omit<z.infer<typeof envelopeBase>, 'type' | 'payload'> & {
@@ -46,6 +63,11 @@ export const pinSchema = z.strictObject(
   { error: (issue) => (issue.input === undefined ? 'is required: the sequencer adds it when it forwards the job' : undefined) },
 );
 export type Pin = z.infer<typeof pinSchema>;
+
+/** A message on the stage queue of `type`: its envelope and the pin the sequencer added (parseStageMessageOf). */
+export function stageMessageSchemaOf(type: StagedJobType) {
+  return z.extend(envelopeSchemaOf(type), { pin: pinSchema.check(z.describe('The commit the sequencer pinned the job to, at its turn.')) });
+}
 export type StageMessage<T extends JobType = JobType> = JobEnvelope<T> & { pin: Pin };
 
 function issuesOf(error: z.core.$ZodError, prefix: string[] = []): FieldIssue[] {
@@ -167,6 +189,6 @@ export function jobDigest(job: JobEnvelope): string {
 }
 
 /** Message attributes set on every message so an operator can triage a DLQ without parsing bodies. */
-export function jobAttributes(job: Pick<JobEnvelope, 'jobId' | 'workspaceId' | 'tenantId' | 'type'>): Record<string, string> {
+export function jobAttributes(job: Pick<JobEnvelope, 'jobId' | 'workspaceId' | 'tenantId' | 'type'>): JobAttributes {
   return { jobId: job.jobId, workspaceId: job.workspaceId, tenantId: job.tenantId, type: job.type };
 }

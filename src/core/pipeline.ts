@@ -27,6 +27,7 @@
  * the DLQ move or the forward from the record.
  */
 import type { SQSRecord } from 'aws-lambda';
+import type { OutcomeEventDetail } from '../../contract/events';
 import { REDRIVE_ATTRIBUTE } from '../../contract/messages';
 import type { EventType, JobMetricName } from '../../contract/runtime-env';
 import { isStageMessage, jobDigest, type JobEnvelope } from './envelope';
@@ -169,26 +170,29 @@ function jobLogger(logger: JobLogger, ids: Record<string, unknown>): JobLogger {
   };
 }
 
-/** The `detail` of a job's outcome event: ids and the verdict, never the payload. */
-export function eventDetail(job: Pick<JobEnvelope, 'jobId' | 'workspaceId' | 'tenantId' | 'type'>, verdict: JobVerdict, attempt: number): Record<string, unknown> {
+/** A verdict that ends a job, and so has an outcome event. */
+export type OutcomeVerdict = Extract<JobVerdict, { status: 'SUCCEEDED' | 'FAILED' | 'SKIPPED' }>;
+
+function isOutcome(verdict: JobVerdict): verdict is OutcomeVerdict {
+  return verdict.status === 'SUCCEEDED' || verdict.status === 'FAILED' || verdict.status === 'SKIPPED';
+}
+
+/** The `detail` of a job's outcome event: ids and the verdict, never the payload (contract/events.ts). */
+export function eventDetail(job: Pick<JobEnvelope, 'jobId' | 'workspaceId' | 'tenantId' | 'type'>, verdict: OutcomeVerdict, attempt: number): OutcomeEventDetail {
   const { jobId, workspaceId, tenantId, type } = job;
-  const base = { jobId, workspaceId, tenantId, type, status: verdict.status, attempt };
+  const base = { jobId, workspaceId, tenantId, type, attempt };
   switch (verdict.status) {
     case 'SUCCEEDED':
-      return { ...base, result: verdict.result };
+      return { ...base, status: verdict.status, result: verdict.result };
     case 'FAILED':
-      return { ...base, reason: verdict.error.reason, message: verdict.error.message };
+      return { ...base, status: verdict.status, reason: verdict.error.reason, message: verdict.error.message };
     case 'SKIPPED':
-      return { ...base, reason: verdict.error.reason, blockedBy: verdict.blockedBy };
-    case 'FORWARDED':
-      return { ...base, pin: verdict.pin };
-    case 'RUNNING':
-      return base;
+      return { ...base, status: verdict.status, reason: verdict.error.reason, blockedBy: verdict.blockedBy };
   }
 }
 
 /** The verdict a finished record holds, to report it again; undefined for a record without one. */
-export function recordedVerdict(record: JobRecord): Extract<JobVerdict, { status: 'SUCCEEDED' | 'FAILED' | 'SKIPPED' }> | undefined {
+export function recordedVerdict(record: JobRecord): OutcomeVerdict | undefined {
   switch (record.status) {
     case 'SUCCEEDED':
       return { status: 'SUCCEEDED', result: record.result ?? {} };
@@ -405,7 +409,7 @@ class JobRun<M extends JobEnvelope> {
 
   private async publish(verdict: JobVerdict, attempt: number): Promise<void> {
     const { event } = EVENT_OF[verdict.status];
-    if (event) await this.deps.events.publish(event, eventDetail(this.job, verdict, attempt));
+    if (event && isOutcome(verdict)) await this.deps.events.publish(event, eventDetail(this.job, verdict, attempt));
   }
 
   private context(claimed: JobRecord): JobContext {

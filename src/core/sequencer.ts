@@ -7,6 +7,7 @@
  * (fifo-batch.ts).
  */
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { WorkspaceBlockedDetail } from '../../contract/events';
 import { gitHostProblem, type GitHostPolicy } from '../../contract/git-remotes';
 import { JOB_TYPES, type OrderedJobType, type StagedJobType } from '../../contract/job-types';
 import { wireJson } from '../../contract/messages';
@@ -153,7 +154,7 @@ class SequencerProcessor implements JobProcessor {
     await this.deps.ledger.blockWorkspace({ workspaceId, blockedBy, reason, now: this.deps.clock.now() });
     this.deps.metrics.count('WorkspaceBlocked');
     this.deps.logger.warn('workspace blocked', { workspaceId, blockedBy, reason });
-    await this.deps.events.publish('WorkspaceBlocked', { workspaceId, blockedBy, reason });
+    await this.deps.events.publish('WorkspaceBlocked', { workspaceId, blockedBy, reason } satisfies WorkspaceBlockedDetail);
   }
 }
 
