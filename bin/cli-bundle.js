@@ -20,7 +20,8 @@
  *   the CLI requires each client where it uses it: `--version` loads none.
  *
  * Parts that only some commands use are bundles of their own too (PARTS): the web console's server
- * and pages, which `console` and `local up` load, so no other command reads or compiles them. The
+ * and pages, which `console` and `local up` load, and the MCP server (with the MCP SDK it requires
+ * from node_modules), which `mcp` loads, so no other command reads or compiles them. The
  * CLI's code requires such a part by its relative path, which the CLI's bundle keeps as written
  * and runBundle serves from the part's bundle (the part requires the SDK through the CLI's
  * require, so there is one copy of each SDK package per process). A part carries its own copy of
@@ -50,7 +51,7 @@ const FULL_SDK = 'sdk';
 /** The smaller SDK bundles, by group name: the packages each holds. */
 const SDK_GROUPS = { 'sdk-dynamodb': ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@aws-sdk/util-dynamodb'] };
 /** Bundled apart, by the path the CLI's sources require them with (relative to src/cli/commands): the file of each. */
-const PARTS = { '../../console/server': 'src/console/server.ts' };
+const PARTS = { '../../console/server': 'src/console/server.ts', '../../mcp/server': 'src/mcp/server.ts' };
 /** What npm installed: stands for every file of node_modules in the manifest (see the header). */
 const INSTALLED = path.join(ROOT, 'node_modules', '.package-lock.json');
 /** Files that shape the output besides the sources esbuild reports: this file and the settings it reads. */

@@ -10,6 +10,9 @@ import { jobsQueue } from './targets';
 const loadProducer = (): typeof import('../client/producer') => require('../client/producer');
 const loadDiffStore = (): typeof import('../adapters/diff-store') => require('../adapters/diff-store');
 
+/** The tenant of a job whose sender names none. */
+export const DEFAULT_TENANT = 'default';
+
 /** Job types that change a workspace's tree (they bind it to its repository). */
 const ORDERED_TYPES = JOB_TYPE_NAMES.filter((t) => JOB_TYPES[t].lane === 'ordered');
 

@@ -77,14 +77,30 @@ export function awsLinks(target: Target, job: JobRecord): LogsLine[] {
     const group = target.logGroups?.[worker];
     return group ? [{ kind: 'link' as const, what: `${worker} log lines of ${job.jobId}`, url: logEventsUrl(target.region, group, jobFilterPattern(job.jobId)) }] : [];
   });
-  if (buildId) links.push({ kind: 'link', what: `build ${buildId} log (the whole test output)`, url: buildLogUrl(target.region, buildId) });
-  return links;
+  const build = buildLogLink(target, job);
+  return build ? [...links, build] : links;
+}
+
+/** The link to the log of the job's build (CodeBuild keeps a command's whole output), once it has one. */
+function buildLogLink(target: Target, job: JobRecord): LogsLine | undefined {
+  const buildId = job.progress?.['buildId'];
+  return buildId ? { kind: 'link', what: `build ${buildId} log (the whole test output)`, url: buildLogUrl(target.region, buildId) } : undefined;
 }
 
 export interface JobLogs {
   readonly lines: readonly LogsLine[];
   /** Where they come from, in words: the log file, or the stack (or why there are no links). */
   readonly source: string;
+}
+
+/**
+ * A command stage's output alone: each run's kept output, oldest first (local platform), or the
+ * link to its build's log (deployed stack: CodeBuild keeps it).
+ */
+export async function readRunOutputs(target: Target, job: JobRecord): Promise<LogsLine[]> {
+  if (target.local) return runOutputs(target.local.stateDir, job);
+  const build = buildLogLink(target, job);
+  return build ? [build] : [];
 }
 
 /** The job's log lines and outputs (local platform), or the links to them (deployed stack). */

@@ -1,6 +1,6 @@
 /** Workspaces: their records, their jobs, and the operator's way out of the fence (unblock). */
 import { messageGroupId } from '../core/envelope';
-import type { JobRecord, WorkspaceRecord, WorkspaceState } from '../core/ports';
+import { TERMINAL_STATUSES, type JobRecord, type WorkspaceRecord, type WorkspaceState } from '../core/ports';
 import type { Connection } from './connection';
 import { NotFoundError } from './errors';
 import { workspaceJobs } from './overview';
@@ -24,6 +24,25 @@ export async function listJobsOfWorkspace(connection: Connection, workspaceId: s
   const [list, workspace] = await Promise.all([workspaceJobs(ledger, workspaceId), ledger.getWorkspace(workspaceId)]);
   if (list.length === 0 && !workspace) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
   return list;
+}
+
+export interface WorkspaceStanding {
+  /** Absent while none of its jobs has had its turn yet (a workspace is known from its first job's turn). */
+  readonly workspace?: WorkspaceRecord;
+  /** Its jobs without an outcome yet (queued, waiting for their stage, running), oldest first. */
+  readonly unfinished: readonly JobRecord[];
+}
+
+/**
+ * Where a workspace stands: its record and its jobs not finished yet, two small reads whatever the
+ * workspace's size. NotFoundError when the ledger knows neither.
+ */
+export async function readWorkspaceStanding(connection: Connection, workspaceId: string): Promise<WorkspaceStanding> {
+  const ledger = await connection.ledger();
+  const [workspace, open] = await Promise.all([ledger.getWorkspace(workspaceId), ledger.listOpenJobs(workspaceId)]);
+  if (!workspace && open.length === 0) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
+  // The open list also keeps jobs cancelled before their turn (they never get one).
+  return { workspace, unfinished: open.filter((job) => !TERMINAL_STATUSES.includes(job.status)) };
 }
 
 /** `replay`: the skipped jobs go back to the queue in their order; `drop`: they are recorded CANCELLED. */

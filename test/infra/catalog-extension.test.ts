@@ -6,6 +6,7 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { ENV, stageDlqUrlEnv, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { JOB_TYPES, JOB_TYPE_NAMES } from '../../contract/job-types';
+import { wireSchemaFiles } from '../../src/core/wire-schema';
 import { synth } from './helpers';
 
 // The catalog with a throw-away command stage (test/support/catalog-with-check-format.ts); everything
@@ -58,4 +59,11 @@ it('derives a whole lane from a new catalog entry', () => {
   }
   expect(Object.keys(template.toJSON().Outputs)).toEqual(expect.arrayContaining(['QueueUrlCheckFormat', 'DlqUrlCheckFormat']));
   expect(JSON.stringify(template.findResources('AWS::CloudWatch::Dashboard'))).toContain('check-format: backlog and oldest message');
+});
+
+it("gives the wire contract's JSON Schema an envelope and a stage message of the new type", () => {
+  const files = wireSchemaFiles();
+  const typesOf = (file: string) => (JSON.parse(files[file] ?? '{}') as { oneOf: { properties: { type: { const: string } } }[] }).oneOf.map((form) => form.properties.type.const);
+  expect(typesOf('job-envelope.schema.json')).toContain('check_format');
+  expect(typesOf('stage-message.schema.json')).toContain('check_format');
 });

@@ -1,14 +1,20 @@
 /**
- * A throw-away command stage declared in a fixture catalog reaches the CLI and the local platform
- * with no other change (the template side is test/infra/catalog-extension.test.ts): the CLI lists
- * it and takes its flags from its payload schema, the platform makes its queue and runs it through
- * the shared command-stage processor and the child-process runner, and its verdict reads in its own
- * words. The CLI runs in process (as `bin/agent-jobs.js` does) so that it sees the fixture.
+ * A throw-away command stage declared in a fixture catalog reaches the CLI, the MCP server and the
+ * local platform with no other change (the template side is test/infra/catalog-extension.test.ts):
+ * the CLI lists it and takes its flags from its payload schema, the MCP server has a tool for it
+ * whose input is that schema, the platform makes its queue and runs it through the shared
+ * command-stage processor and the child-process runner, and its verdict reads in its own words.
+ * The CLI and the MCP server run in process (the MCP SDK's client over its in-memory transport) so
+ * that they see the fixture.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { COMMANDS } from '../../src/cli/commands';
+import { createAgentJobsServer } from '../../src/mcp/server';
+import { connect } from '../../src/operator';
 import { runCli } from '../../src/cli/main';
 import { startPlatform, type LocalPlatform } from '../../src/local/platform';
 import { applyPatchArgs, diffChain, makeRepository, removeScratch } from '../e2e/harness';
@@ -87,4 +93,28 @@ it('the local platform makes its queue and runs it: its default command at the p
   const failed = await cliJson<{ status: string; result: Record<string, unknown> }>(['status', 'format-2']);
   expect(failed).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'failed', summary: 'format check failed', exitCode: 3 } });
   expect((await cli(['status', 'format-2'])).stdout).toContain('SUCCEEDED (format check failed)');
+});
+
+it('the MCP server has a tool for it, taking its payload schema, that sends it and reads its verdict', async () => {
+  const connection = connect({ stateDir });
+  const server = createAgentJobsServer(connection, { version: 'test', cwd: work });
+  const client = new Client({ name: 'catalog-extension', version: '1' });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
+  try {
+    const tool = (await client.listTools()).tools.find((t) => t.name === 'check_format');
+    expect(tool?.description).toContain('check the formatting at the pinned commit');
+    expect(Object.keys((tool?.inputSchema.properties?.['payload'] as { properties: object }).properties).sort()).toEqual(['command', 'profile', 'timeoutSeconds']);
+
+    const refused = await client.callTool({ name: 'check_format', arguments: { workspaceId: 'ws-format', payload: { baseBranch: 'main' } } });
+    expect(refused).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/Unrecognized key: "baseBranch"/) }] });
+
+    await client.callTool({ name: 'check_format', arguments: { workspaceId: 'ws-format', jobId: 'format-mcp' } });
+    const waited = await client.callTool({ name: 'wait_for_jobs', arguments: { jobIds: ['format-mcp'], timeoutSeconds: 150 } }, undefined, { timeout: 160_000 });
+    expect(waited.structuredContent).toMatchObject({ allSucceeded: true, jobs: [{ label: 'SUCCEEDED (format check passed)' }] });
+  } finally {
+    await client.close();
+    await server.close();
+    connection.close();
+  }
 });

@@ -2,8 +2,8 @@
  * The CLI's start (bin/cli-bundle.js): the bundles it runs are ASCII only, the SDK's bundles hold
  * every SDK package the CLI requires and `status` loads only the DynamoDB one, the manifest stands
  * for the installed packages by npm's record instead of their files, and each command gets a V8
- * code cache that later calls accept; the console is a part of its own, outside the bundle every
- * command reads. Run in child processes: the bin is plain JavaScript.
+ * code cache that later calls accept; the console and the MCP server are parts of their own,
+ * outside the bundle every command reads. Run in child processes: the bin is plain JavaScript.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -51,6 +51,15 @@ it("keeps the console out of the CLI's bundle, in a part that `console` loads an
   expect(requiredBy(bundle)).toContain('../../console/server');
   // --help of `console` runs no console, --version nothing: the part is loaded by the command's run only.
   expect(execFileSync(process.execPath, [BIN, 'console', '--help'], { encoding: 'utf8' })).toMatch(/^Usage: agent-jobs console/);
+});
+
+it("keeps the MCP server out of the CLI's bundle, in a part that `mcp` loads: no other command reads it or loads the MCP SDK", () => {
+  const part = bundles.parts['../../mcp/server'];
+  expect(part).toBeDefined();
+  expect(requiredBy(bundle)).not.toContain('@modelcontextprotocol/sdk/server/mcp.js');
+  expect(requiredBy(join(CACHE_DIR, part!))).toContain('@modelcontextprotocol/sdk/server/mcp.js');
+  expect(requiredBy(bundle)).toContain('../../mcp/server');
+  expect(execFileSync(process.execPath, [BIN, 'mcp', '--help'], { encoding: 'utf8' })).toMatch(/^Usage: agent-jobs mcp/);
 });
 
 it('bundles every AWS SDK package the CLI requires, in a full SDK bundle that requires none from node_modules', () => {

@@ -7,13 +7,12 @@ import type { JobRequest } from '../../client/producer';
 import { requireString, stringOption, type CommandSpec, type OptionValues } from '../command';
 import type { CliContext } from '../context';
 import { UsageError } from '../errors';
-import { enqueueJob } from '../../operator/enqueue';
+import { DEFAULT_TENANT, enqueueJob } from '../../operator/enqueue';
 import { inFlagWords, payloadFlags, payloadFromFlags, payloadOptionSpecs } from '../job-options';
 
 // The producer loads with the SQS SDK, only when a job is sent (require: see src/operator/targets.ts).
 const loadProducer = (): typeof import('../../client/producer') => require('../../client/producer');
 
-const DEFAULT_TENANT = 'default';
 const FLAGS = payloadFlags();
 const PATH = ['enqueue'] as const;
 

@@ -7,6 +7,7 @@ import { doctor } from './doctor';
 import { enqueue } from './enqueue';
 import { cancel, jobs, status, wait } from './jobs';
 import { logs } from './logs';
+import { mcpCommand } from './mcp';
 import { demo, localUp, repoImport } from './local';
 import { unfinished } from './unfinished';
 import { workspaces, workspaceShow, workspaceUnblock } from './workspace';
@@ -30,5 +31,6 @@ export const COMMANDS: readonly CommandSpec<CliContext>[] = [
   cancel,
   unfinished,
   consoleCommand,
+  mcpCommand,
   doctor,
 ];

@@ -1,0 +1,233 @@
+/**
+ * `agent-jobs mcp` driven by the MCP SDK's own client over stdio, against the local platform, as
+ * an agent runtime drives it: the tools listed from the catalog; a patch applied, its tests run and
+ * waited for, read back; malformed calls answered with tool errors while the server keeps serving;
+ * two agents on two workspaces at once; a server killed and started again while a job runs, and
+ * the agent's retry enqueuing nothing twice; and the server started by exactly the configuration
+ * the README gives. Every session checks the server wrote nothing but protocol on stdout.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { Progress } from '@modelcontextprotocol/sdk/types.js';
+import * as z from 'zod/mini';
+import { JOB_TYPE_NAMES, JOB_TYPES } from '../../contract/job-types';
+import { eventually } from '../support/eventually';
+import { BIN, resultText, startMcp, type McpSession } from '../support/mcp-client';
+import { processesSleeping } from '../support/processes';
+import { diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+
+jest.setTimeout(240_000);
+
+const README = path.join(__dirname, '../../README.md');
+/** The tools that read, beside one per job type. */
+const READ_TOOLS = ['job_status', 'wait_for_jobs', 'workspace_state', 'workspace_history', 'test_log'];
+const SLEEP_TAG = `300.${process.pid}`;
+
+interface JobView {
+  jobId: string;
+  status: string;
+  label: string;
+  attempt: number;
+  finished: boolean;
+  succeeded?: boolean;
+  result?: Record<string, unknown>;
+}
+interface Sent {
+  jobId: string;
+  status: string;
+  alreadyKnown?: boolean;
+}
+
+let platform: RunningPlatform;
+let source: string;
+let repoUrl: string;
+const sessions: McpSession[] = [];
+
+async function session(stateDir = platform.stateDir): Promise<McpSession> {
+  const started = await startMcp({ stateDir });
+  sessions.push(started);
+  return started;
+}
+
+beforeAll(async () => {
+  platform = await startPlatform();
+  source = await makeRepository({ 'greeting.txt': 'hello\n', 'test.sh': 'echo "checking the greeting"\ngrep -q world greeting.txt\n' }, ['agent-a', 'agent-b1', 'agent-b2', 'agent-m', 'agent-r']);
+  repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'hello'])).url;
+});
+
+afterEach(() => {
+  for (const s of sessions) expect(s.transportErrors).toEqual([]);
+});
+
+afterAll(async () => {
+  for (const pid of processesSleeping(SLEEP_TAG)) process.kill(pid, 'SIGKILL');
+  await Promise.all(sessions.map((s) => s.close()));
+  await platform?.stop();
+  await removeScratch();
+});
+
+/** An apply_patch from a diff file, then a run_tests, on one workspace; returns their job ids. */
+async function patchAndTest(mcp: McpSession, workspaceId: string, branch: string): Promise<{ patch: string; tests: string }> {
+  const [diffFile] = await diffChain(source, [{ 'greeting.txt': 'hello world\n' }]);
+  const patch = await mcp.result<Sent>('apply_patch', { workspaceId, payload: { repo: { url: repoUrl, branch }, diffFile, message: 'Greet the world' } });
+  const tests = await mcp.result<Sent>('run_tests', { workspaceId, jobId: `${workspaceId}-tests` });
+  expect([patch.status, tests.status]).toEqual(['QUEUED', 'QUEUED']);
+  return { patch: patch.jobId, tests: tests.jobId };
+}
+
+test('lists one tool per job type of the catalog, each taking its payload schema, and the tools that read', async () => {
+  const mcp = await session();
+  const { tools } = await mcp.client.listTools();
+  expect(tools.map((t) => t.name).sort()).toEqual([...JOB_TYPE_NAMES, ...READ_TOOLS].sort());
+  for (const type of JOB_TYPE_NAMES) {
+    const payload = (tools.find((t) => t.name === type)?.inputSchema.properties?.['payload'] ?? {}) as { properties?: Record<string, unknown> };
+    const declared = Object.keys((z.toJSONSchema(JOB_TYPES[type].payload, { io: 'input' }) as { properties?: object }).properties ?? {});
+    // The producer sets diffRef; an agent may give a diff as a file instead.
+    const expected = declared.filter((field) => field !== 'diffRef').concat(declared.includes('diff') ? ['diffFile'] : []);
+    expect(Object.keys(payload.properties ?? {}).sort()).toEqual(expected.sort());
+  }
+  const { resourceTemplates } = await mcp.client.listResourceTemplates();
+  expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual(['agent-jobs://workspaces/{workspaceId}/timeline']);
+});
+
+test('applies a patch, runs its tests, opens the pull request, waits with progress, and reads each outcome, the test output and the timeline', async () => {
+  const mcp = await session();
+  const { patch, tests } = await patchAndTest(mcp, 'ws-a', 'agent-a');
+  const pr = (await mcp.result<Sent>('open_pr', { workspaceId: 'ws-a', payload: { baseBranch: 'main', title: 'Greet the world' } })).jobId;
+
+  const progress: Progress[] = [];
+  const waited = await mcp.result<{ allFinished: boolean; allSucceeded: boolean; jobs: JobView[] }>('wait_for_jobs', { jobIds: [patch, tests, pr], timeoutSeconds: 150 }, progress);
+  expect(waited).toMatchObject({ allFinished: true, allSucceeded: true });
+  // Progress counts finished jobs, up to all of them; MCP wants each notification higher than the last.
+  expect(progress.at(-1)).toMatchObject({ progress: 3, total: 3 });
+  expect(progress.map((p) => p.progress)).toEqual([...new Set(progress.map((p) => p.progress))].sort());
+
+  const status = await mcp.result<JobView>('job_status', { jobId: tests });
+  expect(status).toMatchObject({ status: 'SUCCEEDED', label: `SUCCEEDED (${JOB_TYPES.run_tests.command.subject} passed)`, attempt: 1, succeeded: true });
+  expect((await mcp.result<{ tail: string }>('test_log', { jobId: tests })).tail).toContain('checking the greeting');
+  const commit = (await mcp.result<JobView>('job_status', { jobId: patch })).result?.['commitSha'];
+  expect(await mcp.result<JobView>('job_status', { jobId: pr })).toMatchObject({ status: 'SUCCEEDED', result: { number: expect.any(Number), url: expect.any(String) } });
+  expect(await platform.remoteLog(repoUrl, 'agent-a')).toEqual(['Greet the world', 'initial']);
+
+  const state = await mcp.result<{ state: string; head: string; unfinished: unknown[] }>('workspace_state', { workspaceId: 'ws-a' });
+  expect(state).toMatchObject({ state: 'ACTIVE', head: commit, unfinished: [] });
+  const resource = await mcp.client.readResource({ uri: 'agent-jobs://workspaces/ws-a/timeline' });
+  const timeline = JSON.parse(resource.contents[0] && 'text' in resource.contents[0] ? resource.contents[0].text : '{}') as { jobs: JobView[] };
+  expect(timeline.jobs.map((j) => j.jobId)).toEqual([pr, tests, patch]);
+  const { resources } = await mcp.client.listResources();
+  expect(resources.map((r) => r.uri)).toContain('agent-jobs://workspaces/ws-a/timeline');
+});
+
+test('answers malformed calls with a tool error naming the field, and keeps serving', async () => {
+  const mcp = await session();
+  const repo = { url: repoUrl, branch: 'agent-m' };
+  const refusals: [string, Record<string, unknown>, RegExp][] = [
+    ['apply_patch', { workspaceId: 'ws-m', payload: { repo: { url: 'file:///etc/passwd', branch: 'main' }, diff: 'x', message: 'm' } }, /payload\.repo\.url/],
+    ['apply_patch', { workspaceId: 'ws-m', payload: { repo: { ...repo, branch: 'HEAD' }, diff: 'x', message: 'm' } }, /payload\.repo\.branch/],
+    ['apply_patch', { workspaceId: 'ws-m', payload: { repo, message: 'm' } }, /payload\.diff: exactly one of/],
+    ['apply_patch', { workspaceId: 'ws-m', payload: { repo, diff: 'x', diffFile: '/dev/null', message: 'm' } }, /payload\.diffFile: give diff or diffFile, not both/],
+    ['apply_patch', { workspaceId: 'ws-m', payload: { repo, diffFile: 'no-such.diff', message: 'm' } }, /payload\.diffFile: cannot read .*no such file/],
+    ['run_tests', { workspaceId: 'ws m' }, /workspaceId must be 1-64 characters/],
+    ['run_tests', { workspaceId: 'ws-m', payload: { timeoutSeconds: -1 } }, /payload\.timeoutSeconds/],
+    ['run_tests', { workspaceId: 'ws-m', priority: 'high' }, /Unrecognized key: "priority"/],
+    ['run_tests', { workspaceId: 'ws-m' }, /WORKSPACE_UNKNOWN/],
+    ['wait_for_jobs', { jobIds: [] }, /jobIds/],
+    ['wait_for_jobs', { jobIds: 'p1' }, /jobIds/],
+    ['job_status', {}, /jobId is required/],
+    ['job_status', { jobId: 'never-sent' }, /never-sent is not in the ledger/],
+    ['no_such_tool', {}, /no_such_tool not found/],
+  ];
+  for (const [tool, args, error] of refusals) {
+    const answer = await mcp.call(tool, args);
+    expect({ tool, isError: answer.isError, text: resultText(answer) }).toMatchObject({ tool, isError: true, text: expect.stringMatching(error) });
+  }
+
+  // A job id reused for other work is refused as the platform refuses it, and the first job is kept.
+  const [diffFile] = await diffChain(source, [{ 'greeting.txt': 'hello world\n' }]);
+  await mcp.result('apply_patch', { workspaceId: 'ws-m', jobId: 'm-patch', payload: { repo, diffFile, message: 'Greet' } });
+  const reused = await mcp.call('apply_patch', { workspaceId: 'ws-m', jobId: 'm-patch', payload: { repo, diffFile, message: 'Something else' } });
+  expect(reused).toMatchObject({ isError: true, structuredContent: { error: { kind: 'failed', message: expect.stringMatching(/^CONFLICT/) } } });
+  // The job ran; its id is ambiguous now, so waiting on it does not call it a success.
+  const waited = await mcp.result<{ allFinished: boolean; allSucceeded: boolean; jobs: (JobView & { conflicts: unknown[] })[] }>('wait_for_jobs', { jobIds: ['m-patch'], timeoutSeconds: 150 });
+  expect(waited).toMatchObject({ allFinished: true, allSucceeded: false, jobs: [{ status: 'SUCCEEDED', summary: expect.stringMatching(/^CONFLICT: 1 other request/), conflicts: [expect.objectContaining({ refusedBy: 'enqueue' })] }] });
+});
+
+test('skips a line on stdin that is not JSON-RPC and answers the next request', async () => {
+  const child = spawn(process.execPath, [BIN, 'mcp', '--state-dir', platform.stateDir], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  child.stdin.write('this is not JSON\n{"jsonrpc":"2.0","id":7}\n');
+  child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`);
+  const answer = await eventually(async () => stdout, (text) => text.includes('\n'), { what: 'an answer on stdout', timeoutMs: 30_000, intervalMs: 100 });
+  child.stdin.end();
+  // stdin closed: the client is gone, so is the server.
+  expect(await exited).toBe(0);
+  expect(answer.trim().split('\n').map((line) => JSON.parse(line) as { id: number; result?: { serverInfo?: { name: string } } })).toEqual([
+    expect.objectContaining({ id: 1, result: expect.objectContaining({ serverInfo: expect.objectContaining({ name: 'agent-jobs' }) }) }),
+  ]);
+  expect(stderr).toMatch(/agent-jobs mcp: .*JSON/i);
+});
+
+test('two agents, two servers, two workspaces at once: each gets its own jobs, in order', async () => {
+  const [first, second] = await Promise.all([session(), session()]);
+  const flows = await Promise.all([
+    patchAndTest(first!, 'ws-b1', 'agent-b1').then(async (ids) => ({ ids, waited: await first!.result<{ allSucceeded: boolean }>('wait_for_jobs', { jobIds: [ids.patch, ids.tests], timeoutSeconds: 150 }) })),
+    patchAndTest(second!, 'ws-b2', 'agent-b2').then(async (ids) => ({ ids, waited: await second!.result<{ allSucceeded: boolean }>('wait_for_jobs', { jobIds: [ids.patch, ids.tests], timeoutSeconds: 150 }) })),
+  ]);
+  for (const [index, { ids, waited }] of flows.entries()) {
+    expect(waited.allSucceeded).toBe(true);
+    const history = await (index === 0 ? first! : second!).result<{ jobs: JobView[] }>('workspace_history', { workspaceId: `ws-b${index + 1}`, order: 'oldest' });
+    expect(history.jobs.map((j) => j.jobId)).toEqual([ids.patch, ids.tests]);
+  }
+});
+
+test('a server killed and started again while a job runs: the retried calls, same ids, enqueue nothing twice', async () => {
+  const [diffFile] = await diffChain(source, [{ 'greeting.txt': 'hello world again\n' }]);
+  const patchCall = { workspaceId: 'ws-r', jobId: 'r-patch', payload: { repo: { url: repoUrl, branch: 'agent-r' }, diffFile, message: 'Greet again' } };
+  const testsCall = { workspaceId: 'ws-r', jobId: 'r-tests', payload: { command: `sleep ${SLEEP_TAG}; sh ./test.sh` } };
+  const before = await session();
+  await before.result('apply_patch', patchCall);
+  await before.result('run_tests', testsCall);
+  await eventually(async () => processesSleeping(SLEEP_TAG), (pids) => pids.length > 0, { what: 'the test command running', timeoutMs: 150_000, intervalMs: 200 });
+  // The agent's runtime loses its server mid-job (it dies; the answer to a call may be lost with it).
+  process.kill(before.pid ?? 0, 'SIGKILL');
+
+  const after = await session();
+  expect(await after.result<Sent>('apply_patch', patchCall)).toMatchObject({ jobId: 'r-patch', status: 'SUCCEEDED', alreadyKnown: true });
+  expect(await after.result<Sent>('run_tests', testsCall)).toMatchObject({ jobId: 'r-tests', status: expect.stringMatching(/^(FORWARDED|RUNNING)$/), alreadyKnown: true });
+  for (const pid of processesSleeping(SLEEP_TAG)) process.kill(pid, 'SIGTERM');
+
+  const waited = await after.result<{ allSucceeded: boolean; jobs: JobView[] }>('wait_for_jobs', { jobIds: ['r-patch', 'r-tests'], timeoutSeconds: 150 });
+  expect(waited.allSucceeded).toBe(true);
+  expect(waited.jobs.map((j) => j.attempt)).toEqual([1, 1]);
+  expect(await platform.remoteLog(repoUrl, 'agent-r')).toEqual(['Greet again', 'initial']);
+  // One outcome each: one build ran the tests, once.
+  const outcomes = (await platform.events()).filter((e) => typeof e.detail['jobId'] === 'string' && ['r-patch', 'r-tests'].includes(e.detail['jobId']));
+  expect(outcomes.map((e) => `${e.type} ${String(e.detail['jobId'])}`).sort()).toEqual(['AgentJobSucceeded r-patch', 'AgentJobSucceeded r-tests']);
+  expect((await after.result<{ run: number }>('test_log', { jobId: 'r-tests' })).run).toBe(0);
+});
+
+test("starts from exactly the configuration the README gives an MCP client", async () => {
+  const readme = await readFile(README, 'utf8');
+  const section = readme.slice(readme.indexOf('## Agents over MCP'));
+  const block = /```json\n([\s\S]*?)\n```/.exec(section)?.[1];
+  const config = JSON.parse(block ?? '{}') as { mcpServers: Record<string, { command: string; args: string[] }> };
+  const server = config.mcpServers['agent-jobs'];
+  if (!server) throw new Error('the README has no mcpServers["agent-jobs"] entry under "Agents over MCP"');
+  // `agent-jobs` on the PATH, as `npm link` puts it; the state directory from the environment, as a
+  // client's `env` entry would set it (the README's command names none: the default is this project's).
+  const linkDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-mcp-bin-'));
+  await symlink(BIN, path.join(linkDir, 'agent-jobs'));
+  const mcp = await startMcp({ command: server.command, args: server.args, env: { PATH: `${linkDir}:${process.env.PATH ?? ''}`, AGENT_JOBS_STATE_DIR: platform.stateDir } });
+  sessions.push(mcp);
+  expect(mcp.client.getServerVersion()).toMatchObject({ name: 'agent-jobs' });
+  expect(mcp.client.getInstructions()).toMatch(/wait_for_jobs/);
+  expect(await mcp.result('workspace_state', { workspaceId: 'ws-a' })).toMatchObject({ workspaceId: 'ws-a', state: 'ACTIVE' });
+  await mcp.close();
+  await rm(linkDir, { recursive: true, force: true });
+});
