@@ -16,7 +16,7 @@ import { JOB_TYPE_NAMES, JOB_TYPES } from '../../contract/job-types';
 import { eventually } from '../support/eventually';
 import { BIN, resultText, startMcp, type McpSession } from '../support/mcp-client';
 import { processesSleeping } from '../support/processes';
-import { diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import { diffChain, internalKeysIn, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(240_000);
 
@@ -118,6 +118,8 @@ test('applies a patch, runs its tests, opens the pull request, waits with progre
   expect(timeline.jobs.map((j) => j.jobId)).toEqual([pr, tests, patch]);
   const { resources } = await mcp.client.listResources();
   expect(resources.map((r) => r.uri)).toContain('agent-jobs://workspaces/ws-a/timeline');
+  // Public views only, as the CLI's --json: the ledger's working fields never leave.
+  expect(internalKeysIn([waited, status, state, timeline])).toEqual([]);
 });
 
 test('answers malformed calls with a tool error naming the field, and keeps serving', async () => {

@@ -294,6 +294,7 @@ const JSON_RUNS: Record<string, readonly (readonly string[])[] | string> = {
   'local up': 'its ready line is checked below (the harness started it with --json)',
   demo: 'runs its own platform: test/e2e/demo.test.ts checks its --json line',
   console: 'serves until Ctrl-C: its --json line is checked by the console test below',
+  mcp: 'speaks MCP on stdout instead: test/e2e/mcp.test.ts checks stdout carries the protocol alone and no result carries an internal field',
   'repo import': [['repo', 'import', '.', '--name', 'operator']],
   enqueue: [['enqueue', '--type', 'run_tests', '--workspace', 'ws-conflict', '--job-id', 'json-audit', '--command', 'true']],
   status: [['status', 'p1'], ['status', 'raw-1'], ['status', 'poison-2'], ['status', 'nosuch']],
