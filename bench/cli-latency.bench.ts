@@ -18,18 +18,18 @@ import { join } from 'node:path';
 import { fmt, loadLine, median, quick, type Benchmark, type BenchRow } from './harness';
 
 const ROOT = join(__dirname, '..');
-const BIN = join(ROOT, 'bin', 'agent-jobs.js');
+export const BIN = join(ROOT, 'bin', 'agent-jobs.js');
 const GOAL_MS = 300;
 
-interface CallTime {
+export interface CallTime {
   readonly wallMs: number;
   readonly cpuMs: number;
 }
 
 /** Written to the scratch directory: appends the process's CPU time (ms) to $CPU_PROBE_FILE at exit. */
-const PROBE = `process.on('exit', () => { const u = process.cpuUsage(); require('node:fs').appendFileSync(process.env.CPU_PROBE_FILE, ((u.user + u.system) / 1000).toFixed(1) + '\\n'); });\n`;
+export const PROBE = `process.on('exit', () => { const u = process.cpuUsage(); require('node:fs').appendFileSync(process.env.CPU_PROBE_FILE, ((u.user + u.system) / 1000).toFixed(1) + '\\n'); });\n`;
 
-class Cli {
+export class Cli {
   constructor(
     private readonly stateDir: string,
     private readonly probe: string,
@@ -65,7 +65,7 @@ class Cli {
 }
 
 /** `local up --json` in a child process; resolves once it printed its ready line. */
-async function startLocalPlatform(stateDir: string): Promise<{ stop(): Promise<void> }> {
+export async function startLocalPlatform(stateDir: string): Promise<{ stop(): Promise<void> }> {
   const child = spawn(process.execPath, [BIN, 'local', 'up', '--json', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await new Promise<void>((resolve, reject) => {
@@ -88,7 +88,7 @@ async function startLocalPlatform(stateDir: string): Promise<{ stop(): Promise<v
 }
 
 /** A one-commit repository and a patch for it, made with the git CLI. */
-async function repositoryAndPatch(dir: string): Promise<{ repo: string; diff: string }> {
+export async function repositoryAndPatch(dir: string): Promise<{ repo: string; diff: string }> {
   const repo = join(dir, 'repo');
   const git = (...args: string[]) => execFileSync('git', ['-C', repo, '-c', 'user.name=bench', '-c', 'user.email=bench@example.com', ...args], { encoding: 'utf8' });
   execFileSync('git', ['init', '--quiet', '--initial-branch=main', repo]);
@@ -103,9 +103,9 @@ async function repositoryAndPatch(dir: string): Promise<{ repo: string; diff: st
   return { repo, diff };
 }
 
-const wall = (times: readonly CallTime[]) => times.map((t) => t.wallMs);
-const cpu = (times: readonly CallTime[]) => times.map((t) => t.cpuMs);
-const describe = (times: readonly CallTime[]) => `${fmt.msSpread(wall(times))}; CPU ${fmt.msSpread(cpu(times))}`;
+export const wall = (times: readonly CallTime[]) => times.map((t) => t.wallMs);
+export const cpu = (times: readonly CallTime[]) => times.map((t) => t.cpuMs);
+export const describe = (times: readonly CallTime[]) => `${fmt.msSpread(wall(times))}; CPU ${fmt.msSpread(cpu(times))}`;
 
 export const bench: Benchmark = {
   name: 'cli-latency',

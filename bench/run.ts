@@ -16,8 +16,9 @@ import { bench as lambdaCost } from './lambda-cost.bench';
 import { bench as fairStages } from './fair-stages.bench';
 import { bench as cliLatency } from './cli-latency.bench';
 import { bench as consoleBench } from './console.bench';
+import { bench as mcp } from './mcp.bench';
 
-const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency, fairStages, consoleBench];
+const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency, fairStages, consoleBench, mcp];
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
