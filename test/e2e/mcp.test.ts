@@ -6,13 +6,14 @@
  * the agent's retry enqueuing nothing twice; and the server started by exactly the configuration
  * the README gives. Every session checks the server wrote nothing but protocol on stdout.
  */
-import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod/mini';
 import { JOB_TYPE_NAMES, JOB_TYPES } from '../../contract/job-types';
+import { MAX_DIFF_BYTES } from '../../contract/runtime-env';
 import { eventually } from '../support/eventually';
 import { BIN, resultText, startMcp, type McpSession } from '../support/mcp-client';
 import { processesSleeping } from '../support/processes';
@@ -156,6 +157,89 @@ test('answers malformed calls with a tool error naming the field, and keeps serv
   expect(waited).toMatchObject({ allFinished: true, allSucceeded: false, jobs: [{ status: 'SUCCEEDED', summary: expect.stringMatching(/^CONFLICT: 1 other request/), conflicts: [expect.objectContaining({ refusedBy: 'enqueue' })] }] });
 });
 
+/** A JSON Schema property, as tools/list gives it. */
+interface PropertySchema {
+  type?: string;
+  pattern?: string;
+  maxLength?: number;
+  properties?: Record<string, PropertySchema>;
+}
+
+/** An object nested `depth` deep. */
+const nested = (depth: number): unknown => Array.from({ length: depth }).reduce<unknown>((inner) => ({ a: inner }), 'x');
+/** Values of every JSON type but strings, each refused by a field of another type (numbers: fractional or below every minimum). */
+const WRONG_TYPED: readonly unknown[] = [null, true, 1.5, -1e308, [], [nested(500)], {}, nested(1000), JSON.parse('{"__proto__":{"polluted":true}}')];
+/** Strings a patterned field (an id) must refuse, the pattern itself deciding which do. */
+const ODD_STRINGS: readonly string[] = ['', 'a b', '../../etc/passwd', 'x\u0000y', 'ws\u202e', 'é', 'a'.repeat(100_000)];
+const jsonType = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value === 'number' ? 'number' : typeof value);
+
+/** What a field of this schema must refuse: every value of another JSON type, and the strings its pattern or length refuses. */
+function hostileValuesFor(schema: PropertySchema): unknown[] {
+  const wrong = WRONG_TYPED.filter((value) => jsonType(value) !== schema.type);
+  const strings = schema.type === 'string' ? ODD_STRINGS.filter((s) => (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(s)) || (schema.maxLength !== undefined && s.length > schema.maxLength)) : ['a string'];
+  return [...wrong, ...strings];
+}
+
+test('no hostile input stops the server: a wrong value in every field of every tool, files that never end or block; each a tool error naming the field, and nothing sent', async () => {
+  const mcp = await session();
+  const { tools } = await mcp.client.listTools();
+  const workspaceId = 'ws-hostile';
+  let calls = 0;
+  const refused = async (tool: string, args: Record<string, unknown>, field: string | RegExp) => {
+    calls += 1;
+    const answer = await mcp.call(tool, args);
+    const text = resultText(answer);
+    expect({ tool, args: JSON.stringify(args).slice(0, 200), isError: answer.isError, names: typeof field === 'string' ? text.includes(field) : field.test(text), text: text.slice(0, 300) }).toMatchObject({ isError: true, names: true });
+  };
+  for (const tool of tools) {
+    const properties = (tool.inputSchema.properties ?? {}) as Record<string, PropertySchema>;
+    // The least each tool takes: ids that are valid but name nothing sent, the objects empty.
+    const base: Record<string, unknown> = Object.fromEntries(
+      (tool.inputSchema.required ?? []).map((name) => [name, properties[name]?.type === 'array' ? [workspaceId] : properties[name]?.type === 'object' ? {} : workspaceId]),
+    );
+    for (const [name, schema] of Object.entries(properties)) {
+      for (const value of hostileValuesFor(schema)) await refused(tool.name, { ...base, [name]: value }, name);
+      for (const [field, fieldSchema] of Object.entries(schema.properties ?? {})) {
+        for (const value of hostileValuesFor(fieldSchema)) await refused(tool.name, { ...base, [name]: { [field]: value } }, `${name}.${field}`);
+      }
+    }
+    await refused(tool.name, { ...base, ...JSON.parse('{"__proto__":{"polluted":true}}') as object, extra: nested(2000) }, /Unrecognized keys?: .*"extra"/);
+  }
+
+  // A file field read by the server: what never ends (procfs reports 0 bytes), blocks (a FIFO), or is over the limit is refused.
+  const fileTools = tools.filter((t) => ((t.inputSchema.properties?.['payload'] ?? {}) as PropertySchema).properties?.['diffFile']);
+  const declaredDiff = JOB_TYPE_NAMES.filter((type) => 'diff' in ((z.toJSONSchema(JOB_TYPES[type].payload, { io: 'input' }) as { properties?: object }).properties ?? {}));
+  expect(fileTools.map((t) => t.name)).toEqual(declaredDiff);
+  const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-mcp-hostile-'));
+  try {
+    const fifo = path.join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const large = path.join(dir, 'large.diff');
+    await writeFile(large, '');
+    await truncate(large, MAX_DIFF_BYTES + 1);
+    const files: [string, RegExp][] = [
+      ['/proc/self/pagemap', /over the \d+-byte limit/],
+      [fifo, /is not a file/],
+      ['/dev/zero', /is not a file/],
+      [dir, /is not a file/],
+      [large, /over the \d+-byte limit/],
+    ];
+    for (const tool of fileTools) {
+      for (const [diffFile, why] of files) {
+        await refused(tool.name, { workspaceId, payload: { repo: { url: repoUrl, branch: 'agent-m' }, message: 'm', diffFile } }, new RegExp(`payload\\.diffFile: .*${why.source}`));
+      }
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+
+  // Still serving, the same process, and nothing was sent.
+  expect(calls).toBeGreaterThan(100);
+  expect(() => process.kill(mcp.pid ?? 0, 0)).not.toThrow();
+  expect((await mcp.client.listTools()).tools.length).toBe(tools.length);
+  expect(await mcp.result('workspace_state', { workspaceId })).toEqual({ workspaceId, state: 'NOT_TAKEN_YET', unfinished: [] });
+});
+
 test('skips a line on stdin that is not JSON-RPC and answers the next request', async () => {
   const child = spawn(process.execPath, [BIN, 'mcp', '--state-dir', platform.stateDir], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
   let stdout = '';
@@ -202,6 +286,9 @@ test('a server killed and started again while a job runs: the retried calls, sam
   const after = await session();
   expect(await after.result<Sent>('apply_patch', patchCall)).toMatchObject({ jobId: 'r-patch', status: 'SUCCEEDED', alreadyKnown: true });
   expect(await after.result<Sent>('run_tests', testsCall)).toMatchObject({ jobId: 'r-tests', status: expect.stringMatching(/^(FORWARDED|RUNNING)$/), alreadyKnown: true });
+  // A wait is bounded: it returns when its timeout passes, the job still running, for the agent to call again.
+  const bounded = await after.result<{ allFinished: boolean; allSucceeded: boolean; jobs: JobView[] }>('wait_for_jobs', { jobIds: ['r-tests'], timeoutSeconds: 1 });
+  expect(bounded).toMatchObject({ allFinished: false, allSucceeded: false, jobs: [{ jobId: 'r-tests', finished: false }] });
   for (const pid of processesSleeping(SLEEP_TAG)) process.kill(pid, 'SIGTERM');
 
   const waited = await after.result<{ allSucceeded: boolean; jobs: JobView[] }>('wait_for_jobs', { jobIds: ['r-patch', 'r-tests'], timeoutSeconds: 150 });
