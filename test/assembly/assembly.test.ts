@@ -6,7 +6,8 @@
  * command stage of the catalog ended once by its build's event and once by the reconciler, a pull
  * request opened on the GitHub stand-in, a duplicate delivery, a permanent failure on the DLQ and
  * a redrive by the operator's CLI, which finds the run's resources through the stack's outputs as
- * it finds a deployed stack's. Every AWS call it made is then simulated against the synthesized
+ * it finds a deployed stack's, and a patch sent and read back by `agent-jobs mcp --stack` through
+ * the MCP SDK's client. Every AWS call it made is then simulated against the synthesized
  * policies, every granted action must have been used (or be listed below, by role, with why the
  * scenario cannot reach it), and the resource policies are simulated for the service principals
  * that use them, alarms included. Last, the mutations the run must catch, each applied to a copy:
@@ -44,6 +45,7 @@ import { codeBuildStateChange } from '../support/codebuild-events';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github';
 import { createRepo, diffOfEdits, git, removeDir, tempDir } from '../support/git-fixtures';
 import { runCli } from '../e2e/harness';
+import { BIN, startMcp } from '../support/mcp-client';
 import { addStack, newApp, ROOT } from '../infra/helpers';
 import { startAssemblyRun, type AssemblyRun } from './assembly-run';
 import { REGION, CloudAssembly, type AssemblyFunction, type CfnResource } from './cloud-assembly';
@@ -294,6 +296,27 @@ if (unavailable) {
       const done = await settled('pr2');
       expect(done!['result']).toMatchObject({ created: true, head: 'agent/ws3' });
       expect(github.pulls(OWNER, 'widgets').map((p) => p.head)).toEqual(['agent/ws1', 'agent/ws3']);
+    });
+
+    it('serves the stack to an MCP client: `agent-jobs mcp --stack` sends a patch, waits for it and reads the workspace and a build\'s log link', async () => {
+      const mcp = await startMcp({ args: [BIN, 'mcp', '--stack', STACK, '--region', REGION], env: run.operatorEnvironment() });
+      try {
+        const diffFile = join(work, 'three.diff');
+        writeFileSync(diffFile, await diffOfEdits(gitDir(), await branchHead('agent/ws3'), async (tree) => writeFileSync(join(tree, 'src/widget.txt'), 'one\ntwo\nthree\n')));
+        const call = { workspaceId: 'ws3', jobId: 'mcp1', tenantId: 't2', payload: { repo: { url: repoUrl, branch: 'agent/ws3' }, diffFile, message: 'Three widgets' } };
+        expect(await mcp.result('apply_patch', call)).toMatchObject({ jobId: 'mcp1', status: 'QUEUED' });
+        const waited = await mcp.result<{ allSucceeded: boolean }>('wait_for_jobs', { jobIds: ['mcp1'], timeoutSeconds: 45 });
+        expect(waited).toMatchObject({ allSucceeded: true });
+        // Retried by the agent: known, not sent again.
+        expect(await mcp.result('apply_patch', call)).toMatchObject({ jobId: 'mcp1', status: 'SUCCEEDED', alreadyKnown: true });
+        expect(await mcp.result('workspace_state', { workspaceId: 'ws3' })).toMatchObject({ state: 'ACTIVE', head: await branchHead('agent/ws3'), unfinished: [] });
+        expect(await git(gitDir(), 'log', '--format=%s', '-1', 'agent/ws3')).toBe('Three widgets');
+        const stage = `${COMMAND_JOB_TYPES[0]}.event`;
+        expect(await mcp.result('test_log', { jobId: stage })).toMatchObject({ jobId: stage, links: [expect.stringContaining('codebuild')] });
+        expect(mcp.transportErrors).toEqual([]);
+      } finally {
+        await mcp.close();
+      }
     });
 
     it('left no function failing on the way', () => {
