@@ -17,7 +17,7 @@ export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** A job, workspace or tenant id on the wire (`what` names it in the error). */
 export function idSchema(what: string) {
   return z
-    .string({ error: `${what} is required` })
+    .string({ error: (issue) => (issue.input === undefined ? `${what} is required` : `${what} must be a string`) })
     .check(z.regex(ID_PATTERN, `${what} must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit`));
 }
 const gitSha = z.string().check(z.regex(/^[0-9a-f]{40}$/, 'must be a 40-character lowercase hex commit sha'));
