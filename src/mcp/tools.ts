@@ -238,14 +238,18 @@ const waitForJobsTool: ToolSpec = {
   readOnly: true,
   async run({ jobIds, timeoutSeconds }: { jobIds: string[]; timeoutSeconds?: number }, context) {
     const ids = [...new Set(jobIds)];
+    const timeoutMs = (timeoutSeconds ?? DEFAULT_WAIT_SECONDS) * 1000;
+    const deadline = Date.now() + timeoutMs;
     let reported = -1;
     const onChange = async (states: readonly WaitState[]) => {
       const finished = states.filter(jobFinished).length;
-      if (finished <= reported) return;
+      // Progress is for a wait that goes on: the read that ends it is the result. (The SDK's client
+      // handles a notification a microtask after a response that arrived with it, and would find its
+      // call gone.)
+      if (finished <= reported || finished === states.length || Date.now() >= deadline) return;
       reported = finished;
       await context.progress(finished, states.length, `${finished} of ${states.length} finished: ${statusLine(states)}`);
     };
-    const timeoutMs = (timeoutSeconds ?? DEFAULT_WAIT_SECONDS) * 1000;
     const outcome = await waitForJobs(context.connection, ids, { timeoutMs, onChange, signal: context.signal });
     return { allFinished: outcome.finished, allSucceeded: outcome.succeeded, jobs: outcome.states.map((s) => jobView(s.job, s.conflicts)) };
   },
