@@ -1,10 +1,11 @@
 /**
  * `agent-jobs mcp` driven by the MCP SDK's own client over stdio, against the local platform, as
  * an agent runtime drives it: the tools listed from the catalog; a patch applied, its tests run and
- * waited for, read back; malformed calls answered with tool errors while the server keeps serving;
- * two agents on two workspaces at once; a server killed and started again while a job runs, and
- * the agent's retry enqueuing nothing twice; and the server started by exactly the configuration
- * the README gives. Every session checks the server wrote nothing but protocol on stdout.
+ * waited for, read back; malformed and hostile calls (a wrong value in every field of every tool,
+ * diff files that never end or block) answered with tool errors naming the field while the server
+ * keeps serving; two agents on two workspaces at once; a call retried while in flight, a server
+ * killed and started again while a job runs, and the agent's retries enqueuing nothing twice; a
+ * bounded wait; and the server started by exactly the configuration the README gives. Every session checks the server wrote nothing but protocol on stdout.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, symlink, truncate, writeFile } from 'node:fs/promises';
@@ -275,12 +276,14 @@ test('two agents, two servers, two workspaces at once: each gets its own jobs, i
   }
 });
 
-test('a server killed and started again while a job runs: the retried calls, same ids, enqueue nothing twice', async () => {
+test('a call retried while in flight, and a server killed and started again while a job runs: the retried calls, same ids, enqueue nothing twice', async () => {
   const [diffFile] = await diffChain(source, [{ 'greeting.txt': 'hello world again\n' }]);
   const patchCall = { workspaceId: 'ws-r', jobId: 'r-patch', payload: { repo: { url: repoUrl, branch: 'agent-r' }, diffFile, message: 'Greet again' } };
   const testsCall = { workspaceId: 'ws-r', jobId: 'r-tests', payload: { command: `sleep ${SLEEP_TAG}; sh ./test.sh` } };
   const before = await session();
-  await before.result('apply_patch', patchCall);
+  // A client that retries before the first answer came: two calls in flight, one job.
+  const twice = await Promise.all([before.result<Sent>('apply_patch', patchCall), before.result<Sent>('apply_patch', patchCall)]);
+  expect(twice.map((sent) => sent.jobId)).toEqual(['r-patch', 'r-patch']);
   await before.result('run_tests', testsCall);
   await eventually(async () => processesSleeping(SLEEP_TAG), (pids) => pids.length > 0, { what: 'the test command running', timeoutMs: 150_000, intervalMs: 200 });
   // The agent's runtime loses its server mid-job (it dies; the answer to a call may be lost with it).
