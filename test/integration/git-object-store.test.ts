@@ -3,15 +3,17 @@
  * repository git packed with deep delta chains reads back as `git cat-file` shows it, from the pack
  * and from loose objects; trees it writes are the ones `git mktree` makes of the same entries; the
  * pack it pushes is one `git index-pack` accepts, and the pack and index it keeps are the ones git
- * would write; commits are the bytes isomorphic-git's writeCommit wrote; and a tree entry git
- * refuses is refused.
+ * would write; commits are the bytes isomorphic-git's writeCommit wrote; a tree entry git refuses
+ * is refused; and a pack received from a remote is indexed as `git index-pack` indexes it, its
+ * objects named by their hashes, and kept as the promisor pack of a partial repository.
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as isomorphicGit from 'isomorphic-git';
-import { GitObjectStore, ObjectNotFoundError, UnsafeTreeEntryError, serializeCommit, type NewCommit, type TreeEntry } from '../../src/adapters/git/object-store';
+import { GitObjectStore, ObjectNotFoundError, UnsafeTreeEntryError, indexPack, serializeCommit, type NewCommit, type TreeEntry } from '../../src/adapters/git/object-store';
+import { RemoteAnswerError } from '../../src/adapters/git/pkt-line';
 import { GIT_ENV, commitFiles, createRepo, git, removeDir, tempDir } from '../support/git-fixtures';
 
 let root: string;
@@ -178,4 +180,64 @@ test('refuses to read a tree holding a name git refuses, as isomorphic-git does'
     expect((await new GitObjectStore(repo, {}).readTree(tree)).map((e) => e.path)).toEqual([name]);
     expect((await isomorphicGit.readTree({ fs, gitdir: repo, oid: tree })).tree.map((e) => e.path)).toEqual([name]);
   }
+});
+
+describe('a pack received from a remote', () => {
+  /** A pack of some of the repository's objects, with offset deltas or (without `--delta-base-offset`) ref deltas, as git sends them. */
+  async function packOf(oids: readonly string[], offsetDeltas: boolean): Promise<Buffer> {
+    return gitBytes(bare, ['pack-objects', '--stdout', '--window=50', '--depth=50', ...(offsetDeltas ? ['--delta-base-offset'] : [])], `${oids.join('\n')}\n`);
+  }
+  const blobsAndTrees = async () => (await allObjects(bare)).filter((o) => o.type !== 'commit').map((o) => o.oid);
+
+  test.each([
+    ['offset deltas', true],
+    ['ref deltas', false],
+  ])('with %s: indexed byte for byte as git index-pack indexes it, every object named by its hash', async (_what, offsetDeltas) => {
+    const wanted = await blobsAndTrees();
+    const pack = await packOf(wanted, offsetDeltas);
+    const { index, checksum, oids } = indexPack(pack);
+    const file = join(root, `received-${String(offsetDeltas)}.pack`);
+    await fs.promises.writeFile(file, pack);
+    await git(root, 'index-pack', file);
+    expect(index).toEqual(await fs.promises.readFile(file.replace(/\.pack$/, '.idx')));
+    expect(checksum).toBe(pack.subarray(-20).toString('hex'));
+    expect([...oids].sort()).toEqual([...wanted].sort());
+    // Not vacuous: the pack holds deltas of the kind named.
+    const verified = await git(root, 'verify-pack', '-v', file.replace(/\.pack$/, '.idx'));
+    expect(verified).toMatch(/chain length = \d+: \d+ objects?/);
+  });
+
+  test('is kept with its index and a .promisor mark; objects are read from it, and what it lacks of what was asked is said', async () => {
+    const repo = join(root, 'partial.git');
+    await git(root, 'init', '--quiet', '--bare', repo);
+    const trees = (await allObjects(bare)).filter((o) => o.type === 'tree').slice(0, 5);
+    const pack = await packOf(trees.map((t) => t.oid), true);
+    const fetched: string[][] = [];
+    const store = new GitObjectStore(repo, {}, async (oids) => {
+      fetched.push([...oids]);
+      expect(await store.keepReceived(pack, oids)).toEqual([]);
+    });
+    // A read the store cannot answer goes to the promisor, once, for what is missing only.
+    expect(await store.readTree(trees[0]!.oid)).toEqual(await lsTree(bare, trees[0]!.oid));
+    await store.prefetch(trees.map((t) => t.oid));
+    expect(fetched).toEqual([[trees[0]!.oid]]);
+    const name = `pack-${pack.subarray(-20).toString('hex')}`;
+    expect((await fs.promises.readdir(join(repo, 'objects', 'pack'))).sort()).toEqual([`${name}.idx`, `${name}.pack`, `${name}.promisor`]);
+    expect(await store.partial()).toBe(true);
+    await git(repo, 'verify-pack', `objects/pack/${name}.idx`);
+    // A commit is never fetched alone (its whole history would come): it is simply missing.
+    const commit = (await allObjects(bare)).find((o) => o.type === 'commit')!.oid;
+    await expect(store.readCommit(commit)).rejects.toBeInstanceOf(ObjectNotFoundError);
+    expect(fetched).toHaveLength(1);
+    // What a pack lacks of what was asked is said, for the caller to ask again.
+    expect(await store.keepReceived(pack, [trees[1]!.oid, '0'.repeat(40)])).toEqual(['0'.repeat(40)]);
+  });
+
+  test('whose bytes do not match its checksum, or that ends early, is refused as not git', async () => {
+    const pack = await packOf((await blobsAndTrees()).slice(0, 3), true);
+    const flipped = Buffer.from(pack);
+    flipped[20] = (flipped[20] as number) ^ 1;
+    expect(() => indexPack(flipped)).toThrow(new RemoteAnswerError("the remote's pack does not match its checksum", 'malformed'));
+    expect(() => indexPack(pack.subarray(0, 30))).toThrow(RemoteAnswerError);
+  });
 });

@@ -11,12 +11,20 @@
  * and lists the pack directory, inflates in JavaScript and deflates through web streams; over the
  * ~150 objects of a warm job that was most of the job's own CPU time. The commit too: isomorphic-git's
  * writeCommit wraps the file system and deflates through web streams (about 0.1 s of CPU the first
- * time in a process). isomorphic-git still fetches (and so writes the packs read here) and writes refs.
+ * time in a process). isomorphic-git still fetches a whole branch where a remote cannot filter (and
+ * so writes packs read here) and writes refs.
+ *
+ * A partial repository (upload-pack.ts fetched only what jobs read) lacks most objects. The store
+ * then has a promisor: the trees and blobs a job is about to read are fetched together
+ * (`prefetch`), and one it reads unannounced is fetched alone. A pack received so is kept as it
+ * came, with an index made here and git's `.promisor` mark (objects it references may be missing),
+ * so the git CLI reads the repository as the partial clone it is.
  */
 import { createHash } from 'node:crypto';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32, deflateSync, inflateSync } from 'node:zlib';
+import { RemoteAnswerError } from './pkt-line';
 
 export type EntryType = 'blob' | 'tree' | 'commit';
 export type ObjectType = EntryType | 'tag';
@@ -29,6 +37,8 @@ export interface TreeEntry {
 }
 
 export interface ObjectStore {
+  /** Objects about to be read: a partial repository fetches those it lacks in one request; a complete one does nothing. */
+  prefetch(oids: readonly string[]): Promise<void>;
   readTree(oid: string): Promise<TreeEntry[]>;
   /** Writes a tree; entries in any order (git's order is applied on write). */
   writeTree(entries: readonly TreeEntry[]): Promise<string>;
@@ -67,6 +77,12 @@ export interface WrittenPack {
   /** The pack's SHA-1 (its last 20 bytes), in hex: git names the pack's files by it. */
   readonly checksum: string;
 }
+
+/**
+ * Fetches trees and blobs by id into a partial repository (upload-pack.ts, then keepReceived), or
+ * does nothing where the remote cannot send objects by id (the repository is then whole).
+ */
+export type ObjectPromisor = (oids: readonly string[]) => Promise<void>;
 
 /** An object the repository does not hold (yet: a fetch may bring it). */
 export class ObjectNotFoundError extends Error {
@@ -127,15 +143,28 @@ export class GitObjectStore implements ObjectStore {
   private readonly written = new Map<string, { type: ObjectType; content: Uint8Array }>();
   private readonly packs: Map<string, Pack>;
   private packNames: string[] | undefined;
+  /** Bytes of the files this store added to the repository (packs kept and received, their indexes). */
+  bytesAdded = 0;
 
-  /** `memory` is the repository's in-memory cache (RepoLease.memory): packs read once stay there. */
+  /**
+   * `memory` is the repository's in-memory cache (RepoLease.memory): packs read once stay there.
+   * `promisor` fetches what a partial repository lacks; without one a missing object is an error.
+   */
   constructor(
     private readonly gitdir: string,
     memory: object,
+    private readonly promisor?: ObjectPromisor,
   ) {
     let packs = packsByRepository.get(memory);
     if (!packs) packsByRepository.set(memory, (packs = new Map()));
     this.packs = packs;
+  }
+
+  async prefetch(oids: readonly string[]): Promise<void> {
+    if (!this.promisor) return;
+    const missing: string[] = [];
+    for (const oid of new Set(oids)) if (!(await this.has(oid))) missing.push(oid);
+    if (missing.length > 0) await this.promisor(missing);
   }
 
   async readTree(oid: string): Promise<TreeEntry[]> {
@@ -150,15 +179,19 @@ export class GitObjectStore implements ObjectStore {
     return parseCommit(await this.readTyped(oid, 'commit'));
   }
 
-  /** True when the repository holds `oid` (a commit found this way is complete: fetches write whole packs). */
+  /** True when the repository holds packs received with a filter: objects they reference may be missing. */
+  async partial(): Promise<boolean> {
+    return (await this.packDirectory()).some((name) => name.endsWith('.promisor'));
+  }
+
+  /** True when the repository holds `oid` itself (what it references may still be missing from a partial repository). */
   async has(oid: string): Promise<boolean> {
-    try {
-      await this.read(oid);
-      return true;
-    } catch (error) {
-      if (error instanceof ObjectNotFoundError) return false;
+    if (this.written.has(oid) || (await this.locate(oid, false))) return true;
+    const loose = await stat(this.loosePath(oid)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
       throw error;
-    }
+    });
+    return loose !== undefined || (await this.locate(oid, true)) !== undefined;
   }
 
   writeTree(entries: readonly TreeEntry[]): Promise<string> {
@@ -204,17 +237,35 @@ export class GitObjectStore implements ObjectStore {
     await writeFile(`${base}.idx`, written.index);
     this.packs.set(name, { index: written.index, data: written.pack });
     if (this.packNames && !this.packNames.includes(name)) this.packNames.push(name);
-    return written.pack.length + written.index.length;
+    const bytes = written.pack.length + written.index.length;
+    this.bytesAdded += bytes;
+    return bytes;
+  }
+
+  /**
+   * Keeps a pack the remote sent for a partial repository, as it came (no thin pack: every delta's
+   * base is in it), with an index and the `.promisor` mark (empty: git reads no content from it).
+   * Every object is named by hashing it here, so the remote cannot pass off one object as another.
+   * Returns those of `wanted` the pack lacks.
+   */
+  async keepReceived(pack: Buffer, wanted: readonly string[]): Promise<string[]> {
+    const { index, checksum, oids } = indexPack(pack);
+    if (oids.size > 0) {
+      await this.keepPack({ pack, index, checksum });
+      await writeFile(join(this.gitdir, 'objects', 'pack', `pack-${checksum}.promisor`), '');
+    }
+    return wanted.filter((oid) => !oids.has(oid));
   }
 
   private async readTyped(oid: string, type: ObjectType): Promise<Buffer> {
-    const object = await this.read(oid);
+    // A commit is never fetched alone: without a depth its whole history would come (see apply-patch-commit.ts).
+    const object = await this.read(oid, type !== 'commit');
     if (object.type !== type) throw new Error(`object ${oid} is a ${object.type}, not a ${type}`);
     return Buffer.from(object.content.buffer, object.content.byteOffset, object.content.byteLength);
   }
 
   private write(type: ObjectType, content: Uint8Array): Promise<string> {
-    const oid = createHash('sha1').update(`${type} ${content.length}\0`, 'ascii').update(content).digest('hex');
+    const oid = objectId(type, content);
     if (!this.written.has(oid)) this.written.set(oid, { type, content });
     return Promise.resolve(oid);
   }
@@ -222,24 +273,32 @@ export class GitObjectStore implements ObjectStore {
   /**
    * Packs first: nearly everything a job reads is in them, searched in memory, while each loose
    * lookup that misses is a failed open. Loose objects come only from other writers (isomorphic-git,
-   * the git CLI) and are read all the same.
+   * the git CLI) and are read all the same. `fetch`: a partial repository asks the remote for it.
    */
-  private async read(oid: string): Promise<{ type: ObjectType; content: Uint8Array }> {
+  private async read(oid: string, fetch: boolean): Promise<{ type: ObjectType; content: Uint8Array }> {
     const mine = this.written.get(oid);
     if (mine) return mine;
-    const found = (await this.readPacked(oid, false)) ?? (await this.readLoose(oid)) ?? (await this.readPacked(oid, true));
+    const found = await this.readLocal(oid);
     if (found) return found;
+    if (fetch && this.promisor) {
+      await this.prefetch([oid]);
+      const fetched = await this.readLocal(oid);
+      if (fetched) return fetched;
+    }
     throw new ObjectNotFoundError(oid);
   }
 
+  private async readLocal(oid: string): Promise<{ type: ObjectType; content: Buffer } | undefined> {
+    const packed = (await this.locate(oid, false)) ?? (await this.readLoose(oid)) ?? (await this.locate(oid, true));
+    return packed && 'pack' in packed ? this.readAt(packed.pack, packed.offset) : packed;
+  }
+
   private async readLoose(oid: string): Promise<{ type: ObjectType; content: Buffer } | undefined> {
-    let raw: Buffer;
-    try {
-      raw = await readFile(join(this.gitdir, 'objects', oid.slice(0, 2), oid.slice(2)));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    const raw = await readFile(this.loosePath(oid)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
       throw error;
-    }
+    });
+    if (!raw) return undefined;
     const wrapped = inflateSync(raw);
     const nul = wrapped.indexOf(0);
     const [type, size] = wrapped.subarray(0, nul).toString('ascii').split(' ');
@@ -248,14 +307,14 @@ export class GitObjectStore implements ObjectStore {
     return { type, content };
   }
 
-  /** The object from a pack; `rescan` lists the pack directory again (a fetch since the last look added one). */
-  private async readPacked(oid: string, rescan: boolean): Promise<{ type: ObjectType; content: Buffer } | undefined> {
+  private loosePath(oid: string): string {
+    return join(this.gitdir, 'objects', oid.slice(0, 2), oid.slice(2));
+  }
+
+  /** Where `oid` is in a pack; `rescan` lists the pack directory again (a fetch since the last look added one). */
+  private async locate(oid: string, rescan: boolean): Promise<{ pack: Pack; offset: number } | undefined> {
     if (rescan || !this.packNames) {
-      const names = await readdir(join(this.gitdir, 'objects', 'pack')).catch((error: NodeJS.ErrnoException) => {
-        if (error.code === 'ENOENT') return [];
-        throw error;
-      });
-      const fresh = names.filter((n) => n.endsWith('.idx')).map((n) => n.slice(0, -'.idx'.length));
+      const fresh = (await this.packDirectory()).filter((n) => n.endsWith('.idx')).map((n) => n.slice(0, -'.idx'.length));
       if (rescan && this.packNames && fresh.length === this.packNames.length) return undefined;
       this.packNames = fresh;
     }
@@ -263,9 +322,16 @@ export class GitObjectStore implements ObjectStore {
     for (const name of this.packNames) {
       const pack = await this.pack(name);
       const offset = findOffset(pack.index, wanted);
-      if (offset !== undefined) return this.readAt(pack, offset);
+      if (offset !== undefined) return { pack, offset };
     }
     return undefined;
+  }
+
+  private async packDirectory(): Promise<string[]> {
+    return readdir(join(this.gitdir, 'objects', 'pack')).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return [];
+      throw error;
+    });
   }
 
   private async pack(name: string): Promise<Pack> {
@@ -281,37 +347,103 @@ export class GitObjectStore implements ObjectStore {
 
   /** The object at `offset` of `pack`, its deltas applied (a ref-delta's base may be anywhere in the repository). */
   private async readAt(pack: Pack, offset: number): Promise<{ type: ObjectType; content: Buffer }> {
-    const { data } = pack;
-    let at = offset;
-    let byte = data[at++] as number;
-    const code = (byte >> 4) & 7;
-    let size = byte & 15;
-    for (let shift = 4; byte & 0x80; shift += 7) {
-      byte = data[at++] as number;
-      size += (byte & 0x7f) * 2 ** shift;
-    }
+    const entry = entryHeader(pack.data, offset);
     let base: { type: ObjectType; content: Buffer } | undefined;
-    if (code === OFS_DELTA) {
-      byte = data[at++] as number;
-      let distance = byte & 0x7f;
-      while (byte & 0x80) {
-        byte = data[at++] as number;
-        distance = (distance + 1) * 128 + (byte & 0x7f);
-      }
-      base = await this.readAt(pack, offset - distance);
-    } else if (code === REF_DELTA) {
-      const baseOid = data.subarray(at, at + 20).toString('hex');
-      at += 20;
-      const found = await this.read(baseOid);
+    if (entry.baseOffset !== undefined) base = await this.readAt(pack, entry.baseOffset);
+    else if (entry.baseOid !== undefined) {
+      const found = await this.read(entry.baseOid, false);
       base = { type: found.type, content: Buffer.from(found.content) };
     }
-    const inflated = inflateSync(data.subarray(at));
-    if (inflated.length !== size) throw new Error(`pack object at ${offset}: ${inflated.length} bytes, the header says ${size}`);
-    if (base) return { type: base.type, content: applyDelta(base.content, inflated) };
-    const type = TYPE_BY_CODE[code];
-    if (!type) throw new Error(`pack object at ${offset} has unknown type ${code}`);
-    return { type, content: inflated };
+    return entryObject(entry, inflateSync(pack.data.subarray(entry.dataAt)), base);
   }
+}
+
+/** A pack entry's header: type code, inflated size, where its deflated data starts, and a delta's base. */
+interface EntryHeader {
+  readonly offset: number;
+  readonly code: number;
+  readonly size: number;
+  readonly dataAt: number;
+  readonly baseOffset?: number;
+  readonly baseOid?: string;
+}
+
+function entryHeader(data: Buffer, offset: number): EntryHeader {
+  let at = offset;
+  let byte = data[at++] as number;
+  const code = (byte >> 4) & 7;
+  let size = byte & 15;
+  for (let shift = 4; byte & 0x80; shift += 7) {
+    byte = data[at++] as number;
+    size += (byte & 0x7f) * 2 ** shift;
+  }
+  if (code === OFS_DELTA) {
+    byte = data[at++] as number;
+    let distance = byte & 0x7f;
+    while (byte & 0x80) {
+      byte = data[at++] as number;
+      distance = (distance + 1) * 128 + (byte & 0x7f);
+    }
+    return { offset, code, size, dataAt: at, baseOffset: offset - distance };
+  }
+  if (code === REF_DELTA) return { offset, code, size, dataAt: at + 20, baseOid: data.subarray(at, at + 20).toString('hex') };
+  return { offset, code, size, dataAt: at };
+}
+
+/** The object an entry holds, given its inflated data and, for a delta, its base. */
+function entryObject(entry: EntryHeader, inflated: Buffer, base: { type: ObjectType; content: Buffer } | undefined): { type: ObjectType; content: Buffer } {
+  if (inflated.length !== entry.size) throw new Error(`pack object at ${entry.offset}: ${inflated.length} bytes, the header says ${entry.size}`);
+  if (base) return { type: base.type, content: applyDelta(base.content, inflated) };
+  const type = TYPE_BY_CODE[entry.code];
+  if (!type) throw new Error(`pack object at ${entry.offset} has unknown type ${entry.code}`);
+  return { type, content: inflated };
+}
+
+function objectId(type: ObjectType, content: Uint8Array): string {
+  return createHash('sha1').update(`${type} ${content.length}\0`, 'ascii').update(content).digest('hex');
+}
+
+/**
+ * Indexes a pack received from a remote (what git's index-pack does): checks its checksum, reads
+ * every entry (the deflated length is only known by inflating), resolves the deltas, all of whose
+ * bases must be in the pack, and names each object by its hash. Packs received by a job hold the
+ * few objects it asked for, so everything is resolved in memory.
+ */
+export function indexPack(pack: Buffer): { index: Buffer; checksum: string; oids: Set<string> } {
+  const malformed = (why: string) => new RemoteAnswerError(`the remote's pack ${why}`, 'malformed');
+  const end = pack.length - 20;
+  if (end < 12 || pack.toString('latin1', 0, 4) !== 'PACK' || ![2, 3].includes(pack.readUInt32BE(4))) throw malformed('is not a version 2 pack');
+  const checksum = pack.subarray(end);
+  if (!createHash('sha1').update(pack.subarray(0, end)).digest().equals(checksum)) throw malformed('does not match its checksum');
+  const entries: { header: EntryHeader; inflated: Buffer; crc: number }[] = [];
+  for (let at = 12, n = pack.readUInt32BE(8); entries.length < n; ) {
+    if (at >= end) throw malformed(`ends after ${entries.length} of its ${n} objects`);
+    const header = entryHeader(pack, at);
+    const { buffer: inflated, engine } = inflateSync(pack.subarray(header.dataAt, end), { info: true }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+    const next = header.dataAt + engine.bytesWritten;
+    entries.push({ header, inflated, crc: crc32(pack.subarray(at, next)) });
+    at = next;
+    if (entries.length === n && at !== end) throw malformed('has bytes after its last object');
+  }
+  // Deltas are resolved once their base is (by offset, or by id within the pack), pass after pass.
+  const byOffset = new Map<number, { type: ObjectType; content: Buffer; oid: string }>();
+  const byOid = new Map<string, { type: ObjectType; content: Buffer }>();
+  for (let pending = entries; pending.length > 0; ) {
+    const later = pending.filter(({ header, inflated }) => {
+      const { baseOffset, baseOid } = header;
+      const base = baseOffset !== undefined ? byOffset.get(baseOffset) : baseOid !== undefined ? byOid.get(baseOid) : undefined;
+      if (!base && (baseOffset !== undefined || baseOid !== undefined)) return true;
+      const object = entryObject(header, inflated, base);
+      const oid = objectId(object.type, object.content);
+      byOffset.set(header.offset, { ...object, oid });
+      byOid.set(oid, object);
+      return false;
+    });
+    if (later.length === pending.length) throw malformed(`holds ${later.length} deltas whose base it lacks`);
+    pending = later;
+  }
+  const indexed = entries.map(({ header, crc }) => ({ oid: Buffer.from((byOffset.get(header.offset) as { oid: string }).oid, 'hex'), offset: header.offset, crc }));
+  return { index: packIndex(indexed, checksum), checksum: checksum.toString('hex'), oids: new Set(byOid.keys()) };
 }
 
 function isObjectType(type: string | undefined): type is ObjectType {

@@ -10,8 +10,8 @@
  * (GitObjectStore.packWritten), and everything else is in the remote's head, the commit's parent.
  */
 import * as git from 'isomorphic-git';
-import { Errors } from 'isomorphic-git';
-import { remoteArgs, type RemoteOptions } from './remote';
+import { FLUSH, pktLine, pktText, readPktLines } from './pkt-line';
+import { postService, remoteArgs, type RemoteOptions } from './remote';
 
 export type PushOutcome =
   /** The remote moved the ref from `oldOid` to `newOid`. */
@@ -52,20 +52,7 @@ export async function pushPack(request: PushRequest): Promise<PushOutcome> {
   if (!advertised.reportStatus) throw new Error(`${remote.url} does not offer report-status: cannot learn whether a push succeeded`);
 
   const command = pktLine(`${oldOid} ${newOid} ${ref}\0report-status\n`);
-  const response = await remote.http.request({
-    url: `${remote.url.replace(/\/$/, '')}/git-receive-pack`,
-    method: 'POST',
-    headers: {
-      ...remote.headers,
-      'content-type': 'application/x-git-receive-pack-request',
-      accept: 'application/x-git-receive-pack-result',
-    },
-    body: (async function* () {
-      yield Buffer.concat([command, FLUSH, packfile]);
-    })(),
-  });
-  const body = await collect(response.body);
-  if (response.statusCode !== 200) throw new Errors.HttpError(response.statusCode, response.statusMessage, body.toString('utf8'));
+  const body = await postService(remote, 'git-receive-pack', Buffer.concat([command, FLUSH, packfile]));
   return reportStatus(parsePktLines(body), ref);
 }
 
@@ -78,27 +65,16 @@ function reportStatus(lines: readonly string[], ref: string): PushOutcome {
   return { kind: 'refused', details: `${ref}: ${status?.startsWith(`ng ${ref} `) ? status.slice(`ng ${ref} `.length) : (status ?? 'no status for the ref')}` };
 }
 
-const FLUSH = Buffer.from('0000');
-
-function pktLine(text: string): Buffer {
-  const payload = Buffer.from(text, 'utf8');
-  return Buffer.concat([Buffer.from((payload.length + 4).toString(16).padStart(4, '0')), payload]);
-}
-
-/** The payloads of the pkt-lines in `buffer` up to the first flush, without their newline. */
+/** The payloads of the pkt-lines in `buffer` up to the first flush (or up to what does not parse), without their newline. */
 function parsePktLines(buffer: Buffer): string[] {
   const lines: string[] = [];
-  for (let at = 0; at + 4 <= buffer.length; ) {
-    const length = parseInt(buffer.subarray(at, at + 4).toString('ascii'), 16);
-    if (!Number.isFinite(length) || length === 0) break;
-    lines.push(buffer.subarray(at + 4, at + length).toString('utf8').replace(/\n$/, ''));
-    at += length;
+  try {
+    for (const line of readPktLines(buffer)) {
+      if (line.kind !== 'data') break;
+      lines.push(pktText(line.payload));
+    }
+  } catch {
+    // What came before is the report; a missing status then reads as "no report from the remote".
   }
   return lines;
-}
-
-async function collect(body: AsyncIterableIterator<Uint8Array> | undefined): Promise<Buffer> {
-  const chunks: Uint8Array[] = [];
-  if (body) for await (const chunk of body) chunks.push(chunk);
-  return Buffer.concat(chunks);
 }

@@ -8,6 +8,7 @@ import { Errors, type HttpClient } from 'isomorphic-git';
 import { PermanentJobError, TransientJobError } from '../../core/errors';
 import { transientCause } from '../../core/transient-cause';
 import { gitHttp } from './host-guard';
+import { RemoteAnswerError } from './pkt-line';
 
 /** HTTP basic credentials (for GitHub: any user name and a token as the password). Fetched by the caller. */
 export interface GitAuth {
@@ -56,8 +57,9 @@ export function notGitError(action: string, seen: string, cause?: unknown): Perm
 
 /**
  * Classifies a failure talking to the remote by its cause: network errors, 5xx, 401, 408 and 429
- * are transient; other HTTP statuses (403, 404) mean the host refuses the request, and a remote
- * that does not speak git will not start to: both are REJECTED_BY_TARGET. Errors already classified
+ * are transient, and so are an error the remote reports in its answer and an answer cut short;
+ * other HTTP statuses (403, 404) mean the host refuses the request, and a remote that does not
+ * speak git will not start to: both are REJECTED_BY_TARGET. Errors already classified
  * and other errors pass through (the pipeline judges them by cause: core/transient-cause.ts).
  */
 export function classifyRemoteError(error: unknown, action: string): unknown {
@@ -67,6 +69,10 @@ export function classifyRemoteError(error: unknown, action: string): unknown {
     const message = `${action}: HTTP ${statusCode} ${statusMessage}`;
     if (statusCode >= 500 || RETRYABLE_STATUS.has(statusCode)) return new TransientJobError(message, { cause: error });
     return new PermanentJobError('REJECTED_BY_TARGET', message, { cause: error });
+  }
+  if (error instanceof RemoteAnswerError) {
+    if (error.kind === 'malformed') return notGitError(action, error.message, error);
+    return new TransientJobError(`${action}: ${error.kind === 'cut' ? 'the answer was cut short' : 'the remote reported an error'}: ${error.message}`, { cause: error });
   }
   if (error instanceof Error && NOT_GIT.has((error as { code?: string }).code ?? '')) {
     return notGitError(action, error.message, error);
@@ -98,4 +104,25 @@ export async function remoteBranchHead(remote: RemoteOptions, branch: string): P
   } catch (error) {
     throw classifyRemoteError(error, `list refs of ${remote.url}`);
   }
+}
+
+/**
+ * POSTs `body` to one of the remote's smart HTTP services and returns the whole answer; an HTTP
+ * status other than 200 throws isomorphic-git's HttpError, so classifyRemoteError judges it.
+ * `headers` are added to the remote's own (protocol v2 sends `Git-Protocol`).
+ */
+export async function postService(remote: RemoteOptions, service: 'git-upload-pack' | 'git-receive-pack', body: Buffer, headers: Record<string, string> = {}): Promise<Buffer> {
+  const response = await remote.http.request({
+    url: `${remote.url.replace(/\/$/, '')}/${service}`,
+    method: 'POST',
+    headers: { ...remote.headers, ...headers, 'content-type': `application/x-${service}-request`, accept: `application/x-${service}-result` },
+    body: (async function* () {
+      yield body;
+    })(),
+  });
+  const chunks: Uint8Array[] = [];
+  if (response.body) for await (const chunk of response.body) chunks.push(chunk);
+  const answer = Buffer.concat(chunks);
+  if (response.statusCode !== 200) throw new Errors.HttpError(response.statusCode, response.statusMessage, answer.toString('utf8'));
+  return answer;
 }
