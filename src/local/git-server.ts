@@ -28,6 +28,11 @@ export interface GitServerOptions {
   readonly access?: GitAccess;
   /** Shorthand for an access where these HTTP basic credentials may do everything and nothing else may. */
   readonly auth?: GitCredentials;
+  /**
+   * Whether upload-pack sends objects by id with filters (partial clones), as GitHub does; off, a
+   * fetch gets whole branches only, as from a server that does not offer it. @default true
+   */
+  readonly filters?: boolean;
 }
 
 export interface GitServer {
@@ -74,7 +79,7 @@ export async function startGitServer(options: GitServerOptions): Promise<GitServ
       res.writeHead(403, { 'Content-Type': 'text/plain' }).end('read-only access: no push');
       return;
     }
-    serveCgi(root, req, res, children, { ...request, user: credentials?.username || 'agent-jobs', receivePack: permission === 'write' });
+    serveCgi(root, req, res, children, { ...request, user: credentials?.username || 'agent-jobs', receivePack: permission === 'write', filters: options.filters ?? true });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -153,16 +158,30 @@ function gitRequest(req: IncomingMessage): GitRequest | undefined {
 }
 
 /** Runs one request through `git http-backend` (CGI/1.1), streaming both bodies. */
-function serveCgi(root: string, req: IncomingMessage, res: ServerResponse, children: Set<ChildProcess>, request: GitRequest & { user: string; receivePack: boolean }): void {
+function serveCgi(
+  root: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  children: Set<ChildProcess>,
+  request: GitRequest & { user: string; receivePack: boolean; filters: boolean },
+): void {
+  const config: Record<string, string> = {
+    // Pushes only for a caller allowed to write: git's own check, behind the one above.
+    'http.receivepack': String(request.receivePack),
+    // Partial clones: filters, and wants of any object by id (protocol v2 allows those anyway;
+    // these two say so for v0 and v1 as well). The protocol version comes from the client's
+    // Git-Protocol header (GIT_PROTOCOL below): without it, upload-pack speaks v0.
+    'uploadpack.allowFilter': String(request.filters),
+    'uploadpack.allowAnySHA1InWant': String(request.filters),
+    'uploadpack.allowReachableSHA1InWant': String(request.filters),
+  };
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     GIT_PROJECT_ROOT: root,
     GIT_HTTP_EXPORT_ALL: '1',
     GIT_CONFIG_NOSYSTEM: '1',
-    GIT_CONFIG_COUNT: '1',
-    // Pushes only for a caller allowed to write: git's own check, behind the one above.
-    GIT_CONFIG_KEY_0: 'http.receivepack',
-    GIT_CONFIG_VALUE_0: String(request.receivePack),
+    GIT_CONFIG_COUNT: String(Object.keys(config).length),
+    ...Object.fromEntries(Object.entries(config).flatMap(([key, value], i) => [[`GIT_CONFIG_KEY_${i}`, key], [`GIT_CONFIG_VALUE_${i}`, value]])),
     REQUEST_METHOD: req.method ?? 'GET',
     PATH_INFO: request.pathInfo,
     QUERY_STRING: request.query,

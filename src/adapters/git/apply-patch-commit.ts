@@ -6,7 +6,8 @@
  *
  * With a repository cache (repo-cache.ts) a job starts from the workspace's repository as the last
  * job left it: it asks the remote for the branch head first and fetches only when that commit is
- * missing, so whatever the cache holds, the job works on the remote's head.
+ * missing, so whatever the cache holds, the job works on the remote's head. What it fetches, cold or
+ * warm, is what its patch reads, by id, where the remote allows it (branch-fetch.ts).
  */
 import * as fs from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -17,9 +18,10 @@ import { Errors, type HttpClient } from 'isomorphic-git';
 import { PermanentJobError } from '../../core/errors';
 import type { JobLogger, PatchCommitRequest, PatchCommitResult } from '../../core/ports';
 import { hasJobTrailer, preparePatchCommit } from '../../core/patch';
+import { fetchAncestors, fetchMissing, locateBranch, refreshBranch, syncBranch, type BranchSession } from './branch-fetch';
 import { GitObjectStore, ObjectNotFoundError, UnsafeTreeEntryError } from './object-store';
-import { discoverReceivePack, pushPack, type ReceivePackAdvertisement } from './receive-pack';
-import { classifyRemoteError, notGitError, remoteArgs, remoteOptions, type GitAuth, type RemoteOptions } from './remote';
+import { pushPack, type ReceivePackAdvertisement } from './receive-pack';
+import { classifyRemoteError, remoteOptions, type GitAuth } from './remote';
 import type { RepoCache, RepoLease } from './repo-cache';
 import { applyOperations } from './tree-editor';
 
@@ -33,9 +35,14 @@ export interface ApplyPatchCommitInput extends PatchCommitRequest {
 export type ApplyPatchCommitResult = PatchCommitResult;
 
 export interface ApplyPatchOptions {
-  /** First-parent commits searched for the job's trailer when no baseSha bounds the search. @default 100 */
+  /**
+   * First-parent commits searched for the job's trailer when no baseSha bounds the search. Why a
+   * bound is safe: a workspace's jobs run one at a time (the workspace cursor), so a job that is
+   * delivered again finds its own commit at the head, or under commits other writers pushed since
+   * (the platform pushes none before the job is done). @default 100
+   */
   readonly searchDepth?: number;
-  /** Commits fetched at first; the history is deepened only when the search needs it. @default 10 */
+  /** Commits fetched at first (without their trees where the remote filters); the history is deepened only when the search needs it. @default 10 */
   readonly fetchDepth?: number;
   readonly logger?: JobLogger;
   /** HTTP client for the remote. @default isomorphic-git's Node client */
@@ -44,19 +51,9 @@ export interface ApplyPatchOptions {
   readonly cache?: RepoCache;
 }
 
-/** One job's view of the remote branch, in a bare repository of its own. */
-interface Session {
-  readonly gitdir: string;
-  readonly remote: RemoteOptions;
-  readonly branch: string;
-  /** isomorphic-git's in-memory cache of the repository (its fetches use it). */
-  readonly cache: object;
-  /** The repository's objects, read and written directly (object-store.ts). */
-  readonly objects: GitObjectStore;
+/** One job's view of the remote branch (branch-fetch.ts), and how far it searches for the trailer. */
+interface Session extends BranchSession {
   readonly searchDepth: number;
-  readonly fetchDepth: number;
-  /** Set when a fetch (isomorphic-git) wrote into the repository: what it added is not counted. */
-  fetched: boolean;
 }
 
 /** The cache key of a workspace's repository: its remote and branch. */
@@ -73,24 +70,25 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     gitdir,
     remote: remoteOptions(input.repoUrl, input.auth, options.http),
     branch: input.branch,
-    cache: lease.memory,
-    objects: new GitObjectStore(gitdir, lease.memory),
+    jobId: input.jobId,
+    memory: lease.memory,
+    // A partial repository's promisor: what a read lacks is fetched by id.
+    objects: new GitObjectStore(gitdir, lease.memory, (oids) => fetchMissing(session, oids)),
     searchDepth: options.searchDepth ?? 100,
     fetchDepth: options.fetchDepth ?? 10,
-    fetched: false,
+    logger: options.logger,
+    measure: !lease.warm,
   };
   // The repository goes back to the cache after a normal end: a result, or a verdict on the job
   // (a permanent error) reached with every write finished. Anything else may have left it half-written.
   let keep = false;
-  // Bytes this job added to the repository itself, so the cache need not measure it again.
-  let addedBytes = 0;
   try {
     if (!lease.warm) {
       await git.init({ fs, gitdir, bare: true });
       // fetch needs a remote's refspec even when given a URL.
       await git.addRemote({ fs, gitdir, remote: 'origin', url: input.repoUrl });
     }
-    const { head, advertised } = lease.warm ? await syncBranch(session) : { head: await fetchBranch(session, session.fetchDepth), advertised: undefined };
+    const { head, advertised } = lease.warm ? await syncBranch(session) : await locateBranch(session);
     const existing = await findJobCommit(session, input.jobId, head, input.baseSha);
     if (existing) {
       options.logger?.info('job commit already on the branch', { jobId: input.jobId, commitSha: existing.commitSha });
@@ -110,13 +108,14 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     // Everything the remote lacks: what the patch wrote and the commit; the rest of the tree is the parent's.
     // The repository keeps the same pack, so the next job finds the commit it builds on.
     const written = session.objects.packWritten();
-    addedBytes += await session.objects.keepPack(written);
+    await session.objects.keepPack(written);
     const result = await pushFastForward(session, { jobId: input.jobId, commitSha, parent: head, packfile: written.pack, advertised });
     options.logger?.info(result.alreadyApplied ? 'job commit already on the branch' : 'patch committed', {
       jobId: input.jobId,
       commitSha: result.commitSha,
       files: operations.length,
       warm: lease.warm,
+      fetched: session.mode ?? 'nothing',
     });
     keep = true;
     return result;
@@ -125,7 +124,8 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     keep = classified instanceof PermanentJobError;
     throw classified;
   } finally {
-    await lease.release(keep, session.fetched ? undefined : addedBytes);
+    // Bytes this job added, counted as written, so the cache need not measure the repository again.
+    await lease.release(keep, session.measure ? undefined : session.objects.bytesAdded);
   }
 }
 
@@ -145,75 +145,6 @@ function refusedPath(error: unknown): unknown {
 async function scratchLease(workDir: string, jobId: string): Promise<RepoLease> {
   const gitdir = await mkdtemp(join(workDir, `apply-${jobId}-`));
   return { gitdir, warm: false, memory: {}, release: () => rm(gitdir, { recursive: true, force: true }) };
-}
-
-/**
- * A cached repository is never trusted for where the branch is: the remote is asked, and only a
- * head the repository lacks is fetched (the local branch is sent as what we have, so the remote
- * sends only the difference). Asked through a receive-pack discovery: the push that follows reuses
- * it, so a warm job talks to the remote twice (look, push).
- */
-async function syncBranch(session: Session): Promise<{ head: string; advertised?: ReceivePackAdvertisement }> {
-  let advertised: ReceivePackAdvertisement;
-  try {
-    advertised = await discoverReceivePack(session.remote);
-  } catch (error) {
-    throw classifyRemoteError(error, `list refs of ${session.branch}`);
-  }
-  const head = advertised.refs.get(`refs/heads/${session.branch}`);
-  if (head === undefined) throw branchNotFound(session.branch);
-  if (!(await session.objects.has(head))) return { head: await fetchBranch(session, session.fetchDepth) };
-  // The local branch is left as it is: it names a commit the repository holds, all a later fetch
-  // needs of it, and a push moves it to the job's commit.
-  return { head, advertised };
-}
-
-/** Shallow fetch of the branch; returns its head. A missing branch is permanent: the job names a branch that is not there. */
-async function fetchBranch(session: Session, depth: number): Promise<string> {
-  session.fetched = true;
-  try {
-    const { fetchHead } = await git.fetch({
-      fs,
-      gitdir: session.gitdir,
-      ...remoteArgs(session.remote),
-      ref: session.branch,
-      singleBranch: true,
-      depth,
-      tags: false,
-      cache: session.cache,
-    });
-    if (fetchHead) {
-      // The branch as last seen on the remote: the next fetch sends it as what we have.
-      await git.writeRef({ fs, gitdir: session.gitdir, ref: `refs/heads/${session.branch}`, value: fetchHead, force: true });
-      return fetchHead;
-    }
-  } catch (error) {
-    if (!(error instanceof Errors.NotFoundError)) throw classifyRemoteError(error, `fetch ${session.branch}`);
-  }
-  throw await missingBranch(session);
-}
-
-/**
- * Why the branch was not found. Asked for protocol v2, a git server (git 2.18 or later, every
- * hosting service) advertises its capabilities, also for an empty repository; a remote that
- * advertises none did not speak git even if its answer began like it (a service line, then
- * anything), and the job's branch is not what is wrong. One request more, on this path only. (An
- * empty repository on a server older than protocol v2 advertises nothing either, and is refused the
- * same way: a permanent verdict still, with the message saying what was seen.)
- */
-async function missingBranch(session: Session): Promise<PermanentJobError> {
-  const action = `fetch ${session.branch}`;
-  const info = await git.getRemoteInfo2({ ...remoteArgs(session.remote), protocolVersion: 2 }).catch((error: unknown) => {
-    throw classifyRemoteError(error, action);
-  });
-  if (Object.keys(info.capabilities).length === 0) {
-    return notGitError(action, 'its answer names no git capabilities');
-  }
-  return branchNotFound(session.branch);
-}
-
-function branchNotFound(branch: string): PermanentJobError {
-  return new PermanentJobError('BRANCH_NOT_FOUND', `branch ${branch} does not exist on the remote: create it, then replay the job`);
 }
 
 /**
@@ -240,22 +171,13 @@ async function readCommitDeepening(session: Session, oid: string, seen: number):
   } catch (error) {
     if (!(error instanceof ObjectNotFoundError)) throw error;
   }
-  // The walk reached the shallow boundary: fetch more history (doubling) and try again.
-  await fetchBranchDeepening(session, Math.max(seen, session.fetchDepth));
+  // The walk reached the end of the history fetched so far: fetch more (doubling) and try again.
+  await fetchAncestors(session, oid, Math.max(seen, session.fetchDepth));
   try {
     return await read();
   } catch (error) {
     if (error instanceof ObjectNotFoundError) return undefined;
     throw error;
-  }
-}
-
-async function fetchBranchDeepening(session: Session, by: number): Promise<void> {
-  session.fetched = true;
-  try {
-    await git.fetch({ fs, gitdir: session.gitdir, ...remoteArgs(session.remote), ref: session.branch, singleBranch: true, depth: by, relative: true, tags: false, cache: session.cache });
-  } catch (error) {
-    throw classifyRemoteError(error, `deepen ${session.branch}`);
   }
 }
 
@@ -280,7 +202,7 @@ async function pushFastForward(
     await git.writeRef({ fs, gitdir: session.gitdir, ref, value: commitSha, force: true });
     return { commitSha, parentSha: parent, alreadyApplied: false };
   }
-  const head = await fetchBranch(session, session.fetchDepth);
+  const head = await refreshBranch(session);
   const existing = await findJobCommit(session, jobId, head, parent);
   if (existing) return existing;
   if (outcome.kind === 'refused' && head === parent) {

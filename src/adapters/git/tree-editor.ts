@@ -1,7 +1,8 @@
 /**
  * Applies validated file operations to a commit's tree by editing blobs and trees in the object
  * store directly: no checkout, so only the directories on the touched paths are read, and a large
- * repository costs neither disk nor file handles.
+ * repository costs neither disk nor file handles. What will be read is announced to the store a
+ * directory level at a time (`preload`), so a partial repository fetches it in a few requests.
  */
 import { PermanentJobError } from '../../core/errors';
 import {
@@ -50,6 +51,48 @@ export class TreeEditor {
     private readonly store: ObjectStore,
     private readonly rootTree: string,
   ) {}
+
+  /**
+   * Loads every existing directory on `paths`, a level at a time: each level's trees are announced
+   * to the store together with the blobs of `contents` found in the level above, so a partial
+   * repository makes one request per level instead of one per object. A path stops where it meets
+   * anything but a directory; the operation on it then says what is wrong.
+   */
+  async preload(paths: readonly string[], contents: readonly string[]): Promise<void> {
+    const levels: Set<string>[] = [];
+    for (const path of paths) {
+      const parts = path.split('/');
+      for (let depth = 0; depth < parts.length; depth++) (levels[depth] ??= new Set()).add(parts.slice(0, depth).join('/'));
+    }
+    const contentsByDir = new Map<string, string[]>();
+    for (const path of contents) {
+      const { dir, name } = split(path);
+      contentsByDir.set(dir, [...(contentsByDir.get(dir) ?? []), name]);
+    }
+    let blobs: string[] = [];
+    for (const level of levels) {
+      const trees: [string, string][] = [];
+      for (const dir of level) {
+        const oid = dir === '' ? this.rootTree : this.subtreeOid(dir);
+        if (oid !== undefined && !this.dirs.has(dir)) trees.push([dir, oid]);
+      }
+      // Blobs first: git leaves out a wanted object that a tree wanted before it holds (upload-pack.ts).
+      await this.store.prefetch([...blobs, ...trees.map(([, oid]) => oid)]);
+      for (const [dir, oid] of trees) await this.load(dir, oid);
+      blobs = [...level].flatMap((dir) => (contentsByDir.get(dir) ?? []).flatMap((name) => {
+        const entry = this.dirs.get(dir)?.get(name);
+        return entry?.type === 'blob' && isFileMode(entry.mode) ? [entry.oid] : [];
+      }));
+    }
+    await this.store.prefetch(blobs);
+  }
+
+  /** The id of directory `dir` when its parent is loaded and holds it as a tree. */
+  private subtreeOid(dir: string): string | undefined {
+    const { dir: parent, name } = split(dir);
+    const entry = this.dirs.get(parent)?.get(name);
+    return entry?.type === 'tree' ? entry.oid : undefined;
+  }
 
   /** The regular file at `path` in the current state of the tree. */
   async readFile(path: string): Promise<{ oid: string; mode: FileMode }> {
@@ -150,6 +193,10 @@ export class TreeEditor {
  */
 export async function applyOperations(store: ObjectStore, rootTree: string, operations: readonly FileOperation[]): Promise<string> {
   const editor = new TreeEditor(store, rootTree);
+  await editor.preload(
+    operations.flatMap((op) => (op.kind === 'rename' || op.kind === 'copy' ? [op.from, op.path] : [op.path])),
+    operations.flatMap((op) => (readsContent(op) ? [op.kind === 'rename' || op.kind === 'copy' ? op.from : op.path] : [])),
+  );
   const writes: { path: string; file: { oid: string; mode: FileMode }; create: boolean }[] = [];
   const removals: string[] = [];
   /** Stores a file's new content once the rules for the files git reads let it through. */
@@ -181,6 +228,15 @@ export async function applyOperations(store: ObjectStore, rootTree: string, oper
   for (const path of removals) await editor.removeFile(path);
   for (const { path, file, create } of writes) await editor.writeFile(path, file, create);
   return editor.write();
+}
+
+/**
+ * Whether applying `op` reads its source file's content (as the loop above does): to patch it, to
+ * check that a deletion removes all of it, or to check a file moved to a name git reads. A read
+ * this misses still works, as one request more in a partial repository.
+ */
+function readsContent(op: FileOperation): boolean {
+  return op.kind !== 'add' && (op.kind === 'delete' || op.hunks.length > 0 || isCheckedContent(op.path));
 }
 
 async function patched(store: ObjectStore, path: string, oid: string, hunks: readonly PatchHunk[]): Promise<string> {

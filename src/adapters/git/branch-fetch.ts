@@ -1,0 +1,249 @@
+/**
+ * How a job gets the part of the workspace branch it reads into its repository (an empty one, or
+ * the cache's from an earlier job). Where the branch is always comes from the remote. What the
+ * repository lacks comes one of two ways, chosen per remote at the job's first fetch:
+ *
+ * - by id (`partial`), where upload-pack offers protocol v2 with filters (upload-pack.ts): the
+ *   head's commit and a few ancestors without their trees, then only the trees on the patch's paths
+ *   and the blobs it reads (tree-editor.ts announces them a directory level at a time). A cold job
+ *   costs what its patch touches, not what the repository holds. The repository is a partial clone
+ *   as git knows one: `.promisor` packs, and the remote marked as their promisor.
+ * - whole (`whole`), where it does not (an older server, filters turned off, the filter refused):
+ *   isomorphic-git's shallow fetch of the branch, every tree and blob of its head. The job's log
+ *   says so.
+ *
+ * A cached partial repository whose remote no longer filters is not used whole: fetching into it
+ * would treat its missing objects as present. The job fails as transient instead, which discards
+ * the repository (repo-cache.ts keeps only normal ends), and its retry starts cold.
+ */
+import * as fs from 'node:fs';
+import * as git from 'isomorphic-git';
+import { Errors } from 'isomorphic-git';
+import { PermanentJobError, TransientJobError } from '../../core/errors';
+import type { JobLogger } from '../../core/ports';
+import type { GitObjectStore } from './object-store';
+import { RemoteAnswerError } from './pkt-line';
+import { discoverReceivePack, type ReceivePackAdvertisement } from './receive-pack';
+import { classifyRemoteError, notGitError, remoteArgs, type RemoteOptions } from './remote';
+import { FilterRefusedError, fetchPack, lsRef, probeUploadPack, type FetchRequest, type UploadPackInfo } from './upload-pack';
+
+/** One job's view of the remote branch, in a bare repository of its own. */
+export interface BranchSession {
+  readonly gitdir: string;
+  readonly remote: RemoteOptions;
+  readonly branch: string;
+  readonly jobId: string;
+  /** isomorphic-git's in-memory cache of the repository (its fetches use it), and this module's. */
+  readonly memory: object;
+  /** The repository's objects, read and written directly (object-store.ts); its promisor is `fetchObjects`. */
+  readonly objects: GitObjectStore;
+  /** Commits fetched at first; the history is deepened only when the trailer search needs it. */
+  readonly fetchDepth: number;
+  readonly logger?: JobLogger;
+  /** How this job fetches, once it had to (see the header). */
+  mode?: 'partial' | 'whole';
+  /** Set when the repository changed in ways the object store did not count: the cache measures it. */
+  measure: boolean;
+  /** upload-pack's capabilities, asked at most once per job. */
+  uploadPack?: Promise<UploadPackInfo>;
+  /** Set once the repository is marked a partial clone. */
+  markedPartial?: boolean;
+}
+
+/** Remotes whose upload-pack filtered before, per repository (RepoLease.memory): a warm job need not ask again. */
+const filteringRemotes = new WeakMap<object, UploadPackInfo>();
+
+function uploadPackInfo(session: BranchSession): Promise<UploadPackInfo> {
+  const known = filteringRemotes.get(session.memory);
+  if (known) return Promise.resolve(known);
+  return (session.uploadPack ??= probeUploadPack(session.remote).then((info) => {
+    if (info.filters) filteringRemotes.set(session.memory, info);
+    return info;
+  }));
+}
+
+const ref = (session: BranchSession) => `refs/heads/${session.branch}`;
+
+/**
+ * A cold job: what upload-pack offers, then where the branch is (`ls-refs`) and the head's commit
+ * by id, or the whole branch. The push makes its own receive-pack discovery afterwards, so the
+ * compare-and-swap is checked against the branch as it is at push time.
+ */
+export async function locateBranch(session: BranchSession): Promise<{ head: string; advertised?: ReceivePackAdvertisement }> {
+  if ((await fetchMode(session)) === 'whole') return { head: await fetchBranch(session, session.fetchDepth) };
+  let head: string | undefined;
+  try {
+    head = await lsRef(session.remote, ref(session));
+  } catch (error) {
+    throw classifyRemoteError(error, `fetch ${session.branch}`);
+  }
+  if (head === undefined) throw branchNotFound(session.branch);
+  return fetchHead(session, head, undefined);
+}
+
+/**
+ * A warm job: the cache is never trusted for where the branch is; the remote is asked (a
+ * receive-pack discovery that the push reuses, so a warm job talks to the remote twice: look,
+ * push), and a head the repository lacks is fetched.
+ */
+export async function syncBranch(session: BranchSession): Promise<{ head: string; advertised?: ReceivePackAdvertisement }> {
+  let advertised: ReceivePackAdvertisement;
+  try {
+    advertised = await discoverReceivePack(session.remote);
+  } catch (error) {
+    throw classifyRemoteError(error, `list refs of ${session.branch}`);
+  }
+  const head = advertised.refs.get(ref(session));
+  if (head === undefined) throw branchNotFound(session.branch);
+  // The local branch is left as it is: it names a commit the repository holds, all a later fetch
+  // needs of it, and a push moves it to the job's commit.
+  if (await session.objects.has(head)) return { head, advertised };
+  return fetchHead(session, head, advertised);
+}
+
+/** Where the branch is now (after a push that did not land), its head's history fetched as far as the mode does at first. */
+export async function refreshBranch(session: BranchSession): Promise<string> {
+  if ((await fetchMode(session)) === 'whole') return fetchBranch(session, session.fetchDepth);
+  return (await syncBranch(session)).head;
+}
+
+/** Fetches `head` and its ancestors to the first depth; the discovery is kept for the push if it still names the head. */
+async function fetchHead(session: BranchSession, head: string, advertised: ReceivePackAdvertisement | undefined): Promise<{ head: string; advertised?: ReceivePackAdvertisement }> {
+  if ((await fetchMode(session)) === 'partial') {
+    try {
+      await fetchObjects(session, { wants: [head], depth: session.fetchDepth });
+      // The branch as last seen on the remote, as a whole fetch leaves it.
+      await git.writeRef({ fs, gitdir: session.gitdir, ref: ref(session), value: head, force: true });
+      return { head, advertised };
+    } catch (error) {
+      if (!(error instanceof TransientJobError && error.cause instanceof FilterRefusedError)) throw error;
+      await wholeMode(session, `it refused the filter: ${error.cause.message}`);
+    }
+  }
+  const fetched = await fetchBranch(session, session.fetchDepth);
+  return { head: fetched, advertised: fetched === head ? advertised : undefined };
+}
+
+/**
+ * `oid` and `depth - 1` generations of its ancestors, where the trailer search reached the end of
+ * the history fetched so far: by id, or by deepening the whole branch's shallow history.
+ */
+export async function fetchAncestors(session: BranchSession, oid: string, depth: number): Promise<void> {
+  if ((await fetchMode(session)) === 'partial') return fetchObjects(session, { wants: [oid], depth });
+  session.measure = true;
+  try {
+    await git.fetch({ fs, gitdir: session.gitdir, ...remoteArgs(session.remote), ref: session.branch, singleBranch: true, depth, relative: true, tags: false, cache: session.memory });
+  } catch (error) {
+    throw classifyRemoteError(error, `deepen ${session.branch}`);
+  }
+}
+
+/** The object store's promisor: trees and blobs by id, in one request. In whole mode nothing is missing that a fetch could bring. */
+export async function fetchMissing(session: BranchSession, oids: readonly string[]): Promise<void> {
+  if ((await fetchMode(session)) === 'partial') await fetchObjects(session, { wants: oids });
+}
+
+async function fetchMode(session: BranchSession): Promise<'partial' | 'whole'> {
+  if (session.mode) return session.mode;
+  let info: UploadPackInfo;
+  try {
+    info = await uploadPackInfo(session);
+  } catch (error) {
+    throw classifyRemoteError(error, `fetch ${session.branch}`);
+  }
+  if (!info.filters) {
+    await wholeMode(session, 'its upload-pack offers no protocol v2 fetch with object filters');
+    return 'whole';
+  }
+  session.mode = 'partial';
+  return 'partial';
+}
+
+async function wholeMode(session: BranchSession, why: string): Promise<void> {
+  if (await session.objects.partial()) {
+    throw new TransientJobError(`fetch ${session.branch}: the cached repository is partial and the remote no longer sends objects by id (${why}); the next attempt starts without it`);
+  }
+  session.mode = 'whole';
+  session.logger?.warn('the remote cannot send objects by id: fetching the branch whole', { jobId: session.jobId, why });
+}
+
+/**
+ * Marks the repository a partial clone the way git does (`remote.origin.promisor`,
+ * `extensions.partialClone`, which needs repository format 1), so the git CLI reads it as one:
+ * objects that `.promisor` packs reference may be missing. Done once per repository.
+ */
+async function markPartial(session: BranchSession): Promise<void> {
+  const { gitdir } = session;
+  if (session.markedPartial) return;
+  session.markedPartial = true;
+  if ((await git.getConfig({ fs, gitdir, path: 'extensions.partialclone' })) === 'origin') return;
+  await git.setConfig({ fs, gitdir, path: 'core.repositoryformatversion', value: '1' });
+  await git.setConfig({ fs, gitdir, path: 'remote.origin.promisor', value: 'true' });
+  await git.setConfig({ fs, gitdir, path: 'remote.origin.partialclonefilter', value: 'tree:0' });
+  await git.setConfig({ fs, gitdir, path: 'extensions.partialclone', value: 'origin' });
+  session.measure = true;
+}
+
+/**
+ * Fetches `request` into the repository. What a pack lacks is asked for again: git leaves out a
+ * wanted object that another wanted tree of the request holds (upload-pack.ts); a request that
+ * brings none of what it asked for is refused.
+ */
+async function fetchObjects(session: BranchSession, request: FetchRequest): Promise<void> {
+  const action = `fetch ${request.depth === undefined ? 'objects' : 'history'} of ${session.branch}`;
+  try {
+    for (let wants = request.wants; wants.length > 0; ) {
+      const absent = await session.objects.keepReceived(await fetchPack(session.remote, { ...request, wants }), wants);
+      if (absent.length === wants.length) throw new RemoteAnswerError(`the remote's pack lacks the ${wants.length} objects asked for, first ${wants[0] as string}`, 'malformed');
+      wants = absent;
+    }
+    await markPartial(session);
+  } catch (error) {
+    throw classifyRemoteError(error, action);
+  }
+}
+
+/** Shallow fetch of the whole branch (isomorphic-git); returns its head. A missing branch is permanent: the job names a branch that is not there. */
+async function fetchBranch(session: BranchSession, depth: number): Promise<string> {
+  session.measure = true;
+  try {
+    const { fetchHead } = await git.fetch({
+      fs,
+      gitdir: session.gitdir,
+      ...remoteArgs(session.remote),
+      ref: session.branch,
+      singleBranch: true,
+      depth,
+      tags: false,
+      cache: session.memory,
+    });
+    if (fetchHead) {
+      // The branch as last seen on the remote: the next fetch sends it as what we have.
+      await git.writeRef({ fs, gitdir: session.gitdir, ref: ref(session), value: fetchHead, force: true });
+      return fetchHead;
+    }
+  } catch (error) {
+    if (!(error instanceof Errors.NotFoundError)) throw classifyRemoteError(error, `fetch ${session.branch}`);
+  }
+  throw await missingBranch(session);
+}
+
+/**
+ * Why the branch was not found. Asked for protocol v2, a git server (git 2.18 or later, every
+ * hosting service) advertises its capabilities, also for an empty repository; a remote that
+ * advertises none did not speak git even if its answer began like it (a service line, then
+ * anything), and the job's branch is not what is wrong. (An empty repository on a server older
+ * than protocol v2 advertises nothing either, and is refused the same way: a permanent verdict
+ * still, with the message saying what was seen.)
+ */
+async function missingBranch(session: BranchSession): Promise<PermanentJobError> {
+  const action = `fetch ${session.branch}`;
+  const info = await uploadPackInfo(session).catch((error: unknown) => {
+    throw classifyRemoteError(error, action);
+  });
+  return info.speaksGit ? branchNotFound(session.branch) : notGitError(action, 'its answer names no git capabilities');
+}
+
+function branchNotFound(branch: string): PermanentJobError {
+  return new PermanentJobError('BRANCH_NOT_FOUND', `branch ${branch} does not exist on the remote: create it, then replay the job`);
+}

@@ -1,0 +1,254 @@
+/**
+ * A cold job on a generated repository of 3,000 files costs what its patch touches: against the
+ * loopback git server with filters (protocol v2, objects by id), the bytes it receives are a small
+ * fraction of the repository, which the same job without filters (the fallback: the branch
+ * fetched whole, said in the job's log) receives in full. Both push the same commit, the one
+ * `git apply --index` makes. Also: the trailer search over history fetched without trees, a warm
+ * job on a partial repository, a remote that refuses the filter, and the git behaviours the
+ * protocol client relies on.
+ */
+import { join } from 'node:path';
+import type { GitHttpRequest, HttpClient } from 'isomorphic-git';
+import nodeHttp from 'isomorphic-git/http/node';
+import { RepoCache, applyPatchCommit, type ApplyPatchCommitInput } from '../../src/adapters/git';
+import { indexPack } from '../../src/adapters/git/object-store';
+import { pktText, readPktLines } from '../../src/adapters/git/pkt-line';
+import { remoteOptions } from '../../src/adapters/git/remote';
+import { fetchPack, probeUploadPack } from '../../src/adapters/git/upload-pack';
+import { TransientJobError } from '../../src/core/errors';
+import type { JobLogger } from '../../src/core/ports';
+import { startGitServer, type GitServer } from '../../src/local/git-server';
+import { fastImportCommit, generateRepository, generatedContent, generatedDiff, generatedPath } from '../support/generated-repo';
+import { git, gitApplyTree, removeDir, tempDir } from '../support/git-fixtures';
+
+const FILES = 3_000;
+const LINES = 20;
+
+let root: string;
+let source: string;
+let baseSha: string;
+/** Bytes of the source repository's pack: what fetching the branch whole costs, near enough. */
+let packBytes: number;
+let filtering: GitServer;
+let whole: GitServer;
+let repoCount = 0;
+
+/** An agent's patch over the generated tree: edits in three directories, a deletion, a rename with an edit, new files in an old and a new directory. */
+const EDITS = {
+  write: {
+    [generatedPath(40)]: generatedContent(40, LINES, "'edited'"),
+    [generatedPath(1_000)]: generatedContent(1_000, LINES, "'edited'"),
+    [generatedPath(2_990)]: generatedContent(2_990, LINES, "'edited'"),
+    [generatedPath(2_001).replace(/file\d+\.ts$/, 'renamed.ts')]: generatedContent(2_001, LINES, "'renamed'"),
+    [generatedPath(41).replace(/file\d+\.ts$/, 'added.ts')]: 'export const added = true;\n',
+    'tools/new-tool/src/index.ts': 'export const tool = true;\n',
+  },
+  remove: [generatedPath(1_500), generatedPath(2_001)],
+};
+let diff: string;
+
+beforeAll(async () => {
+  root = await tempDir('partial');
+  source = join(root, 'source.git');
+  baseSha = await generateRepository(source, FILES, LINES);
+  diff = await generatedDiff(source, baseSha, EDITS);
+  packBytes = Number(/size-pack: (\d+)/.exec(await git(source, 'count-objects', '-v'))?.[1]) * 1024;
+  filtering = await startGitServer({ root: join(root, 'filtering') });
+  whole = await startGitServer({ root: join(root, 'whole'), filters: false });
+});
+
+afterAll(async () => {
+  await Promise.all([filtering.close(), whole.close()]);
+  await removeDir(root);
+});
+
+async function freshRemote(server: GitServer): Promise<{ url: string; gitDir: string }> {
+  const name = `remote-${++repoCount}`;
+  return { url: server.repoUrl(name), gitDir: await server.importRepository(source, name) };
+}
+
+function job(url: string, overrides: Partial<ApplyPatchCommitInput> = {}): ApplyPatchCommitInput {
+  return { repoUrl: url, branch: 'main', diff, baseSha, jobId: 'job-partial', message: 'Agent edit', createdAt: '2026-03-01T12:00:00.000Z', workDir: root, ...overrides };
+}
+
+/** The real client, counting the bytes of every answer and keeping each upload-pack request's lines. */
+function meteredHttp(): HttpClient & { bytes: number; readonly uploadPackRequests: string[][]; readonly requests: string[] } {
+  const metered = {
+    bytes: 0,
+    uploadPackRequests: [] as string[][],
+    requests: [] as string[],
+    async request(req: GitHttpRequest) {
+      const url = new URL(req.url);
+      metered.requests.push(`${req.method ?? 'GET'} ${url.pathname.split('/').pop() ?? ''}${url.search}`);
+      if (req.method === 'POST' && url.pathname.endsWith('/git-upload-pack') && req.body) {
+        const chunks: Uint8Array[] = [];
+        for await (const chunk of req.body) chunks.push(chunk);
+        const body = Buffer.concat(chunks);
+        metered.uploadPackRequests.push([...readPktLines(body)].flatMap((line) => (line.kind === 'data' ? [pktText(line.payload)] : [])));
+        req = { ...req, body: (async function* () { yield body; })() };
+      }
+      const res = await nodeHttp.request(req);
+      const answer = res.body;
+      return {
+        ...res,
+        body: (async function* () {
+          for await (const chunk of answer ?? []) {
+            metered.bytes += chunk.length;
+            yield chunk;
+          }
+        })(),
+      };
+    },
+  };
+  return metered;
+}
+
+/** A JobLogger that keeps what was logged. */
+function keptLog(): JobLogger & { readonly lines: { level: string; message: string; extra: Record<string, unknown> }[] } {
+  const lines: { level: string; message: string; extra: Record<string, unknown> }[] = [];
+  const at = (level: string) => (message: string, ...extra: Record<string, unknown>[]) => void lines.push({ level, message, extra: Object.assign({}, ...extra) as Record<string, unknown> });
+  return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+const fetchesOf = (http: ReturnType<typeof meteredHttp>) => http.uploadPackRequests.filter((lines) => lines.includes('command=fetch'));
+
+test('with filters, a cold job fetches what its patch reads, by id; without, the whole branch, said in its log; both push the same commit', async () => {
+  const partial = await freshRemote(filtering);
+  const partialHttp = meteredHttp();
+  const partialLog = keptLog();
+  const viaFilters = await applyPatchCommit(job(partial.url), { http: partialHttp, logger: partialLog });
+
+  const fallback = await freshRemote(whole);
+  const fallbackHttp = meteredHttp();
+  const fallbackLog = keptLog();
+  const viaWhole = await applyPatchCommit(job(fallback.url), { http: fallbackHttp, logger: fallbackLog });
+
+  // The same commit, the one `git apply --index` makes, and a remote that git checks clean.
+  expect(viaFilters).toEqual({ commitSha: viaWhole.commitSha, parentSha: baseSha, alreadyApplied: false });
+  expect(await git(partial.gitDir, 'rev-parse', 'main^{tree}')).toBe(await gitApplyTree(partial.gitDir, baseSha, diff));
+  await git(partial.gitDir, 'fsck', '--strict', '--no-progress');
+
+  // What each received: the whole branch is the repository (its pack); the partial job a sliver of it.
+  expect(fallbackHttp.bytes).toBeGreaterThan(packBytes / 2);
+  expect(partialHttp.bytes).toBeLessThan(packBytes / 20);
+  expect(partialHttp.bytes * 10).toBeLessThan(fallbackHttp.bytes);
+
+  // Every fetch names its objects and the filter; commits come with a depth, trees and blobs without.
+  const fetches = fetchesOf(partialHttp);
+  for (const lines of fetches) expect(lines).toContain('filter tree:0');
+  expect(fetches[0]).toEqual(expect.arrayContaining([`want ${baseSha}`, 'deepen 10']));
+  for (const lines of fetches.slice(1)) expect(lines.some((line) => line.startsWith('deepen'))).toBe(false);
+  // One request per directory level on the touched paths (root, area, package, src, module), not per object.
+  expect(fetches.length).toBeLessThanOrEqual(1 + 5 + 1);
+
+  expect(fallbackLog.lines).toContainEqual({ level: 'warn', message: 'the remote cannot send objects by id: fetching the branch whole', extra: expect.objectContaining({ jobId: 'job-partial', why: expect.stringMatching(/no protocol v2 fetch with object filters/) }) });
+  expect(partialLog.lines.filter((line) => line.level === 'warn')).toEqual([]);
+  expect(partialLog.lines).toContainEqual(expect.objectContaining({ message: 'patch committed', extra: expect.objectContaining({ fetched: 'partial' }) }));
+});
+
+test('a redelivery finds its commit under later ones by history fetched without trees, and pushes nothing', async () => {
+  const { url, gitDir } = await freshRemote(filtering);
+  const applied = await applyPatchCommit(job(url));
+  // Twelve more commits by another writer, then a redelivery without a base: the first fetch (depth 3) does not reach it.
+  let head = applied.commitSha;
+  for (let i = 0; i < 12; i++) head = await fastImportCommit(gitDir, 'main', { parent: head, edits: { write: { [`later/${i}.txt`]: `${i}\n` } } });
+  const http = meteredHttp();
+  const again = await applyPatchCommit(job(url, { baseSha: undefined }), { http, fetchDepth: 3 });
+  expect(again).toEqual({ ...applied, alreadyApplied: true });
+  expect(await git(gitDir, 'rev-parse', 'main')).toBe(head);
+  expect(http.requests.filter((r) => r.includes('receive-pack'))).toEqual([]);
+  // Only commits were fetched: history, deepened as the search went, and not one tree.
+  const fetches = fetchesOf(http);
+  expect(fetches.length).toBeGreaterThan(1);
+  for (const lines of fetches) expect(lines).toEqual(expect.arrayContaining(['filter tree:0', expect.stringMatching(/^deepen \d+$/)]));
+  expect(http.bytes).toBeLessThan(packBytes / 100);
+});
+
+test('a warm job on a partial repository fetches only the trees and blobs it lacks; the cache holds a partial clone git reads', async () => {
+  const { url, gitDir } = await freshRemote(filtering);
+  const cache = new RepoCache({ dir: join(root, 'cache'), maxBytes: 64 * 2 ** 20 });
+  const first = await applyPatchCommit(job(url), { cache });
+  const second = generatedPath(2_500);
+  const laterDiff = await generatedDiff(gitDir, first.commitSha, { write: { [second]: generatedContent(2_500, LINES, "'warm'") } }, 'warm-edit');
+  const http = meteredHttp();
+  const result = await applyPatchCommit(job(url, { diff: laterDiff, jobId: 'job-warm', baseSha: first.commitSha }), { cache, http });
+  expect(await git(gitDir, 'rev-parse', `${result.commitSha}^{tree}`)).toBe(await gitApplyTree(gitDir, first.commitSha, laterDiff));
+  // The head was its own push: no capability probe, no history; the trees of a directory no job read before, and the blob.
+  const fetches = fetchesOf(http);
+  expect(http.requests.filter((r) => r.startsWith('GET') && r.includes('upload-pack'))).toEqual([]);
+  expect(fetches.every((lines) => !lines.some((line) => line.startsWith('deepen')))).toBe(true);
+  expect(fetches.flat().filter((line) => line.startsWith('want ')).length).toBeLessThanOrEqual(second.split('/').length);
+  // The cached repository is a partial clone as git knows one: fsck passes, and most objects are missing.
+  const [cached] = (await cache.idle()).keys();
+  const repo = join(root, 'cache', cached as string);
+  await git(repo, 'fsck', '--strict', '--no-progress', '--no-dangling');
+  expect(await git(repo, 'config', 'extensions.partialclone')).toBe('origin');
+  expect(Number(/in-pack: (\d+)/.exec(await git(repo, 'count-objects', '-v'))?.[1])).toBeLessThan(FILES / 20);
+});
+
+test('a remote that advertises filters but refuses tree:0 gets the whole branch; a partial cache of it is dropped and the job retried cold', async () => {
+  const { url, gitDir } = await freshRemote(filtering);
+  const cache = new RepoCache({ dir: join(root, 'cache-refused'), maxBytes: 64 * 2 ** 20 });
+  await applyPatchCommit(job(url, { jobId: 'job-before' }), { cache });
+  // The host now refuses the tree filter (git's own setting, in the repository's config).
+  await git(gitDir, 'config', 'uploadpackfilter.tree.allow', 'false');
+  const head = await git(gitDir, 'rev-parse', 'main');
+  const other = await fastImportCommit(gitDir, 'main', { parent: head, edits: { write: { 'other.txt': 'another writer\n' } } });
+  const log = keptLog();
+  const next = job(url, { diff: await generatedDiff(gitDir, other, { write: { 'notes/next.txt': 'next\n' } }, 'next-edit'), jobId: 'job-next', baseSha: other });
+  // The cached repository is partial: fetching the whole branch into it would take its missing objects for present.
+  await expect(applyPatchCommit(next, { cache, logger: log })).rejects.toThrow(TransientJobError);
+  expect(await cache.idle()).toEqual(new Map());
+  const retried = await applyPatchCommit(next, { cache, logger: log });
+  expect(retried.parentSha).toBe(other);
+  expect(log.lines).toContainEqual(expect.objectContaining({ level: 'warn', extra: expect.objectContaining({ why: "it refused the filter: filter 'tree' not supported" }) }));
+  await git(gitDir, 'fsck', '--strict', '--no-progress');
+});
+
+test('an answer cut short mid-pack is transient, and the remote is unchanged', async () => {
+  const { url, gitDir } = await freshRemote(filtering);
+  const cutting: HttpClient = {
+    async request(req) {
+      const res = await nodeHttp.request(req);
+      if (req.method !== 'POST' || !req.url.endsWith('/git-upload-pack')) return res;
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of res.body ?? []) chunks.push(chunk);
+      const whole = Buffer.concat(chunks);
+      return { ...res, body: (async function* () { yield whole.subarray(0, whole.length - 30); })() };
+    },
+  };
+  await expect(applyPatchCommit(job(url), { http: cutting })).rejects.toThrow(/the answer was cut short/);
+  await expect(applyPatchCommit(job(url), { http: cutting })).rejects.toBeInstanceOf(TransientJobError);
+  expect(await git(gitDir, 'rev-parse', 'main')).toBe(baseSha);
+});
+
+describe('what the protocol client relies on in git (src/adapters/git/upload-pack.ts)', () => {
+  test('a want under tree:0 brings that object alone, but not an object an earlier wanted tree holds; commits come to the depth asked', async () => {
+    const { url, gitDir } = await freshRemote(filtering);
+    const remote = remoteOptions(url);
+    expect(await probeUploadPack(remote)).toEqual({ filters: true, speaksGit: true });
+    const tree = await git(gitDir, 'rev-parse', 'main:services/pkg0/src');
+    const blob = await git(gitDir, 'rev-parse', 'main:services/pkg0/src/file0.ts');
+    expect(indexPack(await fetchPack(remote, { wants: [blob, tree] })).oids).toEqual(new Set([blob, tree]));
+    // git 2.39: the tree's entries count as seen once the tree is, so a blob asked for after it is left out.
+    expect(indexPack(await fetchPack(remote, { wants: [tree, blob] })).oids).toEqual(new Set([tree]));
+    expect(indexPack(await fetchPack(remote, { wants: [baseSha], depth: 1 })).oids).toEqual(new Set([baseSha]));
+    expect(await probeUploadPack(remoteOptions((await freshRemote(whole)).url))).toEqual({ filters: false, speaksGit: true });
+  });
+
+  test('a directory that is the same tree as a subdirectory of a sibling is still fetched (asked for again when a pack lacks it)', async () => {
+    const { url, gitDir } = await freshRemote(filtering);
+    // dup/a/inner/ and dup/b/ hold the same files: one tree object, an entry of dup/a and a sibling of it.
+    const same = { 'one.ts': 'export const one = 1;\n', 'two.ts': 'export const two = 2;\n' };
+    const files = Object.fromEntries(Object.entries(same).flatMap(([name, text]) => [[`dup/a/inner/${name}`, text], [`dup/b/${name}`, text]]));
+    const base = await fastImportCommit(gitDir, 'main', { parent: baseSha, edits: { write: { ...files, 'dup/a/own.ts': 'export const own = 0;\n' } } });
+    expect(await git(gitDir, 'rev-parse', 'main:dup/a/inner')).toBe(await git(gitDir, 'rev-parse', 'main:dup/b'));
+    const edit = await generatedDiff(gitDir, base, { write: { 'dup/a/own.ts': 'export const own = 1;\n', 'dup/b/two.ts': 'export const two = 22;\n' } }, 'dup-edit');
+    const http = meteredHttp();
+    const result = await applyPatchCommit(job(url, { diff: edit, baseSha: base, jobId: 'job-dup' }), { http });
+    expect(await git(gitDir, 'rev-parse', `${result.commitSha}^{tree}`)).toBe(await gitApplyTree(gitDir, base, edit));
+    const dupB = await git(gitDir, 'rev-parse', `${base}:dup/b`);
+    // Asked for with its sibling dup/a, left out (dup/a holds it), and asked for again alone.
+    expect(fetchesOf(http).filter((lines) => lines.includes(`want ${dupB}`)).map((lines) => lines.filter((line) => line.startsWith('want ')).length)).toEqual([2, 1]);
+  });
+});
