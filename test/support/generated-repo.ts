@@ -40,11 +40,12 @@ export interface GeneratedEdits {
 const AUTHOR = 'Fixture <fixture@example.invalid> 1767225600 +0000';
 
 /**
- * A commit on `branch` of the bare repository `gitDir` made with fast-import: on top of `parent`
- * with `edits`, or (no parent) holding exactly files 0 to `files - 1` with `lines` lines each.
- * Returns its id.
+ * A commit on `branch` (a branch name, or a full ref such as `refs/bench/one`) of the bare
+ * repository `gitDir` made with fast-import: on top of `parent` with `edits`, or (no parent)
+ * holding exactly files 0 to `files - 1` with `lines` lines each. Returns its id.
  */
 export async function fastImportCommit(gitDir: string, branch: string, change: { parent: string; edits: GeneratedEdits } | { files: number; lines: number }, message = 'generated'): Promise<string> {
+  const ref = branch.startsWith('refs/') ? branch : `refs/heads/${branch}`;
   const child = spawn('git', ['fast-import', '--quiet', '--done'], { cwd: gitDir, env: { ...GIT_ENV, GIT_DIR: gitDir }, stdio: ['pipe', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -54,7 +55,7 @@ export async function fastImportCommit(gitDir: string, branch: string, change: {
   });
   const write = (text: string) => (child.stdin.write(text) ? Promise.resolve() : new Promise<void>((resolve) => child.stdin.once('drain', resolve)));
   const inline = (path: string, content: string) => `M 100644 inline ${path}\ndata ${Buffer.byteLength(content)}\n${content}\n`;
-  await write(`commit refs/heads/${branch}\nauthor ${AUTHOR}\ncommitter ${AUTHOR}\ndata ${Buffer.byteLength(message)}\n${message}\n`);
+  await write(`commit ${ref}\nauthor ${AUTHOR}\ncommitter ${AUTHOR}\ndata ${Buffer.byteLength(message)}\n${message}\n`);
   if ('parent' in change) {
     await write(`from ${change.parent}\n`);
     for (const path of change.edits.remove ?? []) await write(`D ${path}\n`);
@@ -65,7 +66,7 @@ export async function fastImportCommit(gitDir: string, branch: string, change: {
   await write('\ndone\n');
   child.stdin.end();
   await exited;
-  return git(gitDir, 'rev-parse', `refs/heads/${branch}`);
+  return git(gitDir, 'rev-parse', ref);
 }
 
 /** A new bare repository at `gitDir` whose `main` holds `files` generated files of `lines` lines. Returns the commit. */

@@ -189,12 +189,12 @@ async function readCommitDeepening(session: Session, oid: string, seen: number):
  */
 async function pushFastForward(
   session: Session,
-  { jobId, commitSha, parent, packfile, advertised }: { jobId: string; commitSha: string; parent: string; packfile: Uint8Array; advertised: ReceivePackAdvertisement | undefined },
+  { jobId, commitSha, parent, packfile, advertised }: { jobId: string; commitSha: string; parent: string; packfile: Uint8Array; advertised: Promise<ReceivePackAdvertisement | undefined> },
 ): Promise<ApplyPatchCommitResult> {
   const ref = `refs/heads/${session.branch}`;
   let outcome;
   try {
-    outcome = await pushPack({ remote: session.remote, ref, oldOid: parent, newOid: commitSha, packfile, advertised });
+    outcome = await pushPack({ remote: session.remote, ref, oldOid: parent, newOid: commitSha, packfile, advertised: await advertised });
   } catch (error) {
     throw classifyRemoteError(error, `push ${session.branch}`);
   }

@@ -64,21 +64,34 @@ function uploadPackInfo(session: BranchSession): Promise<UploadPackInfo> {
 
 const ref = (session: BranchSession) => `refs/heads/${session.branch}`;
 
+/** Where the branch is, and a receive-pack discovery for the push (undefined: the push makes its own). */
+export interface LocatedBranch {
+  readonly head: string;
+  readonly advertised: Promise<ReceivePackAdvertisement | undefined>;
+}
+
+const NO_DISCOVERY: Promise<undefined> = Promise.resolve(undefined);
+
 /**
- * A cold job: what upload-pack offers, then where the branch is (`ls-refs`) and the head's commit
- * by id, or the whole branch. The push makes its own receive-pack discovery afterwards, so the
- * compare-and-swap is checked against the branch as it is at push time.
+ * A cold job: what upload-pack offers and where the branch is (`ls-refs`), asked together, then
+ * the head's commit by id, or the whole branch. The push's receive-pack discovery is made beside
+ * the first fetch, once the head is known: a branch that moves after that is seen at the push
+ * (whose compare-and-swap is receive-pack's own in any case). A failed discovery is made again by
+ * the push, which reports it.
  */
-export async function locateBranch(session: BranchSession): Promise<{ head: string; advertised?: ReceivePackAdvertisement }> {
-  if ((await fetchMode(session)) === 'whole') return { head: await fetchBranch(session, session.fetchDepth) };
-  let head: string | undefined;
-  try {
-    head = await lsRef(session.remote, ref(session));
-  } catch (error) {
-    throw classifyRemoteError(error, `fetch ${session.branch}`);
-  }
+export async function locateBranch(session: BranchSession): Promise<LocatedBranch> {
+  const action = `fetch ${session.branch}`;
+  // ls-refs goes out before the answer says the server speaks protocol v2; where it does not, its answer is not read.
+  const [info, listed] = await Promise.allSettled([uploadPackInfo(session), lsRef(session.remote, ref(session))]);
+  // upload-pack's advertisement first: it says best what the remote answered.
+  if (info.status === 'rejected') throw classifyRemoteError(info.reason, action);
+  if ((await fetchMode(session)) === 'whole') return { head: await fetchBranch(session, session.fetchDepth), advertised: NO_DISCOVERY };
+  if (listed.status === 'rejected') throw classifyRemoteError(listed.reason, action);
+  const head = listed.value;
   if (head === undefined) throw branchNotFound(session.branch);
-  return fetchHead(session, head, undefined);
+  const advertised = discoverReceivePack(session.remote).catch(() => undefined);
+  const fetched = await fetchHead(session, head);
+  return { head: fetched, advertised: fetched === head ? advertised : NO_DISCOVERY };
 }
 
 /**
@@ -86,7 +99,7 @@ export async function locateBranch(session: BranchSession): Promise<{ head: stri
  * receive-pack discovery that the push reuses, so a warm job talks to the remote twice: look,
  * push), and a head the repository lacks is fetched.
  */
-export async function syncBranch(session: BranchSession): Promise<{ head: string; advertised?: ReceivePackAdvertisement }> {
+export async function syncBranch(session: BranchSession): Promise<LocatedBranch> {
   let advertised: ReceivePackAdvertisement;
   try {
     advertised = await discoverReceivePack(session.remote);
@@ -97,8 +110,9 @@ export async function syncBranch(session: BranchSession): Promise<{ head: string
   if (head === undefined) throw branchNotFound(session.branch);
   // The local branch is left as it is: it names a commit the repository holds, all a later fetch
   // needs of it, and a push moves it to the job's commit.
-  if (await session.objects.has(head)) return { head, advertised };
-  return fetchHead(session, head, advertised);
+  if (await session.objects.has(head)) return { head, advertised: Promise.resolve(advertised) };
+  const fetched = await fetchHead(session, head);
+  return { head: fetched, advertised: fetched === head ? Promise.resolve(advertised) : NO_DISCOVERY };
 }
 
 /** Where the branch is now (after a push that did not land), its head's history fetched as far as the mode does at first. */
@@ -107,21 +121,20 @@ export async function refreshBranch(session: BranchSession): Promise<string> {
   return (await syncBranch(session)).head;
 }
 
-/** Fetches `head` and its ancestors to the first depth; the discovery is kept for the push if it still names the head. */
-async function fetchHead(session: BranchSession, head: string, advertised: ReceivePackAdvertisement | undefined): Promise<{ head: string; advertised?: ReceivePackAdvertisement }> {
+/** Fetches `head` and its ancestors to the first depth; returns the head fetched (another one when the whole branch was, and it had moved). */
+async function fetchHead(session: BranchSession, head: string): Promise<string> {
   if ((await fetchMode(session)) === 'partial') {
     try {
       await fetchObjects(session, { wants: [head], depth: session.fetchDepth });
       // The branch as last seen on the remote, as a whole fetch leaves it.
       await git.writeRef({ fs, gitdir: session.gitdir, ref: ref(session), value: head, force: true });
-      return { head, advertised };
+      return head;
     } catch (error) {
       if (!(error instanceof TransientJobError && error.cause instanceof FilterRefusedError)) throw error;
       await wholeMode(session, `it refused the filter: ${error.cause.message}`);
     }
   }
-  const fetched = await fetchBranch(session, session.fetchDepth);
-  return { head: fetched, advertised: fetched === head ? advertised : undefined };
+  return fetchBranch(session, session.fetchDepth);
 }
 
 /**

@@ -37,6 +37,8 @@ export interface TreeEntry {
 }
 
 export interface ObjectStore {
+  /** True when the repository holds the object itself (a partial one may lack it, or what it references). */
+  has(oid: string): Promise<boolean>;
   /** Objects about to be read: a partial repository fetches those it lacks in one request; a complete one does nothing. */
   prefetch(oids: readonly string[]): Promise<void>;
   readTree(oid: string): Promise<TreeEntry[]>;

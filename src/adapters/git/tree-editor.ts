@@ -53,10 +53,11 @@ export class TreeEditor {
   ) {}
 
   /**
-   * Loads every existing directory on `paths`, a level at a time: each level's trees are announced
-   * to the store together with the blobs of `contents` found in the level above, so a partial
-   * repository makes one request per level instead of one per object. A path stops where it meets
-   * anything but a directory; the operation on it then says what is wrong.
+   * Loads every existing directory on `paths`, a level at a time, and announces to the store what
+   * will be read: each level's trees, with the blobs of `contents` found so far, so a partial
+   * repository makes one request per level it lacks trees of (and one for the blobs of the last),
+   * instead of one per object. A path stops where it meets anything but a directory; the operation
+   * on it then says what is wrong.
    */
   async preload(paths: readonly string[], contents: readonly string[]): Promise<void> {
     const levels: Set<string>[] = [];
@@ -76,15 +77,28 @@ export class TreeEditor {
         const oid = dir === '' ? this.rootTree : this.subtreeOid(dir);
         if (oid !== undefined && !this.dirs.has(dir)) trees.push([dir, oid]);
       }
-      // Blobs first: git leaves out a wanted object that a tree wanted before it holds (upload-pack.ts).
-      await this.store.prefetch([...blobs, ...trees.map(([, oid]) => oid)]);
+      // Blobs wait for a level that lacks a tree, to go in its request; blobs first, because git
+      // leaves out a wanted object that a tree wanted before it holds (upload-pack.ts).
+      const lacking = await this.lacking(trees.map(([, oid]) => oid));
+      if (lacking.length > 0) {
+        await this.store.prefetch([...blobs, ...lacking]);
+        blobs = [];
+      }
       for (const [dir, oid] of trees) await this.load(dir, oid);
-      blobs = [...level].flatMap((dir) => (contentsByDir.get(dir) ?? []).flatMap((name) => {
-        const entry = this.dirs.get(dir)?.get(name);
-        return entry?.type === 'blob' && isFileMode(entry.mode) ? [entry.oid] : [];
-      }));
+      for (const dir of level) {
+        for (const name of contentsByDir.get(dir) ?? []) {
+          const entry = this.dirs.get(dir)?.get(name);
+          if (entry?.type === 'blob' && isFileMode(entry.mode)) blobs.push(entry.oid);
+        }
+      }
     }
     await this.store.prefetch(blobs);
+  }
+
+  private async lacking(oids: readonly string[]): Promise<string[]> {
+    const lacking: string[] = [];
+    for (const oid of oids) if (!(await this.store.has(oid))) lacking.push(oid);
+    return lacking;
   }
 
   /** The id of directory `dir` when its parent is loaded and holds it as a tree. */
