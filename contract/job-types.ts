@@ -244,12 +244,13 @@ export const SEQUENCER: WorkerSettings = {
   // About 117 KiB (BENCHMARKS.md, bundles): the command stages' bundle and the ordered lane.
   bundleBudgetKiB: 960,
   // The git engine and its credentials, loaded at the first git call (src/compose/aws-sequencer.ts):
-  // forwarding a staged job, a duplicate or a skip never parse it. About 160 KiB: isomorphic-git
+  // forwarding a staged job, a duplicate or a skip never parse it. About 169 KiB: isomorphic-git
   // (its ES module build, tree-shaken, with Node's zlib and crypto in place of pako and sha.js:
-  // lib/constructs/worker.ts ESM_ALIASES) 64 KiB, the git adapter 22 KiB with 18 KiB of the
-  // packages it uses (diff, async-lock, simple-get...), Secrets Manager through Powertools'
-  // parameters 10 KiB, and 41 KiB of copies of what index.js holds too: zod and modules of src/core
-  // and contract/ (src/core/errors.ts says how errors keep their class across copies).
+  // lib/constructs/worker.ts ESM_ALIASES) 64 KiB, the git adapter 31 KiB (9 of them the protocol v2
+  // fetch by id of a cold job, docs/decisions.md §24) with 18 KiB of the packages it uses (diff,
+  // async-lock, simple-get...), Secrets Manager through Powertools' parameters 10 KiB, and 41 KiB of
+  // copies of what index.js holds too: zod and modules of src/core and contract/
+  // (src/core/errors.ts says how errors keep their class across copies).
   separateFiles: [{ entry: 'src/compose/aws-git-engine.ts', file: 'git-engine.js', constant: 'GIT_ENGINE_FILE', budgetKiB: 620 }],
 };
 

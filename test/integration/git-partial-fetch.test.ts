@@ -12,7 +12,7 @@ import type { GitHttpRequest, HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { RepoCache, applyPatchCommit, type ApplyPatchCommitInput } from '../../src/adapters/git';
 import { indexPack } from '../../src/adapters/git/object-store';
-import { pktText, readPktLines } from '../../src/adapters/git/pkt-line';
+import { pktLine, pktText, readPktLines } from '../../src/adapters/git/pkt-line';
 import { remoteOptions } from '../../src/adapters/git/remote';
 import { fetchPack, probeUploadPack } from '../../src/adapters/git/upload-pack';
 import { TransientJobError } from '../../src/core/errors';
@@ -205,20 +205,46 @@ test('a remote that advertises filters but refuses tree:0 gets the whole branch;
   await git(gitDir, 'fsck', '--strict', '--no-progress');
 });
 
-test('an answer cut short mid-pack is transient, and the remote is unchanged', async () => {
+test.each([
+  ['an answer cut short mid-pack', (answer: Buffer) => answer.subarray(0, answer.length - 30), /the answer was cut short/],
+  ['an error the remote reports (ERR)', () => pktLine('ERR upload-pack: not our ref'), /the remote reported an error: upload-pack: not our ref/],
+])('%s is transient, and the remote is unchanged', async (_what, answerWith, says) => {
   const { url, gitDir } = await freshRemote(filtering);
-  const cutting: HttpClient = {
+  // Fault injection: every fetch is answered with the altered answer.
+  const altering: HttpClient = {
     async request(req) {
-      const res = await nodeHttp.request(req);
-      if (req.method !== 'POST' || !req.url.endsWith('/git-upload-pack')) return res;
+      if (req.method !== 'POST' || !req.url.endsWith('/git-upload-pack') || !req.body) return nodeHttp.request(req);
+      const sent: Uint8Array[] = [];
+      for await (const chunk of req.body) sent.push(chunk);
+      const res = await nodeHttp.request({ ...req, body: (async function* () { yield Buffer.concat(sent); })() });
       const chunks: Uint8Array[] = [];
       for await (const chunk of res.body ?? []) chunks.push(chunk);
-      const whole = Buffer.concat(chunks);
-      return { ...res, body: (async function* () { yield whole.subarray(0, whole.length - 30); })() };
+      const answer = Buffer.concat(chunks);
+      const altered = Buffer.concat(sent).includes('command=fetch') ? answerWith(answer) : answer;
+      return { ...res, body: (async function* () { yield altered; })() };
     },
   };
-  await expect(applyPatchCommit(job(url), { http: cutting })).rejects.toThrow(/the answer was cut short/);
-  await expect(applyPatchCommit(job(url), { http: cutting })).rejects.toBeInstanceOf(TransientJobError);
+  const error = await applyPatchCommit(job(url), { http: altering }).catch((caught: unknown) => caught);
+  expect(error).toBeInstanceOf(TransientJobError);
+  expect((error as Error).message).toMatch(says);
+  expect(await git(gitDir, 'rev-parse', 'main')).toBe(baseSha);
+});
+
+test('a remote that answers with other objects than those asked for is refused as not speaking git, and nothing is pushed', async () => {
+  const { url, gitDir } = await freshRemote(filtering);
+  const decoy = await git(gitDir, 'rev-parse', 'main:tools');
+  // Fault injection: every request for trees or blobs is answered for another tree (a valid pack, of the wrong object).
+  const substituting: HttpClient = {
+    async request(req) {
+      if (req.method !== 'POST' || !req.url.endsWith('/git-upload-pack') || !req.body) return nodeHttp.request(req);
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of req.body) chunks.push(chunk);
+      let body = Buffer.concat(chunks).toString('latin1');
+      if (body.includes('command=fetch') && !body.includes('deepen')) body = body.replace(/want [0-9a-f]{40}/g, `want ${decoy}`);
+      return nodeHttp.request({ ...req, body: (async function* () { yield Buffer.from(body, 'latin1'); })() });
+    },
+  };
+  await expect(applyPatchCommit(job(url), { http: substituting })).rejects.toMatchObject({ reason: 'REJECTED_BY_TARGET', message: expect.stringMatching(/the remote's pack lacks the \d+ objects asked for/) });
   expect(await git(gitDir, 'rev-parse', 'main')).toBe(baseSha);
 });
 

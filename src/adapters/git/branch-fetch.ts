@@ -35,7 +35,7 @@ export interface BranchSession {
   readonly jobId: string;
   /** isomorphic-git's in-memory cache of the repository (its fetches use it), and this module's. */
   readonly memory: object;
-  /** The repository's objects, read and written directly (object-store.ts); its promisor is `fetchObjects`. */
+  /** The repository's objects, read and written directly (object-store.ts); its promisor is `fetchMissing`. */
   readonly objects: GitObjectStore;
   /** Commits fetched at first; the history is deepened only when the trailer search needs it. */
   readonly fetchDepth: number;

@@ -260,7 +260,7 @@ export class GitObjectStore implements ObjectStore {
   }
 
   private async readTyped(oid: string, type: ObjectType): Promise<Buffer> {
-    // A commit is never fetched alone: without a depth its whole history would come (see apply-patch-commit.ts).
+    // A commit is never fetched alone: without a depth its whole history would come (branch-fetch.ts asks with one).
     const object = await this.read(oid, type !== 'commit');
     if (object.type !== type) throw new Error(`object ${oid} is a ${object.type}, not a ${type}`);
     return Buffer.from(object.content.buffer, object.content.byteOffset, object.content.byteLength);
