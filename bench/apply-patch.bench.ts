@@ -368,7 +368,7 @@ export const bench: Benchmark = {
       const big = at(300_000);
       const twenty = at(20_000);
       return {
-        title: 'apply_patch: cold and warm against the git CLI, 100 to 300,000 files',
+        title: 'apply_patch: cold and warm against the git CLI, 2,000 to 300,000 files',
         description: [
           `Generated repositories of ${SIZES.map((s) => s.toLocaleString('en-US')).join(' / ')} files (a monorepo layout: area, package, \`src\`, then modules`,
           `nested up to 5 deep; ${FILES_PER_DIR} files of ${LINES} lines per directory; test/support/generated-repo.ts), made once with git fast-import and kept in bench/.cache.`,
