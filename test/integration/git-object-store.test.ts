@@ -8,6 +8,7 @@
  * objects named by their hashes, and kept as the promisor pack of a partial repository.
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -239,5 +240,33 @@ describe('a pack received from a remote', () => {
     flipped[20] = (flipped[20] as number) ^ 1;
     expect(() => indexPack(flipped)).toThrow(new RemoteAnswerError("the remote's pack does not match its checksum", 'malformed'));
     expect(() => indexPack(pack.subarray(0, 30))).toThrow(RemoteAnswerError);
+  });
+
+  /** `pack` with its first entry's bytes changed by `edit` and its checksum made again: only its content is wrong. */
+  function resealed(pack: Buffer, edit: (copy: Buffer, dataAt: number) => void): Buffer {
+    const copy = Buffer.from(pack);
+    let dataAt = 12;
+    while ((copy[dataAt++] as number) & 0x80);
+    edit(copy, dataAt);
+    createHash('sha1').update(copy.subarray(0, -20)).digest().copy(copy, copy.length - 20);
+    return copy;
+  }
+
+  test.each([
+    ['an object of a type git does not define', (copy: Buffer) => void (copy[12] = ((copy[12] as number) & 0x8f) | (5 << 4)), /unknown type 5/],
+    ['an object whose data is not deflated', (copy: Buffer, dataAt: number) => void (copy[dataAt] = 0xff), /incorrect header check/],
+    ['an object longer or shorter than its header says', (copy: Buffer) => void (copy[12] = (copy[12] as number) ^ 1), /the header says/],
+  ])('that matches its checksum but holds %s is refused as not git', async (_what, edit, says) => {
+    const pack = await packOf((await blobsAndTrees()).slice(0, 3), true);
+    const error = (() => {
+      try {
+        indexPack(resealed(pack, edit));
+        return undefined;
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    expect(error).toBeInstanceOf(RemoteAnswerError);
+    expect(error).toMatchObject({ kind: 'malformed', message: expect.stringMatching(says) });
   });
 });

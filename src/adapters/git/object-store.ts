@@ -405,6 +405,11 @@ function objectId(type: ObjectType, content: Uint8Array): string {
   return createHash('sha1').update(`${type} ${content.length}\0`, 'ascii').update(content).digest('hex');
 }
 
+/** A pack the remote sent that git could not read either: the remote does not speak git. */
+function malformed(why: string): RemoteAnswerError {
+  return new RemoteAnswerError(`the remote's pack ${why}`, 'malformed');
+}
+
 /**
  * Indexes a pack received from a remote (what git's index-pack does): checks its checksum, reads
  * every entry (the deflated length is only known by inflating), resolves the deltas, all of whose
@@ -412,11 +417,21 @@ function objectId(type: ObjectType, content: Uint8Array): string {
  * few objects it asked for, so everything is resolved in memory.
  */
 export function indexPack(pack: Buffer): { index: Buffer; checksum: string; oids: Set<string> } {
-  const malformed = (why: string) => new RemoteAnswerError(`the remote's pack ${why}`, 'malformed');
   const end = pack.length - 20;
   if (end < 12 || pack.toString('latin1', 0, 4) !== 'PACK' || ![2, 3].includes(pack.readUInt32BE(4))) throw malformed('is not a version 2 pack');
   const checksum = pack.subarray(end);
   if (!createHash('sha1').update(pack.subarray(0, end)).digest().equals(checksum)) throw malformed('does not match its checksum');
+  try {
+    return indexEntries(pack, checksum);
+  } catch (error) {
+    // The bytes came as sent (the checksum matched): an entry that cannot be read was made so by the remote.
+    if (error instanceof RemoteAnswerError) throw error;
+    throw malformed(`holds an object that cannot be read: ${(error as Error).message}`);
+  }
+}
+
+function indexEntries(pack: Buffer, checksum: Buffer): { index: Buffer; checksum: string; oids: Set<string> } {
+  const end = pack.length - 20;
   const entries: { header: EntryHeader; inflated: Buffer; crc: number }[] = [];
   for (let at = 12, n = pack.readUInt32BE(8); entries.length < n; ) {
     if (at >= end) throw malformed(`ends after ${entries.length} of its ${n} objects`);
