@@ -3,7 +3,8 @@
  * CPU time and peak memory.
  *
  * - adapter cold, today's way: a remote whose upload-pack offers no filters, so the job fetches
- *   the whole branch head (isomorphic-git's shallow fetch), as every cold job did before;
+ *   the whole branch head (isomorphic-git's shallow fetch), as every cold job did before; then,
+ *   with that whole repository cached, the second and third patches warm, as warm jobs ran before;
  * - adapter cold, by id: the same job against a remote that filters: the head's history without
  *   trees, then the trees on the patch's paths and the blobs it reads (src/adapters/git/branch-fetch.ts);
  * - adapter warm: with a repository cache, after that cold job, a second patch in other
@@ -275,7 +276,7 @@ async function measureSize(servers: { filtering: GitServer; whole: GitServer }, 
     const name = (kind: string) => `${kind}-${size}-${r}`;
     const cacheDir = (kind: string) => join(root, `cache-${name(kind)}`);
     const wholeUrl = await sharedRemote(servers.whole, source, name('whole'));
-    figures.coldWhole.push(await inChild({ mode: 'cold', jobs: [input(wholeUrl, 0, one)], cacheDir: cacheDir('whole') }));
+    figures.coldWhole.push(await inChild({ mode: 'warm', jobs: [input(wholeUrl, 0, one), input(wholeUrl, 1, two), input(wholeUrl, 2, three)], cacheDir: cacheDir('whole') }));
     const byIdUrl = await sharedRemote(servers.filtering, source, name('by-id'));
     figures.coldById.push(await inChild({ mode: 'cold', jobs: [input(byIdUrl, 0, one)], cacheDir: cacheDir('by-id') }));
     const warmUrl = await sharedRemote(servers.filtering, source, name('warm'));
@@ -330,7 +331,8 @@ function rowsOf(f: SizeFigures, idle: ChildResult): BenchRow[] {
   const cliCpu = (results: readonly CliResult[]) => (results.every((r) => r.cpuMs !== undefined) ? `, CPU ${fmt.ms(median(results.map((r) => r.cpuMs as number)))}` : '');
   const [whole, byId, cliCold, cliWarm] = [median(jobMs(f.coldWhole, 0)), median(jobMs(f.coldById, 0)), median(f.cliCold.map((r) => r.ms)), median(f.cliWarm.map((r) => r.ms))];
   return [
-    { label: `${n} files: adapter cold, today's way (no filters: the whole branch)`, value: `${fmt.msSpread(jobMs(f.coldWhole, 0))}, ${jobDetails(f.coldWhole, 0)}, peak ${peak(f.coldWhole)}` },
+    { label: `${n} files: adapter cold, today's way (no filters: the whole branch)`, value: `${fmt.msSpread(jobMs(f.coldWhole, 0))}, ${jobDetails(f.coldWhole, 0)}, peak ${peak(f.coldWhole)} (with the two warm jobs below)` },
+    { label: `${n} files: adapter warm after today's way (the whole branch cached): second patch / third`, value: `${fmt.msSpread(jobMs(f.coldWhole, 1))}, ${jobDetails(f.coldWhole, 1)} / ${fmt.msSpread(jobMs(f.coldWhole, 2))}, ${jobDetails(f.coldWhole, 2)}` },
     { label: `${n} files: **adapter cold, by id**`, value: `${fmt.msSpread(jobMs(f.coldById, 0))}, ${jobDetails(f.coldById, 0)}, peak ${peak(f.coldById)}` },
     { label: `${n} files: adapter warm: second patch, other directories`, value: `${fmt.msSpread(jobMs(f.warm, 1))}, ${jobDetails(f.warm, 1)}` },
     { label: `${n} files: adapter warm: third patch, the first one's directories`, value: `${fmt.msSpread(jobMs(f.warm, 2))}, ${jobDetails(f.warm, 2)}, peak of the three jobs ${peak(f.warm)}` },
@@ -338,7 +340,10 @@ function rowsOf(f: SizeFigures, idle: ChildResult): BenchRow[] {
     { label: `${n} files: git CLI warm: fetch, reset, sparse checkout, apply, commit, push`, value: `${fmt.msSpread(f.cliWarm.map((r) => r.ms))}${cliCpu(f.cliWarm)}, peak ${peak(f.cliWarm)}` },
     {
       label: `${n} files: ratios`,
-      value: `cold by id / today's way ${fmt.ratio(byId / whole)}; cold by id / git CLI partial clone ${fmt.ratio(byId / cliCold)}; warm (other directories) / git CLI warm ${fmt.ratio(median(jobMs(f.warm, 1)) / cliWarm)} (idle child ${fmt.mib(idle.maxRssBytes)})`,
+      value:
+        `cold by id / today's way ${fmt.ratio(byId / whole)}; cold by id / git CLI partial clone ${fmt.ratio(byId / cliCold)}; ` +
+        `warm by id / warm after today's way: second patch ${fmt.ratio(median(jobMs(f.warm, 1)) / median(jobMs(f.coldWhole, 1)))}, third ${fmt.ratio(median(jobMs(f.warm, 2)) / median(jobMs(f.coldWhole, 2)))}; ` +
+        `warm (other directories) / git CLI warm ${fmt.ratio(median(jobMs(f.warm, 1)) / cliWarm)} (idle child ${fmt.mib(idle.maxRssBytes)})`,
     },
   ];
 }
@@ -376,7 +381,8 @@ export const bench: Benchmark = {
           "patch touches other directories, the third other files of the first patch's directories.",
           `Median (min-max) of ${runs} run(s), each on fresh remotes (sharing the generated objects) over the loopback git server, which runs \`git http-backend\``,
           'per request: a request costs a process start there, more than its bytes. "Today\'s way" is the same adapter against a remote whose upload-pack',
-          'offers no filters: the fallback, which fetches the whole branch head as every cold job did before.',
+          'offers no filters: the fallback, which fetches the whole branch head as every cold job did before; the warm jobs after it run on that whole',
+          'repository, as warm jobs did before.',
           'Adapter runs are each in a child process: peak is its maxRSS, the idle child included (shown as "idle child"); CPU is the job\'s own CPU time in that',
           'process (the server side is not in it). "Repository" is what the job left on disk (the repository cache\'s count), the scratch space a Lambda',
           'keeps in /tmp. The git CLI\'s peak is its largest process and its CPU the command tree\'s (`/usr/bin/time`).',
@@ -407,8 +413,11 @@ export const bench: Benchmark = {
           },
           {
             measure: 'apply_patch warm, 20,000 files: second patch (other directories) / third (same directories)',
-            value: `${fmt.ms(median(jobMs(twenty.warm, 1)))} / ${fmt.ms(median(jobMs(twenty.warm, 2)))}, CPU ${fmt.ms(medianOf(twenty.warm, 1, 'cpuMs'))} / ${fmt.ms(medianOf(twenty.warm, 2, 'cpuMs'))} (git CLI warm ${fmt.ms(median(twenty.cliWarm.map((r) => r.ms)))})`,
-            goal: '<= 300 ms',
+            value:
+              `${fmt.ms(median(jobMs(twenty.warm, 1)))} / ${fmt.ms(median(jobMs(twenty.warm, 2)))}, CPU ${fmt.ms(medianOf(twenty.warm, 1, 'cpuMs'))} / ${fmt.ms(medianOf(twenty.warm, 2, 'cpuMs'))}; ` +
+              `after a cold job of the whole branch ${fmt.ms(median(jobMs(twenty.coldWhole, 1)))} / ${fmt.ms(median(jobMs(twenty.coldWhole, 2)))} ` +
+              `(git CLI warm ${fmt.ms(median(twenty.cliWarm.map((r) => r.ms)))})`,
+            goal: '<= 300 ms; unchanged or better',
           },
         ],
       };
