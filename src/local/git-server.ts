@@ -81,6 +81,10 @@ export async function startGitServer(options: GitServerOptions): Promise<GitServ
     }
     serveCgi(root, req, res, children, { ...request, user: credentials?.username || 'agent-jobs', receivePack: permission === 'write', filters: options.filters ?? true });
   });
+  // Longer than a client keeps an idle connection (Node's global agent: 5 s, as this server's
+  // default), so the client drops it first: at equal timeouts a request sent on a connection the
+  // server is closing fails with ECONNRESET.
+  server.keepAliveTimeout = 10_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, LOOPBACK, resolve);
