@@ -168,7 +168,39 @@ export interface CommandStageSpec {
   readonly defaultCommand: string;
   /** What the command checks, as results say it: `tests` gives "tests passed", `lint` "lint failed". */
   readonly subject: string;
+  /** What one run may use on the local runner, over DEFAULT_COMMAND_LIMITS. @default DEFAULT_COMMAND_LIMITS */
+  readonly limits?: Partial<CommandLimits>;
 }
+
+/**
+ * What one run of a command may use on the local runner (src/local/test-runner.ts). A run that
+ * reaches one is ended and its job fails with TEST_RUN_ERROR naming the limit. On AWS the build's
+ * compute type bounds memory and CPU instead (lib/constructs/test-runner.ts).
+ */
+export interface CommandLimits {
+  /** Processes and threads alive at once. */
+  readonly processes: number;
+  /** Memory of every process of the run, and of its files: the run's directories live in memory. */
+  readonly memoryMiB: number;
+  /** The run's writable places (checkout, HOME, /tmp) together. */
+  readonly diskMiB: number;
+  /** CPU time of all its processes together. */
+  readonly cpuSeconds: number;
+  /** Bytes it may print (stdout and stderr together). */
+  readonly outputMiB: number;
+}
+
+/**
+ * Sized like the smallest CodeBuild build (3 GB, 2 vCPUs): a test suite that passes there passes
+ * here. A fork bomb, a runaway allocation or a disk fill ends at these, not at the machine's end.
+ */
+export const DEFAULT_COMMAND_LIMITS: CommandLimits = {
+  processes: 1024,
+  memoryMiB: 3072,
+  diskMiB: 2048,
+  cpuSeconds: 3600,
+  outputMiB: 64,
+};
 
 export interface JobTypeDeclaration {
   readonly lane: Lane;
@@ -388,6 +420,10 @@ export function deriveCatalog(types: Readonly<Record<string, JobTypeDeclaration>
     COMMAND_JOB_TYPES: commandJobTypes,
     /** The command-stage settings of a job type, when it is one. */
     commandStageOf,
+    /** What one run of a command stage may use: its declaration's limits over the defaults. */
+    commandLimitsOf(type: string): CommandLimits {
+      return { ...DEFAULT_COMMAND_LIMITS, ...commandStageOf(type)?.limits };
+    },
     /** How a result of a command stage reads: "tests passed", "lint failed". */
     verdictWording(type: string, verdict: string): string {
       return `${commandStageOf(type)?.subject ?? type} ${verdict}`;
@@ -404,4 +440,4 @@ export function deriveCatalog(types: Readonly<Record<string, JobTypeDeclaration>
   };
 }
 
-export const { JOB_TYPE_NAMES, COMMAND_JOB_TYPES, commandStageOf, verdictWording, allWorkers } = deriveCatalog(JOB_TYPES);
+export const { JOB_TYPE_NAMES, COMMAND_JOB_TYPES, commandStageOf, commandLimitsOf, verdictWording, allWorkers } = deriveCatalog(JOB_TYPES);

@@ -35,6 +35,7 @@ import { announceMissedOutcomes } from './missed-outcomes';
 import { releaseOrphanedLeases } from './orphaned-leases';
 import { choosePorts, explainBindFailure, portOf, readRecordedPorts, recordPorts } from './stable-ports';
 import { DEFAULT_STATE_DIR, PLATFORM_FILE, PLATFORM_LOG_FILE, REPOSITORIES_DIR, TEST_RUNS_DIR } from './state-dir';
+import { describeIsolation, logIsolation, type IsolationReport } from './confinement';
 import { LocalTestRunner, localRunEventBody, parseLocalRunEvent, type ReadAccess } from './test-runner';
 import { writeFileAtomic } from './write-atomic';
 
@@ -86,6 +87,8 @@ export interface PlatformInfo {
   readonly gitUrl: string;
   readonly eventLog: string;
   readonly logFile: string;
+  /** How test commands are isolated here, and what that stops (`agent-jobs doctor` shows it). */
+  readonly testIsolation: IsolationReport;
 }
 
 export interface LocalPlatform {
@@ -188,8 +191,8 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
       },
     });
     stack.push(() => testRunner.close());
-    const confinement = await testRunner.confinement();
-    if (confinement.kind === 'none') logger.warn('test commands run unconfined: they can reach what the platform\'s user can (SECURITY.md)', { reason: confinement.reason });
+    const testIsolation = describeIsolation(await testRunner.isolation());
+    logIsolation(testIsolation, logger);
 
     const output = options.output === null ? undefined : (options.output ?? process.stdout);
     if (output) {
@@ -235,6 +238,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
       gitUrl: git.url,
       eventLog: paths.events,
       logFile: paths.log,
+      testIsolation,
     };
     await writeFileAtomic(paths.info, JSON.stringify(info, null, 2));
     stack.push(() => rm(paths.info, { force: true }));
@@ -311,6 +315,8 @@ function readyLine(info: PlatformInfo, persist: boolean, unfinished: number, not
     `  dynamodb ${info.endpoints.dynamodb}   (${ledger})`,
     `  git      ${info.gitUrl}/<repo>.git`,
     `  state    ${info.stateDir}   logs: ${info.logFile}`,
+    `  tests    ${info.testIsolation.summary}`,
+    ...(info.testIsolation.degraded ? [`  WARNING  ${info.testIsolation.degraded}`] : []),
     ...notes,
     ...(unfinished > 0
       ? [`  ${unfinished} job(s) of the last run have no outcome and their messages are gone: re-send them (agent-jobs unfinished lists them)`]

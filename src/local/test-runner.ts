@@ -6,42 +6,52 @@
  * build's completion event: `onFinished` hands it to the platform, which puts it on the
  * build-events queue, the same path CodeBuild's events take on AWS.
  *
- * Isolation, as far as one machine without containers allows (SECURITY.md says what it does not
- * stop):
+ * Isolation (confinement.ts says what each level stops; SECURITY.md what it does not):
  * - Each run gets a throw-away directory outside the platform's state directory (under the system
- *   temp directory): `workspace/` (the checkout, the command's cwd), `home/` (HOME), `tmp/` (TMPDIR)
- *   and the output file. No path into the state directory is handed over, and `..` from the
- *   workspace leads to the throw-away directory's parents, not to the platform's files.
- * - Where Linux allows it, the command is confined (./confinement.ts): the state directories, the
- *   other runs and the real HOME are hidden from it by any path, and it sees only its own processes.
+ *   temp directory): `workspace/` (the checkout), `home/` and `tmp/`. No path into the state
+ *   directory is handed over, and `..` from the workspace leads to the directory of runs, not to
+ *   the platform's files.
+ * - The command runs at the best level the machine allows (run-launcher.ts): in a bubblewrap
+ *   sandbox, with the checkout copied into a private tmpfs of the run's disk limit, its own network
+ *   and PID namespace; else in namespaces of its own; else unconfined, with a warning at start.
+ * - Its resources are bounded by the job type's limits (contract/job-types.ts): processes, memory,
+ *   CPU time through the run's cgroup, disk through the sandbox's tmpfs, output here. A run that
+ *   reaches one is ended at once and fails with TEST_RUN_ERROR naming the limit.
  * - The environment is scrubbed: PATH, the locale, CI, the build variables the CodeBuild runner
  *   also sets (contract/runtime-env.ts TEST_BUILD_ENV) and nothing of the platform's.
  * - The runner checks out the pinned commit itself (only that commit, like the buildspec), with a
  *   read-only credential for that one repository that is revoked before the command starts: the
  *   command holds no credential, and the git server refuses it anything (pushes included).
  *
- * Ending a run: the command runs in its own process group with its output going to a file, not a
- * pipe, so nothing it leaves behind can keep the run open. When the command exits or its timeout
- * fires, the runner kills the process group and then every process still carrying the run's
- * marker variable (started by the command, even after `setsid`), and waits until they are gone.
+ * Ending a run: the command's output comes through a pipe the runner counts, to a file in the
+ * state directory (`runs/<jobId>.<run>.out`, kept at the end as `.log`, its last bytes). When the
+ * command exits, times out or reaches a limit, the runner kills its process group, its cgroup's
+ * processes and every process still carrying the run's marker variable (started by the command,
+ * even after `setsid`), and waits until they are gone. A run never outlives the platform: its
+ * sandbox or namespaces die with it; and what a killed platform's runs left (their processes,
+ * cgroups and directories, recorded in their state before the command started) is ended and
+ * removed at the next start, before any new run (takeOrphanedRuns).
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, open, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { copyFile, mkdir, open, readFile, readdir, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import * as z from 'zod/mini';
 import '../../contract/zod-english';
-import { ID_PATTERN } from '../../contract/job-types';
+import { commandLimitsOf, ID_PATTERN, type CommandLimits } from '../../contract/job-types';
 import { readBuildEvent } from '../core/build-completion';
 import { ConfigurationError, errorMessage } from '../core/errors';
 import type { BuildCompletion, CommandRun, FinishedRunStatus, TestRunner, TestRunStatus } from '../core/ports';
 import { LOG_TAIL_BYTES, buildEnvironment, tail } from '../core/jobs/command-stage';
 import { OUTPUT_KEEP_BYTES } from './state-dir';
-import { confinedCommand, hiddenPaths, isInside, probeConfinement, type Confinement } from './confinement';
+import { removeLeftRunGroup, type RunGroupDirs } from './cgroups';
+import { isInside, type Confinement, type Isolation, type ResourceControl } from './confinement';
+import { launchRun, probeIsolation, type LaunchedRun, type RunSample } from './run-launcher';
 import { writeFileAtomic } from './write-atomic';
 
 const run = promisify(execFile);
@@ -77,8 +87,12 @@ export interface LocalTestRunnerOptions {
    * state directory, its scratch directory and the real HOME are always hidden.
    */
   readonly confidential?: readonly string[];
-  /** How commands are confined. @default what probeConfinement finds this machine allows */
+  /** How commands are confined. @default the best level probeIsolation finds this machine allows */
   readonly confinement?: Confinement;
+  /** How their resources are bounded. @default cgroups where probeIsolation finds them, else per-process limits */
+  readonly resources?: ResourceControl;
+  /** What one run of a job type may use. @default commandLimitsOf (the job type's declaration) */
+  readonly limitsOf?: (jobType: string) => CommandLimits;
   /** Bytes of output kept in the run's state (its verdict's log tail). @default LOG_TAIL_BYTES */
   readonly logTailBytes?: number;
   /** Bytes of output kept in `runs/<jobId>.<run>.log` for `agent-jobs logs`: the end of it. @default OUTPUT_KEEP_BYTES */
@@ -100,6 +114,12 @@ export interface LocalRunState {
   readonly status: TestRunStatus;
   /** Process group of the running command (its leader's pid). */
   readonly pid?: number;
+  /** The run's directory, recorded before it is made: removed at start if its platform died. */
+  readonly runDir?: string;
+  /** The value of the run's marker variable: what carries it is ended at start if its platform died. */
+  readonly marker?: string;
+  /** The run's cgroup: ended and removed at start if its platform died. */
+  readonly cgroup?: RunGroupDirs;
   readonly startedAt: number;
 }
 
@@ -130,7 +150,7 @@ const RESTARTED = 'the local test runner restarted while this run was in progres
 const BUILD_ID = /^local:([^:]+):(\d+)$/;
 
 /** `runs/<jobId>.<run>.<extension>`; throws UnknownBuildError for an id that is not a local build's. */
-function runFile(stateDir: string, buildId: string, extension: 'json' | 'log'): string {
+function runFile(stateDir: string, buildId: string, extension: 'json' | 'log' | 'out'): string {
   const match = BUILD_ID.exec(buildId);
   if (!match?.[1] || !ID_PATTERN.test(match[1])) throw new UnknownBuildError(`${buildId} is not a local build id`);
   return join(stateDir, 'runs', `${match[1]}.${match[2]}.${extension}`);
@@ -168,9 +188,11 @@ export class LocalTestRunner implements TestRunner {
   private readonly scratchDir: string;
   private readonly logTailBytes: number;
   private readonly outputKeepBytes: number;
-  private confinementFound?: Promise<Confinement>;
-  /** This runner's directory of runs, made on first use and removed on close. */
-  private runsDir?: Promise<string>;
+  private isolationFound?: Promise<Isolation>;
+  /** This runner's directory of runs (`agent-jobs-runs-<random>`), made on first use and removed on close. */
+  private readonly runsDir: string;
+  private runsDirMade?: Promise<unknown>;
+  private readonly limitsOf: (jobType: string) => CommandLimits;
 
   constructor(private readonly options: LocalTestRunnerOptions) {
     this.checkout = options.checkout ?? gitCliCheckout;
@@ -180,6 +202,8 @@ export class LocalTestRunner implements TestRunner {
     if (isInside(this.scratchDir, resolve(options.stateDir))) {
       throw new ConfigurationError(`the test runner's scratch directory ${this.scratchDir} is inside its state directory ${options.stateDir}: test commands would reach it`);
     }
+    this.runsDir = join(this.scratchDir, `${RUNS_DIR_PREFIX}${randomBytes(8).toString('hex')}`);
+    this.limitsOf = options.limitsOf ?? commandLimitsOf;
   }
 
   async start(run: CommandRun): Promise<{ buildId: string }> {
@@ -238,9 +262,11 @@ export class LocalTestRunner implements TestRunner {
   }
 
   /**
-   * Runs a previous process of the platform left RUNNING on disk (it was killed mid-run): each is
-   * recorded STOPPED and returned as a completion, so the platform completes its job at start
-   * instead of leaving it to the reconciler hours later. Call before starting any run.
+   * Runs a previous process of the platform left RUNNING on disk (it was killed mid-run): what each
+   * left is ended and removed (its cgroup, the processes carrying its marker, its directory; its
+   * output so far is kept for `agent-jobs logs`), then each is recorded STOPPED and returned as a
+   * completion, so the platform completes its job at start instead of leaving it to the reconciler
+   * hours later. Call before starting any run.
    */
   async takeOrphanedRuns(): Promise<BuildCompletion[]> {
     const files = await readdir(join(this.options.stateDir, 'runs')).catch((error: NodeJS.ErrnoException) => {
@@ -254,6 +280,7 @@ export class LocalTestRunner implements TestRunner {
       if (!parsed.success) continue;
       const state = parsed.data;
       if (state.status.state !== 'RUNNING' || this.active.has(state.buildId)) continue;
+      await this.removeLeftovers(state);
       const status: FinishedRunStatus = { state: 'ERROR', status: 'STOPPED', message: RESTARTED };
       await writeFileAtomic(this.statePath(state.buildId), JSON.stringify({ ...state, status }));
       orphans.push({ buildId: state.buildId, jobId: state.jobId, jobType: state.jobType, sha: state.sha, status });
@@ -261,10 +288,14 @@ export class LocalTestRunner implements TestRunner {
     return orphans;
   }
 
-  /** How this runner confines its commands (decided once, on first use). */
-  confinement(): Promise<Confinement> {
-    this.confinementFound ??= this.options.confinement ? Promise.resolve(this.options.confinement) : probeConfinement(this.scratchDir);
-    return this.confinementFound;
+  /** How this runner isolates its commands (decided once, on first use). */
+  isolation(): Promise<Isolation> {
+    this.isolationFound ??= (async () => {
+      const { confinement, resources } = this.options;
+      const probed = confinement && resources ? undefined : await probeIsolation(this.scratchDir);
+      return { confinement: confinement ?? probed!.confinement, resources: resources ?? probed!.resources };
+    })();
+    return this.isolationFound;
   }
 
   /** Resolves when every run this instance started has finished and reported its end. */
@@ -277,21 +308,23 @@ export class LocalTestRunner implements TestRunner {
     this.closed = true;
     for (const run of this.active.values()) run.stop?.();
     await Promise.all([...this.active.values()].map((a) => a.done));
-    const runsDir = await this.runsDir?.catch(() => undefined);
-    if (runsDir) await rm(runsDir, { recursive: true, force: true, maxRetries: 3 });
+    if (this.runsDirMade) await rm(this.runsDir, { recursive: true, force: true, maxRetries: 3 });
   }
 
   private async execute(run: CommandRun, active: ActiveRun): Promise<void> {
     const { job } = run;
-    this.runsDir ??= mkdtemp(join(this.scratchDir, 'agent-jobs-runs-'));
-    const runsDir = await this.runsDir;
-    const runDir = await mkdtemp(join(runsDir, 'run-'));
-    const dirs = { workspace: join(runDir, 'workspace'), home: join(runDir, 'home'), tmp: join(runDir, 'tmp') };
+    this.runsDirMade ??= mkdir(this.runsDir, { mode: 0o700 });
+    await this.runsDirMade;
+    // Recorded before it exists: a platform killed from here on leaves nothing the next start does not remove.
+    const runDir = join(this.runsDir, `run-${randomBytes(8).toString('hex')}`);
+    await this.record(active, { runDir });
+    const workspace = join(runDir, 'workspace');
     try {
-      await Promise.all(Object.values(dirs).map((d) => mkdir(d)));
+      await mkdir(runDir, { mode: 0o700 });
+      await Promise.all(['workspace', 'home', 'tmp'].map((d) => mkdir(join(runDir, d))));
       const access = this.options.readAccess?.grant(job.pin.repoUrl);
       try {
-        await this.checkout({ repoUrl: job.pin.repoUrl, sha: job.pin.sha, dir: dirs.workspace, ...(access && { auth: access.auth }) });
+        await this.checkout({ repoUrl: job.pin.repoUrl, sha: job.pin.sha, dir: workspace, ...(access && { auth: access.auth }) });
       } catch (error) {
         await this.finish(active, { state: 'ERROR', status: 'FAILED', message: `checkout of ${job.pin.sha} failed: ${errorMessage(error)}` });
         return;
@@ -303,7 +336,7 @@ export class LocalTestRunner implements TestRunner {
         await this.finish(active, { state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down before the tests started' });
         return;
       }
-      await this.finish(active, await this.runCommand(run, runDir, dirs, active));
+      await this.finish(active, await this.runCommand(run, runDir, active));
     } catch (error) {
       await this.finish(active, { state: 'ERROR', status: 'FAULT', message: errorMessage(error) });
     } finally {
@@ -312,74 +345,78 @@ export class LocalTestRunner implements TestRunner {
     }
   }
 
-  private async runCommand(run: CommandRun, runDir: string, dirs: { workspace: string; home: string; tmp: string }, active: ActiveRun): Promise<FinishedRunStatus> {
+  private async runCommand(run: CommandRun, runDir: string, active: ActiveRun): Promise<FinishedRunStatus> {
+    const { buildId } = active.state;
     const timeoutMs = run.timeoutSeconds * 1000;
+    const limits = this.limitsOf(run.job.type);
     const marker = randomBytes(16).toString('hex');
-    const outputPath = join(runDir, 'output.log');
-    // A file, not a pipe: a process the command leaves behind cannot hold the run open by its output.
-    const output = openSync(outputPath, 'a', 0o600);
+    const outPath = runFile(this.options.stateDir, buildId, 'out');
+    let launched: LaunchedRun;
+    try {
+      launched = await launchRun(await this.isolation(), {
+        runDir,
+        command: run.command,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', CI: 'true', GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0', [RUN_MARKER]: marker, ...buildEnvironment(run) },
+        hidden: [this.options.stateDir, ...(this.options.confidential ?? []), this.runsDir],
+        limits,
+      });
+    } catch (error) {
+      return { state: 'ERROR', status: 'FAULT', message: `could not start the tests: ${errorMessage(error)}` };
+    }
     const started = Date.now();
-    let ended: 'exit' | 'timeout' | 'stop' | undefined;
-    const hidden = hiddenPaths([this.options.stateDir, ...(this.options.confidential ?? []), dirname(runDir)]);
-    const { file, args } = confinedCommand(await this.confinement(), { runDir, cwd: dirs.workspace, hidden, command: run.command });
-    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null } | Error>((done) => {
-      let child: ReturnType<typeof spawn>;
-      try {
-        child = spawn(file, args, {
-          cwd: dirs.workspace,
-          // Own process group (a new session): the first thing killed when the run ends.
-          detached: true,
-          stdio: ['ignore', output, output],
-          env: {
-            PATH: process.env.PATH ?? '/usr/bin:/bin',
-            HOME: dirs.home,
-            TMPDIR: dirs.tmp,
-            LANG: 'C.UTF-8',
-            CI: 'true',
-            GIT_CONFIG_NOSYSTEM: '1',
-            GIT_TERMINAL_PROMPT: '0',
-            [RUN_MARKER]: marker,
-            ...buildEnvironment(run),
-          },
-        });
-      } catch (error) {
-        done(error as Error);
-        return;
-      }
-      const pid = child.pid;
-      if (pid !== undefined) active.state = { ...active.state, pid };
-      const end = (why: 'timeout' | 'stop') => {
-        ended ??= why;
-        if (pid !== undefined) killGroup(pid);
-      };
-      active.stop = () => end('stop');
-      const timer = setTimeout(() => end('timeout'), timeoutMs);
-      child.once('error', (error) => {
-        clearTimeout(timer);
-        done(error);
-      });
-      child.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        ended ??= 'exit';
-        done({ code, signal });
-      });
-    });
-    closeSync(output);
+    // Before anything else: a platform killed from here on leaves what the next start ends.
+    await this.record(active, { pid: launched.pid, marker, ...(launched.cgroup && { cgroup: launched.cgroup }) });
+    let ended: 'timeout' | 'stop' | RunLimit | undefined;
+    const end = (why: 'timeout' | 'stop' | RunLimit) => {
+      ended ??= why;
+      launched.kill();
+    };
+    active.stop = () => end('stop');
+    const timer = setTimeout(() => end('timeout'), timeoutMs);
+    const printed = countOutput(launched.output, outPath, limits.outputMiB * MIB, () => end('output'));
+    const watching = watchLimits(launched, limits, end);
+    const exit = await launched.exited;
+    clearTimeout(timer);
+    watching.stop();
     active.stop = undefined;
+    const last = await launched.finish().catch(() => undefined);
+    ended ??= (last && limitReached(last, limits)) ?? signalLimit(exit.signal);
     // Whatever the command left behind ends with it, setsid'd or not.
-    if (active.state.pid !== undefined) killGroup(active.state.pid);
     await endMarkedProcesses(marker);
+    await printed.drain();
     const durationMs = Date.now() - started;
-    const log = await readTail(outputPath, this.logTailBytes);
+    const log = await readTail(outPath, this.logTailBytes);
     // The run directory goes with the run: the output stays beside its state. Not kept is not a
     // failed run: `agent-jobs logs` then says there is none, and the verdict keeps its tail.
-    await keepOutput(outputPath, runFile(this.options.stateDir, active.state.buildId, 'log'), this.outputKeepBytes).catch(() => undefined);
-    if (exit instanceof Error) return { state: 'ERROR', status: 'FAULT', message: `could not start the tests: ${exit.message}` };
+    await keepOutput(outPath, runFile(this.options.stateDir, buildId, 'log'), this.outputKeepBytes).catch(() => undefined);
+    await rm(outPath, { force: true });
+    if (exit.error) return { state: 'ERROR', status: 'FAULT', message: `could not start the tests: ${exit.error.message}` };
     if (ended === 'timeout') return { state: 'ERROR', status: 'TIMED_OUT', message: `no result after ${timeoutMs / 1000}s; last output:\n${log}` };
     if (ended === 'stop' || this.closed) return { state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down during the run' };
+    if (ended) return { state: 'ERROR', status: 'LIMIT_REACHED', message: `${limitMessage(ended, limits, last)}; last output:\n${log}` };
     if (exit.code === 0) return { state: 'PASSED', exitCode: 0, logTail: log, durationMs };
     const note = exit.signal ? `\n[killed by ${exit.signal}]` : '';
     return { state: 'FAILED', exitCode: exit.code, logTail: tail(log + note, this.logTailBytes), durationMs };
+  }
+
+  /** Adds to the run's state, on disk too: what a start after a crash needs to clean up after it. */
+  private async record(active: ActiveRun, fields: Partial<Pick<LocalRunState, 'runDir' | 'pid' | 'marker' | 'cgroup'>>): Promise<void> {
+    active.state = { ...active.state, ...fields };
+    await writeFileAtomic(this.statePath(active.state.buildId), JSON.stringify(active.state));
+  }
+
+  /** Ends and removes what the run of a dead platform left: its processes, its cgroup, its directory; keeps its output. */
+  private async removeLeftovers(state: LocalRunState): Promise<void> {
+    if (state.cgroup) await removeLeftRunGroup(state.cgroup).catch(() => undefined);
+    if (state.marker) await endMarkedProcesses(state.marker);
+    const outPath = runFile(this.options.stateDir, state.buildId, 'out');
+    await keepOutput(outPath, runFile(this.options.stateDir, state.buildId, 'log'), this.outputKeepBytes).catch(() => undefined);
+    await rm(outPath, { force: true });
+    if (state.runDir && isRunDir(state.runDir)) {
+      await rm(state.runDir, { recursive: true, force: true, maxRetries: 3 });
+      // The directory of runs goes with its last run (it stays while another holds it).
+      await rmdir(dirname(state.runDir)).catch(() => undefined);
+    }
   }
 
   private async finish(active: ActiveRun, status: FinishedRunStatus): Promise<void> {
@@ -419,6 +456,11 @@ const localRunState = z.object({
   run: z.int().check(z.nonnegative()),
   status: runStatus,
   pid: z.optional(z.int()),
+  runDir: z.optional(z.string()),
+  marker: z.optional(z.string().check(z.regex(/^[0-9a-f]{32}$/))),
+  cgroup: z.optional(
+    z.object({ version: z.union([z.literal(1), z.literal(2)]), pids: z.string(), memory: z.string(), cpu: z.optional(z.string()), cpuacct: z.optional(z.string()) }),
+  ),
   startedAt: z.number(),
 });
 
@@ -450,13 +492,93 @@ function parseJsonOrUndefined(text: string): unknown {
   }
 }
 
-function killGroup(pid: number): void {
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+/** What a run may reach: the job type's limits (contract/job-types.ts CommandLimits). */
+type RunLimit = 'processes' | 'memory' | 'disk' | 'cpu' | 'output' | 'file size';
+
+const MIB = 1024 * 1024;
+/** How often a run's use is read against its limits. */
+const WATCH_MS = 250;
+/** How long the output may still arrive after the run ended (a pipe held by a process that got away). */
+const OUTPUT_DRAIN_MS = 2_000;
+
+/** The limit a sample shows reached, if any. */
+export function limitReached(sample: RunSample, limits: CommandLimits): RunLimit | undefined {
+  if (sample.processLimitReached) return 'processes';
+  if (sample.oomKills > 0) return 'memory';
+  if (sample.diskFull) return 'disk';
+  if (sample.cpuSeconds >= limits.cpuSeconds) return 'cpu';
+  return undefined;
+}
+
+/** Per-process limits (no cgroups) end a process with a signal of their own. */
+function signalLimit(signal: NodeJS.Signals | null): RunLimit | undefined {
+  if (signal === 'SIGXCPU') return 'cpu';
+  if (signal === 'SIGXFSZ') return 'file size';
+  return undefined;
+}
+
+function limitMessage(limit: RunLimit, limits: CommandLimits, sample: RunSample | undefined): string {
+  switch (limit) {
+    case 'processes':
+      return `the run reached its process limit (${limits.processes}): a new process or thread was refused`;
+    case 'memory':
+      return `the run reached its memory limit (${limits.memoryMiB} MiB, its files in /tmp included): ${sample?.oomKills ?? 1} process(es) killed for want of memory`;
+    case 'disk':
+      return `the run filled its disk limit (${limits.diskMiB} MiB for the checkout, HOME and /tmp together)`;
+    case 'cpu':
+      return `the run used up its CPU time limit (${limits.cpuSeconds} s)`;
+    case 'output':
+      return `the run printed more than its output limit (${limits.outputMiB} MiB)`;
+    case 'file size':
+      return `a file of the run reached the disk limit (${limits.diskMiB} MiB)`;
   }
 }
+
+/** Reads the run's use against its limits until stopped; the first limit reached ends the run. */
+function watchLimits(run: LaunchedRun, limits: CommandLimits, end: (limit: RunLimit) => void): { stop(): void } {
+  let stopped = false;
+  void (async () => {
+    while (!stopped) {
+      await sleep(WATCH_MS, undefined, { ref: false });
+      const reached = stopped ? undefined : limitReached(await run.sample().catch(() => ({ processLimitReached: false, oomKills: 0, cpuSeconds: 0, diskFull: false })), limits);
+      if (reached && !stopped) end(reached);
+    }
+  })();
+  return { stop: () => (stopped = true) };
+}
+
+/**
+ * Writes the command's output to `path`, up to `limitBytes`; more calls `onLimit`. `drain`, once
+ * the run has ended, waits for the rest of the output (at most OUTPUT_DRAIN_MS) and closes the file.
+ */
+function countOutput(output: Readable, path: string, limitBytes: number, onLimit: () => void): { drain(): Promise<void> } {
+  const file = createWriteStream(path, { flags: 'w', mode: 0o600 });
+  let printed = 0;
+  output.on('data', (chunk: Buffer) => {
+    if (printed < limitBytes) file.write(chunk.subarray(0, limitBytes - printed));
+    printed += chunk.length;
+    if (printed > limitBytes) onLimit();
+  });
+  const ended = new Promise<void>((resolve) => {
+    output.once('end', resolve);
+    output.once('close', resolve);
+    output.once('error', () => resolve());
+  });
+  return {
+    async drain() {
+      await Promise.race([ended, sleep(OUTPUT_DRAIN_MS, undefined, { ref: false })]);
+      output.destroy();
+      await new Promise<void>((resolve) => file.end(resolve));
+    },
+  };
+}
+
+/** A run directory as this runner names them: `<scratch>/agent-jobs-runs-<hex>/run-<hex>`. */
+function isRunDir(path: string): boolean {
+  return isAbsolute(path) && /^run-[0-9a-f]{16}$/.test(basename(path)) && new RegExp(`^${RUNS_DIR_PREFIX}[0-9a-f]{16}$`).test(basename(dirname(path)));
+}
+
+const RUNS_DIR_PREFIX = 'agent-jobs-runs-';
 
 /**
  * Kills every process whose environment carries the run's marker: what the command started, also

@@ -156,9 +156,9 @@ export function hostileSuite(): HostileSuite {
         workRoot: join(root, 'work'),
       }),
     );
-    // What `local up` writes, so the CLI finds these emulators as it finds the local platform.
+    // What `local up` writes (but for the test runner's isolation: none runs here), so the CLI finds these emulators as it finds the local platform.
     stateDir = join(root, 'state');
-    const info: PlatformInfo = {
+    const info: Omit<PlatformInfo, 'testIsolation'> = {
       pid: process.pid,
       startedAt: new Date().toISOString(),
       stateDir,

@@ -40,7 +40,7 @@ function runDirsHolding(file: string): string[] {
 }
 
 test('kill -9 of the platform during a test run: the run dies with it, and the next start removes its directory and fails its job', async () => {
-  first = await startPlatform();
+  first = await startPlatform({ persist: true });
   const unique = `only-here-${randomUUID()}.txt`;
   const source = await makeRepository({ 'app.txt': 'one\n', [unique]: 'x\n' }, ['agent']);
   const { url } = await first.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'killed']);
@@ -56,7 +56,7 @@ test('kill -9 of the platform during a test run: the run dies with it, and the n
   await first.kill();
 
   await eventually(async () => processesSleeping(tag), (pids) => pids.length === 0, { what: 'the run to die with the platform', timeoutMs: 10_000 });
-  second = await startPlatform({ stateDir: first.stateDir });
+  second = await startPlatform({ stateDir: first.stateDir, persist: true });
   expect(existsSync(runDir!)).toBe(false);
   expect(await second.cliJson<JobJson>(['status', 'k2'])).toMatchObject({ status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining('restarted') } });
   expect((await second.cli(['logs', 'k2'])).stdout).toContain('before-the-kill');

@@ -1,15 +1,16 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { eventually } from '../support/eventually';
-import { MACHINE_CONFINES, isAlive, processesSleeping } from '../support/processes';
+import { MACHINE_CGROUPS, MACHINE_CONFINES, MACHINE_SANDBOX, isAlive, processesSleeping } from '../support/processes';
 import { runTestsMessage } from '../support/stage-messages';
 import type { StageMessage } from '../../src/core/envelope';
 import { commandOf } from '../../src/core/jobs/command-stage';
-import type { BuildCompletion, CommandRun } from '../../src/core/ports';
+import type { BuildCompletion, CommandRun, TestRunStatus } from '../../src/core/ports';
 import { hiddenPaths, type Confinement } from '../../src/local/confinement';
-import { LocalTestRunner, localRunEventBody, parseLocalRunEvent } from '../../src/local/test-runner';
+import { OUTPUT_KEEP_BYTES } from '../../src/local/state-dir';
+import { LocalTestRunner, localBuildId, localRunEventBody, parseLocalRunEvent, readRunOutput } from '../../src/local/test-runner';
 
 /** A real repository with two commits: A (test.sh, a.txt) and B (adds b.txt). */
 function makeRepo(root: string): { url: string; shaA: string; shaB: string } {
@@ -37,6 +38,11 @@ function stageMessage(jobId: string, repo: { url: string; sha: string }, payload
 function commandRun(job: StageMessage<'run_tests'>, run = 0): CommandRun {
   return { job, run, command: commandOf(job), timeoutSeconds: job.payload.timeoutSeconds ?? 900 };
 }
+
+const UNCONFINED: Confinement = { kind: 'none', reason: 'this test runs the unconfined path' };
+const NAMESPACES: Confinement = { kind: 'namespaces', reason: 'this test runs the level used where bubblewrap is missing' };
+/** Every level this machine can run: unconfined, namespaces (where it allows them), and its best (the sandbox, where bubblewrap is installed). */
+const LEVELS: [string, Confinement | undefined][] = [['unconfined', UNCONFINED], ...(MACHINE_CONFINES ? [['in namespaces', NAMESPACES] as [string, Confinement]] : []), ['at the best level the machine allows', undefined]];
 
 describe('LocalTestRunner', () => {
   let root: string;
@@ -83,12 +89,14 @@ describe('LocalTestRunner', () => {
   });
 
   it('starts at most one run per job, also from a second runner on the same state directory', async () => {
+    // Each run appends to a file outside it: unconfined, as no confined run can.
+    const counting = new LocalTestRunner({ stateDir, confinement: UNCONFINED });
     const counter = join(root, 'runs-of-job-once');
     const job = stageMessage('job-once', { url: repo.url, sha: repo.shaB }, { command: `echo run >> ${counter}` });
 
-    const [first, second] = await Promise.all([runner.start(commandRun(job)), runner.start(commandRun(job))]);
-    await runner.whenDone(first.buildId);
-    const restarted = new LocalTestRunner({ stateDir });
+    const [first, second] = await Promise.all([counting.start(commandRun(job)), counting.start(commandRun(job))]);
+    await counting.whenDone(first.buildId);
+    const restarted = new LocalTestRunner({ stateDir, confinement: UNCONFINED });
     const third = await restarted.start(commandRun(job));
 
     expect(second).toEqual(first);
@@ -97,13 +105,11 @@ describe('LocalTestRunner', () => {
     expect(readFileSync(counter, 'utf8')).toBe('run\n');
   });
 
-  // What a command leaves running is ended with it, confined or not (a machine without user
-  // namespaces runs commands unconfined). Pids said from inside a PID namespace mean nothing out
-  // here, so each left-behind process is found by a sleep duration no other process has.
-  describe.each<[string, Confinement | undefined]>([
-    ['unconfined', { kind: 'none', reason: 'this test runs the unconfined path' }],
-    ['confined where the machine allows it', undefined],
-  ])('ending what a command leaves behind, %s', (_name, confinement) => {
+  // What a command leaves running is ended with it, at every level. Pids said from inside a PID
+  // namespace mean nothing out here, so each left-behind process is found by a sleep duration no
+  // other process has; the command says what it started in its output (a confined one can write
+  // nothing outside its run).
+  describe.each(LEVELS)('ending what a command leaves behind, %s', (_name, confinement) => {
     let ending: LocalTestRunner;
     let nextTag = 0;
     /** A sleep argument unique to this run of this test file. */
@@ -114,53 +120,54 @@ describe('LocalTestRunner', () => {
     afterEach(() => ending.close());
     const settled = (buildId: string) =>
       eventually(() => ending.poll(buildId), (status) => status.state !== 'RUNNING', { what: `${buildId} to end`, timeoutMs: 20_000, intervalMs: 200 });
-    /** A process that leaves the session and keeps stdout open, and says it started (a file outside the run). */
-    const escapee = (tag: string, startedFile: string) => `setsid sh -c 'echo started > ${startedFile}; exec sleep ${tag}' &`;
+    /** A process that leaves the session and keeps stdout open, then a wait until it said it started (in the run's TMPDIR). */
+    const escapee = (tag: string) => `setsid sh -c 'echo > "$TMPDIR/escapee"; exec sleep ${tag}' & while [ ! -e "$TMPDIR/escapee" ]; do sleep 0.05; done; echo escapee started;`;
+    const logOf = (status: TestRunStatus) => (status.state === 'PASSED' || status.state === 'FAILED' ? status.logTail : status.state === 'ERROR' ? status.message : '');
 
     it('kills the whole process group on timeout, leaving no orphan', async () => {
-      const [tag, startedFile] = [sleepTag(), join(root, `started-${nextTag}`)];
-      const job = stageMessage('job-hangs', { url: repo.url, sha: repo.shaB }, { command: `sleep ${tag} & echo started > ${startedFile}; sleep 300`, timeoutSeconds: 1 });
+      const tag = sleepTag();
+      const job = stageMessage('job-hangs', { url: repo.url, sha: repo.shaB }, { command: `sleep ${tag} & echo started; sleep 300`, timeoutSeconds: 1 });
       const { buildId } = await ending.start(commandRun(job));
 
       const status = await ending.whenDone(buildId);
 
       expect(status).toMatchObject({ state: 'ERROR', status: 'TIMED_OUT' });
+      expect(logOf(status)).toContain('started');
       const { pid: leader } = await ending.runState(buildId);
-      expect(existsSync(startedFile)).toBe(true);
       expect(processesSleeping(tag)).toEqual([]);
       expect(isAlive(leader!)).toBe(false);
     });
 
     it('ends what the tests left running after they exit', async () => {
-      const [tag, startedFile] = [sleepTag(), join(root, `started-${nextTag}`)];
-      const job = stageMessage('job-leaks', { url: repo.url, sha: repo.shaB }, { command: `sleep ${tag} >/dev/null 2>&1 & echo started > ${startedFile}` });
+      const tag = sleepTag();
+      const job = stageMessage('job-leaks', { url: repo.url, sha: repo.shaB }, { command: `sleep ${tag} >/dev/null 2>&1 & echo started` });
       const { buildId } = await ending.start(commandRun(job));
 
-      await expect(ending.whenDone(buildId)).resolves.toMatchObject({ state: 'PASSED' });
-      expect(existsSync(startedFile)).toBe(true);
+      await expect(ending.whenDone(buildId)).resolves.toMatchObject({ state: 'PASSED', logTail: 'started\n' });
       expect(processesSleeping(tag)).toEqual([]);
     });
 
     it("ends the job on timeout and kills a setsid'd process holding its output", async () => {
-      const [tag, startedFile] = [sleepTag(), join(root, `started-${nextTag}`)];
-      const { buildId } = await ending.start(commandRun(stageMessage('job-escapes-timeout', { url: repo.url, sha: repo.shaB }, { command: `${escapee(tag, startedFile)} sleep 300`, timeoutSeconds: 1 })));
+      const tag = sleepTag();
+      const { buildId } = await ending.start(commandRun(stageMessage('job-escapes-timeout', { url: repo.url, sha: repo.shaB }, { command: `${escapee(tag)} sleep 300`, timeoutSeconds: 2 })));
 
-      expect(await settled(buildId)).toMatchObject({ state: 'ERROR', status: 'TIMED_OUT' });
-      expect(existsSync(startedFile)).toBe(true);
+      const status = await settled(buildId);
+      expect(status).toMatchObject({ state: 'ERROR', status: 'TIMED_OUT' });
+      expect(logOf(status)).toContain('escapee started');
       expect(processesSleeping(tag)).toEqual([]);
     });
 
     it("ends the job when the command exits and kills a setsid'd process holding its output", async () => {
-      const [tag, startedFile] = [sleepTag(), join(root, `started-${nextTag}`)];
-      const { buildId } = await ending.start(commandRun(stageMessage('job-escapes-exit', { url: repo.url, sha: repo.shaB }, { command: `${escapee(tag, startedFile)} while [ ! -s ${startedFile} ]; do sleep 0.05; done; echo done` })));
+      const tag = sleepTag();
+      const { buildId } = await ending.start(commandRun(stageMessage('job-escapes-exit', { url: repo.url, sha: repo.shaB }, { command: `${escapee(tag)} echo done` })));
 
-      expect(await settled(buildId)).toMatchObject({ state: 'PASSED', logTail: 'done\n' });
+      expect(await settled(buildId)).toMatchObject({ state: 'PASSED', logTail: 'escapee started\ndone\n' });
       expect(processesSleeping(tag)).toEqual([]);
     });
 
     it('kills a double-forked daemon (its parent exits at once, it is re-parented)', async () => {
-      const [tag, startedFile] = [sleepTag(), join(root, `started-${nextTag}`)];
-      const { buildId } = await ending.start(commandRun(stageMessage('job-daemon', { url: repo.url, sha: repo.shaB }, { command: `(${escapee(tag, startedFile)}); while [ ! -s ${startedFile} ]; do sleep 0.05; done` })));
+      const tag = sleepTag();
+      const { buildId } = await ending.start(commandRun(stageMessage('job-daemon', { url: repo.url, sha: repo.shaB }, { command: `(setsid sh -c 'echo > "$TMPDIR/escapee"; exec sleep ${tag}' &); while [ ! -e "$TMPDIR/escapee" ]; do sleep 0.05; done` })));
 
       expect(await settled(buildId)).toMatchObject({ state: 'PASSED' });
       expect(processesSleeping(tag)).toEqual([]);
@@ -179,10 +186,15 @@ describe('LocalTestRunner', () => {
         const lines = (status.state === 'PASSED' ? status.logTail : JSON.stringify(status)).split('\n').filter(Boolean);
         const value = (key: string) => lines.find((l) => l.startsWith(`${key}=`))?.slice(key.length + 1) ?? '';
         const [cwd, home, tmp] = [value('cwd'), value('home'), value('tmp')];
-        for (const dir of [cwd, home, tmp]) {
-          expect(dir).toMatch(/agent-jobs-runs-\w+\/run-/);
-          expect(relative(realpathSync(stateDir), dir).startsWith('..')).toBe(true);
-          expect(existsSync(dir)).toBe(false); // thrown away after the run
+        if ((await runner.isolation()).confinement.kind === 'sandbox') {
+          // Its own tmpfs: no path of the host's.
+          expect([cwd, home, tmp]).toEqual(['/tmp/workspace', '/tmp/home', '/tmp']);
+        } else {
+          for (const dir of [cwd, home, tmp]) {
+            expect(dir).toMatch(/agent-jobs-runs-\w+\/run-/);
+            expect(relative(realpathSync(stateDir), dir).startsWith('..')).toBe(true);
+            expect(existsSync(dir)).toBe(false); // thrown away after the run
+          }
         }
         expect(home).not.toBe(process.env.HOME);
         expect(lines).toContain('0'); // HOME starts empty
@@ -204,16 +216,19 @@ describe('LocalTestRunner', () => {
       await expect(runner.whenDone(buildId)).resolves.toMatchObject({ state: 'FAILED', exitCode: 1, logTail: 'not found\n' });
     });
 
-    (MACHINE_CONFINES ? it : it.skip)('confines the command: no absolute path reaches the state directories, another run or the real HOME, and it sees only its own processes', async () => {
-      const secretDir = mkdtempSync(join(root, 'platform-state-'));
-      writeFileSync(join(secretDir, 'platform.json'), '{"secret":"platform"}');
+    (MACHINE_CONFINES ? it.each(LEVELS.slice(1)) : it.skip.each(LEVELS.slice(1)))('confines the command %s: no absolute path reaches the state directories, another run or the real HOME, and it sees only its own processes', async (_level, confinement) => {
+      // Outside /tmp (which a sandbox replaces anyway) and readable by every user: only the confinement hides it.
+      const secretDir = mkdtempSync(join('/var/tmp', 'agent-jobs-secret-'));
+      chmodSync(secretDir, 0o755);
+      writeFileSync(join(secretDir, 'platform.json'), '{"secret":"platform"}', { mode: 0o644 });
       writeFileSync(join(stateDir, 'secret.json'), '{}');
-      const confined = new LocalTestRunner({ stateDir, confidential: [secretDir] });
+      const confined = new LocalTestRunner({ stateDir, confidential: [secretDir], ...(confinement && { confinement }) });
       try {
         // Another run is in progress while the command looks around.
-        const otherStarted = join(root, 'other-run-started');
-        const other = await confined.start(commandRun(stageMessage('job-other-run', { url: repo.url, sha: repo.shaB }, { command: `echo > ${otherStarted}; sleep 300` })));
-        await eventually(async () => existsSync(otherStarted), Boolean, { what: 'the other run to start', intervalMs: 50 });
+        const tag = `300.${process.pid}0`;
+        const other = await confined.start(commandRun(stageMessage('job-other-run', { url: repo.url, sha: repo.shaB }, { command: `exec sleep ${tag}` })));
+        await eventually(async () => processesSleeping(tag), (pids) => pids.length === 1, { what: 'the other run to start', intervalMs: 50 });
+        const otherRun = (await confined.runState(other.buildId)).runDir;
         const reached = (what: string, command: string) => `if ${command} >/dev/null 2>&1; then echo "REACHED ${what}"; fi;`;
         const command = [
           reached('platform file', `cat ${join(secretDir, 'platform.json')}`),
@@ -221,24 +236,68 @@ describe('LocalTestRunner', () => {
           reached('platform process', `kill -0 ${process.pid}`),
           reached('unmount', `umount ${secretDir}`),
           reached('new namespace', 'unshare --user --map-root-user true'),
-          'echo "runs: $(ls -A "$(dirname "$(dirname "$PWD")")" | wc -l)";',
+          reached('other run', `ls -A ${otherRun}/workspace`),
           // HOME, or the credentials in it: empty from inside, however full from outside.
           ...hiddenPaths([]).filter((p) => existsSync(p)).map((p) => reached(p, `if [ -d ${p} ]; then [ -n "$(ls -A ${p})" ]; else [ -s ${p} ]; fi`)),
+          'echo looked around',
         ].join(' ');
         const { buildId } = await confined.start(commandRun(stageMessage('job-confined', { url: repo.url, sha: repo.shaB }, { command })));
         const status = await confined.whenDone(buildId);
 
-        const log = status.state === 'PASSED' ? status.logTail : JSON.stringify(status);
-        expect(log).not.toContain('REACHED');
-        expect(log).toContain('runs: 1\n'); // its own run only, while the other one runs
+        expect(otherRun).toMatch(/agent-jobs-runs-\w+\/run-/);
+        expect(existsSync(join(otherRun!, 'workspace'))).toBe(true);
+        expect(status).toMatchObject({ state: 'PASSED', logTail: 'looked around\n' });
         expect((await confined.poll(other.buildId)).state).toBe('RUNNING');
       } finally {
         await confined.close();
+        rmSync(secretDir, { recursive: true, force: true });
       }
     });
 
     it('refuses a scratch directory inside the state directory', () => {
       expect(() => new LocalTestRunner({ stateDir, scratchDir: join(stateDir, 'work') })).toThrow(/inside its state directory/);
+    });
+  });
+
+  // Small limits, so that reaching them is quick and cheap: the hostile suite
+  // (test/hostile/sandbox-limits.test.ts) reaches the catalog's own through the platform.
+  describe('limits', () => {
+    const small = { processes: 64, memoryMiB: 192, diskMiB: 32, cpuSeconds: 1, outputMiB: 1 };
+    let limited: LocalTestRunner;
+    beforeEach(() => {
+      limited = new LocalTestRunner({ stateDir, limitsOf: () => small });
+    });
+    afterEach(() => limited.close());
+    const runOf = async (jobId: string, command: string) => limited.whenDone((await limited.start(commandRun(stageMessage(jobId, { url: repo.url, sha: repo.shaB }, { command })))).buildId);
+    const reached = (limit: RegExp) => ({ state: 'ERROR', status: 'LIMIT_REACHED', message: expect.stringMatching(limit) });
+
+    (MACHINE_CGROUPS ? it : it.skip)('ends a fork flood at the process limit, and every process of it', async () => {
+      const tag = `300.${process.pid}9`;
+      await expect(runOf('job-forks', `for i in $(seq 1 500); do sleep ${tag} & done; wait`)).resolves.toMatchObject(reached(/process limit \(64\)/));
+      expect(processesSleeping(tag)).toEqual([]);
+    });
+
+    (MACHINE_CGROUPS ? it : it.skip)('ends a run at its memory limit', async () => {
+      const allocate = `node -e "const kept = []; for (let i = 0; i < 16; i++) kept.push(Buffer.alloc(32 * 1024 * 1024, 1))"`;
+      await expect(runOf('job-memory', allocate)).resolves.toMatchObject(reached(/memory limit \(192 MiB/));
+    });
+
+    (MACHINE_CGROUPS ? it : it.skip)('ends a busy loop at its CPU time limit', async () => {
+      await expect(runOf('job-cpu', 'while :; do :; done')).resolves.toMatchObject(reached(/CPU time limit \(1 s\)/));
+    });
+
+    (MACHINE_SANDBOX ? it : it.skip)('stops a disk fill at the disk limit (the sandbox), checkout and /tmp together', async () => {
+      await expect(runOf('job-disk', 'dd if=/dev/zero of="$TMPDIR/fill" bs=1M count=64')).resolves.toMatchObject(reached(/disk limit \(32 MiB/));
+    });
+
+    it('ends a run that prints more than its output limit, keeping the output up to it', async () => {
+      const status = await runOf('job-chatty', 'yes');
+      expect(status).toMatchObject(reached(/output limit \(1 MiB\)/));
+      expect(Buffer.byteLength((await readRunOutput(stateDir, localBuildId('job-chatty', 0))) ?? '')).toBeLessThanOrEqual(OUTPUT_KEEP_BYTES + 100);
+    });
+
+    it('passes a run that stays under every limit', async () => {
+      await expect(runOf('job-within', 'for i in 1 2 3; do sleep 0.1 & done; wait; head -c 100000 /dev/zero > "$TMPDIR/f"; echo fine')).resolves.toMatchObject({ state: 'PASSED', logTail: 'fine\n' });
     });
   });
 
@@ -280,16 +339,18 @@ describe('LocalTestRunner', () => {
   });
 
   it("starts a new build for a job's new run number (an operator's redrive), keeping the first one's state", async () => {
+    // Each run appends to a file outside it: unconfined, as no confined run can.
+    const counting = new LocalTestRunner({ stateDir, confinement: UNCONFINED });
     const counter = join(root, 'runs-of-job-rerun');
     const job = stageMessage('job-rerun', { url: repo.url, sha: repo.shaB }, { command: `echo run >> ${counter}` });
 
-    const first = await runner.start(commandRun(job, 0));
-    await runner.whenDone(first.buildId);
-    const second = await runner.start(commandRun(job, 1));
-    await runner.whenDone(second.buildId);
+    const first = await counting.start(commandRun(job, 0));
+    await counting.whenDone(first.buildId);
+    const second = await counting.start(commandRun(job, 1));
+    await counting.whenDone(second.buildId);
 
     expect(second.buildId).not.toBe(first.buildId);
     expect(readFileSync(counter, 'utf8')).toBe('run\nrun\n');
-    expect([...(await runner.describe([first.buildId, second.buildId])).values()].map((s) => s.state)).toEqual(['PASSED', 'PASSED']);
+    expect([...(await counting.describe([first.buildId, second.buildId])).values()].map((s) => s.state)).toEqual(['PASSED', 'PASSED']);
   });
 });
