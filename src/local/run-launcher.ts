@@ -18,7 +18,7 @@ import { closeSync, existsSync, openSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rm, statfs } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { Readable, Writable } from 'node:stream';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommandLimits } from '../../contract/job-types';
 import { errorMessage } from '../core/errors';
@@ -137,8 +137,7 @@ function sandboxProgram(confinement: Extract<Confinement, { kind: 'sandbox' }>, 
 }
 
 function startPlain(program: readonly string[], joins: readonly string[], group: RunGroupDirs | undefined, env: Record<string, string>, cwd: string): LaunchedRun {
-  const child = spawnLauncher(program, joins, { cwd, env, stdio: ['ignore', 'pipe', 'ignore'] });
-  return launched(child, group, undefined, undefined);
+  return launched(spawnLauncher(program, joins, { cwd, env, stdio: ['ignore', 'pipe', 'ignore'] }), group, undefined, undefined);
 }
 
 async function startSandbox(
@@ -151,7 +150,8 @@ async function startSandbox(
   // The checkout goes in as a tar stream: no path of the platform's is shown to the sandbox.
   const tar = spawn('tar', ['-c', '-f', '-', '-C', join(spec.runDir, 'workspace'), '.'], { stdio: ['ignore', 'pipe', 'ignore'] });
   const stdio: ['ignore' | Readable, 'pipe', 'ignore', 'pipe', 'pipe', 'pipe'] = [tar.stdout, 'pipe', 'ignore', 'pipe', 'pipe', 'pipe'];
-  const child = spawnLauncher(program, joins, { cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdio });
+  const launcher = spawnLauncher(program, joins, { cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdio });
+  const { child } = launcher;
   tar.stdout.destroy();
   // The sandbox closes these when it ends, also before reading them: a reset is expected, not an error.
   for (const fd of Object.values(SANDBOX_FDS)) extraFd(child, fd)?.on('error', () => undefined);
@@ -164,7 +164,7 @@ async function startSandbox(
     // bubblewrap's own process is in the network namespace sandboxLaunchers' `unshare` made.
     if (confinement.network === 'slirp4netns') network = await attachNetwork(child.pid ?? 0, confinement.runAs);
     (extraFd(child, SANDBOX_FDS.block) as Writable).write('1');
-    return launched(child, group, network, holdDisk(childPid, spec.limits.diskMiB * MIB, exited));
+    return launched(launcher, group, network, holdDisk(childPid, spec.limits.diskMiB * MIB, exited));
   } catch (error) {
     network?.stop();
     killGroup(child.pid);
@@ -177,9 +177,19 @@ function extraFd(child: ChildProcess, fd: number): Readable | Writable | null | 
   return (child.stdio as unknown as ReadonlyArray<Readable | Writable | null>)[fd];
 }
 
-function spawnLauncher(program: readonly string[], joins: readonly string[], options: { cwd: string; env: Record<string, string>; stdio: ReadonlyArray<'ignore' | 'pipe' | Readable> }): ChildProcess {
+/** The launcher's process and its output, read from the start. */
+interface Launcher {
+  readonly child: ChildProcess;
+  readonly output: Readable;
+}
+
+function spawnLauncher(program: readonly string[], joins: readonly string[], options: { cwd: string; env: Record<string, string>; stdio: ReadonlyArray<'ignore' | 'pipe' | Readable> }): Launcher {
   // detached: a process group (and session) of its own, the first thing killed when the run ends.
-  return spawn('sh', ['-c', LAUNCH_SCRIPT, 'agent-jobs-run', String(joins.length), ...joins, ...program], { ...options, stdio: [...options.stdio], detached: true });
+  const child = spawn('sh', ['-c', LAUNCH_SCRIPT, 'agent-jobs-run', String(joins.length), ...joins, ...program], { ...options, stdio: [...options.stdio], detached: true });
+  // Piped at once: Node drops the output of a child that exits while nobody listens to it yet.
+  const output = new PassThrough();
+  child.stdout?.pipe(output);
+  return { child, output };
 }
 
 /**
@@ -200,14 +210,14 @@ async function holdDisk(childPid: number, diskBytes: number, exited: Promise<unk
         return undefined;
       }
     }
-    await sleep(wait, undefined, { ref: false });
+    await sleep(wait);
   }
   return undefined;
 }
 
-function launched(child: ChildProcess, group: RunGroupDirs | undefined, network: { stop(): void } | undefined, disk: Promise<number | undefined> | undefined): LaunchedRun {
+function launched({ child, output }: Launcher, group: RunGroupDirs | undefined, network: { stop(): void } | undefined, disk: Promise<number | undefined> | undefined): LaunchedRun {
   const pid = child.pid;
-  if (pid === undefined || !child.stdout) {
+  if (pid === undefined) {
     network?.stop();
     throw new Error('the run could not be started');
   }
@@ -228,7 +238,7 @@ function launched(child: ChildProcess, group: RunGroupDirs | undefined, network:
   return {
     pid,
     ...(group && { cgroup: group }),
-    output: child.stdout,
+    output,
     exited: exitOf(child),
     sample,
     kill,

@@ -364,17 +364,19 @@ export class LocalTestRunner implements TestRunner {
       return { state: 'ERROR', status: 'FAULT', message: `could not start the tests: ${errorMessage(error)}` };
     }
     const started = Date.now();
-    // Before anything else: a platform killed from here on leaves what the next start ends.
-    await this.record(active, { pid: launched.pid, marker, ...(launched.cgroup && { cgroup: launched.cgroup }) });
     let ended: 'timeout' | 'stop' | RunLimit | undefined;
     const end = (why: 'timeout' | 'stop' | RunLimit) => {
       ended ??= why;
       launched.kill();
     };
     active.stop = () => end('stop');
+    // Closed while the run was being launched: it ends at once.
+    if (this.closed) end('stop');
     const timer = setTimeout(() => end('timeout'), timeoutMs);
     const printed = countOutput(launched.output, outPath, limits.outputMiB * MIB, () => end('output'));
     const watching = watchLimits(launched, limits, end);
+    // A platform killed from here on leaves what the next start ends.
+    await this.record(active, { pid: launched.pid, marker, ...(launched.cgroup && { cgroup: launched.cgroup }) });
     const exit = await launched.exited;
     clearTimeout(timer);
     watching.stop();
@@ -566,7 +568,9 @@ function countOutput(output: Readable, path: string, limitBytes: number, onLimit
   });
   return {
     async drain() {
-      await Promise.race([ended, sleep(OUTPUT_DRAIN_MS, undefined, { ref: false })]);
+      const timeout = new AbortController();
+      await Promise.race([ended, sleep(OUTPUT_DRAIN_MS, undefined, { signal: timeout.signal }).catch(() => undefined)]);
+      timeout.abort();
       output.destroy();
       await new Promise<void>((resolve) => file.end(resolve));
     },

@@ -6,9 +6,6 @@
  * safe: nothing is a CONFLICT, nothing is applied twice, nothing stays unfinished, and the
  * interrupted test run keeps the commit it was pinned to.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import { processesSleeping } from '../support/processes';
 import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
@@ -25,17 +22,11 @@ interface JobJson {
 
 let first: RunningPlatform | undefined;
 let second: RunningPlatform | undefined;
-/** Where the test command says it started: kill -9 of the platform does not end its run. */
-let pidDir: string;
 /**
  * The test command's sleep, found by its argument: a pid said inside the run's PID namespace means
  * nothing out here (as `kill -<pid>` it could even name every process).
  */
 const SLEEP_TAG = `120.${process.pid}`;
-
-beforeAll(async () => {
-  pidDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-restart-'));
-});
 
 afterAll(async () => {
   for (const pid of processesSleeping(SLEEP_TAG)) {
@@ -47,7 +38,6 @@ afterAll(async () => {
   }
   await first?.kill();
   await second?.stop();
-  await rm(pidDir, { recursive: true, force: true });
   await removeScratch();
 });
 
@@ -57,7 +47,7 @@ test('after kill -9 and a restart with --persist, URLs stay, the interrupted tes
   const { url } = await first.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'app']);
   const [d1, d2, d3] = await diffChain(source, [{ 'app.txt': 'two\n' }, { 'app.txt': 'three\n' }, { 'app.txt': 'four\n' }]);
   const p1 = applyPatchArgs('ws-restart', 'p1', url, 'agent', d1 ?? '', 'Two');
-  const t1 = ['enqueue', '--type', 'run_tests', '--workspace', 'ws-restart', '--job-id', 't1', '--command', `echo started > ${path.join(pidDir, 't1.started')} && exec sleep ${SLEEP_TAG}`];
+  const t1 = ['enqueue', '--type', 'run_tests', '--workspace', 'ws-restart', '--job-id', 't1', '--command', `echo started; exec sleep ${SLEEP_TAG}`];
   const p2 = applyPatchArgs('ws-restart', 'p2', url, 'agent', d2 ?? '', 'Three');
   for (const args of [p1, t1, p2]) await first.cliJson(args);
   // p2 is applied while the stage still runs t1's tests at p1's commit: then the platform dies.
