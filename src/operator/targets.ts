@@ -14,6 +14,7 @@ import * as z from 'zod/mini';
 import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { queueTopology } from '../../contract/topology';
 import { isProcessAlive } from '../adapters/system';
+import type { IsolationReport } from '../local/confinement';
 import { PLATFORM_FILE } from '../local/state-dir';
 import { TargetError } from './errors';
 
@@ -46,7 +47,13 @@ export interface Target {
    */
   readonly logGroups?: Readonly<Record<string, string>>;
   /** Only on the local platform. */
-  readonly local?: { readonly stateDir: string; readonly gitUrl: string; readonly eventsFile: string };
+  readonly local?: {
+    readonly stateDir: string;
+    readonly gitUrl: string;
+    readonly eventsFile: string;
+    /** How the platform isolates test commands; absent from an older platform's file. */
+    readonly testIsolation?: IsolationReport;
+  };
 }
 
 /** Credentials the local emulators accept; never used against AWS. */
@@ -123,6 +130,7 @@ const platformFileSchema = z.object({
   bucketName: z.string(),
   gitUrl: z.string(),
   eventLog: z.string(),
+  testIsolation: z.optional(z.object({ summary: z.string(), stops: z.array(z.string()), doesNotStop: z.array(z.string()), degraded: z.optional(z.string()) })),
 });
 
 /** Reads the file the local platform writes when it is ready (and removes when it stops). */
@@ -164,7 +172,7 @@ function targetFromPlatformFile(stateDir: string, file: z.infer<typeof platformF
     queues,
     tableName: file.tableName,
     diffBucket: file.bucketName,
-    local: { stateDir, gitUrl: file.gitUrl, eventsFile: file.eventLog },
+    local: { stateDir, gitUrl: file.gitUrl, eventsFile: file.eventLog, ...(file.testIsolation && { testIsolation: file.testIsolation }) },
   };
 }
 

@@ -3,7 +3,7 @@
  * request at each boundary), the platform settings of a run, and how the platform process is told.
  */
 import type { WorkerSettings } from '../../contract/job-types';
-import { JOB_TYPES, SEQUENCER } from '../../contract/job-types';
+import { BUILD_EVENTS, JOB_TYPES, SEQUENCER } from '../../contract/job-types';
 import type { BackoffSettings } from '../../src/core/pipeline';
 
 export interface FaultRates {
@@ -98,7 +98,8 @@ export function parseRates(text: string): FaultRates {
 
 /** Where in its work the platform process kills itself (kill -9), once per life. */
 export interface SelfKill {
-  readonly at: 'after-push' | 'before-delete';
+  /** `during-run`: while a test command runs (a process sleeps the scenario's run tag). */
+  readonly at: 'after-push' | 'before-delete' | 'during-run';
   /** On the nth such point of this life. */
   readonly nth: number;
 }
@@ -111,6 +112,8 @@ export const CHAOS_WORKERS: Record<string, WorkerSettings> = {
   sequencer: { ...SEQUENCER, timeoutSeconds: 10 },
   run_tests: { ...JOB_TYPES.run_tests.stage, timeoutSeconds: 20 },
   open_pr: { ...JOB_TYPES.open_pr.stage, timeoutSeconds: 10 },
+  // Its catalog timeout (60 s) makes a completion whose delete failed come back after 6 minutes: past a run's stall limit.
+  build_events: { ...BUILD_EVENTS, timeoutSeconds: 10 },
 };
 
 export const CHAOS_BACKOFF: BackoffSettings = { baseSeconds: 1, capSeconds: 8 };
@@ -131,6 +134,8 @@ export interface PlatformProcessConfig {
   readonly githubUrl: string;
   /** Base URL of the flaky git proxy: repository URLs as the agents send them. */
   readonly gitProxyUrl: string;
+  /** What the scenario's test commands sleep (Scenario.runTag): a run in progress is found by it. */
+  readonly runTag: string;
 }
 
 export const CONFIG_ENV = 'CHAOS_CONFIG';

@@ -10,6 +10,7 @@ import { ChangeMessageVisibilityCommand, type Message, type SQSClient } from '@a
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TransientJobError } from '../../src/core/errors';
 import type { BuildFinder, CommandRun, TestRunner, WorkspaceGit } from '../../src/core/ports';
+import { processesSleeping } from '../support/processes';
 import { GIT_SLOW_MS, type FaultRates, type SelfKill } from './config';
 import type { FaultLog } from './fault-log';
 import type { Random } from './random';
@@ -176,6 +177,32 @@ export function directCheckout(runner: TestRunner & Partial<BuildFinder>, direct
     start: (run) => runner.start(redirected(run)),
     describe: (buildIds) => runner.describe(buildIds),
     ...(runner.findBuild ? { findBuild: (run: Pick<CommandRun, 'job' | 'run'>) => runner.findBuild?.(redirected(run)) ?? Promise.resolve(undefined) } : {}),
+  };
+}
+
+/**
+ * The test runner with a kill point while a test command runs: after each start, once a process
+ * sleeps the scenario's run tag (a command in progress, its sandbox set up), the point
+ * `during-run` is reached.
+ */
+export function killDuringRuns(runner: TestRunner & Partial<BuildFinder>, kill: KillSwitch, runTag: string): TestRunner & Partial<BuildFinder> {
+  const whileRunning = async (jobId: string) => {
+    for (let waited = 0; waited < 20_000; waited += 50) {
+      if (processesSleeping(runTag).length > 0) {
+        kill.reached('during-run', jobId);
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  return {
+    async start(run) {
+      const started = await runner.start(run);
+      void whileRunning(run.job.jobId);
+      return started;
+    },
+    describe: (buildIds) => runner.describe(buildIds),
+    ...(runner.findBuild ? { findBuild: runner.findBuild.bind(runner) } : {}),
   };
 }
 

@@ -1,7 +1,8 @@
 /**
  * What a chaos run must end with, checked from the outside: the git remotes read with the git CLI,
- * the ledger table scanned, the event log, every DLQ drained, the test runs' own log lines, the
- * GitHub stand-in's pull requests. Never the platform's own counters.
+ * the ledger table scanned, the event log, every DLQ drained, the lines the test commands printed
+ * (each run's kept output), the GitHub stand-in's pull requests, the machine's processes and
+ * directories. Never the platform's own counters.
  *
  * - terminal: every job ends SUCCEEDED, FAILED with a reason, SKIPPED with its cause, or CANCELLED.
  * - fence: a workspace is BLOCKED exactly by its first job that failed at the sequencer; nothing
@@ -16,9 +17,13 @@
  *   nothing that succeeded is.
  * - events: every outcome is announced, and no event contradicts the ledger.
  * - fsck: every repository passes `git fsck --strict`.
+ * - leftovers: nothing of a test run outlives it, not even a run whose platform was killed in the
+ *   middle of it: no process sleeping the scenario's run tag, no run directory or cgroup its state
+ *   recorded.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
@@ -30,14 +35,16 @@ import type { JobEnvelope } from '../../src/core/envelope';
 import type { JobRecord, WorkspaceRecord } from '../../src/core/ports';
 import type { LocalClients } from '../../src/local/emulators';
 import type { PlatformInfo } from '../../src/local/platform';
+import { TEST_RUNS_DIR } from '../../src/local/state-dir';
 import { drain } from '../support/drive-queue';
 import type { FakeGitHub } from '../support/fake-github';
+import { processesSleeping } from '../support/processes';
 import { REPO_OWNER } from './git-proxy';
-import type { PlannedItem, PlannedWorkspace, Scenario } from './scenario';
+import { RUN_WITNESS, type PlannedItem, type PlannedWorkspace, type Scenario } from './scenario';
 
 const run = promisify(execFile);
 
-export const INVARIANTS = ['terminal', 'fence', 'commits', 'tree', 'test-runs', 'pull-requests', 'dlq', 'events', 'fsck'] as const;
+export const INVARIANTS = ['terminal', 'fence', 'commits', 'tree', 'test-runs', 'pull-requests', 'dlq', 'events', 'fsck', 'leftovers'] as const;
 export type Invariant = (typeof INVARIANTS)[number] | 'quiet';
 export type Violations = Partial<Record<Invariant, string[]>>;
 
@@ -58,8 +65,10 @@ export interface Observed {
   readonly ledger: { readonly jobs: JobRecord[]; readonly workspaces: WorkspaceRecord[] };
   readonly events: LoggedEvent[];
   readonly dlq: DlqCopy[];
-  /** Test runs as the test commands logged them: job id and the commit checked out. */
+  /** Test runs as the test commands printed them (one line per run, in its kept output): job id and the commit checked out. */
   readonly runs: { readonly jobId: string; readonly sha: string }[];
+  /** What test runs left on the machine: processes, run directories, cgroups. */
+  readonly leftovers: string[];
   readonly branches: Map<string, Branch>;
   /** Pull requests of each workspace branch, by workspace. */
   readonly pulls: Map<string, number[]>;
@@ -117,13 +126,8 @@ export async function collect(scenario: Scenario, { clients, info, github }: Sou
       dlq.push({ queue, jobId: attributes['jobId']?.StringValue, reason: attributes[DLQ_ATTRIBUTES.reason]?.StringValue });
     }
   }
-  const runs = (await readFile(scenario.runsLog, 'utf8'))
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => {
-      const [jobId = '', sha = ''] = line.split(' ');
-      return { jobId, sha };
-    });
+  const runs = await printedRuns(path.join(info.stateDir, TEST_RUNS_DIR, 'runs'));
+  const leftovers = await runLeftovers(scenario.runTag, path.join(info.stateDir, TEST_RUNS_DIR, 'runs'));
   const reposDir = path.join(info.stateDir, 'repos');
   const branches = new Map<string, Branch>();
   const pulls = new Map<string, number[]>();
@@ -148,7 +152,30 @@ export async function collect(scenario: Scenario, { clients, info, github }: Sou
     );
     if (result) fsck.set(repo, result);
   }
-  return { ledger, events, dlq, runs, branches, pulls, fsck, lastStart: info.startedAt };
+  return { ledger, events, dlq, runs, leftovers, branches, pulls, fsck, lastStart: info.startedAt };
+}
+
+/** The witness lines of every run's kept output (`runs/<jobId>.<run>.log` of the runner's state). */
+async function printedRuns(runsDir: string): Promise<Observed['runs']> {
+  const logs = (await readdir(runsDir).catch(() => [])).filter((name) => name.endsWith('.log'));
+  const lines = await Promise.all(logs.map(async (name) => (await readFile(path.join(runsDir, name), 'utf8')).split('\n')));
+  return lines.flat().flatMap((line) => {
+    const [word, jobId = '', sha = ''] = line.split(' ');
+    return word === RUN_WITNESS ? [{ jobId, sha }] : [];
+  });
+}
+
+/** Processes sleeping the run tag, and run directories and cgroups the runs' state recorded that are still there. */
+export async function runLeftovers(runTag: string, runsDir: string): Promise<string[]> {
+  const states = (await readdir(runsDir).catch(() => [])).filter((name) => name.endsWith('.json'));
+  const recorded = await Promise.all(
+    states.map(async (name) => {
+      const state = JSON.parse(await readFile(path.join(runsDir, name), 'utf8')) as { runDir?: string; cgroup?: Record<string, unknown> };
+      const places = [state.runDir, ...Object.values(state.cgroup ?? {})].filter((p): p is string => typeof p === 'string');
+      return places.filter((place) => existsSync(place)).map((place) => `${name}: ${place} is still there`);
+    }),
+  );
+  return [...processesSleeping(runTag).map((pid) => `process ${pid} (sleep ${runTag}) is still running`), ...recorded.flat()];
 }
 
 async function git(gitDir: string, ...args: string[]): Promise<string> {
@@ -176,6 +203,7 @@ export async function checkInvariants(scenario: Scenario, observed: Observed): P
   }
   checkEvents(scenario, jobs, observed.events, fail);
   for (const [repo, complaint] of observed.fsck) fail('fsck', `${repo}: ${complaint.slice(0, 500)}`);
+  for (const leftover of observed.leftovers) fail('leftovers', leftover);
   return violations;
 }
 

@@ -1,5 +1,5 @@
 /**
- * `npm run chaos -- --jobs N --workspaces W --seed S [--kills K] [--rates R] [--keep]`: one chaos run
+ * `npm run chaos -- --jobs N --workspaces W --seed S [--kills K] [--kills-during-runs K] [--rates R] [--keep]`: one chaos run
  * (./run.ts), its summary on stdout, exit code 1 on any violation (2 on bad arguments).
  */
 import { parseArgs } from 'node:util';
@@ -8,7 +8,7 @@ import { parseRates } from './config';
 import { runChaos } from './run';
 import { summary } from './summary';
 
-const USAGE = 'usage: npm run chaos -- --jobs N --workspaces W --seed S [--kills K] [--rates none,name=p,...] [--keep] [--quiet]';
+const USAGE = 'usage: npm run chaos -- --jobs N --workspaces W --seed S [--kills K] [--kills-during-runs K] [--rates none,name=p,...] [--keep] [--quiet]';
 
 function positive(values: Record<string, string | boolean | undefined>, name: string, fallback?: number): number {
   const raw = values[name];
@@ -40,6 +40,7 @@ async function main(): Promise<number> {
         workspaces: { type: 'string' },
         seed: { type: 'string' },
         kills: { type: 'string' },
+        'kills-during-runs': { type: 'string' },
         rates: { type: 'string' },
         keep: { type: 'boolean' },
         quiet: { type: 'boolean' },
@@ -55,6 +56,7 @@ async function main(): Promise<number> {
       workspaces,
       seed: values.seed,
       kills: positive(values, 'kills', 2),
+      killsDuringRuns: positive(values, 'kills-during-runs', 0),
       ...(values.rates !== undefined && { rates: rates(values.rates) }),
       keep: values.keep === true,
       ...(values.quiet ? {} : { progress: (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`) }),

@@ -3,7 +3,8 @@
  * server, pollers, the same processors as on AWS) started with --persist semantics from the run's
  * state directory, with fault injectors at its boundaries (./injectors.ts) and the open_pr stage
  * talking to the GitHub stand-in the harness runs. The harness kills it with SIGKILL and starts it
- * again; it may also kill itself at a planned point (after a push, before a delete).
+ * again; it may also kill itself at a planned point (after a push, before a delete, while a test
+ * command runs).
  *
  * Prints one JSON line when ready: the platform's description (platform.json).
  */
@@ -17,7 +18,7 @@ import { CHAOS_BACKOFF, CHAOS_WORKERS, CONFIG_ENV, type PlatformProcessConfig } 
 import { FaultLog } from './fault-log';
 import { TransientJobError } from '../../src/core/errors';
 import { REPO_OWNER } from './git-proxy';
-import { KillSwitch, directCheckout, faultyRunner, gitWithFaults, injectDynamoDbFaults, injectSqsFaults } from './injectors';
+import { KillSwitch, directCheckout, faultyRunner, gitWithFaults, injectDynamoDbFaults, injectSqsFaults, killDuringRuns } from './injectors';
 import { Random } from './random';
 
 async function main(): Promise<void> {
@@ -47,7 +48,7 @@ async function main(): Promise<void> {
       ...parts,
       // The platform's own adapter (it holds the platform's credential for the git server).
       git: gitWithFaults(parts.git ?? localGit(parts.workRoot), kill, paused, log),
-      testRunner: faultyRunner(directCheckout(parts.testRunner, (url) => directUrl(url)), { rng: rng.fork('runner'), rates: config.rates, log }),
+      testRunner: faultyRunner(killDuringRuns(directCheckout(parts.testRunner, (url) => directUrl(url)), kill, config.runTag), { rng: rng.fork('runner'), rates: config.rates, log }),
       prHost: new GitHubPullRequestHost(async () => new Octokit({ baseUrl: config.githubUrl, auth: 'chaos-token', log: quiet })),
       // The agents' repository URLs name the proxy: it is this platform's git host.
       gitHosts: { hosts: [new URL(config.gitProxyUrl).host], localAddresses: true },

@@ -6,7 +6,8 @@
  * is quiet and then checks the outcome from the outside (./invariants.ts).
  *
  * Faults on the harness side: the flaky git proxy (./git-proxy.ts), the GitHub stand-in's faults,
- * lost producer answers and producer retries, late duplicates, kill -9 from outside.
+ * lost producer answers and producer retries, late duplicates, kill -9 from outside. The platform
+ * process kills itself at planned points (./injectors.ts), one of them while a test command runs.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -44,6 +45,8 @@ export interface ChaosOptions {
   readonly seed: string;
   /** Platform kills to plan: kill -9 from outside at some progress, or a self-kill after a push or before a delete. @default 2 */
   readonly kills?: number;
+  /** More kills, each a self-kill while a test command runs (after the others). @default 0 */
+  readonly killsDuringRuns?: number;
   readonly rates?: FaultRates;
   /** A run with no progress for this long is stuck: reported and stopped. @default 240_000 */
   readonly stallMs?: number;
@@ -97,13 +100,23 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   try {
     say(`chaos: seed ${options.seed}, ${options.jobs} jobs, ${options.workspaces} workspaces; building repositories and patches in ${dir}`);
     const scenario = await makeScenario({ seed: options.seed, jobs: options.jobs, workspaces: options.workspaces, dir, reposDir: path.join(stateDir, 'repos'), repoUrl: proxy.repoUrl });
-    const kills = planKills(root.fork('kills'), options.kills ?? 2, scenario);
+    const kills = [...planKills(root.fork('kills'), options.kills ?? 2, scenario), ...Array.from({ length: options.killsDuringRuns ?? 0 }, (): KillPlan => ({ kind: 'self', selfKill: { at: 'during-run', nth: 1 } }))];
     const driver = new Driver(scenario, { stateDir, log, rates, rng: root.fork('driver'), github, proxy, say, stallMs: options.stallMs ?? 240_000 });
     let life = 0;
     let stuck: string | undefined;
     for (;;) {
       const plan = kills.shift();
-      platform = await PlatformProcess.start({ stateDir, faultLog: log.file, seed: options.seed, life, rates, githubUrl: github.url, gitProxyUrl: proxy.url, ...(plan?.kind === 'self' ? { selfKill: plan.selfKill } : {}) });
+      platform = await PlatformProcess.start({
+        stateDir,
+        faultLog: log.file,
+        seed: options.seed,
+        life,
+        rates,
+        githubUrl: github.url,
+        gitProxyUrl: proxy.url,
+        runTag: scenario.runTag,
+        ...(plan?.kind === 'self' ? { selfKill: plan.selfKill } : {}),
+      });
       proxy.setUpstream(platform.info.gitUrl);
       const ended = await driver.live(platform, life, plan?.kind === 'outside' ? plan.atProgress : undefined);
       if (ended.kind === 'quiet') break;
@@ -473,7 +486,7 @@ function counts(observed: Observed): Record<string, number> {
   const branches = [...observed.branches.values()];
   return {
     'commits on the workspace branches': branches.reduce((n, b) => n + b.commits.length, 0),
-    'test runs (logged by the test commands)': observed.runs.length,
+    'test runs (printed by the test commands)': observed.runs.length,
     'pull requests': [...observed.pulls.values()].reduce((n, p) => n + p.length, 0),
     'outcome events': observed.events.filter((e) => e.type !== 'WorkspaceBlocked').length,
     'WorkspaceBlocked events': observed.events.filter((e) => e.type === 'WorkspaceBlocked').length,

@@ -46,8 +46,13 @@ export interface Scenario {
   readonly workspaces: PlannedWorkspace[];
   /** Every item, in a global send order that keeps each workspace's order. */
   readonly items: PlannedItem[];
-  /** Where test commands log each run: `<jobId> <commit>` per line. */
-  readonly runsLog: string;
+  /**
+   * What every test command sleeps (`sleep <runTag>`, about a second), unique to this chaos run: a
+   * run in progress, or a process one left, is found by it. Each command first prints
+   * `chaos-run <jobId> <commit>`: its run's kept output is the witness that it ran (a sandboxed
+   * command can write nowhere else).
+   */
+  readonly runTag: string;
   readonly repos: readonly string[];
 }
 
@@ -64,6 +69,8 @@ export interface ScenarioOptions {
 }
 
 const WORKSPACES_PER_REPO = 8;
+/** The first word of the line each test command prints: `chaos-run <jobId> <commit>`. */
+export const RUN_WITNESS = 'chaos-run';
 const TENANT = 'chaos';
 const BASE_TIME = Date.parse('2026-06-01T00:00:00Z');
 
@@ -98,8 +105,7 @@ function poisonBody(rng: Random, workspaceId: string, id: string): { body: strin
 /** Builds the repositories and every workspace's jobs. */
 export async function makeScenario(options: ScenarioOptions): Promise<Scenario> {
   const root = new Random(options.seed);
-  const runsLog = path.join(options.dir, 'test-runs.log');
-  await writeFile(runsLog, '');
+  const runTag = `1.${process.pid}${Date.now() % 1000}`;
   const repoCount = Math.max(1, Math.ceil(options.workspaces / WORKSPACES_PER_REPO));
   const repos = Array.from({ length: repoCount }, (_, i) => `repo-${i}`);
   const sizes = spread(root.fork('sizes'), options.jobs, options.workspaces);
@@ -115,9 +121,9 @@ export async function makeScenario(options: ScenarioOptions): Promise<Scenario> 
   }
 
   const workspaces = await mapLimit(specs, 4, (spec) =>
-    planWorkspace(root.fork(spec.workspaceId), { ...spec, baseSha: baseShas.get(spec.repo) as string, source: path.join(sources, spec.repo), options, runsLog }),
+    planWorkspace(root.fork(spec.workspaceId), { ...spec, baseSha: baseShas.get(spec.repo) as string, source: path.join(sources, spec.repo), options, runTag }),
   );
-  return { seed: options.seed, workspaces, items: interleave(root.fork('order'), workspaces), runsLog, repos };
+  return { seed: options.seed, workspaces, items: interleave(root.fork('order'), workspaces), runTag, repos };
 }
 
 /** `total` split over `parts`, each at least 1, unevenly (busy and quiet workspaces). */
@@ -159,7 +165,7 @@ interface WorkspaceSpec {
   readonly baseSha: string;
   readonly source: string;
   readonly options: ScenarioOptions;
-  readonly runsLog: string;
+  readonly runTag: string;
 }
 
 async function planWorkspace(rng: Random, spec: WorkspaceSpec): Promise<PlannedWorkspace> {
@@ -189,7 +195,7 @@ async function planWorkspace(rng: Random, spec: WorkspaceSpec): Promise<PlannedW
       applied.push(jobId);
     } else if (roll < 0.82) {
       const testsFail = rng.chance(0.2);
-      const command = `printf '%s %s\\n' "$JOB_ID" "$(git rev-parse HEAD)" >> '${spec.runsLog}' && exit ${testsFail ? 1 : 0}`;
+      const command = `printf '${RUN_WITNESS} %s %s\\n' "$JOB_ID" "$(git rev-parse HEAD)"; sleep ${spec.runTag}; exit ${testsFail ? 1 : 0}`;
       items.push({ ...base, kind: 'run_tests', job: envelope('run_tests', { command }), testsFail, cancelled: rng.chance(0.03), lateDuplicate: rng.chance(0.03) });
     } else if (roll < 0.9) {
       items.push({ ...base, kind: 'open_pr', job: envelope('open_pr', { baseBranch: 'main', title: `Chaos ${workspaceId}` }), cancelled: rng.chance(0.03) });

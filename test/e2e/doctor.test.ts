@@ -1,9 +1,14 @@
 /**
- * `agent-jobs doctor` through the CLI, on the local platform: its end-to-end check sends an
- * apply_patch and a run_tests to a scratch branch and reports both, exit code 0 only when they
- * went through. (The stack checks, which need AWS, are in test/integration/doctor.test.ts.)
+ * `agent-jobs doctor` through the CLI, on the local platform: it says how the platform isolates
+ * test commands, and its end-to-end check sends an apply_patch and a run_tests to a scratch branch
+ * and reports both, exit code 0 only when they went through. (The stack checks, which need AWS, are in test/integration/doctor.test.ts.)
  */
+import { readFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { PLATFORM_FILE } from '../../src/local/state-dir';
 import { makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 jest.setTimeout(180_000);
 
@@ -30,12 +35,16 @@ test('runs one job end to end on a scratch workspace and says the stack checks n
   const run = await platform.cli(['doctor', '--repo', repoUrl, '--branch', 'doctor-scratch', '--timeout', '120', '--json']);
   expect({ code: run.code, stderr: run.stderr }).toMatchObject({ code: 0 });
   const report = JSON.parse(run.stdout) as DoctorJson;
+  // What the platform said at start about its test isolation (its platform.json): a warning below the full sandbox.
+  const isolation = (JSON.parse(await readFile(path.join(platform.stateDir, PLATFORM_FILE), 'utf8')) as { testIsolation: { summary: string; degraded?: string } }).testIsolation;
   expect(report.passed).toBe(true);
   expect(report.checks.map((c) => [c.check, c.status])).toEqual([
     ['stack outputs, alarm notification, secrets', 'skip'],
+    ['test command isolation (local platform)', isolation.degraded ? 'warn' : 'pass'],
     ['end-to-end job on a scratch workspace', 'pass'],
   ]);
-  expect(report.checks[1]?.detail).toMatch(/doctor-\w+-patch committed [0-9a-f]{12}, doctor-\w+-tests passed/);
+  expect(report.checks[1]?.detail).toMatch(new RegExp(`^${isolation.degraded ? '.+\\. ' : ''}${escapeRegExp(isolation.summary)}\\. Stops: .+\\. Does not stop: .+\\.$`));
+  expect(report.checks[2]?.detail).toMatch(/doctor-\w+-patch committed [0-9a-f]{12}, doctor-\w+-tests passed/);
   expect((await platform.remoteLog(repoUrl, 'doctor-scratch'))[0]).toMatch(/^agent-jobs doctor: smoke check doctor-/);
 });
 

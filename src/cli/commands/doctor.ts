@@ -18,7 +18,7 @@ const systemClock: Clock = { now: () => Date.now(), sleep: (ms) => sleep(ms) };
 
 export const doctor: CommandSpec<CliContext> = {
   path: PATH,
-  summary: 'smoke-check a deployed stack: outputs, an alarm notification, the secrets, and one job end to end',
+  summary: 'smoke-check a deployed stack (outputs, an alarm notification, the secrets) or the local platform (test isolation), and one job end to end',
   options: {
     repo: { type: 'string', valueName: 'url', description: 'repository for the end-to-end job (the platform pushes to it)' },
     branch: { type: 'string', valueName: 'name', description: 'a scratch branch of --repo: the job commits one file under .agent-jobs-doctor/ to it' },
@@ -28,7 +28,8 @@ export const doctor: CommandSpec<CliContext> = {
   notes: [
     'With --stack: every output answers, one alarm set to ALARM notifies the topic (then back to OK),',
     'every secret holds its documented shape (values are never printed). With --repo and --branch, also',
-    'an apply_patch and a run_tests on a workspace of their own. Exit code 1 when a check fails.',
+    'an apply_patch and a run_tests on a workspace of their own. On the local platform, how test commands are',
+    'isolated (WARN below the full sandbox, naming what is missing). Exit code 1 when a check fails.',
     'Example: agent-jobs doctor --stack AgentJobs-prod --region eu-west-1 --repo https://github.com/acme/app.git --branch agent-jobs-doctor',
   ],
   async run(ctx, { values }) {
@@ -50,6 +51,7 @@ export const doctor: CommandSpec<CliContext> = {
       }
     } else {
       results.push({ check: 'stack outputs, alarm notification, secrets', status: 'skip', detail: 'the local platform has none (pass --stack to check a deployed one)' });
+      results.push(loadDoctor().checkTestIsolation(target.local?.testIsolation));
     }
 
     if (repoUrl !== undefined && branch !== undefined) {
