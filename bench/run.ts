@@ -17,8 +17,9 @@ import { bench as fairStages } from './fair-stages.bench';
 import { bench as cliLatency } from './cli-latency.bench';
 import { bench as consoleBench } from './console.bench';
 import { bench as mcp } from './mcp.bench';
+import { bench as sandbox } from './sandbox.bench';
 
-const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency, fairStages, consoleBench, mcp];
+const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency, fairStages, consoleBench, mcp, sandbox];
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);

@@ -71,6 +71,9 @@ export function catalogProblems(types: Readonly<Record<string, JobTypeDeclaratio
       'its function starts the build and returns, and the build may run up to testRunnerTimeoutMinutes');
     if (declaration.command && !declaration.command.defaultCommand.trim()) problems.add(at('command.defaultCommand'), 'must be a shell command');
     if (declaration.command && !declaration.command.subject.trim()) problems.add(at('command.subject'), 'must name what the command checks ("tests", "lint")');
+    for (const [limit, value] of Object.entries(declaration.command?.limits ?? {})) {
+      problems.check(at(`command.limits.${limit}`), value, (v) => !Number.isInteger(v) || v < 1, 'must be a whole number of at least 1 (the local runner ends a run that reaches it)');
+    }
   }
   return problems.list();
 }

@@ -18,6 +18,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { commandLimitsOf } from '../../contract/job-types';
+import { SANDBOX_USER } from '../../src/local/sandbox';
 import { PROJECT_ROOT } from '../../src/local/state-dir';
 import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
 import { MACHINE_CGROUPS, MACHINE_SANDBOX, processesSleeping } from '../support/processes';
@@ -104,11 +105,13 @@ function report(what: string, latencies: readonly number[]): void {
   const name = `agent-jobs-escape-${randomUUID()}`;
   const targets = [homedir(), PROJECT_ROOT, platform.stateDir, '/etc', '/var/tmp'].map((dir) => path.join(dir, name));
   const attempt = (target: string) => `if touch '${target}' 2>/dev/null; then echo 'WROTE ${target}'; else echo 'refused ${target}'; fi;`;
-  const command = [...targets.map(attempt), `if echo x >> /etc/hosts 2>/dev/null; then echo 'WROTE /etc/hosts'; fi;`, 'touch "$TMPDIR/mine" /tmp/mine "$HOME/mine" && echo "own places writable"'].join(' ');
+  const command = [...targets.map(attempt), `if echo x >> /etc/hosts 2>/dev/null; then echo 'WROTE /etc/hosts'; fi;`, 'echo "uid=$(id -u)";', 'touch "$TMPDIR/mine" /tmp/mine "$HOME/mine" && echo "own places writable"'].join(' ');
 
   const { job } = await runTests(command);
 
   expect(job.result?.logTail).not.toContain('WROTE');
+  // Not root, also when the platform is: root in the sandbox would be root on every file of the host it sees.
+  expect(job.result?.logTail).toContain(`uid=${process.getuid?.() === 0 ? SANDBOX_USER.uid : process.getuid?.()}\n`);
   expect(job).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', logTail: expect.stringContaining('own places writable') } });
   expect(targets.filter((target) => existsSync(target))).toEqual([]);
 });

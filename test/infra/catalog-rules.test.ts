@@ -72,6 +72,13 @@ describe('catalogProblems', () => {
       'JOB_TYPES.check_format.command.subject: must name what the command checks ("tests", "lint")',
     ]);
   });
+
+  it('refuses a command limit that is not a whole number of at least 1', () => {
+    expect(problemsWith({ check_format: commandStage({ ...checkFormat, command: { ...checkFormat.command, limits: { memoryMiB: 0, processes: 2.5, cpuSeconds: 60 } } }) })).toEqual([
+      expect.stringMatching(/^JOB_TYPES\.check_format\.command\.limits\.memoryMiB = 0: must be a whole number of at least 1/),
+      expect.stringMatching(/^JOB_TYPES\.check_format\.command\.limits\.processes = 2\.5: must be a whole number/),
+    ]);
+  });
 });
 
 it('a wrong declaration fails the synth, naming every wrong setting, before any resource is made', () => {
