@@ -222,11 +222,13 @@ function launched({ child, output }: Launcher, group: RunGroupDirs | undefined, 
     throw new Error('the run could not be started');
   }
   let diskFull = false;
+  // Read once held: a sample never waits for the sandbox's /tmp to be mounted.
+  let heldDisk: number | undefined;
+  void disk?.then((fd) => (heldDisk = fd));
   const sample = async (): Promise<RunSample> => {
     const usage = group ? await readRunGroupUsage(group) : { processLimitReached: false, oomKills: 0, cpuSeconds: 0 };
-    const fd = await disk;
-    if (fd !== undefined) {
-      const fs = await statfs(`/proc/self/fd/${fd}`).catch(() => undefined);
+    if (heldDisk !== undefined) {
+      const fs = await statfs(`/proc/self/fd/${heldDisk}`).catch(() => undefined);
       if (fs && fs.bfree * fs.bsize < DISK_FULL_SLACK_BYTES) diskFull = true;
     }
     return { ...usage, diskFull };
@@ -243,11 +245,11 @@ function launched({ child, output }: Launcher, group: RunGroupDirs | undefined, 
     sample,
     kill,
     async finish() {
+      await disk;
       const last = await sample();
       killGroup(pid);
       network?.stop();
-      const fd = await disk;
-      if (fd !== undefined) closeSync(fd);
+      if (heldDisk !== undefined) closeSync(heldDisk);
       if (group) await removeRunGroup(group);
       return last;
     },

@@ -4,7 +4,7 @@
  * background, one after `setsid`, the foreground one), and the process is killed with SIGKILL.
  *
  * - Confined (the sandbox, or namespaces where bubblewrap is missing), nothing of the run outlives
- *   the platform at all: the run dies with it.
+ *   the platform at all: the run dies with it (a parent-death signal, then its PID namespace).
  * - Unconfined, only the command's first process dies with it; the next start (takeOrphanedRuns)
  *   ends the rest.
  * Either way the next start removes the run's directory, keeps what it printed, and records the
@@ -18,7 +18,7 @@ import type { Confinement } from '../../src/local/confinement';
 import { LocalTestRunner, readRunOutput } from '../../src/local/test-runner';
 import { eventually } from '../support/eventually';
 import { createRepo, removeDir, tempDir } from '../support/git-fixtures';
-import { processesSleeping } from '../support/processes';
+import { MACHINE_CONFINES, processesSleeping } from '../support/processes';
 import type { RunnerProcessConfig } from '../support/runner-process';
 
 jest.setTimeout(120_000);
@@ -66,7 +66,8 @@ let nextTag = 0;
 const sleepTag = () => `600.${process.pid}${++nextTag}`;
 
 describe.each<[string, Confinement | undefined, { diesWithThePlatform: boolean }]>([
-  ['confined as the machine allows', undefined, { diesWithThePlatform: true }],
+  ['at the best level the machine allows', undefined, { diesWithThePlatform: true }],
+  ...(MACHINE_CONFINES ? [['in namespaces', { kind: 'namespaces', reason: 'this test runs the level used where bubblewrap is missing' }, { diesWithThePlatform: true }] as [string, Confinement, { diesWithThePlatform: boolean }]] : []),
   ['unconfined', { kind: 'none', reason: 'this test runs the unconfined path' }, { diesWithThePlatform: false }],
 ])('a run whose platform is killed, %s', (_name, confinement, { diesWithThePlatform }) => {
   let stateDir: string;
