@@ -71,7 +71,7 @@ export async function findCgroupParents(): Promise<CgroupParents | { readonly un
   const problems: string[] = [];
   for (const parents of candidates) {
     try {
-      const group = await makeRunGroup(parents, { processes: 8, memoryMiB: 64 });
+      const group = await makeRunGroup(planRunGroup(parents), { processes: 8, memoryMiB: 64 });
       await removeRunGroup(group);
       return parents;
     } catch (error) {
@@ -129,19 +129,28 @@ function unescapeMountPath(path: string): string {
   return path.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
 }
 
-/** Makes a run's group with its limits; throws (having removed what it made) when the kernel refuses. */
-export async function makeRunGroup(parents: CgroupParents, limits: Pick<CommandLimits, 'processes' | 'memoryMiB'>): Promise<RunGroupDirs> {
+/**
+ * The directories of a new run group (`agent-jobs-<16 hex>` in each hierarchy), not made yet: a
+ * caller records them before makeRunGroup, so a platform killed in between leaves nothing the next
+ * start cannot find.
+ */
+export function planRunGroup(parents: CgroupParents): RunGroupDirs {
   const name = `agent-jobs-${randomBytes(8).toString('hex')}`;
-  const dirs: RunGroupDirs =
-    parents.version === 2
-      ? { version: 2, pids: join(parents.dir, name), memory: join(parents.dir, name), cpu: join(parents.dir, name), cpuacct: join(parents.dir, name) }
-      : {
-          version: 1,
-          pids: join(parents.pids, name),
-          memory: join(parents.memory, name),
-          ...(parents.cpu && { cpu: join(parents.cpu, name) }),
-          ...(parents.cpuacct && { cpuacct: join(parents.cpuacct, name) }),
-        };
+  if (parents.version === 2) {
+    const dir = join(parents.dir, name);
+    return { version: 2, pids: dir, memory: dir, cpu: dir, cpuacct: dir };
+  }
+  return {
+    version: 1,
+    pids: join(parents.pids, name),
+    memory: join(parents.memory, name),
+    ...(parents.cpu && { cpu: join(parents.cpu, name) }),
+    ...(parents.cpuacct && { cpuacct: join(parents.cpuacct, name) }),
+  };
+}
+
+/** Makes a planned run group with its limits; throws (having removed what it made) when the kernel refuses. */
+export async function makeRunGroup(dirs: RunGroupDirs, limits: Pick<CommandLimits, 'processes' | 'memoryMiB'>): Promise<RunGroupDirs> {
   const memoryBytes = String(limits.memoryMiB * 1024 * 1024);
   try {
     for (const dir of distinctDirs(dirs)) await mkdir(dir);

@@ -22,7 +22,7 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommandLimits } from '../../contract/job-types';
 import { errorMessage } from '../core/errors';
-import { findCgroupParents, joinFiles, makeRunGroup, readRunGroupUsage, removeRunGroup, type RunGroupDirs } from './cgroups';
+import { findCgroupParents, joinFiles, makeRunGroup, planRunGroup, readRunGroupUsage, removeRunGroup, type RunGroupDirs } from './cgroups';
 import { confinedCommand, CREDENTIALS_IN_HOME, hiddenPaths, homeToolchains, isInside, type Confinement, type Isolation, type ResourceControl } from './confinement';
 import { attachNetwork, SANDBOX_FDS, SANDBOX_PATHS, SANDBOX_RESOLV_CONF, SANDBOX_USER, sandboxArgs, sandboxChildPid, sandboxLaunchers, type SandboxNetwork } from './sandbox';
 
@@ -41,6 +41,11 @@ export interface LaunchSpec {
   /** Host directories no command may see (the platform's state, the directory of runs); HOME is added. */
   readonly hidden: readonly string[];
   readonly limits: CommandLimits;
+  /**
+   * The run's cgroup where the isolation has cgroups, planned (planRunGroup) and recorded by the
+   * caller; made here. @default planned here
+   */
+  readonly group?: RunGroupDirs;
 }
 
 /** What a run has used so far, as far as the machine tells. */
@@ -61,7 +66,6 @@ export interface RunExit {
 export interface LaunchedRun {
   /** Leader of the run's process group on the host. */
   readonly pid: number;
-  readonly cgroup?: RunGroupDirs;
   /** stdout and stderr of the command, on one stream. */
   readonly output: Readable;
   /** Never rejects: a launcher that could not start resolves with its error. */
@@ -92,7 +96,7 @@ const LAUNCH_SCRIPT = [
 
 export async function launchRun(isolation: Isolation, spec: LaunchSpec): Promise<LaunchedRun> {
   const { confinement, resources } = isolation;
-  const group = resources.kind === 'cgroup' ? await makeRunGroup(resources.parents, spec.limits) : undefined;
+  const group = resources.kind === 'cgroup' ? await makeRunGroup(spec.group ?? planRunGroup(resources.parents), spec.limits) : undefined;
   try {
     const runAs = confinement.kind === 'sandbox' ? confinement.runAs : undefined;
     const rlimits = resources.kind === 'rlimit' && process.platform === 'linux' ? await rlimitPrefix(spec.limits, confinement, runAs?.uid ?? process.getuid?.()) : [];
@@ -239,7 +243,6 @@ function launched({ child, output }: Launcher, group: RunGroupDirs | undefined, 
   };
   return {
     pid,
-    ...(group && { cgroup: group }),
     output,
     exited: exitOf(child),
     sample,

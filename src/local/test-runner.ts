@@ -49,7 +49,7 @@ import { ConfigurationError, errorMessage } from '../core/errors';
 import type { BuildCompletion, CommandRun, FinishedRunStatus, TestRunner, TestRunStatus } from '../core/ports';
 import { LOG_TAIL_BYTES, buildEnvironment, tail } from '../core/jobs/command-stage';
 import { OUTPUT_KEEP_BYTES } from './state-dir';
-import { removeLeftRunGroup, type RunGroupDirs } from './cgroups';
+import { planRunGroup, removeLeftRunGroup, type RunGroupDirs } from './cgroups';
 import { isInside, type Confinement, type Isolation, type ResourceControl } from './confinement';
 import { launchRun, probeIsolation, type LaunchedRun, type RunSample } from './run-launcher';
 import { writeFileAtomic } from './write-atomic';
@@ -274,17 +274,22 @@ export class LocalTestRunner implements TestRunner {
       throw error;
     });
     const orphans: BuildCompletion[] = [];
+    const deadRunsDirs = new Set<string>();
     for (const file of files.filter((f) => f.endsWith('.json'))) {
       // A state file of another version (or cut short) is no run this runner can complete: skipped.
       const parsed = localRunState.safeParse(parseJsonOrUndefined(await readFile(join(this.options.stateDir, 'runs', file), 'utf8').catch(() => '')));
       if (!parsed.success) continue;
       const state = parsed.data;
-      if (state.status.state !== 'RUNNING' || this.active.has(state.buildId)) continue;
+      if (this.active.has(state.buildId)) continue;
+      // A dead platform's directory of runs goes once its last run's directory has.
+      if (state.runDir && isRunDir(state.runDir) && dirname(state.runDir) !== this.runsDir) deadRunsDirs.add(dirname(state.runDir));
+      if (state.status.state !== 'RUNNING') continue;
       await this.removeLeftovers(state);
       const status: FinishedRunStatus = { state: 'ERROR', status: 'STOPPED', message: RESTARTED };
       await writeFileAtomic(this.statePath(state.buildId), JSON.stringify({ ...state, status }));
       orphans.push({ buildId: state.buildId, jobId: state.jobId, jobType: state.jobType, sha: state.sha, status });
     }
+    for (const dir of deadRunsDirs) await rmdir(dir).catch(() => undefined);
     return orphans;
   }
 
@@ -312,53 +317,64 @@ export class LocalTestRunner implements TestRunner {
   }
 
   private async execute(run: CommandRun, active: ActiveRun): Promise<void> {
-    const { job } = run;
     this.runsDirMade ??= mkdir(this.runsDir, { mode: 0o700 });
     await this.runsDirMade;
     // Recorded before it exists: a platform killed from here on leaves nothing the next start does not remove.
     const runDir = join(this.runsDir, `run-${randomBytes(8).toString('hex')}`);
     await this.record(active, { runDir });
-    const workspace = join(runDir, 'workspace');
+    let status: FinishedRunStatus;
     try {
-      await mkdir(runDir, { mode: 0o700 });
-      await Promise.all(['workspace', 'home', 'tmp'].map((d) => mkdir(join(runDir, d))));
-      const access = this.options.readAccess?.grant(job.pin.repoUrl);
-      try {
-        await this.checkout({ repoUrl: job.pin.repoUrl, sha: job.pin.sha, dir: workspace, ...(access && { auth: access.auth }) });
-      } catch (error) {
-        await this.finish(active, { state: 'ERROR', status: 'FAILED', message: `checkout of ${job.pin.sha} failed: ${errorMessage(error)}` });
-        return;
-      } finally {
-        // The command never holds a credential: the checkout's ends here.
-        access?.revoke();
-      }
-      if (this.closed) {
-        await this.finish(active, { state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down before the tests started' });
-        return;
-      }
-      await this.finish(active, await this.runCommand(run, runDir, active));
+      status = await this.checkoutAndRun(run, runDir, active);
     } catch (error) {
-      await this.finish(active, { state: 'ERROR', status: 'FAULT', message: errorMessage(error) });
+      status = { state: 'ERROR', status: 'FAULT', message: errorMessage(error) };
+    }
+    try {
+      // Gone before the verdict is written: a platform killed in between leaves the run RUNNING on
+      // disk, and the next start removes what is left of it.
+      await rm(runDir, { recursive: true, force: true, maxRetries: 3 });
+      await this.finish(active, status);
     } finally {
       this.active.delete(active.state.buildId);
-      await rm(runDir, { recursive: true, force: true, maxRetries: 3 });
     }
+  }
+
+  private async checkoutAndRun(run: CommandRun, runDir: string, active: ActiveRun): Promise<FinishedRunStatus> {
+    const { job } = run;
+    const workspace = join(runDir, 'workspace');
+    await mkdir(runDir, { mode: 0o700 });
+    await Promise.all(['workspace', 'home', 'tmp'].map((d) => mkdir(join(runDir, d))));
+    const access = this.options.readAccess?.grant(job.pin.repoUrl);
+    try {
+      await this.checkout({ repoUrl: job.pin.repoUrl, sha: job.pin.sha, dir: workspace, ...(access && { auth: access.auth }) });
+    } catch (error) {
+      return { state: 'ERROR', status: 'FAILED', message: `checkout of ${job.pin.sha} failed: ${errorMessage(error)}` };
+    } finally {
+      // The command never holds a credential: the checkout's ends here.
+      access?.revoke();
+    }
+    if (this.closed) return { state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down before the tests started' };
+    return this.runCommand(run, runDir, active);
   }
 
   private async runCommand(run: CommandRun, runDir: string, active: ActiveRun): Promise<FinishedRunStatus> {
     const { buildId } = active.state;
     const timeoutMs = run.timeoutSeconds * 1000;
     const limits = this.limitsOf(run.job.type);
+    const isolation = await this.isolation();
     const marker = randomBytes(16).toString('hex');
+    const group = isolation.resources.kind === 'cgroup' ? planRunGroup(isolation.resources.parents) : undefined;
+    // Before anything is started: a platform killed from here on leaves what the next start ends.
+    await this.record(active, { marker, ...(group && { cgroup: group }) });
     const outPath = runFile(this.options.stateDir, buildId, 'out');
     let launched: LaunchedRun;
     try {
-      launched = await launchRun(await this.isolation(), {
+      launched = await launchRun(isolation, {
         runDir,
         command: run.command,
         env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', CI: 'true', GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0', [RUN_MARKER]: marker, ...buildEnvironment(run) },
         hidden: [this.options.stateDir, ...(this.options.confidential ?? []), this.runsDir],
         limits,
+        ...(group && { group }),
       });
     } catch (error) {
       return { state: 'ERROR', status: 'FAULT', message: `could not start the tests: ${errorMessage(error)}` };
@@ -375,8 +391,7 @@ export class LocalTestRunner implements TestRunner {
     const timer = setTimeout(() => end('timeout'), timeoutMs);
     const printed = countOutput(launched.output, outPath, limits.outputMiB * MIB, () => end('output'));
     const watching = watchLimits(launched, limits, end);
-    // A platform killed from here on leaves what the next start ends.
-    await this.record(active, { pid: launched.pid, marker, ...(launched.cgroup && { cgroup: launched.cgroup }) });
+    await this.record(active, { pid: launched.pid });
     const exit = await launched.exited;
     clearTimeout(timer);
     watching.stop();
@@ -414,11 +429,7 @@ export class LocalTestRunner implements TestRunner {
     const outPath = runFile(this.options.stateDir, state.buildId, 'out');
     await keepOutput(outPath, runFile(this.options.stateDir, state.buildId, 'log'), this.outputKeepBytes).catch(() => undefined);
     await rm(outPath, { force: true });
-    if (state.runDir && isRunDir(state.runDir)) {
-      await rm(state.runDir, { recursive: true, force: true, maxRetries: 3 });
-      // The directory of runs goes with its last run (it stays while another holds it).
-      await rmdir(dirname(state.runDir)).catch(() => undefined);
-    }
+    if (state.runDir && isRunDir(state.runDir)) await rm(state.runDir, { recursive: true, force: true, maxRetries: 3 });
   }
 
   private async finish(active: ActiveRun, status: FinishedRunStatus): Promise<void> {

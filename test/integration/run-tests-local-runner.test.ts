@@ -86,6 +86,7 @@ describe('LocalTestRunner', () => {
     const logTail = status.state === 'PASSED' ? status.logTail : '';
     expect(Buffer.byteLength(logTail)).toBeLessThanOrEqual(64);
     expect(logTail.endsWith('19999\n20000\n')).toBe(true);
+    await small.close();
   });
 
   it('starts at most one run per job, also from a second runner on the same state directory', async () => {
@@ -103,6 +104,7 @@ describe('LocalTestRunner', () => {
     expect(third).toEqual(first);
     await expect(restarted.poll(first.buildId)).resolves.toMatchObject({ state: 'PASSED' });
     expect(readFileSync(counter, 'utf8')).toBe('run\n');
+    await Promise.all([counting.close(), restarted.close()]);
   });
 
   // What a command leaves running is ended with it, at every level. Pids said from inside a PID
@@ -336,6 +338,7 @@ describe('LocalTestRunner', () => {
     // What the platform puts on the build-events queue reads back as the same completion.
     expect(parseLocalRunEvent(localRunEventBody(finished[0]!))).toEqual(finished[0]);
     expect(() => parseLocalRunEvent('{"source":"aws.codebuild"}')).toThrow(/not a local build event/);
+    await reporting.close();
   });
 
   it("starts a new build for a job's new run number (an operator's redrive), keeping the first one's state", async () => {
@@ -352,5 +355,6 @@ describe('LocalTestRunner', () => {
     expect(second.buildId).not.toBe(first.buildId);
     expect(readFileSync(counter, 'utf8')).toBe('run\nrun\n');
     expect([...(await counting.describe([first.buildId, second.buildId])).values()].map((s) => s.state)).toEqual(['PASSED', 'PASSED']);
+    await counting.close();
   });
 });
