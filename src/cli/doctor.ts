@@ -28,8 +28,8 @@ import { platformQueues } from '../../contract/topology';
 import { parseGitCredentials, parseGithubToken } from '../adapters/secrets';
 import type { JobRequest } from '../client/producer';
 import { TERMINAL_STATUSES, type JobRecord } from '../core/ports';
-import type { IsolationReport } from '../local/confinement';
 import { TargetError } from '../operator/errors';
+import type { TestIsolation } from '../operator/targets';
 
 /** `warn`: works, but less safely than it could (the exit code stays 0). */
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
@@ -79,7 +79,7 @@ export const TEST_ISOLATION_CHECK = 'test command isolation (local platform)';
  * What the running local platform said at start about how it isolates test commands: a warning
  * when it is below the full sandbox, naming what is missing.
  */
-export function checkTestIsolation(report: IsolationReport | undefined): CheckResult {
+export function checkTestIsolation(report: TestIsolation | undefined): CheckResult {
   if (report === undefined) return { check: TEST_ISOLATION_CHECK, status: 'skip', detail: 'the running platform does not say (started by an older version)' };
   const detail = `${report.summary}. Stops: ${report.stops.join('; ')}. Does not stop: ${report.doesNotStop.join('; ')}.`;
   return report.degraded ? { check: TEST_ISOLATION_CHECK, status: 'warn', detail: `${report.degraded}. ${detail}` } : { check: TEST_ISOLATION_CHECK, status: 'pass', detail };

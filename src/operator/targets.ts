@@ -14,7 +14,6 @@ import * as z from 'zod/mini';
 import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { queueTopology } from '../../contract/topology';
 import { isProcessAlive } from '../adapters/system';
-import type { IsolationReport } from '../local/confinement';
 import { PLATFORM_FILE } from '../local/state-dir';
 import { TargetError } from './errors';
 
@@ -51,8 +50,8 @@ export interface Target {
     readonly stateDir: string;
     readonly gitUrl: string;
     readonly eventsFile: string;
-    /** How the platform isolates test commands; absent from an older platform's file. */
-    readonly testIsolation?: IsolationReport;
+    /** How the platform isolates test commands, as it said at start; absent from an older platform's file. */
+    readonly testIsolation?: TestIsolation;
   };
 }
 
@@ -119,6 +118,15 @@ export function targetFromStackOutputs(stackName: string, region: string, output
   };
 }
 
+/** `platform.json`'s testIsolation (IsolationReport in src/local/confinement.ts): what the doctor shows. */
+export interface TestIsolation {
+  readonly summary: string;
+  readonly stops: readonly string[];
+  readonly doesNotStop: readonly string[];
+  readonly degraded?: string | undefined;
+}
+const testIsolationSchema = z.object({ summary: z.string(), stops: z.array(z.string()), doesNotStop: z.array(z.string()), degraded: z.optional(z.string()) });
+
 /** The part of the local platform's `platform.json` (PlatformInfo in src/local/platform.ts) the CLI reads. */
 const platformFileSchema = z.object({
   pid: z.int(),
@@ -130,7 +138,7 @@ const platformFileSchema = z.object({
   bucketName: z.string(),
   gitUrl: z.string(),
   eventLog: z.string(),
-  testIsolation: z.optional(z.object({ summary: z.string(), stops: z.array(z.string()), doesNotStop: z.array(z.string()), degraded: z.optional(z.string()) })),
+  testIsolation: z.optional(testIsolationSchema),
 });
 
 /** Reads the file the local platform writes when it is ready (and removes when it stops). */
