@@ -14,7 +14,8 @@
  * down. The limit cases need bubblewrap and cgroups (`.ci/run` installs bubblewrap and runs as root).
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { commandLimitsOf } from '../../contract/job-types';
@@ -36,6 +37,8 @@ const LIMITS = commandLimitsOf('run_tests');
 /** How long `agent-jobs status` may take here without failing the test: far above the one-second goal, for a loaded shared machine. */
 const CLI_BOUND_MS = 20_000;
 const tag = `900.${process.pid}1`;
+/** What bubblewrap's `--dev` makes (and the sandbox's /dev/shm): nothing of the host's devices. */
+const MINIMAL_DEV = ['console', 'core', 'fd', 'full', 'mqueue', 'null', 'ptmx', 'pts', 'random', 'shm', 'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero'];
 
 let safety: SafetyGroup | undefined;
 let platform: RunningPlatform;
@@ -114,6 +117,37 @@ function report(what: string, latencies: readonly number[]): void {
   expect(job.result?.logTail).toContain(`uid=${process.getuid?.() === 0 ? SANDBOX_USER.uid : process.getuid?.()}\n`);
   expect(job).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', logTail: expect.stringContaining('own places writable') } });
   expect(targets.filter((target) => existsSync(target))).toEqual([]);
+});
+
+(MACHINE_SANDBOX ? test : test.skip)("reads nothing of the platform user's HOME or the state directory, and sees only its own processes and a minimal /dev", async () => {
+  const secret = path.join(homedir(), `agent-jobs-secret-${randomUUID()}`);
+  await writeFile(secret, 'SECRET-OF-THE-HOST\n', { mode: 0o644 });
+  try {
+    const command = [
+      `cat '${secret}' 2>/dev/null;`,
+      `ls -A '${platform.stateDir}' 2>/dev/null | sed 's/^/STATE: /';`,
+      `echo "processes=$(ls /proc | grep -c '^[0-9][0-9]*$')";`,
+      `echo "dev=$(ls /dev | tr '\\n' ' ')"`,
+    ].join(' ');
+
+    const { job } = await runTests(command);
+
+    const log = job.result?.logTail ?? '';
+    expect(job).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed' } });
+    expect(log).not.toContain('SECRET-OF-THE-HOST');
+    expect(log).not.toContain('STATE: ');
+    // /proc is its own PID namespace's: the sandbox's first processes and the command, not the host's hundreds.
+    const processes = Number(/processes=(\d+)/.exec(log)?.[1]);
+    expect(processes).toBeGreaterThan(0);
+    expect(processes).toBeLessThan(10);
+    expect(readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).length).toBeGreaterThan(processes);
+    // bubblewrap's minimal /dev: no disk, memory or kernel log device of the host.
+    const devices = (/dev=(.*)/.exec(log)?.[1] ?? '').trim().split(' ');
+    expect(devices).toEqual(expect.arrayContaining(['null', 'zero', 'urandom']));
+    expect(devices.filter((device) => !MINIMAL_DEV.includes(device))).toEqual([]);
+  } finally {
+    await rm(secret, { force: true });
+  }
 });
 
 (MACHINE_SANDBOX ? test : test.skip)('reaches the npm registry from inside a run: `npm view` works', async () => {
