@@ -13,6 +13,7 @@ import { ChangeMessageVisibilityCommand, SendMessageCommand, type Message } from
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { SEQUENCER } from '../../contract/job-types';
 import { queueTopology } from '../../contract/topology';
 import { DynamoDbLedger } from '../../src/adapters/dynamodb-ledger';
 import { JsonlEventLog } from '../../src/adapters/events';
@@ -645,5 +646,78 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     expect(await ledger.getJob(next.jobId)).toMatchObject({ status: 'SKIPPED', blockedBy: lost.jobId });
     expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([[next.jobId, 'SKIPPED']]);
     expect(await remoteCommits(ws)).toEqual([]);
+  });
+
+  /** Makes a received message visible again at once, as SQS does when its visibility or back-off ends. */
+  const comeBack = (message: Message | undefined) =>
+    sqs().send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl(), ReceiptHandle: message?.ReceiptHandle, VisibilityTimeout: 0 }));
+
+  it("waits for a previous job still at work whose message ran out of receives meanwhile, instead of fencing the workspace by a job that did not fail", async () => {
+    const ws = await newWorkspace();
+    const slow = patchJob(ws);
+    const next = patchJob(ws);
+    await send(slow);
+    await send(next);
+    const entered = deferred();
+    const release = deferred();
+    const heldGit = gitExceptFor(slow.jobId, async (request, real) => {
+      entered.resolve();
+      await release.promise;
+      return real.commitPatch(request);
+    });
+    const arn = await queueArn(sqs(), queueUrl());
+    let batch = await receive(sqs(), queueUrl());
+    const holder = deliver(sqs(), queueUrl(), arn, batch, createSequencer(deps({ git: heldGit })));
+    await entered.promise;
+    // While its worker is inside git, the message comes back on every receive SQS allows: each
+    // delivery finds the job leased and backs off, and the queue's redrive policy then moves it to
+    // the DLQ, which lets the next job of the FIFO group through.
+    for (let receives = 2; receives <= SEQUENCER.maxReceiveCount; receives++) {
+      await comeBack(batch[0]);
+      batch = await receive(sqs(), queueUrl());
+      expect((await deliver(sqs(), queueUrl(), arn, batch, createSequencer(deps()))).batchItemFailures).toEqual([{ itemIdentifier: batch[0]?.MessageId }]);
+    }
+    await comeBack(batch[0]);
+    batch = await receive(sqs(), queueUrl());
+    expect(batch.map((m) => attr(m, 'jobId'))).toEqual([next.jobId]);
+
+    const early = await deliver(sqs(), queueUrl(), arn, batch, createSequencer(deps()));
+
+    expect(early.batchItemFailures).toEqual([{ itemIdentifier: batch[0]?.MessageId }]);
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE' });
+    release.resolve();
+    expect((await holder).batchItemFailures).toEqual([]);
+    await comeBack(batch[0]);
+    await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
+    expect(await ledger.getJob(slow.jobId)).toMatchObject({ status: 'SUCCEEDED' });
+    expect(await ledger.getJob(next.jobId)).toMatchObject({ status: 'SUCCEEDED' });
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE' });
+    expect(await remoteCommits(ws)).toEqual([slow.jobId, next.jobId]);
+    // The redriven copy of the job that then succeeded: no reason, nothing was recorded for it.
+    expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([[slow.jobId, undefined]]);
+  });
+
+  it('fences the workspace on its last allowed receive when the previous job is still unfinished then: the wait is bounded', async () => {
+    const ws = await newWorkspace();
+    const lost = patchJob(ws);
+    const next = patchJob(ws);
+    // A worker holds `lost` (claimed, the cursor taken) and never finishes it; its message is gone.
+    await ledger.claim({ job: lost, digest: jobDigest(lost), owner: 'stuck-worker', now: Date.now(), leaseMs: LEASE_SECONDS * 1000, consumer: 'sequencer', redrive: false });
+    await ledger.takeWorkspace({ workspaceId: ws.workspaceId, jobId: lost.jobId, repo: lost.payload.repo, now: Date.now() });
+    await send(next);
+    const arn = await queueArn(sqs(), queueUrl());
+
+    for (let receives = 1; receives < SEQUENCER.maxReceiveCount; receives++) {
+      const batch = await receive(sqs(), queueUrl());
+      expect((await deliver(sqs(), queueUrl(), arn, batch, createSequencer(deps()))).batchItemFailures).toEqual([{ itemIdentifier: batch[0]?.MessageId }]);
+      expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE' });
+      await comeBack(batch[0]);
+    }
+    const last = await receive(sqs(), queueUrl());
+    expect((await deliver(sqs(), queueUrl(), arn, last, createSequencer(deps()))).batchItemFailures).toEqual([]);
+
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: lost.jobId, blockedReason: 'PREDECESSOR_UNFINISHED' });
+    expect(await ledger.getJob(next.jobId)).toMatchObject({ status: 'SKIPPED', blockedBy: lost.jobId });
+    expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([[next.jobId, 'SKIPPED']]);
   });
 });
