@@ -12,9 +12,9 @@ import { gitHostProblem, type GitHostPolicy } from '../../contract/git-remotes';
 import { JOB_TYPES, type OrderedJobType, type StagedJobType } from '../../contract/job-types';
 import { wireJson } from '../../contract/messages';
 import { jobAttributes, messageGroupId, parseEnvelope, tenantGroupId, type JobEnvelope, type Pin } from './envelope';
-import { InvalidJobError, LeaseLostError, PermanentJobError, RefusedBeforeTurnError } from './errors';
+import { InvalidJobError, LeaseHeldError, LeaseLostError, PermanentJobError, RefusedBeforeTurnError } from './errors';
 import { processFifoBatch } from './fifo-batch';
-import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps, type RunResult, type RunVerdict } from './pipeline';
+import { createRecordProcessor, receiveCount, type JobContext, type JobProcessor, type PipelineDeps, type RunResult, type RunVerdict } from './pipeline';
 import type { JobRecord, SettledTake, WorkspaceGit, WorkspaceRecord, WorkspaceRepo } from './ports';
 
 /** What an ordered job type does at its turn; the sequencer does the rest. */
@@ -75,6 +75,7 @@ class SequencerProcessor implements JobProcessor {
     if (repo) this.checkHost(job, repo.url, (message) => new RefusedBeforeTurnError('HOST_NOT_ALLOWED', message));
     const take = await ledger.takeWorkspace({ workspaceId: job.workspaceId, jobId: job.jobId, repo, now: clock.now() });
     if (take.kind === 'mismatch') throw mismatchError(job, take.workspace, repo);
+    if (take.kind === 'predecessorUnfinished') await this.waitForPredecessor(take.predecessor, ctx);
     if (take.kind !== 'taken') return { verdict: await this.skip(job, take, ctx) };
     ctx.placeInWorkspace({ workspaceId: job.workspaceId, seq: take.workspace.seq });
     if (ordered) {
@@ -87,6 +88,23 @@ class SequencerProcessor implements JobProcessor {
     const pin = await this.pin(job, take.workspace);
     await ledger.finishWorkspaceJob({ workspaceId: job.workspaceId, jobId: job.jobId, now: clock.now() });
     return { verdict: { status: 'FORWARDED', pin } };
+  }
+
+  /**
+   * The job before this one holds the cursor unfinished, and its message has left the queue (the
+   * FIFO group let this one through). Its worker may still be at work: a job busy on every receive
+   * SQS allows is moved to the DLQ by the queue's redrive policy while its worker holds it. While
+   * its record says IN_FLIGHT this job comes back later (until that lease ends, at least) instead
+   * of fencing the workspace by a job that may yet succeed; on this job's last allowed receive the
+   * wait ends and the workspace is fenced, so a predecessor that died never holds it for longer.
+   */
+  private async waitForPredecessor(predecessor: string, ctx: JobContext): Promise<void> {
+    const { ledger, clock, settings } = this.deps;
+    if (receiveCount(ctx.record) >= settings.maxReceiveCount) return;
+    const record = await ledger.getJob(predecessor);
+    if (record?.status !== 'IN_FLIGHT') return;
+    ctx.logger.warn('previous job unfinished, its message gone: waiting for its worker', { predecessor, leaseUntil: record.leaseUntil });
+    throw new LeaseHeldError(predecessor, Math.max(record.leaseUntil ?? 0, clock.now()));
   }
 
   private async skip(job: JobEnvelope, take: Exclude<SettledTake, { kind: 'taken' | 'mismatch' }>, ctx: JobContext): Promise<RunVerdict> {
