@@ -118,6 +118,18 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     };
   }
 
+  /** The real git adapter, except that `jobId`'s commit waits inside git until released: a worker still at work. */
+  function gitHolding(jobId: string): { git: WorkspaceGit; entered: Promise<void>; release: () => void } {
+    const entered = deferred();
+    const release = deferred();
+    const git = gitExceptFor(jobId, async (request, real) => {
+      entered.resolve();
+      await release.promise;
+      return real.commitPatch(request);
+    });
+    return { git, entered: entered.promise, release: () => release.resolve() };
+  }
+
   /** A workspace: a remote repository whose main branch holds log.txt with one line. */
   async function newWorkspace(): Promise<{ workspaceId: string; repoUrl: string; gitDir: string; lines: string[] }> {
     const workspaceId = `ws-${randomUUID().slice(0, 8)}`;
@@ -326,21 +338,11 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     const ws = await newWorkspace();
     const job = patchJob(ws);
     await send(job);
-    const entered = deferred();
-    const release = deferred();
-    const git = realGit();
-    const slowGit: WorkspaceGit = {
-      branchHead: (url, branch) => git.branchHead(url, branch),
-      commitPatch: async (request) => {
-        entered.resolve();
-        await release.promise;
-        return git.commitPatch(request);
-      },
-    };
+    const held = gitHolding(job.jobId);
     const arn = await queueArn(sqs(), queueUrl());
     const firstBatch = await receive(sqs(), queueUrl());
-    const firstRun = deliver(sqs(), queueUrl(), arn, firstBatch, createSequencer(deps({ git: slowGit })));
-    await entered.promise;
+    const firstRun = deliver(sqs(), queueUrl(), arn, firstBatch, createSequencer(deps({ git: held.git })));
+    await held.entered;
 
     // The visibility timeout runs out while the first worker is still inside git.
     await sqs().send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl(), ReceiptHandle: firstBatch[0]?.ReceiptHandle, VisibilityTimeout: 0 }));
@@ -349,7 +351,7 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     const second = await deliver(sqs(), queueUrl(), arn, secondBatch, createSequencer(deps()));
     expect(second.batchItemFailures).toEqual([{ itemIdentifier: secondBatch[0]?.MessageId }]);
 
-    release.resolve();
+    held.release();
     expect((await firstRun).batchItemFailures).toEqual([]);
     await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
     expect(await remoteCommits(ws)).toEqual([job.jobId]);
@@ -658,17 +660,11 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     const next = patchJob(ws);
     await send(slow);
     await send(next);
-    const entered = deferred();
-    const release = deferred();
-    const heldGit = gitExceptFor(slow.jobId, async (request, real) => {
-      entered.resolve();
-      await release.promise;
-      return real.commitPatch(request);
-    });
+    const held = gitHolding(slow.jobId);
     const arn = await queueArn(sqs(), queueUrl());
     let batch = await receive(sqs(), queueUrl());
-    const holder = deliver(sqs(), queueUrl(), arn, batch, createSequencer(deps({ git: heldGit })));
-    await entered.promise;
+    const holder = deliver(sqs(), queueUrl(), arn, batch, createSequencer(deps({ git: held.git })));
+    await held.entered;
     // While its worker is inside git, the message comes back on every receive SQS allows: each
     // delivery finds the job leased and backs off, and the queue's redrive policy then moves it to
     // the DLQ, which lets the next job of the FIFO group through.
@@ -685,7 +681,7 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
 
     expect(early.batchItemFailures).toEqual([{ itemIdentifier: batch[0]?.MessageId }]);
     expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE' });
-    release.resolve();
+    held.release();
     expect((await holder).batchItemFailures).toEqual([]);
     await comeBack(batch[0]);
     await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
