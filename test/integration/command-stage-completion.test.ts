@@ -10,6 +10,7 @@ import { BatchGetBuildsCommand, CodeBuildClient, ListBuildsForProjectCommand, St
 import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
+import { commandStageOf, JOB_TYPE_NAMES } from '../../contract/job-types';
 import { REDRIVE_ATTRIBUTE, stringAttributes } from '../../contract/messages';
 import { BUILD_DUE_MARGIN_SECONDS, REPORT_GRACE_SECONDS } from '../../contract/runtime-env';
 import { parseCodeBuildEvent } from '../../src/adapters/codebuild-builds';
@@ -358,6 +359,23 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     const { Messages } = await emulators().clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: emulators().dlqUrls[BUILD_EVENTS], MessageAttributeNames: ['All'], WaitTimeSeconds: 1 }));
     expect(Messages?.[0]?.MessageAttributes?.['reason']?.StringValue).toBe('INVALID_BUILD_EVENT');
   });
+
+  it.each([...JOB_TYPE_NAMES.filter((t) => commandStageOf(t) === undefined), 'no_such_type'])(
+    'moves a build event naming a %s job (not a command stage) to the build-events DLQ as INVALID_BUILD_EVENT on its first delivery',
+    async (type) => {
+      const { message, buildId } = await running();
+      await emit(message, buildId, 'SUCCEEDED', { jobType: type });
+
+      expect((await deliverOne(emulators(), BUILD_EVENTS, completion())).failed).toBe(false);
+
+      const { Messages } = await emulators().clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: emulators().dlqUrls[BUILD_EVENTS], MessageAttributeNames: ['All'], WaitTimeSeconds: 1 }));
+      expect(Messages?.map((m) => m.MessageAttributes?.['reason']?.StringValue)).toEqual(['INVALID_BUILD_EVENT']);
+      expect(Messages?.[0]?.MessageAttributes?.['errorMessage']?.StringValue).toMatch(new RegExp(`${type} is not a command stage`));
+      // Nothing left to retry, and the job keeps waiting for its own build's event.
+      expect((await emulators().clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: emulators().queueUrls[BUILD_EVENTS] }))).Messages).toBeUndefined();
+      expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'RUNNING' });
+    },
+  );
 
   it('sends a message for another job type to the DLQ as invalid', async () => {
     const wrong = { ...job(), type: 'open_pr', payload: { baseBranch: 'main', title: 't' } };
