@@ -13,6 +13,7 @@
  */
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type * as z from 'zod/mini';
+import { commandStageOf } from '../../contract/job-types';
 import { REPORT_GRACE_SECONDS } from '../../contract/runtime-env';
 import { describeIssues, jobAttributes, tenantGroupId } from './envelope';
 import { errorMessage, PermanentJobError } from './errors';
@@ -143,11 +144,24 @@ export function createBuildEventsHandler(deps: BuildEventsDeps): (event: SQSEven
   return (event) => processStandardBatch(event.Records, (record) => handleBuildEvent(record, deps));
 }
 
+/**
+ * The completion a build-events message holds, or undefined for a state change that is not an end.
+ * Only a command stage's job has a build: a completion naming any other type (or none the catalog
+ * knows) can never be recorded, so it is as unreadable as a body that is not an event.
+ */
+function readCompletion(body: string, parse: BuildEventParser): BuildCompletion | undefined {
+  const completion = parse(body);
+  if (completion !== undefined && commandStageOf(completion.jobType) === undefined) {
+    throw new InvalidBuildEventError(`job ${completion.jobId}: ${completion.jobType} is not a command stage (contract/job-types.ts): no build of it can complete`);
+  }
+  return completion;
+}
+
 async function handleBuildEvent(record: SQSRecord, deps: BuildEventsDeps): Promise<boolean> {
   const { logger } = deps;
   let completion: BuildCompletion | undefined;
   try {
-    completion = deps.parse(record.body);
+    completion = readCompletion(record.body, deps.parse);
   } catch (error) {
     if (!(error instanceof InvalidBuildEventError)) throw error;
     logger.warn('unreadable build event moved to the DLQ', { messageId: record.messageId, error: error.message });
