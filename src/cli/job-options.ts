@@ -6,9 +6,11 @@
  */
 import type * as z from 'zod/mini';
 import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
+import { MAX_DIFF_BYTES } from '../../contract/runtime-env';
 import type { FieldIssue } from '../core/errors';
 import { errorMessage } from '../core/errors';
 import { numberOption, stringOption, type OptionSpec, type OptionValues } from './command';
+import { TooLargeError } from './bounded-read';
 import { UsageError } from './errors';
 
 type FlagKind = 'string' | 'number' | 'file';
@@ -18,14 +20,16 @@ export interface PayloadFlag {
   /** Path of the field in the payload. */
   readonly path: readonly string[];
   readonly kind: FlagKind;
+  /** A file flag: the most bytes its file may hold (it is read no further). */
+  readonly maxBytes?: number;
   readonly types: readonly JobType[];
 }
 
 /** Names for fields whose path would make an awkward flag; null: no flag (set by the producer). */
-const FLAG_NAMES: Readonly<Record<string, { readonly flag: string; readonly kind?: FlagKind } | null>> = {
+const FLAG_NAMES: Readonly<Record<string, { readonly flag: string; readonly kind?: FlagKind; readonly maxBytes?: number } | null>> = {
   'repo.url': { flag: 'repo' },
   'repo.branch': { flag: 'branch' },
-  diff: { flag: 'diff-file', kind: 'file' },
+  diff: { flag: 'diff-file', kind: 'file', maxBytes: MAX_DIFF_BYTES },
   diffRef: null,
   baseBranch: { flag: 'base' },
 };
@@ -52,7 +56,7 @@ function leafFlags(schema: z.core.$ZodType, path: readonly string[]): Omit<Paylo
   const scalar = innerDef.type;
   const kind: FlagKind | undefined = scalar === 'string' ? 'string' : scalar === 'number' ? 'number' : undefined;
   if (kind === undefined || path.length === 0) return [];
-  return [{ flag: named?.flag ?? kebab(path), path, kind: named?.kind ?? kind }];
+  return [{ flag: named?.flag ?? kebab(path), path, kind: named?.kind ?? kind, ...(named?.maxBytes === undefined ? {} : { maxBytes: named.maxBytes }) }];
 }
 
 /** Every payload flag of every job type; a flag shared by several types maps to the same field. */
@@ -105,7 +109,7 @@ export async function payloadFromFlags(
   values: OptionValues,
   flags: readonly PayloadFlag[],
   base: Record<string, unknown>,
-  readFileFlag: (file: string) => Promise<Uint8Array>,
+  readFileFlag: (file: string, maxBytes: number) => Promise<Uint8Array>,
   commandPath: readonly string[],
 ): Promise<Record<string, unknown>> {
   const payload = structuredClone(base);
@@ -113,17 +117,27 @@ export async function payloadFromFlags(
     const raw = values[flag.flag];
     if (typeof raw !== 'string') continue;
     if (!flag.types.includes(type)) throw new UsageError(`--${flag.flag} does not apply to ${type} (only ${flag.types.join(', ')})`, commandPath);
-    const value = flag.kind === 'number' ? numberOption(values, flag.flag, commandPath) : flag.kind === 'file' ? await readFlagFile(flag.flag, raw, readFileFlag, commandPath) : raw;
+    const value = flag.kind === 'number' ? numberOption(values, flag.flag, commandPath) : flag.kind === 'file' ? await readFlagFile(flag, raw, readFileFlag, commandPath) : raw;
     setPath(payload, flag.path, value);
   }
   return payload;
 }
 
-/** A file named by a flag; one that cannot be read is a usage error naming the flag and the file. */
-async function readFlagFile(flag: string, file: string, readBytes: (file: string) => Promise<Uint8Array>, commandPath: readonly string[]): Promise<Uint8Array> {
+/**
+ * A file named by a flag, read no further than the flag's limit (a file without one is bounded by
+ * the largest diff); one that cannot be read, or holds more, is a usage error naming the flag and
+ * the file.
+ */
+async function readFlagFile(
+  { flag, maxBytes = MAX_DIFF_BYTES }: PayloadFlag,
+  file: string,
+  readBytes: (file: string, maxBytes: number) => Promise<Uint8Array>,
+  commandPath: readonly string[],
+): Promise<Uint8Array> {
   try {
-    return await readBytes(file);
+    return await readBytes(file, maxBytes);
   } catch (error) {
+    if (error instanceof TooLargeError) throw new UsageError(`--${flag} ${file}: ${error.message}`, commandPath);
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : errorMessage(error);
     throw new UsageError(`cannot read --${flag} ${file}: ${why}`, commandPath);

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { PROJECT_ROOT } from '../local/state-dir';
+import { readAtMost, STDIN_DOCUMENT_LIMIT_BYTES } from './bounded-read';
 import { commandHelp, overviewHelp, parseInvocation, type CommandSpec } from './command';
 import { createContext, type CliContext, type CliIo } from './context';
 import { explainUnreachable, InvalidRequestError, OperatorError } from '../operator/errors';
@@ -100,8 +101,8 @@ export function processIo(): CliIo {
   return {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
-    readStdin: async () => Buffer.from(await readAllStdin()).toString('utf8'),
-    readStdinBytes: readAllStdin,
+    readStdin: async () => (await readAtMost(process.stdin, STDIN_DOCUMENT_LIMIT_BYTES)).toString('utf8'),
+    stdin: () => process.stdin,
     env: process.env,
     cwd: process.cwd(),
     // Registered only when a long-running command asks, so Ctrl-C still kills the others at once.
@@ -111,10 +112,4 @@ export function processIo(): CliIo {
         process.once('SIGTERM', () => resolve());
       }),
   };
-}
-
-async function readAllStdin(): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
 }

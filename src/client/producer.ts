@@ -186,9 +186,18 @@ interface PreparedMessage {
   readonly diffRef?: DiffRef;
 }
 
-async function prepare(job: JobRequest, diffStore: DiffStore | undefined): Promise<PreparedMessage> {
+/**
+ * The job as the consumers will read it (ids, type, payload, the diff's size), without sending
+ * anything: InvalidJobError naming every bad field. `enqueueAgentJob` runs the same check first.
+ */
+export function validateJob(job: JobRequest): JobEnvelope {
   const envelope = parseEnvelope({ ...withInlineDiff(job), jobId: job.jobId ?? newJobId(), createdAt: job.createdAt ?? new Date().toISOString() });
-  const { envelope: final, diffRef } = await claimCheckDiff(envelope, diffStore);
+  checkDiffSize(envelope);
+  return envelope;
+}
+
+async function prepare(job: JobRequest, diffStore: DiffStore | undefined): Promise<PreparedMessage> {
+  const { envelope: final, diffRef } = await claimCheckDiff(validateJob(job), diffStore);
   // ASCII-only JSON: any character reaches the consumer, on SQS and on fauxqs (contract/messages.ts).
   const body = wireJson(final);
   const attributes = stringAttributes(jobAttributes(final));
@@ -219,16 +228,21 @@ function withInlineDiff(job: JobRequest): object {
 }
 
 /** Moves a diff over the inline limit to the diff store, as bytes, and replaces it with its reference. */
+/** An inline diff over MAX_DIFF_BYTES is refused, naming its field. */
+function checkDiffSize(envelope: JobEnvelope): void {
+  if (envelope.type !== 'apply_patch') return;
+  const bytes = inlineDiffBytes(envelope.payload)?.byteLength ?? 0;
+  if (bytes <= MAX_DIFF_BYTES) return;
+  const field = envelope.payload.diff !== undefined ? 'diff' : 'diffBase64';
+  const issue = { path: ['payload', field], message: `${bytes} bytes is over the ${MAX_DIFF_BYTES}-byte limit` };
+  throw new InvalidJobError(`invalid apply_patch payload: payload.${field}: ${issue.message}`, [issue]);
+}
+
 async function claimCheckDiff(envelope: JobEnvelope, diffStore: DiffStore | undefined): Promise<{ envelope: JobEnvelope; diffRef?: DiffRef }> {
   if (envelope.type !== 'apply_patch') return { envelope };
   const diff = inlineDiffBytes(envelope.payload);
   if (diff === undefined) return { envelope };
-  const field = envelope.payload.diff !== undefined ? 'diff' : 'diffBase64';
   const bytes = diff.byteLength;
-  if (bytes > MAX_DIFF_BYTES) {
-    const issue = { path: ['payload', field], message: `${bytes} bytes is over the ${MAX_DIFF_BYTES}-byte limit` };
-    throw new InvalidJobError(`invalid apply_patch payload: payload.${field}: ${issue.message}`, [issue]);
-  }
   if (bytes <= INLINE_DIFF_LIMIT_BYTES) return { envelope };
   if (!diffStore) {
     throw new ConfigurationError(`job ${envelope.jobId}: a ${bytes}-byte diff is over the ${INLINE_DIFF_LIMIT_BYTES}-byte inline limit and no diffStore was given`);

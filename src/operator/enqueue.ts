@@ -50,11 +50,14 @@ export interface Enqueued {
  * refused with OutcomeError, and nothing is sent.
  */
 export async function enqueueJob(connection: Connection, job: JobRequest): Promise<Enqueued> {
+  const { enqueueAgentJob, validateJob, EnqueueError } = loadProducer();
+  // What the sender gave is checked before anything is looked up: an id that can never be valid
+  // is the sender's mistake (InvalidJobError, naming it), not a question for the ledger.
+  validateJob(job);
   await refuseWithoutRepository(connection, job);
   const target = await connection.target();
   const { sqs, s3 } = await connection.clients();
   const diffStore = target.diffBucket ? new (loadDiffStore().S3DiffStore)(s3, target.diffBucket) : undefined;
-  const { enqueueAgentJob, EnqueueError } = loadProducer();
   try {
     const sent = await enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore, ledger: await connection.ledger() });
     return { jobId: sent.jobId, messageId: sent.messageId, existing: sent.existing };

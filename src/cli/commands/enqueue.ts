@@ -1,9 +1,9 @@
 /** `enqueue`: one job onto the FIFO queue, from flags or as JSON on stdin (src/operator/enqueue.ts sends it). */
-import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../../contract/job-types';
 import { InvalidJobError } from '../../core/errors';
 import type { JobRequest } from '../../client/producer';
+import { readFileAtMost, readStdinAtMost, STDIN_DOCUMENT_LIMIT_BYTES, TooLargeError } from '../bounded-read';
 import { requireString, stringOption, type CommandSpec, type OptionValues } from '../command';
 import type { CliContext } from '../context';
 import { UsageError } from '../errors';
@@ -27,6 +27,15 @@ function parseJsonObject(text: string, what: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+async function readJobDocument(ctx: CliContext): Promise<string> {
+  try {
+    return (await readStdinAtMost(ctx.io, STDIN_DOCUMENT_LIMIT_BYTES)).toString('utf8');
+  } catch (error) {
+    if (error instanceof TooLargeError) throw new UsageError(`the job on stdin: ${error.message}`, PATH);
+    throw error;
+  }
+}
+
 function jobType(value: string | undefined): JobType {
   if (value === undefined) throw new UsageError('--type is required', PATH);
   if (!(JOB_TYPE_NAMES as string[]).includes(value)) throw new UsageError(`unknown --type ${value}: one of ${JOB_TYPE_NAMES.join(', ')}`, PATH);
@@ -35,10 +44,11 @@ function jobType(value: string | undefined): JobType {
 
 /** The job as given: flags fill in what a stdin document leaves out, a generated id last. */
 export async function jobFromArgs(ctx: CliContext, values: OptionValues, fromStdin: boolean): Promise<JobRequest> {
-  // Bytes, not text: a diff in any encoding must reach the tree byte for byte (the producer picks how it travels).
-  const readBytes = async (file: string): Promise<Uint8Array> =>
-    file === '-' ? (ctx.io.readStdinBytes ? ctx.io.readStdinBytes() : Buffer.from(await ctx.io.readStdin())) : readFile(path.resolve(ctx.io.cwd, file));
-  const document = fromStdin ? parseJsonObject(await ctx.io.readStdin(), 'the job on stdin') : {};
+  // Bytes, not text: a diff in any encoding must reach the tree byte for byte (the producer picks
+  // how it travels). Read no further than the flag's limit, whatever the file is.
+  const readBytes = (file: string, maxBytes: number): Promise<Uint8Array> =>
+    file === '-' ? readStdinAtMost(ctx.io, maxBytes) : readFileAtMost(path.resolve(ctx.io.cwd, file), maxBytes);
+  const document = fromStdin ? parseJsonObject(await readJobDocument(ctx), 'the job on stdin') : {};
   const given = (key: string, flag: string) => (typeof document[key] === 'string' ? (document[key] as string) : stringOption(values, flag));
   const type = jobType(given('type', 'type'));
   const rawPayload = stringOption(values, 'payload');
