@@ -7,13 +7,14 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { MAX_DIFF_BYTES } from '../../contract/runtime-env';
 import { EXIT } from '../../src/cli/errors';
-import { hostileSuite } from './harness';
+import { newFileDiffOf } from '../support/git-fixtures';
+import { fsckStrict, gitIn, hostileSuite } from './harness';
 
 const run = promisify(execFile);
 const BIN = join(__dirname, '..', '..', 'bin', 'agent-jobs.js');
@@ -48,6 +49,23 @@ describe('hostile input at the CLI: checked before any lookup, read no further t
     expectUsage(result, says);
     expect(result.stderr).not.toMatch(/WORKSPACE_UNKNOWN|send an apply_patch/);
   });
+
+  it('takes a diff of exactly the limit from --diff-file to the branch: stored in parts, read back and applied byte for byte', async () => {
+    const ws = await suite.newWorkspace();
+    const file = join(dir, 'at-the-limit.diff');
+    await writeFile(file, newFileDiffOf(MAX_DIFF_BYTES, 'big.txt'));
+    const jobId = `limit-${ws.workspaceId}`;
+
+    const sent = await suite.cli('enqueue', '--type', 'apply_patch', '--workspace', ws.workspaceId, '--job-id', jobId, '--repo', ws.repoUrl, '--branch', 'main', '--message', 'at the limit', '--diff-file', file);
+    expect({ code: sent.code, stderr: sent.stderr }).toEqual({ code: EXIT.ok, stderr: expect.stringMatching(/^enqueued apply_patch/) });
+    expect(await suite.deliverOnce()).toEqual({ batchItemFailures: [] });
+
+    expect(await suite.ledger().getJob(jobId)).toMatchObject({ status: 'SUCCEEDED' });
+    const blob = await gitIn(ws.gitDir, 'cat-file', '-s', 'main:big.txt');
+    const expected = newFileDiffOf(MAX_DIFF_BYTES, 'big.txt').toString('utf8').split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++')).map((l) => l.slice(1));
+    expect(Number(blob)).toBe(Buffer.byteLength(`${expected.join('\n')}\n`));
+    await fsckStrict(ws.gitDir);
+  }, 120_000);
 
   /**
    * The real bin in a process of its own (the terminal's stdin, process memory), with no platform

@@ -1,10 +1,11 @@
-import { INLINE_DIFF_LIMIT_BYTES } from '../../contract/runtime-env';
+import { INLINE_DIFF_LIMIT_BYTES, MAX_DIFF_BYTES } from '../../contract/runtime-env';
 import { S3DiffStore } from '../../src/adapters/diff-store';
 import { enqueueAgentJob, enqueueAgentJobs, newJobId, type JobRequest } from '../../src/client';
 import { inlineDiffBytes } from '../../src/core/diff-wire';
 import { deduplicationId, parseEnvelope } from '../../src/core/envelope';
 import { InvalidJobError } from '../../src/core/errors';
 import { drain } from '../support/drive-queue';
+import { newFileDiffOf } from '../support/git-fixtures';
 import { withEmulators } from '../support/emulators';
 
 function applyPatch(workspaceId: string, diff: string | Uint8Array = 'diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+y\n'): JobRequest {
@@ -109,6 +110,22 @@ describe('producer against the local queue', () => {
     if (sent.type !== 'apply_patch' || !sent.payload.diffRef) throw new Error('expected a diffRef');
     expect(sent.payload.diffBase64).toBeUndefined();
     expect(Buffer.from(await options().diffStore.get(sent.payload.diffRef)).equals(bytes)).toBe(true);
+  });
+
+  it('claim-checks a diff of exactly the limit, over the emulator\'s 11 MiB request limit, and the consumer reads it byte for byte', async () => {
+    const diff = newFileDiffOf(MAX_DIFF_BYTES);
+
+    const result = await enqueueAgentJob(applyPatch('ws-at-the-limit', diff), options());
+
+    expect(result.diffRef).toMatchObject({ bytes: MAX_DIFF_BYTES });
+    const sent = parseEnvelope((await drainQueue())[0]?.Body);
+    if (sent.type !== 'apply_patch' || !sent.payload.diffRef) throw new Error('expected a diffRef');
+    expect(Buffer.from(await options().diffStore.get(sent.payload.diffRef)).equals(diff)).toBe(true);
+  });
+
+  it('refuses a diff one byte over the limit before storing or sending anything', async () => {
+    await expect(enqueueAgentJob(applyPatch('ws-over-the-limit', newFileDiffOf(MAX_DIFF_BYTES + 1)), options())).rejects.toThrow(/payload\.diff: 20971521 bytes is over the 20971520-byte limit/);
+    expect(await drainQueue()).toEqual([]);
   });
 
   it('sends many jobs in batches keeping each workspace in order', async () => {

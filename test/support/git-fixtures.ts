@@ -143,3 +143,18 @@ export async function gitApplyTree(gitDir: string, sha: string, diff: string | U
     await removeDir(dir);
   }
 }
+
+/**
+ * A `git diff` adding one file (`path`), exactly `bytes` long: lines of 100 bytes, the last one
+ * shortened to fit (the hunk header names the line count, so it is found by a few tries).
+ */
+export function newFileDiffOf(bytes: number, path = 'big.txt'): Buffer {
+  const head = (lines: number) => `diff --git a/${path} b/${path}\nnew file mode 100644\n--- /dev/null\n+++ b/${path}\n@@ -0,0 +1,${lines} @@\n`;
+  const line = `+${'x'.repeat(98)}\n`;
+  for (let lines = Math.ceil(bytes / line.length); lines > 0; lines--) {
+    const rest = bytes - Buffer.byteLength(head(lines)) - (lines - 1) * line.length;
+    // The last line: at least "+\n", at most a whole one.
+    if (rest >= 2 && rest <= line.length) return Buffer.from(head(lines) + line.repeat(lines - 1) + `+${'y'.repeat(rest - 2)}\n`);
+  }
+  throw new Error(`no new-file diff of ${bytes} bytes`);
+}
