@@ -1,53 +1,41 @@
 /**
- * Claim-checked diffs in S3 (fauxqs' S3 locally). Objects are content-addressed under the caller's
- * key, so a producer that retries a send writes the same object, and the consumer refuses any
- * object whose size or sha256 differs from the reference it was given.
+ * Claim-checked diffs in S3 (fauxqs' S3 locally), written by producers. Objects are
+ * content-addressed under the caller's key, so a producer that retries a send writes the same
+ * object, and the consumer (diff-reader.ts) refuses any object whose size or sha256 differs from
+ * the reference it was given.
+ *
+ * A diff may be up to MAX_DIFF_BYTES (20 MiB). It is written with a multipart upload in parts of
+ * PART_BYTES (one PutObject when it fits in one part), through the SDK's own `Upload`
+ * (@aws-sdk/lib-storage) rather than hand-written part bookkeeping: the local S3 emulator refuses
+ * a request body over about 11 MiB, and on AWS parts are retried one by one. An upload that fails
+ * is aborted (the bucket's lifecycle rule removes any part an abort missed after a day).
  */
-import { createHash } from 'node:crypto';
-import { GetObjectCommand, NoSuchKey, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { type S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
 import type { DiffRef } from '../../contract/job-types';
-import { PermanentJobError } from '../core/errors';
 import type { DiffStore } from '../core/ports';
+import { S3DiffReader, sha256Hex } from './diff-reader';
 
-export class S3DiffStore implements DiffStore {
-  constructor(
-    private readonly client: S3Client,
-    private readonly bucket: string,
-  ) {}
+/** S3's smallest part (5 MiB): a diff at the 20 MiB limit goes in four. */
+export const PART_BYTES = 5 * 1024 * 1024;
+
+export class S3DiffStore extends S3DiffReader implements DiffStore {
+  constructor(client: S3Client, bucket: string) {
+    super(client, bucket);
+  }
 
   /** Stores `body` at `<key>/<sha256>.diff`; `key` namespaces it (e.g. `<workspaceId>/<jobId>`). */
   async put(key: string, body: Uint8Array): Promise<DiffRef> {
     const bytes = Buffer.from(body);
     const sha256 = sha256Hex(bytes);
     const objectKey = `${key}/${sha256}.diff`;
-    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: objectKey, Body: bytes, ContentType: 'text/x-diff' }));
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.bucket, Key: objectKey, Body: bytes, ContentType: 'text/x-diff' },
+      partSize: PART_BYTES,
+      leavePartsOnError: false,
+    });
+    await upload.done();
     return { bucket: this.bucket, key: objectKey, sha256, bytes: bytes.length };
   }
-
-  async get(ref: DiffRef): Promise<Uint8Array> {
-    // The function may only read its own bucket; a reference elsewhere is bad input, not a retry.
-    if (ref.bucket !== this.bucket) throw new PermanentJobError('INVALID_JOB', `diffRef bucket ${ref.bucket} is not the diff bucket`);
-    const bytes = await this.read(ref);
-    if (bytes.length !== ref.bytes || sha256Hex(bytes) !== ref.sha256) {
-      throw new PermanentJobError('INVALID_JOB', `diffRef s3://${ref.bucket}/${ref.key} does not match its size or sha256`);
-    }
-    return bytes;
-  }
-
-  private async read(ref: DiffRef): Promise<Buffer> {
-    try {
-      const object = await this.client.send(new GetObjectCommand({ Bucket: ref.bucket, Key: ref.key }));
-      if (!object.Body) throw new PermanentJobError('INVALID_JOB', `diffRef s3://${ref.bucket}/${ref.key} has no body`);
-      return Buffer.from(await object.Body.transformToByteArray());
-    } catch (error) {
-      if (error instanceof NoSuchKey) {
-        throw new PermanentJobError('INVALID_JOB', `diffRef s3://${ref.bucket}/${ref.key} does not exist`, { cause: error });
-      }
-      throw error;
-    }
-  }
-}
-
-function sha256Hex(bytes: Buffer): string {
-  return createHash('sha256').update(bytes).digest('hex');
 }

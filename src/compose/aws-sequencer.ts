@@ -9,7 +9,7 @@ import { awsGitHostPolicy } from '../../contract/git-remotes';
 import { JOB_TYPES, type StagedJobType } from '../../contract/job-types';
 import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { applyPatchProcessor } from '../core/jobs/apply-patch';
-import type { DiffStore } from '../core/ports';
+import type { DiffReader } from '../core/ports';
 import type { SequencerDeps } from '../core/sequencer';
 import type { IsomorphicGitWorkspace } from '../adapters/git';
 import { logger } from '../adapters/powertools';
@@ -18,7 +18,7 @@ import { onFirstUse, requireSeparateFile } from './first-use';
 
 // Loaded when a job's diff was claim-checked, the only use of S3 here (aws.ts says why).
 const loadS3 = (): typeof import('@aws-sdk/client-s3') => require('@aws-sdk/client-s3');
-const loadDiffStore = (): typeof import('../adapters/diff-store') => require('../adapters/diff-store');
+const loadDiffReader = (): typeof import('../adapters/diff-reader') => require('../adapters/diff-reader');
 /**
  * The git engine's file in the function's asset, set by the bundling (the catalog's SEQUENCER
  * `separateFiles`); undefined when this runs from the sources.
@@ -52,9 +52,9 @@ export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): Sequence
     loadGitEngine().awsGitEngine({ gitCredentialsArn, clientConfig: awsClientConfig(env), workRoot: SEQUENCER_WORK_ROOT, cacheBytes: SEQUENCER_REPO_CACHE_BYTES, logger }),
   );
   const diffBucket = read(ENV.diffBucket);
-  const diffStore = onFirstUse<DiffStore>(() => {
+  const diffStore = onFirstUse<DiffReader>(() => {
     const s3 = new (loadS3().S3Client)({ ...awsClientConfig(env), forcePathStyle: Boolean(env['AWS_ENDPOINT_URL']) });
-    return new (loadDiffStore().S3DiffStore)(s3, diffBucket);
+    return new (loadDiffReader().S3DiffReader)(s3, diffBucket);
   });
   return {
     ...awsPipelineDeps('sequencer', env),

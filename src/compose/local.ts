@@ -29,7 +29,7 @@ import { createOpenPrHandler, type OpenPrDeps } from '../core/jobs/open-pr';
 import { DEFAULT_BACKOFF, type BackoffSettings, type PipelineDeps } from '../core/pipeline';
 import type { BuildFinder, Clock, EventPublisher, JobLogger, JobMetrics, PullRequestHost, TestRunner, WorkspaceGit } from '../core/ports';
 import { createSequencer, type SequencerDeps } from '../core/sequencer';
-import { S3DiffStore } from '../adapters/diff-store';
+import { S3DiffReader } from '../adapters/diff-reader';
 import { DynamoDbLedger } from '../adapters/dynamodb-ledger';
 import { IsomorphicGitWorkspace, type GitAuth } from '../adapters/git';
 import { SqsQueueOps } from '../adapters/sqs-queue-ops';
@@ -139,7 +139,7 @@ export function localSequencerDeps(options: LocalSequencerOptions): SequencerDep
   ) as Record<StagedJobType, string>;
   return {
     ...localPipelineDeps('sequencer', options),
-    ordered: { apply_patch: applyPatchProcessor({ diffStore: new S3DiffStore(resources.clients.s3, resources.bucketName), git }) },
+    ordered: { apply_patch: applyPatchProcessor({ diffStore: new S3DiffReader(resources.clients.s3, resources.bucketName), git }) },
     git,
     stageQueueUrls,
     gitHosts: options.gitHosts ?? LOOPBACK_GIT_HOSTS,

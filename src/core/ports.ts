@@ -110,6 +110,9 @@ export interface DiffStore {
   get(ref: { bucket: string; key: string; sha256: string; bytes: number }): Promise<Uint8Array>;
 }
 
+/** What a consumer of claim-checked diffs needs (the sequencer only reads them). */
+export type DiffReader = Pick<DiffStore, 'get'>;
+
 /** One run of a command stage's command at the job's pinned commit. */
 export interface CommandRun {
   readonly job: StageMessage<CommandJobType>;

@@ -7,11 +7,11 @@
 import { inlineDiffBytes } from '../diff-wire';
 import type { JobEnvelope } from '../envelope';
 import { PermanentJobError } from '../errors';
-import type { DiffStore, WorkspaceGit } from '../ports';
+import type { DiffReader, WorkspaceGit } from '../ports';
 import type { OrderedJobProcessor } from '../sequencer';
 
 export interface ApplyPatchDeps {
-  readonly diffStore: DiffStore;
+  readonly diffStore: DiffReader;
   readonly git: WorkspaceGit;
 }
 
