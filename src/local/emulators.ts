@@ -64,6 +64,12 @@ export interface EmulatorOptions {
   readonly dynamoDbPath?: string;
   /** @default dynamoDbEmulatorOf(process.env) */
   readonly dynamoDb?: DynamoDbEmulator;
+  /**
+   * 'existing': the ledger table must be there already (a persisted ledger the state directory
+   * recorded): its absence is DynamoDB's ResourceNotFoundException instead of a new, empty table.
+   * @default 'create'
+   */
+  readonly ledgerTable?: 'create' | 'existing';
   /** @default platformQueues() */
   readonly topology?: readonly QueueSpec[];
 }
@@ -123,7 +129,8 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Loc
     const endpoints = { sqs: fauxqs.url, s3: fauxqs.url, dynamodb: dynamo.endpoint };
     clients = createLocalClients(endpoints);
     const { queueUrls, dlqUrls } = await createQueues(clients.sqs, topology);
-    await createLedgerTable(clients.dynamodb, LOCAL_TABLE_NAME);
+    if (options.ledgerTable === 'existing') await checkLedgerIndexes(clients.dynamodb, LOCAL_TABLE_NAME);
+    else await createLedgerTable(clients.dynamodb, LOCAL_TABLE_NAME);
     await clients.s3.send(new CreateBucketCommand({ Bucket: LOCAL_DIFF_BUCKET }));
     return { endpoints, dynamoDb, topology, queueUrls, dlqUrls, tableName: LOCAL_TABLE_NAME, bucketName: LOCAL_DIFF_BUCKET, clients, stop: stopAll };
   } catch (error) {
@@ -186,14 +193,19 @@ async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {
 }
 
 /** The ledger table as lib/ defines it; an existing table (persisted state) is kept. */
-async function createLedgerTable(dynamodb: DynamoDBDocumentClient, tableName: string): Promise<void> {
-  const { partitionKey, workspaceIndex, listIndex, dueIndex } = LEDGER_TABLE;
-  // Each index as lib/constructs/ledger.ts declares it: key types and projection.
-  const indexes = [
+/** Each index as lib/constructs/ledger.ts declares it: key types and projection. */
+function ledgerIndexes() {
+  const { workspaceIndex, listIndex, dueIndex } = LEDGER_TABLE;
+  return [
     { ...workspaceIndex, sortType: 'N' as const, projection: { ProjectionType: 'ALL' as const } },
     { ...listIndex, sortType: 'S' as const, projection: { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...listIndex.projected] } },
     { ...dueIndex, sortType: 'N' as const, projection: { ProjectionType: 'ALL' as const } },
   ];
+}
+
+async function createLedgerTable(dynamodb: DynamoDBDocumentClient, tableName: string): Promise<void> {
+  const { partitionKey } = LEDGER_TABLE;
+  const indexes = ledgerIndexes();
   try {
     await dynamodb.send(
       new CreateTableCommand({
@@ -219,12 +231,17 @@ async function createLedgerTable(dynamodb: DynamoDBDocumentClient, tableName: st
     );
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
-    // A persisted ledger from before an index existed: dynalite cannot add an index to a table.
-    const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
-    const present = new Set((Table?.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName));
-    const missing = indexes.filter((index) => !present.has(index.name)).map((index) => index.name);
-    if (missing.length > 0) throw new Error(`the persisted local ledger lacks the index ${missing.join(', ')} of this version: start again with --reset`);
+    await checkLedgerIndexes(dynamodb, tableName);
   }
+}
+
+/** An existing ledger table (DescribeTable: ResourceNotFoundException without one) has this version's indexes. */
+async function checkLedgerIndexes(dynamodb: DynamoDBDocumentClient, tableName: string): Promise<void> {
+  // A persisted ledger from before an index existed: dynalite cannot add an index to a table.
+  const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
+  const present = new Set((Table?.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName));
+  const missing = ledgerIndexes().filter((index) => !present.has(index.name)).map((index) => index.name);
+  if (missing.length > 0) throw new Error(`the persisted local ledger lacks the index ${missing.join(', ')} of this version: start again with --reset`);
 }
 
 interface FauxqsModule {

@@ -10,7 +10,8 @@
  * too (stable-ports.ts), so repository and queue URLs stay the same.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { once } from 'node:events';
+import { readFile, rm } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { Writable } from 'node:stream';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
@@ -34,8 +35,10 @@ import { isProcessAlive } from '../adapters/system';
 import { announceMissedOutcomes } from './missed-outcomes';
 import { releaseOrphanedLeases } from './orphaned-leases';
 import { choosePorts, explainBindFailure, portOf, readRecordedPorts, recordPorts } from './stable-ports';
+import { prepareLedger } from './persisted-ledger';
 import { DEFAULT_STATE_DIR, PLATFORM_FILE, PLATFORM_LOG_FILE, REPOSITORIES_DIR, TEST_RUNS_DIR } from './state-dir';
 import { describeIsolation, logIsolation, type IsolationReport } from './confinement';
+import { lockStateDir, type StateLock } from './state-lock';
 import { LocalTestRunner, localRunEventBody, parseLocalRunEvent, type ReadAccess } from './test-runner';
 import { writeFileAtomic } from './write-atomic';
 
@@ -47,10 +50,12 @@ export interface PlatformOptions {
   readonly stateDir?: string;
   /** 0 or absent: the port of the last start from this state directory, else a free port. */
   readonly ports?: { readonly sqs?: number; readonly dynamodb?: number; readonly git?: number };
-  /** Deletes the state directory before starting. @default false */
+  /** Empties the state directory before starting (once it holds the directory's lock). @default false */
   readonly reset?: boolean;
   /** Keeps the ledger on disk under the state directory. @default true */
   readonly persist?: boolean;
+  /** Replaces the persisted ledger by the export of its last clean stop (persisted-ledger.ts). @default false */
+  readonly restoreLedger?: boolean;
   /** Level of the handler logs in `<stateDir>/platform.log`. @default 'INFO' */
   readonly logLevel?: PlatformLogLevel;
   /** Where the ready line and the live view go; null for none (tests). @default process.stdout */
@@ -102,17 +107,14 @@ export interface LocalPlatform {
   stop(): Promise<void>;
 }
 
-export class PlatformAlreadyRunningError extends Error {
-  override readonly name = 'PlatformAlreadyRunningError';
-}
-
 export { InvalidPortsFileError, PortInUseError } from './stable-ports';
+export { PlatformAlreadyRunningError, StateDirUnusableError } from './state-lock';
+export { LedgerStateError } from './persisted-ledger';
 
 /** Paths inside the state directory. */
 function statePaths(stateDir: string) {
   return {
     info: path.join(stateDir, PLATFORM_FILE),
-    dynamodb: path.join(stateDir, 'dynamodb'),
     repos: path.join(stateDir, REPOSITORIES_DIR),
     events: path.join(stateDir, 'events.jsonl'),
     log: path.join(stateDir, PLATFORM_LOG_FILE),
@@ -137,120 +139,139 @@ export async function readPlatformInfo(stateDir: string = DEFAULT_STATE_DIR): Pr
 export async function startPlatform(options: PlatformOptions = {}): Promise<LocalPlatform> {
   const stateDir = path.resolve(options.stateDir ?? DEFAULT_STATE_DIR);
   const paths = statePaths(stateDir);
-  const running = await readPlatformInfo(stateDir);
-  if (running) throw new PlatformAlreadyRunningError(`a local platform (pid ${running.pid}) is already running from ${stateDir}`);
-  if (options.reset) await rm(stateDir, { recursive: true, force: true });
-  await mkdir(stateDir, { recursive: true });
-
-  const logStream = createWriteStream(paths.log, { flags: 'a' });
-  const logger = new StreamLogger(logStream, { serviceName: 'agent-jobs-local', logLevel: options.logLevel ?? 'INFO' });
+  // Before anything is deleted or started, and held until the last part has stopped (state-lock.ts).
+  const lock = await lockStateDir(stateDir);
   const stack = new ShutdownStack();
-  stack.push(() => closeStream(logStream));
-  const recorded = await readRecordedPorts(stateDir);
-  const ports = choosePorts(options.ports ?? {}, recorded);
+  stack.push(() => lock.release());
   try {
-    const emulators = await startEmulators({
-      ports,
-      dynamoDbPath: options.persist === false ? undefined : paths.dynamodb,
-      topology: platformQueues(options.workers),
-    }).catch((error: unknown) => {
-      throw explainBindFailure(error, stateDir, recorded);
-    });
-    stack.push(() => emulators.stop());
-    // Only the platform pushes; a test run's checkout reads its one repository; nobody else gets in.
-    const access = new PlatformGitAccess();
-    const git = await startGitServer({ root: paths.repos, port: ports.git, access }).catch((error: unknown) => {
-      throw explainBindFailure(error, stateDir, recorded);
-    });
-    stack.push(() => git.close());
-    await recordPorts(stateDir, { sqs: portOf(emulators.endpoints.sqs), dynamodb: portOf(emulators.endpoints.dynamodb), git: git.port });
-    // Before any worker runs: every lease in the ledger now belongs to a worker of a dead run.
-    const ledger = localLedger(emulators);
-    const unfinished = await releaseOrphanedLeases(ledger, Date.now());
-    const events = new JsonlEventLog(paths.events);
-    await announceMissedOutcomes(ledger, events, logger);
-    const readAccess: ReadAccess = {
-      grant: (repoUrl) => {
-        const name = git.repoNameOf(repoUrl);
-        return name === undefined ? undefined : access.grantRead(name);
-      },
-    };
-    const buildEventsUrl = emulators.topology.find((q) => q.role === 'buildEvents');
-    const testRunner = new LocalTestRunner({
-      stateDir: paths.testRuns,
-      // Nothing of the platform's state (ledger data, repositories, ports) is a test command's to read.
-      confidential: [stateDir],
-      readAccess,
-      // The child process's exit is the build's completion event, on the queue CodeBuild's events use on AWS.
-      onFinished: async (completion) => {
-        if (!buildEventsUrl) return;
-        const QueueUrl = required(emulators.queueUrls, buildEventsUrl.name);
-        await emulators.clients.sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: localRunEventBody(completion) })).catch((error: unknown) => {
-          logger.warn('build completion not sent: the reconciler completes the job later', { buildId: completion.buildId, error: errorMessage(error) });
-        });
-      },
-    });
-    stack.push(() => testRunner.close());
-    const testIsolation = describeIsolation(await testRunner.isolation());
-    logIsolation(testIsolation, logger);
-
-    const output = options.output === null ? undefined : (options.output ?? process.stdout);
-    if (output) {
-      // Stopped after the pollers (unwinding is last-in first-out), so it shows the last events too.
-      const view: LiveView = await startLiveView({ ledger, output });
-      stack.push(() => view.stop());
-    }
-
-    const prHost = new LocalPullRequestStore(stateDir, { branchHead: (url, branch) => resolveBranchHead(url, branch, access.platform) });
-    const localParts: LocalWorkerParts = {
-      workRoot: paths.work,
-      testRunner,
-      prHost,
-      git: localGit(paths.work, logger, access.platform),
-      parseBuildEvent: parseLocalRunEvent,
-      // The allow-list of git hosts, locally: the platform's own git server, nothing else on this machine.
-      gitHosts: ownGitServerPolicy(git.url),
-    };
-    const parts = options.decorateParts ? options.decorateParts(localParts) : localParts;
-    const wiring: Wiring = { emulators, events, logger, parts, backoff: options.backoff ?? DEFAULT_BACKOFF };
-    const reconcilerDeps = localReconcilerDeps({ resources: emulators, events, logger: logger.createChild({ persistentKeys: { function: 'build_reconciler' } }), runner: parts.testRunner });
-    // What the last process left: the queues died with it, and with them any completion not yet
-    // recorded. Runs it was killed in the middle of fail now (TEST_RUN_ERROR, redrivable), runs that
-    // ended get their verdict, and verdicts never reported are reported, before any worker starts.
-    await completeOrphanedRuns(testRunner, reconcilerDeps, logger);
-    const pollers = await Promise.all(emulators.topology.map((spec) => startWorker(spec, wiring)));
-    stack.push(() => Promise.all(pollers.map((p) => p.stop())).then(() => undefined));
-    if (buildEventsUrl) {
-      const reconciler = startReconciler(reconcilerDeps, options.reconcileIntervalMs ?? LOCAL_RECONCILE_INTERVAL_MS);
-      stack.push(() => reconciler.stop());
-    }
-
-    const info: PlatformInfo = {
-      pid: process.pid,
-      startedAt: new Date().toISOString(),
-      stateDir,
-      region: LOCAL_REGION,
-      endpoints: emulators.endpoints,
-      queueUrls: emulators.queueUrls,
-      dlqUrls: emulators.dlqUrls,
-      tableName: emulators.tableName,
-      bucketName: emulators.bucketName,
-      gitUrl: git.url,
-      eventLog: paths.events,
-      logFile: paths.log,
-      testIsolation,
-    };
-    await writeFileAtomic(paths.info, JSON.stringify(info, null, 2));
-    stack.push(() => rm(paths.info, { force: true }));
-
-    output?.write(readyLine(info, options.persist !== false, unfinished.length, options.readyNotes ?? []));
-    logger.info('local platform started', { stateDir, endpoints: info.endpoints, gitUrl: info.gitUrl });
-    if (unfinished.length > 0) logger.warn('jobs left unfinished by the last run: re-send them', { jobIds: unfinished.map((j) => j.jobId) });
-    return { info, emulators, git, events, unfinishedAtStart: unfinished.length, stop: stack.unwind };
+    if (options.reset) await lock.reset();
+    return await startLocked(options, stateDir, paths, lock, stack);
   } catch (error) {
     await stack.unwind();
     throw error;
   }
+}
+
+async function startLocked(options: PlatformOptions, stateDir: string, paths: ReturnType<typeof statePaths>, lock: StateLock, stack: ShutdownStack): Promise<LocalPlatform> {
+  const logStream = await openLog(paths.log);
+  const logger = new StreamLogger(logStream, { serviceName: 'agent-jobs-local', logLevel: options.logLevel ?? 'INFO' });
+  stack.push(() => closeStream(logStream));
+  const recorded = await readRecordedPorts(stateDir);
+  const ports = choosePorts(options.ports ?? {}, recorded);
+  const persisted = options.persist === false ? undefined : await prepareLedger({ stateDir, restore: options.restoreLedger });
+  const emulators = await startEmulators({
+    ports,
+    dynamoDbPath: persisted?.dir,
+    ledgerTable: persisted?.expectsTable ? 'existing' : 'create',
+    topology: platformQueues(options.workers),
+  }).catch((error: unknown) => {
+    throw explainBindFailure(persisted?.explain(error) ?? error, stateDir, recorded);
+  });
+  stack.push(() => emulators.stop());
+  if (persisted) {
+    const { restoredItems } = await persisted.open(emulators);
+    if (restoredItems !== undefined) logger.warn('ledger restored from the last clean stop\'s export: jobs recorded after it are lost', { items: restoredItems });
+    // Only a ledger that opened whole is exported (over the last good export) when the platform stops.
+    stack.push(() => persisted.stopCleanly(emulators));
+  }
+  // Only the platform pushes; a test run's checkout reads its one repository; nobody else gets in.
+  const access = new PlatformGitAccess();
+  const git = await startGitServer({ root: paths.repos, port: ports.git, access }).catch((error: unknown) => {
+    throw explainBindFailure(error, stateDir, recorded);
+  });
+  stack.push(() => git.close());
+  await recordPorts(stateDir, { sqs: portOf(emulators.endpoints.sqs), dynamodb: portOf(emulators.endpoints.dynamodb), git: git.port });
+  // Before any worker runs: every lease in the ledger now belongs to a worker of a dead run.
+  const ledger = localLedger(emulators);
+  const unfinished = await releaseOrphanedLeases(ledger, Date.now());
+  const events = new JsonlEventLog(paths.events);
+  await announceMissedOutcomes(ledger, events, logger);
+  const readAccess: ReadAccess = {
+    grant: (repoUrl) => {
+      const name = git.repoNameOf(repoUrl);
+      return name === undefined ? undefined : access.grantRead(name);
+    },
+  };
+  const buildEventsUrl = emulators.topology.find((q) => q.role === 'buildEvents');
+  const testRunner = new LocalTestRunner({
+    stateDir: paths.testRuns,
+    // Nothing of the platform's state (ledger data, repositories, ports) is a test command's to read.
+    confidential: [stateDir],
+    readAccess,
+    // The child process's exit is the build's completion event, on the queue CodeBuild's events use on AWS.
+    onFinished: async (completion) => {
+      if (!buildEventsUrl) return;
+      const QueueUrl = required(emulators.queueUrls, buildEventsUrl.name);
+      await emulators.clients.sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: localRunEventBody(completion) })).catch((error: unknown) => {
+        logger.warn('build completion not sent: the reconciler completes the job later', { buildId: completion.buildId, error: errorMessage(error) });
+      });
+    },
+  });
+  stack.push(() => testRunner.close());
+  const testIsolation = describeIsolation(await testRunner.isolation());
+  logIsolation(testIsolation, logger);
+
+  const output = options.output === null ? undefined : (options.output ?? process.stdout);
+  if (output) {
+    // Stopped after the pollers (unwinding is last-in first-out), so it shows the last events too.
+    const view: LiveView = await startLiveView({ ledger, output });
+    stack.push(() => view.stop());
+  }
+
+  const prHost = new LocalPullRequestStore(stateDir, { branchHead: (url, branch) => resolveBranchHead(url, branch, access.platform) });
+  const localParts: LocalWorkerParts = {
+    workRoot: paths.work,
+    testRunner,
+    prHost,
+    git: localGit(paths.work, logger, access.platform),
+    parseBuildEvent: parseLocalRunEvent,
+    // The allow-list of git hosts, locally: the platform's own git server, nothing else on this machine.
+    gitHosts: ownGitServerPolicy(git.url),
+  };
+  const parts = options.decorateParts ? options.decorateParts(localParts) : localParts;
+  const wiring: Wiring = { emulators, events, logger, parts, backoff: options.backoff ?? DEFAULT_BACKOFF };
+  const reconcilerDeps = localReconcilerDeps({ resources: emulators, events, logger: logger.createChild({ persistentKeys: { function: 'build_reconciler' } }), runner: parts.testRunner });
+  // What the last process left: the queues died with it, and with them any completion not yet
+  // recorded. Runs it was killed in the middle of fail now (TEST_RUN_ERROR, redrivable), runs that
+  // ended get their verdict, and verdicts never reported are reported, before any worker starts.
+  await completeOrphanedRuns(testRunner, reconcilerDeps, logger);
+  const pollers = await Promise.all(emulators.topology.map((spec) => startWorker(spec, wiring)));
+  stack.push(() => Promise.all(pollers.map((p) => p.stop())).then(() => undefined));
+  if (buildEventsUrl) {
+    const reconciler = startReconciler(reconcilerDeps, options.reconcileIntervalMs ?? LOCAL_RECONCILE_INTERVAL_MS);
+    stack.push(() => reconciler.stop());
+  }
+
+  const info: PlatformInfo = {
+    pid: process.pid,
+    startedAt: new Date().toISOString(),
+    stateDir,
+    region: LOCAL_REGION,
+    endpoints: emulators.endpoints,
+    queueUrls: emulators.queueUrls,
+    dlqUrls: emulators.dlqUrls,
+    tableName: emulators.tableName,
+    bucketName: emulators.bucketName,
+    gitUrl: git.url,
+    eventLog: paths.events,
+    logFile: paths.log,
+    testIsolation,
+  };
+  await writeFileAtomic(paths.info, JSON.stringify(info, null, 2));
+  stack.push(() => rm(paths.info, { force: true }));
+  lock.describe({ endpoints: { sqs: info.endpoints.sqs, dynamodb: info.endpoints.dynamodb, git: info.gitUrl } });
+
+  output?.write(readyLine(info, options.persist !== false, unfinished.length, options.readyNotes ?? []));
+  logger.info('local platform started', { stateDir, endpoints: info.endpoints, gitUrl: info.gitUrl });
+  if (unfinished.length > 0) logger.warn('jobs left unfinished by the last run: re-send them', { jobIds: unfinished.map((j) => j.jobId) });
+  return { info, emulators, git, events, unfinishedAtStart: unfinished.length, stop: stack.unwind };
+}
+
+/** The platform's log file, opened (an open that fails is an error here, not an 'error' event later). */
+async function openLog(file: string): Promise<WriteStream> {
+  const stream = createWriteStream(file, { flags: 'a' });
+  await once(stream, 'open');
+  return stream;
 }
 
 interface Wiring {

@@ -86,9 +86,11 @@ export function explainBindFailure(error: unknown, stateDir: string, recorded: P
   if (code !== 'EADDRINUSE') return error;
   const name = (Object.keys(recorded) as (keyof PlatformPorts)[]).find((key) => recorded[key] === port);
   const which = name ? `the ${name} port ${String(port)} recorded in ${portsFile(stateDir)}` : `port ${String(port)}`;
+  // Not --reset: it deletes the whole state directory (repositories, ledger) to get new ports.
+  const flag = name ? `--port-${name}` : '--port-<name>';
   return new PortInUseError(
     `${which} is in use by another process. The platform keeps its ports so repository and queue URLs stay the same across restarts: ` +
-      'stop what uses the port, or start with --reset (new ports: repository URLs change, re-sent jobs with the old URLs are refused as CONFLICT).',
+      `stop what uses the port, or start with ${flag} <another port> (repository URLs then change: re-sent jobs with the old URLs are refused as CONFLICT).`,
     { cause: error },
   );
 }

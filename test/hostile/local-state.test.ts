@@ -157,7 +157,7 @@ describe('the local state directory under abuse', () => {
 
       expectRefused(refused, new RegExp(`the persisted ledger in ${ledgerDir()} lost data: .*--restore-ledger .*--reset`));
       expect(existsSync(path.join(stateDir, PLATFORM_FILE))).toBe(false);
-      const restored = await start({ restoreLedger: true } as Parameters<typeof startPlatform>[0]);
+      const restored = await start({ restoreLedger: true });
       expect(await localLedger(restored.emulators).getJob(jobId)).toMatchObject({ jobId, status: 'QUEUED' });
     });
 

@@ -67,6 +67,7 @@ export const localUp: CommandSpec<CliContext> = {
   options: {
     reset: { type: 'boolean', description: 'delete the state directory first' },
     persist: { type: 'boolean', description: 'keep the ledger on disk across restarts (queues are always in memory)' },
+    'restore-ledger': { type: 'boolean', description: "with --persist: replace a lost or damaged ledger by the export of its last clean stop (jobs recorded after it are lost)" },
     'port-sqs': { type: 'string', valueName: 'n', description: 'SQS + S3 port (default: the last one used from this state directory, else a free port)' },
     'port-dynamodb': { type: 'string', valueName: 'n', description: 'DynamoDB port (default: the last one used from this state directory, else a free port)' },
     'port-git': { type: 'string', valueName: 'n', description: 'git server port (default: the last one used from this state directory, else a free port)' },
@@ -75,7 +76,9 @@ export const localUp: CommandSpec<CliContext> = {
   },
   notes: ['With --json: one JSON line (the platform description, with the console\'s URLs) when ready, and nothing else on stdout.'],
   async run(ctx, { values }) {
-    const { startPlatform, PlatformAlreadyRunningError, PortInUseError, InvalidPortsFileError } = loadPlatform();
+    const { startPlatform, PlatformAlreadyRunningError, PortInUseError, InvalidPortsFileError, StateDirUnusableError, LedgerStateError } = loadPlatform();
+    const restoreLedger = values['restore-ledger'] === true;
+    if (restoreLedger && values.reset === true) throw new UsageError('--restore-ledger and --reset exclude each other: --reset deletes the export too', this.path);
     // Listen before the ready line prints: a Ctrl-C right after it must stop cleanly, not kill.
     const interrupted = ctx.io.untilInterrupted();
     // The console first, so its URL prints with the ready line; it finds the platform (platform.json) at its first request.
@@ -86,14 +89,16 @@ export const localUp: CommandSpec<CliContext> = {
         stateDir: ctx.stateDir,
         ports: ports(values, this.path),
         reset: values.reset === true || flagNpmKept(ctx, 'reset'),
-        persist: values.persist === true || flagNpmKept(ctx, 'persist'),
+        persist: values.persist === true || restoreLedger || flagNpmKept(ctx, 'persist'),
+        restoreLedger,
         output: ctx.json ? null : terminal(ctx.io.stdout),
         readyNotes: [`  console  ${web.openUrl}`],
       });
     } catch (error) {
       await web.close();
-      const refused = error instanceof PlatformAlreadyRunningError || error instanceof PortInUseError || error instanceof InvalidPortsFileError;
-      throw refused ? new TargetError(error.message) : error;
+      // Refusals of the start are one line (exit 5); anything else is unexpected and keeps its class.
+      const refusals = [PlatformAlreadyRunningError, PortInUseError, InvalidPortsFileError, StateDirUnusableError, LedgerStateError];
+      throw error instanceof Error && refusals.some((refusal) => error instanceof refusal) ? new TargetError(error.message, { cause: error }) : error;
     }
     try {
       if (ctx.json) ctx.io.stdout(`${JSON.stringify({ ...platform.info, console: { url: web.url, openUrl: web.openUrl } })}\n`);

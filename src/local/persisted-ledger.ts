@@ -1,0 +1,238 @@
+/**
+ * The persisted local ledger (`--persist`: dynalite's LevelDB files in `<stateDir>/dynamodb`) and
+ * what the state directory knows about it, so a start never runs silently on a ledger that lost
+ * its data beside repositories that kept theirs.
+ *
+ * - `<stateDir>/state.json` records that the directory holds a persisted ledger and its
+ *   generation: a number the platform raises at each start and each clean stop, written into the
+ *   ledger first (the item `pk = local#state`) and into state.json after. A ledger whose table is
+ *   gone, or whose marker is older than state.json's, lost data: the start is refused.
+ * - Files LevelDB cannot open (a damaged CURRENT or MANIFEST) are found by opening them before
+ *   dynalite does: dynalite would throw from inside its request handler, taking the process down
+ *   with a stack trace.
+ * - A clean stop exports the whole table (`<stateDir>/ledger-export.jsonl`, DynamoDB's own item
+ *   format, one item a line) after its last write; `--restore-ledger` moves the damaged files
+ *   aside and imports that export.
+ *
+ * What it cannot see: after a crash (`kill -9`) there was no clean stop, so a loss of the writes
+ * made since the start's marker (the tail of LevelDB's log, if it is emptied) is not detected. A
+ * loss after a clean stop always is: the stop's marker is the ledger's last write.
+ */
+import { createReadStream, existsSync } from 'node:fs';
+import { readFile, rename } from 'node:fs/promises';
+import * as path from 'node:path';
+import { createInterface } from 'node:readline';
+import { BatchWriteItemCommand, GetItemCommand, PutItemCommand, ResourceNotFoundException, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { Level } from 'level';
+import * as z from 'zod/mini';
+import '../../contract/zod-english';
+import type { LocalEmulators } from './emulators';
+import { writeFileAtomic } from './write-atomic';
+
+export const MANIFEST_FILE = 'state.json';
+export const LEDGER_DIR = 'dynamodb';
+export const LEDGER_EXPORT_FILE = 'ledger-export.jsonl';
+/** The ledger item holding the generation (no list or index key: no list or query sees it). */
+const MARKER_KEY = 'local#state';
+
+/** The persisted ledger cannot be used as it is: one line naming it and the way out. */
+export class LedgerStateError extends Error {
+  override readonly name = 'LedgerStateError';
+}
+
+const manifestSchema = z.object({
+  ledger: z.optional(
+    z.object({
+      generation: z.int(),
+      /** The last clean stop: when, how many items the ledger held, whether it was exported. */
+      cleanStop: z.optional(z.object({ at: z.string(), items: z.int(), exported: z.boolean() })),
+    }),
+  ),
+});
+export type StateManifest = z.infer<typeof manifestSchema>;
+
+type RawItem = Record<string, AttributeValue>;
+
+export interface PersistedLedgerOptions {
+  readonly stateDir: string;
+  /** Replace the ledger by the last clean stop's export (`--restore-ledger`). */
+  readonly restore?: boolean;
+}
+
+/**
+ * Before the emulators start: what state.json says, the files LevelDB can open (or, restoring,
+ * the damaged files moved aside). `expectsTable`: the ledger table must exist when dynalite opens.
+ */
+export async function prepareLedger(options: PersistedLedgerOptions): Promise<PersistedLedger> {
+  const { stateDir } = options;
+  const manifest = await readManifest(stateDir);
+  const ledgerDir = path.join(stateDir, LEDGER_DIR);
+  const exportFile = path.join(stateDir, LEDGER_EXPORT_FILE);
+  const way = wayOut(exportFile);
+  if (options.restore) {
+    if (!existsSync(exportFile)) throw new LedgerStateError(`--restore-ledger: there is no ${exportFile} (a clean stop with --persist writes it): start afresh with --reset`);
+    if (existsSync(ledgerDir)) await rename(ledgerDir, `${ledgerDir}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+    return new PersistedLedger(stateDir, manifest, way, exportFile);
+  }
+  if (manifest.ledger && !existsSync(ledgerDir)) {
+    throw new LedgerStateError(`the persisted ledger in ${ledgerDir} is gone (${recorded(manifest)}): ${way}`);
+  }
+  if (existsSync(ledgerDir)) await openable(ledgerDir, way);
+  return new PersistedLedger(stateDir, manifest, way);
+}
+
+export class PersistedLedger {
+  readonly dir: string;
+
+  constructor(
+    private readonly stateDir: string,
+    private manifest: StateManifest,
+    private readonly way: string,
+    /** The export to import into the new table (restoring). */
+    private readonly restoreFrom?: string,
+  ) {
+    this.dir = path.join(stateDir, LEDGER_DIR);
+  }
+
+  /** The table must already exist: the state directory recorded a ledger and nothing is restored. */
+  get expectsTable(): boolean {
+    return this.manifest.ledger !== undefined && this.restoreFrom === undefined;
+  }
+
+  /** An error of dynalite's at start, in the ledger's words: what is missing and the way out. */
+  explain(error: unknown): unknown {
+    if (error instanceof ResourceNotFoundException) return new LedgerStateError(`the persisted ledger in ${this.dir} lost data: it has no ledger table (${recorded(this.manifest)}): ${this.way}`, { cause: error });
+    return error;
+  }
+
+  /**
+   * After the emulators start: imports the export when restoring, refuses a ledger older than
+   * state.json says, then raises the generation (ledger first, state.json after).
+   */
+  async open(emulators: LocalEmulators): Promise<{ restoredItems?: number }> {
+    const { tableName } = emulators;
+    const client = emulators.clients.dynamodb;
+    let restoredItems: number | undefined;
+    if (this.restoreFrom) restoredItems = await importItems(client, tableName, this.restoreFrom);
+    const marker = await readMarker(client, tableName);
+    const expected = this.manifest.ledger?.generation;
+    if (expected !== undefined && restoredItems === undefined && (marker === undefined || marker < expected)) {
+      const found = marker === undefined ? 'an empty ledger' : `a ledger of generation ${marker}`;
+      throw new LedgerStateError(`the persisted ledger in ${this.dir} lost data: ${found} where ${recorded(this.manifest)}: ${this.way}`);
+    }
+    await this.advance(emulators, Math.max(marker ?? 0, expected ?? 0) + 1);
+    return restoredItems === undefined ? {} : { restoredItems };
+  }
+
+  /** A clean stop: the marker is the ledger's last write, then the export, then state.json. */
+  async stopCleanly(emulators: LocalEmulators): Promise<void> {
+    const generation = (this.manifest.ledger?.generation ?? 0) + 1;
+    await writeMarker(emulators.clients.dynamodb, emulators.tableName, generation);
+    const items = await exportItems(emulators.clients.dynamodb, emulators.tableName, path.join(this.stateDir, LEDGER_EXPORT_FILE));
+    await this.record({ generation, cleanStop: { at: new Date().toISOString(), items, exported: true } });
+  }
+
+  private async advance(emulators: LocalEmulators, generation: number): Promise<void> {
+    await writeMarker(emulators.clients.dynamodb, emulators.tableName, generation);
+    await this.record({ ...this.manifest.ledger, generation });
+  }
+
+  private async record(ledger: NonNullable<StateManifest['ledger']>): Promise<void> {
+    this.manifest = { ...this.manifest, ledger };
+    await writeFileAtomic(path.join(this.stateDir, MANIFEST_FILE), `${JSON.stringify(this.manifest, null, 2)}\n`);
+  }
+}
+
+function wayOut(exportFile: string): string {
+  const restore = existsSync(exportFile) ? `restore the last clean stop's export (${exportFile}) with --restore-ledger (jobs recorded after it are lost: re-send them)` : 'there is no export to restore (--restore-ledger needs a clean stop with --persist)';
+  return `${restore}, or start afresh with --reset (deletes the whole state directory, repositories included)`;
+}
+
+function recorded(manifest: StateManifest): string {
+  const stop = manifest.ledger?.cleanStop;
+  const what = `the state directory recorded a ledger of generation ${manifest.ledger?.generation ?? 0}`;
+  return stop ? `${what}, ${stop.items} items at its clean stop of ${stop.at}` : what;
+}
+
+async function readManifest(stateDir: string): Promise<StateManifest> {
+  const file = path.join(stateDir, MANIFEST_FILE);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw error;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new LedgerStateError(`${file} is not JSON (${(error as Error).message}): restore it, or delete it to start without its checks`);
+  }
+  const parsed = manifestSchema.safeParse(json);
+  if (!parsed.success) throw new LedgerStateError(`${file} is not a state manifest: restore it, or delete it to start without its checks`);
+  return parsed.data;
+}
+
+/** Opens the LevelDB files and closes them again: LedgerStateError when LevelDB cannot. */
+async function openable(ledgerDir: string, way: string): Promise<void> {
+  const db = new Level(ledgerDir, { createIfMissing: false });
+  try {
+    await db.open();
+  } catch (error) {
+    const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
+    throw new LedgerStateError(`the persisted ledger in ${ledgerDir} cannot be opened (${cause}): ${way}`, { cause: error });
+  } finally {
+    await db.close();
+  }
+}
+
+type DynamoClient = LocalEmulators['clients']['dynamodb'];
+
+async function readMarker(client: DynamoClient, tableName: string): Promise<number | undefined> {
+  const { Item } = await client.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: MARKER_KEY } }, ConsistentRead: true }));
+  const value = Item?.['generation']?.N;
+  return value === undefined ? undefined : Number(value);
+}
+
+async function writeMarker(client: DynamoClient, tableName: string, generation: number): Promise<void> {
+  await client.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: MARKER_KEY }, generation: { N: String(generation) }, at: { S: new Date().toISOString() } } }));
+}
+
+/** Every item of the table, one JSON line each (the raw attribute values keep sets and numbers exact); returns how many. */
+async function exportItems(client: DynamoClient, tableName: string, file: string): Promise<number> {
+  const lines: string[] = [];
+  let startKey: RawItem | undefined;
+  do {
+    const out = await client.send(new ScanCommand({ TableName: tableName, ConsistentRead: true, ExclusiveStartKey: startKey }));
+    for (const item of out.Items ?? []) lines.push(JSON.stringify(item));
+    startKey = out.LastEvaluatedKey;
+  } while (startKey);
+  await writeFileAtomic(file, lines.length ? `${lines.join('\n')}\n` : '');
+  return lines.length;
+}
+
+/** BatchWriteItem takes at most 25 items; unprocessed ones are sent again. */
+const BATCH_WRITE_ITEMS = 25;
+
+async function importItems(client: DynamoClient, tableName: string, file: string): Promise<number> {
+  let batch: RawItem[] = [];
+  let count = 0;
+  const flush = async () => {
+    let requests = batch.map((Item) => ({ PutRequest: { Item } }));
+    while (requests.length > 0) {
+      const out = await client.send(new BatchWriteItemCommand({ RequestItems: { [tableName]: requests } }));
+      requests = (out.UnprocessedItems?.[tableName] ?? []) as typeof requests;
+    }
+    batch = [];
+  };
+  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  for await (const line of lines) {
+    if (line.trim() === '') continue;
+    batch.push(JSON.parse(line) as RawItem);
+    count++;
+    if (batch.length === BATCH_WRITE_ITEMS) await flush();
+  }
+  await flush();
+  return count;
+}
