@@ -83,6 +83,77 @@ describe('a workspace is bound to one repository and branch (trust side)', () =>
   });
 });
 
+describe('a repository branch is bound to one workspace (trust side)', () => {
+  const h = withTrustHarness();
+
+  /** The same workspace id in other letters: a second workspace to the ledger, one to a careless reader. */
+  const caseVariant = (ws: Workspace): Workspace => ({ ...ws, workspaceId: ws.workspaceId.toUpperCase() });
+
+  it('refuses a second workspace (a case variant of a BLOCKED one\'s id) on the same branch on its first delivery: nothing passes the fence, nothing interleaves', async () => {
+    const ws = await h().workspace();
+    const first = h().patchJob(ws, 'first.txt');
+    await h().send(first);
+    await h().drive('agent-jobs');
+    const poison = h().patchJob(ws, 'first.txt'); // adds a file that already exists: does not apply
+    await h().send(poison);
+    await h().drive('agent-jobs');
+    expect(await h().getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: poison.jobId });
+    await h().deadLetters('agent-jobs');
+    const refsBefore = await h().refs(ws);
+    const twin = caseVariant(ws);
+    const past = h().patchJob(twin, 'past-the-fence.txt');
+
+    await h().send(past);
+    expect(await h().deliverOnce('agent-jobs')).toEqual({ acknowledged: true });
+
+    expect(await h().getJob(past.jobId)).toMatchObject({
+      status: 'FAILED',
+      error: { reason: 'BRANCH_IN_USE', message: expect.stringContaining(`branch ${ws.branch} of ${ws.repoUrl} is bound to workspace ${ws.workspaceId}`) },
+    });
+    expect((await h().deadLetters('agent-jobs')).map((d) => d.reason)).toEqual(['BRANCH_IN_USE']);
+    expect(await h().refs(ws)).toBe(refsBefore);
+    // The twin is neither bound nor blocked; the fence of the first stands as it was.
+    expect(await h().getWorkspace(twin.workspaceId)).toBeUndefined();
+    expect(await h().getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: poison.jobId });
+  });
+
+  it.each<[string, (ws: Workspace) => { url: string; branch: string }]>([
+    ['the URL with ".git" dropped', (ws) => ({ url: ws.repoUrl.replace(/\.git$/, ''), branch: ws.branch })],
+    ['the URL with a trailing "/"', (ws) => ({ url: `${ws.repoUrl}/`, branch: ws.branch })],
+    ['the path in capitals', (ws) => ({ url: ws.repoUrl.replace(ws.workspaceId, ws.workspaceId.toUpperCase()), branch: ws.branch })],
+    ['the branch in capitals', (ws) => ({ url: ws.repoUrl, branch: ws.branch.toUpperCase() })],
+  ])('takes %s for the same branch: a second workspace naming it is refused', async (_spelling, respell) => {
+    const ws = await h().workspace();
+    await h().send(h().patchJob(ws, 'first.txt'));
+    await h().drive('agent-jobs');
+    const other = { ...ws, workspaceId: `other-${ws.workspaceId}` };
+    const job = h().patchJob(other, 'respelled.txt', { repo: respell(ws) });
+
+    await h().send(job);
+    await h().drive('agent-jobs');
+
+    expect(await h().getJob(job.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'BRANCH_IN_USE' } });
+    expect(await h().getWorkspace(other.workspaceId)).toBeUndefined();
+  });
+
+  it('leaves no claim on a branch named by a job its workspace refused (WORKSPACE_MISMATCH): another workspace binds it', async () => {
+    const ws = await h().workspace();
+    await h().send(h().patchJob(ws, 'first.txt'));
+    await h().drive('agent-jobs');
+    const free = await h().workspace();
+    const mismatched = h().patchJob(ws, 'elsewhere.txt', { repo: { url: free.repoUrl, branch: free.branch } });
+    await h().send(mismatched);
+    await h().drive('agent-jobs');
+    expect(await h().getJob(mismatched.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'WORKSPACE_MISMATCH' } });
+
+    const owner = h().patchJob(free, 'owner.txt');
+    await h().send(owner);
+    await h().drive('agent-jobs');
+
+    expect(await h().getJob(owner.jobId)).toMatchObject({ status: 'SUCCEEDED' });
+  });
+});
+
 /** The documented recovery: the next job of the workspace, with a new id, is applied. */
 async function expectUsable(h: TrustHarness, ws: Workspace): Promise<void> {
   const next = h.patchJob(ws, `after-${Date.now()}.txt`);
