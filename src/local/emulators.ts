@@ -229,10 +229,25 @@ async function createLedgerTable(dynamodb: DynamoDBDocumentClient, tableName: st
         })),
       }),
     );
+    await untilActive(dynamodb, tableName);
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
     await checkLedgerIndexes(dynamodb, tableName);
   }
+}
+
+/**
+ * dynalite answers CreateTable with the table CREATING and makes it ACTIVE on a timer (even at 0
+ * ms), refusing reads until then: a start that reads its ledger at once must wait. A few polls; the
+ * SDK's waiter polls once a second at the least.
+ */
+async function untilActive(dynamodb: DynamoDBDocumentClient, tableName: string): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
+    if (Table?.TableStatus === 'ACTIVE') return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`the local ledger table ${tableName} did not become ACTIVE`);
 }
 
 /** An existing ledger table (DescribeTable: ResourceNotFoundException without one) has this version's indexes. */

@@ -110,6 +110,14 @@ export class PersistedLedger {
    * state.json says, then raises the generation (ledger first, state.json after).
    */
   async open(emulators: LocalEmulators): Promise<{ restoredItems?: number }> {
+    try {
+      return await this.check(emulators);
+    } catch (error) {
+      throw this.explain(error);
+    }
+  }
+
+  private async check(emulators: LocalEmulators): Promise<{ restoredItems?: number }> {
     const { tableName } = emulators;
     const client = emulators.clients.dynamodb;
     let restoredItems: number | undefined;
