@@ -35,6 +35,17 @@ export function normalizeRepoUrl(text: string): string {
   return new URL(text).href;
 }
 
+/**
+ * What makes two repository URLs one repository, for rules that must not be fooled by a spelling
+ * (one workspace per repository branch: src/core/ledger.ts branchBindingKey): letter case, a
+ * trailing "/" and a trailing ".git" do not count. GitHub serves `Acme/App`, `acme/app.git` and
+ * `acme/app/` as one repository, and so does any host on a case-insensitive file system. Broader
+ * than what the hosts agree on, on purpose: two repositories that differ only so are treated as one.
+ */
+export function repositoryIdentity(url: string): string {
+  return normalizeRepoUrl(url).toLowerCase().replace(/\/+$/, '').replace(/\.git$/, '').replace(/\/+$/, '');
+}
+
 /** A repository URL on the wire (apply_patch's repo.url, a stage message's pin.repoUrl), normalised. */
 export const repoUrlSchema = z.pipe(
   z.string({ error: 'must be an http(s) URL' }).check(

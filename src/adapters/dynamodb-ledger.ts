@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import * as z from 'zod/mini';
 import { JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
@@ -20,11 +20,13 @@ import { LEDGER_TABLE } from '../../contract/topology';
 import type { JobEnvelope, Pin } from '../core/envelope';
 import { LeaseLostError, TransientJobError } from '../core/errors';
 import {
+  branchBindingKey,
   byCreation,
   CANCELLABLE_STATUSES,
   claimOutcome,
   conflictEntry,
   isCompletionOf,
+  isStaleBinding,
   LISTS,
   listSortKey,
   queuedRecord,
@@ -37,6 +39,8 @@ import {
 import {
   FINISHED_WITH_EVENT,
   UNFINISHED_STATUSES,
+  type BindBranchInput,
+  type BranchBinding,
   type CancelOutcome,
   type ClaimRequest,
   type CompleteInput,
@@ -791,5 +795,73 @@ export class DynamoDbLedger implements Ledger {
       }),
     );
     return strip<WorkspaceRecord>(out.Attributes) as WorkspaceRecord;
+  }
+
+  async bindBranch(input: BindBranchInput): Promise<BranchBinding> {
+    const Key = { pk: branchBindingKey(input.repo) };
+    for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
+      if (await this.writeBinding(Key, input, 'free or ours')) return { kind: 'bound' };
+      const holder = await this.readBinding(Key);
+      // Released, or bound to this workspace, between the write and the read: write again.
+      if (holder === undefined || holder.workspaceId === input.workspaceId) continue;
+      if (!isStaleBinding(await this.getWorkspace(holder.workspaceId), input.repo)) return { kind: 'taken', holder };
+      if (await this.writeBinding(Key, input, holder)) return { kind: 'bound' };
+    }
+    throw new TransientJobError(`binding of ${input.repo.url} branch ${input.repo.branch} kept racing with other writers`);
+  }
+
+  /**
+   * One conditional write of a branch binding: `free or ours` claims a binding nobody holds (or
+   * keeps this workspace's, with the job that made it); a holder's binding is handed over only
+   * while that holder still has it. False when the condition failed.
+   */
+  private async writeBinding(Key: { pk: string }, input: BindBranchInput, from: 'free or ours' | { workspaceId: string; jobId: string }): Promise<boolean> {
+    const handOver = from !== 'free or ours';
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key,
+          UpdateExpression: handOver
+            ? 'SET workspaceId = :ws, jobId = :job, repoUrl = :url, #branch = :branch, boundAt = :now'
+            : 'SET workspaceId = :ws, jobId = if_not_exists(jobId, :job), repoUrl = if_not_exists(repoUrl, :url), #branch = if_not_exists(#branch, :branch), boundAt = if_not_exists(boundAt, :now)',
+          ConditionExpression: handOver ? 'workspaceId = :holder AND jobId = :holderJob' : 'attribute_not_exists(pk) OR workspaceId = :ws',
+          ExpressionAttributeNames: { '#branch': 'branch' },
+          ExpressionAttributeValues: {
+            ':ws': input.workspaceId,
+            ':job': input.jobId,
+            ':url': input.repo.url,
+            ':branch': input.repo.branch,
+            ':now': new Date(input.now).toISOString(),
+            ...(handOver ? { ':holder': from.workspaceId, ':holderJob': from.jobId } : {}),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  private async readBinding(Key: { pk: string }): Promise<{ workspaceId: string; jobId: string } | undefined> {
+    const out = await this.client.send(new GetCommand({ TableName: this.table, Key, ConsistentRead: true }));
+    return out.Item ? { workspaceId: String(out.Item['workspaceId']), jobId: String(out.Item['jobId']) } : undefined;
+  }
+
+  async releaseBranch(input: Omit<BindBranchInput, 'now'>): Promise<void> {
+    try {
+      await this.client.send(
+        new DeleteCommand({
+          TableName: this.table,
+          Key: { pk: branchBindingKey(input.repo) },
+          ConditionExpression: 'workspaceId = :ws AND jobId = :job',
+          ExpressionAttributeValues: { ':ws': input.workspaceId, ':job': input.jobId },
+        }),
+      );
+    } catch (error) {
+      // Made by another job, or not there: nothing of this job's to give up.
+      if (!isConditionFailure(error)) throw error;
+    }
   }
 }

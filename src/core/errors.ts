@@ -49,6 +49,8 @@ export const PERMANENT_REASONS = [
   'WORKSPACE_UNKNOWN',
   /** The job names another repository or branch than its workspace is bound to (by its first job). */
   'WORKSPACE_MISMATCH',
+  /** The job names a repository branch another workspace is bound to: a branch has one workspace. */
+  'BRANCH_IN_USE',
   /** The repository's host is not in the configured git hosts, or is an address the platform never dials. */
   'HOST_NOT_ALLOWED',
   'RETRIES_EXHAUSTED',

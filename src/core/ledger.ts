@@ -4,6 +4,7 @@
  * condition expressions and, when a condition fails, reads the record and asks `claimOutcome` /
  * `workspaceTakeOutcome` what to do. Keeping both sides here lets unit tests pin every case.
  */
+import { repositoryIdentity } from '../../contract/git-remotes';
 import { JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration } from '../../contract/job-types';
 import type { ClaimOutcome, ClaimRequest, CompleteInput, ConflictAttempt, ConflictSeenBy, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceRepo, WorkspaceTakeOutcome } from './ports';
 import type { JobEnvelope } from './envelope';
@@ -211,4 +212,23 @@ export function workspaceTakeOutcome(ws: WorkspaceRecord | undefined, jobId: str
   // A redelivery of the job that holds the cursor (it crashed or timed out mid-run): run it again.
   if (ws.currentJobId === jobId || ws.currentJobId === undefined) return { kind: 'taken', workspace: ws };
   return { kind: 'predecessorUnfinished', workspace: ws, predecessor: ws.currentJobId };
+}
+
+/**
+ * The ledger key of a repository branch's binding (`pk = branch#...`): one per repository as
+ * repositoryIdentity spells it, and per branch in any letter case (a host on a case-insensitive
+ * file system keeps `Agent/WS1` and `agent/ws1` in one ref file). Branch names hold no `#`.
+ */
+export function branchBindingKey(repo: WorkspaceRepo): string {
+  return `branch#${repositoryIdentity(repo.url)}#${repo.branch.toLowerCase()}`;
+}
+
+/**
+ * Whether a branch binding may pass to another workspace: its holder is bound to another branch
+ * (the job that claimed this one never bound its workspace: it crashed, or its message was lost,
+ * and a later job bound the workspace elsewhere). A holder with no binding yet may be a first job
+ * between its claim and its turn: the claim stands.
+ */
+export function isStaleBinding(holder: WorkspaceRecord | undefined, repo: WorkspaceRepo): boolean {
+  return holder?.repo !== undefined && branchBindingKey(holder.repo) !== branchBindingKey(repo);
 }

@@ -82,6 +82,22 @@ export interface WorkspaceRepo {
   readonly branch: string;
 }
 
+/**
+ * `pk = branch#<repository identity>#<branch>` (src/core/ledger.ts branchBindingKey): the one
+ * workspace a repository branch belongs to, claimed by the first ordered job that names it.
+ */
+export type BranchBinding =
+  | { readonly kind: 'bound' }
+  /** Another workspace holds the branch (`jobId`: the job that claimed it). */
+  | { readonly kind: 'taken'; readonly holder: { readonly workspaceId: string; readonly jobId: string } };
+
+export interface BindBranchInput {
+  readonly repo: WorkspaceRepo;
+  readonly workspaceId: string;
+  readonly jobId: string;
+  readonly now: number;
+}
+
 /** `pk = ws#<workspaceId>` */
 export interface WorkspaceRecord {
   readonly workspaceId: string;
@@ -432,6 +448,14 @@ export interface Ledger {
   blockWorkspace(input: { workspaceId: string; blockedBy: string; reason: string; now: number }): Promise<void>;
   /** An operator lifts the fence; the cursor counts as finished so the next job may run. */
   unblockWorkspace(workspaceId: string, now: number): Promise<WorkspaceRecord>;
+  /**
+   * Claims the repository branch for the workspace (one conditional write): bound when it is free,
+   * already the workspace's, or held by a workspace bound to another branch since (a claim whose
+   * job never bound its workspace: isStaleBinding); otherwise taken, naming the holder.
+   */
+  bindBranch(input: BindBranchInput): Promise<BranchBinding>;
+  /** Gives up a claim this job made (its workspace refused the job); a claim made by another job stays. */
+  releaseBranch(input: Omit<BindBranchInput, 'now'>): Promise<void>;
 }
 
 export interface Clock {

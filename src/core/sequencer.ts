@@ -71,10 +71,17 @@ class SequencerProcessor implements JobProcessor {
     const { ledger, clock } = this.deps;
     const ordered = isOrdered(job) ? { job, processor: processorOf(this.deps.ordered, job) } : undefined;
     const repo = ordered?.processor.workspaceRepo(ordered.job);
-    // Before the turn: a refused host binds no workspace and blocks none.
-    if (repo) this.checkHost(job, repo.url, (message) => new RefusedBeforeTurnError('HOST_NOT_ALLOWED', message));
+    if (repo) {
+      // Before the turn: a refused host or branch binds no workspace and blocks none.
+      this.checkHost(job, repo.url, (message) => new RefusedBeforeTurnError('HOST_NOT_ALLOWED', message));
+      await this.claimBranch(job, repo);
+    }
     const take = await ledger.takeWorkspace({ workspaceId: job.workspaceId, jobId: job.jobId, repo, now: clock.now() });
-    if (take.kind === 'mismatch') throw mismatchError(job, take.workspace, repo);
+    if (take.kind === 'mismatch') {
+      // The branch this job claimed is not its workspace's: another workspace may bind it.
+      if (repo) await ledger.releaseBranch({ repo, workspaceId: job.workspaceId, jobId: job.jobId });
+      throw mismatchError(job, take.workspace, repo);
+    }
     if (take.kind === 'predecessorUnfinished') await this.waitForPredecessor(take.predecessor, ctx);
     if (take.kind !== 'taken') return { verdict: await this.skip(job, take, ctx) };
     ctx.placeInWorkspace({ workspaceId: job.workspaceId, seq: take.workspace.seq });
@@ -128,6 +135,22 @@ class SequencerProcessor implements JobProcessor {
     const sha = workspace.head ?? (await this.deps.git.branchHead(workspace.repo.url, workspace.repo.branch));
     if (!sha) throw new PermanentJobError('WORKSPACE_UNKNOWN', `branch ${workspace.repo.branch} of workspace ${job.workspaceId} does not exist`);
     return { sha, repoUrl: workspace.repo.url, branch: workspace.repo.branch };
+  }
+
+  /**
+   * A repository branch belongs to one workspace (the first whose ordered job named it): a second
+   * workspace on the branch (a case variant of an id, another spelling of the URL) would commit
+   * past the first one's fence and interleave with its order. Refused before the turn.
+   */
+  private async claimBranch(job: JobEnvelope, repo: WorkspaceRepo): Promise<void> {
+    const binding = await this.deps.ledger.bindBranch({ repo, workspaceId: job.workspaceId, jobId: job.jobId, now: this.deps.clock.now() });
+    if (binding.kind === 'bound') return;
+    const { holder } = binding;
+    throw new RefusedBeforeTurnError(
+      'BRANCH_IN_USE',
+      `branch ${repo.branch} of ${repo.url} is bound to workspace ${holder.workspaceId} (by its job ${holder.jobId}): a branch has one workspace, so that two workspaces never interleave on it; ` +
+        `send job ${job.jobId} to workspace ${holder.workspaceId}, or use another branch`,
+    );
   }
 
   /** Refuses a repository whose host the sequencer may not dial (contract/git-remotes.ts). */

@@ -385,7 +385,7 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     expect(await ledger.getJob(next.jobId)).toMatchObject({ status: 'SUCCEEDED' });
   });
 
-  it('needs no ledger reads on the happy path: four writes per apply_patch', async () => {
+  it('needs no ledger reads on the happy path: five writes per apply_patch', async () => {
     const ws = await newWorkspace();
     await send(patchJob(ws));
     const operations: string[] = [];
@@ -402,8 +402,8 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps({ ledger: counted })) });
     client.destroy();
 
-    // claim, cursor, head + cursor done, complete
-    expect(operations).toEqual(['UpdateItemCommand', 'UpdateItemCommand', 'UpdateItemCommand', 'UpdateItemCommand']);
+    // claim, the branch's binding (one workspace per branch), cursor, head + cursor done, complete
+    expect(operations).toEqual(['UpdateItemCommand', 'UpdateItemCommand', 'UpdateItemCommand', 'UpdateItemCommand', 'UpdateItemCommand']);
   });
 
   it('applies a claim-checked diff read from the diff store', async () => {

@@ -546,5 +546,62 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         await expect(ledger.unblockWorkspace(`ws-${randomUUID()}`, NOW)).rejects.toThrow();
       });
     });
+
+    describe('branch binding (one workspace per repository branch)', () => {
+      const branchOf = (name: string) => ({ url: `http://127.0.0.1:1/${name}.git`, branch: 'agent/work' });
+
+      it('binds a branch to the first workspace that asks; that workspace again is bound, any other (a case variant of its id too) is refused with the holder', async () => {
+        const workspaceId = `ws-${randomUUID()}`;
+        const repo = branchOf(`r-${randomUUID()}`);
+
+        expect(await ledger.bindBranch({ repo, workspaceId, jobId: 'job-1', now: NOW })).toEqual({ kind: 'bound' });
+        expect(await ledger.bindBranch({ repo, workspaceId, jobId: 'job-2', now: NOW + 1 })).toEqual({ kind: 'bound' });
+        for (const other of [workspaceId.toUpperCase(), `ws-${randomUUID()}`]) {
+          expect(await ledger.bindBranch({ repo, workspaceId: other, jobId: 'job-3', now: NOW + 2 })).toEqual({ kind: 'taken', holder: { workspaceId, jobId: 'job-1' } });
+        }
+      });
+
+      it('takes every spelling of one repository branch for the same binding (".git", a trailing "/", letter case)', async () => {
+        const name = `r-${randomUUID()}`;
+        const repo = branchOf(name);
+        await ledger.bindBranch({ repo, workspaceId: 'ws-holder', jobId: 'job-1', now: NOW });
+        for (const spelled of [
+          { url: repo.url.replace(/\.git$/, ''), branch: repo.branch },
+          { url: `${repo.url}/`, branch: repo.branch },
+          { url: repo.url.replace(name, name.toUpperCase()), branch: repo.branch },
+          { url: repo.url, branch: 'Agent/Work' },
+        ]) {
+          expect(await ledger.bindBranch({ repo: spelled, workspaceId: 'ws-other', jobId: 'job-2', now: NOW })).toMatchObject({ kind: 'taken', holder: { workspaceId: 'ws-holder' } });
+        }
+        // Another branch of the repository is another binding.
+        expect(await ledger.bindBranch({ repo: { ...repo, branch: 'agent/other' }, workspaceId: 'ws-other', jobId: 'job-2', now: NOW })).toEqual({ kind: 'bound' });
+      });
+
+      it('releases a binding only for the job that made it', async () => {
+        const repo = branchOf(`r-${randomUUID()}`);
+        await ledger.bindBranch({ repo, workspaceId: 'ws-a', jobId: 'job-1', now: NOW });
+
+        await ledger.releaseBranch({ repo, workspaceId: 'ws-a', jobId: 'job-2' });
+        expect(await ledger.bindBranch({ repo, workspaceId: 'ws-b', jobId: 'job-3', now: NOW })).toMatchObject({ kind: 'taken' });
+
+        await ledger.releaseBranch({ repo, workspaceId: 'ws-a', jobId: 'job-1' });
+        expect(await ledger.bindBranch({ repo, workspaceId: 'ws-b', jobId: 'job-3', now: NOW })).toEqual({ kind: 'bound' });
+      });
+
+      it('hands over a binding whose workspace was bound to another branch since (a claim its first job never completed)', async () => {
+        const stale = branchOf(`stale-${randomUUID()}`);
+        const elsewhere = branchOf(`elsewhere-${randomUUID()}`);
+        const holder = `ws-${randomUUID()}`;
+        await ledger.bindBranch({ repo: stale, workspaceId: holder, jobId: 'job-lost', now: NOW });
+        expect(await ledger.bindBranch({ repo: stale, workspaceId: 'ws-next', jobId: 'job-2', now: NOW })).toMatchObject({ kind: 'taken' });
+
+        // The holder's next job named another branch, and the workspace was bound to that one.
+        await ledger.bindBranch({ repo: elsewhere, workspaceId: holder, jobId: 'job-next', now: NOW });
+        await ledger.takeWorkspace({ workspaceId: holder, jobId: 'job-next', repo: elsewhere, now: NOW });
+
+        expect(await ledger.bindBranch({ repo: stale, workspaceId: 'ws-next', jobId: 'job-2', now: NOW })).toEqual({ kind: 'bound' });
+        expect(await ledger.bindBranch({ repo: elsewhere, workspaceId: 'ws-next', jobId: 'job-2', now: NOW })).toMatchObject({ kind: 'taken', holder: { workspaceId: holder } });
+      });
+    });
   });
 }

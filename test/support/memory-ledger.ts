@@ -11,12 +11,14 @@
 import { LeaseLostError, TransientJobError } from '../../src/core/errors';
 import type { JobEnvelope } from '../../src/core/envelope';
 import {
+  branchBindingKey,
   byCreation,
   CANCELLABLE_STATUSES,
   canTakeWorkspace,
   claimOutcome,
   conflictEntry,
   isClaimable,
+  isStaleBinding,
   LISTS,
   listSortKey,
   queuedRecord,
@@ -28,6 +30,8 @@ import {
 import {
   FINISHED_WITH_EVENT,
   UNFINISHED_STATUSES,
+  type BindBranchInput,
+  type BranchBinding,
   type CancelOutcome,
   type ClaimRequest,
   type CompleteInput,
@@ -70,6 +74,8 @@ export class MemoryLedger implements Ledger {
   /** The adapter's `byList` entries (listKey, listSort) by primary key: `job#`, `ws#`, `conflict#`. */
   private readonly lists = new Map<string, { key: string; sort: string }>();
   private readonly conflicts = new Map<string, { attempts: ConflictAttempt[]; tokens: Set<string> }>();
+  /** Branch bindings by branchBindingKey: the workspace and the job that claimed the branch. */
+  private readonly branches = new Map<string, { workspaceId: string; jobId: string }>();
   private readonly retentionDays: number;
 
   constructor(private readonly options: MemoryLedgerOptions = {}) {
@@ -369,5 +375,23 @@ export class MemoryLedger implements Ledger {
     const workspace: WorkspaceRecord = { ...rest, state: 'ACTIVE', currentDone: true, updatedAt: iso(now) };
     this.workspaces.set(workspaceId, workspace);
     return copy(workspace);
+  }
+
+  /** The adapter's conditional writes: free or this workspace's; a stale holder's handed over. */
+  async bindBranch(input: BindBranchInput): Promise<BranchBinding> {
+    const key = branchBindingKey(input.repo);
+    const holder = this.branches.get(key);
+    if (holder !== undefined && holder.workspaceId !== input.workspaceId && !isStaleBinding(this.workspaces.get(holder.workspaceId), input.repo)) {
+      return { kind: 'taken', holder: { ...holder } };
+    }
+    // Kept with the job that made it, as the adapter's if_not_exists keeps it.
+    this.branches.set(key, holder?.workspaceId === input.workspaceId ? holder : { workspaceId: input.workspaceId, jobId: input.jobId });
+    return { kind: 'bound' };
+  }
+
+  async releaseBranch(input: Omit<BindBranchInput, 'now'>): Promise<void> {
+    const key = branchBindingKey(input.repo);
+    const holder = this.branches.get(key);
+    if (holder?.workspaceId === input.workspaceId && holder.jobId === input.jobId) this.branches.delete(key);
   }
 }
