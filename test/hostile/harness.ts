@@ -108,10 +108,20 @@ export async function gitIn(cwd: string, ...args: string[]): Promise<string> {
 export const refsOf = (gitDir: string) => gitIn(gitDir, 'for-each-ref', '--format=%(refname) %(objectname)');
 export const fsckStrict = (gitDir: string) => gitIn(gitDir, 'fsck', '--strict', '--no-progress', '--no-dangling');
 
+/** What a raw send may forge beyond the body. */
+export interface RawOptions {
+  /** The `type` attribute. @default 'apply_patch' */
+  readonly type?: string;
+  /** Attributes added to (or replacing) the triage attributes, e.g. `redrive`. */
+  readonly attributes?: Readonly<Record<string, string>>;
+  /** @default the producer's, from the job id */
+  readonly deduplicationId?: string;
+}
+
 export interface HostileSuite {
   newWorkspace(): Promise<HostileWorkspace>;
   /** Sends a message raw to the FIFO queue in the workspace's group, as a producer that skips validation would. */
-  sendRaw(ws: HostileWorkspace, message: HostileMessage, type?: string): Promise<void>;
+  sendRaw(ws: HostileWorkspace, message: HostileMessage, options?: RawOptions): Promise<void>;
   /** Receives the one message waiting and delivers it once; it must be its first delivery. */
   deliverOnce(): Promise<SQSBatchResponse>;
   /** The DLQ's messages, left where they are (received with a zero visibility timeout). */
@@ -211,15 +221,15 @@ export function hostileSuite(): HostileSuite {
       return { workspaceId, repoUrl: gitServer.repoUrl(workspaceId), gitDir, baseSha };
     },
 
-    async sendRaw(ws, message, type = 'apply_patch') {
+    async sendRaw(ws, message, { type = 'apply_patch', attributes = {}, deduplicationId: dedupId } = {}) {
       await sqs().send(
         new SendMessageCommand({
           QueueUrl: queueUrl(),
           // Objects as ASCII JSON, so any string in them travels on fauxqs too (contract/messages.ts).
           MessageBody: typeof message.body === 'string' ? message.body : wireJson(message.body),
           MessageGroupId: messageGroupId(ws.workspaceId),
-          MessageDeduplicationId: deduplicationId(message.jobId, 'apply_patch'),
-          MessageAttributes: stringAttributes({ jobId: message.jobId, workspaceId: ws.workspaceId, tenantId: 'tenant-hostile', type }),
+          MessageDeduplicationId: dedupId ?? deduplicationId(message.jobId, 'apply_patch'),
+          MessageAttributes: stringAttributes({ jobId: message.jobId, workspaceId: ws.workspaceId, tenantId: 'tenant-hostile', type, ...attributes }),
         }),
       );
     },
