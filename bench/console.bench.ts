@@ -117,7 +117,7 @@ function openStream(url: string, cookie: string): { events: { at: number; data: 
 async function completeOne(ledger: Ledger, workspaceId: string, jobId: string, seq: number): Promise<number> {
   const job = envelope(workspaceId, jobId, 0);
   const owner = randomUUID();
-  await ledger.claim({ job, digest: jobDigest(job), owner, now: Date.now(), leaseMs: 60_000, consumer: 'sequencer', redrive: false });
+  await ledger.claim({ job, digest: jobDigest(job), owner, now: Date.now(), leaseMs: 60_000, consumer: 'sequencer' });
   const now = Date.now();
   await ledger.complete({ jobId, owner, now, verdict: { status: 'SUCCEEDED', result: { commitSha: 'c'.repeat(40) } }, workspace: { workspaceId, seq } });
   return now;

@@ -95,7 +95,7 @@ async function oneTestRun(emulators: LocalEmulators, options: LocalWorkerOptions
   const { pin, ...envelope } = job;
   const owner = randomUUID();
   const { ledger } = stageDeps;
-  await ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: clock.now, leaseMs: 60_000, consumer: 'sequencer', redrive: false });
+  await ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: clock.now, leaseMs: 60_000, consumer: 'sequencer' });
   await ledger.complete({ jobId: job.jobId, owner, now: clock.now, verdict: { status: 'FORWARDED', pin } });
   const { sqs } = emulators.clients;
   await sqs.send(new SendMessageCommand({ QueueUrl: emulators.queueUrls[stage.queue], MessageBody: JSON.stringify(job), MessageAttributes: stringAttributes(jobAttributes(job)) }));

@@ -59,7 +59,7 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 function ourLedger(emulators: LocalEmulators, counter: RequestCounter): Design {
   const ledger = new DynamoDbLedger({ client: emulators.clients.dynamodb, tableName: emulators.tableName, retentionDays: 30 });
   const claim = (envelope: JobEnvelope, owner = randomUUID()) =>
-    ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: Date.now(), leaseMs: 60_000, consumer: 'sequencer', redrive: false });
+    ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: Date.now(), leaseMs: 60_000, consumer: 'sequencer' });
   const succeed = async (envelope: JobEnvelope) => {
     const owner = randomUUID();
     const claimed = await claim(envelope, owner);

@@ -9,10 +9,14 @@ import './zod-english';
 
 /**
  * Set on a message an operator sends back from a DLQ (`dlq redrive`, `workspace unblock
- * --replay`); its value is the DLQ message id. Only such a delivery may run a FAILED or SKIPPED
- * job again (docs/decisions.md §2).
+ * --replay`); its value is the token the redrive recorded on the job in the ledger first. Only a
+ * delivery carrying the token the ledger holds runs a FAILED or SKIPPED job again (docs/decisions.md
+ * §2, §26): anyone who can send to a queue can set the attribute, nobody else can write the ledger.
  */
 export const REDRIVE_ATTRIBUTE = 'redrive';
+
+/** On the copy a command stage's failed build leaves on its stage's DLQ: the job's run number then. */
+export const RUN_ATTRIBUTE = 'run';
 
 /** Added to a message moved to a DLQ, so an operator can triage without reading the ledger. */
 export const DLQ_ATTRIBUTES = {

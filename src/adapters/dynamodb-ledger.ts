@@ -78,7 +78,7 @@ const DUE = 'due';
  * What a rerun (an operator's redrive of a FAILED or SKIPPED job) drops with the old run: its
  * progress (a broken build's id) and the build-completion state; it also adds one to `run`.
  */
-const RERUN_REMOVES = ', progress, dueKey, dueAt, stageMessage, reportedAt, #result';
+const RERUN_REMOVES = ', progress, dueKey, dueAt, stageMessage, reportedAt, #result, redriveToken';
 /** Spread into a conditional write whose refusal is explained from the item it was refused on. */
 const OLD_ITEM_ON_REFUSAL = { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } as const;
 /** A refused write whose item (returned or read) is claimable again is retried this often. */
@@ -165,7 +165,7 @@ export class DynamoDbLedger implements Ledger {
     for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
       let claim = await this.tryClaim(req, false);
       // A redrive's takeover of a finished record is a second write: it also drops the old run's progress.
-      if (claim.kind === 'refused' && req.redrive) claim = await this.tryClaim(req, true);
+      if (claim.kind === 'refused' && req.redriveToken !== undefined) claim = await this.tryClaim(req, true);
       if (claim.kind === 'claimed') return claim;
       // The record as the refusing condition saw it; read only when the refusal came without it.
       const outcome = claimOutcome(strip<JobRecord>(claim.item ?? (await this.getJobItem(req.job.jobId))), req);
@@ -180,14 +180,15 @@ export class DynamoDbLedger implements Ledger {
    */
   private async tryClaim(req: ClaimRequest, rerun: boolean): Promise<{ kind: 'claimed'; record: JobRecord } | Refusal> {
     const { job } = req;
-    const takeover = rerun ? RERUN_STATUSES : takeoverStatuses(req.consumer, false);
+    const takeover = rerun ? RERUN_STATUSES : takeoverStatuses(req.consumer);
     const takeoverValues = Object.fromEntries(takeover.map((s, i) => [`:t${i}`, s]));
     const statusIn = `#status IN (${Object.keys(takeoverValues).join(', ')})`;
     const leaseExpired = '#status = :inFlight AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :nowMs)';
     const takeable = `#status = :queued OR (${leaseExpired})${takeover.length ? ` OR ${statusIn}` : ''}`;
     // The sequencer never claims a pinned job back from its stage (isClaimable).
     const sameRequest = req.consumer === 'sequencer' ? 'digest = :digest AND attribute_not_exists(pin)' : 'digest = :digest';
-    const same = rerun ? `${sameRequest} AND ${statusIn}` : `${sameRequest} AND (${takeable})`;
+    // A rerun is the operator's redrive only when the record holds the token it carries (isAuthorizedRerun).
+    const same = rerun ? `${sameRequest} AND ${statusIn} AND redriveToken = :redriveToken` : `${sameRequest} AND (${takeable})`;
     const pinned = req.consumer === 'stage' ? pinCondition(req.pin) : undefined;
     // A stage consumer never creates a record: it takes only one the sequencer pinned (unpinnedReason).
     const condition = pinned ? `${pinned.expression} AND ${same}` : rerun ? same : `attribute_not_exists(pk) OR (${same})`;
@@ -222,7 +223,7 @@ export class DynamoDbLedger implements Ledger {
             ':digest': req.digest,
             ':createdAt': job.createdAt,
             ':now': new Date(req.now).toISOString(),
-            ...(rerun ? {} : { ':nowMs': req.now, ':queued': 'QUEUED' }),
+            ...(rerun ? { ':redriveToken': req.redriveToken } : { ':nowMs': req.now, ':queued': 'QUEUED' }),
             ':ttl': ttlFor(req.now, this.retentionDays),
             ':open': LISTS.open(job.workspaceId),
             ':openSort': listSortKey(new Date(req.now).toISOString(), job.jobId),
@@ -568,6 +569,27 @@ export class DynamoDbLedger implements Ledger {
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
       return refusal(error, this.client);
+    }
+  }
+
+  async authorizeRedrive(input: { jobId: string; token: string; now: number }): Promise<JobRecord | undefined> {
+    try {
+      const out = await this.client.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: jobKey(input.jobId),
+          // The record's updatedAt stays: it says when the job reached the DLQ (its list order).
+          UpdateExpression: 'SET redriveToken = :token',
+          ConditionExpression: '#status IN (:failed, :skipped)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':token': input.token, ':failed': 'FAILED', ':skipped': 'SKIPPED' },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return strip<JobRecord>(out.Attributes);
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      return undefined;
     }
   }
 

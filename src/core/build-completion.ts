@@ -14,6 +14,7 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type * as z from 'zod/mini';
 import { commandStageOf } from '../../contract/job-types';
+import { RUN_ATTRIBUTE } from '../../contract/messages';
 import { REPORT_GRACE_SECONDS } from '../../contract/runtime-env';
 import { describeIssues, jobAttributes, tenantGroupId } from './envelope';
 import { errorMessage, PermanentJobError } from './errors';
@@ -97,7 +98,9 @@ export async function reportOutcome(record: JobRecord, deps: BuildCompletionDeps
     const dlqUrl = deps.stageDlqUrls[record.type];
     if (dlqUrl === undefined) throw new Error(`no stage DLQ for job type ${record.type}`);
     const body = record.stageMessage ?? JSON.stringify(jobAttributes(record));
-    await deps.queueOps.sendToDlq(dlqUrl, { body, attributes: jobAttributes(record), groupId: tenantGroupId(record.tenantId) }, verdict.error);
+    // The run it failed in: a redrive takes only the copy of the job's current run (src/cli/dlq.ts copyMismatch).
+    const attributes = { ...jobAttributes(record), [RUN_ATTRIBUTE]: String(record.run ?? 0) };
+    await deps.queueOps.sendToDlq(dlqUrl, { body, attributes, groupId: tenantGroupId(record.tenantId) }, verdict.error);
   }
   const { event, metric } = EVENT_OF[verdict.status];
   deps.metrics.count(metric, record.type);

@@ -10,19 +10,24 @@ import type { ClaimOutcome, ClaimRequest, CompleteInput, ConflictAttempt, Confli
 import type { JobEnvelope } from './envelope';
 
 /**
- * Finished statuses only a redriven delivery takes over (decisions §2). The job then runs again
- * from the start: the claim drops the progress of the failed run (e.g. a broken build's id) and
- * adds one to its run number, so the operator's redrive starts a new build instead of resuming it.
+ * Finished statuses only the operator's redrive takes over (decisions §2, §26). The job then runs
+ * again from the start: the claim drops the progress of the failed run (e.g. a broken build's id)
+ * and adds one to its run number, so the operator's redrive starts a new build instead of resuming it.
  */
 export const RERUN_STATUSES: readonly JobStatus[] = ['SKIPPED', 'FAILED'];
 
+/** Statuses a claim takes over whatever the lease says: a stage consumer takes the FORWARDED record the sequencer left. */
+export function takeoverStatuses(consumer: Consumer): JobStatus[] {
+  return consumer === 'stage' ? ['FORWARDED'] : [];
+}
+
 /**
- * Statuses a claim takes over whatever the lease says: a stage consumer takes the FORWARDED
- * record the sequencer left; a redriven delivery takes a SKIPPED or FAILED one.
+ * Whether the delivery is the operator's redrive of this finished record: the record is FAILED or
+ * SKIPPED and holds the token the delivery carries, which the operator's redrive wrote before it
+ * sent the message (authorizeRedrive). The attribute alone is anyone's to set.
  */
-export function takeoverStatuses(consumer: Consumer, redrive: boolean): JobStatus[] {
-  const statuses: JobStatus[] = consumer === 'stage' ? ['FORWARDED'] : [];
-  return redrive ? [...statuses, ...RERUN_STATUSES] : statuses;
+export function isAuthorizedRerun(existing: Pick<JobRecord, 'status' | 'redriveToken'>, req: Pick<ClaimRequest, 'redriveToken'>): boolean {
+  return RERUN_STATUSES.includes(existing.status) && req.redriveToken !== undefined && existing.redriveToken === req.redriveToken;
 }
 
 export function isLeaseLive(record: Pick<JobRecord, 'leaseUntil'>, now: number): boolean {
@@ -64,7 +69,7 @@ export function isClaimable(existing: JobRecord | undefined, req: ClaimRequest):
   // Recorded by the producer before sending: the job's turn has come.
   if (existing.status === 'QUEUED') return true;
   if (existing.status === 'IN_FLIGHT') return !isLeaseLive(existing, req.now);
-  return takeoverStatuses(req.consumer, req.redrive).includes(existing.status);
+  return takeoverStatuses(req.consumer).includes(existing.status) || isAuthorizedRerun(existing, req);
 }
 
 /** What a record that refused the claim means (read with a consistent read after the failed write). */

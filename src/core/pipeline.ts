@@ -289,7 +289,7 @@ class JobRun<M extends JobEnvelope> {
       leaseMs: settings.leaseSeconds * 1000,
       consumer: settings.consumer,
       ...(settings.consumer === 'stage' && isStageMessage(this.job) ? { pin: this.job.pin } : {}),
-      redrive: this.record.messageAttributes[REDRIVE_ATTRIBUTE] !== undefined,
+      redriveToken: this.redriveToken(),
     });
     switch (claim.kind) {
       case 'busy':
@@ -331,6 +331,11 @@ class JobRun<M extends JobEnvelope> {
     return true;
   }
 
+  /** The `redrive` attribute's value: the operator's token, or anyone's forgery (the ledger decides). */
+  private redriveToken(): string | undefined {
+    return this.record.messageAttributes[REDRIVE_ATTRIBUTE]?.stringValue;
+  }
+
   /**
    * A SUCCEEDED / FAILED / SKIPPED record met again on an ordinary redelivery. The earlier worker
    * recorded the verdict but may have died before the DLQ send or the event, so both are done
@@ -340,6 +345,7 @@ class JobRun<M extends JobEnvelope> {
    */
   private async settleFinished(record: JobRecord): Promise<boolean> {
     this.log.info('already finished: acknowledged', { status: record.status });
+    if (this.redriveToken() !== undefined) this.log.warn('a redrive the ledger did not record: handled as an ordinary redelivery, nothing runs again', { status: record.status });
     if (reportedByItsBuild(record)) return true;
     const verdict = recordedVerdict(record);
     if (verdict === undefined) return true;

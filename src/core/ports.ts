@@ -59,6 +59,8 @@ export interface JobRecord {
   readonly progress?: Record<string, string>;
   /** Command stages: the run number, 0 for the first run; only an operator's redrive adds one. */
   readonly run?: number;
+  /** FAILED / SKIPPED: the operator's redrive on its way (authorizeRedrive); the claim it wins removes it. */
+  readonly redriveToken?: string;
   /**
    * Command stages, while the reconciler must look at the job (epoch ms): a RUNNING job's build
    * timeout plus margins, or a verdict's report deadline. Absent once the outcome is reported.
@@ -237,8 +239,12 @@ export interface ClaimRequest {
    * does). A stage runs what the sequencer pinned, never what a message says.
    */
   readonly pin?: Pin;
-  /** The delivery is an operator's redrive from the DLQ (message attribute `redrive`). */
-  readonly redrive: boolean;
+  /**
+   * The `redrive` attribute of the delivery. It takes over a FAILED or SKIPPED record only when the
+   * ledger holds the same token: the operator's redrive records it there first (authorizeRedrive),
+   * so a message that merely carries the attribute is an ordinary redelivery.
+   */
+  readonly redriveToken?: string;
 }
 
 export type ClaimOutcome =
@@ -421,6 +427,12 @@ export interface Ledger {
    * (listOpenJobs), the only list that shows it.
    */
   cancel(jobId: string, now: number): Promise<CancelOutcome>;
+  /**
+   * The operator's redrive of a FAILED or SKIPPED job, recorded before its message is sent: the
+   * record keeps `token`, which the redriven delivery must carry to run the job again. Undefined
+   * (nothing written) when the job is not FAILED or SKIPPED.
+   */
+  authorizeRedrive(input: { jobId: string; token: string; now: number }): Promise<JobRecord | undefined>;
   /** Records a job as QUEUED before it is sent (one conditional write); a known job id is returned as is. */
   recordQueued(input: { job: JobEnvelope; digest: string; now: number }): Promise<QueueOutcome>;
   /** Records a refused request that reused a job id (once per distinct request, at most MAX_CONFLICTS). */

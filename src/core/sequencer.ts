@@ -12,7 +12,7 @@ import { gitHostProblem, type GitHostPolicy } from '../../contract/git-remotes';
 import { JOB_TYPES, type OrderedJobType, type StagedJobType } from '../../contract/job-types';
 import { wireJson } from '../../contract/messages';
 import { jobAttributes, messageGroupId, parseEnvelope, tenantGroupId, type JobEnvelope, type Pin } from './envelope';
-import { InvalidJobError, LeaseHeldError, LeaseLostError, PermanentJobError, RefusedBeforeTurnError } from './errors';
+import { InvalidJobError, LeaseHeldError, LeaseLostError, PermanentJobError, RefusedBeforeTurnError, type PermanentReason } from './errors';
 import { processFifoBatch } from './fifo-batch';
 import { createRecordProcessor, receiveCount, type JobContext, type JobProcessor, type PipelineDeps, type RunResult, type RunVerdict } from './pipeline';
 import type { JobRecord, SettledTake, WorkspaceGit, WorkspaceRecord, WorkspaceRepo } from './ports';
@@ -117,6 +117,15 @@ class SequencerProcessor implements JobProcessor {
   private async skip(job: JobEnvelope, take: Exclude<SettledTake, { kind: 'taken' | 'mismatch' }>, ctx: JobContext): Promise<RunVerdict> {
     const { ledger, clock } = this.deps;
     let blockedBy = take.workspace.blockedBy ?? 'unknown';
+    if (take.kind === 'blocked' && blockedBy === job.jobId) {
+      // The job blocking its workspace, run again while the fence is up (a redrive that should have
+      // waited for the unblock): its failure stands, never "SKIPPED, blocked by itself".
+      const reason = (take.workspace.blockedReason ?? 'UNEXPECTED_ERROR') as PermanentReason;
+      throw new RefusedBeforeTurnError(
+        reason,
+        `job ${job.jobId} still blocks workspace ${job.workspaceId} (${reason}): lift the fence first (workspace unblock ${job.workspaceId} --replay or --drop), then redrive it`,
+      );
+    }
     if (take.kind === 'predecessorUnfinished') {
       blockedBy = take.predecessor;
       ctx.logger.error('previous job left the queue unfinished: fencing the workspace', { predecessor: blockedBy });

@@ -7,7 +7,7 @@
  * `redrive` attribute that lets a claim take over a FAILED or SKIPPED record (decisions §2), so a
  * job moved by it would be a no-op. fauxqs lacks it as well.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageCommand,
@@ -18,8 +18,10 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { QueueEndpoint } from './targets';
-import { REDRIVE_ATTRIBUTE, stringAttributes } from '../../contract/messages';
-import { tenantGroupId } from '../core/envelope';
+import { REDRIVE_ATTRIBUTE, RUN_ATTRIBUTE, stringAttributes } from '../../contract/messages';
+import { isStageMessage, jobDigest, parseEnvelope, parseStageMessage, tenantGroupId, type JobEnvelope } from '../core/envelope';
+import { errorMessage } from '../core/errors';
+import type { JobRecord, Ledger } from '../core/ports';
 
 export interface DlqMessage {
   /** Base name of the queue whose DLQ holds the message. */
@@ -192,19 +194,72 @@ function groupFields(queue: QueueEndpoint, message: DlqMessage, deduplicationId:
 }
 
 /**
- * Sends a DLQ message back to the queue it came from, with the `redrive` attribute (the DLQ
- * message id) and a fresh dedup id. A crash between this send and the delete makes a second
- * redrive of the same message: its dedup id is the same (within 5 minutes), and after that the
- * ledger finds the job SUCCEEDED and acknowledges the copy.
+ * Why a DLQ copy is not the job the ledger records, or undefined when it is. Attributes are the
+ * sender's to write (a forged message moved to a DLQ keeps its forged `jobId`), so the copy is
+ * read: its body must be a job, the job its attributes name, with the request digest the ledger
+ * recorded (and, on a stage's DLQ, the pin the sequencer recorded); a copy a build's completion
+ * made names its run, which must be the job's current one.
  */
-export async function redriveMessage(sqs: SQSClient, queue: QueueEndpoint, message: DlqMessage): Promise<string> {
+export function copyMismatch(queue: Pick<QueueEndpoint, 'fifo'>, message: DlqMessage, record: JobRecord | undefined): string | undefined {
+  const named = message.attributes.jobId ?? '';
+  let job: JobEnvelope;
+  try {
+    // The FIFO queue carries envelopes; a stage queue, envelopes with their pin.
+    job = queue.fifo ? parseEnvelope(message.body) : parseStageMessage(message.body);
+  } catch (error) {
+    return `its body is not a job (${errorMessage(error)})`;
+  }
+  if (job.jobId !== named) return `its body is job ${job.jobId}, its attributes name ${named}`;
+  if (record === undefined) return `the ledger has no job ${named}`;
+  if (jobDigest(job) !== record.digest) return `its request differs from the one the ledger records for job ${named}`;
+  const pin = isStageMessage(job) ? job.pin : undefined;
+  if (record.pin !== undefined && (pin?.sha !== record.pin.sha || pin.repoUrl !== record.pin.repoUrl || pin.branch !== record.pin.branch)) {
+    return `its pin differs from the one the sequencer recorded for job ${named}`;
+  }
+  const run = message.attributes[RUN_ATTRIBUTE];
+  if (run !== undefined && Number(run) !== (record.run ?? 0)) return `it is the copy of run ${run}; job ${named} is at run ${record.run ?? 0}`;
+  return undefined;
+}
+
+/** What became of one DLQ copy an operator's redrive looked at. */
+export type RedriveOutcome = { readonly redriven: true; readonly messageId: string } | { readonly redriven: false; readonly why: string };
+
+/**
+ * The operator's redrive of one DLQ copy (`dlq redrive`, `workspace unblock --replay`): the copy
+ * is matched against the job's ledger record (copyMismatch), the redrive is recorded on the job
+ * (a fresh token: authorizeRedrive), and only then is the copy sent back carrying that token.
+ * The pipeline runs a FAILED or SKIPPED job again only for a delivery whose token the ledger
+ * holds: the `redrive` attribute alone is anyone's to set (decisions §26).
+ */
+export async function redriveCopy(
+  sqs: SQSClient,
+  ledger: Pick<Ledger, 'authorizeRedrive'>,
+  queue: QueueEndpoint,
+  message: DlqMessage,
+  record: JobRecord | undefined,
+): Promise<RedriveOutcome> {
+  const mismatch = copyMismatch(queue, message, record);
+  if (mismatch !== undefined) return { redriven: false, why: `a copy that is not the job the ledger records: ${mismatch} (message ${message.messageId}, left for you)` };
+  const token = randomUUID();
+  const authorized = await ledger.authorizeRedrive({ jobId: messageJob(message).jobId, token, now: Date.now() });
+  if (authorized === undefined) return { redriven: false, why: `it is ${record?.status ?? 'unknown'}, not FAILED or SKIPPED: nothing to run again (message ${message.messageId})` };
+  return { redriven: true, messageId: await redriveMessage(sqs, queue, message, token) };
+}
+
+/**
+ * The send of redriveCopy: a DLQ message back to the queue it came from, with the `redrive`
+ * attribute (the token the redrive recorded) and a fresh dedup id. A crash between this send and the delete makes a second
+ * redrive of the same message: its dedup id is the same (within 5 minutes), and after that the
+ * ledger finds the job SUCCEEDED (or the token spent) and acknowledges the copy.
+ */
+export async function redriveMessage(sqs: SQSClient, queue: QueueEndpoint, message: DlqMessage, token: string): Promise<string> {
   const { jobId, type } = messageJob(message);
   const attributes = Object.fromEntries(JOB_ATTRIBUTES.flatMap((k) => (message.attributes[k] ? [[k, message.attributes[k]]] : [])));
   const out = await sqs.send(
     new SendMessageCommand({
       QueueUrl: queue.url,
       MessageBody: message.body,
-      MessageAttributes: stringAttributes({ ...attributes, [REDRIVE_ATTRIBUTE]: message.messageId }),
+      MessageAttributes: stringAttributes({ ...attributes, [REDRIVE_ATTRIBUTE]: token }),
       ...groupFields(queue, message, () => redriveDeduplicationId(jobId, type, message.messageId)),
     }),
   );

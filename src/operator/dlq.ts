@@ -197,7 +197,16 @@ async function redriveAll(connection: Connection, queues: readonly QueueEndpoint
           return 'hold';
         }
       }
-      redriven.push({ queue: queue.name, jobId, messageId: await dlqMessages().redriveMessage(sqs, queue, message) });
+      const outcome = await dlqMessages().redriveCopy(sqs, ledger, queue, message, await ledger.getJob(jobId));
+      if (!outcome.redriven) {
+        left.push({ queue: queue.name, jobId, why: outcome.why });
+        if (!queue.fifo) return 'hold';
+        // Not a copy of a job to run (forged, stale): it holds no place in the workspace's order, so
+        // it moves to its group's tail and the walk goes on to the copies behind it.
+        await dlqMessages().requeueAtTail(sqs, queue, message);
+        return 'delete';
+      }
+      redriven.push({ queue: queue.name, jobId, messageId: outcome.messageId });
       return 'delete';
     });
   }
@@ -233,7 +242,14 @@ async function redriveNamed(connection: Connection, queues: readonly QueueEndpoi
       take: async (m) => {
         const { jobId } = dlqMessages().messageJob(m);
         if (!ids.has(jobId) || isConflict(m)) return false;
-        redriven.push({ queue: queue.name, jobId, messageId: await dlqMessages().redriveMessage(sqs, queue, m) });
+        // A copy that is not the job the ledger records (a forged jobId attribute) is reported and
+        // kept in its place; the walk goes on to the job's own copy.
+        const outcome = await dlqMessages().redriveCopy(sqs, ledger, queue, m, wanted.get(jobId));
+        if (!outcome.redriven) {
+          left.push({ queue: queue.name, jobId, why: outcome.why });
+          return false;
+        }
+        redriven.push({ queue: queue.name, jobId, messageId: outcome.messageId });
         ids.delete(jobId);
         return true;
       },

@@ -87,14 +87,21 @@ export async function unblockWorkspace(connection: Connection, workspaceId: stri
         handled.push({ jobId, action: 'kept', status: job?.status });
         return false;
       }
-      if (mode === 'replay') {
-        await ops.redriveMessage(sqs, queue, message);
-        handled.push({ jobId, action: 'replayed' });
-      } else {
+      // A copy that is not the skipped job (a forged jobId attribute) is neither replayed nor
+      // taken for it: it stays, and the job's own copy is acted on.
+      const mismatch = ops.copyMismatch(queue, message, job);
+      if (mismatch !== undefined) {
+        handled.push({ jobId, action: 'kept', status: `not this job's copy: ${mismatch}` });
+        return false;
+      }
+      if (mode === 'drop') {
         const outcome = await ledger.cancel(jobId, Date.now());
         handled.push({ jobId, action: 'dropped', status: outcome.cancelled ? 'CANCELLED' : outcome.record?.status });
+        return true;
       }
-      return true;
+      const outcome = await ops.redriveCopy(sqs, ledger, queue, message, job);
+      handled.push(outcome.redriven ? { jobId, action: 'replayed' } : { jobId, action: 'kept', status: outcome.why });
+      return outcome.redriven;
     },
   });
   return { workspace: after, previousState: before.state, mode, jobs: handled };

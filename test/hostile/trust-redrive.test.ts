@@ -44,6 +44,21 @@ describe('hostile redrives (sequencer and CLI, first delivery)', () => {
     expect(await suite.ledger().getJob(failing.jobId)).toMatchObject({ status: 'FAILED', error: recorded?.error });
   });
 
+  it('keeps the blocking job FAILED even for a redrive the ledger recorded while its fence was up (never SKIPPED, blocked by itself)', async () => {
+    const ws = await suite.newWorkspace();
+    const failing = await blockingFailure(ws);
+    await suite.ledger().authorizeRedrive({ jobId: failing.jobId, token: 'too-early', now: Date.now() });
+
+    await suite.sendRaw(ws, failing, { attributes: { redrive: 'too-early' }, deduplicationId: `early-${randomUUID()}` });
+    expect(await suite.deliverOnce()).toEqual({ batchItemFailures: [] });
+
+    expect(await suite.ledger().getJob(failing.jobId)).toMatchObject({
+      status: 'FAILED',
+      error: { reason: 'PATCH_DOES_NOT_APPLY', message: expect.stringMatching(/still blocks workspace .*lift the fence first/) },
+    });
+    expect(await suite.ledger().getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: failing.jobId });
+  });
+
   it('runs a FAILED job again only for the operator\'s redrive, not for a message that carries the attribute', async () => {
     const ws = await suite.newWorkspace();
     const failing = await blockingFailure(ws);

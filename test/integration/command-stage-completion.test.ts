@@ -160,7 +160,7 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     await h.forward(message);
     // The stage started and recorded the build, and is a write away from RUNNING.
     const { pin: _pin, ...envelope } = message;
-    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner: 'stage-1', now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', pin: message.pin, redrive: false });
+    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner: 'stage-1', now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', pin: message.pin });
     await h.ledger.recordProgress({ jobId: message.jobId, owner: 'stage-1', progress: { buildId: 'tests:early' }, now: h.now });
     await emit(message, 'tests:early', 'SUCCEEDED');
 
@@ -177,7 +177,7 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     await h.forward(message);
     // The stage asked for the build and lost the answer: only its start mark is recorded.
     const { pin: _pin, ...envelope } = message;
-    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner: 'stage-1', now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', pin: message.pin, redrive: false });
+    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner: 'stage-1', now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', pin: message.pin });
     await h.ledger.recordProgress({ jobId: message.jobId, owner: 'stage-1', progress: { startRequestedAt: new Date(h.now).toISOString() }, now: h.now });
     await emit(message, 'tests:lost-answer', 'SUCCEEDED');
 
@@ -222,8 +222,9 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     expect(failed).toMatchObject({ status: 'FAILED' });
     expect(failed?.run).toBeUndefined();
 
-    // `dlq redrive` sends the message back with the redrive attribute (decisions §2).
-    const attributes = stringAttributes({ ...jobAttributes(message), [REDRIVE_ATTRIBUTE]: 'dlq-message-1' });
+    // `dlq redrive` records its token on the job, then sends the message back carrying it (decisions §2, §26).
+    await h.ledger.authorizeRedrive({ jobId: message.jobId, token: 'redrive-1', now: h.now });
+    const attributes = stringAttributes({ ...jobAttributes(message), [REDRIVE_ATTRIBUTE]: 'redrive-1' });
     await emulators().clients.sqs.send(new SendMessageCommand({ QueueUrl: emulators().queueUrls['run-tests'], MessageBody: JSON.stringify(message), MessageAttributes: attributes }));
     expect((await h.deliver(stage())).failed).toBe(false);
 
@@ -261,7 +262,7 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     const message = job();
     await h.forward(message);
     const { pin: _pin, ...envelope } = message;
-    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner: 'dead-stage', now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', pin: message.pin, redrive: false });
+    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner: 'dead-stage', now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', pin: message.pin });
     await h.ledger.recordProgress({ jobId: message.jobId, owner: 'dead-stage', progress: { startRequestedAt: new Date(h.now).toISOString() }, now: h.now });
     h.now += (LEASE_SECONDS + 1) * 1000;
     const started: Build = {

@@ -37,9 +37,9 @@ describe('copies of DLQ messages keep their group', () => {
 
     const sends = recordSends(sqs);
     try {
-      await redriveMessage(sqs, queue, job!);
+      await redriveMessage(sqs, queue, job!, 'token-1');
       await requeueAtTail(sqs, queue, job!);
-      await redriveMessage(sqs, queue, stray!);
+      await redriveMessage(sqs, queue, stray!, 'token-2');
     } finally {
       sends.stop();
     }

@@ -68,7 +68,7 @@ describe('pipeline heartbeat on a stage queue', () => {
   async function sendJob(): Promise<JobEnvelope> {
     const job: JobEnvelope = { jobId: `job-${randomUUID()}`, workspaceId: 'ws-hb', tenantId: 't', type: 'run_tests', createdAt: '2026-01-01T00:00:00Z', payload: {} };
     const owner = `sequencer-${randomUUID()}`;
-    await ledger.claim({ job, digest: jobDigest(job), owner, now: Date.now(), leaseMs: 60_000, consumer: 'sequencer', redrive: false });
+    await ledger.claim({ job, digest: jobDigest(job), owner, now: Date.now(), leaseMs: 60_000, consumer: 'sequencer' });
     await ledger.complete({ jobId: job.jobId, owner, now: Date.now(), verdict: { status: 'FORWARDED', pin: PIN } });
     await sqs().send(
       new SendMessageCommand({
@@ -113,7 +113,7 @@ describe('pipeline heartbeat on a stage queue', () => {
     expect(heartbeatError).toMatchObject({ message: expect.stringMatching(/visibility/i) });
     expect(response.batchItemFailures).toHaveLength(1);
     // The failed worker gave its lease back, so the redelivery can claim at once.
-    expect((await ledger.claim({ job, digest: (await ledger.getJob(job.jobId))?.digest ?? '', owner: 'next', now: Date.now(), leaseMs: 60_000, consumer: 'stage', pin: PIN, redrive: false })).kind).toBe('claimed');
+    expect((await ledger.claim({ job, digest: (await ledger.getJob(job.jobId))?.digest ?? '', owner: 'next', now: Date.now(), leaseMs: 60_000, consumer: 'stage', pin: PIN })).kind).toBe('claimed');
   });
 
   it('stops a worker whose lease was taken over: its heartbeat fails and it records nothing', async () => {
@@ -126,7 +126,7 @@ describe('pipeline heartbeat on a stage queue', () => {
       // Another worker takes the job over after the lease ran out.
       clockOffset = LEASE_SECONDS * 1000;
       const { pin, ...envelope } = parseStageMessage(ctx.record.body);
-      await ledger.claim({ job: envelope, digest: ctx.claimed.digest, owner: 'other', now: Date.now() + clockOffset, leaseMs: 60_000, consumer: 'stage', pin, redrive: false });
+      await ledger.claim({ job: envelope, digest: ctx.claimed.digest, owner: 'other', now: Date.now() + clockOffset, leaseMs: 60_000, consumer: 'stage', pin });
       heartbeatError = await ctx.heartbeat().catch((e: unknown) => e);
       if (heartbeatError) throw heartbeatError;
     }));

@@ -177,12 +177,15 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
   const attr = (m: Message, name: string) => m.MessageAttributes?.[name]?.StringValue;
 
   /**
-   * What `dlq redrive` and `workspace unblock --replay` send (docs/decisions.md §2): each DLQ
-   * message back to the FIFO queue, in order, with the redrive attribute and a fresh dedup id.
+   * What `dlq redrive` and `workspace unblock --replay` send (docs/decisions.md §2, §26): each DLQ
+   * message back to the FIFO queue, in order, with a fresh dedup id and the redrive attribute
+   * carrying the token the redrive recorded in the ledger first.
    */
   async function redrive(messages: readonly Message[]): Promise<void> {
     for (const message of messages) {
       const job = JSON.parse(message.Body ?? '{}') as JobEnvelope;
+      const token = randomUUID();
+      await ledger.authorizeRedrive({ jobId: job.jobId, token, now: Date.now() });
       await sqs().send(
         new SendMessageCommand({
           QueueUrl: queueUrl(),
@@ -190,7 +193,7 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
           MessageGroupId: messageGroupId(job.workspaceId),
           MessageDeduplicationId: createHash('sha256').update(`${job.jobId}:${job.type}:redrive:${message.MessageId}`).digest('hex'),
           MessageAttributes: Object.fromEntries(
-            Object.entries({ ...jobAttributes(job), redrive: 'true' }).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]),
+            Object.entries({ ...jobAttributes(job), redrive: token }).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]),
           ),
         }),
       );
@@ -297,7 +300,7 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     expect(await deliver(sqs(), queueUrl(), arn, forwarded, handler)).toEqual({ batchItemFailures: [] });
     // The open_pr stage takes the job and fails it (it goes to the stage's DLQ there).
     const pin = (await ledger.getJob(pr.jobId))?.pin;
-    const stage = { job: pr, digest: jobDigest(pr), owner: randomUUID(), now: Date.now(), leaseMs: LEASE_SECONDS * 1000, consumer: 'stage' as const, pin, redrive: false };
+    const stage = { job: pr, digest: jobDigest(pr), owner: randomUUID(), now: Date.now(), leaseMs: LEASE_SECONDS * 1000, consumer: 'stage' as const, pin };
     expect((await ledger.claim(stage)).kind).toBe('claimed');
     const failure = { reason: 'REJECTED_BY_TARGET', message: 'no commits between main and main' };
     await ledger.complete({ jobId: pr.jobId, owner: stage.owner, now: Date.now(), verdict: { status: 'FAILED', error: failure } });

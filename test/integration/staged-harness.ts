@@ -78,7 +78,7 @@ export function stageHarness(emulators: LocalEmulators, worker: StagedJobType): 
     async forward(message) {
       const { pin, ...envelope } = message;
       const owner = randomUUID();
-      await ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: harness.now, leaseMs: 60_000, consumer: 'sequencer', redrive: false });
+      await ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: harness.now, leaseMs: 60_000, consumer: 'sequencer' });
       await ledger.complete({ jobId: message.jobId, owner, now: harness.now, verdict: { status: 'FORWARDED', pin } });
       await send(JSON.stringify(message), jobAttributes(message));
     },

@@ -44,7 +44,7 @@ export function newJob(overrides: Partial<JobEnvelope> = {}): JobEnvelope {
 }
 
 export function claimOf(job: JobEnvelope, overrides: Partial<ClaimRequest> = {}): ClaimRequest {
-  return { job, digest: jobDigest(job), owner: randomUUID(), now: NOW, leaseMs: LEASE_MS, consumer: 'sequencer', redrive: false, ...overrides };
+  return { job, digest: jobDigest(job), owner: randomUUID(), now: NOW, leaseMs: LEASE_MS, consumer: 'sequencer', ...overrides };
 }
 
 /** A job the sequencer pinned, claimed by its stage with build `buildId` recorded and RUNNING until `dueAt`. */
@@ -69,6 +69,13 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
       subject = setup();
       ledger = subject.ledger;
     });
+
+    /** The operator's redrive of `job`: a token recorded on the job (when it is FAILED or SKIPPED), then a claim carrying it. */
+    async function redriven(job: JobEnvelope, overrides: Partial<ClaimRequest> = {}): Promise<ClaimRequest> {
+      const token = randomUUID();
+      await ledger.authorizeRedrive({ jobId: job.jobId, token, now: NOW });
+      return claimOf(job, { ...overrides, redriveToken: token });
+    }
 
     /** Claims the job and records `verdict` for it; returns the claim. */
     async function settle(job: JobEnvelope, verdict: JobVerdict, workspace?: { workspaceId: string; seq: number }): Promise<ClaimRequest> {
@@ -126,7 +133,7 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         await settle(job, { status: 'SUCCEEDED', result: { exitCode: 0 } });
 
         expect(await ledger.claim(claimOf(job, { now: NOW + 10 * LEASE_MS }))).toMatchObject({ kind: 'duplicate', record: { result: { exitCode: 0 } } });
-        expect((await ledger.claim(claimOf(job, { redrive: true }))).kind).toBe('duplicate');
+        expect((await ledger.claim(await redriven(job))).kind).toBe('duplicate');
         const reused = await ledger.claim(claimOf({ ...job, payload: { command: 'rm -rf /' } } as JobEnvelope));
         expect(reused).toMatchObject({ kind: 'conflict', record: { status: 'SUCCEEDED' } });
         expect(await ledger.getJob(job.jobId)).toMatchObject({ digest: jobDigest(job), result: { exitCode: 0 } });
@@ -139,7 +146,7 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         expect((await ledger.claim(claimOf(other, { now: NOW + 2 * LEASE_MS }))).kind).toBe('conflict');
         const failed = newJob();
         await settle(failed, FAILED);
-        expect((await ledger.claim(claimOf({ ...failed, payload: {} } as JobEnvelope, { redrive: true }))).kind).toBe('conflict');
+        expect((await ledger.claim(await redriven({ ...failed, payload: {} } as JobEnvelope))).kind).toBe('conflict');
       });
 
       it('never runs a FAILED or SKIPPED job again on an ordinary redelivery; a redrive runs it afresh', async () => {
@@ -150,12 +157,39 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
           // Never pinned by the sequencer: no stage consumer may take it.
           expect((await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN }))).kind).toBe('unpinned');
 
-          const rerun = await ledger.claim(claimOf(job, { redrive: true }));
+          const rerun = await ledger.claim(await redriven(job));
           expect(rerun).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', attempt: 2 } });
           expect(rerun.kind === 'claimed' && rerun.record).not.toHaveProperty('error');
           expect(rerun.kind === 'claimed' && rerun.record).not.toHaveProperty('blockedBy');
           await expect(ledger.complete({ jobId: job.jobId, owner: first.owner, now: NOW, verdict })).rejects.toBeInstanceOf(LeaseLostError);
         }
+      });
+
+      it('reruns a FAILED or SKIPPED job only for a claim carrying the token its redrive recorded, which the claim consumes', async () => {
+        for (const verdict of [FAILED, SKIPPED]) {
+          const job = newJob();
+          await settle(job, verdict);
+          expect(await ledger.authorizeRedrive({ jobId: job.jobId, token: 'the-operators', now: NOW })).toMatchObject({ status: verdict.status, redriveToken: 'the-operators' });
+
+          // The attribute without the recorded token (a forgery, or a stale copy) is an ordinary redelivery.
+          expect((await ledger.claim(claimOf(job, { redriveToken: 'forged' }))).kind).toBe('finished');
+          expect(await ledger.getJob(job.jobId)).toMatchObject({ status: verdict.status, attempt: 1, error: { reason: verdict.status === 'FAILED' ? 'TEST_RUN_ERROR' : 'SKIPPED' } });
+
+          const rerun = await ledger.claim(claimOf(job, { redriveToken: 'the-operators' }));
+          expect(rerun).toMatchObject({ kind: 'claimed', record: { attempt: 2 } });
+          expect(rerun.kind === 'claimed' && rerun.record).not.toHaveProperty('redriveToken');
+        }
+      });
+
+      it('records a redrive only for a FAILED or SKIPPED job', async () => {
+        const succeeded = newJob();
+        await settle(succeeded, { status: 'SUCCEEDED', result: {} });
+        const running = newJob();
+        await ledger.claim(claimOf(running));
+
+        for (const job of [succeeded, running, newJob()]) expect(await ledger.authorizeRedrive({ jobId: job.jobId, token: 't', now: NOW })).toBeUndefined();
+        expect(await ledger.getJob(succeeded.jobId)).not.toHaveProperty('redriveToken');
+        expect(await ledger.getJob(running.jobId)).not.toHaveProperty('redriveToken');
       });
 
       it('keeps the progress of a run for a takeover of its expired lease, and drops it when a redrive runs a FAILED job again', async () => {
@@ -165,14 +199,14 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         await ledger.claim(first);
         const progress = { buildId: 'build-1' };
         await ledger.recordProgress({ jobId: job.jobId, owner: first.owner, progress, now: NOW });
-        const resumed = await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS, redrive: true }));
+        const resumed = await ledger.claim(await redriven(job, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS }));
         // The stage's second attempt (pinning by the sequencer is not one).
         expect(resumed).toMatchObject({ kind: 'claimed', record: { progress, attempt: 2 } });
 
         const failedBy = resumed.kind === 'claimed' ? resumed.record.leaseOwner : undefined;
         await ledger.complete({ jobId: job.jobId, owner: failedBy ?? '', now: NOW, verdict: FAILED });
         expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'FAILED', progress });
-        const rerun = await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, redrive: true }));
+        const rerun = await ledger.claim(await redriven(job, { consumer: 'stage', pin: PIN }));
         expect(rerun).toMatchObject({ kind: 'claimed', record: { status: 'IN_FLIGHT', attempt: 3 } });
         expect(rerun.kind === 'claimed' && rerun.record).not.toHaveProperty('progress');
       });
@@ -215,7 +249,7 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
           [claimOf(job, { consumer: 'stage', pin: { ...PIN, branch: 'other' } }), /pin\.branch differs/],
           [claimOf({ ...job, payload: { command: 'forged' } } as JobEnvelope, { consumer: 'stage', pin: PIN }), /differs from the request/],
           [claimOf(job, { consumer: 'stage' }), /carries no pin/],
-          [claimOf(job, { consumer: 'stage', pin: { ...PIN, sha: 'b'.repeat(40) }, redrive: true }), /pin\.sha differs/],
+          [claimOf(job, { consumer: 'stage', pin: { ...PIN, sha: 'b'.repeat(40) }, redriveToken: 'any' }), /pin\.sha differs/],
         ] as const) {
           expect(await ledger.claim(claim)).toMatchObject({ kind: 'unpinned', why: expect.stringMatching(why) });
         }
@@ -231,7 +265,7 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         const late = await ledger.claim(claimOf(job, { now: NOW + LEASE_MS }));
 
         expect(late).toMatchObject({ kind: 'forwarded', record: { status: 'IN_FLIGHT', pin: PIN, leaseOwner: stage.owner } });
-        expect((await ledger.claim(claimOf(job, { now: NOW + LEASE_MS, redrive: true }))).kind).toBe('forwarded');
+        expect((await ledger.claim(await redriven(job, { now: NOW + LEASE_MS }))).kind).toBe('forwarded');
         // The stage takes its own expired lease over, pin and place kept.
         expect(await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS }))).toMatchObject({ kind: 'claimed', record: { pin: PIN, attempt: 2 } });
       });
@@ -293,7 +327,7 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         await ledger.recordQueued({ job: queued, digest: jobDigest(queued), now: NOW });
         expect(await ledger.cancel(queued.jobId, NOW)).toMatchObject({ cancelled: true, previous: 'QUEUED', record: { status: 'CANCELLED', jobId: queued.jobId } });
         expect((await ledger.claim(claimOf(queued))).kind).toBe('cancelled');
-        expect((await ledger.claim(claimOf(queued, { redrive: true, consumer: 'stage', pin: PIN }))).kind).toBe('cancelled');
+        expect((await ledger.claim(await redriven(queued, { consumer: 'stage', pin: PIN }))).kind).toBe('cancelled');
 
         const unknown = `never-${randomUUID()}`;
         expect(await ledger.cancel(unknown, NOW)).toEqual({ cancelled: false, record: undefined });
@@ -313,7 +347,7 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         const skipped = newJob();
         await settle(skipped, SKIPPED);
         expect(await ledger.cancel(skipped.jobId, NOW)).toMatchObject({ cancelled: true, previous: 'SKIPPED' });
-        expect((await ledger.claim(claimOf(skipped, { redrive: true }))).kind).toBe('cancelled');
+        expect((await ledger.claim(await redriven(skipped))).kind).toBe('cancelled');
 
         const running = newJob();
         await ledger.claim(claimOf(running));
@@ -363,7 +397,7 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         const job = await running('b-1', NOW);
         await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-1', verdict: FAILED as typeof PASSED, now: NOW, reportBy: NOW });
         await ledger.markReported({ jobId: job.jobId, buildId: 'b-1', now: NOW });
-        const redrive = claimOf(job, { consumer: 'stage', pin: PIN, redrive: true });
+        const redrive = await redriven(job, { consumer: 'stage', pin: PIN });
 
         const claimed = await ledger.claim(redrive);
 
@@ -377,7 +411,7 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
       it('a stage delivery of a RUNNING job is acknowledged as running, never claimed', async () => {
         const job = await running('b-1', NOW + 1_000);
         expect((await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS * 10 }))).kind).toBe('running');
-        expect((await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, redrive: true }))).kind).toBe('running');
+        expect((await ledger.claim(await redriven(job, { consumer: 'stage', pin: PIN }))).kind).toBe('running');
         expect((await ledger.claim(claimOf(job))).kind).toBe('staged');
       });
     });
@@ -459,7 +493,7 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         expect((await ledger.listWorkspaces()).filter((w) => w.workspaceId === workspaceId)).toEqual([expect.objectContaining({ workspaceId, state: 'ACTIVE' })]);
 
         // A redriven delivery takes the FAILED job off the DLQ list; a cancel takes the SKIPPED one off.
-        expect((await ledger.claim(claimOf(failed, { redrive: true }))).kind).toBe('claimed');
+        expect((await ledger.claim(await redriven(failed))).kind).toBe('claimed');
         await ledger.cancel(skipped.jobId, NOW);
         expect(await dlqJobs()).toEqual([]);
         expect(ids(await ledger.listOpenJobs(workspaceId))).toEqual(ids([queued, running, forwarded, failed]));

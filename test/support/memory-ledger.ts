@@ -104,7 +104,7 @@ export class MemoryLedger implements Ledger {
     const rerun = existing !== undefined && RERUN_STATUSES.includes(existing.status);
     const { error: _error, blockedBy: _blockedBy, progress, ...kept } = existing ?? ({} as Partial<JobRecord>);
     if (rerun) {
-      for (const field of ['dueAt', 'stageMessage', 'reportedAt', 'result'] as const) delete kept[field];
+      for (const field of ['dueAt', 'stageMessage', 'reportedAt', 'result', 'redriveToken'] as const) delete kept[field];
     }
     const record: JobRecord = {
       ...kept,
@@ -257,6 +257,14 @@ export class MemoryLedger implements Ledger {
     // Cancelled while QUEUED: it never gets a turn, and stays on its workspace's open list (ports.ts).
     if (existing.status !== 'QUEUED') this.lists.delete(`job#${jobId}`);
     return { cancelled: true, previous: existing.status, record: copy(record) };
+  }
+
+  async authorizeRedrive(input: { jobId: string; token: string; now: number }): Promise<JobRecord | undefined> {
+    const existing = this.jobs.get(input.jobId);
+    if (existing === undefined || !RERUN_STATUSES.includes(existing.status)) return undefined;
+    const record: JobRecord = { ...existing, redriveToken: input.token };
+    this.jobs.set(input.jobId, record);
+    return copy(record);
   }
 
   async recordQueued(input: { job: JobEnvelope; digest: string; now: number }): Promise<QueueOutcome> {

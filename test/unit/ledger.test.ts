@@ -15,7 +15,7 @@ const digest = jobDigest(job);
 const PIN = { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1/r.git', branch: 'main' };
 
 function request(overrides: Partial<ClaimRequest> = {}): ClaimRequest {
-  return { job, digest, owner: 'me', now: NOW, leaseMs: 60_000, consumer: 'sequencer', redrive: false, ...overrides };
+  return { job, digest, owner: 'me', now: NOW, leaseMs: 60_000, consumer: 'sequencer', ...overrides };
 }
 
 function stored(status: JobStatus, overrides: Partial<JobRecord> = {}): JobRecord {
@@ -82,7 +82,7 @@ describe('claim rules', () => {
   it('acknowledges a cancelled job whatever its digest (a tombstone has none)', () => {
     const record = stored('CANCELLED', { digest: '' });
     expect(claimOutcome(record, request())).toEqual({ kind: 'cancelled', record });
-    expect(claimOutcome(record, request({ redrive: true }))).toEqual({ kind: 'cancelled', record });
+    expect(claimOutcome(record, request({ redriveToken: 't-1' }))).toEqual({ kind: 'cancelled', record });
   });
 
   it('never runs a FAILED or SKIPPED job again on an ordinary redelivery', () => {
@@ -93,10 +93,19 @@ describe('claim rules', () => {
     }
   });
 
-  it('lets a redriven delivery take over a FAILED or SKIPPED job, but not a SUCCEEDED one', () => {
-    expect(isClaimable(stored('FAILED'), request({ redrive: true }))).toBe(true);
-    expect(isClaimable(stored('SKIPPED'), request({ redrive: true }))).toBe(true);
-    expect(isClaimable(stored('SUCCEEDED'), request({ redrive: true }))).toBe(false);
+  it('lets the operator\'s redrive take over a FAILED or SKIPPED job (the ledger holds its token), but not a SUCCEEDED one', () => {
+    expect(isClaimable(stored('FAILED', { redriveToken: 't-1' }), request({ redriveToken: 't-1' }))).toBe(true);
+    expect(isClaimable(stored('SKIPPED', { redriveToken: 't-1' }), request({ redriveToken: 't-1' }))).toBe(true);
+    expect(isClaimable(stored('SUCCEEDED', { redriveToken: 't-1' }), request({ redriveToken: 't-1' }))).toBe(false);
+  });
+
+  it('treats a redrive attribute the ledger did not record as an ordinary redelivery: the finished record stands', () => {
+    for (const status of ['FAILED', 'SKIPPED'] as const) {
+      for (const record of [stored(status), stored(status, { redriveToken: 'the-operators' })]) {
+        expect(isClaimable(record, request({ redriveToken: 'forged' }))).toBe(false);
+        expect(claimOutcome(record, request({ redriveToken: 'forged' }))).toEqual({ kind: 'finished', record });
+      }
+    }
   });
 
   it('lets a stage consumer take a FORWARDED job; the sequencer re-forwards it instead', () => {
@@ -116,7 +125,7 @@ describe('claim rules', () => {
     const expired = stored('IN_FLIGHT', { pin: PIN, leaseOwner: 'stage', leaseUntil: NOW });
     // Claiming it would pin it again at whatever the workspace head is now, or fence the workspace.
     expect(isClaimable(expired, request())).toBe(false);
-    expect(isClaimable(expired, request({ redrive: true }))).toBe(false);
+    expect(isClaimable(expired, request({ redriveToken: 't-1' }))).toBe(false);
     expect(claimOutcome(expired, request())).toEqual({ kind: 'forwarded', record: expired });
     expect(isClaimable(expired, request({ consumer: 'stage', pin: PIN }))).toBe(true);
   });
@@ -140,10 +149,11 @@ describe('claim rules', () => {
       ['another branch', forwarded, request({ consumer: 'stage', pin: { ...PIN, branch: 'other' } }), /pin\.branch differs/],
       ['another request under the pinned job id', forwarded, request({ consumer: 'stage', pin: PIN, digest: 'f'.repeat(64) }), /differs from the request the sequencer pinned/],
       ['no pin at all', forwarded, request({ consumer: 'stage' }), /carries no pin/],
-    ])('refuses %s (UNPINNED), whatever the redrive flag', (_label, record, req, why) => {
-      for (const redrive of [false, true]) {
-        expect(isClaimable(record, { ...req, redrive })).toBe(false);
-        expect(claimOutcome(record, { ...req, redrive })).toEqual({ kind: 'unpinned', why: expect.stringMatching(why) });
+    ])('refuses %s (UNPINNED), redriven or not', (_label, record, req, why) => {
+      for (const redriveToken of [undefined, 't-1']) {
+        const withToken = record && { ...record, redriveToken: 't-1' };
+        expect(isClaimable(withToken, { ...req, redriveToken })).toBe(false);
+        expect(claimOutcome(withToken, { ...req, redriveToken })).toEqual({ kind: 'unpinned', why: expect.stringMatching(why) });
       }
     });
 
@@ -154,9 +164,8 @@ describe('claim rules', () => {
   });
 
   it('names the statuses a claim may take over', () => {
-    expect(takeoverStatuses('sequencer', false)).toEqual([]);
-    expect(takeoverStatuses('stage', false)).toEqual(['FORWARDED']);
-    expect(takeoverStatuses('sequencer', true)).toEqual(['SKIPPED', 'FAILED']);
+    expect(takeoverStatuses('sequencer')).toEqual([]);
+    expect(takeoverStatuses('stage')).toEqual(['FORWARDED']);
   });
 
   it('names the DLQ that holds a job: its stage once pinned, else the FIFO queue', () => {
