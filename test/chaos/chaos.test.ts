@@ -1,7 +1,9 @@
 /**
  * A small seed of the chaos harness (test/chaos/run.ts) in every test run: the platform in its own
- * process, faults at every boundary, a kill -9 and restart at a random point and one while a test
- * command runs, then every invariant checked from the outside. The big runs are in RELIABILITY.md (`npm run chaos`). Nothing here is timed: a run that
+ * process, faults at every boundary, a kill -9 and restart at a random point (after damaged ledger
+ * files refused a start) and one while a test command runs, a second start with --reset refused
+ * while it runs, then every invariant checked from the outside. The big runs are in RELIABILITY.md
+ * (`npm run chaos`). Nothing here is timed: a run that
  * stops making progress is reported as the `quiet` violation, with the last state it saw.
  */
 import { runChaos } from './run';
@@ -20,4 +22,7 @@ test('a small seed keeps every invariant through faults, kill -9 (once during a 
   expect(report.lives).toBe(3);
   expect(report.faults['kill.during-run']).toBe(1);
   expect(Object.values(report.faults).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+  // The state directory's faults: the restart met damaged ledger files first, and a second start
+  // with --reset came while the platform ran (every life that does not end by a self-kill).
+  expect(report.faults).toMatchObject({ 'ledger.damaged': 1, 'start.second-with-reset': expect.any(Number) });
 });

@@ -29,6 +29,7 @@ import { CONFIG_ENV, DEFAULT_RATES, type FaultRates, type PlatformProcessConfig,
 import { FaultLog } from './fault-log';
 import { startGitProxy, type GitProxy } from './git-proxy';
 import { checkInvariants, collect, gaveUpAfterPushIds, readLedger, type Observed, type Violations } from './invariants';
+import { damagedLedgerStart, secondStartWithReset } from './state-faults';
 import { Random } from './random';
 import { makeScenario, mapLimit, type PlannedItem, type Scenario } from './scenario';
 
@@ -104,8 +105,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const driver = new Driver(scenario, { stateDir, log, rates, rng: root.fork('driver'), github, proxy, say, stallMs: options.stallMs ?? 240_000 });
     let life = 0;
     let stuck: string | undefined;
+    const stateRng = root.fork('state');
+    const stateProblems: string[] = [];
+    const problem = (found: string | undefined) => found && stateProblems.push(found);
     for (;;) {
       const plan = kills.shift();
+      // After a kill: a start on damaged ledger files is refused, then the files are put back.
+      if (life > 0) problem(await damagedLedgerStart(stateDir, stateRng, log));
       platform = await PlatformProcess.start({
         stateDir,
         faultLog: log.file,
@@ -117,6 +123,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         runTag: scenario.runTag,
         ...(plan?.kind === 'self' ? { selfKill: plan.selfKill } : {}),
       });
+      // Before any traffic, in a life the platform will not end by itself: a self-kill during the
+      // second start would free the directory, and that start would then (rightly) empty it.
+      if (plan?.kind !== 'self') problem(await secondStartWithReset(stateDir, platform.info.pid, log));
       proxy.setUpstream(platform.info.gitUrl);
       const ended = await driver.live(platform, life, plan?.kind === 'outside' ? plan.atProgress : undefined);
       if (ended.kind === 'quiet') break;
@@ -133,6 +142,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const observed = await observe(scenario, platform, github);
     const violations = await checkInvariants(scenario, observed);
     if (stuck) violations.quiet = [stuck];
+    if (stateProblems.length > 0) violations.state = stateProblems;
     const violationCount = Object.values(violations).reduce((n, list) => n + list.length, 0);
     return {
       seed: options.seed,

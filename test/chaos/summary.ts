@@ -1,5 +1,5 @@
 /** The one summary of a chaos run: jobs, workspaces, outcomes, faults by kind, violations by invariant. */
-import { INVARIANTS } from './invariants';
+import { INVARIANTS, RUN_INVARIANTS } from './invariants';
 import type { ChaosReport } from './run';
 
 /** Violations shown per invariant (each is counted). */
@@ -17,7 +17,7 @@ export function summary(report: ChaosReport): string {
     `faults injected: ${Object.values(report.faults).reduce((a, b) => a + b, 0)}`,
     ...Object.entries(report.faults).map(([k, n]) => `  ${k.padEnd(40)} ${n}`),
     'violations by invariant:',
-    ...[...INVARIANTS, 'quiet' as const].map((name) => `  ${name.padEnd(40)} ${report.violations[name]?.length ?? 0}`),
+    ...[...INVARIANTS, ...RUN_INVARIANTS].map((name) => `  ${name.padEnd(40)} ${report.violations[name]?.length ?? 0}`),
     ...Object.entries(report.violations).flatMap(([name, list]) => [
       ...list.slice(0, EXAMPLES).map((v) => `  [${name}] ${v}`),
       ...(list.length > EXAMPLES ? [`  [${name}] ... and ${list.length - EXAMPLES} more`] : []),

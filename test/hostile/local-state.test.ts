@@ -8,7 +8,6 @@
  * The platform under attack runs in this process (src/local/platform.ts); the second start runs
  * through the real CLI in a process of its own, as `npm start -- --reset` does.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -20,49 +19,12 @@ import { EXIT } from '../../src/cli/errors';
 import { PlatformAlreadyRunningError, PortInUseError, startPlatform, type LocalPlatform } from '../../src/local/platform';
 import { PLATFORM_FILE, REPOSITORIES_DIR } from '../../src/local/state-dir';
 import { newJob } from '../support/ledger-contract';
-
-const BIN = path.join(__dirname, '..', '..', 'bin', 'agent-jobs.js');
-/** Far longer than a refusal takes on a loaded machine; a start that got further is stopped then. */
-const START_TIMEOUT_MS = 60_000;
+import { localUp, type LocalUpRun } from '../support/local-up';
 
 jest.setTimeout(180_000);
 
-interface CliRun {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/**
- * `agent-jobs local up <args>` in a process of its own. A start that is not refused prints its
- * ready line; it is then stopped (SIGINT) and the case fails on its exit code. `dropRoot` runs it
- * without root's capabilities when the tests run as root (root writes anywhere otherwise).
- */
-function localUp(args: readonly string[], options: { dropRoot?: boolean } = {}): Promise<CliRun> {
-  const dropRoot = options.dropRoot === true && process.getuid?.() === 0;
-  const [command, argv] = dropRoot
-    ? ['setpriv', ['--inh-caps=-all', '--bounding-set=-all', '--', process.execPath, BIN, 'local', 'up', ...args]]
-    : [process.execPath, [BIN, 'local', 'up', ...args]];
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
-    let stdout = '';
-    let stderr = '';
-    const stopper = setTimeout(() => child.kill('SIGKILL'), START_TIMEOUT_MS);
-    child.stdout.on('data', (c: Buffer) => {
-      stdout += c.toString();
-      if (stdout.includes('ready')) child.kill('SIGINT'); // it started: this case has failed
-    });
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(stopper);
-      resolve({ code: code ?? -1, stdout, stderr });
-    });
-  });
-}
-
 /** One line on stderr, nothing on stdout (no ready line), exit 5 (the platform cannot start). */
-function expectRefused(run: CliRun, says: RegExp): void {
+function expectRefused(run: LocalUpRun, says: RegExp): void {
   expect({ code: run.code, stdout: run.stdout }).toEqual({ code: EXIT.unavailable, stdout: '' });
   expect(run.stderr.trim().split('\n')).toEqual([expect.stringMatching(says)]);
 }
