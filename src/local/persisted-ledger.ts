@@ -19,7 +19,7 @@
  * loss after a clean stop always is: the stop's marker is the ledger's last write.
  */
 import { createReadStream, existsSync } from 'node:fs';
-import { readFile, rename } from 'node:fs/promises';
+import { rename } from 'node:fs/promises';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { BatchWriteItemCommand, GetItemCommand, PutItemCommand, ResourceNotFoundException, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
@@ -27,7 +27,7 @@ import { Level } from 'level';
 import * as z from 'zod/mini';
 import '../../contract/zod-english';
 import type { LocalEmulators } from './emulators';
-import { writeFileAtomic } from './write-atomic';
+import { readIfPresent, writeFileAtomic } from './write-atomic';
 
 export const MANIFEST_FILE = 'state.json';
 export const LEDGER_DIR = 'dynamodb';
@@ -164,13 +164,8 @@ function recorded(manifest: StateManifest): string {
 
 async function readManifest(stateDir: string): Promise<StateManifest> {
   const file = path.join(stateDir, MANIFEST_FILE);
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw error;
-  }
+  const text = await readIfPresent(file);
+  if (text === undefined) return {};
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -10,11 +10,10 @@
  * again at the next start from the same state directory. `--reset` deletes the file with the rest
  * of the state; a port given explicitly wins (and is recorded).
  */
-import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as z from 'zod/mini';
 import '../../contract/zod-english';
-import { writeFileAtomic } from './write-atomic';
+import { readIfPresent, writeFileAtomic } from './write-atomic';
 
 export const PORTS_FILE = 'ports.json';
 
@@ -43,13 +42,8 @@ export function portsFile(stateDir: string): string {
 /** The ports recorded by an earlier start from this state directory; none when there was none. */
 export async function readRecordedPorts(stateDir: string): Promise<PlatformPorts> {
   const file = portsFile(stateDir);
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw error;
-  }
+  const text = await readIfPresent(file);
+  if (text === undefined) return {};
   let parsed: ReturnType<typeof portsSchema.safeParse>;
   try {
     parsed = portsSchema.safeParse(JSON.parse(text));

@@ -10,13 +10,12 @@
  */
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readdir, rm, truncate, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { localLedger } from '../../src/compose/local';
 import { jobDigest } from '../../src/core/envelope';
 import { EXIT } from '../../src/cli/errors';
-import { PlatformAlreadyRunningError, PortInUseError, startPlatform, type LocalPlatform } from '../../src/local/platform';
+import { PlatformAlreadyRunningError, startPlatform, type LocalPlatform } from '../../src/local/platform';
 import { PLATFORM_FILE, REPOSITORIES_DIR } from '../../src/local/state-dir';
 import { newJob } from '../support/ledger-contract';
 import { localUp, type LocalUpRun } from '../support/local-up';
@@ -82,22 +81,6 @@ describe('the local state directory under abuse', () => {
     it('frees the directory when the platform stops, so the next start runs', async () => {
       await (await start()).stop();
       await expect(start()).resolves.toBeDefined();
-    });
-
-    it('names another way out than --reset when a recorded port is taken (--reset would delete the state)', async () => {
-      const first = await start();
-      const gitPort = first.git.port;
-      await first.stop();
-      const squatter = createServer();
-      await new Promise<void>((resolve) => squatter.listen(gitPort, '127.0.0.1', resolve));
-      try {
-        const refused = start();
-        await expect(refused).rejects.toThrow(PortInUseError);
-        await expect(refused).rejects.toThrow(/--port-git <another port>/);
-        await expect(refused).rejects.not.toThrow(/--reset/);
-      } finally {
-        await new Promise((resolve) => squatter.close(resolve));
-      }
     });
   });
 

@@ -88,6 +88,9 @@ describe('local platform lifecycle', () => {
       const refused = start();
       await expect(refused).rejects.toThrow(PortInUseError);
       await expect(refused).rejects.toThrow(`the git port ${gitPort} recorded in ${portsFile(stateDir)} is in use`);
+      // Another port, not --reset: that deletes the whole state directory.
+      await expect(refused).rejects.toThrow(/--port-git <another port>/);
+      await expect(refused).rejects.not.toThrow(/--reset/);
       // Nothing half-started stays behind: the state directory is free for the next start.
       expect(await readPlatformInfo(stateDir)).toBeUndefined();
     } finally {
