@@ -133,6 +133,11 @@ function isConditionFailure(error: unknown): boolean {
 }
 
 /** A conditional write DynamoDB refused, with the item its condition saw when the refusal carries it. */
+/** The workspace and the job holding a branch binding, from its item. */
+function holderOf(item: Item | undefined): { workspaceId: string; jobId: string } | undefined {
+  return item === undefined ? undefined : { workspaceId: String(item['workspaceId']), jobId: String(item['jobId']) };
+}
+
 interface Refusal {
   readonly kind: 'refused';
   readonly item: Item | undefined;
@@ -822,12 +827,14 @@ export class DynamoDbLedger implements Ledger {
   async bindBranch(input: BindBranchInput): Promise<BranchBinding> {
     const Key = { pk: branchBindingKey(input.repo) };
     for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
-      if (await this.writeBinding(Key, input, 'free or ours')) return { kind: 'bound' };
-      const holder = await this.readBinding(Key);
+      const write = await this.writeBinding(Key, input, 'free or ours');
+      if (write === 'written') return { kind: 'bound' };
+      // The binding as the refusing condition saw it; read only when the refusal came without it.
+      const holder = holderOf(write.item ?? (await this.getItem(Key.pk)));
       // Released, or bound to this workspace, between the write and the read: write again.
       if (holder === undefined || holder.workspaceId === input.workspaceId) continue;
       if (!isStaleBinding(await this.getWorkspace(holder.workspaceId), input.repo)) return { kind: 'taken', holder };
-      if (await this.writeBinding(Key, input, holder)) return { kind: 'bound' };
+      if ((await this.writeBinding(Key, input, holder)) === 'written') return { kind: 'bound' };
     }
     throw new TransientJobError(`binding of ${input.repo.url} branch ${input.repo.branch} kept racing with other writers`);
   }
@@ -835,9 +842,9 @@ export class DynamoDbLedger implements Ledger {
   /**
    * One conditional write of a branch binding: `free or ours` claims a binding nobody holds (or
    * keeps this workspace's, with the job that made it); a holder's binding is handed over only
-   * while that holder still has it. False when the condition failed.
+   * while that holder still has it.
    */
-  private async writeBinding(Key: { pk: string }, input: BindBranchInput, from: 'free or ours' | { workspaceId: string; jobId: string }): Promise<boolean> {
+  private async writeBinding(Key: { pk: string }, input: BindBranchInput, from: 'free or ours' | { workspaceId: string; jobId: string }): Promise<'written' | Refusal> {
     const handOver = from !== 'free or ours';
     try {
       await this.client.send(
@@ -857,18 +864,14 @@ export class DynamoDbLedger implements Ledger {
             ':now': new Date(input.now).toISOString(),
             ...(handOver ? { ':holder': from.workspaceId, ':holderJob': from.jobId } : {}),
           },
+          ...OLD_ITEM_ON_REFUSAL,
         }),
       );
-      return true;
+      return 'written';
     } catch (error) {
-      if (isConditionFailure(error)) return false;
+      if (isConditionFailure(error)) return refusal(error, this.client);
       throw error;
     }
-  }
-
-  private async readBinding(Key: { pk: string }): Promise<{ workspaceId: string; jobId: string } | undefined> {
-    const out = await this.client.send(new GetCommand({ TableName: this.table, Key, ConsistentRead: true }));
-    return out.Item ? { workspaceId: String(out.Item['workspaceId']), jobId: String(out.Item['jobId']) } : undefined;
   }
 
   async releaseBranch(input: Omit<BindBranchInput, 'now'>): Promise<void> {

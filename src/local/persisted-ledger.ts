@@ -9,7 +9,9 @@
  *   gone, or whose marker is older than state.json's, lost data: the start is refused.
  * - Files LevelDB cannot open (a damaged CURRENT or MANIFEST) are found by opening them before
  *   dynalite does: dynalite would throw from inside its request handler, taking the process down
- *   with a stack trace.
+ *   with a stack trace. (DynamoDB Local keeps one SQLite file; a damaged one shows as a lost table.)
+ * - state.json also records which emulator kept the ledger: the other one cannot read its files,
+ *   and a start with it would find no ledger.
  * - A clean stop exports the whole table (`<stateDir>/ledger-export.jsonl`, DynamoDB's own item
  *   format, one item a line) after its last write; `--restore-ledger` moves the damaged files
  *   aside and imports that export.
@@ -26,7 +28,7 @@ import { BatchWriteItemCommand, GetItemCommand, PutItemCommand, ResourceNotFound
 import { Level } from 'level';
 import * as z from 'zod/mini';
 import '../../contract/zod-english';
-import type { LocalEmulators } from './emulators';
+import { DYNAMODB_EMULATOR_ENV, DYNAMODB_EMULATORS, type DynamoDbEmulator, type LocalEmulators } from './emulators';
 import { readIfPresent, writeFileAtomic } from './write-atomic';
 
 export const MANIFEST_FILE = 'state.json';
@@ -44,6 +46,8 @@ const manifestSchema = z.object({
   ledger: z.optional(
     z.object({
       generation: z.int(),
+      /** The emulator whose files hold it (absent in a manifest written before there was a choice: dynalite). */
+      emulator: z.optional(z.enum(DYNAMODB_EMULATORS)),
       /** The last clean stop: when, how many items the ledger held, whether it was exported. */
       cleanStop: z.optional(z.object({ at: z.string(), items: z.int(), exported: z.boolean() })),
     }),
@@ -55,6 +59,8 @@ type RawItem = Record<string, AttributeValue>;
 
 export interface PersistedLedgerOptions {
   readonly stateDir: string;
+  /** The emulator this start runs (emulators.ts dynamoDbEmulatorOf). */
+  readonly emulator: DynamoDbEmulator;
   /** Replace the ledger by the last clean stop's export (`--restore-ledger`). */
   readonly restore?: boolean;
 }
@@ -72,13 +78,19 @@ export async function prepareLedger(options: PersistedLedgerOptions): Promise<Pe
   if (options.restore) {
     if (!existsSync(exportFile)) throw new LedgerStateError(`--restore-ledger: there is no ${exportFile} (a clean stop with --persist writes it): start afresh with --reset`);
     if (existsSync(ledgerDir)) await rename(ledgerDir, `${ledgerDir}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`);
-    return new PersistedLedger(stateDir, manifest, way, exportFile);
+    return new PersistedLedger(stateDir, manifest, way, options.emulator, exportFile);
+  }
+  const keptBy = manifest.ledger === undefined ? undefined : (manifest.ledger.emulator ?? 'dynalite');
+  if (keptBy !== undefined && keptBy !== options.emulator) {
+    throw new LedgerStateError(
+      `the persisted ledger in ${ledgerDir} was kept by ${keptBy}, which this start (${options.emulator}) cannot read: start with ${DYNAMODB_EMULATOR_ENV}=${keptBy}, or afresh with --reset (deletes the whole state directory, repositories included)`,
+    );
   }
   if (manifest.ledger && !existsSync(ledgerDir)) {
     throw new LedgerStateError(`the persisted ledger in ${ledgerDir} is gone (${recorded(manifest)}): ${way}`);
   }
-  if (existsSync(ledgerDir)) await openable(ledgerDir, way);
-  return new PersistedLedger(stateDir, manifest, way);
+  if (options.emulator === 'dynalite' && existsSync(ledgerDir)) await openable(ledgerDir, way);
+  return new PersistedLedger(stateDir, manifest, way, options.emulator);
 }
 
 export class PersistedLedger {
@@ -88,6 +100,7 @@ export class PersistedLedger {
     private readonly stateDir: string,
     private manifest: StateManifest,
     private readonly way: string,
+    private readonly emulator: DynamoDbEmulator,
     /** The export to import into the new table (restoring). */
     private readonly restoreFrom?: string,
   ) {
@@ -137,12 +150,12 @@ export class PersistedLedger {
     const generation = (this.manifest.ledger?.generation ?? 0) + 1;
     await writeMarker(emulators.clients.dynamodb, emulators.tableName, generation);
     const items = await exportItems(emulators.clients.dynamodb, emulators.tableName, path.join(this.stateDir, LEDGER_EXPORT_FILE));
-    await this.record({ generation, cleanStop: { at: new Date().toISOString(), items, exported: true } });
+    await this.record({ generation, emulator: this.emulator, cleanStop: { at: new Date().toISOString(), items, exported: true } });
   }
 
   private async advance(emulators: LocalEmulators, generation: number): Promise<void> {
     await writeMarker(emulators.clients.dynamodb, emulators.tableName, generation);
-    await this.record({ ...this.manifest.ledger, generation });
+    await this.record({ ...this.manifest.ledger, generation, emulator: this.emulator });
   }
 
   private async record(ledger: NonNullable<StateManifest['ledger']>): Promise<void> {

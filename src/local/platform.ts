@@ -24,7 +24,7 @@ import { localGit, localLedger, localReconcilerDeps, localWorker, ownGitServerPo
 import { reconcileBuilds, type ReconcilerDeps } from '../core/build-reconciler';
 import { errorMessage } from '../core/errors';
 import { DEFAULT_BACKOFF, type BackoffSettings } from '../core/pipeline';
-import { LOCAL_REGION, startEmulators, type EmulatorEndpoints, type LocalEmulators } from './emulators';
+import { dynamoDbEmulatorOf, LOCAL_REGION, startEmulators, type EmulatorEndpoints, type LocalEmulators } from './emulators';
 import { StreamLogger } from './file-logger';
 import { PlatformGitAccess } from './git-access';
 import { startGitServer, type GitServer } from './git-server';
@@ -158,9 +158,11 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
   stack.push(() => closeStream(logStream));
   const recorded = await readRecordedPorts(stateDir);
   const ports = choosePorts(options.ports ?? {}, recorded);
-  const persisted = options.persist === false ? undefined : await prepareLedger({ stateDir, restore: options.restoreLedger });
+  const dynamoDb = dynamoDbEmulatorOf();
+  const persisted = options.persist === false ? undefined : await prepareLedger({ stateDir, restore: options.restoreLedger, emulator: dynamoDb });
   const emulators = await startEmulators({
     ports,
+    dynamoDb,
     dynamoDbPath: persisted?.dir,
     ledgerTable: persisted?.expectsTable ? 'existing' : 'create',
     topology: platformQueues(options.workers),

@@ -7,17 +7,20 @@
  *   before anything is deleted: the run's own invariants then find every repository, job and
  *   commit where it was.
  * - `ledger.damaged` (detail: how): before a restart after a kill, the ledger's files are damaged
- *   (garbage in CURRENT, a corrupt MANIFEST, the ledger's directory gone) and a start is tried. It
+ *   (one of test/support/ledger-damage.ts: garbage in CURRENT, a corrupt MANIFEST, the files
+ *   emptied, the ledger's directory gone) and a start is tried. It
  *   must be refused in one line naming the ledger and the way out; the files are then put back as
  *   they were and the platform starts on them.
  *
  * A refusal that does not come, or comes otherwise, is a violation of the invariant `state`.
  */
 import { existsSync } from 'node:fs';
-import { cp, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { cp, rename, rm } from 'node:fs/promises';
 import * as path from 'node:path';
+import { dynamoDbEmulatorOf } from '../../src/local/emulators';
 import { LEDGER_DIR, MANIFEST_FILE } from '../../src/local/persisted-ledger';
 import { PLATFORM_FILE } from '../../src/local/state-dir';
+import { ledgerDamages } from '../support/ledger-damage';
 import { localUp, type LocalUpRun } from '../support/local-up';
 import type { FaultLog } from './fault-log';
 import type { Random } from './random';
@@ -50,24 +53,17 @@ export async function secondStartWithReset(stateDir: string, runningPid: number,
   return problem && `a second start with --reset while the platform ran: ${problem}`;
 }
 
-const DAMAGES: Readonly<Record<string, (ledgerDir: string) => Promise<void>>> = {
-  'garbage-current': (dir) => writeFile(path.join(dir, 'CURRENT'), 'garbage\n'),
-  'corrupt-manifest': async (dir) => {
-    for (const file of await readdir(dir)) if (file.startsWith('MANIFEST-')) await writeFile(path.join(dir, file), Buffer.alloc(64, 0xa5));
-  },
-  'directory-gone': (dir) => rm(dir, { recursive: true }),
-};
-
 /** Damages the stopped platform's ledger one way, tries a start (refused, naming the ledger), then puts the files back. */
 export async function damagedLedgerStart(stateDir: string, rng: Random, log: FaultLog): Promise<string | undefined> {
-  const how = rng.pick(Object.keys(DAMAGES));
+  const damages = ledgerDamages(dynamoDbEmulatorOf());
+  const how = rng.pick(Object.keys(damages));
   const ledgerDir = path.join(stateDir, LEDGER_DIR);
   // What a start that was not refused could change: the ledger's files and the state manifest.
   const keep = [ledgerDir, path.join(stateDir, MANIFEST_FILE)].filter((file) => existsSync(file));
   for (const file of keep) await cp(file, `${file}.chaos-kept`, { recursive: true });
   log.record('ledger.damaged', how);
   try {
-    await DAMAGES[how]?.(ledgerDir);
+    await damages[how]?.(ledgerDir);
     const run = await localUp(['--persist', '--state-dir', stateDir]);
     const problem = refusalProblem(run, (line) => line.includes(`the persisted ledger in ${ledgerDir} `) && line.includes('--reset'));
     return problem && `a start on a ledger with ${how}: ${problem}`;

@@ -9,15 +9,18 @@
  * through the real CLI in a process of its own, as `npm start -- --reset` does.
  */
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readdir, rm, truncate, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { localLedger } from '../../src/compose/local';
 import { jobDigest } from '../../src/core/envelope';
 import { EXIT } from '../../src/cli/errors';
 import { PlatformAlreadyRunningError, startPlatform, type LocalPlatform } from '../../src/local/platform';
+import { DYNAMODB_EMULATORS, dynamoDbEmulatorOf } from '../../src/local/emulators';
+import { MANIFEST_FILE } from '../../src/local/persisted-ledger';
 import { PLATFORM_FILE, REPOSITORIES_DIR } from '../../src/local/state-dir';
 import { newJob } from '../support/ledger-contract';
+import { ledgerDamages, loseLatestWrites } from '../support/ledger-damage';
 import { localUp, type LocalUpRun } from '../support/local-up';
 
 jest.setTimeout(180_000);
@@ -94,9 +97,9 @@ describe('the local state directory under abuse', () => {
     }
     const ledgerDir = () => path.join(stateDir, 'dynamodb');
 
-    it('refuses a ledger whose log was emptied, naming it and the way out, and --restore-ledger brings back the last clean stop', async () => {
+    it('refuses a ledger that lost its latest writes (its log emptied), naming it and the way out, and --restore-ledger brings back the last clean stop', async () => {
       const jobId = await stoppedWithAJob();
-      for (const file of await readdir(ledgerDir())) if (file.endsWith('.log')) await truncate(path.join(ledgerDir(), file), 0);
+      await loseLatestWrites(dynamoDbEmulatorOf())(ledgerDir());
 
       const refused = await localUp(['--persist', '--state-dir', stateDir]);
 
@@ -106,13 +109,18 @@ describe('the local state directory under abuse', () => {
       expect(await localLedger(restored.emulators).getJob(jobId)).toMatchObject({ jobId, status: 'QUEUED' });
     });
 
-    it.each<[string, (dir: string) => Promise<void>]>([
-      ['garbage in CURRENT', (dir) => writeFile(path.join(dir, 'CURRENT'), 'garbage\n')],
-      ['a corrupt MANIFEST', async (dir) => {
-        for (const file of await readdir(dir)) if (file.startsWith('MANIFEST-')) await writeFile(path.join(dir, file), Buffer.alloc(64, 0xa5));
-      }],
-      ['its directory deleted', (dir) => rm(dir, { recursive: true })],
-    ])('refuses a ledger with %s in one line naming the ledger and the fix, no stack trace', async (_damage, damage) => {
+    it('refuses a ledger another DynamoDB emulator kept, which this one cannot read, naming both', async () => {
+      await stoppedWithAJob();
+      const other = DYNAMODB_EMULATORS.find((emulator) => emulator !== dynamoDbEmulatorOf());
+      const manifest = path.join(stateDir, MANIFEST_FILE);
+      await writeFile(manifest, JSON.stringify({ ledger: { ...JSON.parse(await readFile(manifest, 'utf8')).ledger, emulator: other } }));
+
+      const refused = await localUp(['--persist', '--state-dir', stateDir]);
+
+      expectRefused(refused, new RegExp(`the persisted ledger in ${ledgerDir()} was kept by ${other}, which this start \\(${dynamoDbEmulatorOf()}\\) cannot read`));
+    });
+
+    it.each(Object.entries(ledgerDamages(dynamoDbEmulatorOf())))('refuses a ledger with %s in one line naming the ledger and the fix, no stack trace', async (_damage, damage) => {
       await stoppedWithAJob();
       await damage(ledgerDir());
 
