@@ -67,7 +67,7 @@ export interface PersistedLedgerOptions {
 
 /**
  * Before the emulators start: what state.json says, the files LevelDB can open (or, restoring,
- * the damaged files moved aside). `expectsTable`: the ledger table must exist when dynalite opens.
+ * the damaged files moved aside). `expectsTable`: the ledger table must exist when the emulator opens.
  */
 export async function prepareLedger(options: PersistedLedgerOptions): Promise<PersistedLedger> {
   const { stateDir } = options;
@@ -112,7 +112,7 @@ export class PersistedLedger {
     return this.manifest.ledger !== undefined && this.restoreFrom === undefined;
   }
 
-  /** An error of dynalite's at start, in the ledger's words: what is missing and the way out. */
+  /** An error of the DynamoDB emulator's at start, in the ledger's words: what is missing and the way out. */
   explain(error: unknown): unknown {
     if (error instanceof ResourceNotFoundException) return new LedgerStateError(`the persisted ledger in ${this.dir} lost data: it has no ledger table (${recorded(this.manifest)}): ${this.way}`, { cause: error });
     return error;

@@ -7,7 +7,9 @@
  *
  * State: the ledger (when persisting), the git repositories, test runs and pull requests survive a
  * restart; queued messages do not, because fauxqs keeps queues in memory only. The ports survive
- * too (stable-ports.ts), so repository and queue URLs stay the same.
+ * too (stable-ports.ts), so repository and queue URLs stay the same. One platform runs per state
+ * directory, locked before anything is deleted or started (state-lock.ts); a persisted ledger is
+ * checked against what the directory recorded before anything runs on it (persisted-ledger.ts).
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
