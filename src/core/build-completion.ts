@@ -98,7 +98,7 @@ export async function reportOutcome(record: JobRecord, deps: BuildCompletionDeps
     const dlqUrl = deps.stageDlqUrls[record.type];
     if (dlqUrl === undefined) throw new Error(`no stage DLQ for job type ${record.type}`);
     const body = record.stageMessage ?? JSON.stringify(jobAttributes(record));
-    // The run it failed in: a redrive takes only the copy of the job's current run (src/cli/dlq.ts copyMismatch).
+    // The run it failed in: a redrive takes only the copy of the job's current run (src/operator/dlq-messages.ts copyMismatch).
     const attributes = { ...jobAttributes(record), [RUN_ATTRIBUTE]: String(record.run ?? 0) };
     await deps.queueOps.sendToDlq(dlqUrl, { body, attributes, groupId: tenantGroupId(record.tenantId) }, verdict.error);
   }
