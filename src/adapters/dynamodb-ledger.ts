@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import * as z from 'zod/mini';
 import { JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
@@ -133,9 +133,9 @@ function isConditionFailure(error: unknown): boolean {
 }
 
 /** A conditional write DynamoDB refused, with the item its condition saw when the refusal carries it. */
-/** The workspace and the job holding a branch binding, from its item. */
+/** The workspace and the job holding a branch binding, from its item; none for a released one. */
 function holderOf(item: Item | undefined): { workspaceId: string; jobId: string } | undefined {
-  return item === undefined ? undefined : { workspaceId: String(item['workspaceId']), jobId: String(item['jobId']) };
+  return item?.['workspaceId'] === undefined ? undefined : { workspaceId: String(item['workspaceId']), jobId: String(item['jobId']) };
 }
 
 interface Refusal {
@@ -854,7 +854,8 @@ export class DynamoDbLedger implements Ledger {
           UpdateExpression: handOver
             ? 'SET workspaceId = :ws, jobId = :job, repoUrl = :url, #branch = :branch, boundAt = :now'
             : 'SET workspaceId = :ws, jobId = if_not_exists(jobId, :job), repoUrl = if_not_exists(repoUrl, :url), #branch = if_not_exists(#branch, :branch), boundAt = if_not_exists(boundAt, :now)',
-          ConditionExpression: handOver ? 'workspaceId = :holder AND jobId = :holderJob' : 'attribute_not_exists(pk) OR workspaceId = :ws',
+          // A released binding keeps its item without a holder (release is an update: the functions may not delete).
+          ConditionExpression: handOver ? 'workspaceId = :holder AND jobId = :holderJob' : 'attribute_not_exists(workspaceId) OR workspaceId = :ws',
           ExpressionAttributeNames: { '#branch': 'branch' },
           ExpressionAttributeValues: {
             ':ws': input.workspaceId,
@@ -876,10 +877,13 @@ export class DynamoDbLedger implements Ledger {
 
   async releaseBranch(input: Omit<BindBranchInput, 'now'>): Promise<void> {
     try {
+      // An update that removes the holder, not a DeleteItem: the functions' role updates the table
+      // and never deletes from it (test/infra/template-rules.ts).
       await this.client.send(
-        new DeleteCommand({
+        new UpdateCommand({
           TableName: this.table,
           Key: { pk: branchBindingKey(input.repo) },
+          UpdateExpression: 'REMOVE workspaceId, jobId, boundAt',
           ConditionExpression: 'workspaceId = :ws AND jobId = :job',
           ExpressionAttributeValues: { ':ws': input.workspaceId, ':job': input.jobId },
         }),

@@ -419,7 +419,9 @@ if (unavailable) {
         rmSync(join(copy, 'git-engine.js'));
         const sequencer = { ...fn('sequencer'), logicalId: 'sequencerWithoutGitEngine', codeDir: copy };
         const diff = 'diff --git a/x.txt b/x.txt\nnew file mode 100644\n--- /dev/null\n+++ b/x.txt\n@@ -0,0 +1 @@\n+x\n';
-        const body = JSON.stringify({ jobId: 'sep1', workspaceId: 'ws4', tenantId: 't1', type: 'apply_patch', createdAt: new Date().toISOString(), payload: { repo: { url: repoUrl, branch: 'agent/ws1' }, diff, message: 'x' } });
+        // A branch of its own: agent/ws1 is bound to ws1 (one workspace per branch, decisions §26). The
+        // git engine fails at its load, before the branch is looked for.
+        const body = JSON.stringify({ jobId: 'sep1', workspaceId: 'ws4', tenantId: 't1', type: 'apply_patch', createdAt: new Date().toISOString(), payload: { repo: { url: repoUrl, branch: 'agent/ws4' }, diff, message: 'x' } });
         const record = { messageId: 'm-sep1', receiptHandle: 'r', body, attributes: { ApproximateReceiveCount: '1', MessageGroupId: 'ws#ws4', SentTimestamp: String(Date.now()), SenderId: 'x', ApproximateFirstReceiveTimestamp: String(Date.now()), SequenceNumber: '1', MessageDeduplicationId: 'd' }, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: assembly.getAtt(queueId('sequencerQueue'), 'Arn'), awsRegion: REGION };
         await run.lambda.invoke(sequencer, { Records: [record] });
         const failed = await settled('sep1', 'FAILED');
