@@ -701,7 +701,7 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     const lost = patchJob(ws);
     const next = patchJob(ws);
     // A worker holds `lost` (claimed, the cursor taken) and never finishes it; its message is gone.
-    await ledger.claim({ job: lost, digest: jobDigest(lost), owner: 'stuck-worker', now: Date.now(), leaseMs: LEASE_SECONDS * 1000, consumer: 'sequencer', redrive: false });
+    await ledger.claim({ job: lost, digest: jobDigest(lost), owner: 'stuck-worker', now: Date.now(), leaseMs: LEASE_SECONDS * 1000, consumer: 'sequencer' });
     await ledger.takeWorkspace({ workspaceId: ws.workspaceId, jobId: lost.jobId, repo: lost.payload.repo, now: Date.now() });
     await send(next);
     const arn = await queueArn(sqs(), queueUrl());
