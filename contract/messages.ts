@@ -54,6 +54,20 @@ export const dlqAttributesSchema = z.looseObject({
   [REDRIVE_ATTRIBUTE]: z.optional(z.string().check(z.describe('On a message an operator sent back from a DLQ: the DLQ message id it came from.'))),
 });
 
+/**
+ * Carried by a stage message the pipeline sent again because a limit asked its job to wait
+ * (src/core/pipeline.ts): a fresh message starts its receive count at zero, so these say what the
+ * earlier copies spent. Never copied to a DLQ: a redrive starts afresh.
+ */
+export const DEFERRAL_ATTRIBUTES = {
+  /** Epoch milliseconds before which the job must not run (a wait longer than SQS's longest delay). */
+  until: 'deferredUntil',
+  /** Deliveries of earlier copies that failed (transient errors): they count against the job's retries. */
+  failedReceives: 'failedReceives',
+  /** How many times the job waited for a limit: the back-off of a limit that names no time grows with it. */
+  deferrals: 'deferrals',
+} as const;
+
 /** A string attribute as SQS SendMessage takes it (structurally the SDK's MessageAttributeValue). */
 export interface StringAttributeValue {
   readonly DataType: 'String';

@@ -117,6 +117,12 @@ export const JOB_METRICS = {
   oldestOverdueBuild: 'OldestOverdueBuildSeconds',
   /** Reconciler: jobs it completed or reported because their event never came or was not reported. */
   reconciled: 'BuildsReconciled',
+  /** GitHub answered a request with a rate limit (primary or secondary): the job waits until GitHub's time. */
+  githubRateLimited: 'GitHubRateLimited',
+  /** A content-creating GitHub request waited for its turn in the platform's own pacing (no request was made). */
+  githubPaced: 'GitHubRequestsPaced',
+  /** A command stage's build was refused by the runner's concurrent-build quota: the job waits for a build to free up. */
+  buildsWaitingForQuota: 'BuildsWaitingForQuota',
 } as const;
 export type JobMetricName = (typeof JOB_METRICS)[keyof typeof JOB_METRICS];
 

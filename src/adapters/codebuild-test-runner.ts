@@ -7,6 +7,7 @@
  */
 import { BatchGetBuildsCommand, ListBuildsForProjectCommand, StartBuildCommand, type CodeBuildClient } from '@aws-sdk/client-codebuild';
 import { TEST_BUILD_ENV } from '../../contract/runtime-env';
+import { RetryAfterError } from '../core/errors';
 import { buildEnvironment, buildIdempotencyToken } from '../core/jobs/command-stage';
 import type { BuildFinder, CommandRun, TestRunner, TestRunStatus } from '../core/ports';
 import { buildStatus } from './codebuild-builds';
@@ -15,6 +16,13 @@ const MIN_TIMEOUT_MINUTES = 5;
 const MAX_TIMEOUT_MINUTES = 2160;
 /** BatchGetBuilds takes at most this many ids. */
 export const MAX_BUILDS_PER_REQUEST = 100;
+
+/**
+ * StartBuild's answers that mean "not now": the account's (or the project's) concurrent-build
+ * quota is reached, or the API throttles. A build frees up when a running one ends, which nobody
+ * announces, so the job waits on the pipeline's quota back-off (RetryAfterError without a time).
+ */
+const QUOTA_ERRORS = new Set(['AccountLimitExceededException', 'ThrottlingException', 'TooManyRequestsException']);
 
 /** CodeBuild answered without the build it was asked about. */
 export class BuildNotFoundError extends Error {
@@ -34,14 +42,22 @@ export class CodeBuildTestRunner implements TestRunner, BuildFinder {
 
   async start(run: CommandRun): Promise<{ buildId: string }> {
     const env = buildEnvironment(run);
-    const out = await this.client.send(
-      new StartBuildCommand({
-        projectName: this.projectName,
-        idempotencyToken: buildIdempotencyToken(run),
-        environmentVariablesOverride: Object.entries(env).map(([name, value]) => ({ name, value, type: 'PLAINTEXT' })),
-        timeoutInMinutesOverride: timeoutMinutes(run.timeoutSeconds),
-      }),
-    );
+    const out = await this.client
+      .send(
+        new StartBuildCommand({
+          projectName: this.projectName,
+          idempotencyToken: buildIdempotencyToken(run),
+          environmentVariablesOverride: Object.entries(env).map(([name, value]) => ({ name, value, type: 'PLAINTEXT' })),
+          timeoutInMinutesOverride: timeoutMinutes(run.timeoutSeconds),
+        }),
+      )
+      .catch((error: unknown) => {
+        const name = (error as { name?: unknown } | null)?.name;
+        if (typeof name === 'string' && QUOTA_ERRORS.has(name)) {
+          throw new RetryAfterError('build-quota', `CodeBuild refused a build of ${this.projectName} for now (${name}: ${(error as Error).message})`, undefined, { cause: error });
+        }
+        throw error;
+      });
     const buildId = out.build?.id;
     if (!buildId) throw new BuildNotFoundError(`StartBuild on ${this.projectName} returned no build id`);
     return { buildId };

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { ChangeMessageVisibilityCommand, GetQueueUrlCommand, SendMessageCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
-import { DLQ_ATTRIBUTES, attributeText, stringAttributes } from '../../contract/messages';
+import { DEFERRAL_ATTRIBUTES, DLQ_ATTRIBUTES, attributeText, stringAttributes } from '../../contract/messages';
 import { deliveredGroupId } from '../core/envelope';
 import type { JobFailure, QueueOps } from '../core/ports';
 
@@ -19,10 +19,15 @@ export interface SqsQueueOpsOptions {
   readonly dlqUrl?: string;
 }
 
-/** The record's own attributes as SendMessage wants them (event-source records use lower-case keys). */
+const DEFERRAL_NAMES: ReadonlySet<string> = new Set(Object.values(DEFERRAL_ATTRIBUTES));
+
+/**
+ * The record's own attributes as SendMessage wants them (event-source records use lower-case
+ * keys), without what its waits for limits carried: a copy on a DLQ starts afresh when redriven.
+ */
 function copiedAttributes(record: SQSRecord): Record<string, MessageAttributeValue> {
   return Object.fromEntries(
-    Object.entries(record.messageAttributes).map(([name, a]) => [
+    Object.entries(record.messageAttributes).filter(([name]) => !DEFERRAL_NAMES.has(name)).map(([name, a]) => [
       name,
       a.stringValue !== undefined ? { DataType: a.dataType, StringValue: a.stringValue } : { DataType: a.dataType, BinaryValue: Buffer.from(a.binaryValue ?? '', 'base64') },
     ]),
@@ -82,6 +87,21 @@ export class SqsQueueOps implements QueueOps {
   async changeVisibility(record: SQSRecord, seconds: number): Promise<void> {
     await this.client.send(
       new ChangeMessageVisibilityCommand({ QueueUrl: await this.sourceQueueUrl(record), ReceiptHandle: record.receiptHandle, VisibilityTimeout: seconds }),
+    );
+  }
+
+  async requeue(record: SQSRecord, delaySeconds: number, attributes: Record<string, string>): Promise<void> {
+    const groupId = deliveredGroupId(record);
+    if (record.eventSourceARN.endsWith('.fifo')) throw new Error(`message ${record.messageId} is on a FIFO queue: a copy would go behind its group's later messages`);
+    await this.client.send(
+      new SendMessageCommand({
+        QueueUrl: await this.sourceQueueUrl(record),
+        MessageBody: record.body,
+        MessageAttributes: { ...copiedAttributes(record), ...stringAttributes(attributes) },
+        DelaySeconds: delaySeconds,
+        // A fair queue's copy stays in its tenant's group.
+        ...(groupId !== undefined ? { MessageGroupId: groupId } : {}),
+      }),
     );
   }
 

@@ -139,6 +139,32 @@ export class LeaseHeldError extends TransientJobError {
   }
 }
 
+/**
+ * Which limit asked the job to wait: GitHub's rate limits (an answer saying when to come back),
+ * the platform's own pacing of GitHub's content-creating requests, or the build runner's
+ * concurrent-build quota. Each is counted by its metric (contract/runtime-env.ts JOB_METRICS).
+ */
+export type LimitKind = 'github-rate-limit' | 'github-pacing' | 'build-quota';
+
+/**
+ * A service's limit, not this job's failure: the job waits until `retryAt` (epoch ms), or, for a
+ * limit that names no time (a build quota), the pipeline's quota back-off. It never fails a job:
+ * the pipeline gives the wait back to the queue without counting the delivery against the job's
+ * retries (pipeline.ts says how, per lane).
+ */
+export class RetryAfterError extends TransientJobError {
+  static override readonly kind = 'RetryAfterError';
+  constructor(
+    readonly limit: LimitKind,
+    message: string,
+    /** Epoch milliseconds; undefined: the service named no time. */
+    readonly retryAt?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
 /** A missing or malformed setting: thrown at cold start, naming the setting. */
 export class ConfigurationError extends KindedError {
   static override readonly kind = 'ConfigurationError';

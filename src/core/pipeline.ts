@@ -25,13 +25,26 @@
  * UNEXPECTED_ERROR at once (classifyFailure). Once a verdict is in the ledger nothing records a
  * second one: a failing later step (DLQ move, forward, event) is retried, and the redelivery redoes
  * the DLQ move or the forward from the record.
+ *
+ * Limits (RetryAfterError: GitHub's rate limits, the platform's pacing of GitHub writes, a build
+ * quota) are waits, not failures. SQS counts every receive and moves a message to the DLQ after
+ * maxReceiveCount of them whatever the handler says, so a wait must not be spent as a receive:
+ * - on a stage queue (standard) the job's message is sent again as a fresh copy, delayed by the
+ *   wait (SQS's longest delay is 15 minutes: a longer wait travels in the copy, which is sent again
+ *   when it comes early), and the original acknowledged. The copy's receive count starts at zero
+ *   and carries the failed receives of the earlier copies (DEFERRAL_ATTRIBUTES), so a wait costs no
+ *   receive and a real failure still counts: however long a quota holds a job, it never fails it.
+ * - on the FIFO queue a copy would go behind its workspace's later jobs, so the message stays and
+ *   its visibility is set to the wait (at least the usual back-off): each receive a limit spends is
+ *   one window of the limit (GitHub's reset, its retry-after), never the seconds of a back-off, and
+ *   RETRIES_EXHAUSTED names it. The sequencer meets a limit only when it mints a GitHub token.
  */
 import type { SQSRecord } from 'aws-lambda';
 import type { OutcomeEventDetail } from '../../contract/events';
-import { REDRIVE_ATTRIBUTE } from '../../contract/messages';
-import type { EventType, JobMetricName } from '../../contract/runtime-env';
+import { DEFERRAL_ATTRIBUTES, REDRIVE_ATTRIBUTE } from '../../contract/messages';
+import { JOB_METRICS, type EventType, type JobMetricName } from '../../contract/runtime-env';
 import { isStageMessage, jobDigest, type JobEnvelope } from './envelope';
-import { errorMessage, LeaseHeldError, PermanentJobError, TransientJobError } from './errors';
+import { errorMessage, LeaseHeldError, PermanentJobError, RetryAfterError, TransientJobError, type LimitKind } from './errors';
 import { transientCause } from './transient-cause';
 import type { Clock, Consumer, EventPublisher, JobLogger, JobMetrics, JobRecord, JobVerdict, Ledger, QueueOps } from './ports';
 
@@ -116,6 +129,43 @@ export function receiveCount(record: SQSRecord): number {
 
 /** The longest visibility SQS allows (12 hours). */
 const MAX_VISIBILITY_SECONDS = 43_200;
+/** The longest delay SQS allows a message (15 minutes). */
+export const MAX_DELAY_SECONDS = 900;
+/**
+ * A limit that names no time (a build quota: builds free up when running ones end, which nobody
+ * announces) is tried again after the back-off of the job's waits so far, capped here so a freed
+ * build is taken within this long: the quota stays used while jobs wait for it.
+ */
+export const QUOTA_WAIT_CAP_SECONDS = 120;
+
+/** The metric each limit is counted by, once per wait. */
+const LIMIT_METRICS: Readonly<Record<LimitKind, JobMetricName>> = {
+  'github-rate-limit': JOB_METRICS.githubRateLimited,
+  'github-pacing': JOB_METRICS.githubPaced,
+  'build-quota': JOB_METRICS.buildsWaitingForQuota,
+};
+
+/** What earlier copies of a stage message spent (DEFERRAL_ATTRIBUTES); zeros for a first copy. */
+export interface Deferral {
+  /** Epoch ms before which the job must not run. */
+  readonly until: number;
+  readonly failedReceives: number;
+  readonly deferrals: number;
+}
+
+export function deferralOf(record: SQSRecord): Deferral {
+  const read = (name: string): number => {
+    const value = Number(record.messageAttributes[name]?.stringValue);
+    return Number.isFinite(value) && value > 0 ? value : 0;
+  };
+  return { until: read(DEFERRAL_ATTRIBUTES.until), failedReceives: read(DEFERRAL_ATTRIBUTES.failedReceives), deferrals: read(DEFERRAL_ATTRIBUTES.deferrals) };
+}
+
+/** Seconds a limit asks the job to wait: the service's time when it named one, else the quota back-off. */
+export function limitWaitSeconds(limit: RetryAfterError, now: number, deferrals: number, backoff: BackoffSettings): number {
+  if (limit.retryAt !== undefined) return Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.ceil((limit.retryAt - now) / 1000)));
+  return Math.min(QUOTA_WAIT_CAP_SECONDS, backoffSeconds(deferrals + 1, backoff));
+}
 
 /**
  * Seconds until a held lease ends: a busy job comes back then, so a holder that died is taken over
@@ -224,6 +274,9 @@ export async function processRecord<M extends JobEnvelope>(record: SQSRecord, pr
     return refuseMessage(record, error, deps, 'unparseable message moved to the DLQ');
   }
   const log = jobLogger(deps.logger, { jobId: job.jobId, workspaceId: job.workspaceId, jobType: job.type, messageId: record.messageId });
+  const early = deferralOf(record).until - deps.clock.now();
+  // A copy that came before its wait ended (the wait was longer than SQS's longest delay): sent again.
+  if (early > 0 && deps.settings.consumer === 'stage' && (await requeue(record, Math.ceil(early / 1000), deps, log))) return true;
   const run = new JobRun(record, job, processor, deps, log);
   try {
     return await run.execute();
@@ -232,14 +285,43 @@ export async function processRecord<M extends JobEnvelope>(record: SQSRecord, pr
   }
 }
 
-/** A transient failure: the record is reported failed and becomes visible again after its back-off. */
+/**
+ * A transient failure: the record is reported failed and becomes visible again after its back-off,
+ * or after the time a busy lease or a limit names when that is later.
+ */
 async function backOff(record: SQSRecord, error: unknown, deps: PipelineDeps, log: JobLogger): Promise<false> {
   const receives = receiveCount(record);
-  const seconds = Math.max(backoffSeconds(receives, deps.settings.backoff), error instanceof LeaseHeldError ? untilLeaseEnds(error, deps.clock.now()) : 0);
+  const now = deps.clock.now();
+  const named = error instanceof LeaseHeldError ? untilLeaseEnds(error, now) : error instanceof RetryAfterError ? limitWaitSeconds(error, now, receives - 1, deps.settings.backoff) : 0;
+  const seconds = Math.max(backoffSeconds(receives, deps.settings.backoff), named);
   log.warn('transient failure: retrying later', { error: errorMessage(error), receives, backoffSeconds: seconds });
   // Best effort: without it the retry waits for the visibility timeout.
   await deps.queueOps.changeVisibility(record, seconds).catch((e: unknown) => log.warn('back-off failed', { error: errorMessage(e) }));
   return false;
+}
+
+/**
+ * Sends a stage message again as a fresh copy visible in `seconds` (its wait goes in the copy when
+ * SQS cannot delay it that long), carrying the failed receives of this delivery's copies; false
+ * when the send failed (the caller falls back on the visibility back-off).
+ */
+async function requeue(record: SQSRecord, seconds: number, deps: PipelineDeps, log: JobLogger, waited = false): Promise<boolean> {
+  const carried = deferralOf(record);
+  const now = deps.clock.now();
+  // This copy's receives before this one failed; this one waited (or came early) and does not count.
+  const failedReceives = carried.failedReceives + receiveCount(record) - 1;
+  const attributes = {
+    [DEFERRAL_ATTRIBUTES.until]: String(now + seconds * 1000),
+    [DEFERRAL_ATTRIBUTES.failedReceives]: String(failedReceives),
+    [DEFERRAL_ATTRIBUTES.deferrals]: String(carried.deferrals + (waited ? 1 : 0)),
+  };
+  try {
+    await deps.queueOps.requeue(record, Math.min(seconds, MAX_DELAY_SECONDS), attributes);
+    return true;
+  } catch (error) {
+    log.warn('sending the waiting job again failed: it waits on its visibility instead', { error: errorMessage(error) });
+    return false;
+  }
 }
 
 /**
@@ -368,7 +450,9 @@ class JobRun<M extends JobEnvelope> {
   }
 
   async fail(error: unknown): Promise<boolean> {
-    const receives = receiveCount(this.record);
+    if (error instanceof RetryAfterError && !this.settled && (await this.waitForLimit(error))) return true;
+    // A stage message sent again after a wait carries the failed receives of its earlier copies.
+    const receives = receiveCount(this.record) + deferralOf(this.record).failedReceives;
     const failure = classifyFailure(error, receives, this.deps.settings.maxReceiveCount);
     if (!(failure instanceof PermanentJobError) || this.settled) return this.retryLater(failure);
     try {
@@ -380,13 +464,32 @@ class JobRun<M extends JobEnvelope> {
     }
   }
 
+  /**
+   * A limit asked the job to wait (see the header): counted, the lease released, and on a stage
+   * queue the message sent again delayed by the wait; true when it was (the original is then
+   * acknowledged). On the FIFO queue, or when the send failed, false: the failure path backs off
+   * with the limit's time as the visibility.
+   */
+  private async waitForLimit(limit: RetryAfterError): Promise<boolean> {
+    const { settings, clock, metrics } = this.deps;
+    metrics.count(LIMIT_METRICS[limit.limit]);
+    if (settings.consumer !== 'stage') return false;
+    const seconds = limitWaitSeconds(limit, clock.now(), deferralOf(this.record).deferrals, settings.backoff);
+    this.log.info('waiting for a limit: sent again for later', { limit: limit.limit, seconds, error: limit.message });
+    await this.releaseLease();
+    return requeue(this.record, seconds, this.deps, this.log, true);
+  }
+
+  private async releaseLease(): Promise<void> {
+    if (!this.claimed || this.settled) return;
+    // Best effort: without the release the retry waits for the lease to run out.
+    await this.deps.ledger
+      .release({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now() })
+      .catch((e: unknown) => this.log.warn('lease release failed', { error: errorMessage(e) }));
+  }
+
   private async retryLater(error: unknown): Promise<boolean> {
-    if (this.claimed && !this.settled) {
-      // Best effort: without the release the retry waits for the lease to run out.
-      await this.deps.ledger
-        .release({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now() })
-        .catch((e: unknown) => this.log.warn('lease release failed', { error: errorMessage(e) }));
-    }
+    await this.releaseLease();
     return backOff(this.record, error, this.deps, this.log);
   }
 

@@ -501,6 +501,12 @@ export interface QueueOps {
    * group (a stage queue is a fair queue whose groups are tenants: envelope.ts tenantGroupId).
    */
   send(queueUrl: string, body: string, attributes: Record<string, string>, groupId: string): Promise<void>;
+  /**
+   * Sends a copy of the record to its own queue (body, attributes with `attributes` over them, its
+   * message group), visible after `delaySeconds` (SQS allows 0..900): a standard queue's way to
+   * give a message a new receive count. The caller acknowledges the original.
+   */
+  requeue(record: SQSRecord, delaySeconds: number, attributes: Record<string, string>): Promise<void>;
   /** Puts a copy of a message that is no longer on its queue on that queue's DLQ, with `reason` and `errorMessage`. */
   sendToDlq(dlqUrl: string, message: { body: string; attributes: Record<string, string>; groupId?: string }, failure: JobFailure): Promise<void>;
 }

@@ -58,6 +58,11 @@ export interface PlatformOptions {
   readonly persist?: boolean;
   /** Replaces the persisted ledger by the export of its last clean stop (persisted-ledger.ts). @default false */
   readonly restoreLedger?: boolean;
+  /**
+   * Builds the local test runner runs at once; a start beyond waits, as CodeBuild's concurrent-build
+   * quota makes a job wait on AWS. @default no limit
+   */
+  readonly buildQuota?: number;
   /** Level of the handler logs in `<stateDir>/platform.log`. @default 'INFO' */
   readonly logLevel?: PlatformLogLevel;
   /** Where the ready line and the live view go; null for none (tests). @default process.stdout */
@@ -202,6 +207,7 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
     // Nothing of the platform's state (ledger data, repositories, ports) is a test command's to read.
     confidential: [stateDir],
     readAccess,
+    ...(options.buildQuota !== undefined && { maxConcurrentBuilds: options.buildQuota }),
     // The child process's exit is the build's completion event, on the queue CodeBuild's events use on AWS.
     onFinished: async (completion) => {
       if (!buildEventsUrl) return;

@@ -45,7 +45,7 @@ import * as z from 'zod/mini';
 import '../../contract/zod-english';
 import { commandLimitsOf, ID_PATTERN, type CommandLimits } from '../../contract/job-types';
 import { readBuildEvent } from '../core/build-completion';
-import { ConfigurationError, errorMessage } from '../core/errors';
+import { ConfigurationError, RetryAfterError, errorMessage } from '../core/errors';
 import type { BuildCompletion, CommandRun, FinishedRunStatus, TestRunner, TestRunStatus } from '../core/ports';
 import { LOG_TAIL_BYTES, buildEnvironment, tail } from '../core/jobs/command-stage';
 import { OUTPUT_KEEP_BYTES } from './state-dir';
@@ -97,6 +97,12 @@ export interface LocalTestRunnerOptions {
   readonly logTailBytes?: number;
   /** Bytes of output kept in `runs/<jobId>.<run>.log` for `agent-jobs logs`: the end of it. @default OUTPUT_KEEP_BYTES */
   readonly outputKeepBytes?: number;
+  /**
+   * Builds that may run at once: a start beyond it is refused as CodeBuild refuses one beyond the
+   * account's concurrent-build quota (a RetryAfterError the pipeline turns into a wait), so the
+   * local platform shows the same back-pressure. @default no limit
+   */
+  readonly maxConcurrentBuilds?: number;
   /**
    * Called once a build has finished and its state is written: the build's completion event. A
    * rejection is ignored here (the reconciler finds the build from its state file later).
@@ -183,6 +189,8 @@ interface ActiveRun {
 
 export class LocalTestRunner implements TestRunner {
   private readonly active = new Map<string, ActiveRun>();
+  /** Starts between their quota check and their place in `active`. */
+  private starting = 0;
   private closed = false;
   private readonly checkout: Checkout;
   private readonly scratchDir: string;
@@ -210,14 +218,22 @@ export class LocalTestRunner implements TestRunner {
     const { job } = run;
     const buildId = localBuildId(job.jobId, run.run);
     if (this.active.has(buildId)) return { buildId };
+    const quota = this.options.maxConcurrentBuilds;
+    // Starts still writing their state file hold a place too: two concurrent starts never both pass.
+    if (quota !== undefined && this.active.size + this.starting >= quota) {
+      throw new RetryAfterError('build-quota', `the local test runner runs at most ${quota} builds at once (maxConcurrentBuilds)`);
+    }
     const state: LocalRunState = { buildId, jobId: job.jobId, jobType: job.type, sha: job.pin.sha, run: run.run, status: { state: 'RUNNING' }, startedAt: Date.now() };
-    await mkdir(join(this.options.stateDir, 'runs'), { recursive: true });
+    this.starting += 1;
     try {
+      await mkdir(join(this.options.stateDir, 'runs'), { recursive: true });
       // Exclusive create: a second start for the run (another delivery, a restart) finds it taken.
       await writeFile(this.statePath(buildId), JSON.stringify(state), { flag: 'wx' });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { buildId };
       throw error;
+    } finally {
+      this.starting -= 1;
     }
     const active: ActiveRun = { state, done: Promise.resolve() };
     this.active.set(buildId, active);

@@ -208,6 +208,7 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     const queueOps: QueueOps = {
       send: (url, body, attributes, groupId) => real.send(url, body, attributes, groupId),
       sendToDlq: (url, message, failure) => real.sendToDlq(url, message, failure),
+      requeue: (record, delaySeconds, attributes) => real.requeue(record, delaySeconds, attributes),
       changeVisibility: async (record, seconds) => {
         backoffs.push(seconds);
         await real.changeVisibility(record, seconds);

@@ -4,6 +4,7 @@ import { DEFAULT_TEST_COMMAND } from '../../contract/job-types';
 import { buildIdFromArn, buildStatus, parseCodeBuildEvent } from '../../src/adapters/codebuild-builds';
 import { CodeBuildTestRunner, timeoutMinutes } from '../../src/adapters/codebuild-test-runner';
 import { InvalidBuildEventError } from '../../src/core/build-completion';
+import { RetryAfterError } from '../../src/core/errors';
 import { buildIdempotencyToken, commandOf } from '../../src/core/jobs/command-stage';
 import type { CommandRun } from '../../src/core/ports';
 import { codeBuildStateChange } from '../support/codebuild-events';
@@ -50,6 +51,19 @@ describe('CodeBuildTestRunner.start', () => {
     const input = codebuild.commandCalls(StartBuildCommand)[0]?.args[0].input;
     expect(input?.environmentVariablesOverride).toContainEqual({ name: 'TEST_COMMAND', value: DEFAULT_TEST_COMMAND, type: 'PLAINTEXT' });
     expect(input?.timeoutInMinutesOverride).toBe(120);
+  });
+
+  it.each([
+    ['AccountLimitExceededException', 'Cannot have more than 60 builds in queue for the account'],
+    ['ThrottlingException', 'Rate exceeded'],
+  ])('a StartBuild refused with %s is a wait for the build quota, never a failure of the job', async (name, message) => {
+    codebuild.on(StartBuildCommand).rejects(Object.assign(new Error(message), { name, $metadata: { httpStatusCode: 400 } }));
+    const runner = new CodeBuildTestRunner(new CodeBuildClient({}), 'tests-project');
+
+    const error = await runner.start(commandRun()).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(RetryAfterError);
+    expect(error).toMatchObject({ limit: 'build-quota', retryAt: undefined, message: expect.stringContaining(name) });
   });
 
   it('derives the same token for the same run, and another for another run or job', () => {

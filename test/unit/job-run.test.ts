@@ -5,11 +5,11 @@
  * Faults are injected by making one call of a fake (or of a ledger method) fail.
  */
 import type { SQSRecord } from 'aws-lambda';
-import { REDRIVE_ATTRIBUTE } from '../../contract/messages';
+import { DEFERRAL_ATTRIBUTES, REDRIVE_ATTRIBUTE } from '../../contract/messages';
 import type { EventType, JobMetricName } from '../../contract/runtime-env';
 import { jobDigest, parseEnvelope, parseStageMessage, type JobEnvelope } from '../../src/core/envelope';
-import { LeaseLostError, PermanentJobError, TransientJobError } from '../../src/core/errors';
-import { processRecord, type JobContext, type JobProcessor, type PipelineDeps, type RunResult } from '../../src/core/pipeline';
+import { LeaseLostError, PermanentJobError, RetryAfterError, TransientJobError } from '../../src/core/errors';
+import { MAX_DELAY_SECONDS, QUOTA_WAIT_CAP_SECONDS, processRecord, type JobContext, type JobProcessor, type PipelineDeps, type RunResult } from '../../src/core/pipeline';
 import type { Consumer, JobFailure, JobRecord, JobVerdict, Ledger, QueueOps } from '../../src/core/ports';
 import { claimOf } from '../support/ledger-contract';
 import { MemoryLedger } from '../support/memory-ledger';
@@ -32,6 +32,7 @@ const job: JobEnvelope = {
 type Call =
   | { op: 'moveToDlq'; messageId: string; failure: JobFailure }
   | { op: 'changeVisibility'; messageId: string; seconds: number }
+  | { op: 'requeue'; messageId: string; delaySeconds: number; attributes: Record<string, string> }
   | { op: 'send'; queueUrl: string; body: string };
 
 /** Records every queue operation; `failNext` makes the next call of an operation throw (before any effect). */
@@ -57,6 +58,11 @@ class RecordingQueue implements QueueOps {
   async changeVisibility(record: SQSRecord, seconds: number): Promise<void> {
     this.attempt('changeVisibility');
     this.calls.push({ op: 'changeVisibility', messageId: record.messageId, seconds });
+  }
+
+  async requeue(record: SQSRecord, delaySeconds: number, attributes: Record<string, string>): Promise<void> {
+    this.attempt('requeue');
+    this.calls.push({ op: 'requeue', messageId: record.messageId, delaySeconds, attributes });
   }
 
   async send(queueUrl: string, body: string): Promise<void> {
@@ -633,5 +639,101 @@ describe('JobRun: failure paths', () => {
     const resumed = processor(async (ctx) => ({ verdict: { status: 'SUCCEEDED', result: { resumed: ctx.claimed.progress?.buildId } } }));
     expect(await p.deliver(resumed, jobRecord(job, { receiveCount: 2 }))).toBe(true);
     expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 2, result: { resumed: 'build-7' } });
+  });
+});
+
+describe('JobRun: limits are waits, not failures', () => {
+  /** A stage consumer's delivery of the pinned job, as the sequencer forwarded it (or a copy sent again after a wait). */
+  async function staged(options: { receiveCount?: number; attributes?: Record<string, string> } = {}) {
+    const p = pipeline({ consumer: 'stage' });
+    await recorded(p.ledger, { status: 'FORWARDED', pin: PIN });
+    const record = sqsRecordFactory(JSON.stringify({ ...job, pin: PIN }), { receiveCount: options.receiveCount ?? 1, ...(options.attributes && { attributes: options.attributes }) });
+    const deliver = (proc: ScriptedProcessor, r: SQSRecord = record) => p.deliver({ ...proc, parse: (body) => parseStageMessage(body) }, r);
+    return { ...p, record, deliver };
+  }
+  const gitHubSaysWait = (seconds: number) => new RetryAfterError('github-rate-limit', `GitHub acme/app: secondary rate limit (retry-after ${seconds})`, NOW + seconds * 1000);
+
+  it('stage: a 403 with retry-after 30 sends the job again delayed 30 s and acknowledges this delivery: no receive spent, counted once', async () => {
+    const p = await staged();
+    const proc = processor(failWith(gitHubSaysWait(30)));
+
+    expect(await p.deliver(proc)).toBe(true);
+
+    expect(p.queue.calls).toEqual([
+      { op: 'requeue', messageId: p.record.messageId, delaySeconds: 30, attributes: { [DEFERRAL_ATTRIBUTES.until]: String(NOW + 30_000), [DEFERRAL_ATTRIBUTES.failedReceives]: '0', [DEFERRAL_ATTRIBUTES.deferrals]: '1' } },
+    ]);
+    expect(p.metrics).toEqual([{ metric: 'GitHubRateLimited' }]);
+    expect(p.events).toEqual([]);
+    // The lease is released: the copy claims at once when it comes.
+    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseUntil: NOW });
+  });
+
+  it('stage: a limit on the last allowed receive is still a wait, never RETRIES_EXHAUSTED; the copy carries the failed receives before it', async () => {
+    const p = await staged({ receiveCount: MAX_RECEIVES });
+
+    expect(await p.deliver(processor(failWith(gitHubSaysWait(60))))).toBe(true);
+
+    expect(p.queue.of('moveToDlq')).toEqual([]);
+    expect(p.queue.of('requeue')).toEqual([expect.objectContaining({ delaySeconds: 60, attributes: expect.objectContaining({ [DEFERRAL_ATTRIBUTES.failedReceives]: String(MAX_RECEIVES - 1) }) })]);
+    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT' });
+  });
+
+  it('stage: failed receives of earlier copies count: a transient error that brings them to maxReceiveCount is RETRIES_EXHAUSTED', async () => {
+    const p = await staged({ receiveCount: 2, attributes: { [DEFERRAL_ATTRIBUTES.failedReceives]: String(MAX_RECEIVES - 2), [DEFERRAL_ATTRIBUTES.deferrals]: '3' } });
+
+    expect(await p.deliver(processor(failWith(new TransientJobError('GitHub: 502 Bad Gateway'))))).toBe(true);
+
+    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'RETRIES_EXHAUSTED', message: `gave up after ${MAX_RECEIVES} receives: GitHub: 502 Bad Gateway` } });
+  });
+
+  it('stage: a wait longer than SQS can delay travels in the copy; the copy that comes early is sent again without running', async () => {
+    const p = await staged();
+    expect(await p.deliver(processor(failWith(gitHubSaysWait(3_600))))).toBe(true);
+    const [first] = p.queue.of('requeue');
+    expect(first).toMatchObject({ delaySeconds: MAX_DELAY_SECONDS, attributes: { [DEFERRAL_ATTRIBUTES.until]: String(NOW + 3_600_000) } });
+
+    p.advance(MAX_DELAY_SECONDS * 1000);
+    const early = processor();
+    const copy = sqsRecordFactory(p.record.body, { attributes: first!.attributes });
+    expect(await p.deliver(early, copy)).toBe(true);
+
+    expect(early.runs).toEqual([]);
+    // 45 minutes still to wait: another hop of SQS's longest delay, the same deadline.
+    expect(p.queue.of('requeue')[1]).toEqual({ op: 'requeue', messageId: copy.messageId, delaySeconds: MAX_DELAY_SECONDS, attributes: first!.attributes });
+    // Counted once, when GitHub said so; the early copy waited without asking anyone.
+    expect(p.metrics).toEqual([{ metric: 'GitHubRateLimited' }]);
+  });
+
+  it('stage: a build quota names no time: the wait grows with the job\'s waits so far, capped so a freed build is taken soon', async () => {
+    const p = await staged({ attributes: { [DEFERRAL_ATTRIBUTES.deferrals]: '2' } });
+    const quota = new RetryAfterError('build-quota', 'CodeBuild: AccountLimitExceededException');
+
+    expect(await p.deliver(processor(failWith(quota)))).toBe(true);
+    const p2 = await staged({ attributes: { [DEFERRAL_ATTRIBUTES.deferrals]: '9' } });
+    expect(await p2.deliver(processor(failWith(quota)))).toBe(true);
+
+    // base 10 s doubling: the third wait is 40 s; the tenth would be over the cap.
+    expect(p.queue.of('requeue')).toEqual([expect.objectContaining({ delaySeconds: 40, attributes: expect.objectContaining({ [DEFERRAL_ATTRIBUTES.deferrals]: '3' }) })]);
+    expect(p2.queue.of('requeue')).toEqual([expect.objectContaining({ delaySeconds: QUOTA_WAIT_CAP_SECONDS })]);
+    expect(p.metrics).toEqual([{ metric: 'BuildsWaitingForQuota' }]);
+  });
+
+  it('stage: when the copy cannot be sent, the job waits on its visibility for the time the limit named', async () => {
+    const p = await staged();
+    p.queue.failNext('requeue');
+
+    expect(await p.deliver(processor(failWith(gitHubSaysWait(30))))).toBe(false);
+
+    expect(p.queue.of('changeVisibility')).toEqual([{ op: 'changeVisibility', messageId: p.record.messageId, seconds: 30 }]);
+  });
+
+  it('sequencer (FIFO): the message keeps its place and waits on its visibility for the time the limit named, not the back-off', async () => {
+    const p = pipeline();
+    const record = jobRecord(job, { receiveCount: 2 });
+
+    expect(await p.deliver(processor(failWith(gitHubSaysWait(3_600))), record)).toBe(false);
+
+    expect(p.queue.calls).toEqual([{ op: 'changeVisibility', messageId: record.messageId, seconds: 3_600 }]);
+    expect(p.metrics).toEqual([{ metric: 'GitHubRateLimited' }]);
   });
 });
