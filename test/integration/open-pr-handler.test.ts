@@ -7,6 +7,8 @@ import { Octokit } from '@octokit/core';
 import type { SQSRecord } from 'aws-lambda';
 import { GitHubPullRequestHost } from '../../src/adapters/github-pr-host';
 import type { StageMessage } from '../../src/core/envelope';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { DEFERRAL_ATTRIBUTES } from '../../contract/messages';
 import { PermanentJobError, TransientJobError } from '../../src/core/errors';
 import { withEmulators } from '../support/emulators';
 import { recordSends } from '../support/sqs-sends';
@@ -82,7 +84,8 @@ describe('open_pr handler (pipeline + a DynamoDB emulator + fauxqs + fake GitHub
   afterEach(() => github.close());
 
   function handler() {
-    const run = createOpenPrHandler({ ...h.deps, host: hostFor(github) });
+    // One host per handler, as per container: it keeps GitHub's limits.
+    const run = createOpenPrHandler({ ...h.deps, host: new GitHubPullRequestHost(async () => new Octokit({ auth: 'test-token', baseUrl: github.url, log: silent }), { clock: { now: () => h.now } }) });
     return (records: SQSRecord[]) => run({ Records: records });
   }
 
@@ -150,6 +153,47 @@ describe('open_pr handler (pipeline + a DynamoDB emulator + fauxqs + fake GitHub
     const dead = (await h.dlqMessages()).find((m) => m.MessageAttributes?.['jobId']?.StringValue === message.jobId);
     expect(dead?.MessageAttributes?.['reason']?.StringValue).toBe('REJECTED_BY_TARGET');
     expect(h.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'REJECTED_BY_TARGET' }) }]);
+  });
+
+  it('a 403 with retry-after: 30 (a secondary rate limit) brings the next attempt no earlier than 30 s later, without spending a receive', async () => {
+    const message = job();
+    await h.forward(message);
+    const queueUrl = emulators().queueUrls['open-pr'] as string;
+    github.failNext('POST', 403, { message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.' }, { 'retry-after': '30' });
+    const sends = recordSends(emulators().clients.sqs);
+    const posts = () => github.requests.filter((r) => r.method === 'POST').length;
+
+    const first = await h.deliver(handler()).finally(() => sends.stop());
+
+    // This delivery is acknowledged; the job's next attempt is a copy SQS holds back for 30 s (the
+    // harness's back-off is zero, so a retry on the usual back-off would be visible at once).
+    expect(first.failed).toBe(false);
+    const [copy] = sends.to(queueUrl);
+    expect(copy).toMatchObject({ DelaySeconds: 30, MessageBody: JSON.stringify(message), MessageGroupId: message.tenantId });
+    expect(Number(copy?.MessageAttributes?.[DEFERRAL_ATTRIBUTES.until]?.StringValue)).toBe(h.now + 30_000);
+    expect(copy?.MessageAttributes?.[DEFERRAL_ATTRIBUTES.failedReceives]?.StringValue).toBe('0');
+    const { Attributes } = await emulators().clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesDelayed'] }));
+    expect(Attributes).toMatchObject({ ApproximateNumberOfMessages: '0', ApproximateNumberOfMessagesDelayed: '1' });
+    // Nothing failed: the lease is released for the copy, GitHub was asked once, nothing reported.
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseUntil: h.now });
+    expect(posts()).toBe(1);
+    expect(h.events).toEqual([]);
+  });
+
+  it("keeps GitHub's time in the container: no request goes out before it, the next job waits too", async () => {
+    const limited = job();
+    const other = { ...job(), jobId: `${job().jobId}-other` };
+    await h.forward(limited);
+    const run = handler();
+    github.failNext('GET', 429, { message: 'API rate limit exceeded' }, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.floor(h.now / 1000) + 600) });
+    expect((await h.deliver(run)).failed).toBe(false);
+    const requests = github.requests.length;
+
+    await h.forward(other);
+    expect((await h.deliver(run)).failed).toBe(false);
+
+    expect(github.requests).toHaveLength(requests);
+    expect(await h.ledger.getJob(other.jobId)).toMatchObject({ status: 'IN_FLIGHT' });
   });
 
   it('retries a GitHub outage and succeeds on the next delivery', async () => {

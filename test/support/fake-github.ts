@@ -21,6 +21,8 @@ export interface FakeGitHub {
   readonly url: string;
   /** Authorization headers received, in order. */
   readonly authorizations: (string | undefined)[];
+  /** Every request received, in order. */
+  readonly requests: { method: string; path: string }[];
   pulls(owner: string, repo: string): FakePull[];
   /** The next request of this method is answered with this status and body. */
   failNext(method: 'GET' | 'POST', status: number, body: unknown, headers?: Record<string, string>): void;
@@ -47,6 +49,7 @@ export type FakeGitHubFault = 'bad-gateway' | 'lost-create' | 'stale-list';
 export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<FakeGitHub> {
   const repos = new Map<string, FakePull[]>();
   const authorizations: (string | undefined)[] = [];
+  const requests: { method: string; path: string }[] = [];
   const faults: { method: string; status: number; body: unknown; headers: Record<string, string> }[] = [];
   let dropCreate = false;
   let hideList = false;
@@ -63,6 +66,7 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     authorizations.push(req.headers.authorization);
     const url = new URL(req.url ?? '/', 'http://fake');
+    requests.push({ method: req.method ?? 'GET', path: url.pathname });
     const match = /^\/repos\/([^/]+)\/([^/]+)\/pulls$/.exec(url.pathname);
     if (!match) return send(res, 404, { message: 'Not Found' });
     const fault = faults.findIndex((f) => f.method === req.method);
@@ -121,6 +125,7 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
   return {
     url: `http://127.0.0.1:${port}`,
     authorizations,
+    requests,
     pulls: (owner, repo) => [...pullsOf(`${owner}/${repo}`)],
     failNext: (method, status, body, headers = {}) => faults.push({ method, status, body, headers }),
     dropNextCreateResponse: () => {

@@ -1,5 +1,6 @@
 import { Octokit } from '@octokit/core';
-import { GitHubPullRequestHost, parseRepoUrl } from '../../src/adapters/github-pr-host';
+import { parseRepoUrl } from '../../src/adapters/github-api';
+import { GitHubPullRequestHost } from '../../src/adapters/github-pr-host';
 import { PermanentJobError, TransientJobError } from '../../src/core/errors';
 import { classifyFailure } from '../../src/core/pipeline';
 
