@@ -13,6 +13,11 @@ export const ENV = {
   gitCredentialsSecretArn: 'GIT_CREDENTIALS_SECRET_ARN',
   githubTokenSecretArn: 'GITHUB_TOKEN_SECRET_ARN',
   githubApiUrl: 'GITHUB_API_URL',
+  /**
+   * Milliseconds between two content-creating GitHub requests of one open_pr container: GitHub's
+   * secondary limits shared by the event source mapping's containers (src/adapters/github-api.ts).
+   */
+  githubContentIntervalMs: 'GITHUB_CONTENT_INTERVAL_MS',
   /** The git hosts the sequencer may dial, comma-separated (`gitHosts` of the configuration); unset: none. */
   gitHosts: 'GIT_HOSTS',
   testRunnerProject: 'TEST_RUNNER_PROJECT_NAME',

@@ -7,8 +7,8 @@
  * side by side into one account and synthesize offline.
  */
 import { join } from 'node:path';
-import { Aws, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
-import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { Annotations, Aws, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
@@ -19,11 +19,12 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
 import { BUILD_RECONCILER, JOB_TYPES, commandStageOf } from '../contract/job-types';
-import { ENV, METRICS_NAMESPACE, stageDlqUrlEnv, stageQueueUrlEnv } from '../contract/runtime-env';
+import { ENV, JOB_METRICS, METRICS_NAMESPACE, METRICS_SERVICE, stageDlqUrlEnv, stageQueueUrlEnv } from '../contract/runtime-env';
 import { LEDGER_RETENTION_DAYS, LEDGER_TABLE, platformQueues, type QueueSpec } from '../contract/topology';
 import { bindCapabilities, type CapabilityResources } from './capabilities';
 import { catalogProblems } from './catalog-rules';
 import type { AgentJobsConfig } from './config';
+import { ALARM_PERIOD, alarmAbove } from './constructs/alarms';
 import { Ledger } from './constructs/ledger';
 import { OpsDashboard } from './constructs/ops-dashboard';
 import { QueueWithDlq } from './constructs/queue-with-dlq';
@@ -39,6 +40,9 @@ export interface AgentJobsStackProps extends StackProps {
   /** Directory that handler entries (catalog `handlerEntry`) are relative to. @default the repository root */
   readonly projectRoot?: string;
 }
+
+/** Periods of ALARM_PERIOD in a row with a rate-limited GitHub answer before the alarm fires: one burst is back-pressure working, not an incident. */
+const RATE_LIMIT_ALARM_PERIODS = 3;
 
 interface LaneContext {
   readonly alarmAction: cloudwatch.IAlarmAction;
@@ -68,6 +72,8 @@ export class AgentJobsStack extends Stack {
   /** Present when the catalog has command stages: the rule that sends their builds' ends to the build-events queue. */
   readonly buildEventsRule?: events.Rule;
   readonly buildReconciler?: BuildReconciler;
+  /** GitHub's rate limits answered in every period for a while: jobs wait, and keep waiting. */
+  readonly rateLimitAlarm: cloudwatch.Alarm;
 
   constructor(scope: Construct, id: string, props: AgentJobsStackProps) {
     super(scope, id, props);
@@ -94,11 +100,13 @@ export class AgentJobsStack extends Stack {
     this.testRunner = new TestRunner(this, 'TestRunner', {
       gitReadCredentials: this.secrets.gitReadCredentials,
       timeout: Duration.minutes(config.testRunnerTimeoutMinutes),
+      concurrentBuildLimit: config.buildConcurrencyQuota,
     });
     const resources: CapabilityResources = {
       gitCredentials: this.secrets.gitCredentials,
       githubToken: this.secrets.githubToken,
       githubApiUrl: config.githubApiUrl,
+      githubContentRequestsPerHour: config.githubContentRequestsPerHour,
       gitHosts: config.gitHosts,
       diffBucket: this.diffBucket,
       testRunner: this.testRunner,
@@ -107,6 +115,7 @@ export class AgentJobsStack extends Stack {
     const shared: LaneContext = { alarmAction, removalPolicy, projectRoot, config, resources };
     this.lanes = platformQueues(config.workers).map((spec) => this.addLane(spec, shared));
     this.wireSequencer();
+    this.warnAboveBuildQuota(config.buildConcurrencyQuota);
     const buildEvents = this.lanes.find((l) => l.spec.role === 'buildEvents');
     if (buildEvents) {
       this.buildEventsRule = this.wireBuildEvents(buildEvents);
@@ -122,6 +131,14 @@ export class AgentJobsStack extends Stack {
       bindCapabilities(this.buildReconciler.worker, BUILD_RECONCILER.needs, resources);
     }
 
+    this.rateLimitAlarm = alarmAbove(this, 'GitHubRateLimitedAlarm', {
+      metric: new cloudwatch.Metric({ namespace: METRICS_NAMESPACE, metricName: JOB_METRICS.githubRateLimited, dimensionsMap: { service: METRICS_SERVICE }, statistic: cloudwatch.Stats.SUM, period: ALARM_PERIOD }),
+      threshold: 0,
+      evaluationPeriods: RATE_LIMIT_ALARM_PERIODS,
+      description: `${this.node.path}: GitHub has answered with rate limits in each of the last ${RATE_LIMIT_ALARM_PERIODS * ALARM_PERIOD.toMinutes()} minutes: jobs wait for GitHub, none fails. `
+        + 'The function logs say which limit ("waiting for a limit"). Lower githubContentRequestsPerHour (pull requests opened an hour), or give the platform a token of its own: the limits are per token.',
+      action: alarmAction,
+    });
     new OpsDashboard(this, 'Dashboard', { lanes: this.lanes.map((l) => ({ name: l.spec.name, ...l })), metricsNamespace: METRICS_NAMESPACE });
     this.addOutputs();
   }
@@ -160,9 +177,28 @@ export class AgentJobsStack extends Stack {
     this.ledger.bind(worker.function);
     this.eventBus.grantPutEventsTo(worker.function);
     worker.function.addEnvironment(ENV.eventBus, this.eventBus.eventBusName);
-    bindCapabilities(worker, settings.needs, shared.resources);
-    if (spec.role === 'stage') worker.function.addEnvironment(ENV.stageJobType, spec.consumer);
+    bindCapabilities(worker, settings.needs, shared.resources, settings.maxConcurrency);
+    if (spec.role === 'stage') {
+      worker.function.addEnvironment(ENV.stageJobType, spec.consumer);
+      // A job that waits for a limit goes back on its queue as a fresh copy (src/core/pipeline.ts).
+      worker.allow(['sqs:SendMessage'], [queue.queue.queueArn]);
+    }
     return { spec, queue, worker };
+  }
+
+  /**
+   * The command stages' event source mappings can ask for `batchSize x maxConcurrency` builds each
+   * at once; above the account's quota the extra ones wait (a job is never failed by it), but the
+   * settings then promise a throughput the account cannot give: worth a warning, not an error.
+   */
+  private warnAboveBuildQuota(quota: number): void {
+    const stages = this.lanes.filter((l) => l.spec.role === 'stage' && commandStageOf(l.spec.consumer));
+    const asked = stages.reduce((sum, l) => sum + l.spec.worker.batchSize * l.spec.worker.maxConcurrency, 0);
+    if (asked <= quota) return;
+    const each = stages.map((l) => `${l.spec.consumer} ${l.spec.worker.batchSize}x${l.spec.worker.maxConcurrency}`).join(', ');
+    Annotations.of(this.testRunner).addWarningV2('agent-jobs:build-quota',
+      `the command stages can start ${asked} builds at once (${each}), more than buildConcurrencyQuota = ${quota}: `
+      + 'the extra ones wait for a build to end (BuildsWaitingForQuota). Lower workers.<stage>.maxConcurrency, or raise the quota (Service Quotas, CodeBuild) and the setting.');
   }
 
   /**

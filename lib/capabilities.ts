@@ -6,6 +6,7 @@
  */
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Capability } from '../contract/job-types';
+import { contentIntervalMs } from '../contract/limits';
 import { ENV } from '../contract/runtime-env';
 import { acknowledgeWildcard, nagArnRef } from './nag';
 import { grantSecretRead, type PlatformSecret } from './secrets';
@@ -18,13 +19,16 @@ export interface CapabilityResources {
   readonly gitCredentials: PlatformSecret;
   readonly githubToken: PlatformSecret;
   readonly githubApiUrl: string;
+  /** Content-creating GitHub requests an hour, all containers together (config githubContentRequestsPerHour). */
+  readonly githubContentRequestsPerHour: number;
   /** The git hosts a worker holding the push credential may dial (the configuration's allow-list). */
   readonly gitHosts: readonly string[];
   readonly diffBucket: s3.IBucket;
   readonly testRunner: TestRunner;
 }
 
-type Binding = (worker: Worker, resources: CapabilityResources) => void;
+/** `concurrency`: the most invocations of the worker at once (its event source mapping's MaximumConcurrency). */
+type Binding = (worker: Worker, resources: CapabilityResources, concurrency: number) => void;
 
 /** Read access to a secret, and its ARN (never its value) in the environment. */
 function bindSecret(worker: Worker, ref: PlatformSecret, envVar: string): void {
@@ -38,9 +42,11 @@ const BINDINGS: Record<Capability, Binding> = {
     // Unset when none is configured: the worker then refuses every host (HOST_NOT_ALLOWED).
     if (r.gitHosts.length > 0) worker.function.addEnvironment(ENV.gitHosts, r.gitHosts.join(','));
   },
-  githubToken: (worker, r) => {
+  githubToken: (worker, r, concurrency) => {
     bindSecret(worker, r.githubToken, ENV.githubTokenSecretArn);
     worker.function.addEnvironment(ENV.githubApiUrl, r.githubApiUrl);
+    // Each container's share of GitHub's content-creation limit.
+    worker.function.addEnvironment(ENV.githubContentIntervalMs, String(contentIntervalMs(concurrency, r.githubContentRequestsPerHour)));
   },
   diffBucketRead: (worker, r) => {
     // GetObject only (no s3:GetObject* or List* of grantRead); ListBucket on the bucket itself so a
@@ -66,6 +72,6 @@ const BINDINGS: Record<Capability, Binding> = {
   },
 };
 
-export function bindCapabilities(worker: Worker, needs: readonly Capability[], resources: CapabilityResources): void {
-  for (const capability of needs) BINDINGS[capability](worker, resources);
+export function bindCapabilities(worker: Worker, needs: readonly Capability[], resources: CapabilityResources, concurrency = 1): void {
+  for (const capability of needs) BINDINGS[capability](worker, resources, concurrency);
 }

@@ -12,6 +12,7 @@ import type { Construct } from 'constructs';
 import * as z from 'zod';
 import { gitHostEntryProblem, gitHostList } from '../contract/git-remotes';
 import { allWorkers, type WorkerSettings } from '../contract/job-types';
+import { DEFAULT_BUILD_CONCURRENCY_QUOTA, GITHUB_CONTENT_LIMITS } from '../contract/limits';
 import { GITHUB_API_DEFAULT_URL } from '../contract/runtime-env';
 
 export type WorkerName = ReturnType<typeof allWorkers>[number]['name'];
@@ -42,6 +43,17 @@ export interface AgentJobsConfig {
    * every repository is refused (HOST_NOT_ALLOWED) until one is configured.
    */
   readonly gitHosts: readonly string[];
+  /**
+   * Content-creating GitHub requests (pull requests opened) the platform makes an hour, all open_pr
+   * containers together: each paces itself to its share. @default 500 (GitHub's secondary limit)
+   */
+  readonly githubContentRequestsPerHour: number;
+  /**
+   * The account's quota of concurrently running CodeBuild builds for the command runner's compute
+   * type: the project starts no more at once (a start beyond waits), and the synth warns when the
+   * command stages can ask for more. @default DEFAULT_BUILD_CONCURRENCY_QUOTA (contract/limits.ts)
+   */
+  readonly buildConcurrencyQuota: number;
   /** Claim lease in seconds. @default each worker's timeout (a worker cannot outlive it) */
   readonly leaseSeconds?: number;
   readonly testRunnerTimeoutMinutes: number;
@@ -97,6 +109,8 @@ const configSchema = z
     secretsKmsKeyArn: z.string().regex(KMS_KEY_ARN, 'must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)').optional(),
     githubApiUrl: z.url({ protocol: /^https$/, error: 'must be an https URL' }).default(GITHUB_API_DEFAULT_URL),
     gitHosts: gitHostsSchema.default([]),
+    githubContentRequestsPerHour: positiveInt.default(GITHUB_CONTENT_LIMITS.perHour),
+    buildConcurrencyQuota: positiveInt.default(DEFAULT_BUILD_CONCURRENCY_QUOTA),
     leaseSeconds: positiveInt.optional(),
     testRunnerTimeoutMinutes: positiveInt.max(2160).default(60),
     retainOnDestroy: flag.default(true),

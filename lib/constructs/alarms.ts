@@ -1,5 +1,6 @@
 /**
- * One alarm shape for the whole platform: "more than `threshold` in one evaluation period", missing
+ * One alarm shape for the whole platform: "more than `threshold` in one evaluation period" (or in
+ * each of `evaluationPeriods`), missing
  * data is not breaching (an idle queue or function is healthy), and every alarm notifies the one
  * action the caller hands in (the platform's SNS topic).
  */
@@ -16,6 +17,8 @@ export interface AlarmSpec {
   readonly threshold: number;
   readonly description: string;
   readonly action: cloudwatch.IAlarmAction;
+  /** Consecutive periods the metric must be above the threshold: more than one for what matters only when it persists. @default 1 */
+  readonly evaluationPeriods?: number;
 }
 
 export function alarmAbove(scope: Construct, id: string, spec: AlarmSpec): cloudwatch.Alarm {
@@ -23,7 +26,7 @@ export function alarmAbove(scope: Construct, id: string, spec: AlarmSpec): cloud
     metric: spec.metric,
     threshold: spec.threshold,
     comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-    evaluationPeriods: 1,
+    evaluationPeriods: spec.evaluationPeriods ?? 1,
     treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     alarmDescription: spec.description,
   });

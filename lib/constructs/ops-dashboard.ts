@@ -59,6 +59,16 @@ export class OpsDashboard extends Construct {
         width: WIDTH,
         left: [search(JOB_METRICS.workspaceBlocked, 'blocked')],
       }),
+      // Jobs waiting for a limit: GitHub's answers, the platform's own pacing, the build quota.
+      new cloudwatch.GraphWidget({
+        title: 'Limits: jobs waiting',
+        width: WIDTH * 3,
+        left: [
+          search(JOB_METRICS.githubRateLimited, 'GitHub rate-limited'),
+          search(JOB_METRICS.githubPaced, 'GitHub writes paced'),
+          search(JOB_METRICS.buildsWaitingForQuota, 'builds waiting for quota'),
+        ],
+      }),
       // What the build reconciler found each run: jobs whose build's event never came.
       new cloudwatch.GraphWidget({
         title: 'Command-stage builds overdue (reconciler)',

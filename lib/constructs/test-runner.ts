@@ -35,6 +35,12 @@ export interface TestRunnerProps {
   readonly computeType?: codebuild.ComputeType;
   /** @default logs.RetentionDays.ONE_MONTH */
   readonly logRetention?: logs.RetentionDays;
+  /**
+   * Builds of the project running at once: CodeBuild refuses a start beyond it (a job then waits,
+   * src/adapters/codebuild-test-runner.ts) instead of queueing it, where a build could wait an hour
+   * for its queued timeout. @default none (CodeBuild queues above the account's quota)
+   */
+  readonly concurrentBuildLimit?: number;
 }
 
 export class TestRunner extends Construct {
@@ -64,6 +70,7 @@ export class TestRunner extends Construct {
       role: this.role.withoutPolicyUpdates(),
       grantReportGroupPermissions: false,
       timeout: this.timeout,
+      ...(props.concurrentBuildLimit !== undefined && { concurrentBuildLimit: props.concurrentBuildLimit }),
       // Part of how long a job waits for its build's completion before the reconciler asks.
       queuedTimeout: Duration.minutes(BUILD_QUEUED_TIMEOUT_MINUTES),
       environment: {

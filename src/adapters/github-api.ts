@@ -95,19 +95,6 @@ export function rateLimitedUntil(error: HttpErrorShape, now: number): number | u
   return undefined;
 }
 
-/** GitHub's documented content-creation limits (secondary rate limits), per minute and per hour. */
-export const GITHUB_CONTENT_LIMITS = { perMinute: 80, perHour: 500 } as const;
-
-/**
- * The spacing of content-creating requests in one container so that `containers` of them together
- * stay within `perHour` (and GitHub's 80 a minute): the event source mapping's MaximumConcurrency
- * bounds how many containers make requests at once, so no state needs to be shared between them.
- */
-export function contentIntervalMs(containers: number, perHour: number = GITHUB_CONTENT_LIMITS.perHour): number {
-  const fleetInterval = Math.max(3_600_000 / perHour, 60_000 / GITHUB_CONTENT_LIMITS.perMinute);
-  return Math.ceil(fleetInterval * containers);
-}
-
 export interface GitHubLimitsOptions {
   /** Milliseconds between two content-creating requests of this container (contentIntervalMs). 0: no pacing. */
   readonly contentIntervalMs: number;

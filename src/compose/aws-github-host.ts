@@ -5,7 +5,9 @@
  * pull request (a duplicate, a skip) never loads it.
  */
 import { Octokit } from '@octokit/core';
+import { GitHubLimits } from '../adapters/github-api';
 import { GitHubPullRequestHost, octokitLog } from '../adapters/github-pr-host';
+import { systemClock } from '../adapters/system';
 import type { JobLogger, PullRequestHost } from '../core/ports';
 import { secretsManagerSecrets } from './aws-secrets';
 
@@ -16,10 +18,17 @@ export interface AwsGitHubHostOptions {
   /** SDK settings of the Secrets Manager client (awsClientConfig in aws.ts). */
   readonly clientConfig: { endpoint?: string };
   readonly logger: JobLogger;
+  /** Milliseconds between two content-creating requests of this container (GITHUB_CONTENT_INTERVAL_MS). */
+  readonly contentIntervalMs: number;
 }
 
-export function awsGitHubHost({ githubTokenArn, baseUrl, clientConfig, logger }: AwsGitHubHostOptions): PullRequestHost {
+export function awsGitHubHost({ githubTokenArn, baseUrl, clientConfig, logger, contentIntervalMs }: AwsGitHubHostOptions): PullRequestHost {
   const secrets = secretsManagerSecrets({ githubTokenArn }, clientConfig);
+  // One per container: what GitHub said about its limits holds for every job this container runs.
+  const limits = new GitHubLimits({ contentIntervalMs, clock: systemClock });
   // A client per job with the (cached) secret value: a rotated token is picked up without a restart.
-  return new GitHubPullRequestHost(async () => new Octokit({ auth: await secrets.githubToken(), baseUrl, log: octokitLog(logger) }));
+  return new GitHubPullRequestHost(
+    async () => new Octokit({ auth: await secrets.githubToken(), baseUrl, log: octokitLog(logger) }),
+    { limits },
+  );
 }

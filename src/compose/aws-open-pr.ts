@@ -3,7 +3,7 @@ import { ENV, GITHUB_API_DEFAULT_URL } from '../../contract/runtime-env';
 import type { OpenPrDeps } from '../core/jobs/open-pr';
 import type { PullRequestHost } from '../core/ports';
 import { logger } from '../adapters/powertools';
-import { awsClientConfig, awsPipelineDeps, requireEnv } from './aws';
+import { awsClientConfig, awsPipelineDeps, positiveIntEnv, requireEnv } from './aws';
 import { onFirstUse, requireSeparateFile } from './first-use';
 
 /**
@@ -19,8 +19,9 @@ const loadGitHubHost = (): typeof import('./aws-github-host') =>
 export function awsOpenPrDeps(env: NodeJS.ProcessEnv = process.env): OpenPrDeps {
   const githubTokenArn = requireEnv(ENV.githubTokenSecretArn, env);
   const baseUrl = env[ENV.githubApiUrl] || GITHUB_API_DEFAULT_URL;
+  const contentIntervalMs = positiveIntEnv(ENV.githubContentIntervalMs, env);
   return {
     ...awsPipelineDeps('stage', env),
-    host: onFirstUse<PullRequestHost>(() => loadGitHubHost().awsGitHubHost({ githubTokenArn, baseUrl, clientConfig: awsClientConfig(env), logger })),
+    host: onFirstUse<PullRequestHost>(() => loadGitHubHost().awsGitHubHost({ githubTokenArn, baseUrl, clientConfig: awsClientConfig(env), logger, contentIntervalMs })),
   };
 }

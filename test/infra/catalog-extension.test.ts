@@ -31,7 +31,7 @@ it('derives a whole lane from a new catalog entry', () => {
   expect(lanes).toBe(6);
   template.resourceCountIs('AWS::SQS::Queue', 2 * lanes);
   template.resourceCountIs('AWS::Lambda::Function', lanes + 1);
-  template.resourceCountIs('AWS::CloudWatch::Alarm', 5 * lanes + 3);
+  template.resourceCountIs('AWS::CloudWatch::Alarm', 5 * lanes + 4);
   template.hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: 180, RedrivePolicy: Match.objectLike({ maxReceiveCount: 6 }) });
   template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
     FunctionName: { Ref: id(lane.worker.function) },

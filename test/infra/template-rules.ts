@@ -125,6 +125,14 @@ function everyWorker(consumer: string): Grant[] {
   ];
 }
 
+/** A stage's function: a worker's grants, and sending a waiting job back on its own queue. */
+function stageWorker(consumer: string): Grant[] {
+  return [
+    ...everyWorker(consumer),
+    { actions: ['sqs:SendMessage'], resources: [`${laneId(consumer)}Queue`], reason: 'a job waiting for a limit (GitHub, the build quota) goes back on its queue as a fresh copy, delayed by the wait' },
+  ];
+}
+
 /** The DLQ of every command stage: where the completion path copies a failed build's job. */
 const commandStageDlqs = COMMAND_JOB_TYPES.map((type) => `${laneId(type)}QueueDlq`);
 
@@ -139,7 +147,7 @@ export const ALLOW_LIST: Readonly<Record<string, readonly Grant[]>> = {
   ],
   // Every command stage's function (run_tests, run_lint): the same grants, from its declaration.
   ...Object.fromEntries(COMMAND_JOB_TYPES.map((type) => [`${type}/Worker`, [
-    ...everyWorker(type),
+    ...stageWorker(type),
     { actions: ['codebuild:StartBuild'], resources: ['TestRunnerProject'], reason: 'starts the build of a run (idempotency token per job and run); nothing polls it' },
     { actions: ['codebuild:ListBuildsForProject', 'codebuild:BatchGetBuilds'], resources: ['TestRunnerProject'], reason: 'after a crash between StartBuild and recording its id: one search of the 100 newest builds' },
   ]])),
@@ -157,7 +165,7 @@ export const ALLOW_LIST: Readonly<Record<string, readonly Grant[]>> = {
     { actions: ['sqs:SendMessage'], resources: commandStageDlqs, reason: "a failed build's job: its message copy on its stage's DLQ" },
   ],
   'open_pr/Worker': [
-    ...everyWorker('open_pr'),
+    ...stageWorker('open_pr'),
     { actions: ['secretsmanager:GetSecretValue'], resources: ['GithubToken'], reason: 'opens pull requests on GitHub' },
   ],
   TestRunner: [

@@ -1,5 +1,6 @@
 /** GitHub's rate limits as the platform reads them from GitHub's answers, and its pacing of content-creating requests. */
-import { GITHUB_CONTENT_LIMITS, GitHubLimits, contentIntervalMs, rateLimitedUntil, type HttpErrorShape } from '../../src/adapters/github-api';
+import { GITHUB_CONTENT_LIMITS, contentIntervalMs } from '../../contract/limits';
+import { GitHubLimits, rateLimitedUntil, type HttpErrorShape } from '../../src/adapters/github-api';
 import { RetryAfterError } from '../../src/core/errors';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');

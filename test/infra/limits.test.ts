@@ -1,0 +1,53 @@
+/**
+ * The limits the stack is told about: the account's build quota (the project's concurrent build
+ * limit, and a synth warning when the command stages can ask for more), GitHub's content-creation
+ * limit (each open_pr container's share), and the alarm on GitHub's rate limits. Derived from the
+ * catalog's settings, never from its contents.
+ */
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
+import { allWorkers, COMMAND_JOB_TYPES } from '../../contract/job-types';
+import { contentIntervalMs, DEFAULT_BUILD_CONCURRENCY_QUOTA } from '../../contract/limits';
+import { ENV, JOB_METRICS } from '../../contract/runtime-env';
+import { synth } from './helpers';
+
+/** What the command stages' event source mappings can start at once with the catalog's settings. */
+const asked = allWorkers()
+  .filter((w) => (COMMAND_JOB_TYPES as readonly string[]).includes(w.name))
+  .reduce((sum, w) => sum + w.settings.batchSize * w.settings.maxConcurrency, 0);
+
+describe('the build quota', () => {
+  it("is the project's concurrent build limit, with no warning while the command stages stay within it", () => {
+    const { stack, template } = synth({ buildConcurrencyQuota: Math.max(asked, DEFAULT_BUILD_CONCURRENCY_QUOTA) });
+    template.hasResourceProperties('AWS::CodeBuild::Project', { ConcurrentBuildLimit: Math.max(asked, DEFAULT_BUILD_CONCURRENCY_QUOTA) });
+    expect(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('buildConcurrencyQuota'))).toEqual([]);
+  });
+
+  it('warns at synth, naming the stages and the setting, when they can start more builds at once than the quota', () => {
+    const { stack } = synth({ buildConcurrencyQuota: asked - 1 });
+    const warnings = Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp(`can start ${asked} builds at once .*more than buildConcurrencyQuota = ${asked - 1}`));
+    expect(warnings).toHaveLength(1);
+    for (const type of COMMAND_JOB_TYPES) expect(JSON.stringify(warnings[0]?.entry.data)).toContain(type);
+  });
+});
+
+describe("GitHub's limits", () => {
+  it("gives open_pr its container's share of GitHub's content-creation limit", () => {
+    const concurrency = 7;
+    const { template } = synth({ githubContentRequestsPerHour: 250, workers: { open_pr: { maxConcurrency: concurrency } } });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ [ENV.githubContentIntervalMs]: String(contentIntervalMs(concurrency, 250)) }) },
+    });
+  });
+
+  it('alarms when GitHub keeps answering with rate limits, period after period, not at the first one', () => {
+    const { template } = synth();
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: JOB_METRICS.githubRateLimited,
+      Statistic: 'Sum',
+      Threshold: 0,
+      EvaluationPeriods: 3,
+      ComparisonOperator: 'GreaterThanThreshold',
+      AlarmActions: [Match.anyValue()],
+    });
+  });
+});
