@@ -4,12 +4,14 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { COMMAND_JOB_TYPES } from '../../contract/job-types';
 import { enqueueAgentJobs, newJobId, type JobRequest } from '../../src/client';
 import { localLedger } from '../../src/compose/local';
 import type { JobRecord } from '../../src/core/ports';
 import { createLocalClients, type LocalClients } from '../../src/local/emulators';
-import { readPlatformInfo, startPlatform, type LocalPlatform, type PlatformInfo } from '../../src/local/platform';
+import { readPlatformInfo, startPlatform, type LocalPlatform, type PlatformInfo, type PlatformOptions } from '../../src/local/platform';
 import { drain } from '../support/drive-queue';
 import { eventually } from '../support/eventually';
 
@@ -59,7 +61,7 @@ describe('local platform', () => {
   }
 
   /** A source repository with `a.txt`, served by a fresh platform from its first commit. */
-  async function platformWithRepo(): Promise<{ src: string; repoUrl: string; platform: LocalPlatform }> {
+  async function platformWithRepo(options: Omit<PlatformOptions, 'stateDir' | 'output'> = {}): Promise<{ src: string; repoUrl: string; platform: LocalPlatform }> {
     const src = path.join(work, 'src');
     await run('git', ['init', '--quiet', '--initial-branch=main', src]);
     await writeFile(path.join(src, 'a.txt'), 'one\n');
@@ -67,7 +69,7 @@ describe('local platform', () => {
     await git(src, 'commit', '--quiet', '-m', 'initial');
     // The base branch of the test's pull request: like GitHub, the PR store refuses a missing one.
     await git(src, 'branch', 'release');
-    const platform = (running = await startPlatform({ stateDir: path.join(work, 'state'), output: null }));
+    const platform = (running = await startPlatform({ stateDir: path.join(work, 'state'), output: null, ...options }));
     await platform.git.createBareRepo('demo', { fromDir: src });
     return { src, repoUrl: platform.git.repoUrl('demo'), platform };
   }
@@ -206,4 +208,38 @@ describe('local platform', () => {
     ]);
     clients.destroy();
   }, 180_000);
+
+  it('runs N + 5 command jobs against a build quota of N: the extra ones wait for a build to end, none fails, none reaches a DLQ', async () => {
+    const quota = 2;
+    const [type] = COMMAND_JOB_TYPES;
+    if (type === undefined) return; // a catalog without command stages has no builds to limit
+    // Short back-offs: a job refused by the quota comes back within seconds.
+    const { src, repoUrl, platform } = await platformWithRepo({ buildQuota: quota, backoff: { baseSeconds: 1, capSeconds: 2 } });
+    const clients = createLocalClients(platform.info.endpoints);
+    // One workspace (and branch) per job, so that every build could start at once.
+    const workspaces = Array.from({ length: quota + 5 }, (_, i) => `ws-quota-${i}`);
+    for (const ws of workspaces) await git(src, 'push', '--quiet', platform.git.gitDir('demo'), `main:${ws}`);
+    const jobs = workspaces.flatMap((ws): JobRequest[] => [
+      { workspaceId: ws, tenantId: 'tenant-1', jobId: newJobId(), type: 'apply_patch', payload: { repo: { url: repoUrl, branch: ws }, diff: `diff --git a/${ws}.txt b/${ws}.txt\nnew file mode 100644\n--- /dev/null\n+++ b/${ws}.txt\n@@ -0,0 +1 @@\n+${ws}\n`, message: ws } },
+      // Each build says when it started and ended (ms): the runs' overlap is measured from the builds' own clocks.
+      { workspaceId: ws, tenantId: 'tenant-1', jobId: newJobId(), type, payload: { command: `test -f ${ws}.txt && echo "from $(date +%s%3N)" && sleep 2 && echo "to $(date +%s%3N)"` } },
+    ]);
+    await enqueueAgentJobs(jobs, { sqs: clients.sqs, queueUrl: platform.info.queueUrls['agent-jobs']! });
+
+    const records = await settled(clients, platform.info, jobs.map((j) => j.jobId!), (r) => r.status !== 'IN_FLIGHT' && r.status !== 'RUNNING');
+
+    expect(records.map((r) => [r.type, r.status])).toEqual(jobs.map((j) => [j.type, 'SUCCEEDED']));
+    const builds = records.filter((r) => r.type === type).map((r) => {
+      const tail = String(r.result?.['logTail']);
+      return { from: Number(/from (\d+)/.exec(tail)?.[1]), to: Number(/to (\d+)/.exec(tail)?.[1]) };
+    });
+    // The most builds running at one time: the quota, reached and never passed.
+    const running = (at: number) => builds.filter((b) => b.from <= at && at < b.to).length;
+    expect(Math.max(...builds.map((b) => running(b.from)))).toBe(quota);
+    for (const dlqUrl of Object.values(platform.info.dlqUrls)) {
+      const { Attributes } = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
+      expect({ dlqUrl, ...Attributes }).toEqual({ dlqUrl, ApproximateNumberOfMessages: '0', ApproximateNumberOfMessagesNotVisible: '0' });
+    }
+    clients.destroy();
+  }, 240_000);
 });
