@@ -39,6 +39,8 @@ function bindSecret(worker: Worker, ref: PlatformSecret, envVar: string): void {
 const BINDINGS: Record<Capability, Binding> = {
   gitCredentials: (worker, r) => {
     bindSecret(worker, r.gitCredentials, ENV.gitCredentialsSecretArn);
+    // Where a GitHub App in the secret mints its installation tokens.
+    worker.function.addEnvironment(ENV.githubApiUrl, r.githubApiUrl);
     // Unset when none is configured: the worker then refuses every host (HOST_NOT_ALLOWED).
     if (r.gitHosts.length > 0) worker.function.addEnvironment(ENV.gitHosts, r.gitHosts.join(','));
   },

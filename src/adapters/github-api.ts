@@ -1,7 +1,8 @@
 /**
  * What every caller of GitHub's API in the platform shares (the pull-request host, the GitHub App's
- * token minting): the repository a clone URL names, GitHub's errors as data, and GitHub's rate
- * limits as one container keeps to them.
+ * token minting): a GitHub App's key as a secret holds it, the repository a clone URL names,
+ * GitHub's errors as data, and GitHub's rate limits as one container keeps to them. Light on
+ * purpose (no Octokit, no SDK): the sequencer's git engine imports it whatever its secret holds.
  *
  * The rules are GitHub's (docs.github.com, "Rate limits for the REST API"): a 403 or 429 with
  * `retry-after` means not before that many seconds; with `x-ratelimit-remaining: 0`, not before
@@ -15,6 +16,20 @@
  */
 import { PermanentJobError, RetryAfterError } from '../core/errors';
 import type { Clock } from '../core/ports';
+
+/** A GitHub App secret's value: `{"appId", "privateKey", "installationId"?}` (github-app.ts mints its tokens; secrets.ts reads it). */
+export interface GitHubAppKey {
+  readonly appId: string;
+  /** The app's private key, PEM (PKCS#1 as GitHub issues it, or PKCS#8). */
+  readonly privateKey: string;
+  /** The installation to act as; absent: found per repository owner. */
+  readonly installationId?: number;
+}
+
+/** Whether a credential secret's value is a GitHub App's (else a token, or git's user and password). */
+export function isGitHubAppKey(value: unknown): value is GitHubAppKey {
+  return typeof value === 'object' && value !== null && 'appId' in value && 'privateKey' in value;
+}
 
 export interface RepoCoordinates {
   readonly owner: string;

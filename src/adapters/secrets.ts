@@ -1,7 +1,9 @@
 /**
  * Secrets the workers need: git credentials (push/fetch workspace remotes) and the GitHub token.
- * On AWS they come from Secrets Manager by ARN, cached across invocations; locally the loopback git
- * server and the local PR store need none, so a static source stands in.
+ * Either may hold a GitHub App instead (`{"appId","privateKey","installationId"?}`): its
+ * installation tokens are then minted per use (github-app.ts). On AWS they come from Secrets
+ * Manager by ARN, cached across invocations; locally the loopback git server and the local PR
+ * store need none, so a static source stands in.
  */
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
@@ -9,19 +11,40 @@ import * as z from 'zod/mini';
 import '../../contract/zod-english';
 import { ENV, SECRET_PLACEHOLDER } from '../../contract/runtime-env';
 import { ConfigurationError } from '../core/errors';
+import type { GitHubAppKey } from './github-api';
 
 const gitCredentialsSchema = z.strictObject({ username: z.string().check(z.minLength(1)), password: z.string().check(z.minLength(1)) });
 export type GitCredentials = z.infer<typeof gitCredentialsSchema>;
 
 const tokenSchema = z.string().check(z.minLength(1), z.regex(/^\S+$/, 'must not contain whitespace'));
-/** A GitHub token secret is either the bare token or `{ "token": "..." }`. */
+
+/** A GitHub App: its id, its private key (PEM) and, optionally, the installation to act as. */
+const githubAppSchema = z.pipe(
+  z.strictObject({
+    appId: z.union([z.string().check(z.regex(/^\d+$/, 'must be the numeric app id')), z.int().check(z.positive())]),
+    privateKey: z.string().check(z.regex(/-----BEGIN (RSA )?PRIVATE KEY-----/, 'must be the PEM private key GitHub issued for the app')),
+    installationId: z.optional(z.int().check(z.positive())),
+  }),
+  z.transform((app): GitHubAppKey => ({ appId: String(app.appId), privateKey: app.privateKey, ...(app.installationId !== undefined && { installationId: app.installationId }) })),
+);
+
+/** A GitHub token secret is the bare token or `{ "token": "..." }` (or a GitHub App). */
 const githubTokenSchema = z.union([tokenSchema, z.pipe(z.strictObject({ token: tokenSchema }), z.transform((s) => s.token))]);
+
+/**
+ * A secret that names an `appId` is read as a GitHub App, any other as the secret's first shape:
+ * chosen by shape rather than by a union, so a malformed value is told what its own shape lacks
+ * (a union's error names no field).
+ */
+function orGitHubApp<T>(other: z.ZodMiniType<T>): (value: unknown) => z.ZodMiniType<T | GitHubAppKey> {
+  return (value) => (typeof value === 'object' && value !== null && 'appId' in value ? githubAppSchema : other);
+}
 
 export interface SecretsSource {
   /** undefined: the remote needs no authentication. */
-  gitCredentials(): Promise<GitCredentials | undefined>;
+  gitCredentials(): Promise<GitCredentials | GitHubAppKey | undefined>;
   /** undefined: the PR host needs no token. */
-  githubToken(): Promise<string | undefined>;
+  githubToken(): Promise<string | GitHubAppKey | undefined>;
 }
 
 export interface SecretsManagerSecretsOptions {
@@ -39,12 +62,12 @@ export class SecretsManagerSecrets implements SecretsSource {
     this.provider = new SecretsProvider({ awsSdkV3Client: options.client });
   }
 
-  async gitCredentials(): Promise<GitCredentials> {
+  async gitCredentials(): Promise<GitCredentials | GitHubAppKey> {
     const { arn, raw } = await this.fetch(this.options.gitCredentialsArn, ENV.gitCredentialsSecretArn);
     return parseGitCredentials(raw, `${arn} (${ENV.gitCredentialsSecretArn})`);
   }
 
-  async githubToken(): Promise<string> {
+  async githubToken(): Promise<string | GitHubAppKey> {
     const { arn, raw } = await this.fetch(this.options.githubTokenArn, ENV.githubTokenSecretArn);
     return parseGithubToken(raw, `${arn} (${ENV.githubTokenSecretArn})`);
   }
@@ -60,21 +83,26 @@ export class SecretsManagerSecrets implements SecretsSource {
  * errors (ARN and setting); an error never contains the value. The post-deploy check reads the
  * secrets through these too, so the functions and the check agree on what a good secret is.
  */
-export function parseGitCredentials(raw: unknown, secret: string): GitCredentials {
-  return parseSecretValue(raw, secret, gitCredentialsSchema, 'json');
+export function parseGitCredentials(raw: unknown, secret: string): GitCredentials | GitHubAppKey {
+  return parseSecretValue(raw, secret, orGitHubApp(gitCredentialsSchema), 'json');
 }
 
-/** A GitHub token secret's value: the bare token, or `{"token"}`. */
-export function parseGithubToken(raw: unknown, secret: string): string {
-  return parseSecretValue(raw, secret, githubTokenSchema, 'auto');
+/** A read-only git credentials secret's value (test builds): `{"username","password"}` only. */
+export function parseReadGitCredentials(raw: unknown, secret: string): GitCredentials {
+  return parseSecretValue(raw, secret, () => gitCredentialsSchema, 'json');
 }
 
-function parseSecretValue<T>(raw: unknown, secret: string, schema: z.ZodMiniType<T>, format: 'json' | 'auto'): T {
+/** A GitHub token secret's value: the bare token, `{"token"}`, or a GitHub App. */
+export function parseGithubToken(raw: unknown, secret: string): string | GitHubAppKey {
+  return parseSecretValue(raw, secret, orGitHubApp(githubTokenSchema), 'auto');
+}
+
+function parseSecretValue<T>(raw: unknown, secret: string, schemaFor: (value: unknown) => z.ZodMiniType<T>, format: 'json' | 'auto'): T {
   const value = typeof raw === 'string' ? parseSecret(raw, format) : raw;
   if (holdsPlaceholder(value)) {
     throw new ConfigurationError(`secret ${secret} still holds the placeholder ${SECRET_PLACEHOLDER} the stack created it with: store the credential in it (README, Deploy)`);
   }
-  const parsed = schema.safeParse(value);
+  const parsed = schemaFor(value).safeParse(value);
   // The message names the secret and the fields, never the value.
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(value)'}: ${i.message}`).join('; ');
@@ -101,13 +129,13 @@ function parseSecret(raw: string, format: 'json' | 'auto'): unknown {
 
 /** The local platform's source: fixed values, or none. */
 export class StaticSecrets implements SecretsSource {
-  constructor(private readonly values: { readonly gitCredentials?: GitCredentials; readonly githubToken?: string } = {}) {}
+  constructor(private readonly values: { readonly gitCredentials?: GitCredentials | GitHubAppKey; readonly githubToken?: string | GitHubAppKey } = {}) {}
 
-  async gitCredentials(): Promise<GitCredentials | undefined> {
+  async gitCredentials(): Promise<GitCredentials | GitHubAppKey | undefined> {
     return this.values.gitCredentials;
   }
 
-  async githubToken(): Promise<string | undefined> {
+  async githubToken(): Promise<string | GitHubAppKey | undefined> {
     return this.values.githubToken;
   }
 }

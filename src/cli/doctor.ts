@@ -8,6 +8,8 @@
  *   ALARM; CloudWatch's alarm history then records whether its SNS action succeeded.)
  * - secrets: does every secret hold its documented shape, not the stack's placeholder? (Read with
  *   the same parsers the functions use; a value is never printed.)
+ * - GitHub App: when a secret holds one, is it installed on the repository (`--repo`) with
+ *   `contents: write` and `pull_requests: write`?
  * - end-to-end job: does one apply_patch and its run_tests go through, on a scratch workspace?
  *
  * The checks take their clients and their clock as arguments; src/cli/commands/doctor.ts wires the
@@ -24,8 +26,11 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { GetTopicAttributesCommand, SNSClient } from '@aws-sdk/client-sns';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import { GITHUB_API_DEFAULT_URL } from '../../contract/runtime-env';
 import { platformQueues } from '../../contract/topology';
-import { parseGitCredentials, parseGithubToken } from '../adapters/secrets';
+import { isGitHubAppKey, parseRepoUrl, type GitHubAppKey } from '../adapters/github-api';
+import { appInstallation, appOctokit, missingPermissions, REQUIRED_APP_PERMISSIONS } from '../adapters/github-app';
+import { parseGitCredentials, parseGithubToken, parseReadGitCredentials } from '../adapters/secrets';
 import type { JobRequest } from '../client/producer';
 import { TERMINAL_STATUSES, type JobRecord } from '../core/ports';
 import { TargetError } from '../operator/errors';
@@ -259,7 +264,7 @@ export async function checkSecrets(outputs: readonly Output[], secretsManager: S
   const byKey = new Map(outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])));
   const parsers: Record<string, (raw: unknown, secret: string) => unknown> = {
     [STACK_OUTPUTS.gitCredentialsSecretArn]: parseGitCredentials,
-    [STACK_OUTPUTS.gitReadCredentialsSecretArn]: parseGitCredentials,
+    [STACK_OUTPUTS.gitReadCredentialsSecretArn]: parseReadGitCredentials,
     [STACK_OUTPUTS.githubTokenSecretArn]: parseGithubToken,
   };
   return Promise.all(Object.entries(parsers).map(async ([key, parse]) => {
@@ -272,6 +277,56 @@ export async function checkSecrets(outputs: readonly Output[], secretsManager: S
       return `${arn} holds the documented shape`;
     });
   }));
+}
+
+// ---- GitHub App ----------------------------------------------------------------------------------
+
+export interface GitHubAppCheckOptions {
+  readonly outputs: readonly Output[];
+  readonly secretsManager: Sends<SecretsManagerClient>;
+  /** The repository the platform works on (`--repo`); none: the check is skipped. */
+  readonly repoUrl?: string;
+  /** GitHub's REST API (the stack's githubApiUrl). */
+  readonly githubApiUrl: string;
+}
+
+/**
+ * For each GitHub App the push or the token secret holds: is it installed on the repository, as
+ * the installation the secret names (if any), with the permissions the platform needs? Nothing
+ * when no secret holds an app (a malformed secret is the secrets check's to report).
+ */
+export async function checkGitHubApps(options: GitHubAppCheckOptions): Promise<CheckResult[]> {
+  const byKey = new Map(options.outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])));
+  const readers: [string, (raw: unknown, secret: string) => unknown][] = [
+    [STACK_OUTPUTS.gitCredentialsSecretArn, parseGitCredentials],
+    [STACK_OUTPUTS.githubTokenSecretArn, parseGithubToken],
+  ];
+  const apps = new Map<string, GitHubAppKey>();
+  for (const [key, parse] of readers) {
+    const arn = byKey.get(key);
+    if (!arn) continue;
+    const value = await secretString(options, arn).then((raw) => parse(raw, arn)).catch(() => undefined);
+    if (isGitHubAppKey(value)) apps.set(`${value.appId}/${value.installationId ?? ''}`, value);
+  }
+  return Promise.all([...apps.values()].map(async (app): Promise<CheckResult> => {
+    const check = `GitHub App ${app.appId}`;
+    if (options.repoUrl === undefined) return { check, status: 'skip', detail: 'pass --repo to check its installation on the repository' };
+    const repository = parseRepoUrl(options.repoUrl);
+    return probe(check, async () => {
+      const installation = await appInstallation(appOctokit(app, options.githubApiUrl), repository);
+      const on = `${repository.owner}/${repository.repo}`;
+      if (app.installationId !== undefined && app.installationId !== installation.id) {
+        throw new Error(`the secret names installation ${app.installationId}, but ${on} is reached by installation ${installation.id}`);
+      }
+      const missing = missingPermissions(installation);
+      if (missing.length > 0) throw new Error(`installation ${installation.id} on ${on} lacks ${missing.join(', ')}: grant it in the app's settings, then accept the new permissions on the installation`);
+      return `installed on ${on} (installation ${installation.id}) with ${Object.entries(REQUIRED_APP_PERMISSIONS).map(([name, level]) => `${name}: ${level}`).join(', ')}`;
+    });
+  }));
+}
+
+async function secretString(options: GitHubAppCheckOptions, arn: string): Promise<string | undefined> {
+  return (await options.secretsManager.send(new GetSecretValueCommand({ SecretId: arn }))).SecretString;
 }
 
 // ---- end-to-end job ----------------------------------------------------------------------------
@@ -356,21 +411,26 @@ export interface StackCheckOptions {
   readonly clients: StackClients;
   readonly clock: Clock;
   readonly skipAlarm: boolean;
+  /** The repository of the end-to-end job, where a GitHub App's installation is checked. */
+  readonly repoUrl?: string;
+  /** @default GITHUB_API_DEFAULT_URL */
+  readonly githubApiUrl?: string;
 }
 
-/** Outputs, alarm notification and secrets of a deployed stack, in that order. */
+/** Outputs, alarm notification, secrets and GitHub Apps of a deployed stack, in that order. */
 export async function checkStack(options: StackCheckOptions): Promise<CheckResult[]> {
   const { stackName, clients } = options;
   const { Stacks: [stack] = [] } = await clients.cloudFormation.send(new DescribeStacksCommand({ StackName: stackName }));
   if (!stack) throw new TargetError(`stack ${stackName} not found`);
   const outputs = stack.Outputs ?? [];
   const topicArn = outputs.find((o) => o.OutputKey === STACK_OUTPUTS.alarmTopicArn)?.OutputValue ?? '';
-  const [outputResults, alarm, secrets] = await Promise.all([
+  const [outputResults, alarm, secrets, apps] = await Promise.all([
     checkOutputs(outputs, clients),
     options.skipAlarm
       ? { check: ALARM_CHECK, status: 'skip' as const, detail: 'skipped (--skip-alarm)' }
       : checkAlarmNotification({ stackName, topicArn, clients, clock: options.clock }),
     checkSecrets(outputs, clients.secretsManager),
+    checkGitHubApps({ outputs, secretsManager: clients.secretsManager, githubApiUrl: options.githubApiUrl ?? GITHUB_API_DEFAULT_URL, ...(options.repoUrl !== undefined && { repoUrl: options.repoUrl }) }),
   ]);
-  return [...outputResults, alarm, ...secrets];
+  return [...outputResults, alarm, ...secrets, ...apps];
 }

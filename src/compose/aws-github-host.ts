@@ -1,11 +1,13 @@
 /**
- * open_pr's GitHub host on AWS: Octokit, with the token it reads from Secrets Manager. The entry
+ * open_pr's GitHub host on AWS: Octokit, with the token it reads from Secrets Manager (or a GitHub
+ * App's installation token for the repository, minted from the app the secret holds). The entry
  * of a separate file of open_pr's asset (the catalog's open_pr `separateFiles`), loaded at the
  * first pull request (aws-open-pr.ts): a cold start does not parse it, and a path that opens no
  * pull request (a duplicate, a skip) never loads it.
  */
 import { Octokit } from '@octokit/core';
 import { GitHubLimits } from '../adapters/github-api';
+import { appTokensCache, GitHubAppTokens, restTokenFor } from '../adapters/github-app';
 import { GitHubPullRequestHost, octokitLog } from '../adapters/github-pr-host';
 import { systemClock } from '../adapters/system';
 import type { JobLogger, PullRequestHost } from '../core/ports';
@@ -26,9 +28,10 @@ export function awsGitHubHost({ githubTokenArn, baseUrl, clientConfig, logger, c
   const secrets = secretsManagerSecrets({ githubTokenArn }, clientConfig);
   // One per container: what GitHub said about its limits holds for every job this container runs.
   const limits = new GitHubLimits({ contentIntervalMs, clock: systemClock });
+  const tokensOf = appTokensCache((app) => new GitHubAppTokens({ app, baseUrl, clock: systemClock, limits }));
   // A client per job with the (cached) secret value: a rotated token is picked up without a restart.
   return new GitHubPullRequestHost(
-    async () => new Octokit({ auth: await secrets.githubToken(), baseUrl, log: octokitLog(logger) }),
+    async (repository) => new Octokit({ auth: await restTokenFor(repository, await secrets.githubToken(), tokensOf), baseUrl, log: octokitLog(logger) }),
     { limits },
   );
 }

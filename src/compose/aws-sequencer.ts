@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { awsGitHostPolicy } from '../../contract/git-remotes';
 import { JOB_TYPES, type StagedJobType } from '../../contract/job-types';
-import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
+import { ENV, GITHUB_API_DEFAULT_URL, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { applyPatchProcessor } from '../core/jobs/apply-patch';
 import type { DiffReader } from '../core/ports';
 import type { SequencerDeps } from '../core/sequencer';
@@ -48,8 +48,9 @@ export const SEQUENCER_REPO_CACHE_BYTES = 256 * 2 ** 20;
 export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): SequencerDeps {
   const read = (name: string) => requireEnv(name, env);
   const gitCredentialsArn = read(ENV.gitCredentialsSecretArn);
+  const githubApiUrl = env[ENV.githubApiUrl] || GITHUB_API_DEFAULT_URL;
   const git = onFirstUse<IsomorphicGitWorkspace>(() =>
-    loadGitEngine().awsGitEngine({ gitCredentialsArn, clientConfig: awsClientConfig(env), workRoot: SEQUENCER_WORK_ROOT, cacheBytes: SEQUENCER_REPO_CACHE_BYTES, logger }),
+    loadGitEngine().awsGitEngine({ gitCredentialsArn, githubApiUrl, clientConfig: awsClientConfig(env), workRoot: SEQUENCER_WORK_ROOT, cacheBytes: SEQUENCER_REPO_CACHE_BYTES, logger }),
   );
   const diffBucket = read(ENV.diffBucket);
   const diffStore = onFirstUse<DiffReader>(() => {

@@ -13,12 +13,14 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DescribeEventBusCommand, EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetTopicAttributesCommand, SNSClient } from '@aws-sdk/client-sns';
+import { generateKeyPairSync } from 'node:crypto';
 import { mockClient } from 'aws-sdk-client-mock';
 import { SECRET_PLACEHOLDER } from '../../contract/runtime-env';
 import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
-import { checkAlarmNotification, checkOutputs, checkSecrets, checkStack, expectedOutputKeys, type Clock, type StackClients } from '../../src/cli/doctor';
+import { checkAlarmNotification, checkGitHubApps, checkOutputs, checkSecrets, checkStack, expectedOutputKeys, type Clock, type StackClients } from '../../src/cli/doctor';
 import { LOCAL_REGION } from '../../src/local/emulators';
 import { withEmulators } from '../support/emulators';
+import { startFakeGitHub } from '../support/fake-github';
 
 const cloudFormation = mockClient(CloudFormationClient);
 const cloudWatch = mockClient(CloudWatchClient);
@@ -203,6 +205,49 @@ describe('secrets', () => {
       { check: `secret ${STACK_OUTPUTS.githubTokenSecretArn}`, status: 'fail', detail: expect.stringContaining(`secret ${SECRETS.token} is malformed`) },
     ]);
     expect(JSON.stringify(results)).not.toMatch(/doNotPrint/);
+  });
+});
+
+describe('a GitHub App in a secret (a loopback GitHub: GitHub has no local stand-in)', () => {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs1', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
+  const writeBoth = { contents: 'write', pull_requests: 'write', metadata: 'read' };
+
+  async function checkApps(permissions: Record<string, string>, secret: Record<string, unknown>, repoUrl = 'https://github.com/acme/widgets.git') {
+    const github = await startFakeGitHub({ app: { appId: '4242', publicKey, installations: { acme: { id: 77, permissions } }, now: () => Date.now() } });
+    secretsManager
+      .on(GetSecretValueCommand, { SecretId: SECRETS.git }).resolves({ SecretString: JSON.stringify({ appId: 4242, privateKey, ...secret }) })
+      .on(GetSecretValueCommand, { SecretId: SECRETS.token }).resolves({ SecretString: 'ghp_token' });
+    try {
+      return await checkGitHubApps({ outputs: stackOutputs(), secretsManager: clients().secretsManager, repoUrl, githubApiUrl: github.url });
+    } finally {
+      await github.close();
+    }
+  }
+
+  it('passes an app installed on the repository with contents and pull_requests: write', async () => {
+    expect(await checkApps(writeBoth, { installationId: 77 })).toEqual([
+      { check: 'GitHub App 4242', status: 'pass', detail: 'installed on acme/widgets (installation 77) with contents: write, pull_requests: write' },
+    ]);
+  });
+
+  it('fails naming what is wrong: a missing permission, another installation, no installation on the owner; never printing the key', async () => {
+    const [readOnly] = await checkApps({ contents: 'read', metadata: 'read' }, {});
+    const [other] = await checkApps(writeBoth, { installationId: 78 });
+    const [absent] = await checkApps(writeBoth, {}, 'https://github.com/elsewhere/widgets.git');
+
+    expect(readOnly).toMatchObject({ status: 'fail', detail: expect.stringContaining('installation 77 on acme/widgets lacks contents: write, pull_requests: write') });
+    expect(other).toMatchObject({ status: 'fail', detail: expect.stringContaining('the secret names installation 78, but acme/widgets is reached by installation 77') });
+    expect(absent).toMatchObject({ status: 'fail', detail: expect.stringContaining('Not Found') });
+    expect(JSON.stringify([readOnly, other, absent])).not.toContain('PRIVATE KEY');
+  });
+
+  it('has nothing to say when no secret holds an app, and skips without --repo', async () => {
+    secretsManager.on(GetSecretValueCommand).resolves({ SecretString: JSON.stringify({ username: 'u', password: 'p' }) });
+    expect(await checkGitHubApps({ outputs: stackOutputs(), secretsManager: clients().secretsManager, githubApiUrl: 'https://github.invalid' })).toEqual([]);
+    secretsManager.on(GetSecretValueCommand, { SecretId: SECRETS.token }).resolves({ SecretString: JSON.stringify({ appId: '4242', privateKey }) });
+    expect(await checkGitHubApps({ outputs: stackOutputs(), secretsManager: clients().secretsManager, githubApiUrl: 'https://github.invalid' })).toEqual([
+      { check: 'GitHub App 4242', status: 'skip', detail: 'pass --repo to check its installation on the repository' },
+    ]);
   });
 });
 

@@ -1,8 +1,11 @@
 /**
- * A loopback fake of the few GitHub REST endpoints the open_pr stage uses: GitHub has no local
+ * A loopback fake of the few GitHub REST endpoints the platform uses: GitHub has no local
  * stand-in. GET and POST /repos/:owner/:repo/pulls, with GitHub's 422 "A pull request already
- * exists" on a second open PR for the same head, and a few injectable faults.
+ * exists" on a second open PR for the same head, and a few injectable faults; with `app`, a GitHub
+ * App's endpoints too: installation tokens minted for a JWT the app's key signed, and the
+ * installation of a repository's owner.
  */
+import { verify } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -23,6 +26,10 @@ export interface FakeGitHub {
   readonly authorizations: (string | undefined)[];
   /** Every request received, in order. */
   readonly requests: { method: string; path: string }[];
+  /** Installation tokens minted (with `app`), in order. */
+  readonly minted: MintedToken[];
+  /** Whether `token` is an installation token this fake minted and that has not expired: what a git host checks. */
+  validToken(token: string): boolean;
   pulls(owner: string, repo: string): FakePull[];
   /** The next request of this method is answered with this status and body. */
   failNext(method: 'GET' | 'POST', status: number, body: unknown, headers?: Record<string, string>): void;
@@ -41,6 +48,24 @@ export interface FakeGitHubOptions {
    * chaos harness injects GitHub's failures with it.
    */
   readonly faults?: (method: string) => FakeGitHubFault | undefined;
+  /** A GitHub App this fake knows. */
+  readonly app?: FakeGitHubApp;
+}
+
+export interface FakeGitHubApp {
+  readonly appId: string;
+  /** The app's public key (PEM): a JWT it did not sign is a 401, as GitHub answers. */
+  readonly publicKey: string;
+  /** The app's installations by account (repository owner). */
+  readonly installations: Readonly<Record<string, { readonly id: number; readonly permissions: Readonly<Record<string, string>> }>>;
+  /** The fake's clock (epoch ms): a token expires an hour after it was minted, as GitHub's do. */
+  readonly now: () => number;
+}
+
+export interface MintedToken {
+  readonly installationId: number;
+  readonly token: string;
+  readonly expiresAt: number;
 }
 
 /** 502 before anything happens; a create whose answer is lost; a list that misses an open pull request. */
@@ -50,6 +75,7 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
   const repos = new Map<string, FakePull[]>();
   const authorizations: (string | undefined)[] = [];
   const requests: { method: string; path: string }[] = [];
+  const minted: MintedToken[] = [];
   const faults: { method: string; status: number; body: unknown; headers: Record<string, string> }[] = [];
   let dropCreate = false;
   let hideList = false;
@@ -67,6 +93,7 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
     authorizations.push(req.headers.authorization);
     const url = new URL(req.url ?? '/', 'http://fake');
     requests.push({ method: req.method ?? 'GET', path: url.pathname });
+    if (options.app && (url.pathname.startsWith('/app/') || url.pathname.endsWith('/installation'))) return appEndpoint(options.app, req, url, res);
     const match = /^\/repos\/([^/]+)\/([^/]+)\/pulls$/.exec(url.pathname);
     if (!match) return send(res, 404, { message: 'Not Found' });
     const fault = faults.findIndex((f) => f.method === req.method);
@@ -120,12 +147,35 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
     return send(res, 405, { message: 'Method Not Allowed' });
   }
 
+  /** POST /app/installations/:id/access_tokens and GET /repos/:owner/:repo/installation, as the app (its JWT). */
+  function appEndpoint(app: FakeGitHubApp, req: IncomingMessage, url: URL, res: ServerResponse): void {
+    if (!signedByApp(app, req.headers.authorization)) return send(res, 401, { message: 'A JSON web token could not be decoded' });
+    const fault = faults.findIndex((f) => f.method === req.method);
+    if (fault >= 0) {
+      const [f] = faults.splice(fault, 1);
+      return send(res, f!.status, f!.body, f!.headers);
+    }
+    const installation = /^\/repos\/([^/]+)\/[^/]+\/installation$/.exec(url.pathname);
+    if (installation && req.method === 'GET') {
+      const found = app.installations[installation[1]!];
+      return found ? send(res, 200, { id: found.id, account: { login: installation[1] }, permissions: found.permissions }) : send(res, 404, { message: 'Not Found' });
+    }
+    const tokens = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname);
+    const known = Object.values(app.installations).find((i) => i.id === Number(tokens?.[1]));
+    if (!tokens || req.method !== 'POST' || !known) return send(res, 404, { message: 'Not Found' });
+    const token: MintedToken = { installationId: known.id, token: `ghs_${known.id}_${minted.length + 1}`, expiresAt: app.now() + 3_600_000 };
+    minted.push(token);
+    return send(res, 201, { token: token.token, expires_at: new Date(token.expiresAt).toISOString(), permissions: known.permissions, repository_selection: 'all' });
+  }
+
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
     authorizations,
     requests,
+    minted,
+    validToken: (token) => minted.some((m) => m.token === token && m.expiresAt > (options.app?.now() ?? Date.now())),
     pulls: (owner, repo) => [...pullsOf(`${owner}/${repo}`)],
     failNext: (method, status, body, headers = {}) => faults.push({ method, status, body, headers }),
     dropNextCreateResponse: () => {
@@ -158,4 +208,12 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
+}
+
+/** Whether `Bearer <jwt>` is an RS256 JWT the app's key signed, issued by the app. */
+function signedByApp(app: FakeGitHubApp, authorization: string | undefined): boolean {
+  const [header, payload, signature] = (/^Bearer (.+)$/i.exec(authorization ?? '')?.[1] ?? '').split('.');
+  if (!header || !payload || !signature) return false;
+  if (!verify('RSA-SHA256', Buffer.from(`${header}.${payload}`), app.publicKey, Buffer.from(signature, 'base64url'))) return false;
+  return String((JSON.parse(Buffer.from(payload, 'base64url').toString()) as { iss?: unknown }).iss) === app.appId;
 }

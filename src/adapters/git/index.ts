@@ -12,8 +12,11 @@ export { resolveBranchHead, type GitAuth } from './remote';
 export { RepoCache, type RepoCacheOptions } from './repo-cache';
 
 export interface IsomorphicGitWorkspaceOptions extends Omit<ApplyPatchOptions, 'cache'> {
-  /** Credentials for the remotes, fetched per call so a rotated secret is picked up; undefined: none needed. */
-  readonly credentials: () => Promise<GitAuth | undefined>;
+  /**
+   * Credentials for a remote, asked per call so a rotated secret (or a GitHub App's next
+   * installation token) is picked up; undefined: none needed.
+   */
+  readonly credentials: (repoUrl: string) => Promise<GitAuth | undefined>;
   /** Scratch space for the repositories (Lambda: under /tmp); created when missing. */
   readonly workRoot: string;
   /**
@@ -35,10 +38,10 @@ export class IsomorphicGitWorkspace implements WorkspaceGit {
   async commitPatch(request: PatchCommitRequest): Promise<PatchCommitResult> {
     const { credentials, workRoot, cacheBytes: _cacheBytes, ...applyOptions } = this.options;
     await mkdir(workRoot, { recursive: true });
-    return applyPatchCommit({ ...request, auth: await credentials(), workDir: workRoot }, { ...applyOptions, cache: this.cache });
+    return applyPatchCommit({ ...request, auth: await credentials(request.repoUrl), workDir: workRoot }, { ...applyOptions, cache: this.cache });
   }
 
   async branchHead(repoUrl: string, branch: string): Promise<string | undefined> {
-    return resolveBranchHead(repoUrl, branch, await this.options.credentials(), this.options.http);
+    return resolveBranchHead(repoUrl, branch, await this.options.credentials(repoUrl), this.options.http);
   }
 }

@@ -24,10 +24,12 @@ export const doctor: CommandSpec<CliContext> = {
     branch: { type: 'string', valueName: 'name', description: 'a scratch branch of --repo: the job commits one file under .agent-jobs-doctor/ to it' },
     timeout: { type: 'string', valueName: 'seconds', description: `how long the end-to-end job may take (default ${DEFAULT_JOB_TIMEOUT_SECONDS})` },
     'skip-alarm': { type: 'boolean', description: "do not set an alarm to ALARM (its test notification reaches the topic's subscribers)" },
+    'github-api': { type: 'string', valueName: 'url', description: "GitHub's REST API, where a GitHub App's installation on --repo is checked (default https://api.github.com)" },
   },
   notes: [
     'With --stack: every output answers, one alarm set to ALARM notifies the topic (then back to OK),',
-    'every secret holds its documented shape (values are never printed). With --repo and --branch, also',
+    'every secret holds its documented shape (values are never printed), and a GitHub App in a secret is',
+    'installed on --repo with contents: write and pull_requests: write. With --repo and --branch, also',
     'an apply_patch and a run_tests on a workspace of their own. On the local platform, how test commands are',
     'isolated (WARN below the full sandbox, naming what is missing). Exit code 1 when a check fails.',
     'Example: agent-jobs doctor --stack AgentJobs-prod --region eu-west-1 --repo https://github.com/acme/app.git --branch agent-jobs-doctor',
@@ -45,7 +47,15 @@ export const doctor: CommandSpec<CliContext> = {
       ctx.note(`checking ${target.label}: outputs, alarm notification, secrets`);
       const clients = stackClients(target.region, await ctx.clients());
       try {
-        results.push(...await checkStack({ stackName: target.stackName, clients, clock: systemClock, skipAlarm: values['skip-alarm'] === true }));
+        const githubApiUrl = stringOption(values, 'github-api');
+        results.push(...await checkStack({
+          stackName: target.stackName,
+          clients,
+          clock: systemClock,
+          skipAlarm: values['skip-alarm'] === true,
+          ...(repoUrl !== undefined && { repoUrl }),
+          ...(githubApiUrl !== undefined && { githubApiUrl }),
+        }));
       } finally {
         clients.destroy();
       }
