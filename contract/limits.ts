@@ -11,14 +11,23 @@
  */
 export const GITHUB_CONTENT_LIMITS = { perMinute: 80, perHour: 500 } as const;
 
+/** One container's share of GitHub's content-creation limits: creates in any minute and in any hour. */
+export interface ContentShare {
+  readonly perMinute: number;
+  readonly perHour: number;
+}
+
 /**
- * The spacing of content-creating requests in one container so that `containers` of them together
- * stay within `perHour` and GitHub's 80 a minute: the event source mapping's MaximumConcurrency
- * bounds how many containers make requests at once, so no state is shared between them.
+ * Each container's share of the content-creation limits, so that `containers` of them together
+ * stay within `perHour` and GitHub's 80 a minute in every minute and every hour, however their
+ * creates fall: the event source mapping's MaximumConcurrency bounds how many containers make
+ * requests at once, so no state is shared between them. A share is a window, not a spacing: an
+ * idle fleet's one busy container may open its minute's share back to back. At least one of each:
+ * more containers than the limit has requests cannot keep to it (the synth warns).
  */
-export function contentIntervalMs(containers: number, perHour: number = GITHUB_CONTENT_LIMITS.perHour): number {
-  const fleetInterval = Math.max(3_600_000 / perHour, 60_000 / GITHUB_CONTENT_LIMITS.perMinute);
-  return Math.ceil(fleetInterval * containers);
+export function contentShare(containers: number, perHour: number = GITHUB_CONTENT_LIMITS.perHour): ContentShare {
+  const perMinute = Math.min(perHour, GITHUB_CONTENT_LIMITS.perMinute);
+  return { perMinute: Math.max(1, Math.floor(perMinute / containers)), perHour: Math.max(1, Math.floor(perHour / containers)) };
 }
 
 /**

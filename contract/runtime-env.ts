@@ -14,10 +14,11 @@ export const ENV = {
   githubTokenSecretArn: 'GITHUB_TOKEN_SECRET_ARN',
   githubApiUrl: 'GITHUB_API_URL',
   /**
-   * Milliseconds between two content-creating GitHub requests of one open_pr container: GitHub's
-   * secondary limits shared by the event source mapping's containers (src/adapters/github-api.ts).
+   * Content-creating GitHub requests one open_pr container makes in any minute and in any hour: its
+   * share of GitHub's secondary limits (contract/limits.ts contentShare, src/adapters/github-api.ts).
    */
-  githubContentIntervalMs: 'GITHUB_CONTENT_INTERVAL_MS',
+  githubContentPerMinute: 'GITHUB_CONTENT_PER_MINUTE',
+  githubContentPerHour: 'GITHUB_CONTENT_PER_HOUR',
   /** The git hosts the sequencer may dial, comma-separated (`gitHosts` of the configuration); unset: none. */
   gitHosts: 'GIT_HOSTS',
   testRunnerProject: 'TEST_RUNNER_PROJECT_NAME',

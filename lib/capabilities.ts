@@ -4,9 +4,10 @@
  * together so they cannot drift. A new capability in the catalog fails to compile here until it
  * has a binding.
  */
+import { Annotations } from 'aws-cdk-lib';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Capability } from '../contract/job-types';
-import { contentIntervalMs } from '../contract/limits';
+import { contentShare, GITHUB_CONTENT_LIMITS } from '../contract/limits';
 import { ENV } from '../contract/runtime-env';
 import { acknowledgeWildcard, nagArnRef } from './nag';
 import { grantSecretRead, type PlatformSecret } from './secrets';
@@ -48,7 +49,14 @@ const BINDINGS: Record<Capability, Binding> = {
     bindSecret(worker, r.githubToken, ENV.githubTokenSecretArn);
     worker.function.addEnvironment(ENV.githubApiUrl, r.githubApiUrl);
     // Each container's share of GitHub's content-creation limit.
-    worker.function.addEnvironment(ENV.githubContentIntervalMs, String(contentIntervalMs(concurrency, r.githubContentRequestsPerHour)));
+    const share = contentShare(concurrency, r.githubContentRequestsPerHour);
+    const limit = { perMinute: Math.min(r.githubContentRequestsPerHour, GITHUB_CONTENT_LIMITS.perMinute), perHour: r.githubContentRequestsPerHour };
+    if (share.perMinute * concurrency > limit.perMinute || share.perHour * concurrency > limit.perHour) {
+      Annotations.of(worker).addWarningV2('agent-jobs:github-content-share',
+        `${concurrency} containers at once cannot share ${limit.perMinute} pull requests a minute and ${limit.perHour} an hour (one each at least): lower maxConcurrency to ${limit.perMinute} or less`);
+    }
+    worker.function.addEnvironment(ENV.githubContentPerMinute, String(share.perMinute));
+    worker.function.addEnvironment(ENV.githubContentPerHour, String(share.perHour));
   },
   diffBucketRead: (worker, r) => {
     // GetObject only (no s3:GetObject* or List* of grantRead); ListBucket on the bucket itself so a

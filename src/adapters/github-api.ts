@@ -9,11 +9,13 @@
  * `x-ratelimit-reset` (epoch seconds); a secondary limit without either, at least a minute; and no
  * request at all meanwhile ("continuing to make requests while you are rate limited may result in
  * the banning of your integration"). Content-creating requests are limited to 80 a minute and 500
- * an hour. Written here rather than taken from @octokit/plugin-throttling, which applies the same
+ * an hour: each container keeps to its share in sliding windows of a minute and an hour, as GitHub
+ * counts them. Written here rather than taken from @octokit/plugin-throttling, which applies the same
  * rules by queueing and retrying inside the process (Bottleneck): a Lambda function would then
  * wait, billed and holding a slot of its event source mapping, for up to an hour. Here a limit is
  * a RetryAfterError, and the pipeline gives the wait back to the queue (src/core/pipeline.ts).
  */
+import type { ContentShare } from '../../contract/limits';
 import { PermanentJobError, RetryAfterError } from '../core/errors';
 import type { Clock } from '../core/ports';
 
@@ -111,13 +113,15 @@ export function rateLimitedUntil(error: HttpErrorShape, now: number): number | u
 }
 
 export interface GitHubLimitsOptions {
-  /** Milliseconds between two content-creating requests of this container (contentIntervalMs). 0: no pacing. */
-  readonly contentIntervalMs: number;
+  /** This container's share of GitHub's content-creation limits (contract/limits.ts contentShare). @default no pacing */
+  readonly contentShare?: ContentShare;
   readonly clock: Clock;
 }
 
 /** Requests that create content (GitHub's secondary limits count them apart). */
 const CONTENT_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+const MINUTE_MS = 60_000;
+const HOUR_MS = 3_600_000;
 
 /**
  * GitHub's limits as one container keeps to them (one per container: the state is what this
@@ -126,22 +130,30 @@ const CONTENT_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 export class GitHubLimits {
   /** No request goes out before this (epoch ms): GitHub said so. */
   private blockedUntil = 0;
-  /** The next content-creating request of this container, not before this (epoch ms). */
-  private nextContentAt = 0;
+  /** When this container's content-creating requests of the last hour went out (epoch ms), oldest first. */
+  private creates: number[] = [];
 
   constructor(private readonly options: GitHubLimitsOptions) {}
 
-  /** Throws RetryAfterError when GitHub asked to wait, or when a content-creating request must wait for its turn; else takes the turn. */
+  /** Throws RetryAfterError when GitHub asked to wait, or when a content-creating request is beyond the container's share; else counts it. */
   admit(method: string, what: string): void {
     const now = this.options.clock.now();
     if (now < this.blockedUntil) {
       throw new RetryAfterError('github-rate-limit', `${what}: GitHub asked for no requests before ${new Date(this.blockedUntil).toISOString()}`, this.blockedUntil);
     }
-    if (!CONTENT_METHODS.has(method.toUpperCase()) || this.options.contentIntervalMs <= 0) return;
-    if (now < this.nextContentAt) {
-      throw new RetryAfterError('github-pacing', `${what}: content-creating requests are spaced ${this.options.contentIntervalMs} ms apart in this container (GitHub's secondary limits)`, this.nextContentAt);
+    const share = this.options.contentShare;
+    if (!share || !CONTENT_METHODS.has(method.toUpperCase())) return;
+    this.creates = this.creates.filter((at) => at > now - HOUR_MS);
+    const inMinute = this.creates.filter((at) => at > now - MINUTE_MS);
+    // The earliest time the window holds one fewer than the share: when its oldest counted create leaves it.
+    const freeAt = Math.max(
+      inMinute.length >= share.perMinute ? inMinute[inMinute.length - share.perMinute]! + MINUTE_MS : 0,
+      this.creates.length >= share.perHour ? this.creates[this.creates.length - share.perHour]! + HOUR_MS : 0,
+    );
+    if (freeAt > now) {
+      throw new RetryAfterError('github-pacing', `${what}: this container's share of GitHub's content-creation limits is spent (${share.perMinute} a minute, ${share.perHour} an hour)`, freeAt);
     }
-    this.nextContentAt = now + this.options.contentIntervalMs;
+    this.creates.push(now);
   }
 
   /** A RetryAfterError for an answer that is a rate limit (remembered: no request before its time), else undefined. */

@@ -83,6 +83,7 @@ export class GitHubAppTokens {
    * app id), 5xx and the network are transient, as for a token.
    */
   private async call<T>(what: string, request: () => Promise<T>): Promise<T> {
+    // Minting and looking up create no content: held to GitHub's time only, never to the pacing of creates.
     this.options.limits.admit('GET', what);
     try {
       return await request();

@@ -39,7 +39,7 @@ export class GitHubPullRequestHost implements PullRequestHost {
     private readonly octokit: OctokitProvider,
     options: GitHubPullRequestHostOptions = {},
   ) {
-    this.limits = options.limits ?? new GitHubLimits({ contentIntervalMs: 0, clock: options.clock ?? systemClock });
+    this.limits = options.limits ?? new GitHubLimits({ clock: options.clock ?? systemClock });
   }
 
   async findOrCreate(input: FindOrCreateInput): Promise<PullRequestRef> {

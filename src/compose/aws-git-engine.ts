@@ -27,7 +27,7 @@ export function awsGitEngine({ gitCredentialsArn, githubApiUrl, clientConfig, ..
   const secrets = secretsManagerSecrets({ gitCredentialsArn }, clientConfig);
   const appTokens = lazy(() => {
     const { appTokensCache, GitHubAppTokens } = loadGitHubApp();
-    const limits = new GitHubLimits({ contentIntervalMs: 0, clock: systemClock });
+    const limits = new GitHubLimits({ clock: systemClock });
     return appTokensCache((app) => new GitHubAppTokens({ app, baseUrl: githubApiUrl, clock: systemClock, limits }));
   });
   return new IsomorphicGitWorkspace({

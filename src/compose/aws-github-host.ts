@@ -6,6 +6,7 @@
  * pull request (a duplicate, a skip) never loads it.
  */
 import { Octokit } from '@octokit/core';
+import type { ContentShare } from '../../contract/limits';
 import { GitHubLimits } from '../adapters/github-api';
 import { appTokensCache, GitHubAppTokens, restTokenFor } from '../adapters/github-app';
 import { GitHubPullRequestHost, octokitLog } from '../adapters/github-pr-host';
@@ -20,14 +21,14 @@ export interface AwsGitHubHostOptions {
   /** SDK settings of the Secrets Manager client (awsClientConfig in aws.ts). */
   readonly clientConfig: { endpoint?: string };
   readonly logger: JobLogger;
-  /** Milliseconds between two content-creating requests of this container (GITHUB_CONTENT_INTERVAL_MS). */
-  readonly contentIntervalMs: number;
+  /** This container's share of GitHub's content-creation limits (GITHUB_CONTENT_PER_MINUTE, _PER_HOUR). */
+  readonly contentShare: ContentShare;
 }
 
-export function awsGitHubHost({ githubTokenArn, baseUrl, clientConfig, logger, contentIntervalMs }: AwsGitHubHostOptions): PullRequestHost {
+export function awsGitHubHost({ githubTokenArn, baseUrl, clientConfig, logger, contentShare }: AwsGitHubHostOptions): PullRequestHost {
   const secrets = secretsManagerSecrets({ githubTokenArn }, clientConfig);
   // One per container: what GitHub said about its limits holds for every job this container runs.
-  const limits = new GitHubLimits({ contentIntervalMs, clock: systemClock });
+  const limits = new GitHubLimits({ contentShare, clock: systemClock });
   const tokensOf = appTokensCache((app) => new GitHubAppTokens({ app, baseUrl, clock: systemClock, limits }));
   // A client per job with the (cached) secret value: a rotated token is picked up without a restart.
   return new GitHubPullRequestHost(

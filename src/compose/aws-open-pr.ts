@@ -19,9 +19,9 @@ const loadGitHubHost = (): typeof import('./aws-github-host') =>
 export function awsOpenPrDeps(env: NodeJS.ProcessEnv = process.env): OpenPrDeps {
   const githubTokenArn = requireEnv(ENV.githubTokenSecretArn, env);
   const baseUrl = env[ENV.githubApiUrl] || GITHUB_API_DEFAULT_URL;
-  const contentIntervalMs = positiveIntEnv(ENV.githubContentIntervalMs, env);
+  const contentShare = { perMinute: positiveIntEnv(ENV.githubContentPerMinute, env), perHour: positiveIntEnv(ENV.githubContentPerHour, env) };
   return {
     ...awsPipelineDeps('stage', env),
-    host: onFirstUse<PullRequestHost>(() => loadGitHubHost().awsGitHubHost({ githubTokenArn, baseUrl, clientConfig: awsClientConfig(env), logger, contentIntervalMs })),
+    host: onFirstUse<PullRequestHost>(() => loadGitHubHost().awsGitHubHost({ githubTokenArn, baseUrl, clientConfig: awsClientConfig(env), logger, contentShare })),
   };
 }

@@ -6,7 +6,7 @@
  */
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { allWorkers, COMMAND_JOB_TYPES } from '../../contract/job-types';
-import { contentIntervalMs, DEFAULT_BUILD_CONCURRENCY_QUOTA } from '../../contract/limits';
+import { contentShare, DEFAULT_BUILD_CONCURRENCY_QUOTA } from '../../contract/limits';
 import { ENV, JOB_METRICS } from '../../contract/runtime-env';
 import { synth } from './helpers';
 
@@ -35,8 +35,13 @@ describe("GitHub's limits", () => {
     const concurrency = 7;
     const { template } = synth({ githubContentRequestsPerHour: 250, workers: { open_pr: { maxConcurrency: concurrency } } });
     template.hasResourceProperties('AWS::Lambda::Function', {
-      Environment: { Variables: Match.objectLike({ [ENV.githubContentIntervalMs]: String(contentIntervalMs(concurrency, 250)) }) },
+      Environment: { Variables: Match.objectLike({ [ENV.githubContentPerMinute]: String(contentShare(concurrency, 250).perMinute), [ENV.githubContentPerHour]: String(contentShare(concurrency, 250).perHour) }) },
     });
+  });
+
+  it('warns at synth when open_pr has more containers than the limit has pull requests a minute', () => {
+    const { stack } = synth({ githubContentRequestsPerHour: 40, workers: { open_pr: { maxConcurrency: 41 } } });
+    expect(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('41 containers at once cannot share 40 pull requests a minute'))).toHaveLength(1);
   });
 
   it('alarms when GitHub keeps answering with rate limits, period after period, not at the first one', () => {

@@ -41,7 +41,7 @@ describe('a GitHub App (auth-app against a loopback GitHub)', () => {
   afterEach(() => github.close());
 
   const tokensFor = (app: Partial<GitHubAppKey> = {}) =>
-    new GitHubAppTokens({ app: { appId: APP_ID, privateKey, installationId: INSTALLATION, ...app }, baseUrl: github.url, clock, limits: new GitHubLimits({ contentIntervalMs: 0, clock }) });
+    new GitHubAppTokens({ app: { appId: APP_ID, privateKey, installationId: INSTALLATION, ...app }, baseUrl: github.url, clock, limits: new GitHubLimits({ clock }) });
   const acme = { owner: 'acme', repo: 'widgets' };
 
   it('mints an installation token, serves it from the cache, and mints the next one shortly before it expires', async () => {
@@ -91,7 +91,7 @@ describe('a GitHub App (auth-app against a loopback GitHub)', () => {
 
   it("opens a pull request with the installation token of the repository's installation", async () => {
     const secret = parseGithubToken(JSON.stringify({ appId: Number(APP_ID), privateKey, installationId: INSTALLATION }), 'the token secret');
-    const tokensOf = appTokensCache((app) => new GitHubAppTokens({ app, baseUrl: github.url, clock, limits: new GitHubLimits({ contentIntervalMs: 0, clock }) }));
+    const tokensOf = appTokensCache((app) => new GitHubAppTokens({ app, baseUrl: github.url, clock, limits: new GitHubLimits({ clock }) }));
     const host = new GitHubPullRequestHost(async (repository) => new Octokit({ auth: await restTokenFor(repository, secret, tokensOf), baseUrl: github.url, log: silent }), { clock });
 
     const pull = await host.findOrCreate({ repoUrl: 'https://github.example/acme/widgets.git', head: 'agent/ws-1', base: 'main', title: 'Agent work' });
@@ -128,7 +128,7 @@ describe('a GitHub App (auth-app against a loopback GitHub)', () => {
 
     it('pushes with an installation token, and with the next one once the first is near its expiry', async () => {
       const secret = parseGitCredentials(JSON.stringify({ appId: APP_ID, privateKey, installationId: INSTALLATION }), 'the git secret');
-      const tokensOf = appTokensCache((app) => new GitHubAppTokens({ app, baseUrl: github.url, clock, limits: new GitHubLimits({ contentIntervalMs: 0, clock }) }));
+      const tokensOf = appTokensCache((app) => new GitHubAppTokens({ app, baseUrl: github.url, clock, limits: new GitHubLimits({ clock }) }));
       const workspace = new IsomorphicGitWorkspace({ credentials: (url) => gitAuthFor(url, secret, tokensOf), workRoot: join(root, 'work') });
       const commit = (file: string) =>
         workspace.commitPatch({

@@ -117,7 +117,7 @@ describe('SDK packages in the Lambda composition', () => {
   });
 
   it('loads neither Octokit nor Secrets Manager when open_pr builds its dependencies, and both at its first pull request', () => {
-    const env = { ...pipelineEnv, [ENV.githubTokenSecretArn]: 'arn:aws:secretsmanager:eu-west-1:1:secret:token', [ENV.githubContentIntervalMs]: '36000' };
+    const env = { ...pipelineEnv, [ENV.githubTokenSecretArn]: 'arn:aws:secretsmanager:eu-west-1:1:secret:token', [ENV.githubContentPerMinute]: '16', [ENV.githubContentPerHour]: '100' };
     const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-open-pr') as typeof AwsOpenPr).awsOpenPrDeps(env));
     expect(loaded).toEqual([]);
 

@@ -1,5 +1,5 @@
 /** GitHub's rate limits as the platform reads them from GitHub's answers, and its pacing of content-creating requests. */
-import { GITHUB_CONTENT_LIMITS, contentIntervalMs } from '../../contract/limits';
+import { GITHUB_CONTENT_LIMITS, contentShare } from '../../contract/limits';
 import { GitHubLimits, rateLimitedUntil, type HttpErrorShape } from '../../src/adapters/github-api';
 import { RetryAfterError } from '../../src/core/errors';
 
@@ -30,7 +30,7 @@ describe('rateLimitedUntil', () => {
 describe('GitHubLimits', () => {
   it('after a rate-limited answer, admits no request before its time: the wait is a RetryAfterError with that time', () => {
     let now = NOW;
-    const limits = new GitHubLimits({ contentIntervalMs: 0, clock: { now: () => now } });
+    const limits = new GitHubLimits({ clock: { now: () => now } });
 
     const limit = limits.observe(octokitError(answer(403, { 'retry-after': '30' }, 'secondary rate limit')), 'GitHub acme/app');
 
@@ -42,23 +42,38 @@ describe('GitHubLimits', () => {
     expect(limits.observe(octokitError(answer(404)), 'GitHub acme/app')).toBeUndefined();
   });
 
-  it('spaces content-creating requests of a container; reads are not paced', () => {
+  it("opens a container's minute share back to back, then waits until the oldest leaves the minute; reads are not paced", () => {
     let now = NOW;
-    const limits = new GitHubLimits({ contentIntervalMs: 36_000, clock: { now: () => now } });
+    const limits = new GitHubLimits({ contentShare: { perMinute: 3, perHour: 5 }, clock: { now: () => now } });
 
-    limits.admit('POST', 'pr');
-    expect(() => limits.admit('POST', 'pr')).toThrow(expect.objectContaining({ limit: 'github-pacing', retryAt: NOW + 36_000 }));
+    for (const step of [0, 1_000, 1_000]) {
+      now += step;
+      limits.admit('POST', 'pr');
+    }
+    expect(() => limits.admit('POST', 'pr')).toThrow(expect.objectContaining({ limit: 'github-pacing', retryAt: NOW + 60_000 }));
     expect(() => limits.admit('GET', 'pr')).not.toThrow();
-    now += 36_000;
+    // The first has left the minute, not the second: one more now.
+    now = NOW + 60_000;
+    limits.admit('POST', 'pr');
+    expect(() => limits.admit('POST', 'pr')).toThrow(expect.objectContaining({ retryAt: NOW + 61_000 }));
+    now = NOW + 61_000;
+    limits.admit('POST', 'pr');
+    // Five in the hour: the next when the first of them leaves it.
+    now = NOW + 200_000;
+    expect(() => limits.admit('PATCH', 'pr')).toThrow(expect.objectContaining({ limit: 'github-pacing', retryAt: NOW + 3_600_000 }));
+    now = NOW + 3_600_000;
     expect(() => limits.admit('POST', 'pr')).not.toThrow();
   });
 
-  it("paces each of N containers so that together they stay within GitHub's 500 an hour and 80 a minute", () => {
-    for (const containers of [1, 5, 50]) {
-      const perContainerPerHour = 3_600_000 / contentIntervalMs(containers);
-      expect(perContainerPerHour * containers).toBeLessThanOrEqual(GITHUB_CONTENT_LIMITS.perHour);
+  it("shares GitHub's 500 an hour and 80 a minute between N containers, so that together they never pass them", () => {
+    for (const containers of [1, 5, 7, 50, 80]) {
+      const share = contentShare(containers);
+      expect(share.perHour * containers).toBeLessThanOrEqual(GITHUB_CONTENT_LIMITS.perHour);
+      expect(share.perMinute * containers).toBeLessThanOrEqual(GITHUB_CONTENT_LIMITS.perMinute);
+      expect(share.perMinute).toBeGreaterThanOrEqual(1);
     }
-    // A GitHub Enterprise allowing more an hour is still held to 80 a minute.
-    expect((60_000 / contentIntervalMs(2, 100_000)) * 2).toBeLessThanOrEqual(GITHUB_CONTENT_LIMITS.perMinute);
+    // A GitHub Enterprise allowing more an hour is still held to 80 a minute; a lower setting to itself.
+    expect(contentShare(2, 100_000).perMinute * 2).toBeLessThanOrEqual(GITHUB_CONTENT_LIMITS.perMinute);
+    expect(contentShare(1, 30)).toEqual({ perMinute: 30, perHour: 30 });
   });
 });
