@@ -5,7 +5,7 @@
  * "CodeBuild Build State Change" event (codebuild-builds.ts reads it on the build-events queue),
  * and `describe` answers the reconciler for many builds in one BatchGetBuilds.
  */
-import { BatchGetBuildsCommand, ListBuildsForProjectCommand, StartBuildCommand, type CodeBuildClient } from '@aws-sdk/client-codebuild';
+import { BatchGetBuildsCommand, ListBuildsForProjectCommand, StartBuildCommand, type CodeBuildClient, type StartBuildCommandOutput } from '@aws-sdk/client-codebuild';
 import { TEST_BUILD_ENV } from '../../contract/runtime-env';
 import { RetryAfterError } from '../core/errors';
 import { buildEnvironment, buildIdempotencyToken } from '../core/jobs/command-stage';
@@ -42,22 +42,23 @@ export class CodeBuildTestRunner implements TestRunner, BuildFinder {
 
   async start(run: CommandRun): Promise<{ buildId: string }> {
     const env = buildEnvironment(run);
-    const out = await this.client
-      .send(
+    let out: StartBuildCommandOutput;
+    try {
+      out = await this.client.send(
         new StartBuildCommand({
           projectName: this.projectName,
           idempotencyToken: buildIdempotencyToken(run),
           environmentVariablesOverride: Object.entries(env).map(([name, value]) => ({ name, value, type: 'PLAINTEXT' })),
           timeoutInMinutesOverride: timeoutMinutes(run.timeoutSeconds),
         }),
-      )
-      .catch((error: unknown) => {
-        const name = (error as { name?: unknown } | null)?.name;
-        if (typeof name === 'string' && QUOTA_ERRORS.has(name)) {
-          throw new RetryAfterError('build-quota', `CodeBuild refused a build of ${this.projectName} for now (${name}: ${(error as Error).message})`, undefined, { cause: error });
-        }
-        throw error;
-      });
+      );
+    } catch (error) {
+      const name = (error as { name?: unknown } | null)?.name;
+      if (typeof name === 'string' && QUOTA_ERRORS.has(name)) {
+        throw new RetryAfterError('build-quota', `CodeBuild refused a build of ${this.projectName} for now (${name}: ${(error as Error).message})`, undefined, { cause: error });
+      }
+      throw error;
+    }
     const buildId = out.build?.id;
     if (!buildId) throw new BuildNotFoundError(`StartBuild on ${this.projectName} returned no build id`);
     return { buildId };
