@@ -1,7 +1,6 @@
 /**
- * Limits of the services the platform leans on that shape its settings, with their sources
- * (SCALE.md has the whole capacity model). Plain numbers and pure functions: the stack derives
- * settings from them and the adapters keep to them.
+ * Limits of the services the platform leans on that shape its settings, with their sources. Plain
+ * numbers and pure functions: the stack derives settings from them and the adapters keep to them.
  */
 
 /**

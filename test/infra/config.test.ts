@@ -130,6 +130,8 @@ describe('every documented setting', () => {
     },
     gitHosts: { context: 'github.com,git.example.com:8443', read: (c) => c.gitHosts, expected: ['github.com', 'git.example.com:8443'] },
     githubApiUrl: { context: 'https://ghe.example.com/api/v3', read: (c) => c.githubApiUrl, expected: 'https://ghe.example.com/api/v3' },
+    githubContentRequestsPerHour: { context: '250', read: (c) => c.githubContentRequestsPerHour, expected: 250 },
+    buildConcurrencyQuota: { context: '60', read: (c) => c.buildConcurrencyQuota, expected: 60 },
     leaseSeconds: { context: '300', read: (c) => c.leaseSeconds, expected: 300 },
     testRunnerTimeoutMinutes: { context: '30', read: (c) => c.testRunnerTimeoutMinutes, expected: 30 },
     retainOnDestroy: { context: 'false', read: (c) => c.retainOnDestroy, expected: false },

@@ -43,6 +43,9 @@ describe('handlers at cold start', () => {
   it('builds every handler from a complete environment and answers an empty batch', async () => {
     Object.assign(process.env, complete, commandStage, {
       GITHUB_TOKEN_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:github-AbCdEf',
+      // open_pr's share of GitHub's content-creation limits (the stack sets both).
+      GITHUB_CONTENT_PER_MINUTE: '16',
+      GITHUB_CONTENT_PER_HOUR: '100',
       // The completion path copies a failed job to its stage's DLQ: one per command stage of the catalog.
       ...Object.fromEntries(COMMAND_JOB_TYPES.map((type) => [stageDlqUrlEnv(type), `https://sqs.us-east-1.amazonaws.com/123456789012/${type}-dlq`])),
     });
