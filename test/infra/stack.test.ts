@@ -37,7 +37,7 @@ const lane = (consumer: string) => {
 };
 const envOf = (t: TemplateJson, fnId: string): Record<string, unknown> => t.Resources[fnId]!.Properties!['Environment'].Variables;
 
-it('matches the snapshot', () => {
+it('matches the snapshot (after a deliberate change, npm run test:snapshot updates it)', () => {
   expect(json).toMatchSnapshot();
 });
 
