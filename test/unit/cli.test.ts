@@ -16,6 +16,7 @@ import { payloadFlags, payloadFromFlags } from '../../src/cli/job-options';
 import { runCli } from '../../src/cli/main';
 import { table } from '../../src/cli/output';
 import type { JobRecord } from '../../src/core/ports';
+import { COMMAND_JOB_TYPES } from '../../contract/job-types';
 
 /** A terminal in memory: what the CLI wrote, and stdin text. */
 function memoryIo(options: { stdin?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
@@ -157,7 +158,7 @@ describe('enqueue arguments', () => {
     const byFlag = Object.fromEntries(flags.map((f) => [f.flag, f]));
     expect(byFlag.repo).toMatchObject({ path: ['repo', 'url'], types: ['apply_patch'] });
     expect(byFlag['diff-file']).toMatchObject({ path: ['diff'], kind: 'file' });
-    expect(byFlag['timeout-seconds']).toMatchObject({ path: ['timeoutSeconds'], kind: 'number', types: ['run_tests', 'run_lint'] });
+    expect(byFlag['timeout-seconds']).toMatchObject({ path: ['timeoutSeconds'], kind: 'number', types: [...COMMAND_JOB_TYPES] });
     expect(byFlag.base).toMatchObject({ path: ['baseBranch'], types: ['open_pr'] });
     expect(byFlag['diff-ref-bucket']).toBeUndefined();
   });
