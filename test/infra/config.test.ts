@@ -3,7 +3,7 @@
  * file + context loading of bin/app.ts.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
@@ -219,4 +219,22 @@ it('a worker timeout or memory size that Lambda refuses fails the synth naming e
 it("a build may run up to CodeBuild's limit: no function waits for it, so only that limit is checked", () => {
   expect(() => addStack(newApp(), 'dev', { testRunnerTimeoutMinutes: 2160 })).not.toThrow();
   expect(() => resolveConfig('dev', { testRunnerTimeoutMinutes: 2161 })).toThrow(/testRunnerTimeoutMinutes: .*2160/);
+});
+
+it('`cdk synth -c env=prd` with no config/prd.json is refused, naming the known environments, and writes no stack', () => {
+  const outdir = mkdtempSync(join(tmpdir(), 'agent-jobs-synth-'));
+  try {
+    const run = spawnSync(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'bin', 'app.ts')], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, CDK_OUTDIR: outdir, CDK_CONTEXT_JSON: JSON.stringify({ env: 'prd', 'aws:cdk:bundling-stacks': [] }) },
+    });
+    const known = readdirSync(join(ROOT, 'config')).filter((f) => f.endsWith('.json')).map((f) => f.replace(/\.json$/, ''));
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain('env = "prd": there is no config/prd.json');
+    expect(run.stderr).toContain(`known environments: ${known.sort().join(', ')}`);
+    expect(readdirSync(outdir).filter((f) => f.includes('AgentJobs-prd'))).toEqual([]);
+  } finally {
+    rmSync(outdir, { recursive: true, force: true });
+  }
 });
