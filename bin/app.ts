@@ -1,6 +1,7 @@
 /**
  * The CDK app: `npx cdk synth -c env=dev` (or prod, ...). Settings come from config/<env>.json
- * (optional) and cdk context; see lib/config.ts. AwsSolutions checks (cdk-nag) run on every synth.
+ * (which must exist: a new environment is declared by its file) and cdk context; see
+ * lib/config.ts. AwsSolutions checks (cdk-nag) run on every synth.
  *
  * A configuration mistake is the operator's to fix, not a bug: it prints its one message (naming
  * every bad setting) and exits 1, without a stack trace. Anything else still throws as usual.

@@ -1,13 +1,13 @@
 /**
- * Deployment configuration: defaults, then `config/<env>.json` (optional), then cdk context
+ * Deployment configuration: defaults, then `config/<env>.json` (required: it names the environment), then cdk context
  * (`-c key=value`, nested settings as dotted keys: `-c workers.sequencer.batchSize=5`). Validated
  * in one pass: a bad value or an unknown setting throws one error naming every bad setting.
  *
  * Only shapes and types are checked here; rules that tie settings together (visibility vs.
  * timeout, batch size on FIFO, ...) are the constructs' job, so they hold for any caller.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import type { Construct } from 'constructs';
 import * as z from 'zod';
 import { gitHostEntryProblem, gitHostList } from '../contract/git-remotes';
@@ -147,18 +147,30 @@ export function resolveConfig(envName: string, input: unknown, source = 'input')
 }
 
 /**
- * Reads `-c env=<name>` (default dev), `<configDir>/<name>.json` when present, and every setting
- * given as cdk context: a context key wins over the file, leaf by leaf.
+ * Reads `-c env=<name>` (default dev), `<configDir>/<name>.json`, and every setting given as cdk
+ * context: a context key wins over the file, leaf by leaf. An environment must have its file: a
+ * misspelt name (`-c env=prd`) would otherwise synthesize a stack of its own, `AgentJobs-prd`, on
+ * the defaults. The file is how a new environment is asked for (`{}` takes every default).
  */
 export function loadConfig(app: Construct, configDir: string): AgentJobsConfig {
   const envName: unknown = app.node.tryGetContext('env') ?? 'dev';
   if (typeof envName !== 'string') throw new InvalidConfigError('cdk context', ['env: must be a string']);
-  const file = join(configDir, `${envName}.json`);
   // Only a valid env name reaches the file system (it becomes a path).
-  const hasFile = ENV_NAME.test(envName) && existsSync(file);
-  const fromFile: unknown = hasFile ? readJson(file) : {};
+  if (!ENV_NAME.test(envName)) return resolveConfig(envName, {}, 'cdk context');
+  const file = join(configDir, `${envName}.json`);
+  if (!existsSync(file)) throw new InvalidConfigError('cdk context', [unknownEnvironment(envName, configDir)]);
+  const fromFile = readJson(file);
   if (!isObject(fromFile)) throw new InvalidConfigError(file, ['(root): must be a JSON object']);
-  return resolveConfig(envName, mergeSettings(fromFile, contextSettings(app)), hasFile ? `${file} and cdk context` : 'cdk context');
+  return resolveConfig(envName, mergeSettings(fromFile, contextSettings(app)), `${file} and cdk context`);
+}
+
+function unknownEnvironment(envName: string, configDir: string): string {
+  const dir = basename(configDir);
+  const known = existsSync(configDir) ? readdirSync(configDir).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length)).sort() : [];
+  return (
+    `env = ${JSON.stringify(envName)}: there is no ${dir}/${envName}.json (known environments: ${known.join(', ') || 'none'}). ` +
+    `A new environment is asked for by its file: echo '{}' > ${dir}/${envName}.json takes every default`
+  );
 }
 
 /** Context keys the CDK itself writes that carry neither `@` nor `:`. */

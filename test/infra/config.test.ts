@@ -86,6 +86,7 @@ describe('loadConfig', () => {
   });
 
   it('fails on a context key that is no setting instead of ignoring it, and skips the CDK\'s own keys', () => {
+    writeFileSync(join(dir, 'dev.json'), '{}');
     const app = (context: Record<string, unknown>) => new App({ context: { ...newApp().node.getAllContext(), ...context } });
     const unknown = () => loadConfig(app({ colour: 'blue', 'workers.sequencer.batchsize': '5', 'workers.linter.timeoutSeconds': '9' }), dir);
     for (const problem of [/\(root\): Unrecognized key: "colour"/, /workers\.sequencer: Unrecognized key: "batchsize"/, /workers: Unrecognized key: "linter"/]) {
@@ -100,7 +101,10 @@ describe('loadConfig', () => {
     expect(() => resolveConfig('dev', { retainOnDestroy: 'no' })).toThrow(/retainOnDestroy: must be true or false/);
   });
 
-  it('defaults to dev without a file, and names the file when it holds no object or no JSON', () => {
+  it('defaults to dev, refuses an environment without its file naming the known ones, and names the file when it holds no object or no JSON', () => {
+    writeFileSync(join(dir, 'prod.json'), '{}');
+    expect(() => loadConfig(new App(), dir)).toThrow(/env = "dev": there is no .*\/dev\.json \(known environments: prod\)/);
+    writeFileSync(join(dir, 'dev.json'), '{}');
     expect(loadConfig(new App(), dir).envName).toBe('dev');
     writeFileSync(join(dir, 'dev.json'), '[1]');
     expect(() => loadConfig(new App(), dir)).toThrow(/dev\.json[\s\S]*\(root\): must be a JSON object/);
@@ -149,6 +153,8 @@ describe('every documented setting', () => {
   let dir: string;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'agent-jobs-config-'));
+    // Each environment the examples name has its file (an environment without one is refused).
+    for (const env of ['dev', 'staging']) writeFileSync(join(dir, `${env}.json`), '{}');
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
