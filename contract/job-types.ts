@@ -252,9 +252,18 @@ function scriptOrFile(script: string, file: string): string {
     `if [ -f package.json ] && node -e "process.exit(require('./package.json').scripts?.${script} ? 0 : 1)"; then ` +
     `{ [ ! -f package-lock.json ] || npm ci; } && npm run ${script}; ` +
     `elif [ -f ${file} ]; then sh ./${file}; ` +
-    `else echo 'no ${script} command: give payload.command, a package.json ${script} script or ${file}' >&2; exit 2; fi`
+    `else echo 'no ${script} command: give payload.command, a package.json ${script} script or ${file}' >&2; exit ${NOT_CONFIGURED.exitCode}; fi`
   );
 }
+
+/**
+ * How a default command says the workspace has nothing to run (no script, no file): its exit code
+ * and its last line. A run that ends so reads "<subject> not configured", not "<subject> failed".
+ */
+export const NOT_CONFIGURED = {
+  exitCode: 2,
+  lastLine: /^no \S+ command: give payload\.command, a package\.json \S+ script or \S+$/,
+} as const;
 
 /** Used when a run_tests job names no command: the `test` script, else `./test.sh`. */
 export const DEFAULT_TEST_COMMAND = scriptOrFile('test', 'test.sh');

@@ -60,7 +60,8 @@ export const GLOBAL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
 };
 
 export type Invocation<Ctx> =
-  | { readonly kind: 'help'; readonly command?: CommandSpec<Ctx>; readonly json: boolean }
+  /** `group`: the first word of several commands (`dlq --help`): the help lists that group's commands. */
+  | { readonly kind: 'help'; readonly command?: CommandSpec<Ctx>; readonly group?: string; readonly json: boolean }
   | { readonly kind: 'version'; readonly json: boolean }
   | { readonly kind: 'run'; readonly command: CommandSpec<Ctx>; readonly args: ParsedArgs; readonly json: boolean };
 
@@ -75,7 +76,7 @@ export function parseInvocation<Ctx>(table: readonly CommandSpec<Ctx>[], argv: r
     if (words.length === 0 && argv.includes('--version')) return { kind: 'version', json };
     if (words.length === 0 || words[0] === 'help') return { kind: 'help', json };
     const group = table.filter((c) => c.path[0] === words[0]);
-    if (group.length > 0 && (argv.includes('--help') || argv.includes('-h'))) return { kind: 'help', json };
+    if (group.length > 0 && (argv.includes('--help') || argv.includes('-h'))) return { kind: 'help', group: words[0], json };
     throw new UsageError(`unknown command: ${words.slice(0, 2).join(' ')}`);
   }
   const rest = argv.slice(command.path.length);
@@ -134,13 +135,14 @@ export function commandHelp<Ctx>(command: CommandSpec<Ctx>, program: string): st
   return lines.join('\n');
 }
 
-/** The overview: every command and its summary. */
-export function overviewHelp<Ctx>(table: readonly CommandSpec<Ctx>[], program: string): string {
+/** The overview: every command (or every command of a group, `dlq ...`) and its summary. */
+export function overviewHelp<Ctx>(table: readonly CommandSpec<Ctx>[], program: string, group?: string): string {
+  const commands = group === undefined ? table : table.filter((c) => c.path[0] === group);
   return [
-    `Usage: ${program} <command> [options]`,
+    `Usage: ${program}${group === undefined ? '' : ` ${group}`} <command> [options]`,
     '',
     'Commands:',
-    ...alignRows(table.map((c) => [c.path.join(' '), c.summary])),
+    ...alignRows(commands.map((c) => [c.path.join(' '), c.summary])),
     '',
     `Run "${program} <command> --help" for the options of a command; "${program} --version" prints the version.`,
   ].join('\n');

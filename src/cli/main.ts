@@ -23,7 +23,7 @@ export async function runCli(argv: readonly string[], io: CliIo, table: readonly
     return reportError(io, error, argv.includes('--json'), verbose);
   }
   if (invocation.kind === 'help') {
-    const text = invocation.command ? commandHelp(invocation.command, PROGRAM) : overviewHelp(table, PROGRAM);
+    const text = invocation.command ? commandHelp(invocation.command, PROGRAM) : overviewHelp(table, PROGRAM, invocation.group);
     io.stdout(`${invocation.json ? JSON.stringify({ help: text }) : text}\n`);
     return EXIT.ok;
   }

@@ -1,7 +1,7 @@
 /** What `status` and `workspace show` print for people: a record's fields, one per line. */
 import { conflictQueueOf } from '../core/ledger';
 import type { ConflictAttempt, JobRecord, WorkspaceRecord } from '../core/ports';
-import { conflictSummary, statusLabel } from '../operator/views';
+import { cancelledAfter, conflictSummary, resultSummary, statusLabel } from '../operator/views';
 import { fields } from './output';
 
 function conflictLine(attempt: ConflictAttempt): string {
@@ -22,8 +22,10 @@ export function jobFields(job: JobRecord, conflicts: readonly ConflictAttempt[] 
       ['attempt', job.attempt],
       ['pin', job.pin?.sha],
       ['blockedBy', job.blockedBy],
-      ['error', job.error ? `${job.error.reason}: ${job.error.message}` : undefined],
-      ['result', job.result],
+      ['error', job.error && job.status !== 'CANCELLED' ? `${job.error.reason}: ${job.error.message}` : undefined],
+      ['before', cancelledAfter(job)],
+      ['result', job.result ? resultSummary(job) : undefined],
+      ['output', typeof job.result?.['logTail'] === 'string' ? job.result['logTail'].trimEnd() || undefined : undefined],
       ['build', job.progress?.['buildId']],
       ['created', job.createdAt],
       ['updated', job.updatedAt],

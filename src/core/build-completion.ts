@@ -74,7 +74,9 @@ export async function completeBuild(completion: BuildCompletion, deps: BuildComp
     });
     return why;
   }
-  logger.info(`build finished: job ${verdict.status}`, { ...ids, state: completion.status.state });
+  // What the user cares about first ("tests failed"), then the job's status (a failing test run is a job that SUCCEEDED).
+  const said = verdict.status === 'SUCCEEDED' ? verdict.result.summary : `${verdict.error.reason} (no verdict)`;
+  logger.info(`build finished: ${said}`, { ...ids, status: verdict.status });
   try {
     await reportOutcome(outcome.record, deps);
   } catch (error) {

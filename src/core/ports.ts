@@ -22,6 +22,9 @@ export const UNFINISHED_STATUSES: readonly JobStatus[] = ['QUEUED', 'IN_FLIGHT',
 /** Outcomes announced by an event (a cancellation is the operator's own act: none). */
 export const FINISHED_WITH_EVENT: readonly JobStatus[] = ['SUCCEEDED', 'FAILED', 'SKIPPED'];
 
+/** The error reason of a job skipped behind a blocked workspace (its message names the blocking job). */
+export const SKIPPED_REASON = 'SKIPPED';
+
 export interface JobFailure {
   /** PermanentReason code, or SKIPPED / CANCELLED causes. */
   readonly reason: string;

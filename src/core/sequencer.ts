@@ -15,7 +15,7 @@ import { jobAttributes, messageGroupId, parseEnvelope, tenantGroupId, type JobEn
 import { InvalidJobError, LeaseHeldError, LeaseLostError, PermanentJobError, RefusedBeforeTurnError, type PermanentReason } from './errors';
 import { processFifoBatch } from './fifo-batch';
 import { createRecordProcessor, receiveCount, type JobContext, type JobProcessor, type PipelineDeps, type RunResult, type RunVerdict } from './pipeline';
-import type { JobRecord, SettledTake, WorkspaceGit, WorkspaceRecord, WorkspaceRepo } from './ports';
+import { SKIPPED_REASON, type JobRecord, type SettledTake, type WorkspaceGit, type WorkspaceRecord, type WorkspaceRepo } from './ports';
 
 /** What an ordered job type does at its turn; the sequencer does the rest. */
 export interface OrderedJobProcessor<T extends OrderedJobType = OrderedJobType> {
@@ -37,8 +37,6 @@ export interface SequencerDeps extends PipelineDeps {
   /** The git hosts the sequencer may dial (the configuration's allow-list). */
   readonly gitHosts: GitHostPolicy;
 }
-
-const SKIPPED_REASON = 'SKIPPED';
 
 function isOrdered(job: JobEnvelope): job is JobEnvelope<OrderedJobType> {
   return JOB_TYPES[job.type].lane === 'ordered';

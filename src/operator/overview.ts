@@ -30,7 +30,7 @@ export async function readOverview(ledger: Ledger): Promise<WorkspaceOverview[]>
   return overview.sort((a, b) => a.workspace.workspaceId.localeCompare(b.workspace.workspaceId));
 }
 
-/** Jobs by their status label (`SUCCEEDED`, `SUCCEEDED (tests failed)`, `SKIPPED`, ...), in first-seen order. */
+/** Jobs by their status label (`SUCCEEDED`, `tests failed`, `SKIPPED`, ...), in first-seen order. */
 export function countByStatus(jobs: readonly JobRecord[]): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const job of jobs) {

@@ -7,7 +7,7 @@
 import { verdictWording } from '../../contract/job-types';
 import { conflictQueueOf } from '../core/ledger';
 import type { Pin } from '../core/envelope';
-import type { ConflictAttempt, JobFailure, JobRecord, JobStatus, WorkspaceRecord } from '../core/ports';
+import { SKIPPED_REASON, type ConflictAttempt, type JobFailure, type JobRecord, type JobStatus, type WorkspaceRecord } from '../core/ports';
 
 const SUMMARY_CHARS = 100;
 
@@ -103,10 +103,23 @@ function verdictWords(job: Pick<JobRecord, 'type' | 'result'>): string | undefin
   return typeof verdict === 'string' ? verdictWording(job.type, verdict) : undefined;
 }
 
-/** A failing test run is a SUCCEEDED job (it ran) with verdict `failed`: shown as its verdict, never as plain SUCCEEDED. */
+/**
+ * A command stage's finished run is shown as its verdict ("tests failed", "lint passed"): what the
+ * user asked. The job's status, SUCCEEDED (it ran to a verdict), is in `--json`.
+ */
 export function statusLabel(job: Pick<JobRecord, 'status' | 'result' | 'type'>): string {
   const words = verdictWords(job);
-  return job.status === 'SUCCEEDED' && words !== undefined ? `SUCCEEDED (${words})` : job.status;
+  return job.status === 'SUCCEEDED' && words !== undefined ? words : job.status;
+}
+
+/**
+ * Why a CANCELLED job had stopped before it was cancelled (it keeps the record of its skip), in the
+ * past tense, or undefined: a cancelled job is not shown as still skipped.
+ */
+export function cancelledAfter(job: Pick<JobRecord, 'status' | 'error' | 'blockedBy'>): string | undefined {
+  if (job.status !== 'CANCELLED' || !job.error) return undefined;
+  if (job.error.reason === SKIPPED_REASON) return `skipped: ${job.error.message.replace(' is blocked by ', ' was blocked by ')}`;
+  return `${job.error.reason}: ${job.error.message}`;
 }
 
 /** SUCCEEDED, and for a test run also green: "did the work succeed", not "did it run". */
@@ -116,6 +129,7 @@ export function jobSucceeded(job: Pick<JobRecord, 'status' | 'result'>): boolean
 
 /** One line about a job's outcome; `status --json` has the whole record. */
 export function jobSummary(job: JobRecord): string {
+  if (job.status === 'CANCELLED' && job.error?.reason === SKIPPED_REASON) return `cancelled while skipped${job.blockedBy ? ` (blocked by ${job.blockedBy})` : ''}`;
   if (job.error) return `${job.error.reason}: ${job.error.message}`;
   if (job.blockedBy) return `blocked by ${job.blockedBy}`;
   if (job.result) return resultSummary(job);
@@ -124,7 +138,7 @@ export function jobSummary(job: JobRecord): string {
 }
 
 /** The results the built-in job types record; any other result as compact JSON. */
-function resultSummary(job: JobRecord): string {
+export function resultSummary(job: Pick<JobRecord, 'type' | 'result'>): string {
   const result = job.result ?? {};
   const text = (key: string) => (typeof result[key] === 'string' || typeof result[key] === 'number' ? String(result[key]) : undefined);
   const verdict = verdictWords(job);

@@ -63,5 +63,5 @@ test('run_lint runs lint.sh by default and reports "lint passed"; a failing lint
     status: 'SUCCEEDED',
     result: { verdict: 'failed', summary: 'lint failed', exitCode: 1, logTail: '2 problems\n' },
   });
-  expect((await platform.cli(['status', 'lint-failing'])).stdout).toContain('SUCCEEDED (lint failed)');
+  expect((await platform.cli(['status', 'lint-failing'])).stdout).toMatch(/^status\s+lint failed$/m);
 });

@@ -17,9 +17,9 @@ test('the demo runs every scenario and reports what happened', async () => {
     const summary = JSON.parse(result.stdout) as { jobs: Record<string, string>; commits: Record<string, string[]> };
     expect(summary.jobs).toEqual({
       'mul-1': 'SUCCEEDED',
-      'mul-tests-1': 'SUCCEEDED (tests failed)',
+      'mul-tests-1': 'tests failed',
       'mul-2': 'SUCCEEDED',
-      'mul-tests-2': 'SUCCEEDED (tests passed)',
+      'mul-tests-2': 'tests passed',
       'mul-pr': 'SUCCEEDED',
       'docs-1': 'SUCCEEDED',
       'refactor-1': 'FAILED',

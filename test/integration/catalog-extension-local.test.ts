@@ -92,7 +92,7 @@ it('the local platform makes its queue and runs it: its default command at the p
   expect(passed).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', summary: 'format check passed', exitCode: 0 } });
   const failed = await cliJson<{ status: string; result: Record<string, unknown> }>(['status', 'format-2']);
   expect(failed).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'failed', summary: 'format check failed', exitCode: 3 } });
-  expect((await cli(['status', 'format-2'])).stdout).toContain('SUCCEEDED (format check failed)');
+  expect((await cli(['status', 'format-2'])).stdout).toMatch(/^status\s+format check failed$/m);
 });
 
 it('the MCP server has a tool for it, taking its payload schema, that sends it and reads its verdict', async () => {

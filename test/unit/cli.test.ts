@@ -76,7 +76,7 @@ describe('parseInvocation', () => {
   it('returns help for --help on any command, for no command and for a command group', () => {
     expect(parseInvocation(COMMANDS, ['dlq', 'redrive', '--help'])).toMatchObject({ kind: 'help', command: { path: ['dlq', 'redrive'] } });
     expect(parseInvocation(COMMANDS, [])).toEqual({ kind: 'help', json: false });
-    expect(parseInvocation(COMMANDS, ['dlq', '-h'])).toEqual({ kind: 'help', json: false });
+    expect(parseInvocation(COMMANDS, ['dlq', '-h'])).toEqual({ kind: 'help', group: 'dlq', json: false });
   });
 });
 

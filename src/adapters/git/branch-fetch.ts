@@ -258,5 +258,5 @@ async function missingBranch(session: BranchSession): Promise<PermanentJobError>
 }
 
 function branchNotFound(branch: string): PermanentJobError {
-  return new PermanentJobError('BRANCH_NOT_FOUND', `branch ${branch} does not exist on the remote: create it, then replay the job`);
+  return new PermanentJobError('BRANCH_NOT_FOUND', `branch ${branch} does not exist on the remote: create it, then run the job again: agent-jobs dlq redrive <jobId>`);
 }

@@ -36,7 +36,7 @@ export const wait: CommandSpec<CliContext> = {
     const timeoutSeconds = numberOption(values, 'timeout', this.path) ?? DEFAULT_WAIT_SECONDS;
     const onChange = (states: readonly WaitState[]) => ctx.note(`waiting: ${states.map((s) => `${s.jobId}=${s.job.status}`).join(' ')}`);
     const { states, finished, succeeded } = await waitForJobs(ctx, positionals, { timeoutMs: timeoutSeconds * 1000, onChange });
-    const rows = states.map((s) => [s.jobId, s.job.type, statusLabel(s.job), conflictSummary(s.conflicts) ?? jobSummary(s.job)] as const);
+    const rows = states.map((s) => [s.jobId, s.job.type, statusLabel(s.job), [jobSummary(s.job), conflictSummary(s.conflicts)].filter(Boolean).join('; ')] as const);
     const text = [table(['JOB', 'TYPE', 'STATUS', 'DETAIL'], rows), finished ? '' : `timed out after ${timeoutSeconds}s`].filter(Boolean).join('\n');
     return {
       data: states.map((s) => ({ ...publicJob(s.job, s.conflicts), succeeded: stateSucceeded(s) })),

@@ -12,7 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { commandStageOf, type CommandJobType, type JobType } from '../../../contract/job-types';
+import { NOT_CONFIGURED, commandStageOf, type CommandJobType, type JobType } from '../../../contract/job-types';
 import { BUILD_DUE_MARGIN_SECONDS, BUILD_QUEUED_TIMEOUT_MINUTES, TEST_BUILD_ENV } from '../../../contract/runtime-env';
 import { parseStageMessageOf, type StageMessage } from '../envelope';
 import { processStandardBatch } from '../fifo-batch';
@@ -178,7 +178,7 @@ export function commandVerdict(
         status: 'SUCCEEDED',
         result: {
           verdict,
-          summary: `${noun} ${verdict}`,
+          summary: verdict === 'failed' && notConfigured(status) ? `${noun} not configured` : `${noun} ${verdict}`,
           exitCode: status.exitCode,
           logTail: tail(status.logTail),
           sha: subject.sha,
@@ -190,4 +190,10 @@ export function commandVerdict(
     case 'ERROR':
       return { status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: `${noun} run ${status.status}: ${status.message}` } };
   }
+}
+
+/** The default command found nothing to run (NOT_CONFIGURED): still a failed verdict, worded as what it is. */
+function notConfigured(status: { readonly exitCode: number | null; readonly logTail: string }): boolean {
+  const lastLine = status.logTail.trimEnd().split('\n').pop() ?? '';
+  return status.exitCode === NOT_CONFIGURED.exitCode && NOT_CONFIGURED.lastLine.test(lastLine);
 }
