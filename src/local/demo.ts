@@ -11,6 +11,8 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import type { JobRecord } from '../core/ports';
+import { statusLabel } from '../operator/views';
 import { repositoryDir } from './state-dir';
 
 const execFileP = promisify(execFile);
@@ -160,8 +162,8 @@ async function script({ run, print, stateDir }: DemoOptions, work: string): Prom
   const statuses: Record<string, string> = {};
   for (const name of jobNames) {
     const result = await run(['status', id(name), '--json']);
-    const job = result.code === 0 ? (JSON.parse(result.stdout) as { status: string; result?: { summary?: string } }) : undefined;
-    statuses[name] = job ? `${job.status}${job.result?.summary ? ` (${job.result.summary})` : ''}` : 'UNKNOWN';
+    const job = result.code === 0 ? (JSON.parse(result.stdout) as Pick<JobRecord, 'status' | 'result' | 'type'>) : undefined;
+    statuses[name] = job ? statusLabel(job) : 'UNKNOWN';
   }
   const commits: Record<string, string[]> = {};
   const clone = path.join(work, 'clone');

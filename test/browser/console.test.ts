@@ -97,7 +97,7 @@ test('jobs enqueued with the CLI appear live: a new workspace on the list, then 
   await markDocument();
   await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-live', '--job-id', 'live-tests', '--command', 'sh test.sh']);
   const row = page.locator('tr', { has: page.locator('#job-live-tests') });
-  await row.getByText('tests passed', { exact: true }).waitFor({ timeout: UNTIL_MS });
+  await row.locator('.badge', { hasText: 'tests passed' }).waitFor({ timeout: UNTIL_MS });
   await expectSameDocument();
   // Staged jobs show the commit they were pinned to, the patch the commit it made.
   const head = (await platform.cliJson<{ head: string }>(['workspace', 'show', 'ws-live'])).head;

@@ -108,7 +108,7 @@ test('a cancel sent while the job waits for its turn wins; the live view shows j
   // A failing test run shows its verdict, not a plain SUCCEEDED.
   await cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-live', '--job-id', 'tests-red', '--command', 'false']);
   expect((await cli(['wait', 'tests-red', '--timeout', '150'])).code).toBe(1);
-  let lines = await untilViewShows('the red test run', (l) => l.some((x) => /ws-live {2}run_tests {2}tests-red {2}SUCCEEDED \(tests failed\)/.test(x)));
+  let lines = await untilViewShows('the red test run', (l) => l.some((x) => /ws-live {2}run_tests {2}tests-red {2}tests failed {2}tests failed \(exit 1\)/.test(x)));
   expect(lines.some((l) => /ws-live {2}apply_patch {2}queued-2 {2}CANCELLED/.test(l))).toBe(true);
 
   // A poison patch blocks the workspace; the job behind it is skipped; --drop cancels it.
