@@ -63,6 +63,7 @@ export async function cancelJob(connection: Connection, jobId: string, now = Dat
   if (outcome.cancelled) return { job: outcome.record, previous: outcome.previous, effect: CANCEL_EFFECT[outcome.previous] ?? 'it will not run' };
   if (!outcome.record) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await connection.target()).label}: nothing to cancel (${UNKNOWN_JOB_HINT})`);
   const { record } = outcome;
-  const why = record.status === 'IN_FLIGHT' ? `running (attempt ${record.attempt}): a started job cannot be cancelled` : `${statusLabel(record)} already`;
+  const label = statusLabel(record);
+  const why = record.status === 'IN_FLIGHT' ? `running (attempt ${record.attempt}): a started job cannot be cancelled` : `${record.status} already${label === record.status ? '' : ` (${label})`}`;
   throw new OutcomeError(`job ${jobId} is ${why}`);
 }
