@@ -1,8 +1,14 @@
-/** `agent-jobs demo` end to end: it starts its own platform, runs the script and reports. */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+/**
+ * `agent-jobs demo` end to end: it starts its own platform, runs the script and reports; and
+ * `npm start -- --demo`, which runs it on the platform it starts and says when it is done.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { publicJsonLines, runCli } from './harness';
+import { BIN, publicJsonLines, runCli } from './harness';
+
+const ROOT = path.resolve(__dirname, '../..');
 
 jest.setTimeout(300_000);
 
@@ -32,6 +38,32 @@ test('the demo runs every scenario and reports what happened', async () => {
     });
     expect(await readdir(stateDir)).toEqual([]);
   } finally {
+    await rm(stateDir, { recursive: true, force: true });
+  }
+});
+
+test('npm start -- --demo ends its scenario with a done line, then keeps the platform running', async () => {
+  const stateDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-demo-up-'));
+  const child = spawn(process.execPath, [BIN, 'local', 'up', '--demo', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  try {
+    let stdout = '';
+    const done = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        const line = /^demo done: .*$/m.exec(stdout)?.[0];
+        if (line) resolve(line);
+      });
+      void exited.then((code) => reject(new Error(`local up --demo exited (${code}) without a done line:\n${stdout}`)));
+    });
+    expect(done).toMatch(/^demo done: 8 jobs \(.*\); the platform keeps running: agent-jobs workspaces, agent-jobs console; Ctrl-C stops it$/);
+    // The README tells a new user about both ways to run it.
+    const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+    expect(readme).toContain('npm start -- --demo');
+    expect(readme).toMatch(/^agent-jobs demo\b/m);
+  } finally {
+    child.kill('SIGINT');
+    await exited;
     await rm(stateDir, { recursive: true, force: true });
   }
 });
