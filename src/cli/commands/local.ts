@@ -102,7 +102,13 @@ export const localUp: CommandSpec<CliContext> = {
     }
     try {
       if (ctx.json) ctx.io.stdout(`${JSON.stringify({ ...platform.info, console: { url: web.url, openUrl: web.openUrl } })}\n`);
-      if (values.demo === true || flagNpmKept(ctx, 'demo')) await demoAgainst(ctx, ctx.stateDir);
+      if (values.demo === true || flagNpmKept(ctx, 'demo')) {
+        const outcome = await demoAgainst(ctx, ctx.stateDir);
+        // The live view goes on below: say that the scenario is over and what to do next.
+        const line = `demo done: ${doneCounts(outcome.jobs)}; the platform keeps running: agent-jobs workspaces, agent-jobs console; Ctrl-C stops it`;
+        if (ctx.json) ctx.note(line);
+        else ctx.io.stdout(`${line}\n`);
+      }
       await interrupted;
     } finally {
       await web.close();
@@ -139,6 +145,13 @@ export const demo: CommandSpec<CliContext> = {
     }
   },
 };
+
+/** `8 jobs (SUCCEEDED 4, tests failed 1, ...)`: the demo's outcomes by status label, in first-seen order. */
+function doneCounts(jobs: Readonly<Record<string, string>>): string {
+  const counts = new Map<string, number>();
+  for (const label of Object.values(jobs)) counts.set(label, (counts.get(label) ?? 0) + 1);
+  return `${Object.keys(jobs).length} jobs (${[...counts].map(([label, n]) => `${label} ${n}`).join(', ')})`;
+}
 
 function summary(result: Awaited<ReturnType<typeof demoAgainst>>) {
   const lines = ['', '## Job outcomes', ...Object.entries(result.jobs).map(([jobId, status]) => `${jobId.padEnd(12)} ${status}`)];
