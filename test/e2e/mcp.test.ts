@@ -108,7 +108,7 @@ test('applies a patch, runs its tests, opens the pull request, waits with progre
   expect(progress.map((p) => p.progress)).toEqual([...new Set(progress.map((p) => p.progress))].sort());
 
   const status = await mcp.result<JobView>('job_status', { jobId: tests });
-  expect(status).toMatchObject({ status: 'SUCCEEDED', label: `SUCCEEDED (${JOB_TYPES.run_tests.command.subject} passed)`, attempt: 1, succeeded: true });
+  expect(status).toMatchObject({ status: 'SUCCEEDED', label: `${JOB_TYPES.run_tests.command.subject} passed`, attempt: 1, succeeded: true });
   expect((await mcp.result<{ tail: string }>('test_log', { jobId: tests })).tail).toContain('checking the greeting');
   const commit = (await mcp.result<JobView>('job_status', { jobId: patch })).result?.['commitSha'];
   expect(await mcp.result<JobView>('job_status', { jobId: pr })).toMatchObject({ status: 'SUCCEEDED', result: { number: expect.any(Number), url: expect.any(String) } });

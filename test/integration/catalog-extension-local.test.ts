@@ -111,7 +111,7 @@ it('the MCP server has a tool for it, taking its payload schema, that sends it a
 
     await client.callTool({ name: 'check_format', arguments: { workspaceId: 'ws-format', jobId: 'format-mcp' } });
     const waited = await client.callTool({ name: 'wait_for_jobs', arguments: { jobIds: ['format-mcp'], timeoutSeconds: 150 } }, undefined, { timeout: 160_000 });
-    expect(waited.structuredContent).toMatchObject({ allSucceeded: true, jobs: [{ label: 'SUCCEEDED (format check passed)' }] });
+    expect(waited.structuredContent).toMatchObject({ allSucceeded: true, jobs: [{ label: 'format check passed' }] });
   } finally {
     await client.close();
     await server.close();
