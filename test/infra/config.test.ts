@@ -192,20 +192,28 @@ describe('the shipped config/dev.json and config/prod.json', () => {
   });
 });
 
-it('`cdk synth` with a bad setting prints one message naming it, without a stack trace, and exits 1', () => {
+/**
+ * What `cdk synth -c key=value ...` runs: the app, with the context in CDK_CONTEXT_JSON, writing
+ * into a scratch output directory; returns the run and the names the app wrote there.
+ */
+function synthApp(context: Record<string, unknown>): { status: number | null; stderr: string; written: string[] } {
   const outdir = mkdtempSync(join(tmpdir(), 'agent-jobs-synth-'));
   try {
-    // What `cdk synth -c workers.sequencer.batchSize=50` runs: the app, with the context in CDK_CONTEXT_JSON.
     const run = spawnSync(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'bin', 'app.ts')], {
       cwd: ROOT,
       encoding: 'utf8',
-      env: { ...process.env, CDK_OUTDIR: outdir, CDK_CONTEXT_JSON: JSON.stringify({ 'workers.sequencer.batchSize': '50', 'aws:cdk:bundling-stacks': [] }) },
+      env: { ...process.env, CDK_OUTDIR: outdir, CDK_CONTEXT_JSON: JSON.stringify({ ...context, 'aws:cdk:bundling-stacks': [] }) },
     });
-    expect(run.status).toBe(1);
-    expect(run.stderr).toMatch(/^AgentJobs-dev\/sequencer\/Queue has invalid settings:\n {2}- consumer\.batchSize = 50: must be 1\.\.10 on a FIFO queue\n$/);
+    return { status: run.status, stderr: run.stderr, written: readdirSync(outdir) };
   } finally {
     rmSync(outdir, { recursive: true, force: true });
   }
+}
+
+it('`cdk synth` with a bad setting prints one message naming it, without a stack trace, and exits 1', () => {
+  const run = synthApp({ 'workers.sequencer.batchSize': '50' });
+  expect(run.status).toBe(1);
+  expect(run.stderr).toMatch(/^AgentJobs-dev\/sequencer\/Queue has invalid settings:\n {2}- consumer\.batchSize = 50: must be 1\.\.10 on a FIFO queue\n$/);
 });
 
 it('a worker override that breaks a queue rule fails the synth naming each setting', () => {
@@ -228,19 +236,10 @@ it("a build may run up to CodeBuild's limit: no function waits for it, so only t
 });
 
 it('`cdk synth -c env=prd` with no config/prd.json is refused, naming the known environments, and writes no stack', () => {
-  const outdir = mkdtempSync(join(tmpdir(), 'agent-jobs-synth-'));
-  try {
-    const run = spawnSync(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'bin', 'app.ts')], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      env: { ...process.env, CDK_OUTDIR: outdir, CDK_CONTEXT_JSON: JSON.stringify({ env: 'prd', 'aws:cdk:bundling-stacks': [] }) },
-    });
-    const known = readdirSync(join(ROOT, 'config')).filter((f) => f.endsWith('.json')).map((f) => f.replace(/\.json$/, ''));
-    expect(run.status).toBe(1);
-    expect(run.stderr).toContain('env = "prd": there is no config/prd.json');
-    expect(run.stderr).toContain(`known environments: ${known.sort().join(', ')}`);
-    expect(readdirSync(outdir).filter((f) => f.includes('AgentJobs-prd'))).toEqual([]);
-  } finally {
-    rmSync(outdir, { recursive: true, force: true });
-  }
+  const run = synthApp({ env: 'prd' });
+  const known = readdirSync(join(ROOT, 'config')).filter((f) => f.endsWith('.json')).map((f) => f.replace(/\.json$/, ''));
+  expect(run.status).toBe(1);
+  expect(run.stderr).toContain('env = "prd": there is no config/prd.json');
+  expect(run.stderr).toContain(`known environments: ${known.sort().join(', ')}`);
+  expect(run.written.filter((f) => f.includes('AgentJobs-prd'))).toEqual([]);
 });
