@@ -2,9 +2,10 @@
  * A fork's first declaration must not turn the tests red. This lane (`npm run test:fork`) copies
  * the repository into a temporary directory, adds one command stage to contract/job-types.ts the
  * way the README's Customize section shows it (the section's own code block, renamed), then
- * type-checks the copy and runs its jest suites. It passes when the only failing test is the
- * stack snapshot (which a fork updates with `npm run test:snapshot`), and when that one did fail:
- * a snapshot that still matched would mean the declaration never reached the stack.
+ * type-checks the copy, regenerates its JSON Schemas (`npm run schema`) and runs its jest suites.
+ * It passes when the only failing test is the stack snapshot (which a fork updates with
+ * `npm run test:snapshot`), and when that one did fail: a snapshot that still matched would mean
+ * the declaration never reached the stack.
  *
  * Extra arguments go to jest (`npm run test:fork -- test` runs every suite); without any, the
  * suites that spell out what the catalog holds: synth and unit, and the integration and end-to-end
@@ -72,6 +73,10 @@ function main(): number {
 
     const tsc = spawnSync('npx', ['tsc', '--noEmit'], { cwd: dir, stdio: 'inherit' });
     if (tsc.status !== 0) return fail('the fork does not type-check');
+    // The wire contract's JSON Schemas are made from the catalog: a fork regenerates them, as the
+    // README's Customize section says, and the drift test then holds them to the new catalog.
+    const schema = spawnSync('npm', ['run', '--silent', 'schema'], { cwd: dir, stdio: 'inherit' });
+    if (schema.status !== 0) return fail('npm run schema failed in the fork');
 
     const suites = process.argv.slice(2);
     const report = path.join(dir, 'jest-report.json');
