@@ -10,7 +10,7 @@ import { MAX_DIFF_BYTES } from '../../contract/runtime-env';
 import type { FieldIssue } from '../core/errors';
 import { errorMessage } from '../core/errors';
 import { numberOption, stringOption, type OptionSpec, type OptionValues } from './command';
-import { TooLargeError } from './bounded-read';
+import { TooLargeError } from '../operator/bounded-read';
 import { UsageError } from './errors';
 
 type FlagKind = 'string' | 'number' | 'file';

@@ -6,7 +6,8 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { PROJECT_ROOT } from '../local/state-dir';
-import { readAtMost, STDIN_DOCUMENT_LIMIT_BYTES } from './bounded-read';
+import { readAtMost } from '../operator/bounded-read';
+import { STDIN_DOCUMENT_LIMIT_BYTES } from './bounded-read';
 import { commandHelp, overviewHelp, parseInvocation, type CommandSpec } from './command';
 import { createContext, type CliContext, type CliIo } from './context';
 import { explainUnreachable, InvalidRequestError, OperatorError } from '../operator/errors';

@@ -9,13 +9,12 @@
  * the field; the producer then validates the whole envelope again before anything is sent. A fork
  * that declares a job type gets its tool from that declaration alone.
  */
-import { constants } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as z from 'zod/mini';
 import { COMMAND_JOB_TYPES, commandStageOf, idSchema, JOB_TYPE_NAMES, JOB_TYPES, type JobType } from '../../contract/job-types';
 import '../../contract/zod-english';
 import { MAX_DIFF_BYTES } from '../../contract/runtime-env';
+import { NotAFileError, readFileAtMost, TooLargeError } from '../operator/bounded-read';
 import { tail } from '../core/jobs/command-stage';
 import { envelopeIdFields } from '../core/envelope';
 import type { JobRecord, ConflictAttempt } from '../core/ports';
@@ -130,35 +129,19 @@ async function withFiles(payload: Record<string, unknown>, cwd: string): Promise
   return resolved;
 }
 
-const READ_CHUNK_BYTES = 256 * 1024;
-
 /**
- * A file field's bytes, read to the diff limit and no further: the size a file reports is not what
- * it holds (/proc/self/pagemap reports 0 and reads on for terabytes, a file may grow after stat), and
- * a FIFO would block the read forever, so the file is opened without blocking and checked on the
- * open handle, and the read stops one byte past the limit.
+ * A file field's bytes, read to the diff limit and no further (src/operator/bounded-read.ts): a
+ * server refuses anything but a regular file, since a FIFO or a device would hold the call.
  */
 async function readFileField(field: string, file: string): Promise<Uint8Array> {
-  let handle: FileHandle | undefined;
   try {
-    handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
-    if (!(await handle.stat()).isFile()) throw new InvalidRequestError(`${field}: ${file} is not a file`);
-    const chunks: Buffer[] = [];
-    let length = 0;
-    while (length <= MAX_DIFF_BYTES) {
-      const { buffer, bytesRead } = await handle.read({ buffer: Buffer.alloc(READ_CHUNK_BYTES) });
-      if (bytesRead === 0) return Buffer.concat(chunks, length);
-      chunks.push(buffer.subarray(0, bytesRead));
-      length += bytesRead;
-    }
-    throw new InvalidRequestError(`${field}: ${file} is over the ${MAX_DIFF_BYTES}-byte limit`);
+    return await readFileAtMost(file, MAX_DIFF_BYTES, { regularOnly: true });
   } catch (error) {
-    if (error instanceof InvalidRequestError) throw error;
+    if (error instanceof NotAFileError) throw new InvalidRequestError(`${field}: ${file} is not a file`);
+    if (error instanceof TooLargeError) throw new InvalidRequestError(`${field}: ${file} is over the ${MAX_DIFF_BYTES}-byte limit`);
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : (error as Error).message;
     throw new InvalidRequestError(`${field}: cannot read ${file}: ${why}`);
-  } finally {
-    await handle?.close();
   }
 }
 
