@@ -463,6 +463,8 @@ describe('applyPatchCommit: errors classified by cause, permanent when no retry 
 
     expect(error.reason).toBe('UNSAFE_PATCH');
     expect(error.message).toMatch(/the git library refuses the path "docs\\\\notes\.md" as unsafe/);
+    // The way out names the command that runs a failed job again, as BRANCH_NOT_FOUND's does.
+    expect(error.message).toMatch(/remove it from the branch, then run the job again: agent-jobs dlq redrive <jobId>$/);
     expect(await remoteHead(gitDir)).toBe(head);
   });
 
