@@ -138,7 +138,7 @@ function refusedPath(error: unknown): unknown {
   const name = error instanceof Errors.UnsafeFilepathError ? error.data.filepath : error instanceof UnsafeTreeEntryError ? error.entryName : undefined;
   if (name === undefined) return error;
   const path = JSON.stringify(name);
-  return new PermanentJobError('UNSAFE_PATCH', `the git library refuses the path ${path} as unsafe: the branch holds a name that cannot be checked out everywhere; remove it from the branch, then replay the job`, { cause: error });
+  return new PermanentJobError('UNSAFE_PATCH', `the git library refuses the path ${path} as unsafe: the branch holds a name that cannot be checked out everywhere; remove it from the branch, then run the job again: agent-jobs dlq redrive <jobId>`, { cause: error });
 }
 
 /** Without a cache: an empty repository of the job's own, removed at the end. */
