@@ -73,7 +73,13 @@ export async function startSandbox(hosts: readonly SandboxHost[]): Promise<Sandb
   return {
     spawn(command, args, { tmpMb, ...options }) {
       // nsenter joins the namespaces; a mount namespace of its own gives the process a private /tmp.
-      const script = `mount -t tmpfs -o size=${tmpMb}m tmpfs /tmp && exec "$@"`;
+      // A checkout under /tmp (the binary, the assets in cdk.out) is bound back into it, through
+      // /mnt of this namespace for a moment, or the tmpfs would hide the function's own code.
+      const kept = topDirsUnderTmp([command, ...args, String(options.cwd ?? '')]);
+      const keep = kept.map((d) => `mkdir -p '/tmp/${d}' && mount --bind '/mnt/${d}' '/tmp/${d}' && `).join('');
+      const script = kept.length
+        ? `mount --bind /tmp /mnt && mount -t tmpfs -o size=${tmpMb}m tmpfs /tmp && ${keep}umount -l /mnt && exec "$@"`
+        : `mount -t tmpfs -o size=${tmpMb}m tmpfs /tmp && exec "$@"`;
       return spawn('nsenter', ['-t', pid, '-U', '-n', '-m', '--preserve-credentials', '--', 'unshare', '-m', '--propagation', 'private', '/bin/sh', '-c', script, 'sh', command, ...args], options);
     },
     async stop() {
@@ -82,4 +88,11 @@ export async function startSandbox(hosts: readonly SandboxHost[]): Promise<Sandb
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The first directory under /tmp of each absolute path below it (`/tmp/x/y` gives `x`), once each. */
+function topDirsUnderTmp(paths: readonly string[]): string[] {
+  const dirs = paths.filter((p) => p.startsWith('/tmp/')).map((p) => p.slice('/tmp/'.length).split('/')[0]!);
+  // Quoted in a shell script: a name with a quote is not something this run makes.
+  return [...new Set(dirs)].filter((d) => d && !d.includes("'"));
 }
