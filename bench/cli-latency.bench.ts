@@ -15,7 +15,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fmt, loadLine, median, quick, type Benchmark, type BenchRow } from './harness';
+import { fmt, loadDuring, loadLine, median, quick, type Benchmark, type BenchRow } from './harness';
 
 const ROOT = join(__dirname, '..');
 export const BIN = join(ROOT, 'bin', 'agent-jobs.js');
@@ -160,7 +160,7 @@ export const bench: Benchmark = {
       title: 'CLI latency: one agent-jobs call',
       description: [
         `A fresh \`node bin/agent-jobs.js\` process per call against a running local platform, spawn to exit: wall time, then the CPU the call used (user + system), median (min-max) of ${runs} calls each.`,
-        `1-minute load average ${loadBefore} at the start, ${loadLine()} at the end: above 2 (the cores), the wall times carry waiting for a core.`,
+        loadDuring(loadBefore),
         '`npx agent-jobs` adds npm\'s own start to every call: the README recommends `npm link` (or the bin\'s path) instead.',
         'The CLI runs from a bundle of its own code and the AWS SDK from bundles of their own (minified: no resolving and reading of its packages file by file):',
         'one of every SDK package the CLI requires, and one of the DynamoDB packages alone, all that `status` loads (0.8 MB read and compiled instead of 1.4).',

@@ -59,6 +59,11 @@ export function loadLine(): string {
   return loadavg()[0]?.toFixed(1) ?? 'n/a';
 }
 
+/** A benchmark's sentence on the load it ran under, from `loadLine()` taken at its start. */
+export function loadDuring(loadBefore: string): string {
+  return `1-minute load average ${loadBefore} at the start, ${loadLine()} at the end: above 2 (the cores), the wall times carry waiting for a core.`;
+}
+
 /** Runs `action` `times` times in a row and returns each duration in ms. */
 export async function repeat(times: number, action: (run: number) => Promise<unknown>): Promise<number[]> {
   const durations: number[] = [];

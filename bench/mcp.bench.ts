@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { BIN, Cli, describe, PROBE, repositoryAndPatch, startLocalPlatform, wall, type CallTime } from './cli-latency.bench';
-import { fmt, loadLine, median, quick, type Benchmark, type BenchRow } from './harness';
+import { fmt, loadDuring, loadLine, median, quick, type Benchmark, type BenchRow } from './harness';
 
 /** Spawn to `tools/list` answered; the CPU the server used from its start to its exit (stdin closed right after). */
 async function serverStart(stateDir: string, probe: string, cpuFile: string): Promise<CallTime> {
@@ -92,7 +92,7 @@ export const bench: Benchmark = {
       title: 'MCP server: start and a call',
       description: [
         `\`agent-jobs mcp\` driven by the MCP SDK's client over stdio against a running local platform: ${runs} server starts, each followed by a \`--version\` call, then ${calls} \`job_status\` calls on one running server, each followed by an \`agent-jobs status\` call. Median (min-max).`,
-        `1-minute load average ${loadBefore} at the start, ${loadLine()} at the end: above 2 (the cores), the wall times carry waiting for a core.`,
+        loadDuring(loadBefore),
         'The server loads the MCP SDK (from node_modules, for this command only) and builds every tool\'s input schema from the catalog before it answers; a running server answers a read without a process start.',
         '',
         'Command: `npm run bench -- mcp`',
