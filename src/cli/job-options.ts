@@ -8,9 +8,8 @@ import type * as z from 'zod/mini';
 import { JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
 import { MAX_DIFF_BYTES } from '../../contract/runtime-env';
 import type { FieldIssue } from '../core/errors';
-import { errorMessage } from '../core/errors';
 import { numberOption, stringOption, type OptionSpec, type OptionValues } from './command';
-import { TooLargeError } from '../operator/bounded-read';
+import { TooLargeError, unreadableReason } from '../operator/bounded-read';
 import { UsageError } from './errors';
 
 type FlagKind = 'string' | 'number' | 'file';
@@ -138,9 +137,7 @@ async function readFlagFile(
     return await readBytes(file, maxBytes);
   } catch (error) {
     if (error instanceof TooLargeError) throw new UsageError(`--${flag} ${file}: ${error.message}`, commandPath);
-    const code = (error as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : errorMessage(error);
-    throw new UsageError(`cannot read --${flag} ${file}: ${why}`, commandPath);
+    throw new UsageError(`cannot read --${flag} ${file}: ${unreadableReason(error)}`, commandPath);
   }
 }
 

@@ -14,7 +14,7 @@ import * as z from 'zod/mini';
 import { COMMAND_JOB_TYPES, commandStageOf, idSchema, JOB_TYPE_NAMES, JOB_TYPES, type JobType } from '../../contract/job-types';
 import '../../contract/zod-english';
 import { MAX_DIFF_BYTES } from '../../contract/runtime-env';
-import { NotAFileError, readFileAtMost, TooLargeError } from '../operator/bounded-read';
+import { NotAFileError, readFileAtMost, TooLargeError, unreadableReason } from '../operator/bounded-read';
 import { tail } from '../core/jobs/command-stage';
 import { envelopeIdFields } from '../core/envelope';
 import type { JobRecord, ConflictAttempt } from '../core/ports';
@@ -139,9 +139,7 @@ async function readFileField(field: string, file: string): Promise<Uint8Array> {
   } catch (error) {
     if (error instanceof NotAFileError) throw new InvalidRequestError(`${field}: ${file} is not a file`);
     if (error instanceof TooLargeError) throw new InvalidRequestError(`${field}: ${file} is over the ${MAX_DIFF_BYTES}-byte limit`);
-    const code = (error as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : (error as Error).message;
-    throw new InvalidRequestError(`${field}: cannot read ${file}: ${why}`);
+    throw new InvalidRequestError(`${field}: cannot read ${file}: ${unreadableReason(error)}`);
   }
 }
 

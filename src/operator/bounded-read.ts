@@ -9,6 +9,7 @@
 import { close, constants, createReadStream, fstat as fstatCallback, open, type Stats } from 'node:fs';
 import { Socket } from 'node:net';
 import { promisify } from 'node:util';
+import { errorMessage } from '../core/errors';
 
 const openFd = promisify(open);
 const fstat = promisify(fstatCallback);
@@ -79,4 +80,13 @@ export async function readFileAtMost(file: string, limit: number, options: Bound
   } finally {
     source.destroy();
   }
+}
+
+/** Why a named file could not be read, in words for the one who named it. */
+export function unreadableReason(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EISDIR') return 'it is a directory';
+  if (code === 'EACCES') return 'permission denied';
+  return errorMessage(error);
 }
