@@ -3,13 +3,14 @@
  * REPO_URL, checks out COMMIT_SHA and runs TEST_COMMAND in its build phase
  * (contract/runtime-env.ts TEST_BUILD_ENV). Nothing polls a build: its end comes back as a
  * "CodeBuild Build State Change" event (codebuild-builds.ts reads it on the build-events queue),
- * and `describe` answers the reconciler for many builds in one BatchGetBuilds.
+ * and `describe` answers the reconciler for many builds in one BatchGetBuilds; `stop` stops the
+ * build of a cancelled job (the reconciler's StopBuild).
  */
-import { BatchGetBuildsCommand, ListBuildsForProjectCommand, StartBuildCommand, type CodeBuildClient, type StartBuildCommandOutput } from '@aws-sdk/client-codebuild';
+import { BatchGetBuildsCommand, ListBuildsForProjectCommand, StartBuildCommand, StopBuildCommand, type CodeBuildClient, type StartBuildCommandOutput } from '@aws-sdk/client-codebuild';
 import { TEST_BUILD_ENV } from '../../contract/runtime-env';
 import { RetryAfterError } from '../core/errors';
 import { buildEnvironment, buildIdempotencyToken } from '../core/jobs/command-stage';
-import type { BuildFinder, CommandRun, TestRunner, TestRunStatus } from '../core/ports';
+import type { BuildFinder, BuildStopper, CommandRun, TestRunner, TestRunStatus } from '../core/ports';
 import { buildStatus } from './codebuild-builds';
 /** CodeBuild accepts build timeouts of 5 to 2160 minutes. */
 const MIN_TIMEOUT_MINUTES = 5;
@@ -34,7 +35,7 @@ export class BuildNotFoundError extends Error {
  * back: a crash between StartBuild and recording the build id is covered by `findBuild`, which the
  * stage calls only in that case.
  */
-export class CodeBuildTestRunner implements TestRunner, BuildFinder {
+export class CodeBuildTestRunner implements TestRunner, BuildFinder, BuildStopper {
   constructor(
     private readonly client: CodeBuildClient,
     private readonly projectName: string,
@@ -86,6 +87,18 @@ export class CodeBuildTestRunner implements TestRunner, BuildFinder {
     const out = await this.client.send(new BatchGetBuildsCommand({ ids: [...buildIds] }));
     for (const build of out.builds ?? []) if (build.id) statuses.set(build.id, buildStatus(build));
     return statuses;
+  }
+
+  /**
+   * One StopBuild. CodeBuild answers a build that has ended already with the build as it is (no
+   * error), and one it does not know with ResourceNotFoundException: in both there is nothing to stop.
+   */
+  async stop(buildId: string): Promise<void> {
+    try {
+      await this.client.send(new StopBuildCommand({ id: buildId }));
+    } catch (error) {
+      if ((error as { name?: unknown } | null)?.name !== 'ResourceNotFoundException') throw error;
+    }
   }
 }
 

@@ -15,14 +15,14 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import * as z from 'zod/mini';
-import { JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
+import { COMMAND_JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
 import { LEDGER_TABLE } from '../../contract/topology';
 import type { JobEnvelope, Pin } from '../core/envelope';
 import { LeaseLostError, TransientJobError } from '../core/errors';
 import {
   branchBindingKey,
   byCreation,
-  CANCELLABLE_STATUSES,
+  cancelRule,
   claimOutcome,
   conflictEntry,
   isCompletionOf,
@@ -79,6 +79,40 @@ const DUE = 'due';
  * progress (a broken build's id) and the build-completion state; it also adds one to `run`.
  */
 const RERUN_REMOVES = ', progress, dueKey, dueAt, stageMessage, reportedAt, #result, redriveToken';
+/** One of cancel's conditional writes: the condition encodes a case of cancelRule (src/core/ledger.ts). */
+interface CancelWrite {
+  readonly condition: string;
+  readonly names?: Record<string, string>;
+  readonly values: Record<string, unknown>;
+  /** `leave its list`: off the workspace's open list (and the DLQ list of a SKIPPED job). */
+  readonly list: 'keep its list' | 'leave its list';
+  /** Stays on the due index, so the reconciler stops its build (markBuildStopped ends it). */
+  readonly due: boolean;
+}
+
+const COMMAND_TYPE_VALUES = Object.fromEntries(COMMAND_JOB_TYPES.map((type, i) => [`:cmd${i}`, type]));
+
+const CANCEL_WRITES = {
+  queued: { condition: '#status = :queued', values: { ':queued': 'QUEUED' }, list: 'keep its list', due: false },
+  notStarted: {
+    condition: '#status IN (:forwarded, :skipped)',
+    values: { ':forwarded': 'FORWARDED', ':skipped': 'SKIPPED' },
+    list: 'leave its list',
+    due: false,
+  },
+  // cancelRule's stopBuild: a command stage's pinned job, RUNNING, or IN_FLIGHT with its build
+  // recorded or with no live lease (nobody is starting a build it could not name).
+  stopBuild: {
+    condition:
+      `attribute_exists(pin) AND #type IN (${Object.keys(COMMAND_TYPE_VALUES).join(', ')}) AND (#status = :running OR ` +
+      '(#status = :inFlight AND (attribute_exists(progress.buildId) OR attribute_not_exists(leaseUntil) OR leaseUntil <= :nowMs)))',
+    names: { '#type': 'type' },
+    values: { ':running': 'RUNNING', ':inFlight': 'IN_FLIGHT', ...COMMAND_TYPE_VALUES },
+    list: 'leave its list',
+    due: true,
+  },
+} as const satisfies Record<string, CancelWrite>;
+
 /** Spread into a conditional write whose refusal is explained from the item it was refused on. */
 const OLD_ITEM_ON_REFUSAL = { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } as const;
 /** A refused write whose item (returned or read) is claimable again is retried this often. */
@@ -546,35 +580,63 @@ export class DynamoDbLedger implements Ledger {
 
   async cancel(jobId: string, now: number): Promise<CancelOutcome> {
     // A QUEUED job keeps its place on its workspace's open list, the one list that shows it (ports.ts).
-    const others = CANCELLABLE_STATUSES.filter((status) => status !== 'QUEUED');
-    let cancel = await this.cancelIf(jobId, ['QUEUED'], 'keep its list', now);
-    if (cancel.kind === 'refused') cancel = await this.cancelIf(jobId, others, 'leave its list', now);
+    let cancel = await this.cancelIf(jobId, CANCEL_WRITES.queued, now);
+    for (let attempt = 0; cancel.kind === 'refused' && attempt < MAX_RACE_RETRIES; attempt++) {
+      // The record as the refusing condition saw it decides the next write (cancelRule); a record
+      // that changed in between refuses that one too, and is looked at again.
+      const record = strip<JobRecord>(cancel.item ?? (await this.getJobItem(jobId)));
+      const rule = record === undefined ? undefined : cancelRule(record, now);
+      if (rule === undefined || rule.kind === 'refused') return { cancelled: false, record };
+      cancel = await this.cancelIf(jobId, rule.kind === 'notStarted' ? CANCEL_WRITES.notStarted : CANCEL_WRITES.stopBuild, now);
+    }
     if (cancel.kind === 'cancelled') return cancel.outcome;
     return { cancelled: false, record: strip<JobRecord>(cancel.item ?? (await this.getJobItem(jobId))) };
   }
 
-  /** Cancels the job if its status is one of `statuses`; refused when it is not. */
-  private async cancelIf(jobId: string, statuses: readonly JobStatus[], list: 'keep its list' | 'leave its list', now: number): Promise<{ kind: 'cancelled'; outcome: CancelOutcome } | Refusal> {
-    const values = Object.fromEntries(statuses.map((status, i) => [`:c${i}`, status]));
+  /** Cancels the job if the write's condition holds; refused when it does not. */
+  private async cancelIf(jobId: string, write: CancelWrite, now: number): Promise<{ kind: 'cancelled'; outcome: CancelOutcome } | Refusal> {
+    const values: Record<string, unknown> = {
+      ':cancelled': 'CANCELLED',
+      ':now': new Date(now).toISOString(),
+      ...(write.due ? { ':due': DUE, ':nowMs': now } : {}),
+      ...write.values,
+    };
     try {
       const out = await this.client.send(
         new UpdateCommand({
           TableName: this.table,
           Key: jobKey(jobId),
-          UpdateExpression: `SET #status = :cancelled, updatedAt = :now REMOVE leaseUntil${list === 'leave its list' ? ', listKey, listSort' : ''}`,
-          ConditionExpression: `#status IN (${Object.keys(values).join(', ')})`,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':cancelled': 'CANCELLED', ':now': new Date(now).toISOString(), ...values },
+          UpdateExpression: `SET #status = :cancelled, updatedAt = :now${write.due ? ', dueKey = :due, dueAt = :nowMs' : ''} REMOVE leaseUntil${write.list === 'leave its list' ? ', listKey, listSort' : ''}`,
+          ConditionExpression: write.condition,
+          ExpressionAttributeNames: { '#status': 'status', ...write.names },
+          ExpressionAttributeValues: values,
           ReturnValues: 'ALL_OLD',
           ...OLD_ITEM_ON_REFUSAL,
         }),
       );
       const previous = strip<JobRecord>(out.Attributes) as JobRecord;
-      return { kind: 'cancelled', outcome: { cancelled: true, previous: previous.status, record: { ...previous, status: 'CANCELLED', updatedAt: new Date(now).toISOString() } } };
+      const { leaseUntil: _leaseUntil, ...rest } = previous;
+      const record: JobRecord = { ...rest, status: 'CANCELLED', updatedAt: new Date(now).toISOString(), ...(write.due ? { dueAt: now } : {}) };
+      return { kind: 'cancelled', outcome: { cancelled: true, previous: previous.status, record } };
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
       return refusal(error, this.client);
     }
+  }
+
+  async markBuildStopped(input: { jobId: string; now: number }): Promise<void> {
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: jobKey(input.jobId),
+        UpdateExpression: 'SET reportedAt = :now, updatedAt = :now REMOVE dueKey, dueAt',
+        ConditionExpression: '#status = :cancelled',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':now': new Date(input.now).toISOString(), ':cancelled': 'CANCELLED' },
+      }),
+    ).catch((error: unknown) => {
+      if (!isConditionFailure(error)) throw error;
+    });
   }
 
   async authorizeRedrive(input: { jobId: string; token: string; now: number }): Promise<JobRecord | undefined> {

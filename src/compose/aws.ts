@@ -28,7 +28,7 @@ import { ENV, stageDlqUrlEnv } from '../../contract/runtime-env';
 import type { BuildCompletionDeps } from '../core/build-completion';
 import { ConfigurationError } from '../core/errors';
 import { DEFAULT_BACKOFF, type PipelineDeps, type PipelineSettings } from '../core/pipeline';
-import type { BuildFinder, Consumer, EventPublisher, Ledger, QueueOps, TestRunner } from '../core/ports';
+import type { BuildFinder, BuildStopper, Consumer, EventPublisher, Ledger, QueueOps, TestRunner } from '../core/ports';
 import { logger, powertoolsJobMetrics } from '../adapters/powertools';
 import { randomOwner, systemClock } from '../adapters/system';
 import { lazy, onFirstUse } from './first-use';
@@ -104,7 +104,7 @@ export function eventBridgePublisher(env: NodeJS.ProcessEnv = process.env): Even
 }
 
 /** The CodeBuild runner of the command stages and the build reconciler (TEST_RUNNER_PROJECT_NAME). */
-export function codeBuildTestRunner(env: NodeJS.ProcessEnv = process.env): TestRunner & BuildFinder {
+export function codeBuildTestRunner(env: NodeJS.ProcessEnv = process.env): TestRunner & BuildFinder & BuildStopper {
   const project = requireEnv(ENV.testRunnerProject, env);
   return onFirstUse(() => new (loadTestRunner().CodeBuildTestRunner)(new (loadCodeBuild().CodeBuildClient)(awsClientConfig(env)), project));
 }

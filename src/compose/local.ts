@@ -190,7 +190,7 @@ export function localBuildEventsDeps(options: LocalWorkerOptions & { readonly pa
 }
 
 /** The local runner reads its own files to answer: it is asked about every RUNNING job at each run. */
-export function localReconcilerDeps(options: LocalWorkerOptions & { readonly runner: Pick<TestRunner, 'describe'> }): ReconcilerDeps {
+export function localReconcilerDeps(options: LocalWorkerOptions & { readonly runner: ReconcilerDeps['runner'] }): ReconcilerDeps {
   return { ...localCompletionDeps(options), runner: options.runner, askBeforeDue: true };
 }
 

@@ -5,7 +5,7 @@
  * `workspaceTakeOutcome` what to do. Keeping both sides here lets unit tests pin every case.
  */
 import { repositoryIdentity } from '../../contract/git-remotes';
-import { JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration } from '../../contract/job-types';
+import { commandStageOf, JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration } from '../../contract/job-types';
 import type { ClaimOutcome, ClaimRequest, CompleteInput, ConflictAttempt, ConflictSeenBy, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceRepo, WorkspaceTakeOutcome } from './ports';
 import type { JobEnvelope } from './envelope';
 
@@ -115,6 +115,38 @@ export function byCreation(a: JobRecord, b: JobRecord): number {
 
 /** Statuses `cancel` turns into CANCELLED: the job has not started and will not start. */
 export const CANCELLABLE_STATUSES: readonly JobStatus[] = ['QUEUED', 'FORWARDED', 'SKIPPED'];
+
+/**
+ * What `cancel` does to a job as its record stands (decisions §33):
+ * - `notStarted`: QUEUED, FORWARDED or SKIPPED; it never runs.
+ * - `stopBuild`: a command stage's job its stage has taken: RUNNING (its build recorded), or
+ *   IN_FLIGHT with its build recorded, or with no worker holding it (its lease ran out: a retry or
+ *   a wait for a build slot, when no build is being started). It becomes CANCELLED and stays due,
+ *   so the build reconciler stops `buildId` (if one was recorded); a completion or a stage's write
+ *   that comes after is fenced on RUNNING / IN_FLIGHT and changes nothing.
+ * - `refused`: finished, a command stage whose worker is starting its build right now (no build id
+ *   yet: the cancel could not name the build to stop), a job the sequencer holds, or an apply_patch,
+ *   open_pr or any other job that is not a command stage, once started: their effect (a push, a
+ *   pull request) is one step on another system that cannot be taken back halfway.
+ */
+export type CancelRule =
+  | { readonly kind: 'notStarted' }
+  | { readonly kind: 'stopBuild'; readonly buildId?: string }
+  | { readonly kind: 'refused'; readonly why: string };
+
+export function cancelRule(record: Pick<JobRecord, 'status' | 'type' | 'attempt' | 'pin' | 'progress' | 'leaseUntil'>, now: number): CancelRule {
+  if (CANCELLABLE_STATUSES.includes(record.status)) return { kind: 'notStarted' };
+  const buildId = record.progress?.['buildId'];
+  const stagesCommand = commandStageOf(record.type) !== undefined && record.pin !== undefined;
+  if (stagesCommand && record.status === 'RUNNING') return buildId === undefined ? { kind: 'stopBuild' } : { kind: 'stopBuild', buildId };
+  if (record.status !== 'IN_FLIGHT') return { kind: 'refused', why: `${record.status} already` };
+  if (stagesCommand && buildId !== undefined) return { kind: 'stopBuild', buildId };
+  if (stagesCommand && !isLeaseLive(record, now)) return { kind: 'stopBuild' };
+  if (stagesCommand) return { kind: 'refused', why: `starting its build (attempt ${record.attempt}): cancel again in a moment, once the build is recorded` };
+  if (record.pin === undefined && JOB_TYPES[record.type].lane === 'staged') return { kind: 'refused', why: 'being pinned by the sequencer: cancel again in a moment' };
+  // A push or a pull request is one request to the git host: stopped halfway it would still have happened, or not.
+  return { kind: 'refused', why: `running (attempt ${record.attempt}): a started ${record.type} runs to its end (only a command stage's build can be stopped)` };
+}
 
 /** Distinct conflicting requests recorded per job id: enough to see the pattern, bounded in size. */
 export const MAX_CONFLICTS = 20;

@@ -156,6 +156,15 @@ export interface TestRunner {
   describe(buildIds: readonly string[]): Promise<Map<string, TestRunStatus>>;
 }
 
+/** A runner that stops the build of a cancelled job (the reconciler's; decisions §33). */
+export interface BuildStopper {
+  /**
+   * Stops the build and everything it started; a build that has ended, or that the runner does
+   * not know, is left as it is. Its completion (STOPPED) comes as any other, and changes nothing.
+   */
+  stop(buildId: string): Promise<void>;
+}
+
 export type TestRunStatus =
   | { readonly state: 'RUNNING' }
   | { readonly state: 'PASSED' | 'FAILED'; readonly exitCode: number | null; readonly logTail: string; readonly durationMs?: number }
@@ -333,7 +342,11 @@ export type SettledClaim = Exclude<ClaimOutcome, { kind: 'retry' }>;
 export type SettledTake = Exclude<WorkspaceTakeOutcome, { kind: 'retry' }>;
 
 export type CancelOutcome =
-  /** The job was QUEUED, FORWARDED (waiting for its stage) or SKIPPED: it will never run now. */
+  /**
+   * The job was QUEUED, FORWARDED (waiting for its stage) or SKIPPED: it will never run now; or a
+   * command stage's job its stage had taken (cancelRule `stopBuild`): its build, named in the
+   * record's progress, is stopped by the build reconciler.
+   */
   | { readonly cancelled: true; readonly previous: JobStatus; readonly record: JobRecord }
   /** Running or finished (record), or unknown to the ledger (no record): nothing changed. */
   | { readonly cancelled: false; readonly record?: JobRecord };
@@ -425,11 +438,14 @@ export interface Ledger {
   /** Command-stage jobs due for the reconciler at `now`, oldest first. */
   listDue(now: number, limit: number): Promise<JobRecord[]>;
   /**
-   * A QUEUED, FORWARDED or SKIPPED job becomes CANCELLED; anything else is returned as is. A job
-   * cancelled while QUEUED never gets a turn, so it stays on its workspace's open list
-   * (listOpenJobs), the only list that shows it.
+   * A job cancelRule allows becomes CANCELLED in one conditional write; anything else is returned as
+   * is. A job cancelled while QUEUED never gets a turn, so it stays on its workspace's open list
+   * (listOpenJobs), the only list that shows it. A command stage's job cancelled once taken stays
+   * on the due index (dueAt = now) until the reconciler has stopped its build (markBuildStopped).
    */
   cancel(jobId: string, now: number): Promise<CancelOutcome>;
+  /** The build of a CANCELLED job was stopped (or it had none to stop): the job leaves the due index. */
+  markBuildStopped(input: { jobId: string; now: number }): Promise<void>;
   /**
    * The operator's redrive of a FAILED or SKIPPED job, recorded before its message is sent: the
    * record keeps `token`, which the redriven delivery must carry to run the job again. Undefined

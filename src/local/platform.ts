@@ -240,7 +240,9 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
   };
   const parts = options.decorateParts ? options.decorateParts(localParts) : localParts;
   const wiring: Wiring = { emulators, events, logger, parts, backoff: options.backoff ?? DEFAULT_BACKOFF };
-  const reconcilerDeps = localReconcilerDeps({ resources: emulators, events, logger: logger.createChild({ persistentKeys: { function: 'build_reconciler' } }), runner: parts.testRunner });
+  // A cancelled job's build is stopped by the runner that runs it, whatever wraps the parts' runner.
+  const reconcilerRunner = { describe: (ids: readonly string[]) => parts.testRunner.describe(ids), stop: (buildId: string) => testRunner.stop(buildId) };
+  const reconcilerDeps = localReconcilerDeps({ resources: emulators, events, logger: logger.createChild({ persistentKeys: { function: 'build_reconciler' } }), runner: reconcilerRunner });
   // What the last process left: the queues died with it, and with them any completion not yet
   // recorded. Runs it was killed in the middle of fail now (TEST_RUN_ERROR, redrivable), runs that
   // ended get their verdict, and verdicts never reported are reported, before any worker starts.

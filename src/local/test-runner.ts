@@ -31,11 +31,16 @@
  * sandbox or namespaces die with it; and what a killed platform's runs left (their processes,
  * cgroups and directories, recorded in their state before the command started) is ended and
  * removed at the next start, before any new run (takeOrphanedRuns).
+ *
+ * Cancelling a run (decisions §33): `stop` and `requestStop` leave a stop request beside the run's
+ * state (`runs/<jobId>.<run>.stop`), which the CLI can write from its own process; the runner looks
+ * for it before the command starts and while it runs (with its limits), and ends the run as it ends
+ * one at a limit, recording it STOPPED. Its completion then finds the job CANCELLED and changes nothing.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { copyFile, mkdir, open, readFile, readdir, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { access, copyFile, mkdir, open, readFile, readdir, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -46,7 +51,7 @@ import '../../contract/zod-english';
 import { commandLimitsOf, ID_PATTERN, type CommandLimits } from '../../contract/job-types';
 import { readBuildEvent } from '../core/build-completion';
 import { ConfigurationError, RetryAfterError, errorMessage } from '../core/errors';
-import type { BuildCompletion, CommandRun, FinishedRunStatus, TestRunner, TestRunStatus } from '../core/ports';
+import type { BuildCompletion, BuildStopper, CommandRun, FinishedRunStatus, TestRunner, TestRunStatus } from '../core/ports';
 import { LOG_TAIL_BYTES, buildEnvironment, tail } from '../core/jobs/command-stage';
 import { OUTPUT_KEEP_BYTES } from './state-dir';
 import { planRunGroup, removeLeftRunGroup, type RunGroupDirs } from './cgroups';
@@ -156,7 +161,7 @@ const RESTARTED = 'the local test runner restarted while this run was in progres
 const BUILD_ID = /^local:([^:]+):(\d+)$/;
 
 /** `runs/<jobId>.<run>.<extension>`; throws UnknownBuildError for an id that is not a local build's. */
-function runFile(stateDir: string, buildId: string, extension: 'json' | 'log' | 'out'): string {
+function runFile(stateDir: string, buildId: string, extension: 'json' | 'log' | 'out' | 'stop'): string {
   const match = BUILD_ID.exec(buildId);
   if (!match?.[1] || !ID_PATTERN.test(match[1])) throw new UnknownBuildError(`${buildId} is not a local build id`);
   return join(stateDir, 'runs', `${match[1]}.${match[2]}.${extension}`);
@@ -173,6 +178,19 @@ export async function readRunOutput(stateDir: string, buildId: string): Promise<
   });
 }
 
+/**
+ * Asks for the run's end (its job was cancelled): the runner that runs it, in this process or the
+ * platform's, ends it within a moment; a run that has ended, or not started, is left as it is
+ * (one that has not started its command yet never does).
+ */
+export async function requestStop(stateDir: string, buildId: string): Promise<void> {
+  const path = runFile(stateDir, buildId, 'stop');
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(path, '', { mode: 0o600 });
+}
+
+const CANCELLED = 'cancelled by the operator (agent-jobs cancel): the run was ended';
+
 export function localBuildId(jobId: string, run: number): string {
   return `local:${jobId}:${run}`;
 }
@@ -183,11 +201,11 @@ const RUN_MARKER = 'AGENT_JOBS_TEST_RUN';
 interface ActiveRun {
   state: LocalRunState;
   done: Promise<void>;
-  /** Set while the command runs: ends it and everything it started. */
-  stop?: () => void;
+  /** Set while the command runs: ends it and everything it started (a shutdown, or a cancel). */
+  stop?: (why: 'stop' | 'cancel') => void;
 }
 
-export class LocalTestRunner implements TestRunner {
+export class LocalTestRunner implements TestRunner, BuildStopper {
   private readonly active = new Map<string, ActiveRun>();
   /** Starts between their quota check and their place in `active`. */
   private starting = 0;
@@ -266,6 +284,12 @@ export class LocalTestRunner implements TestRunner {
     return state.status;
   }
 
+  /** Ends a run whose job was cancelled: its stop request (requestStop) is left for it, and a run of this process ends at once. */
+  async stop(buildId: string): Promise<void> {
+    await requestStop(this.options.stateDir, buildId);
+    this.active.get(buildId)?.stop?.('cancel');
+  }
+
   /** The run's recorded state (pid, timing) for the CLI and tests. */
   async runState(buildId: string): Promise<LocalRunState> {
     return this.active.get(buildId)?.state ?? this.readState(buildId);
@@ -327,7 +351,7 @@ export class LocalTestRunner implements TestRunner {
   /** Ends every running test and what it started, and waits for their state to be written. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const run of this.active.values()) run.stop?.();
+    for (const run of this.active.values()) run.stop?.('stop');
     await Promise.all([...this.active.values()].map((a) => a.done));
     if (this.runsDirMade) await rm(this.runsDir, { recursive: true, force: true, maxRetries: 3 });
   }
@@ -369,7 +393,15 @@ export class LocalTestRunner implements TestRunner {
       access?.revoke();
     }
     if (this.closed) return { state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down before the tests started' };
+    if (await this.stopRequested(active.state.buildId)) return { state: 'ERROR', status: 'STOPPED', message: `${CANCELLED} before its command started` };
     return this.runCommand(run, runDir, active);
+  }
+
+  private stopRequested(buildId: string): Promise<boolean> {
+    return access(runFile(this.options.stateDir, buildId, 'stop')).then(
+      () => true,
+      () => false,
+    );
   }
 
   private async runCommand(run: CommandRun, runDir: string, active: ActiveRun): Promise<FinishedRunStatus> {
@@ -396,17 +428,17 @@ export class LocalTestRunner implements TestRunner {
       return { state: 'ERROR', status: 'FAULT', message: `could not start the tests: ${errorMessage(error)}` };
     }
     const started = Date.now();
-    let ended: 'timeout' | 'stop' | RunLimit | undefined;
-    const end = (why: 'timeout' | 'stop' | RunLimit) => {
+    let ended: 'timeout' | 'stop' | 'cancel' | RunLimit | undefined;
+    const end = (why: 'timeout' | 'stop' | 'cancel' | RunLimit) => {
       ended ??= why;
       launched.kill();
     };
-    active.stop = () => end('stop');
+    active.stop = end;
     // Closed while the run was being launched: it ends at once.
     if (this.closed) end('stop');
     const timer = setTimeout(() => end('timeout'), timeoutMs);
     const printed = countOutput(launched.output, outPath, limits.outputMiB * MIB, () => end('output'));
-    const watching = watchLimits(launched, limits, end);
+    const watching = watchLimits(launched, limits, end, () => this.stopRequested(buildId));
     await this.record(active, { pid: launched.pid });
     const exit = await launched.exited;
     clearTimeout(timer);
@@ -424,6 +456,7 @@ export class LocalTestRunner implements TestRunner {
     await keepOutput(outPath, runFile(this.options.stateDir, buildId, 'log'), this.outputKeepBytes).catch(() => undefined);
     await rm(outPath, { force: true });
     if (exit.error) return { state: 'ERROR', status: 'FAULT', message: `could not start the tests: ${exit.error.message}` };
+    if (ended === 'cancel') return { state: 'ERROR', status: 'STOPPED', message: `${CANCELLED}; last output:\n${log}` };
     if (ended === 'timeout') return { state: 'ERROR', status: 'TIMED_OUT', message: `no result after ${timeoutMs / 1000}s; last output:\n${log}` };
     if (ended === 'stop' || this.closed) return { state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down during the run' };
     if (ended) return { state: 'ERROR', status: 'LIMIT_REACHED', message: `${limitMessage(ended, limits, last)}; last output:\n${log}` };
@@ -563,12 +596,16 @@ function limitMessage(limit: RunLimit, limits: CommandLimits, sample: RunSample 
   }
 }
 
-/** Reads the run's use against its limits until stopped; the first limit reached ends the run. */
-function watchLimits(run: LaunchedRun, limits: CommandLimits, end: (limit: RunLimit) => void): { stop(): void } {
+/**
+ * Reads the run's use against its limits until stopped; the first limit reached ends the run, as
+ * does a stop request (its job was cancelled).
+ */
+function watchLimits(run: LaunchedRun, limits: CommandLimits, end: (why: RunLimit | 'cancel') => void, stopRequested: () => Promise<boolean>): { stop(): void } {
   let stopped = false;
   void (async () => {
     while (!stopped) {
       await sleep(WATCH_MS, undefined, { ref: false });
+      if (!stopped && (await stopRequested())) end('cancel');
       const reached = stopped ? undefined : limitReached(await run.sample().catch(() => ({ processLimitReached: false, oomKills: 0, cpuSeconds: 0, diskFull: false })), limits);
       if (reached && !stopped) end(reached);
     }

@@ -1,5 +1,9 @@
 /** One job: its record and the refused requests that reused its id, several at once, and cancel. */
+import * as path from 'node:path';
+import { BUILD_RECONCILER } from '../../contract/job-types';
+import { cancelRule } from '../core/ledger';
 import type { CancelOutcome, ConflictAttempt, JobRecord, JobStatus } from '../core/ports';
+import { TEST_RUNS_DIR } from '../local/state-dir';
 import type { Connection } from './connection';
 import { NotFoundError, OutcomeError } from './errors';
 import { statusLabel } from './views';
@@ -40,6 +44,9 @@ export async function listUnfinished(connection: Connection, workspaceId?: strin
   return list.filter((j) => workspaceId === undefined || j.workspaceId === workspaceId);
 }
 
+// The local test runner's module loads only for a cancel that stops a local build (require: see targets.ts).
+const loadTestRunner = (): typeof import('../local/test-runner') => require('../local/test-runner');
+
 /** What a cancel means for a job in each status it applies to. */
 const CANCEL_EFFECT: Partial<Record<JobStatus, string>> = {
   QUEUED: 'acknowledged without running when its turn comes',
@@ -55,15 +62,38 @@ export interface Cancelled {
 }
 
 /**
- * Cancels a job that has not started (QUEUED, waiting for its stage, or SKIPPED): it never runs.
- * A running or finished job is refused (OutcomeError), an unknown one is NotFoundError.
+ * Cancels a job that has not started (QUEUED, waiting for its stage, or SKIPPED): it never runs;
+ * or a command stage's job its stage has taken (decisions §33): it is CANCELLED at once and its
+ * build is stopped, by the build reconciler (it alone may stop builds: on AWS within its schedule)
+ * and, on the local platform, at once as well. A job that cannot be cancelled now (finished, an
+ * apply_patch or open_pr that runs, a build being started) is refused (OutcomeError), an unknown
+ * one is NotFoundError.
  */
 export async function cancelJob(connection: Connection, jobId: string, now = Date.now()): Promise<Cancelled> {
   const outcome: CancelOutcome = await (await connection.ledger()).cancel(jobId, now);
-  if (outcome.cancelled) return { job: outcome.record, previous: outcome.previous, effect: CANCEL_EFFECT[outcome.previous] ?? 'it will not run' };
+  if (outcome.cancelled) {
+    const effect = CANCEL_EFFECT[outcome.previous] ?? (await stopBuildOf(connection, outcome.record));
+    return { job: outcome.record, previous: outcome.previous, effect };
+  }
   if (!outcome.record) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await connection.target()).label}: nothing to cancel (${UNKNOWN_JOB_HINT})`);
   const { record } = outcome;
   const label = statusLabel(record);
-  const why = record.status === 'IN_FLIGHT' ? `running (attempt ${record.attempt}): a started job cannot be cancelled` : `${record.status} already${label === record.status ? '' : ` (${label})`}`;
+  const rule = cancelRule(record, now);
+  const why = rule.kind === 'refused' && record.status === 'IN_FLIGHT' ? rule.why : `${record.status} already${label === record.status ? '' : ` (${label})`}`;
   throw new OutcomeError(`job ${jobId} is ${why}`);
+}
+
+/**
+ * The stop of a cancelled job's build, in words. On the local platform the run is asked to end now
+ * (the platform's runner ends it within a moment); the reconciler stops it too, which is all there
+ * is on AWS, where the operator's own credentials need no CodeBuild permission.
+ */
+async function stopBuildOf(connection: Connection, job: JobRecord): Promise<string> {
+  const buildId = job.progress?.['buildId'];
+  const after = 'a completion that comes after it changes nothing';
+  if (buildId === undefined) return `no build was recorded for it: none starts now; ${after}`;
+  const { local } = await connection.target();
+  if (local === undefined) return `its build ${buildId} is stopped by the build reconciler within ${BUILD_RECONCILER.everyMinutes} minutes (CodeBuild StopBuild); ${after}`;
+  await loadTestRunner().requestStop(path.join(local.stateDir, TEST_RUNS_DIR), buildId);
+  return `its build ${buildId} is stopped; ${after}`;
 }

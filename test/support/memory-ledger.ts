@@ -13,7 +13,7 @@ import type { JobEnvelope } from '../../src/core/envelope';
 import {
   branchBindingKey,
   byCreation,
-  CANCELLABLE_STATUSES,
+  cancelRule,
   canTakeWorkspace,
   claimOutcome,
   conflictEntry,
@@ -250,13 +250,22 @@ export class MemoryLedger implements Ledger {
 
   async cancel(jobId: string, now: number): Promise<CancelOutcome> {
     const existing = this.jobs.get(jobId);
-    if (existing === undefined || !CANCELLABLE_STATUSES.includes(existing.status)) return { cancelled: false, record: copy(existing) };
+    const rule = existing === undefined ? undefined : cancelRule(existing, now);
+    if (existing === undefined || rule === undefined || rule.kind === 'refused') return { cancelled: false, record: copy(existing) };
     const { leaseUntil: _leaseUntil, ...rest } = existing;
-    const record: JobRecord = { ...rest, status: 'CANCELLED', updatedAt: iso(now) };
+    // A stopped build is the reconciler's to stop: the job stays due until it has (markBuildStopped).
+    const record: JobRecord = { ...rest, status: 'CANCELLED', updatedAt: iso(now), ...(rule.kind === 'stopBuild' ? { dueAt: now } : {}) };
     this.jobs.set(jobId, record);
     // Cancelled while QUEUED: it never gets a turn, and stays on its workspace's open list (ports.ts).
     if (existing.status !== 'QUEUED') this.lists.delete(`job#${jobId}`);
     return { cancelled: true, previous: existing.status, record: copy(record) };
+  }
+
+  async markBuildStopped(input: { jobId: string; now: number }): Promise<void> {
+    const current = this.jobs.get(input.jobId);
+    if (current?.status !== 'CANCELLED') return;
+    const { dueAt: _dueAt, ...rest } = current;
+    this.jobs.set(input.jobId, { ...rest, reportedAt: iso(input.now), updatedAt: iso(input.now) });
   }
 
   async authorizeRedrive(input: { jobId: string; token: string; now: number }): Promise<JobRecord | undefined> {
