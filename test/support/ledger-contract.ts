@@ -408,6 +408,54 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         expect((await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-1', verdict: PASSED, now: NOW, reportBy: NOW })).kind).toBe('refused');
       });
 
+      it('cancels a RUNNING job once: due for the stop of its build, and no completion, postponement or delivery after it changes it', async () => {
+        const job = await running('b-1', NOW + 10_000);
+
+        expect(await ledger.cancel(job.jobId, NOW + 1)).toMatchObject({ cancelled: true, previous: 'RUNNING', record: { status: 'CANCELLED', progress: { buildId: 'b-1' }, dueAt: NOW + 1 } });
+
+        // The build's completion (its event, or the reconciler's) arrives after the cancel: refused.
+        expect(await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-1', verdict: PASSED, now: NOW + 2, reportBy: NOW + 2 })).toMatchObject({ kind: 'refused', record: { status: 'CANCELLED' } });
+        await ledger.postponeDue({ jobId: job.jobId, buildId: 'b-1', dueAt: NOW + 99_000, now: NOW + 2 });
+        expect((await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW + 3 }))).kind).toBe('cancelled');
+        // A cancel sent again changes nothing.
+        expect(await ledger.cancel(job.jobId, NOW + 4)).toMatchObject({ cancelled: false, record: { status: 'CANCELLED', updatedAt: new Date(NOW + 1).toISOString() } });
+        expect(await dueIds(NOW + 5, [job.jobId])).toEqual([job.jobId]);
+        expect((await ledger.listOpenJobs(job.workspaceId)).map((j) => j.jobId)).toEqual([]);
+
+        await ledger.markBuildStopped({ jobId: job.jobId, now: NOW + 6 });
+        expect(await dueIds(Number.MAX_SAFE_INTEGER, [job.jobId])).toEqual([]);
+        expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'CANCELLED', progress: { buildId: 'b-1' } });
+      });
+
+      it('a build that finished before the cancel keeps its verdict: the cancel is refused', async () => {
+        const job = await running('b-1', NOW + 10_000);
+        await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-1', verdict: PASSED, now: NOW + 1, reportBy: NOW + 1 });
+
+        expect(await ledger.cancel(job.jobId, NOW + 2)).toMatchObject({ cancelled: false, record: { status: 'SUCCEEDED' } });
+        await ledger.markBuildStopped({ jobId: job.jobId, now: NOW + 3 });
+        expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'SUCCEEDED', dueAt: NOW + 1 });
+      });
+
+      it('a stage starting a build: refused until the build is recorded, then cancelled and the stage fenced out; with no live lease, cancelled', async () => {
+        const job = newJob();
+        await settle(job, { status: 'FORWARDED', pin: PIN });
+        const stage = claimOf(job, { consumer: 'stage', pin: PIN });
+        await ledger.claim(stage);
+        expect(await ledger.cancel(job.jobId, NOW + 1)).toMatchObject({ cancelled: false, record: { status: 'IN_FLIGHT' } });
+
+        await ledger.recordProgress({ jobId: job.jobId, owner: stage.owner, progress: { buildId: 'b-1' }, now: NOW + 2 });
+        expect(await ledger.cancel(job.jobId, NOW + 3)).toMatchObject({ cancelled: true, previous: 'IN_FLIGHT', record: { status: 'CANCELLED', progress: { buildId: 'b-1' } } });
+        const stageMessage = JSON.stringify({ ...job, pin: PIN });
+        await expect(ledger.complete({ jobId: job.jobId, owner: stage.owner, now: NOW + 4, verdict: { status: 'RUNNING', dueAt: NOW + 9, stageMessage } })).rejects.toBeInstanceOf(LeaseLostError);
+
+        // Its lease ran out (a retry, a wait for a build slot): nobody is starting a build.
+        const waiting = newJob();
+        await settle(waiting, { status: 'FORWARDED', pin: PIN });
+        await ledger.claim(claimOf(waiting, { consumer: 'stage', pin: PIN }));
+        expect(await ledger.cancel(waiting.jobId, NOW + LEASE_MS + 1)).toMatchObject({ cancelled: true, previous: 'IN_FLIGHT' });
+        expect((await ledger.claim(claimOf(waiting, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS + 2 }))).kind).toBe('cancelled');
+      });
+
       it('a stage delivery of a RUNNING job is acknowledged as running, never claimed', async () => {
         const job = await running('b-1', NOW + 1_000);
         expect((await ledger.claim(claimOf(job, { consumer: 'stage', pin: PIN, now: NOW + LEASE_MS * 10 }))).kind).toBe('running');
