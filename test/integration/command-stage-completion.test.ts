@@ -6,7 +6,7 @@
  * event source mapping does; back-off is zero so a retry is the next receive.
  */
 import { randomUUID } from 'node:crypto';
-import { BatchGetBuildsCommand, CodeBuildClient, ListBuildsForProjectCommand, StartBuildCommand, type Build } from '@aws-sdk/client-codebuild';
+import { BatchGetBuildsCommand, CodeBuildClient, ListBuildsForProjectCommand, StartBuildCommand, StopBuildCommand, type Build } from '@aws-sdk/client-codebuild';
 import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -329,6 +329,37 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
       expect(await h.ledger.getJob(ended.message.jobId)).toMatchObject({ status: 'SUCCEEDED', reportedAt: expect.any(String) });
       expect(await h.ledger.getJob(going.message.jobId)).toMatchObject({ status: 'RUNNING', dueAt: goingDueAt });
       expect(outcomes(ended.message.jobId)).toEqual(['AgentJobSucceeded']);
+    });
+
+    it('stops the build of a job cancelled while it ran with one StopBuild; its completion after the cancel changes nothing and announces nothing', async () => {
+      const { message, buildId } = await running();
+      codebuild.on(StopBuildCommand).resolves({ build: { id: buildId, buildStatus: 'STOPPED' } });
+      expect(await h.ledger.cancel(message.jobId, h.now)).toMatchObject({ cancelled: true, previous: 'RUNNING' });
+
+      const report = await reconcile();
+      // The STOPPED build's event, as CodeBuild sends it after the stop.
+      await emit(message, buildId, 'STOPPED');
+      expect((await deliverOne(emulators(), BUILD_EVENTS, completion())).failed).toBe(false);
+      await reconcile();
+
+      expect(report).toMatchObject({ stopped: 1, completed: 0 });
+      expect(codebuild.commandCalls(StopBuildCommand).map((c) => c.args[0].input)).toEqual([{ id: buildId }]);
+      const record = await h.ledger.getJob(message.jobId);
+      expect(record).toMatchObject({ status: 'CANCELLED', progress: { buildId }, reportedAt: expect.any(String) });
+      expect(record?.dueAt).toBeUndefined();
+      expect(outcomes(message.jobId)).toEqual([]);
+    });
+
+    it('a build that ends as the cancel is sent: whichever write is first stands, once; the other changes nothing', async () => {
+      const { message, buildId } = await running();
+      await emit(message, buildId, 'SUCCEEDED');
+      expect((await deliverOne(emulators(), BUILD_EVENTS, completion())).failed).toBe(false);
+
+      expect(await h.ledger.cancel(message.jobId, h.now)).toMatchObject({ cancelled: false, record: { status: 'SUCCEEDED' } });
+      await reconcile();
+
+      expect(codebuild.commandCalls(StopBuildCommand)).toHaveLength(0);
+      expect(outcomes(message.jobId)).toEqual(['AgentJobSucceeded']);
     });
 
     it('reports a verdict whose reporter died before publishing, once, after the grace period', async () => {

@@ -10,7 +10,7 @@ import { commandOf } from '../../src/core/jobs/command-stage';
 import type { BuildCompletion, CommandRun, TestRunStatus } from '../../src/core/ports';
 import { hiddenPaths, type Confinement } from '../../src/local/confinement';
 import { OUTPUT_KEEP_BYTES } from '../../src/local/state-dir';
-import { LocalTestRunner, localBuildId, localRunEventBody, parseLocalRunEvent, readRunOutput } from '../../src/local/test-runner';
+import { LocalTestRunner, localBuildId, localRunEventBody, parseLocalRunEvent, readRunOutput, requestStop } from '../../src/local/test-runner';
 
 /** A real repository with two commits: A (test.sh, a.txt) and B (adds b.txt). */
 function makeRepo(root: string): { url: string; shaA: string; shaB: string } {
@@ -311,6 +311,32 @@ describe('LocalTestRunner', () => {
 
     await expect(runner.poll(buildId)).resolves.toMatchObject({ state: 'ERROR', status: 'STOPPED' });
     expect(isAlive((await runner.runState(buildId)).pid!)).toBe(false);
+  });
+
+  it('ends a run whose job was cancelled (stop) and records it STOPPED as cancelled, with what it printed, not as a verdict', async () => {
+    const { buildId } = await runner.start(commandRun(stageMessage('job-cancelled', { url: repo.url, sha: repo.shaB }, { command: 'echo started; sleep 300' })));
+    await eventually(() => runner.runState(buildId), (state) => state.pid !== undefined, { what: 'the test process to start', intervalMs: 20 });
+
+    await runner.stop(buildId);
+
+    await expect(runner.whenDone(buildId)).resolves.toMatchObject({ state: 'ERROR', status: 'STOPPED', message: expect.stringMatching(/^cancelled by the operator .*last output:\nstarted\n$/s) });
+    expect(isAlive((await runner.runState(buildId)).pid!)).toBe(false);
+    // A stop of a run that has ended (a cancel sent again, the reconciler after the CLI) changes nothing.
+    await runner.stop(buildId);
+    await expect(runner.poll(buildId)).resolves.toMatchObject({ status: 'STOPPED' });
+  });
+
+  it('a stop requested from another process (the CLI) ends the run; one requested before the command starts keeps it from starting', async () => {
+    const running = await runner.start(commandRun(stageMessage('job-asked', { url: repo.url, sha: repo.shaB }, { command: 'sleep 300' })));
+    await eventually(() => runner.runState(running.buildId), (state) => state.pid !== undefined, { what: 'the test process to start', intervalMs: 20 });
+    await requestStop(stateDir, running.buildId);
+    await expect(runner.whenDone(running.buildId)).resolves.toMatchObject({ state: 'ERROR', status: 'STOPPED', message: expect.stringMatching(/^cancelled by the operator/) });
+
+    const early = localBuildId('job-early', 0);
+    await requestStop(stateDir, early);
+    const { buildId } = await runner.start(commandRun(stageMessage('job-early', { url: repo.url, sha: repo.shaB }, { command: 'echo must not run' })));
+    expect(buildId).toBe(early);
+    await expect(runner.whenDone(buildId)).resolves.toMatchObject({ state: 'ERROR', status: 'STOPPED', message: expect.stringMatching(/before its command started$/) });
   });
 
   it('reports a commit that cannot be checked out as an infrastructure error', async () => {

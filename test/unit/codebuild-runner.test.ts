@@ -1,4 +1,4 @@
-import { BatchGetBuildsCommand, CodeBuildClient, ListBuildsForProjectCommand, StartBuildCommand, type Build } from '@aws-sdk/client-codebuild';
+import { BatchGetBuildsCommand, CodeBuildClient, InvalidInputException, ListBuildsForProjectCommand, ResourceNotFoundException, StartBuildCommand, StopBuildCommand, type Build } from '@aws-sdk/client-codebuild';
 import { mockClient } from 'aws-sdk-client-mock';
 import { DEFAULT_TEST_COMMAND } from '../../contract/job-types';
 import { buildIdFromArn, buildStatus, parseCodeBuildEvent } from '../../src/adapters/codebuild-builds';
@@ -101,6 +101,22 @@ describe('CodeBuildTestRunner.describe', () => {
     await expect(runner.describe(Array.from({ length: 101 }, (_, i) => `p:${i}`))).rejects.toThrow(/at most 100/);
     await expect(runner.describe([])).resolves.toEqual(new Map());
     expect(codebuild.calls()).toHaveLength(0);
+  });
+});
+
+describe('CodeBuildTestRunner.stop (the build of a cancelled job)', () => {
+  it('sends one StopBuild naming the build; a build that has ended already is answered as it is, without an error', async () => {
+    codebuild.on(StopBuildCommand).resolves({ build: { id: 'p:1', buildStatus: 'SUCCEEDED', buildComplete: true } });
+    await new CodeBuildTestRunner(new CodeBuildClient({}), 'p').stop('p:1');
+    expect(codebuild.commandCalls(StopBuildCommand).map((c) => c.args[0].input)).toEqual([{ id: 'p:1' }]);
+  });
+
+  it('a build CodeBuild does not know has nothing to stop; any other refusal is thrown, for the reconciler to try again', async () => {
+    const runner = new CodeBuildTestRunner(new CodeBuildClient({}), 'p');
+    codebuild.on(StopBuildCommand, { id: 'p:gone' }).rejects(new ResourceNotFoundException({ message: 'Build not found', $metadata: {} }));
+    codebuild.on(StopBuildCommand, { id: 'p:bad' }).rejects(new InvalidInputException({ message: 'bad id', $metadata: {} }));
+    await expect(runner.stop('p:gone')).resolves.toBeUndefined();
+    await expect(runner.stop('p:bad')).rejects.toThrow('bad id');
   });
 });
 

@@ -1,5 +1,6 @@
 import { jobDigest, type JobEnvelope } from '../../src/core/envelope';
-import { canTakeWorkspace, claimOutcome, conflictQueueOf, dlqQueueOf, isClaimable, takeoverStatuses, ttlFor, workspaceTakeOutcome } from '../../src/core/ledger';
+import { COMMAND_JOB_TYPES, commandStageOf, JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
+import { CANCELLABLE_STATUSES, cancelRule, canTakeWorkspace, claimOutcome, conflictQueueOf, dlqQueueOf, isClaimable, takeoverStatuses, ttlFor, workspaceTakeOutcome } from '../../src/core/ledger';
 import type { JobRecord, JobStatus, WorkspaceRecord, ClaimRequest } from '../../src/core/ports';
 
 const NOW = 1_700_000_000_000;
@@ -231,5 +232,36 @@ describe('workspace cursor rules', () => {
 
   it('asks to retry when the record became takeable between the write and the read', () => {
     expect(workspaceTakeOutcome(ws({ currentJobId: 'a', currentDone: true }), 'b')).toEqual({ kind: 'retry' });
+  });
+});
+
+describe('cancel rules (cancelRule)', () => {
+  const LIVE = { leaseOwner: 'stage-worker', leaseUntil: NOW + 1 };
+  const EXPIRED = { leaseOwner: 'stage-worker', leaseUntil: NOW };
+  const BUILD = { progress: { buildId: 'b-1' } };
+  const of = (type: JobType, status: JobStatus, overrides: Partial<JobRecord> = {}) => cancelRule({ ...stored(status, overrides), type }, NOW);
+  const otherTypes = JOB_TYPE_NAMES.filter((type) => commandStageOf(type) === undefined);
+
+  it.each(JOB_TYPE_NAMES.map((type) => [type]))('%s: a job that has not started is cancelled; a finished one is refused, naming its status', (type) => {
+    for (const status of CANCELLABLE_STATUSES) expect(of(type, status)).toEqual({ kind: 'notStarted' });
+    for (const status of ['SUCCEEDED', 'FAILED', 'CANCELLED'] as const) expect(of(type, status, { pin: PIN, ...BUILD })).toEqual({ kind: 'refused', why: `${status} already` });
+  });
+
+  it.each(COMMAND_JOB_TYPES.map((type) => [type]))('%s taken by its stage: RUNNING or with its build recorded, its build is stopped; with no live lease, cancelled with none to stop', (type) => {
+    expect(of(type, 'RUNNING', { pin: PIN, ...BUILD })).toEqual({ kind: 'stopBuild', buildId: 'b-1' });
+    expect(of(type, 'IN_FLIGHT', { pin: PIN, ...LIVE, ...BUILD })).toEqual({ kind: 'stopBuild', buildId: 'b-1' });
+    expect(of(type, 'IN_FLIGHT', { pin: PIN, ...EXPIRED, progress: { startRequestedAt: 'then' } })).toEqual({ kind: 'stopBuild' });
+  });
+
+  it.each(COMMAND_JOB_TYPES.map((type) => [type]))('%s: refused while its build is being started (nothing names the build yet) or while the sequencer pins it', (type) => {
+    expect(of(type, 'IN_FLIGHT', { pin: PIN, ...LIVE, progress: { startRequestedAt: 'now' } })).toEqual({ kind: 'refused', why: expect.stringMatching(/^starting its build \(attempt 1\): cancel again in a moment/) });
+    expect(of(type, 'IN_FLIGHT', { ...EXPIRED })).toEqual({ kind: 'refused', why: 'being pinned by the sequencer: cancel again in a moment' });
+  });
+
+  it.each(otherTypes.map((type) => [type]))('%s, once started, runs to its end: refused, whatever its lease', (type) => {
+    for (const lease of [LIVE, EXPIRED]) {
+      const rule = of(type, 'IN_FLIGHT', { pin: PIN, ...lease });
+      expect(rule).toEqual({ kind: 'refused', why: expect.stringMatching(new RegExp(`^running \\(attempt 1\\): a started ${type} runs to its end`)) });
+    }
   });
 });
