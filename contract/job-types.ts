@@ -111,6 +111,8 @@ export type Capability =
   | 'commandRunner'
   /** Read the state of the command-runner project's builds (the reconciler). */
   | 'buildStatus'
+  /** Stop a build of the command-runner project: the build of a cancelled job (the reconciler). */
+  | 'buildStop'
   /** Read the GitHub token secret. */
   | 'githubToken';
 
@@ -334,7 +336,7 @@ export const BUILD_RECONCILER: ReconcilerSettings = {
   memoryMb: 256,
   everyMinutes: 5,
   overdueAlarmSeconds: 3_600,
-  needs: ['buildStatus'],
+  needs: ['buildStatus', 'buildStop'],
   bundleBudgetKiB: 810,
 };
 

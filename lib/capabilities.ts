@@ -80,6 +80,13 @@ const BINDINGS: Record<Capability, Binding> = {
     worker.allow(['codebuild:BatchGetBuilds'], [project.projectArn]);
     worker.function.addEnvironment(ENV.testRunnerProject, project.projectName);
   },
+  buildStop: (worker, r) => {
+    // The one project's builds only: the reconciler stops the build of a job an operator cancelled
+    // (decisions §33); the operator's own credentials need no CodeBuild permission for it.
+    const project = r.testRunner.project;
+    worker.allow(['codebuild:StopBuild'], [project.projectArn]);
+    worker.function.addEnvironment(ENV.testRunnerProject, project.projectName);
+  },
 };
 
 export function bindCapabilities(worker: Worker, needs: readonly Capability[], resources: CapabilityResources, concurrency = 1): void {

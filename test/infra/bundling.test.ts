@@ -27,6 +27,7 @@ const CAPABILITY_SDK: Record<Capability, readonly string[]> = {
   diffBucketRead: ['@aws-sdk/client-s3'],
   commandRunner: ['@aws-sdk/client-codebuild'],
   buildStatus: ['@aws-sdk/client-codebuild'],
+  buildStop: ['@aws-sdk/client-codebuild'],
 };
 
 /** Every function of the stack: the catalog's queue-fed workers and the scheduled build reconciler. */

@@ -161,6 +161,7 @@ export const ALLOW_LIST: Readonly<Record<string, readonly Grant[]>> = {
     { actions: ['dynamodb:Query'], resources: [`LedgerTable/index/${LEDGER_TABLE.dueIndex.name}`], reason: 'lists the command-stage jobs due (sparse index), nothing else' },
     { actions: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'], resources: ['LedgerTable'], reason: 'reads back the jobs the due index lists (consistent: the index lags), records a verdict fenced on the build id, marks it reported' },
     { actions: ['codebuild:BatchGetBuilds'], resources: ['TestRunnerProject'], reason: 'the state of the due builds: one request of at most 100 per run' },
+    { actions: ['codebuild:StopBuild'], resources: ['TestRunnerProject'], reason: 'stops the build of a job an operator cancelled while it ran, builds of the one project only' },
     { actions: ['events:PutEvents'], resources: ['EventBus'], reason: 'the outcome event of a job it completes' },
     { actions: ['sqs:SendMessage'], resources: commandStageDlqs, reason: "a failed build's job: its message copy on its stage's DLQ" },
   ],
