@@ -160,7 +160,9 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     if (cancel) {
       const jobId = decodeURIComponent(cancel[1] ?? '');
       const { job } = await readJob(connection, jobId);
-      const what = html`<p>Cancel ${jobLine(job)}: it never runs. The same as <code>agent-jobs cancel ${jobId}</code>.</p>`;
+      // A running build's job is stopped, not kept from running (decisions §33).
+      const effect = job.status === 'RUNNING' || job.status === 'IN_FLIGHT' ? 'its build is stopped' : 'it never runs';
+      const what = html`<p>Cancel ${jobLine(job)}: ${effect}. The same as <code>agent-jobs cancel ${jobId}</code>.</p>`;
       await page(response, 200, `Cancel ${jobId}`, '/workspaces', confirmForm({ action: url.pathname, fields: {}, token, submit: 'Cancel the job', back: jobHref(jobId), what }));
       return true;
     }

@@ -11,7 +11,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { CANCELLABLE_STATUSES } from '../core/ledger';
+import { cancelRule } from '../core/ledger';
 import type { JobRecord } from '../core/ports';
 import { repositoryDir } from '../local/state-dir';
 import type { Connection } from './connection';
@@ -64,7 +64,7 @@ export async function readJobDetail(connection: Connection, jobId: string, now =
     next: dlq.length ? nextStep(job) : undefined,
     advice: job.error ? runbookAdvice(job.error.reason) : undefined,
     actions: {
-      cancel: CANCELLABLE_STATUSES.includes(job.status),
+      cancel: cancelRule(job, now).kind !== 'refused',
       // A SKIPPED job, or a FAILED one of a blocked workspace, goes back with the unblock (in order).
       redrive: job.status === 'FAILED' && (job.pin !== undefined || workspace?.state !== 'BLOCKED'),
       unblock: workspace?.state === 'BLOCKED' && (job.status === 'SKIPPED' || workspace.blockedBy === job.jobId),

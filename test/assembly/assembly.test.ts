@@ -3,7 +3,8 @@
  * (plus the git host an operator sets) is synthesized with bundling once; every function then runs
  * from its asset in cdk.out on Node.js of the template's runtime major, wired only by the template
  * (assembly-run.ts), through a scenario of every lane: patches inline and claim-checked, every
- * command stage of the catalog ended once by its build's event and once by the reconciler, a pull
+ * command stage of the catalog ended once by its build's event and once by the reconciler, a running
+ * build's job cancelled by the operator's CLI and its build stopped by the reconciler, a pull
  * request opened on the GitHub stand-in, a duplicate delivery, a permanent failure on the DLQ and
  * a redrive by the operator's CLI, which finds the run's resources through the stack's outputs as
  * it finds a deployed stack's, and a patch sent and read back by `agent-jobs mcp --stack` through
@@ -249,6 +250,32 @@ if (unavailable) {
         expect((await run.fireSchedules(later)).map((r) => r.ok)).toEqual([true]);
         for (const j of jobs) expect(outcomeEvents(j.jobId).map((e) => e.detailType)).toEqual(['AgentJobSucceeded']);
       });
+    });
+
+    it("cancels a running build's job with the operator's CLI: the reconciler stops the build (StopBuild), once; its late event changes nothing", async () => {
+      const [type = 'run_tests'] = COMMAND_JOB_TYPES;
+      const jobId = `${type}.cancelled`;
+      await send({ workspaceId: 'ws1', tenantId: 't1', type, jobId, payload: {} });
+      await settled(jobId, 'RUNNING');
+      const build = run.codeBuild.builds.find((b) => b.environmentVariables.some((v) => v.name === 'JOB_ID' && v.value === jobId))!;
+
+      const cancelled = await cli('cancel', jobId);
+      expect(cancelled).toMatchObject({ code: 0, stderr: '' });
+      expect(cancelled.lines).toEqual([expect.objectContaining({ jobId, status: 'CANCELLED', previousStatus: 'RUNNING' })]);
+      expect((await run.fireSchedules()).map((r) => r.ok)).toEqual([true]);
+      expect(run.codeBuild.stops).toEqual([build.id]);
+      expect(build.buildStatus).toBe('STOPPED');
+      // CodeBuild's event of the stopped build, after the cancel; and the reconciler again: nothing more.
+      expect(await run.putOnDefaultBus(codeBuildStateChange({ buildId: build.id, status: 'STOPPED', jobId, jobType: type, sha: build.environmentVariables.find((v) => v.name === 'COMMIT_SHA')!.value }))).toBe(1);
+      await eventually(async () => (await run.operatorClients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl('buildeventsQueue'), AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }))).Attributes,
+        (a) => a?.['ApproximateNumberOfMessages'] === '0' && a['ApproximateNumberOfMessagesNotVisible'] === '0', { what: 'the build event to be consumed', timeoutMs: 30_000 });
+      expect((await run.fireSchedules()).map((r) => r.ok)).toEqual([true]);
+
+      expect(run.codeBuild.stops).toEqual([build.id]);
+      const record = await job(jobId);
+      expect(record).toMatchObject({ status: 'CANCELLED', progress: { buildId: build.id } });
+      expect(record?.['dueAt']).toBeUndefined();
+      expect(outcomeEvents(jobId)).toEqual([]);
     });
 
     it('opens the pull request on GitHub, with the token from Secrets Manager', async () => {

@@ -76,6 +76,8 @@ function authorization(service: string, operation: string, body: any, path: stri
       return { resources: [body.SecretId], context: { 'secretsmanager:SecretId': body.SecretId } };
     case 'codebuild': {
       if (operation === 'BatchGetBuilds') return { resources: [...new Set((body.ids as string[]).map((id) => arn('codebuild', `project/${id.split(':')[0]}`)))], context: {} };
+      // StopBuild is authorized on the build's project (a build id is `<project>:<uuid>`).
+      if (operation === 'StopBuild') return { resources: [arn('codebuild', `project/${String(body.id).split(':')[0]}`)], context: {} };
       return { resources: [arn('codebuild', `project/${body.projectName}`)], context: {} };
     }
     case 'cloudformation': {

@@ -11,7 +11,8 @@
  *   seeded from the template's secrets. Does not model versions beyond AWSCURRENT, rotation, KMS,
  *   partial ARNs or names.
  * - CodeBuild: StartBuild (idempotency token honoured for five minutes, parameters compared),
- *   BatchGetBuilds, ListBuildsForProject (newest first). Builds run nothing: the test ends each
+ *   BatchGetBuilds, ListBuildsForProject (newest first), StopBuild (a running build becomes
+ *   STOPPED; an ended one is answered as it is; it sends no state-change event). Builds run nothing: the test ends each
  *   with the status it chooses (`complete`), which is what a real build's outcome would be.
  *   Does not model queues, phases' timing, logs' content, environment overrides beyond the
  *   variables, or concurrency quotas.
@@ -158,6 +159,8 @@ export interface StandInBuild {
 
 export async function startCodeBuild(options: { onStart?: (build: StandInBuild) => void } = {}) {
   const builds: StandInBuild[] = [];
+  /** The ids StopBuild was asked to stop, in order. */
+  const stops: string[] = [];
   const IDEMPOTENCY_MS = 5 * 60_000;
   const view = (b: StandInBuild) => ({
     id: b.id, arn: b.arn, projectName: b.projectName, buildStatus: b.buildStatus, buildComplete: b.buildComplete, currentPhase: b.buildComplete ? 'COMPLETED' : 'BUILD',
@@ -189,10 +192,19 @@ export async function startCodeBuild(options: { onStart?: (build: StandInBuild) 
       buildsNotFound: ids.filter((id) => !builds.some((b) => b.id === id)),
     }),
     ListBuildsForProject: ({ projectName }: { projectName: string }) => ({ ids: builds.filter((b) => b.projectName === projectName).reverse().map((b) => b.id) }),
+    // A build that has ended is answered as it is (CodeBuild does not fail the request); an unknown one is not found.
+    StopBuild: ({ id }: { id: string }) => {
+      const build = builds.find((b) => b.id === id);
+      if (!build) throw new ServiceError('ResourceNotFoundException', `Build ${id} does not exist`);
+      stops.push(id);
+      if (!build.buildComplete) Object.assign(build, { buildStatus: 'STOPPED', buildComplete: true, endTime: Date.now() });
+      return { build: view(build) };
+    },
   });
   return {
     ...server,
     builds,
+    stops,
     /** Ends a build with `status`, as the build itself would. */
     complete(id: string, status: 'SUCCEEDED' | 'FAILED' | 'FAULT' | 'STOPPED' | 'TIMED_OUT'): StandInBuild {
       const build = builds.find((b) => b.id === id);
