@@ -98,9 +98,9 @@ function unreached(assembly: CloudAssembly): { roles: string[]; action: string; 
     { roles: commandStages, action: 'events:PutEvents', why: "a command stage's own outcome events (a refusal before its build); build outcomes come from build_events and the reconciler" },
     {
       // DynamoDB (and DynamoDB Local) return the item a conditional write was refused on; dynalite does not, so the ledger reads it.
-      roles: functionRoles.filter((role) => role !== workerRole('sequencer') || dynamoDbEmulatorOf() !== 'dynalite'),
+      roles: functionRoles.filter((role) => ![workerRole('sequencer'), workerRole('build_events')].includes(role) || dynamoDbEmulatorOf() !== 'dynalite'),
       action: 'dynamodb:GetItem',
-      why: "the consistent read after a refused conditional write that carries no item (one that does not exist; any on dynalite): only the sequencer's duplicate delivery meets a refusal here",
+      why: "the consistent read after a refused conditional write that carries no item (one that does not exist; any on dynalite): only the sequencer's duplicate delivery and the event of a cancelled job's build meet a refusal here",
     },
     { roles: [workerRole('sequencer')], action: 's3:ListBucket', why: 'only for a claim-checked diff that is missing (NoSuchKey instead of AccessDenied)' },
     { roles: [workerRole('sequencer'), workerRole('open_pr'), ...commandStages, workerRole('build_events')], action: 'dynamodb:Query', why: "a workspace's jobs in order (unblock and replay): the scenario replays none" },
