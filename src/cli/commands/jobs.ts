@@ -63,9 +63,12 @@ export const jobs: CommandSpec<CliContext> = {
 
 export const cancel: CommandSpec<CliContext> = {
   path: ['cancel'],
-  summary: 'cancel a job that has not started (QUEUED, waiting for its stage, or SKIPPED): it never runs',
+  summary: 'cancel a job that has not started (it never runs), or a running command stage such as run_tests (its build is stopped)',
   positionals: [{ name: 'jobId', description: 'the job id' }],
-  notes: [`Exit codes: 0 cancelled; 1 the job is running or finished; ${EXIT.notFound} the ledger does not know the job id.`],
+  notes: [
+    'A running apply_patch or open_pr runs to its end (its push or pull request is one request); a finished job stays as it is.',
+    `Exit codes: 0 cancelled; 1 refused (finished, or running and not a command stage); ${EXIT.notFound} the ledger does not know the job id.`,
+  ],
   async run(ctx, { positionals }) {
     const jobId = positionals[0] ?? '';
     const cancelled = await cancelJob(ctx, jobId);
