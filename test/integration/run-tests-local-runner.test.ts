@@ -315,7 +315,9 @@ describe('LocalTestRunner', () => {
 
   it('ends a run whose job was cancelled (stop) and records it STOPPED as cancelled, with what it printed, not as a verdict', async () => {
     const { buildId } = await runner.start(commandRun(stageMessage('job-cancelled', { url: repo.url, sha: repo.shaB }, { command: 'echo started; sleep 300' })));
-    await eventually(() => runner.runState(buildId), (state) => state.pid !== undefined, { what: 'the test process to start', intervalMs: 20 });
+    // Its output so far, where the runner writes it while the command runs.
+    const printed = () => readFileSync(join(stateDir, 'runs', 'job-cancelled.0.out'), 'utf8');
+    await eventually(printed, (text) => text === 'started\n', { what: 'the command to print', intervalMs: 20 });
 
     await runner.stop(buildId);
 
