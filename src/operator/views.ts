@@ -113,11 +113,15 @@ export function statusLabel(job: Pick<JobRecord, 'status' | 'result' | 'type'>):
 }
 
 /**
- * Why a CANCELLED job had stopped before it was cancelled (it keeps the record of its skip), in the
- * past tense, or undefined: a cancelled job is not shown as still skipped.
+ * What a CANCELLED job was doing when it was cancelled, in the past tense, or undefined: it keeps
+ * the record of its skip, or of the build the cancel stopped; a cancelled job is not shown as still
+ * skipped or running.
  */
-export function cancelledAfter(job: Pick<JobRecord, 'status' | 'error' | 'blockedBy'>): string | undefined {
-  if (job.status !== 'CANCELLED' || !job.error) return undefined;
+export function cancelledAfter(job: Pick<JobRecord, 'status' | 'error' | 'blockedBy' | 'progress'>): string | undefined {
+  if (job.status !== 'CANCELLED') return undefined;
+  const buildId = job.progress?.['buildId'];
+  if (buildId !== undefined) return `running: build ${buildId}, stopped by the cancel`;
+  if (!job.error) return undefined;
   if (job.error.reason === SKIPPED_REASON) return `skipped: ${job.error.message.replace(' is blocked by ', ' was blocked by ')}`;
   return `${job.error.reason}: ${job.error.message}`;
 }
@@ -130,6 +134,7 @@ export function jobSucceeded(job: Pick<JobRecord, 'status' | 'result'>): boolean
 /** One line about a job's outcome; `status --json` has the whole record. */
 export function jobSummary(job: JobRecord): string {
   if (job.status === 'CANCELLED' && job.error?.reason === SKIPPED_REASON) return `cancelled while skipped${job.blockedBy ? ` (blocked by ${job.blockedBy})` : ''}`;
+  if (job.status === 'CANCELLED' && job.progress?.['buildId'] !== undefined) return `cancelled while running (build ${job.progress['buildId']} stopped)`;
   if (job.error) return `${job.error.reason}: ${job.error.message}`;
   if (job.blockedBy) return `blocked by ${job.blockedBy}`;
   if (job.result) return resultSummary(job);

@@ -74,6 +74,7 @@ test.each(COMMAND_JOB_TYPES.map((type) => [type]))('a running %s job is cancelle
   // The build's completion arrives after the cancel and changes nothing.
   await eventually(() => logLines(jobId), (lines) => lines.some((line) => line.includes('completion changes nothing')), { what: `the completion of ${jobId} to be seen` });
   expect(await platform.cliJson<JobJson>(['status', jobId])).toMatchObject({ status: 'CANCELLED' });
+  expect((await platform.cli(['status', jobId])).stdout).toMatch(new RegExp(`^before\\s+running: build local:${jobId}:0, stopped by the cancel$`, 'm'));
   expect((await platform.events()).filter((e) => e.detail['jobId'] === jobId)).toEqual([]);
   // A cancel sent again changes nothing and says why.
   const again = await platform.cli(['cancel', jobId]);
