@@ -48,14 +48,40 @@ test('runs one job end to end on a scratch workspace and says the stack checks n
   expect((await platform.remoteLog(repoUrl, 'doctor-scratch'))[0]).toMatch(/^agent-jobs doctor: smoke check doctor-/);
 });
 
-test('fails with the job\'s reason when the job cannot go through, and exits 1', async () => {
-  const run = await platform.cli(['doctor', '--repo', repoUrl, '--branch', 'no-such-branch', '--timeout', '120']);
-  expect(run.code).toBe(1);
-  expect(run.stdout).toMatch(/FAIL\s+end-to-end job on a scratch workspace\s+workspace doctor-\w+: doctor-\w+-patch FAILED \(BRANCH_NOT_FOUND: /);
-  expect(run.stdout).toMatch(/1 check\(s\) failed/);
+test('without --branch it makes its scratch branch on the local platform, and leaves nothing on the DLQs', async () => {
+  const run = await platform.cli(['doctor', '--repo', repoUrl, '--timeout', '120', '--json']);
+  expect({ code: run.code, stderr: run.stderr }).toMatchObject({ code: 0 });
+  const report = JSON.parse(run.stdout) as DoctorJson;
+  expect(report.checks.find((c) => c.check === 'end-to-end job on a scratch workspace')).toMatchObject({
+    status: 'pass',
+    detail: expect.stringMatching(/^created branch agent-jobs-doctor at [0-9a-f]{12}; workspace doctor-\w+: doctor-\w+-patch committed/),
+  });
+  expect((await platform.remoteLog(repoUrl, 'agent-jobs-doctor'))[0]).toMatch(/^agent-jobs doctor: smoke check doctor-/);
+  await expectNoDebris();
 });
 
-test('--repo without --branch is a usage error', async () => {
-  const run = await platform.cli(['doctor', '--repo', repoUrl]);
-  expect([run.code, run.stderr]).toEqual([2, expect.stringMatching(/--repo and --branch go together/)]);
+test('fails with the job\'s reason when the job cannot go through, exits 1, and cleans up after itself', async () => {
+  // A repository the platform does not have: the patch fails for good, and the test run is skipped behind it.
+  const missing = new URL('missing.git', `${platform.ready.gitUrl}/`).toString();
+  const run = await platform.cli(['doctor', '--repo', missing, '--branch', 'doctor-scratch', '--timeout', '120']);
+  expect(run.code).toBe(1);
+  expect(run.stdout).toMatch(/FAIL\s+end-to-end job on a scratch workspace\s+workspace doctor-\w+: doctor-\w+-patch FAILED \(BRANCH_NOT_FOUND: /);
+  expect(run.stdout).toMatch(/cleaned up: doctor-\w+-patch dismissed, doctor-\w+-tests cancelled, workspace doctor-\w+ unblocked/);
+  expect(run.stdout).toMatch(/1 check\(s\) failed/);
+  await expectNoDebris();
+});
+
+/** No doctor workspace left BLOCKED, and nothing of the doctor's jobs on a DLQ, listed or not. */
+async function expectNoDebris(): Promise<void> {
+  const workspaces = await platform.cliLines<{ workspaceId: string; state: string }>(['workspaces']);
+  expect(workspaces.filter((w) => w.workspaceId.startsWith('doctor-') && w.state !== 'ACTIVE')).toEqual([]);
+  expect(await platform.cliLines(['dlq', 'list'])).toEqual([]);
+  const listed = await platform.cli(['dlq', 'list']);
+  expect(listed.stdout).not.toMatch(/about [1-9]/);
+  expect(listed.stderr).not.toContain('does not list');
+}
+
+test('--branch without --repo is a usage error', async () => {
+  const run = await platform.cli(['doctor', '--branch', 'doctor-scratch']);
+  expect([run.code, run.stderr]).toEqual([2, expect.stringMatching(/--branch needs --repo/)]);
 });
