@@ -46,7 +46,9 @@ import {
   type CompleteInput,
   type ConflictAttempt,
   type ConflictSeenBy,
+  type DismissOutcome,
   type DlqEntry,
+  type JobDismissal,
   type JobRecord,
   type JobStatus,
   type Ledger,
@@ -647,7 +649,7 @@ export class DynamoDbLedger implements Ledger {
           Key: jobKey(input.jobId),
           // The record's updatedAt stays: it says when the job reached the DLQ (its list order).
           UpdateExpression: 'SET redriveToken = :token',
-          ConditionExpression: '#status IN (:failed, :skipped)',
+          ConditionExpression: '#status IN (:failed, :skipped) AND attribute_not_exists(dismissed)',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':token': input.token, ':failed': 'FAILED', ':skipped': 'SKIPPED' },
           ReturnValues: 'ALL_NEW',
@@ -657,6 +659,29 @@ export class DynamoDbLedger implements Ledger {
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
       return undefined;
+    }
+  }
+
+  async dismiss(input: { jobId: string; dismissal: JobDismissal; now: number }): Promise<DismissOutcome> {
+    try {
+      const out = await this.client.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: jobKey(input.jobId),
+          // updatedAt stays: it says when the job failed (a start's check of missed outcomes reads it).
+          UpdateExpression: 'SET dismissed = :dismissal REMOVE listKey, listSort, redriveToken',
+          ConditionExpression: '#status = :failed AND attribute_not_exists(dismissed) AND attribute_not_exists(dueAt)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':dismissal': input.dismissal, ':failed': 'FAILED' },
+          ReturnValues: 'ALL_NEW',
+          ...OLD_ITEM_ON_REFUSAL,
+        }),
+      );
+      return { kind: 'dismissed', record: strip<JobRecord>(out.Attributes) as JobRecord };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      const record = strip<JobRecord>(refusal(error, this.client).item ?? (await this.getJobItem(input.jobId)));
+      return record?.dismissed !== undefined ? { kind: 'already', record } : { kind: 'refused', record };
     }
   }
 

@@ -24,6 +24,7 @@ export function jobFields(job: JobRecord, conflicts: readonly ConflictAttempt[] 
       ['blockedBy', job.blockedBy],
       ['error', job.error && job.status !== 'CANCELLED' ? `${job.error.reason}: ${job.error.message}` : undefined],
       ['before', cancelledAfter(job)],
+      ['dismissed', job.dismissed ? `by ${job.dismissed.by} at ${job.dismissed.at}: ${job.dismissed.reason}` : undefined],
       ['result', job.result ? resultSummary(job) : undefined],
       ['output', typeof job.result?.['logTail'] === 'string' ? job.result['logTail'].trimEnd() || undefined : undefined],
       ['build', job.progress?.['buildId']],

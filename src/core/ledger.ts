@@ -113,6 +113,22 @@ export function byCreation(a: JobRecord, b: JobRecord): number {
   return a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0;
 }
 
+/**
+ * Why `dismiss` does not apply to a record, or undefined when it does: a FAILED job whose failure
+ * was reported (a command stage's verdict is reported, its DLQ copy sent, when it leaves the due
+ * index: a dismissal before that would be followed by the copy). The adapter's condition says the same.
+ */
+export function dismissRefusal(record: Pick<JobRecord, 'jobId' | 'status' | 'dueAt'>): string | undefined {
+  if (record.status !== 'FAILED') return `job ${record.jobId} is ${record.status}`;
+  if (record.dueAt !== undefined) return `job ${record.jobId} has just failed and its failure is being reported (its DLQ copy is on its way): dismiss it in a minute`;
+  return undefined;
+}
+
+/** Whether a job's DLQ copy, if one is left, is nobody's to act on: the job was cancelled or its failure dismissed. */
+export function isOffTheDlq(record: Pick<JobRecord, 'status' | 'dismissed'>): boolean {
+  return record.status === 'CANCELLED' || record.dismissed !== undefined;
+}
+
 /** Statuses `cancel` turns into CANCELLED: the job has not started and will not start. */
 export const CANCELLABLE_STATUSES: readonly JobStatus[] = ['QUEUED', 'FORWARDED', 'SKIPPED'];
 

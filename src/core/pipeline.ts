@@ -428,6 +428,8 @@ class JobRun<M extends JobEnvelope> {
   private async settleFinished(record: JobRecord): Promise<boolean> {
     this.log.info('already finished: acknowledged', { status: record.status });
     if (this.redriveToken() !== undefined) this.log.warn('a redrive the ledger did not record: handled as an ordinary redelivery, nothing runs again', { status: record.status });
+    // An operator dismissed the failure (its DLQ copy removed, its event long published): nothing to report again.
+    if (record.dismissed !== undefined) return true;
     if (reportedByItsBuild(record)) return true;
     const verdict = recordedVerdict(record);
     if (verdict === undefined) return true;

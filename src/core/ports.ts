@@ -64,6 +64,8 @@ export interface JobRecord {
   readonly run?: number;
   /** FAILED / SKIPPED: the operator's redrive on its way (authorizeRedrive); the claim it wins removes it. */
   readonly redriveToken?: string;
+  /** FAILED: an operator recorded the failure as dealt with (`dlq dismiss`); it left the DLQ and never runs again. */
+  readonly dismissed?: JobDismissal;
   /**
    * Command stages, while the reconciler must look at the job (epoch ms): a RUNNING job's build
    * timeout plus margins, or a verdict's report deadline. Absent once the outcome is reported.
@@ -77,6 +79,13 @@ export interface JobRecord {
   readonly updatedAt: string;
   /** Epoch seconds (DynamoDB TTL). */
   readonly ttl: number;
+}
+
+/** Who recorded a failed job as dealt with, why, and when (ISO-8601). */
+export interface JobDismissal {
+  readonly by: string;
+  readonly reason: string;
+  readonly at: string;
 }
 
 export type WorkspaceState = 'ACTIVE' | 'BLOCKED';
@@ -351,6 +360,14 @@ export type CancelOutcome =
   /** Running or finished (record), or unknown to the ledger (no record): nothing changed. */
   | { readonly cancelled: false; readonly record?: JobRecord };
 
+export type DismissOutcome =
+  /** FAILED, not dismissed before: dismissed now, off the DLQ list, any redrive on its way revoked. */
+  | { readonly kind: 'dismissed'; readonly record: JobRecord }
+  /** Dismissed before: the first dismissal is kept (a retry changes nothing). */
+  | { readonly kind: 'already'; readonly record: JobRecord }
+  /** Not FAILED, or its failure not reported yet (dismissRefusal says why), or unknown (no record). */
+  | { readonly kind: 'refused'; readonly record?: JobRecord };
+
 /** What the ledger answers a producer that records a job before sending it. */
 export type QueueOutcome =
   /** Recorded QUEUED now: the first send of this job id. */
@@ -452,6 +469,12 @@ export interface Ledger {
    * (nothing written) when the job is not FAILED or SKIPPED.
    */
   authorizeRedrive(input: { jobId: string; token: string; now: number }): Promise<JobRecord | undefined>;
+  /**
+   * Records a FAILED job as dealt with (who, why, when): it leaves the DLQ list, a redrive on its way
+   * is revoked, and none is authorized again. Refused while its failure is not reported yet (a
+   * command stage's DLQ copy on its way), and for any other status.
+   */
+  dismiss(input: { jobId: string; dismissal: JobDismissal; now: number }): Promise<DismissOutcome>;
   /** Records a job as QUEUED before it is sent (one conditional write); a known job id is returned as is. */
   recordQueued(input: { job: JobEnvelope; digest: string; now: number }): Promise<QueueOutcome>;
   /** Records a refused request that reused a job id (once per distinct request, at most MAX_CONFLICTS). */

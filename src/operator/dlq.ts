@@ -7,8 +7,8 @@
 import { DLQ_RETENTION_DAYS } from '../../contract/topology';
 import { DLQ_ATTRIBUTES } from '../../contract/messages';
 import { messageGroupId } from '../core/envelope';
-import { conflictQueueOf, dlqQueueOf } from '../core/ledger';
-import type { ConflictAttempt, DlqEntry, JobRecord } from '../core/ports';
+import { conflictQueueOf, dismissRefusal, dlqQueueOf } from '../core/ledger';
+import type { ConflictAttempt, DlqEntry, JobDismissal, JobRecord, WorkspaceRecord } from '../core/ports';
 import type { Connection } from './connection';
 import type { DlqMessage } from './dlq-messages';
 import { InvalidRequestError, NotFoundError, OutcomeError } from './errors';
@@ -130,11 +130,26 @@ export async function showDlqJob(connection: Connection, jobId: string, now = Da
   const [job, conflicts] = await Promise.all([ledger.getJob(jobId), ledger.getConflicts(jobId)]);
   if (!job) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await connection.target()).label}`);
   const entries: DlqEntry[] = [
-    ...(job.status === 'FAILED' || job.status === 'SKIPPED' ? [{ kind: 'job' as const, record: job }] : []),
+    ...(isOnDlq(job) ? [{ kind: 'job' as const, record: job }] : []),
     ...conflicts.filter((c) => c.seenBy !== 'enqueue').map((attempt) => ({ kind: 'conflict' as const, attempt })),
   ];
-  if (entries.length === 0) throw new OutcomeError(`job ${jobId} is ${job.status}: nothing of it waits on a DLQ`);
+  if (entries.length === 0) throw new OutcomeError(`${jobStanding(job)}: nothing of it waits on a DLQ`);
   return { job, conflicts, rows: dlqRows(entries, now), next: nextStep(job) };
+}
+
+/** Whether a job itself waits on a DLQ (a failure not dismissed, or a skip): the ledger's DLQ list holds it. */
+export function isOnDlq(job: Pick<JobRecord, 'status' | 'dismissed'>): boolean {
+  return (job.status === 'FAILED' && job.dismissed === undefined) || job.status === 'SKIPPED';
+}
+
+/** `job p1 is FAILED, dismissed by alice at <time> (<reason>)`: its status, and its dismissal when it has one. */
+function jobStanding(job: JobRecord): string {
+  const { dismissed } = job;
+  return `job ${job.jobId} is ${job.status}${dismissed ? `, ${dismissalWords(dismissed)}` : ''}`;
+}
+
+export function dismissalWords(dismissal: JobDismissal): string {
+  return `dismissed by ${dismissal.by} at ${dismissal.at} (${dismissal.reason})`;
 }
 
 /** What an operator does with a job on a DLQ. */
@@ -260,6 +275,7 @@ async function redriveNamed(connection: Connection, queues: readonly QueueEndpoi
 }
 
 async function redriveRefusal(connection: Connection, job: JobRecord): Promise<string | undefined> {
+  if (job.dismissed !== undefined) return `it was ${dismissalWords(job.dismissed)}: send it again as a new job to run it`;
   if (job.status !== 'FAILED' && job.status !== 'SKIPPED') return `it is ${job.status}, not on a DLQ`;
   if (job.pin !== undefined) return undefined; // on its stage's DLQ: no workspace order to keep
   const workspace = await (await connection.ledger()).getWorkspace(job.workspaceId);
@@ -270,12 +286,98 @@ async function redriveRefusal(connection: Connection, job: JobRecord): Promise<s
 /** A DLQ message as peek shows it: its attributes and the size of its body, not the body. */
 export type PeekedMessage = Omit<DlqMessage, 'receiptHandle' | 'body'> & { readonly bodyBytes: number };
 
+export interface Peeked {
+  readonly shown: readonly PeekedMessage[];
+  /** Per FIFO DLQ, about how many messages wait behind the heads shown (a FIFO DLQ hands out one per group). */
+  readonly behind: readonly { readonly queue: string; readonly count: number }[];
+}
+
 /** Receives the DLQ messages a receive can see now and shows them (raises their receive counts); for what the ledger cannot know. */
-export async function peekDlq(connection: Connection, options: { queue?: string } = {}): Promise<PeekedMessage[]> {
+export async function peekDlq(connection: Connection, options: { queue?: string } = {}): Promise<Peeked> {
   const { sqs } = await connection.clients();
   const shown: PeekedMessage[] = [];
+  const behind: { queue: string; count: number }[] = [];
   for (const queue of selectQueues(await connection.target(), options.queue)) {
-    for (const { receiptHandle: _handle, body, ...rest } of await dlqMessages().peekDlq(sqs, queue)) shown.push({ ...rest, bodyBytes: Buffer.byteLength(body) });
+    const heads = await dlqMessages().peekDlq(sqs, queue);
+    for (const { receiptHandle: _handle, body, ...rest } of heads) shown.push({ ...rest, bodyBytes: Buffer.byteLength(body) });
+    // Counted after the peek released what it received: the depth then includes the heads again.
+    const waiting = queue.fifo ? (await dlqMessages().approximateDepth(sqs, queue)) - heads.length : 0;
+    if (waiting > 0) behind.push({ queue: queue.name, count: waiting });
   }
-  return shown;
+  return { shown, behind };
+}
+
+export interface RemovedCopies {
+  readonly queue: string;
+  /** Copies of the job deleted from its DLQ. */
+  readonly removed: number;
+  /** Messages that name the job but are not its copy (a forged or stale one), left for the operator. */
+  readonly left: readonly LeftOnDlq[];
+}
+
+/**
+ * The one way a job's copy leaves its DLQ without running (a dismissed failure, a cancelled skip,
+ * the doctor's clean-up): its DLQ is swept for the messages that are this job as the ledger
+ * records it (copyMismatch), which are deleted. On the FIFO DLQ the other messages of its group
+ * move behind, in their order. On AWS the DLQ alarm counts ApproximateNumberOfMessagesVisible:
+ * deleting the copy is what clears it. Safe to run again: a copy already gone is not looked for twice.
+ */
+export async function removeDlqCopies(connection: Connection, job: JobRecord): Promise<RemovedCopies> {
+  const queueName = dlqQueueOf(job);
+  const [queue] = selectQueues(await connection.target(), queueName);
+  if (queue === undefined) return { queue: queueName, removed: 0, left: [] };
+  const { sqs } = await connection.clients();
+  const ops = dlqMessages();
+  const group = messageGroupId(job.workspaceId);
+  let removed = 0;
+  const left: LeftOnDlq[] = [];
+  await ops.sweepDlq(sqs, queue, {
+    inScope: (m) => (queue.fifo ? m.groupId === group : ops.messageJob(m).jobId === job.jobId),
+    take: async (m) => {
+      if (ops.messageJob(m).jobId !== job.jobId || isConflict(m)) return false;
+      const mismatch = ops.copyMismatch(queue, m, job);
+      if (mismatch !== undefined) {
+        left.push({ queue: queue.name, jobId: job.jobId, why: `not this job's copy: ${mismatch} (message ${m.messageId})` });
+        return false;
+      }
+      removed += 1;
+      return true;
+    },
+  });
+  return { queue: queue.name, removed, left };
+}
+
+export interface Dismissal extends RemovedCopies {
+  readonly job: JobRecord;
+  /** Dismissed before (a retry): the first dismissal is kept; any copy left by an interruption is removed now. */
+  readonly alreadyDismissed: boolean;
+  /** The job's workspace when this job blocks it: the fence stays until "workspace unblock" decides about the skipped jobs. */
+  readonly blockedWorkspace?: WorkspaceRecord;
+}
+
+/**
+ * Records a FAILED job as dealt with (who, why, when) and removes its DLQ copy: it never runs
+ * again, and what the DLQ alarm counts no longer includes it. Running it again is safe (the first
+ * dismissal stands, a copy left by an interruption is removed). The fence its failure put on its
+ * workspace stays: lifting it means replaying or dropping the skipped jobs, which is
+ * "workspace unblock"'s decision, not this one's (decisions §31).
+ */
+export async function dismissJob(connection: Connection, jobId: string, dismissal: Omit<JobDismissal, 'at'>, now = Date.now()): Promise<Dismissal> {
+  const ledger = await connection.ledger();
+  const outcome = await ledger.dismiss({ jobId, dismissal: { ...dismissal, at: new Date(now).toISOString() }, now });
+  const { record } = outcome;
+  if (record === undefined) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await connection.target()).label}: nothing to dismiss`);
+  if (outcome.kind === 'refused') throw new OutcomeError(dismissRefusalWords(record));
+  const copies = await removeDlqCopies(connection, record);
+  const workspace = await ledger.getWorkspace(record.workspaceId);
+  const blocks = workspace?.state === 'BLOCKED' && workspace.blockedBy === jobId;
+  return { job: record, alreadyDismissed: outcome.kind === 'already', ...copies, ...(blocks && { blockedWorkspace: workspace }) };
+}
+
+/** Why a job cannot be dismissed, and what applies to it instead. */
+function dismissRefusalWords(job: JobRecord): string {
+  const why = dismissRefusal(job) ?? `job ${job.jobId} is ${job.status}`;
+  if (job.status === 'SKIPPED') return `${why}: dismiss is for a failed job; "cancel ${job.jobId}" takes a skipped one off the DLQ (or "workspace unblock ${job.workspaceId} --drop" all of its workspace's)`;
+  if (job.status === 'FAILED') return why;
+  return `${why}: nothing of it waits on a DLQ`;
 }

@@ -15,7 +15,7 @@ import { cancelRule } from '../core/ledger';
 import type { JobRecord } from '../core/ports';
 import { repositoryDir } from '../local/state-dir';
 import type { Connection } from './connection';
-import { dlqRows, nextStep, type DlqRow } from './dlq';
+import { dlqRows, isOnDlq, nextStep, type DlqRow } from './dlq';
 import { readJobLogs, type JobLogs } from './job-logs';
 import { readJob, type JobState } from './jobs';
 import { runbookAdvice, type RunbookAdvice } from './runbook';
@@ -45,7 +45,7 @@ export interface JobDetail extends JobState {
   readonly next?: string;
   readonly advice?: RunbookAdvice;
   /** The actions that apply to it as it is now. */
-  readonly actions: { readonly cancel: boolean; readonly redrive: boolean; readonly unblock: boolean };
+  readonly actions: { readonly cancel: boolean; readonly redrive: boolean; readonly unblock: boolean; readonly dismiss: boolean };
   readonly commit?: JobCommit;
   readonly logs: JobLogs;
 }
@@ -53,8 +53,7 @@ export interface JobDetail extends JobState {
 export async function readJobDetail(connection: Connection, jobId: string, now = Date.now()): Promise<JobDetail> {
   const { job, conflicts } = await readJob(connection, jobId);
   const target = await connection.target();
-  const onDlq = job.status === 'FAILED' || job.status === 'SKIPPED';
-  const dlq = dlqRows([...(onDlq ? [{ kind: 'job' as const, record: job }] : []), ...conflicts.filter((c) => c.seenBy !== 'enqueue').map((attempt) => ({ kind: 'conflict' as const, attempt }))], now);
+  const dlq = dlqRows([...(isOnDlq(job) ? [{ kind: 'job' as const, record: job }] : []), ...conflicts.filter((c) => c.seenBy !== 'enqueue').map((attempt) => ({ kind: 'conflict' as const, attempt }))], now);
   const workspace = await (await connection.ledger()).getWorkspace(job.workspaceId);
   const [logs, commit] = await Promise.all([readJobLogs(target, job), jobCommit(target, job, workspace?.repo)]);
   return {
@@ -66,7 +65,9 @@ export async function readJobDetail(connection: Connection, jobId: string, now =
     actions: {
       cancel: cancelRule(job, now).kind !== 'refused',
       // A SKIPPED job, or a FAILED one of a blocked workspace, goes back with the unblock (in order).
-      redrive: job.status === 'FAILED' && (job.pin !== undefined || workspace?.state !== 'BLOCKED'),
+      redrive: isOnDlq(job) && job.status === 'FAILED' && (job.pin !== undefined || workspace?.state !== 'BLOCKED'),
+      // A failure dealt with otherwise: recorded with who and why, its DLQ copy removed (dismissJob).
+      dismiss: job.status === 'FAILED' && job.dismissed === undefined && job.dueAt === undefined,
       unblock: workspace?.state === 'BLOCKED' && (job.status === 'SKIPPED' || workspace.blockedBy === job.jobId),
     },
     commit,

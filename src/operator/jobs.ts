@@ -5,6 +5,7 @@ import { cancelRule } from '../core/ledger';
 import type { CancelOutcome, ConflictAttempt, JobRecord, JobStatus } from '../core/ports';
 import { TEST_RUNS_DIR } from '../local/state-dir';
 import type { Connection } from './connection';
+import { removeDlqCopies } from './dlq';
 import { NotFoundError, OutcomeError } from './errors';
 import { statusLabel } from './views';
 
@@ -51,7 +52,7 @@ const loadTestRunner = (): typeof import('../local/test-runner') => require('../
 const CANCEL_EFFECT: Partial<Record<JobStatus, string>> = {
   QUEUED: 'acknowledged without running when its turn comes',
   FORWARDED: 'its stage acknowledges it without running',
-  SKIPPED: 'a replay acknowledges it without running; "workspace unblock --drop" removes it from the DLQ',
+  SKIPPED: 'its DLQ copy is removed: it never runs',
 };
 
 export interface Cancelled {
@@ -63,24 +64,28 @@ export interface Cancelled {
 
 /**
  * Cancels a job that has not started (QUEUED, waiting for its stage, or SKIPPED): it never runs;
- * or a command stage's job its stage has taken (decisions §33): it is CANCELLED at once and its
- * build is stopped, by the build reconciler (it alone may stop builds: on AWS within its schedule)
- * and, on the local platform, at once as well. A job that cannot be cancelled now (finished, an
- * apply_patch or open_pr that runs, a build being started) is refused (OutcomeError), an unknown
- * one is NotFoundError.
+ * a skipped job's DLQ copy is removed with it, so the DLQ holds only what still waits for a
+ * decision. Or a command stage's job its stage has taken (decisions §33): it is CANCELLED at once
+ * and its build is stopped, by the build reconciler (it alone may stop builds: on AWS within its
+ * schedule) and, on the local platform, at once as well. A job that cannot be cancelled now
+ * (finished, an apply_patch or open_pr that runs, a build being started) is refused
+ * (OutcomeError), an unknown one is NotFoundError; a cancel of a skipped job run again removes a
+ * copy its interrupted first run left.
  */
 export async function cancelJob(connection: Connection, jobId: string, now = Date.now()): Promise<Cancelled> {
   const outcome: CancelOutcome = await (await connection.ledger()).cancel(jobId, now);
   if (outcome.cancelled) {
+    if (outcome.previous === 'SKIPPED') await removeDlqCopies(connection, outcome.record);
     const effect = CANCEL_EFFECT[outcome.previous] ?? (await stopBuildOf(connection, outcome.record));
     return { job: outcome.record, previous: outcome.previous, effect };
   }
   if (!outcome.record) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await connection.target()).label}: nothing to cancel (${UNKNOWN_JOB_HINT})`);
   const { record } = outcome;
+  const leftover = record.status === 'CANCELLED' && record.blockedBy !== undefined ? (await removeDlqCopies(connection, record)).removed : 0;
   const label = statusLabel(record);
   const rule = cancelRule(record, now);
   const why = rule.kind === 'refused' && record.status === 'IN_FLIGHT' ? rule.why : `${record.status} already${label === record.status ? '' : ` (${label})`}`;
-  throw new OutcomeError(`job ${jobId} is ${why}`);
+  throw new OutcomeError(`job ${jobId} is ${why}${leftover ? `; the DLQ copy an interrupted cancel left is removed now` : ''}`);
 }
 
 /**

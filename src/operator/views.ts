@@ -7,7 +7,7 @@
 import { verdictWording } from '../../contract/job-types';
 import { conflictQueueOf } from '../core/ledger';
 import type { Pin } from '../core/envelope';
-import { SKIPPED_REASON, type ConflictAttempt, type JobFailure, type JobRecord, type JobStatus, type WorkspaceRecord } from '../core/ports';
+import { SKIPPED_REASON, type ConflictAttempt, type JobDismissal, type JobFailure, type JobRecord, type JobStatus, type WorkspaceRecord } from '../core/ports';
 
 const SUMMARY_CHARS = 100;
 
@@ -35,6 +35,8 @@ export interface PublicJob {
   readonly buildId?: string;
   readonly createdAt: string;
   readonly updatedAt: string;
+  /** A failure an operator recorded as dealt with: who, why, when. */
+  readonly dismissed?: JobDismissal;
   /** Requests refused because they reused this job id (the job itself is unchanged by them). */
   readonly conflicts?: readonly PublicConflict[];
 }
@@ -65,6 +67,7 @@ export function publicJob(job: JobRecord, conflicts: readonly ConflictAttempt[] 
     buildId: job.progress?.['buildId'],
     createdAt: job.createdAt,
     updatedAt: job.updatedAt,
+    dismissed: job.dismissed,
     conflicts: conflicts.length ? conflicts.map(publicConflict) : undefined,
   };
 }

@@ -1,5 +1,6 @@
 /** Workspaces: their records, their jobs, and the operator's way out of the fence (unblock). */
 import { messageGroupId } from '../core/envelope';
+import { isOffTheDlq } from '../core/ledger';
 import { TERMINAL_STATUSES, type JobRecord, type WorkspaceRecord, type WorkspaceState } from '../core/ports';
 import type { Connection } from './connection';
 import { NotFoundError } from './errors';
@@ -50,8 +51,12 @@ export type UnblockMode = 'replay' | 'drop';
 
 export interface UnblockedJob {
   readonly jobId: string;
-  /** `kept`: not a skipped job (the one that failed, a refused request): left on the DLQ, behind the others. */
-  readonly action: 'replayed' | 'dropped' | 'kept';
+  /**
+   * `kept`: not a skipped job (the one that failed, a refused request): left on the DLQ, behind the
+   * others. `removed`: the copy of a job cancelled or dismissed already, which an interrupted
+   * command left: deleted (nobody acts on it).
+   */
+  readonly action: 'replayed' | 'dropped' | 'kept' | 'removed';
   readonly status?: string;
 }
 
@@ -82,6 +87,10 @@ export async function unblockWorkspace(connection: Connection, workspaceId: stri
     take: async (message) => {
       const { jobId } = ops.messageJob(message);
       const job = await ledger.getJob(jobId);
+      if (job !== undefined && isOffTheDlq(job) && ops.copyMismatch(queue, message, job) === undefined) {
+        handled.push({ jobId, action: 'removed', status: job.status });
+        return true;
+      }
       if (job?.status !== 'SKIPPED') {
         // The job that failed (or a refused request) stays on the DLQ, behind the skipped ones.
         handled.push({ jobId, action: 'kept', status: job?.status });

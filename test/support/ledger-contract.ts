@@ -358,6 +358,48 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
       });
     });
 
+    describe('dismiss', () => {
+      const dismissal = { by: 'alice', reason: 'dealt with', at: new Date(NOW).toISOString() };
+      const onDlqList = async (jobId: string) => (await ledger.listDlq()).some((e) => e.kind === 'job' && e.record.jobId === jobId);
+
+      it('records a FAILED job as dealt with, once: it leaves the DLQ list, keeps its failure, and is never redriven', async () => {
+        const job = newJob();
+        await settle(job, FAILED);
+        expect(await onDlqList(job.jobId)).toBe(true);
+
+        const first = await ledger.dismiss({ jobId: job.jobId, dismissal, now: NOW });
+        const retried = await ledger.dismiss({ jobId: job.jobId, dismissal: { ...dismissal, by: 'bob' }, now: NOW + 1 });
+
+        expect(first).toMatchObject({ kind: 'dismissed', record: { status: 'FAILED', error: { reason: 'TEST_RUN_ERROR' }, dismissed: dismissal } });
+        expect(retried).toMatchObject({ kind: 'already', record: { dismissed: dismissal } });
+        expect(await onDlqList(job.jobId)).toBe(false);
+        expect(await ledger.authorizeRedrive({ jobId: job.jobId, token: 't', now: NOW })).toBeUndefined();
+      });
+
+      it('revokes a redrive on its way: its delivery is an ordinary redelivery of a finished job', async () => {
+        const job = newJob();
+        await settle(job, FAILED);
+        const redrive = await redriven(job);
+        await ledger.dismiss({ jobId: job.jobId, dismissal, now: NOW });
+        expect((await ledger.claim(redrive)).kind).toBe('finished');
+      });
+
+      it('refuses what is not a reported failure: a SKIPPED or SUCCEEDED job, a failure still being reported, an unknown id', async () => {
+        const skipped = newJob();
+        await settle(skipped, SKIPPED);
+        expect(await ledger.dismiss({ jobId: skipped.jobId, dismissal, now: NOW })).toMatchObject({ kind: 'refused', record: { status: 'SKIPPED' } });
+        const done = newJob();
+        await settle(done, { status: 'SUCCEEDED', result: {} });
+        expect(await ledger.dismiss({ jobId: done.jobId, dismissal, now: NOW })).toMatchObject({ kind: 'refused', record: { status: 'SUCCEEDED' } });
+        const reporting = await runningJob(ledger, 'b-1', NOW);
+        await ledger.finishBuild({ jobId: reporting.jobId, buildId: 'b-1', verdict: FAILED as Extract<JobVerdict, { status: 'FAILED' }>, now: NOW, reportBy: NOW + 1_000 });
+        expect(await ledger.dismiss({ jobId: reporting.jobId, dismissal, now: NOW })).toMatchObject({ kind: 'refused', record: { status: 'FAILED' } });
+        await ledger.markReported({ jobId: reporting.jobId, buildId: 'b-1', now: NOW });
+        expect((await ledger.dismiss({ jobId: reporting.jobId, dismissal, now: NOW })).kind).toBe('dismissed');
+        expect(await ledger.dismiss({ jobId: `never-${randomUUID()}`, dismissal, now: NOW })).toEqual({ kind: 'refused', record: undefined });
+      });
+    });
+
     describe('command-stage builds', () => {
       const running = (buildId: string, dueAt: number) => runningJob(ledger, buildId, dueAt);
       const dueIds = async (now: number, ids: readonly string[]) => (await ledger.listDue(now, 100)).map((r) => r.jobId).filter((id) => ids.includes(id));

@@ -17,6 +17,7 @@ import {
   canTakeWorkspace,
   claimOutcome,
   conflictEntry,
+  dismissRefusal,
   isClaimable,
   isStaleBinding,
   LISTS,
@@ -37,7 +38,9 @@ import {
   type CompleteInput,
   type ConflictAttempt,
   type ConflictSeenBy,
+  type DismissOutcome,
   type DlqEntry,
+  type JobDismissal,
   type FinishBuildInput,
   type FinishBuildOutcome,
   type JobRecord,
@@ -268,9 +271,20 @@ export class MemoryLedger implements Ledger {
     this.jobs.set(input.jobId, { ...rest, reportedAt: iso(input.now), updatedAt: iso(input.now) });
   }
 
+  async dismiss(input: { jobId: string; dismissal: JobDismissal; now: number }): Promise<DismissOutcome> {
+    const existing = this.jobs.get(input.jobId);
+    if (existing?.dismissed !== undefined) return { kind: 'already', record: copy(existing) };
+    if (existing === undefined || dismissRefusal(existing) !== undefined) return { kind: 'refused', record: copy(existing) };
+    const { redriveToken: _token, ...rest } = existing;
+    const record: JobRecord = { ...rest, dismissed: input.dismissal };
+    this.jobs.set(input.jobId, record);
+    this.lists.delete(`job#${input.jobId}`);
+    return { kind: 'dismissed', record: copy(record) };
+  }
+
   async authorizeRedrive(input: { jobId: string; token: string; now: number }): Promise<JobRecord | undefined> {
     const existing = this.jobs.get(input.jobId);
-    if (existing === undefined || !RERUN_STATUSES.includes(existing.status)) return undefined;
+    if (existing === undefined || !RERUN_STATUSES.includes(existing.status) || existing.dismissed !== undefined) return undefined;
     const record: JobRecord = { ...existing, redriveToken: input.token };
     this.jobs.set(input.jobId, record);
     return copy(record);

@@ -7,11 +7,12 @@
  */
 import { DLQ_RETENTION_DAYS } from '../../../contract/topology';
 import { DLQ_ATTRIBUTES } from '../../../contract/messages';
-import { listDlq, peekDlq, redrive, showDlqJob, type DlqRow } from '../../operator/dlq';
+import { userInfo } from 'node:os';
+import { dismissalWords, dismissJob, listDlq, peekDlq, redrive, showDlqJob, type DlqRow } from '../../operator/dlq';
 import { publicJob } from '../../operator/views';
-import { stringOption, type CommandSpec } from '../command';
+import { requireString, stringOption, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
-import { EXIT } from '../errors';
+import { EXIT, UsageError } from '../errors';
 import { table } from '../output';
 import { jobFields } from '../views';
 
@@ -31,7 +32,7 @@ export const dlqList: CommandSpec<CliContext> = {
     const { queues, rows } = await listDlq(ctx, { queue: stringOption(values, 'queue') });
     const headings = queues.map(({ queue, depth, listed }) => {
       if (depth > listed) {
-        ctx.note(`${queue} DLQ: about ${depth - listed} message(s) the ledger does not list (a body that is not a job, or a job that failed before its claim): "dlq peek --queue ${queue}" shows them (it receives them)`);
+        ctx.note(`${queue} DLQ: about ${depth - listed} message(s) the ledger does not list (a body that is not a job, a job that failed before its claim, or the copy of a cancelled or dismissed job that an interrupted command left: run it again): "dlq peek --queue ${queue}" shows them (it receives them)`);
       }
       return `${queue} DLQ: about ${depth} message(s), ${listed} listed`;
     });
@@ -90,11 +91,56 @@ export const dlqPeek: CommandSpec<CliContext> = {
   options: queueOption,
   notes: [
     'Prefer "dlq list": it reads the ledger and receives nothing. A FIFO DLQ hands out only the head of each',
-    'group; peek is for messages the ledger cannot know (a body that is not a job).',
+    'group (peek says how many wait behind); peek is for messages the ledger cannot know (a body that is not a job).',
   ],
   async run(ctx, { values }) {
-    const shown = await peekDlq(ctx, { queue: stringOption(values, 'queue') });
+    const { shown, behind } = await peekDlq(ctx, { queue: stringOption(values, 'queue') });
+    for (const { queue, count } of behind) {
+      ctx.note(`${queue} DLQ: about ${count} more message(s) wait behind the head of their group (a FIFO DLQ hands out only the head of each group): "dlq list --queue ${queue}" lists them from the ledger`);
+    }
     const rows = shown.map((m) => [m.queue, m.messageId, m.attributes.jobId, m.attributes.type, m.attributes[DLQ_ATTRIBUTES.reason], m.receiveCount] as const);
     return { data: shown, text: shown.length ? table(['QUEUE', 'MESSAGE', 'JOB', 'TYPE', 'REASON', 'RECEIVES'], rows) : 'no message visible on the DLQs' };
+  },
+};
+
+/** Who dismisses, when --by does not say: the user running the CLI. */
+function whoRuns(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return process.env['USER'] ?? 'unknown';
+  }
+}
+
+export const dlqDismiss: CommandSpec<CliContext> = {
+  path: ['dlq', 'dismiss'],
+  summary: 'record a failed job as dealt with (who, why, when) and remove its DLQ copy: it never runs again',
+  positionals: [{ name: 'jobId', description: 'the FAILED job (from dlq list)' }],
+  options: {
+    reason: { type: 'string', valueName: 'text', description: 'why it needs no redrive (required; kept in the ledger)' },
+    by: { type: 'string', valueName: 'name', description: 'who dealt with it (default: the user running the command)' },
+  },
+  notes: [
+    'The DLQ alarm counts the messages on the DLQ: removing the copy is what clears it.',
+    'A workspace the job blocked stays BLOCKED: "workspace unblock <id> --replay" or "--drop" decides about its skipped jobs.',
+    'Running it again is safe: the first dismissal is kept. A skipped job is cancelled instead ("cancel <jobId>").',
+    `Exit codes: 0 dismissed (now or before); 1 the job is not FAILED; ${EXIT.notFound} the ledger does not know the job id.`,
+  ],
+  async run(ctx, { positionals, values }) {
+    const reason = requireString(values, 'reason', this.path).trim();
+    if (reason === '') throw new UsageError('--reason must say why (it is kept in the ledger)', this.path);
+    const jobId = positionals[0] ?? '';
+    const result = await dismissJob(ctx, jobId, { by: stringOption(values, 'by') ?? whoRuns(), reason });
+    const { job, blockedWorkspace: blocked } = result;
+    const lines = [
+      `${jobId}: FAILED, ${job.dismissed ? dismissalWords(job.dismissed) : 'dismissed'}${result.alreadyDismissed ? ' (already)' : ''}`,
+      `  ${result.queue} DLQ: ${result.removed} copy removed`,
+      ...result.left.map((l) => `  left on ${l.queue} DLQ: ${l.why}`),
+      ...(blocked ? [`  workspace ${blocked.workspaceId} stays BLOCKED: "workspace unblock ${blocked.workspaceId} --replay" (or --drop) decides about its skipped jobs`] : []),
+    ];
+    return {
+      data: { ...publicJob(job), alreadyDismissed: result.alreadyDismissed, queue: result.queue, removed: result.removed, left: result.left, ...(blocked && { workspace: { workspaceId: blocked.workspaceId, state: blocked.state } }) },
+      text: lines.join('\n'),
+    };
   },
 };

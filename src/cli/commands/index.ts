@@ -2,7 +2,7 @@
 import type { CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import { consoleCommand } from './console';
-import { dlqList, dlqPeek, dlqRedrive, dlqShow } from './dlq';
+import { dlqDismiss, dlqList, dlqPeek, dlqRedrive, dlqShow } from './dlq';
 import { doctor } from './doctor';
 import { enqueue } from './enqueue';
 import { cancel, jobs, status, wait } from './jobs';
@@ -27,6 +27,7 @@ export const COMMANDS: readonly CommandSpec<CliContext>[] = [
   dlqList,
   dlqShow,
   dlqRedrive,
+  dlqDismiss,
   dlqPeek,
   cancel,
   unfinished,
