@@ -10,7 +10,8 @@
  *   the same parsers the functions use; a value is never printed.)
  * - GitHub App: when a secret holds one, is it installed on the repository (`--repo`) with
  *   `contents: write` and `pull_requests: write`?
- * - end-to-end job: does one apply_patch and its run_tests go through, on a scratch workspace?
+ * - end-to-end job: does one apply_patch and its run_tests go through, on a scratch workspace? It
+ *   takes away what it leaves (failed jobs off the DLQs, a fenced workspace) whatever the outcome.
  *
  * The checks take their clients and their clock as arguments; src/cli/commands/doctor.ts wires the
  * real ones.
@@ -32,7 +33,15 @@ import { isGitHubAppKey, parseRepoUrl, type GitHubAppKey } from '../adapters/git
 import { appInstallation, appOctokit, missingPermissions, REQUIRED_APP_PERMISSIONS } from '../adapters/github-app';
 import { parseGitCredentials, parseGithubToken, parseReadGitCredentials } from '../adapters/secrets';
 import type { JobRequest } from '../client/producer';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { CANCELLABLE_STATUSES } from '../core/ledger';
 import { TERMINAL_STATUSES, type JobRecord } from '../core/ports';
+import { platformRepositoryOf } from '../local/state-dir';
+import type { Connection } from '../operator/connection';
+import { dismissJob } from '../operator/dlq';
+import { cancelJob } from '../operator/jobs';
+import { unblockWorkspace } from '../operator/workspaces';
 import { TargetError } from '../operator/errors';
 import type { TestIsolation } from '../operator/targets';
 
@@ -47,6 +56,8 @@ export interface CheckResult {
 }
 
 type Sends<T extends { send: unknown }> = Pick<T, 'send'>;
+
+const execFileP = promisify(execFile);
 
 export interface StackClients {
   readonly cloudFormation: Sends<CloudFormationClient>;
@@ -331,6 +342,15 @@ async function secretString(options: GitHubAppCheckOptions, arn: string): Promis
 
 // ---- end-to-end job ----------------------------------------------------------------------------
 
+/** The branch the end-to-end job commits to when --branch does not name one. */
+export const DOCTOR_BRANCH = 'agent-jobs-doctor';
+
+/** One run of the end-to-end check: its workspace and its jobs, which it takes away when it ends. */
+export interface DoctorRun {
+  readonly workspaceId: string;
+  readonly jobIds: readonly string[];
+}
+
 export interface JobCheckOptions {
   /** A repository the platform may push to, and a scratch branch of it that may receive a commit. */
   readonly repoUrl: string;
@@ -338,6 +358,10 @@ export interface JobCheckOptions {
   readonly send: (job: JobRequest) => Promise<unknown>;
   readonly getJob: (jobId: string) => Promise<JobRecord | undefined>;
   readonly clock: Clock;
+  /** Makes what the run needs before it sends (the local platform's scratch branch); says what it made. */
+  readonly prepare?: () => Promise<string | undefined>;
+  /** Takes what the run left away (failed jobs off the DLQs, a fenced workspace), whatever its outcome; says what it did. */
+  readonly cleanUp: (run: DoctorRun) => Promise<string | undefined>;
   /** @default 900 000 (a CodeBuild build starts in a minute or two) */
   readonly timeoutMs?: number;
   /** @default 2 000 */
@@ -349,18 +373,49 @@ export function newFileDiff(file: string, line: string): string {
   return [`diff --git a/${file} b/${file}`, 'new file mode 100644', '--- /dev/null', `+++ b/${file}`, '@@ -0,0 +1 @@', `+${line}`, ''].join('\n');
 }
 
+const JOB_CHECK = 'end-to-end job on a scratch workspace';
+
 /**
  * Sends one apply_patch (adding `.agent-jobs-doctor/<run>.txt` to the scratch branch) and one
  * run_tests that checks the file is there, on a workspace of their own, and waits for both: the
  * queue, the sequencer, the git push credential, the pin, the stage queue, the test runner with
- * its read-only credential, the ledger and the events all take part.
+ * its read-only credential, the ledger and the events all take part. Whatever the outcome (a
+ * failure, a timeout, an interruption: the clock's sleep rejects), `cleanUp` takes what the run
+ * left away, so a smoke check leaves no DLQ message, alarm or fenced workspace behind.
  */
 export async function checkJobEndToEnd(options: JobCheckOptions): Promise<CheckResult> {
-  const check = 'end-to-end job on a scratch workspace';
   const run = `doctor-${options.clock.now().toString(36)}`;
   const file = `.agent-jobs-doctor/${run}.txt`;
   const ids = { patch: `${run}-patch`, tests: `${run}-tests` };
   const common = { workspaceId: run, tenantId: 'agent-jobs-doctor' };
+  let prepared: string | undefined;
+  try {
+    prepared = await options.prepare?.();
+  } catch (error) {
+    return { check: JOB_CHECK, status: 'fail', detail: `could not prepare branch ${options.branch}: ${message(error)}` };
+  }
+  let outcome: CheckResult;
+  try {
+    outcome = await sendAndWait(options, run, file, ids, common);
+  } catch (error) {
+    outcome = { check: JOB_CHECK, status: 'fail', detail: `workspace ${run}: ${isAbort(error) ? 'interrupted' : message(error)}` };
+  }
+  let cleaned: string | undefined;
+  try {
+    cleaned = await options.cleanUp({ workspaceId: run, jobIds: [ids.patch, ids.tests] });
+  } catch (error) {
+    cleaned = `clean-up failed: ${message(error)}`;
+  }
+  const detail = [prepared, outcome.detail, cleaned].filter(Boolean).join('; ');
+  return { ...outcome, detail };
+}
+
+function isAbort(error: unknown): boolean {
+  return error instanceof Error && error.name === 'AbortError';
+}
+
+async function sendAndWait(options: JobCheckOptions, run: string, file: string, ids: { patch: string; tests: string }, common: { workspaceId: string; tenantId: string }): Promise<CheckResult> {
+  const check = JOB_CHECK;
   try {
     await options.send({
       ...common, jobId: ids.patch, type: 'apply_patch',
@@ -379,13 +434,72 @@ export async function checkJobEndToEnd(options: JobCheckOptions): Promise<CheckR
     await options.clock.sleep(options.pollMs ?? 2_000);
   }
   const [patch, tests] = jobs;
-  const state = (id: string, job: JobRecord | undefined) => `${id} ${job?.status ?? 'not in the ledger'}${job?.error ? ` (${job.error.reason}: ${job.error.message})` : ''}`;
   if (patch?.status === 'SUCCEEDED' && tests?.status === 'SUCCEEDED' && tests.result?.['verdict'] === 'passed') {
     return { check, status: 'pass', detail: `workspace ${run}: ${ids.patch} committed ${String(patch.result?.['commitSha'] ?? '?').slice(0, 12)}, ${ids.tests} passed` };
   }
+  if (patch?.error?.reason === 'BRANCH_NOT_FOUND') {
+    // The one thing the operator must make: said with the command that makes it.
+    return { check, status: 'fail', detail: `workspace ${run}: branch ${options.branch} does not exist on ${options.repoUrl}: create it with "git push ${options.repoUrl} HEAD:refs/heads/${options.branch}" from a clone of the repository, then run doctor again` };
+  }
+  const state = (id: string, job: JobRecord | undefined) => `${id} ${job?.status ?? 'not in the ledger'}${job?.error ? ` (${job.error.reason}: ${job.error.message})` : ''}`;
   const timedOut = options.clock.now() >= deadline ? `after ${timeoutMs / 1000} s: ` : '';
   const verdict = tests?.status === 'SUCCEEDED' ? ` (tests ${String(tests.result?.['verdict'])})` : '';
   return { check, status: 'fail', detail: `workspace ${run}: ${timedOut}${state(ids.patch, patch)}, ${state(ids.tests, tests)}${verdict}` };
+}
+
+/** The doctor's name in the ledger, as the one who dismissed its own failed jobs. */
+const DOCTOR_ACTOR = 'agent-jobs doctor';
+
+/**
+ * What a run leaves behind, taken away with the operator's own commands: a FAILED job is dismissed
+ * (its DLQ copy removed), one not started (QUEUED, SKIPPED) cancelled (a skipped one's copy
+ * removed), and its workspace, if fenced, unblocked. A job still running is left to end on its own
+ * (said so); its commit on the scratch branch stays, as the check's evidence.
+ */
+export async function cleanUpScratchRun(connection: Connection, run: DoctorRun): Promise<string | undefined> {
+  const ledger = await connection.ledger();
+  const done: string[] = [];
+  for (const jobId of run.jobIds) {
+    const job = await ledger.getJob(jobId);
+    if (job === undefined || (TERMINAL_STATUSES.includes(job.status) && job.status !== 'FAILED' && job.status !== 'SKIPPED')) continue;
+    try {
+      if (job.status === 'FAILED') {
+        if (job.dismissed === undefined) await dismissJob(connection, jobId, { by: DOCTOR_ACTOR, reason: `smoke check ${run.workspaceId}: the doctor cleans up after itself` });
+        done.push(`${jobId} dismissed`);
+      } else if (CANCELLABLE_STATUSES.includes(job.status)) {
+        await cancelJob(connection, jobId);
+        done.push(`${jobId} cancelled`);
+      } else {
+        done.push(`${jobId} left ${job.status} (it ends on its own; "dlq dismiss ${jobId}" if it fails)`);
+      }
+    } catch (error) {
+      done.push(`${jobId} left ${job.status} (${message(error)})`);
+    }
+  }
+  if ((await ledger.getWorkspace(run.workspaceId))?.state === 'BLOCKED') {
+    await unblockWorkspace(connection, run.workspaceId, 'drop');
+    done.push(`workspace ${run.workspaceId} unblocked`);
+  }
+  return done.length ? `cleaned up: ${done.join(', ')}` : undefined;
+}
+
+/**
+ * On the local platform the doctor makes its scratch branch itself, at the repository's HEAD,
+ * when the repository is one of the platform's and lacks it (created only if still absent: `git
+ * update-ref` with an empty old value). Elsewhere the job finds out, and the check says what to make.
+ */
+export async function ensureLocalBranch(stateDir: string, repoUrl: string, branch: string): Promise<string | undefined> {
+  const gitDir = platformRepositoryOf(stateDir, repoUrl);
+  if (gitDir === undefined) return undefined;
+  const git = (...args: string[]) => execFileP('git', ['--git-dir', gitDir, ...args], { encoding: 'utf8' });
+  const ref = `refs/heads/${branch}`;
+  await git('check-ref-format', ref).catch(() => {
+    throw new Error(`"${branch}" is not a valid branch name`);
+  });
+  if (await git('rev-parse', '--verify', '--quiet', ref).then(() => true, () => false)) return undefined;
+  const head = (await git('rev-parse', '--verify', 'HEAD^{commit}')).stdout.trim();
+  await git('update-ref', ref, head, '');
+  return `created branch ${branch} at ${head.slice(0, 12)}`;
 }
 
 // ---- a deployed stack ----------------------------------------------------------------------------

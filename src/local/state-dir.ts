@@ -38,3 +38,15 @@ export const REPOSITORIES_DIR = 'repos';
 export function repositoryDir(stateDir: string, name: string): string {
   return path.join(stateDir, REPOSITORIES_DIR, `${name}.git`);
 }
+
+/** The bare repository behind one of the local git server's URLs (`<gitUrl>/<name>.git`), if it is there. */
+export function platformRepositoryOf(stateDir: string, repoUrl: string): string | undefined {
+  let name: string;
+  try {
+    name = path.posix.basename(new URL(repoUrl).pathname, '.git');
+  } catch {
+    return undefined;
+  }
+  const dir = repositoryDir(stateDir, name);
+  return /^[A-Za-z0-9._-]+$/.test(name) && existsSync(dir) ? dir : undefined;
+}

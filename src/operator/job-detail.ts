@@ -8,12 +8,10 @@
  * readable here; on a stack the commit is named and the host shows it.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { cancelRule } from '../core/ledger';
 import type { JobRecord } from '../core/ports';
-import { repositoryDir } from '../local/state-dir';
+import { platformRepositoryOf } from '../local/state-dir';
 import type { Connection } from './connection';
 import { dlqRows, isOnDlq, nextStep, type DlqRow } from './dlq';
 import { readJobLogs, type JobLogs } from './job-logs';
@@ -84,7 +82,7 @@ async function jobCommit(target: Target, job: JobRecord, repo: { url: string; br
       : undefined;
   if (commit === undefined) return undefined;
   if (!target.local) return { ...commit, unavailable: `the repository is on your git host: ${commit.repoUrl ?? 'its URL'} at ${commit.sha}` };
-  const gitDir = commit.repoUrl ? localRepository(target.local.stateDir, commit.repoUrl) : undefined;
+  const gitDir = commit.repoUrl ? platformRepositoryOf(target.local.stateDir, commit.repoUrl) : undefined;
   if (gitDir === undefined) return { ...commit, unavailable: 'not a repository of this platform' };
   try {
     const { stdout } = await execFileP('git', ['--git-dir', gitDir, 'show', '--no-color', '--format=fuller', '--patch', commit.sha], { maxBuffer: 64 * 1024 * 1024, encoding: 'buffer' });
@@ -93,16 +91,4 @@ async function jobCommit(target: Target, job: JobRecord, repo: { url: string; br
   } catch (error) {
     return { ...commit, unavailable: `git show failed: ${(error as Error).message.split('\n')[0] ?? ''}` };
   }
-}
-
-/** The bare repository behind one of the local git server's URLs (`<gitUrl>/<name>.git`), if it is there. */
-function localRepository(stateDir: string, repoUrl: string): string | undefined {
-  let name: string;
-  try {
-    name = path.posix.basename(new URL(repoUrl).pathname, '.git');
-  } catch {
-    return undefined;
-  }
-  const dir = repositoryDir(stateDir, name);
-  return /^[A-Za-z0-9._-]+$/.test(name) && existsSync(dir) ? dir : undefined;
 }

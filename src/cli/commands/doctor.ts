@@ -21,7 +21,7 @@ export const doctor: CommandSpec<CliContext> = {
   summary: 'smoke-check a deployed stack (outputs, an alarm notification, the secrets) or the local platform (test isolation), and one job end to end',
   options: {
     repo: { type: 'string', valueName: 'url', description: 'repository for the end-to-end job (the platform pushes to it)' },
-    branch: { type: 'string', valueName: 'name', description: 'a scratch branch of --repo: the job commits one file under .agent-jobs-doctor/ to it' },
+    branch: { type: 'string', valueName: 'name', description: 'a scratch branch of --repo: the job commits one file under .agent-jobs-doctor/ to it (default agent-jobs-doctor; the local platform creates it)' },
     timeout: { type: 'string', valueName: 'seconds', description: `how long the end-to-end job may take (default ${DEFAULT_JOB_TIMEOUT_SECONDS})` },
     'skip-alarm': { type: 'boolean', description: "do not set an alarm to ALARM (its test notification reaches the topic's subscribers)" },
     'github-api': { type: 'string', valueName: 'url', description: "GitHub's REST API, where a GitHub App's installation on --repo is checked (default https://api.github.com)" },
@@ -29,17 +29,19 @@ export const doctor: CommandSpec<CliContext> = {
   notes: [
     'With --stack: every output answers, one alarm set to ALARM notifies the topic (then back to OK),',
     'every secret holds its documented shape (values are never printed), and a GitHub App in a secret is',
-    'installed on --repo with contents: write and pull_requests: write. With --repo and --branch, also',
-    'an apply_patch and a run_tests on a workspace of their own. On the local platform, how test commands are',
-    'isolated (WARN below the full sandbox, naming what is missing). Exit code 1 when a check fails.',
-    'Example: agent-jobs doctor --stack AgentJobs-prod --region eu-west-1 --repo https://github.com/acme/app.git --branch agent-jobs-doctor',
+    'installed on --repo with contents: write and pull_requests: write. With --repo, also an apply_patch and a',
+    'run_tests on a workspace of their own, on the scratch branch (the local platform creates it; on a stack the',
+    'check says the command that creates it). Whatever the outcome, even after Ctrl-C, the run takes away what it',
+    'left: a failed job is dismissed, a skipped one cancelled, its workspace unblocked. On the local platform,',
+    'how test commands are isolated (WARN below the full sandbox, naming what is missing). Exit code 1 when a check fails.',
+    'Example: agent-jobs doctor --stack AgentJobs-prod --region eu-west-1 --repo https://github.com/acme/app.git',
   ],
   async run(ctx, { values }) {
     const repoUrl = stringOption(values, 'repo');
-    const branch = stringOption(values, 'branch');
-    if ((repoUrl === undefined) !== (branch === undefined)) throw new UsageError('--repo and --branch go together', PATH);
+    if (repoUrl === undefined && values['branch'] !== undefined) throw new UsageError('--branch needs --repo (the repository the end-to-end job commits to)', PATH);
+    const { checkJobEndToEnd, checkStack, cleanUpScratchRun, DOCTOR_BRANCH, ensureLocalBranch, stackClients } = loadDoctor();
+    const branch = stringOption(values, 'branch') ?? DOCTOR_BRANCH;
     const timeoutSeconds = numberOption(values, 'timeout', PATH) ?? DEFAULT_JOB_TIMEOUT_SECONDS;
-    const { checkJobEndToEnd, checkStack, stackClients } = loadDoctor();
     const target = await ctx.target();
     const results: CheckResult[] = [];
 
@@ -64,21 +66,27 @@ export const doctor: CommandSpec<CliContext> = {
       results.push(loadDoctor().checkTestIsolation(target.local?.testIsolation));
     }
 
-    if (repoUrl !== undefined && branch !== undefined) {
+    if (repoUrl !== undefined) {
       const { sqs, s3 } = await ctx.clients();
       const diffStore = target.diffBucket ? new (loadDiffStore().S3DiffStore)(s3, target.diffBucket) : undefined;
       const ledger = await ctx.ledger();
+      const { local } = target;
+      // Ctrl-C ends the wait, not the process: the run then takes away what it left.
+      const interrupt = new AbortController();
+      void ctx.io.untilInterrupted().then(() => interrupt.abort());
       ctx.note(`sending one apply_patch and one run_tests to ${repoUrl} ${branch} (up to ${timeoutSeconds} s)`);
       results.push(await checkJobEndToEnd({
         repoUrl,
         branch,
         send: (job) => loadProducer().enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore }),
         getJob: (jobId) => ledger.getJob(jobId),
-        clock: systemClock,
+        clock: { now: systemClock.now, sleep: (ms) => sleep(ms, undefined, { signal: interrupt.signal }) },
+        ...(local && { prepare: () => ensureLocalBranch(local.stateDir, repoUrl, branch) }),
+        cleanUp: (run) => cleanUpScratchRun(ctx, run),
         timeoutMs: timeoutSeconds * 1000,
       }));
     } else {
-      results.push({ check: 'end-to-end job on a scratch workspace', status: 'skip', detail: 'pass --repo and --branch (a scratch branch) to run one' });
+      results.push({ check: 'end-to-end job on a scratch workspace', status: 'skip', detail: 'pass --repo (and --branch, a scratch branch) to run one' });
     }
 
     const failed = results.filter((r) => r.status === 'fail').length;
