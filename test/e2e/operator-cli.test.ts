@@ -308,6 +308,7 @@ const JSON_RUNS: Record<string, readonly (readonly string[])[] | string> = {
   'dlq show': [['dlq', 'show', 'poison-1']],
   'dlq redrive': [['dlq', 'redrive', 'p1']],
   'dlq peek': [['dlq', 'peek']],
+  'dlq dismiss': [['dlq', 'dismiss', 'poison-2', '--reason', 'audit'], ['dlq', 'dismiss', 'p1', '--reason', 'audit']],
   cancel: [['cancel', 'p1']],
   unfinished: [['unfinished']],
   doctor: [['doctor']],

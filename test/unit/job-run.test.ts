@@ -291,6 +291,21 @@ describe('JobRun: claim kinds', () => {
     expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: verdict.status, attempt: 1 });
   });
 
+  it('finished and dismissed: a redelivery (a re-send, a redrive the dismissal revoked) is acknowledged without a DLQ copy or an event', async () => {
+    const p = pipeline();
+    await recorded(p.ledger, { status: 'FAILED', error: { reason: 'PATCH_DOES_NOT_APPLY', message: 'stale' } });
+    const token = 'redrive-1';
+    await p.ledger.authorizeRedrive({ jobId: job.jobId, token, now: NOW });
+    await p.ledger.dismiss({ jobId: job.jobId, dismissal: { by: 'alice', reason: 'sent again as job-2', at: new Date(NOW).toISOString() }, now: NOW });
+    const proc = processor();
+
+    expect(await p.deliver(proc, jobRecord(job, { attributes: { [REDRIVE_ATTRIBUTE]: token } }))).toBe(true);
+
+    expect(proc.runs).toEqual([]);
+    expect([...p.queue.calls, ...p.events, ...p.metrics]).toEqual([]);
+    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'FAILED', attempt: 1, dismissed: { by: 'alice' } });
+  });
+
   it('staged: the sequencer acknowledges a pinned job its stage consumer is running, and reports nothing', async () => {
     const p = pipeline({ consumer: 'sequencer' });
     await recorded(p.ledger, { status: 'FORWARDED', pin: PIN });
