@@ -154,6 +154,7 @@ function jobActions(detail: JobDetail): Html {
     actions.unblock ? html`<a class="button" href="${workspaceHref(job.workspaceId)}/unblock?mode=replay">Unblock the workspace and replay&hellip;</a> <a class="button" href="${workspaceHref(job.workspaceId)}/unblock?mode=drop">Unblock and drop&hellip;</a>` : '',
     actions.redrive ? html`<a class="button" href="/dlq/redrive?job=${encodeURIComponent(job.jobId)}">Redrive&hellip;</a>` : '',
     actions.cancel ? html`<a class="button" href="${jobHref(job.jobId)}/cancel">Cancel&hellip;</a>` : '',
+    actions.dismiss ? html`<a class="button" href="${jobHref(job.jobId)}/dismiss">Dismiss the failure&hellip;</a>` : '',
   ].filter((l) => l !== '');
   return links.length ? html`<div class="actions" role="group" aria-label="Actions">${links}</div>` : html``;
 }
@@ -264,12 +265,19 @@ ${
   },
 };
 
+/** A text the operator types into a confirmation (a dismissal's reason): required. */
+export interface ConfirmInput {
+  readonly name: string;
+  readonly label: string;
+}
+
 /** A confirmation: what the action will do, then a form that posts it (with the token) or a way back. */
-export function confirmForm(options: { action: string; fields: Readonly<Record<string, string>>; token: string; submit: string; back: string; what: Html }): Html {
+export function confirmForm(options: { action: string; fields: Readonly<Record<string, string>>; inputs?: readonly ConfirmInput[]; token: string; submit: string; back: string; what: Html }): Html {
   return html`<section class="confirm" aria-labelledby="confirm-h"><h2 id="confirm-h">Confirm</h2>${options.what}
 <form method="post" action="${options.action}">
   <input type="hidden" name="${TOKEN_FIELD}" value="${options.token}">
   ${Object.entries(options.fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}
+  ${(options.inputs ?? []).map((input) => html`<p><label for="input-${input.name}">${input.label}</label> <input type="text" id="input-${input.name}" name="${input.name}" required maxlength="500"></p>`)}
   <button type="submit" class="danger">${options.submit}</button> <a href="${options.back}">Cancel, go back</a>
 </form></section>`;
 }
@@ -282,7 +290,7 @@ export async function unblockPreview(connection: Connection, workspaceId: string
   const kept = mine.filter((r) => r.status !== 'SKIPPED');
   return html`<p>Lift the fence of workspace <strong>${workspaceId}</strong>, then ${mode === 'replay' ? 'send its skipped jobs back to the queue, in their order' : 'drop its skipped jobs (recorded CANCELLED)'}: the same as <code>agent-jobs workspace unblock ${workspaceId} --${mode}</code>.</p>
 ${skipped.length ? html`<p>${mode === 'replay' ? 'Replayed' : 'Dropped'}, in this order:</p><ol>${skipped.map((r) => html`<li><a href="${jobHref(r.jobId)}">${r.jobId}</a> (${r.type})</li>`)}</ol>` : html`<p>No skipped job of it waits on the DLQ.</p>`}
-${kept.length ? html`<p>Left on the DLQ, behind them: ${kept.map((r, i) => html`${i ? ', ' : ''}<a href="${jobHref(r.jobId)}">${r.jobId}</a> (${r.status}${r.reason ? ` ${r.reason}` : ''})`)}. Redrive the failed job once its cause is repaired.</p>` : ''}`;
+${kept.length ? html`<p>Left on the DLQ, behind them: ${kept.map((r, i) => html`${i ? ', ' : ''}<a href="${jobHref(r.jobId)}">${r.jobId}</a> (${r.status}${r.reason ? ` ${r.reason}` : ''})`)}. Redrive the failed job once its cause is repaired, or dismiss it.</p>` : ''}`;
 }
 
 /** A job's line for a confirmation page. */

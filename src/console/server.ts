@@ -8,7 +8,8 @@
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { cancelJob, connect, OperatorError, readJob, redrive, unblockWorkspace, type ProblemKind } from '../operator';
+import { userInfo } from 'node:os';
+import { cancelJob, connect, dismissalWords, dismissJob, InvalidRequestError, OperatorError, readJob, redrive, unblockWorkspace, type ProblemKind } from '../operator';
 import type { ResolveOptions } from '../operator/targets';
 import { changeRefusal, hasSession, newToken, originRefusal, sameToken, sessionCookie, TOKEN_FIELD, type ConsoleAuth } from './auth';
 import { jobHref, workspaceHref } from './format';
@@ -166,6 +167,15 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       await page(response, 200, `Cancel ${jobId}`, '/workspaces', confirmForm({ action: url.pathname, fields: {}, token, submit: 'Cancel the job', back: jobHref(jobId), what }));
       return true;
     }
+    const dismiss = /^\/jobs\/([^/]+)\/dismiss$/.exec(url.pathname);
+    if (dismiss) {
+      const jobId = decodeURIComponent(dismiss[1] ?? '');
+      const { job } = await readJob(connection, jobId);
+      const what = html`<p>Record the failure of ${jobLine(job)} as dealt with, with your reason, and remove its DLQ copy: it never runs again. The same as <code>agent-jobs dlq dismiss ${jobId} --reason ...</code>. A workspace it blocked stays BLOCKED until you unblock it.</p>`;
+      const form = confirmForm({ action: url.pathname, fields: {}, inputs: [{ name: 'reason', label: 'Why it needs no redrive' }], token, submit: 'Dismiss the failure', back: jobHref(jobId), what });
+      await page(response, 200, `Dismiss ${jobId}`, '/dlq', form);
+      return true;
+    }
     return false;
   }
 
@@ -190,6 +200,19 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       const jobId = decodeURIComponent(cancel[1] ?? '');
       const cancelled = await cancelJob(connection, jobId);
       return outcome(response, `Cancelled: ${jobId}`, html`<p>${cancelled.previous} &rarr; CANCELLED: ${cancelled.effect}.</p>`, jobHref(jobId));
+    }
+    const dismiss = /^\/jobs\/([^/]+)\/dismiss$/.exec(url.pathname);
+    if (dismiss) {
+      const jobId = decodeURIComponent(dismiss[1] ?? '');
+      const reason = (form.get('reason') ?? '').trim();
+      if (reason === '') throw new InvalidRequestError('a dismissal needs a reason: say why the job needs no redrive');
+      // The console has one operator, the user who started it: the dismissal names them.
+      const result = await dismissJob(connection, jobId, { by: `${userInfo().username} (console)`, reason });
+      const blocked = result.blockedWorkspace;
+      const body = html`<p>FAILED, ${result.job.dismissed ? dismissalWords(result.job.dismissed) : 'dismissed'}: ${result.removed} copy removed from the ${result.queue} DLQ.</p>${
+        blocked ? html`<p>Workspace <a href="${workspaceHref(blocked.workspaceId)}">${blocked.workspaceId}</a> stays BLOCKED: unblock it to replay or drop its skipped jobs.</p>` : ''
+      }`;
+      return outcome(response, `Dismissed: ${jobId}`, body, jobHref(jobId));
     }
     return send(response, 404, html`no such action`);
   }

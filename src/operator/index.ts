@@ -15,7 +15,7 @@ export { countByStatus, readOverview, workspaceJobs, workspaceState, type Worksp
 export { conflictSummary, jobSucceeded, jobSummary, publicConflict, publicJob, publicWorkspace, shortSha, statusLabel, type PublicConflict, type PublicJob } from './views';
 export { cancelJob, listUnfinished, readJob, readJobs, requireJob, type Cancelled, type JobState } from './jobs';
 export { listJobsOfWorkspace, readWorkspaceStanding, requireWorkspace, unblockWorkspace, type WorkspaceStanding, type Unblocked, type UnblockedJob, type UnblockMode } from './workspaces';
-export { dlqRows, listDlq, nextStep, peekDlq, redrive, selectQueues, showDlqJob, type DlqJob, type DlqListing, type DlqRow, type PeekedMessage, type RedriveResult } from './dlq';
+export { dismissalWords, dismissJob, dlqRows, listDlq, nextStep, peekDlq, redrive, selectQueues, showDlqJob, type Dismissal, type DlqJob, type DlqListing, type DlqRow, type PeekedMessage, type RedriveResult } from './dlq';
 export { DEFAULT_TENANT, enqueueJob, type Enqueued } from './enqueue';
 export { readJobLogs, readRunOutputs, type JobLogs, type LogsLine } from './job-logs';
 export { listWorkspaceSummaries, type WorkspaceFilter, type WorkspaceSummary } from './overview';

@@ -72,7 +72,7 @@ beforeAll(async () => {
   // The printed URL: its token becomes the session cookie, then it leaves the address bar.
   await page.goto(consoleUrl);
   expect(new URL(page.url()).search).toBe('');
-  source = await makeRepository({ 'app.txt': 'one\n', 'test.sh': '#!/bin/sh\ngrep -q one app.txt\n' }, ['live', 'fenced', 'pr', 'token']);
+  source = await makeRepository({ 'app.txt': 'one\n', 'test.sh': '#!/bin/sh\ngrep -q one app.txt\n' }, ['live', 'fenced', 'pr', 'token', 'dismissed']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'console'])).url;
   poisonDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-'));
 });
@@ -170,6 +170,25 @@ test('a failed job is redriven from the DLQ page and succeeds once its cause is 
   expect(done).toMatchObject({ attempt: 2, result: { number: expect.any(Number) } });
   await open('/dlq');
   await expect(page.locator('#job-pr-open').count()).resolves.toBe(0);
+});
+
+test('a failed job is dismissed from its page with a reason: off the DLQ, its workspace still BLOCKED', async () => {
+  const poison = await poisonPatch();
+  await platform.cliJson(applyPatchArgs('ws-dismissed', 'dismissed-poison', repoUrl, 'dismissed', poison, 'Poison'));
+  expect((await platform.cli(['wait', 'dismissed-poison', '--timeout', '150'])).code).toBe(1);
+
+  await open('/jobs/dismissed-poison');
+  await page.getByRole('link', { name: 'Dismiss the failure…' }).click();
+  await page.getByRole('heading', { name: 'Confirm' }).waitFor();
+  await page.getByLabel('Why it needs no redrive').fill('the agent sent a rewritten patch');
+  await page.getByRole('button', { name: 'Dismiss the failure' }).click();
+  await page.getByRole('status').getByText('Done').waitFor();
+  await expect(page.getByRole('status').textContent()).resolves.toMatch(/dismissed by .+ \(console\) at .+ \(the agent sent a rewritten patch\): 1 copy removed from the agent-jobs DLQ.*Workspace ws-dismissed stays BLOCKED/s);
+
+  expect(await platform.cliJson(['status', 'dismissed-poison'])).toMatchObject({ status: 'FAILED', dismissed: { reason: 'the agent sent a rewritten patch' } });
+  expect((await platform.cliLines<{ jobId: string }>(['dlq', 'list'])).map((r) => r.jobId)).not.toContain('dismissed-poison');
+  await open('/jobs/dismissed-poison');
+  await expect(page.getByRole('link', { name: 'Dismiss the failure…' }).count()).resolves.toBe(0);
 });
 
 /** A raw HTTP request to the console (not the browser's): what another client or origin could send. */

@@ -2,10 +2,7 @@
  * The fence through the CLI: a poison patch blocks its workspace, later jobs are skipped onto the
  * DLQ, and the operator drops or replays them with `workspace unblock`; `cancel` beats delivery.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import { applyPatchArgs, diffChain, makeRepository, poisonPatch, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(240_000);
 
@@ -34,15 +31,12 @@ beforeAll(async () => {
   platform = await startPlatform();
   source = await makeRepository({ 'app.txt': 'one\n' }, ['drop', 'replay', 'cancel', 'redrive']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'fenced'])).url;
-  // Context that is not in app.txt: the patch can never apply.
-  poison = path.join(await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-')), 'poison.diff');
-  await writeFile(poison, ['diff --git a/app.txt b/app.txt', '--- a/app.txt', '+++ b/app.txt', '@@ -1 +1 @@', '-not the content', '+two', ''].join('\n'));
+  poison = await poisonPatch();
 });
 
 afterAll(async () => {
   await platform?.stop();
   await removeScratch();
-  await rm(path.dirname(poison), { recursive: true, force: true });
 });
 
 async function blockWorkspace(ws: string, branch: string, later: readonly { jobId: string; diff: string }[]): Promise<void> {

@@ -5,10 +5,7 @@
  * the replay) agrees about what waits there. The DLQ depth is read as the alarm reads it
  * (ApproximateNumberOfMessages* of the DLQ): emulated here by fauxqs.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import { applyPatchArgs, diffChain, makeRepository, poisonPatch, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(240_000);
 
@@ -37,15 +34,12 @@ beforeAll(async () => {
   platform = await startPlatform();
   source = await makeRepository({ 'app.txt': 'one\n' }, ['dismiss', 'cancelled']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'dismissed'])).url;
-  // Context that is not in app.txt: the patch can never apply.
-  poison = path.join(await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-')), 'poison.diff');
-  await writeFile(poison, ['diff --git a/app.txt b/app.txt', '--- a/app.txt', '+++ b/app.txt', '@@ -1 +1 @@', '-not the content', '+two', ''].join('\n'));
+  poison = await poisonPatch();
 });
 
 afterAll(async () => {
   await platform?.stop();
   await removeScratch();
-  await rm(path.dirname(poison), { recursive: true, force: true });
 });
 
 /** A poison patch blocks `ws`; `later` is skipped behind it. */

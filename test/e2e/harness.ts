@@ -285,6 +285,13 @@ export async function diffChain(sourceDir: string, steps: readonly Record<string
   return files;
 }
 
+/** A patch whose context is not in `app.txt` (`one\n`): it can never apply, so it fails and blocks its workspace. */
+export async function poisonPatch(): Promise<string> {
+  const file = path.join(await scratchDir('agent-jobs-poison-'), 'poison.diff');
+  await writeFile(file, ['diff --git a/app.txt b/app.txt', '--- a/app.txt', '+++ b/app.txt', '@@ -1 +1 @@', '-not the content', '+two', ''].join('\n'));
+  return file;
+}
+
 /** `enqueue --type apply_patch` arguments. */
 export function applyPatchArgs(workspace: string, jobId: string, repoUrl: string, branch: string, diffFile: string, message: string): string[] {
   return ['enqueue', '--type', 'apply_patch', '--workspace', workspace, '--job-id', jobId, '--repo', repoUrl, '--branch', branch, '--diff-file', diffFile, '--message', message];
