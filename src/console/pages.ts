@@ -277,7 +277,7 @@ export function confirmForm(options: { action: string; fields: Readonly<Record<s
 <form method="post" action="${options.action}">
   <input type="hidden" name="${TOKEN_FIELD}" value="${options.token}">
   ${Object.entries(options.fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}
-  ${(options.inputs ?? []).map((input) => html`<p><label for="input-${input.name}">${input.label}</label> <input type="text" id="input-${input.name}" name="${input.name}" required maxlength="500"></p>`)}
+  ${(options.inputs ?? []).map((input) => html`<p><label for="input-${input.name}">${input.label}</label> <input type="text" id="input-${input.name}" name="${input.name}" required></p>`)}
   <button type="submit" class="danger">${options.submit}</button> <a href="${options.back}">Cancel, go back</a>
 </form></section>`;
 }

@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { userInfo } from 'node:os';
-import { cancelJob, connect, dismissalWords, dismissJob, InvalidRequestError, OperatorError, readJob, redrive, unblockWorkspace, type ProblemKind } from '../operator';
+import { cancelJob, connect, dismissalWords, dismissJob, OperatorError, readJob, redrive, unblockWorkspace, type ProblemKind } from '../operator';
 import type { ResolveOptions } from '../operator/targets';
 import { changeRefusal, hasSession, newToken, originRefusal, sameToken, sessionCookie, TOKEN_FIELD, type ConsoleAuth } from './auth';
 import { jobHref, workspaceHref } from './format';
@@ -204,8 +204,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     const dismiss = /^\/jobs\/([^/]+)\/dismiss$/.exec(url.pathname);
     if (dismiss) {
       const jobId = decodeURIComponent(dismiss[1] ?? '');
-      const reason = (form.get('reason') ?? '').trim();
-      if (reason === '') throw new InvalidRequestError('a dismissal needs a reason: say why the job needs no redrive');
+      const reason = form.get('reason') ?? '';
       // The console has one operator, the user who started it: the dismissal names them.
       const result = await dismissJob(connection, jobId, { by: `${userInfo().username} (console)`, reason });
       const blocked = result.blockedWorkspace;

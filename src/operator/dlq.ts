@@ -347,6 +347,9 @@ export async function removeDlqCopies(connection: Connection, job: JobRecord): P
   return { queue: queue.name, removed, left };
 }
 
+/** The longest reason (and name) a dismissal keeps: a note for people, not a document (the ledger item stays small). */
+export const DISMISSAL_TEXT_LIMIT = 500;
+
 export interface Dismissal extends RemovedCopies {
   readonly job: JobRecord;
   /** Dismissed before (a retry): the first dismissal is kept; any copy left by an interruption is removed now. */
@@ -363,8 +366,14 @@ export interface Dismissal extends RemovedCopies {
  * "workspace unblock"'s decision, not this one's (decisions §31).
  */
 export async function dismissJob(connection: Connection, jobId: string, dismissal: Omit<JobDismissal, 'at'>, now = Date.now()): Promise<Dismissal> {
+  const reason = dismissal.reason.trim();
+  const by = dismissal.by.trim();
+  if (reason === '') throw new InvalidRequestError('a dismissal needs a reason: say why the job needs no redrive (it is kept in the ledger)');
+  if (reason.length > DISMISSAL_TEXT_LIMIT || by.length > DISMISSAL_TEXT_LIMIT || by === '') {
+    throw new InvalidRequestError(`a dismissal's reason and who made it are 1 to ${DISMISSAL_TEXT_LIMIT} characters each`);
+  }
   const ledger = await connection.ledger();
-  const outcome = await ledger.dismiss({ jobId, dismissal: { ...dismissal, at: new Date(now).toISOString() }, now });
+  const outcome = await ledger.dismiss({ jobId, dismissal: { by, reason, at: new Date(now).toISOString() }, now });
   const { record } = outcome;
   if (record === undefined) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await connection.target()).label}: nothing to dismiss`);
   if (outcome.kind === 'refused') throw new OutcomeError(dismissRefusalWords(record));

@@ -64,6 +64,10 @@ test('dlq dismiss: a FAILED job is recorded as dealt with (who, why, when), its 
   // What it does not apply to is refused, naming why and what applies instead.
   const noReason = await platform.cli(['dlq', 'dismiss', 'ws-dismiss-poison']);
   expect([noReason.code, noReason.stderr]).toEqual([2, expect.stringContaining('--reason')]);
+  for (const reason of ['  ', 'x'.repeat(501)]) {
+    const bad = await platform.cli(['dlq', 'dismiss', 'ws-dismiss-poison', '--reason', reason]);
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringMatching(/a dismissal/)]);
+  }
   const skipped = await platform.cli(['dlq', 'dismiss', 'dismiss-1', '--reason', 'not wanted']);
   expect([skipped.code, skipped.stderr]).toEqual([1, expect.stringMatching(/dismiss-1 is SKIPPED.*cancel dismiss-1.*workspace unblock ws-dismiss --drop/)]);
   const unknown = await platform.cli(['dlq', 'dismiss', 'no-such-job', '--reason', 'x']);

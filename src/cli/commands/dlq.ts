@@ -12,7 +12,7 @@ import { dismissalWords, dismissJob, listDlq, peekDlq, redrive, showDlqJob, type
 import { publicJob } from '../../operator/views';
 import { requireString, stringOption, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
-import { EXIT, UsageError } from '../errors';
+import { EXIT } from '../errors';
 import { table } from '../output';
 import { jobFields } from '../views';
 
@@ -127,8 +127,7 @@ export const dlqDismiss: CommandSpec<CliContext> = {
     `Exit codes: 0 dismissed (now or before); 1 the job is not FAILED; ${EXIT.notFound} the ledger does not know the job id.`,
   ],
   async run(ctx, { positionals, values }) {
-    const reason = requireString(values, 'reason', this.path).trim();
-    if (reason === '') throw new UsageError('--reason must say why (it is kept in the ledger)', this.path);
+    const reason = requireString(values, 'reason', this.path);
     const jobId = positionals[0] ?? '';
     const result = await dismissJob(ctx, jobId, { by: stringOption(values, 'by') ?? whoRuns(), reason });
     const { job, blockedWorkspace: blocked } = result;
