@@ -114,5 +114,41 @@ describe('hostile redrives (sequencer and CLI, first delivery)', () => {
       await suite.deliverOnce();
       expect(await suite.ledger().getJob(failing.jobId)).toMatchObject({ attempt: 2 });
     });
+
+    it('a dismissal removes the job\'s own copy and leaves a forged one under its id, reported', async () => {
+      const ws = await suite.newWorkspace();
+      const { failing } = await forgedCopyAhead(ws);
+
+      const dismissed = await suite.cli('dlq', 'dismiss', failing.jobId, '--reason', 'not needed', '--json');
+
+      expect(dismissed.code).toBe(0);
+      expect(JSON.parse(dismissed.stdout)).toMatchObject({ removed: 1, left: [{ jobId: failing.jobId, why: expect.stringMatching(/^not this job's copy: its body is not a job/) }] });
+      expect((await suite.peekDlq()).filter((m) => m.MessageAttributes?.jobId?.StringValue === failing.jobId).map((m) => m.MessageAttributes?.reason?.StringValue)).toEqual(['INVALID_JOB']);
+    });
+  });
+
+  describe('a job settled off the DLQ (dismissed, cancelled) and a copy left of it', () => {
+    const dismissal = { by: 'alice', reason: 'dealt with', at: new Date().toISOString() };
+    const messagesOf = async (...jobIds: string[]) => (await suite.peekDlq()).filter((m) => jobIds.includes(m.MessageAttributes?.jobId?.StringValue ?? ''));
+
+    it('removes the copy an interrupted dismissal or cancel left: the dismissal run again, the unblock of its workspace', async () => {
+      const ws = await suite.newWorkspace();
+      const failing = await blockingFailure(ws);
+      const skipped = applyPatchJob(ws);
+      await suite.sendRaw(ws, skipped);
+      await suite.deliverOnce();
+      // Each command recorded its change in the ledger, then stopped before it removed the copy.
+      expect(await suite.ledger().dismiss({ jobId: failing.jobId, dismissal, now: Date.now() })).toMatchObject({ kind: 'dismissed' });
+      expect(await suite.ledger().cancel(skipped.jobId, Date.now())).toMatchObject({ cancelled: true, previous: 'SKIPPED' });
+
+      const again = await suite.cli('dlq', 'dismiss', failing.jobId, '--reason', 'retried', '--json');
+      const unblocked = await suite.cli('workspace', 'unblock', ws.workspaceId, '--replay', '--json');
+
+      expect(again.code).toBe(0);
+      expect(JSON.parse(again.stdout)).toMatchObject({ alreadyDismissed: true, removed: 1, dismissed: { by: 'alice', reason: 'dealt with' }, workspace: { state: 'BLOCKED' } });
+      expect(JSON.parse(unblocked.stdout)).toMatchObject({ workspace: { state: 'ACTIVE' }, jobs: [{ jobId: skipped.jobId, action: 'removed', status: 'CANCELLED' }] });
+      expect(await messagesOf(failing.jobId, skipped.jobId)).toEqual([]);
+      expect(await suite.ledger().getJob(skipped.jobId)).toMatchObject({ status: 'CANCELLED', attempt: 1 });
+    });
   });
 });
