@@ -150,5 +150,20 @@ describe('hostile redrives (sequencer and CLI, first delivery)', () => {
       expect(await messagesOf(failing.jobId, skipped.jobId)).toEqual([]);
       expect(await suite.ledger().getJob(skipped.jobId)).toMatchObject({ status: 'CANCELLED', attempt: 1 });
     });
+
+    it('a cancel run again after an interruption removes the copy its first run left, and still says the job was cancelled already', async () => {
+      const ws = await suite.newWorkspace();
+      await blockingFailure(ws);
+      const skipped = applyPatchJob(ws);
+      await suite.sendRaw(ws, skipped);
+      await suite.deliverOnce();
+      await suite.ledger().cancel(skipped.jobId, Date.now());
+
+      const again = await suite.cli('cancel', skipped.jobId);
+
+      expect([again.code, again.stderr]).toEqual([1, expect.stringContaining(`job ${skipped.jobId} is CANCELLED already; the DLQ copy an interrupted cancel left is removed now`)]);
+      expect(await messagesOf(skipped.jobId)).toEqual([]);
+      expect((await suite.cli('cancel', skipped.jobId)).stderr).not.toContain('removed now');
+    });
   });
 });
