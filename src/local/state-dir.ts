@@ -33,6 +33,8 @@ export const OUTPUT_KEEP_BYTES = 1024 * 1024;
  * platform and test checkouts in, so people read a repository here: `git clone <stateDir>/repos/<name>.git`.
  */
 export const REPOSITORIES_DIR = 'repos';
+/** `<stateDir>/dlq-copies`: what the platform put on its DLQs, so a restart can put it back (dlq-copies.ts). */
+export const DLQ_COPIES_DIR = 'dlq-copies';
 
 /** The bare repository `<name>` of the platform at `stateDir`. */
 export function repositoryDir(stateDir: string, name: string): string {
