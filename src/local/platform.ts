@@ -5,8 +5,9 @@
  * topology that feeds the same handler code as on AWS, wired to local adapters.
  * `<stateDir>/platform.json` tells the CLI where everything is while it runs.
  *
- * State: the ledger (when persisting), the git repositories, test runs and pull requests survive a
- * restart; queued messages do not, because fauxqs keeps queues in memory only. The ports survive
+ * State: the ledger (when persisting), the git repositories, test runs, pull requests and what
+ * waits on a DLQ (dlq-copies.ts) survive a restart; other queued messages do not, because fauxqs
+ * keeps queues in memory only. The ports survive
  * too (stable-ports.ts), so repository and queue URLs stay the same. One platform runs per state
  * directory, locked before anything is deleted or started (state-lock.ts); a persisted ledger is
  * checked against what the directory recorded before anything runs on it (persisted-ledger.ts).
@@ -35,6 +36,7 @@ import { pollingOrder, startQueuePoller, type QueuePoller } from './poller';
 import { LocalPullRequestStore } from './pr-store';
 import { isProcessAlive } from '../adapters/system';
 import { announceMissedOutcomes } from './missed-outcomes';
+import { DlqCopyStore, restoreDlqCopies, saveDlqSends, type RestoredDlqs } from './dlq-copies';
 import { releaseOrphanedLeases } from './orphaned-leases';
 import { choosePorts, explainBindFailure, portOf, readRecordedPorts, recordPorts } from './stable-ports';
 import { prepareLedger } from './persisted-ledger';
@@ -195,6 +197,11 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
   const unfinished = await releaseOrphanedLeases(ledger, Date.now());
   const events = new JsonlEventLog(paths.events);
   await announceMissedOutcomes(ledger, events, logger);
+  // The DLQs are empty (fauxqs keeps them in memory): what the ledger says waits there goes back
+  // first, then every later DLQ send is saved before it goes out (dlq-copies.ts).
+  const dlqCopies = new DlqCopyStore(stateDir);
+  const dlqs = await restoreDlqCopies({ ledger, sqs: emulators.clients.sqs, topology: emulators.topology, dlqUrls: emulators.dlqUrls, store: dlqCopies, now: Date.now() });
+  saveDlqSends(emulators.clients.sqs, emulators.dlqUrls, dlqCopies);
   const readAccess: ReadAccess = {
     grant: (repoUrl) => {
       const name = git.repoNameOf(repoUrl);
@@ -273,9 +280,11 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
   stack.push(() => rm(paths.info, { force: true }));
   lock.describe({ endpoints: { sqs: info.endpoints.sqs, dynamodb: info.endpoints.dynamodb, git: info.gitUrl } });
 
-  output?.write(readyLine(info, options.persist !== false, unfinished.length, options.readyNotes ?? []));
+  output?.write(readyLine(info, options.persist !== false, unfinished.length, dlqs, options.readyNotes ?? []));
   logger.info('local platform started', { stateDir, endpoints: info.endpoints, gitUrl: info.gitUrl });
   if (unfinished.length > 0) logger.warn('jobs left unfinished by the last run: re-send them', { jobIds: unfinished.map((j) => j.jobId) });
+  if (dlqs.restored > 0) logger.info('DLQ messages of the last run put back', { jobs: dlqs.restored });
+  if (dlqs.missing.length > 0) logger.warn('jobs the ledger lists on a DLQ have no saved copy to put back', { jobIds: dlqs.missing.map((j) => j.jobId) });
   return { info, emulators, git, events, unfinishedAtStart: unfinished.length, stop: stack.unwind };
 }
 
@@ -340,11 +349,11 @@ function startReconciler(deps: ReconcilerDeps, intervalMs: number): { stop(): Pr
   };
 }
 
-function readyLine(info: PlatformInfo, persist: boolean, unfinished: number, notes: readonly string[]): string {
+function readyLine(info: PlatformInfo, persist: boolean, unfinished: number, dlqs: RestoredDlqs, notes: readonly string[]): string {
   const ledger = persist ? 'ledger on disk' : 'ledger in memory';
   return [
     `agent-jobs local platform ready (pid ${info.pid})`,
-    `  sqs+s3   ${info.endpoints.sqs}   (queues in memory)`,
+    `  sqs+s3   ${info.endpoints.sqs}   (queues in memory${persist ? '; DLQ messages kept across restarts' : ''})`,
     `  dynamodb ${info.endpoints.dynamodb}   (${ledger})`,
     `  git      ${info.gitUrl}/<repo>.git`,
     `  state    ${info.stateDir}   logs: ${info.logFile}`,
@@ -353,6 +362,10 @@ function readyLine(info: PlatformInfo, persist: boolean, unfinished: number, not
     ...notes,
     ...(unfinished > 0
       ? [`  ${unfinished} job(s) of the last run have no outcome and their messages are gone: re-send them (agent-jobs unfinished lists them)`]
+      : []),
+    ...(dlqs.restored > 0 ? [`  ${dlqs.restored} job(s) of the last run put back on their DLQ (agent-jobs dlq list)`] : []),
+    ...(dlqs.missing.length > 0
+      ? [`  ${dlqs.missing.length} job(s) the ledger lists on a DLQ have no message left to replay (agent-jobs unfinished lists the skipped ones)`]
       : []),
     '  Ctrl-C to stop',
     '',

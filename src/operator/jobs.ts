@@ -1,13 +1,16 @@
 /** One job: its record and the refused requests that reused its id, several at once, and cancel. */
 import * as path from 'node:path';
 import { BUILD_RECONCILER } from '../../contract/job-types';
-import { cancelRule } from '../core/ledger';
+import { DLQ_RETENTION_DAYS } from '../../contract/topology';
+import { byCreation, cancelRule } from '../core/ledger';
 import type { CancelOutcome, ConflictAttempt, JobRecord, JobStatus } from '../core/ports';
 import { TEST_RUNS_DIR } from '../local/state-dir';
 import type { Connection } from './connection';
 import { removeDlqCopies } from './dlq';
 import { NotFoundError, OutcomeError } from './errors';
 import { statusLabel } from './views';
+
+const DAY_MS = 86_400_000;
 
 /** Where an unknown id comes from, for the error message. */
 export const UNKNOWN_JOB_HINT = 'never enqueued, or sent without the ledger (e.g. by the producer library without `ledger`) and not taken yet';
@@ -39,10 +42,31 @@ export async function readJobs(connection: Connection, jobIds: readonly string[]
   return { states, unknown: read.filter((s) => !s.job).map((s) => s.jobId) };
 }
 
-/** Jobs sent but without an outcome (QUEUED, IN_FLIGHT, FORWARDED), oldest first: the ones to send again after a crash. */
+// The saved DLQ copies of the local platform load only for `unfinished` (require: see targets.ts).
+const dlqCopies = (): typeof import('../local/dlq-copies') => require('../local/dlq-copies');
+
+/**
+ * Jobs sent but without an outcome (QUEUED, IN_FLIGHT, FORWARDED), the ones to send again after a
+ * crash, and SKIPPED jobs with no message left on the DLQ to replay (strandedSkipped), oldest first.
+ */
 export async function listUnfinished(connection: Connection, workspaceId?: string): Promise<JobRecord[]> {
-  const list = await (await connection.ledger()).listUnfinished();
-  return list.filter((j) => workspaceId === undefined || j.workspaceId === workspaceId);
+  const ledger = await connection.ledger();
+  const [unfinished, stranded] = await Promise.all([ledger.listUnfinished(), strandedSkipped(connection)]);
+  return [...unfinished, ...stranded].sort(byCreation).filter((j) => workspaceId === undefined || j.workspaceId === workspaceId);
+}
+
+/**
+ * SKIPPED jobs nothing can replay, because their DLQ message is gone: on the local platform, those
+ * with no saved copy (src/local/dlq-copies.ts puts every saved one back at start); on AWS, those
+ * skipped longer ago than the DLQ keeps messages. A replay on its way (redriveToken) is not stranded.
+ */
+async function strandedSkipped(connection: Connection, now = Date.now()): Promise<JobRecord[]> {
+  const [ledger, target] = await Promise.all([connection.ledger(), connection.target()]);
+  const skipped = (await ledger.listDlq()).flatMap((entry) => (entry.kind === 'job' && entry.record.status === 'SKIPPED' && entry.record.redriveToken === undefined ? [entry.record] : []));
+  if (target.local === undefined) return skipped.filter((job) => Date.parse(job.updatedAt) < now - DLQ_RETENTION_DAYS * DAY_MS);
+  const store = new (dlqCopies().DlqCopyStore)(target.local.stateDir);
+  const saved = await Promise.all(skipped.map(async (job) => (await store.matching(job)) !== undefined));
+  return skipped.filter((_, i) => !saved[i]);
 }
 
 // The local test runner's module loads only for a cancel that stops a local build (require: see targets.ts).

@@ -1,11 +1,12 @@
 /** Workspaces: their records, their jobs, and the operator's way out of the fence (unblock). */
 import { messageGroupId } from '../core/envelope';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { isOffTheDlq } from '../core/ledger';
-import { TERMINAL_STATUSES, type JobRecord, type WorkspaceRecord, type WorkspaceState } from '../core/ports';
+import { TERMINAL_STATUSES, type JobRecord, type Ledger, type WorkspaceRecord, type WorkspaceState } from '../core/ports';
 import type { Connection } from './connection';
-import { NotFoundError } from './errors';
+import { NotFoundError, OutcomeError } from './errors';
 import { workspaceJobs } from './overview';
-import { jobsQueue } from './targets';
+import { jobsQueue, type QueueEndpoint } from './targets';
 
 // The SQS operations load with the SQS SDK, only when an unblock runs (require: see targets.ts).
 const dlqMessages = (): typeof import('./dlq-messages') => require('./dlq-messages');
@@ -75,13 +76,15 @@ export interface Unblocked {
 export async function unblockWorkspace(connection: Connection, workspaceId: string, mode: UnblockMode): Promise<Unblocked> {
   const before = await requireWorkspace(connection, workspaceId);
   const ledger = await connection.ledger();
-  // Unblock first: a replayed job that arrived while the fence was still up would be skipped again.
-  const after = before.state === 'BLOCKED' ? await ledger.unblockWorkspace(workspaceId, Date.now()) : before;
   const { sqs } = await connection.clients();
   const queue = jobsQueue(await connection.target());
   const group = messageGroupId(workspaceId);
-  const handled: UnblockedJob[] = [];
   const ops = dlqMessages();
+  // A replay that cannot replay every skipped job would leave the rest behind an open fence.
+  if (mode === 'replay' && before.state === 'BLOCKED') await requireReplayableCopies(ledger, sqs, queue, workspaceId);
+  // Unblock first: a replayed job that arrived while the fence was still up would be skipped again.
+  const after = before.state === 'BLOCKED' ? await ledger.unblockWorkspace(workspaceId, Date.now()) : before;
+  const handled: UnblockedJob[] = [];
   await ops.sweepDlq(sqs, queue, {
     inScope: (message) => message.groupId === group,
     take: async (message) => {
@@ -113,5 +116,47 @@ export async function unblockWorkspace(connection: Connection, workspaceId: stri
       return outcome.redriven;
     },
   });
+  if (mode === 'drop') {
+    // Skipped jobs whose copy is gone (lost with the local platform's queues, past the DLQ's retention) end too.
+    const acted = new Set(handled.filter((h) => h.action === 'dropped').map((h) => h.jobId));
+    for (const job of await skippedJobs(ledger, workspaceId)) {
+      if (acted.has(job.jobId)) continue;
+      const outcome = await ledger.cancel(job.jobId, Date.now());
+      handled.push({ jobId: job.jobId, action: 'dropped', status: outcome.cancelled ? 'CANCELLED' : outcome.record?.status });
+    }
+  }
   return { workspace: after, previousState: before.state, mode, jobs: handled };
+}
+
+/** The workspace's SKIPPED jobs in its order, but those whose replay is on its way (its message left the DLQ). */
+async function skippedJobs(ledger: Ledger, workspaceId: string): Promise<JobRecord[]> {
+  return (await ledger.listWorkspaceJobs(workspaceId)).filter((job) => job.status === 'SKIPPED' && job.redriveToken === undefined);
+}
+
+/**
+ * Refuses (OutcomeError, the fence left up) a replay that would leave a skipped job behind: one
+ * whose message is not on the DLQ. A FIFO DLQ shows only the head of each group, so the group is
+ * walked, every message kept in its order (sweepDlq).
+ */
+async function requireReplayableCopies(ledger: Ledger, sqs: SQSClient, queue: QueueEndpoint, workspaceId: string): Promise<void> {
+  const skipped = await skippedJobs(ledger, workspaceId);
+  if (skipped.length === 0) return;
+  const byId = new Map(skipped.map((job) => [job.jobId, job]));
+  const onDlq = new Set<string>();
+  const ops = dlqMessages();
+  const group = messageGroupId(workspaceId);
+  await ops.sweepDlq(sqs, queue, {
+    inScope: (message) => message.groupId === group,
+    take: async (message) => {
+      const job = byId.get(ops.messageJob(message).jobId);
+      if (job !== undefined && ops.copyMismatch(queue, message, job) === undefined) onDlq.add(job.jobId);
+      return false;
+    },
+  });
+  const lost = skipped.filter((job) => !onDlq.has(job.jobId)).map((job) => job.jobId);
+  if (lost.length === 0) return;
+  throw new OutcomeError(
+    `workspace ${workspaceId} stays BLOCKED: skipped job(s) ${lost.join(', ')} have no message on the DLQ to replay (lost with the local platform's queues, or past the DLQ's retention): ` +
+      `"workspace unblock ${workspaceId} --drop" cancels its skipped jobs; then send their work again under new job ids`,
+  );
 }

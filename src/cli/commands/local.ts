@@ -66,7 +66,7 @@ export const localUp: CommandSpec<CliContext> = {
   summary: 'start the local platform (emulators, git server, workers) and show its live view until Ctrl-C',
   options: {
     reset: { type: 'boolean', description: 'delete the state directory first' },
-    persist: { type: 'boolean', description: 'keep the ledger on disk across restarts (queues are always in memory)' },
+    persist: { type: 'boolean', description: 'keep the ledger, and so what waits on the DLQs, across restarts (other queued messages are in memory)' },
     'restore-ledger': { type: 'boolean', description: "with --persist: replace a lost or damaged ledger by the export of its last clean stop (jobs recorded after it are lost)" },
     'port-sqs': { type: 'string', valueName: 'n', description: 'SQS + S3 port (default: the last one used from this state directory, else a free port)' },
     'port-dynamodb': { type: 'string', valueName: 'n', description: 'DynamoDB port (default: the last one used from this state directory, else a free port)' },
