@@ -1,0 +1,65 @@
+/**
+ * A fork declares a job type while its local platform runs: the platform (its own process, started
+ * from the catalog as it was) has no queue for it, the CLI (in process, with the new declaration:
+ * test/support/catalog-with-check-format.ts) knows it. What does not need the new type keeps
+ * working; what does says in one line that the platform must be restarted, and how.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { COMMANDS } from '../../src/cli/commands';
+import { runCli } from '../../src/cli/main';
+import { removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
+
+jest.mock('../../contract/job-types', () =>
+  jest.requireActual<typeof import('../support/catalog-with-check-format')>('../support/catalog-with-check-format').catalogWithCheckFormat('true'),
+);
+
+jest.setTimeout(120_000);
+
+let work: string;
+let platform: RunningPlatform;
+
+/** The CLI of the changed catalog, in process, against the platform started before the change. */
+async function cli(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const io = {
+    stdout: (text: string) => (stdout += text),
+    stderr: (text: string) => (stderr += text),
+    readStdin: async () => '',
+    env: {},
+    cwd: work,
+    untilInterrupted: () => new Promise<void>(() => undefined),
+  };
+  const code = await runCli([...args, '--state-dir', platform.stateDir], io, COMMANDS);
+  return { code, stdout, stderr };
+}
+
+beforeAll(async () => {
+  work = await mkdtemp(path.join(tmpdir(), 'agent-jobs-catalog-change-'));
+  platform = await startPlatform();
+});
+
+afterAll(async () => {
+  await platform?.stop();
+  await rm(work, { recursive: true, force: true });
+  await removeScratch();
+});
+
+it('commands that do not need the new job type keep working', async () => {
+  for (const args of [['workspaces'], ['dlq', 'list'], ['jobs'], ['enqueue', '--type', 'run_tests', '--workspace', 'ws-before', '--job-id', 'before-1']]) {
+    const result = await cli([...args, '--json']);
+    expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 0, stderr: '' });
+  }
+});
+
+it('a command that needs it says in one line that the platform must be restarted, and how', async () => {
+  const refused = await cli(['enqueue', '--type', 'check_format', '--workspace', 'ws-before', '--job-id', 'format-1']);
+
+  expect(refused.code).toBe(5);
+  expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+  expect(refused.stderr).toMatch(/started before job type check_format was declared.*restart.*npm start/);
+  // Nothing was sent or recorded: the platform would not know what to do with it.
+  expect((await cli(['status', 'format-1'])).code).toBe(3);
+});
