@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { COMMANDS } from '../../src/cli/commands';
 import { runCli } from '../../src/cli/main';
-import { removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
+import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
 
 jest.mock('../../contract/job-types', () =>
   jest.requireActual<typeof import('../support/catalog-with-check-format')>('../support/catalog-with-check-format').catalogWithCheckFormat('true'),
@@ -48,9 +48,14 @@ afterAll(async () => {
 });
 
 it('commands that do not need the new job type keep working', async () => {
-  for (const args of [['workspaces'], ['dlq', 'list'], ['jobs'], ['enqueue', '--type', 'run_tests', '--workspace', 'ws-before', '--job-id', 'before-1']]) {
+  const source = await makeRepository({ 'app.txt': 'one\n' });
+  const [diff] = await diffChain(source, [{ 'app.txt': 'two\n' }]);
+  const repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'before'])).url;
+  const patch = applyPatchArgs('ws-before', 'before-1', repoUrl, 'main', diff ?? '', 'Two');
+  const tests = ['enqueue', '--type', 'run_tests', '--workspace', 'ws-before', '--job-id', 'before-2', '--command', 'true'];
+  for (const args of [['workspaces'], ['dlq', 'list'], ['unfinished'], patch, tests, ['wait', 'before-1', 'before-2', '--timeout', '60']]) {
     const result = await cli([...args, '--json']);
-    expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 0, stderr: '' });
+    expect({ args, code: result.code }).toEqual({ args, code: 0 });
   }
 });
 
