@@ -19,7 +19,7 @@ import * as path from 'node:path';
 import type { Writable } from 'node:stream';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { WorkerSettings } from '../../contract/job-types';
+import { JOB_TYPE_NAMES, type WorkerSettings } from '../../contract/job-types';
 import { platformQueues, type QueueSpec } from '../../contract/topology';
 import { JsonlEventLog } from '../adapters/events';
 import { resolveBranchHead } from '../adapters/git';
@@ -103,6 +103,8 @@ export interface PlatformInfo {
   readonly logFile: string;
   /** How test commands are isolated here, and what that stops (`agent-jobs doctor` shows it). */
   readonly testIsolation: IsolationReport;
+  /** The job types of the catalog it started with: a CLI of a later catalog refuses the others (src/operator/targets.ts). */
+  readonly jobTypes: readonly string[];
 }
 
 export interface LocalPlatform {
@@ -275,6 +277,7 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
     eventLog: paths.events,
     logFile: paths.log,
     testIsolation,
+    jobTypes: JOB_TYPE_NAMES,
   };
   await writeFileAtomic(paths.info, JSON.stringify(info, null, 2));
   stack.push(() => rm(paths.info, { force: true }));

@@ -4,7 +4,7 @@ import type { JobRequest } from '../client/producer';
 import type { JobRecord, JobStatus } from '../core/ports';
 import type { Connection } from './connection';
 import { OutcomeError } from './errors';
-import { jobsQueue } from './targets';
+import { jobsQueue, requireServed } from './targets';
 
 // The producer and the diff store load with the SQS and S3 SDKs, only when a job is sent (require: see targets.ts).
 const loadProducer = (): typeof import('../client/producer') => require('../client/producer');
@@ -54,8 +54,10 @@ export async function enqueueJob(connection: Connection, job: JobRequest): Promi
   // What the sender gave is checked before anything is looked up: an id that can never be valid
   // is the sender's mistake (InvalidJobError, naming it), not a question for the ledger.
   validateJob(job);
-  await refuseWithoutRepository(connection, job);
   const target = await connection.target();
+  // Before the ledger records it: a platform without the type's queue could not run it.
+  requireServed(target, job.type);
+  await refuseWithoutRepository(connection, job);
   const { sqs, s3 } = await connection.clients();
   const diffStore = target.diffBucket ? new (loadDiffStore().S3DiffStore)(s3, target.diffBucket) : undefined;
   try {

@@ -12,6 +12,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import * as z from 'zod/mini';
 import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import { JOB_TYPE_NAMES } from '../../contract/job-types';
 import { queueTopology } from '../../contract/topology';
 import { isProcessAlive } from '../adapters/system';
 import { PLATFORM_FILE } from '../local/state-dir';
@@ -45,6 +46,12 @@ export interface Target {
    * `build_reconciler`); a stack deployed before these outputs existed has none.
    */
   readonly logGroups?: Readonly<Record<string, string>>;
+  /**
+   * Job types of this catalog the target was made without (a local platform started before their
+   * declaration): sending one is refused (requireServed), everything else works. Absent when it
+   * serves them all.
+   */
+  readonly unserved?: { readonly jobTypes: readonly string[]; readonly remedy: string };
   /** Only on the local platform. */
   readonly local?: {
     readonly stateDir: string;
@@ -139,6 +146,8 @@ const platformFileSchema = z.object({
   gitUrl: z.string(),
   eventLog: z.string(),
   testIsolation: z.optional(testIsolationSchema),
+  /** The job types it serves; absent from an older platform's file (then its queues tell). */
+  jobTypes: z.optional(z.array(z.string())),
 });
 
 /** Reads the file the local platform writes when it is ready (and removes when it stops). */
@@ -165,16 +174,30 @@ function parseJsonOrUndefined(text: string): unknown {
   }
 }
 
+/** How to make a running local platform serve the catalog as it is now (README: Customize). */
+export const LOCAL_RESTART_REMEDY = 'restart it to serve it (Ctrl-C, then "npm start -- --persist", which keeps its ledger and DLQs)';
+
+/**
+ * The platform's queues as this catalog names them. A stage queue the platform lacks is a job type
+ * declared after it started (decisions §32): the target serves every other; any other queue
+ * missing means the file is not this platform's.
+ */
 function targetFromPlatformFile(stateDir: string, file: z.infer<typeof platformFileSchema>): Target {
-  const queues = queueTopology().map((q) => {
+  const queues: QueueEndpoint[] = [];
+  const lacking: string[] = [];
+  for (const q of queueTopology()) {
     const url = file.queueUrls[q.name];
     const dlqUrl = file.dlqUrls[q.name];
-    if (!url || !dlqUrl) throw new TargetError(`${path.join(stateDir, PLATFORM_FILE)} lacks the queue ${q.name}`);
-    return { name: q.name, url, dlqUrl, fifo: q.fifo, consumer: q.consumer };
-  });
+    if (url && dlqUrl) queues.push({ name: q.name, url, dlqUrl, fifo: q.fifo, consumer: q.consumer });
+    else if (q.role === 'stage') lacking.push(q.consumer);
+    else throw new TargetError(`${path.join(stateDir, PLATFORM_FILE)} lacks the queue ${q.name}`);
+  }
+  const served = file.jobTypes;
+  const unserved = served === undefined ? lacking : JOB_TYPE_NAMES.filter((type) => !served.includes(type));
   return {
     kind: 'local',
     label: `local platform (${stateDir})`,
+    ...(unserved.length > 0 && { unserved: { jobTypes: unserved, remedy: LOCAL_RESTART_REMEDY } }),
     region: file.region,
     endpoints: file.endpoints,
     queues,
@@ -182,6 +205,12 @@ function targetFromPlatformFile(stateDir: string, file: z.infer<typeof platformF
     diffBucket: file.bucketName,
     local: { stateDir, gitUrl: file.gitUrl, eventsFile: file.eventLog, ...(file.testIsolation && { testIsolation: file.testIsolation }) },
   };
+}
+
+/** Refuses (TargetError: unavailable) a job type the target was made without, naming the way to serve it. */
+export function requireServed(target: Target, jobType: string): void {
+  if (target.unserved?.jobTypes.includes(jobType) !== true) return;
+  throw new TargetError(`the ${target.label} was started before job type ${jobType} was declared: ${target.unserved.remedy}`);
 }
 
 /** The FIFO queue every job is sent to. */

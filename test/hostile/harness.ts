@@ -22,6 +22,7 @@ import { promisify } from 'node:util';
 import { ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { JOB_TYPE_NAMES } from '../../contract/job-types';
 import { stringAttributes, wireJson } from '../../contract/messages';
 import { S3DiffStore } from '../../src/adapters/diff-store';
 import { DynamoDbLedger } from '../../src/adapters/dynamodb-ledger';
@@ -178,6 +179,7 @@ export function hostileSuite(): HostileSuite {
       dlqUrls: resources.dlqUrls,
       tableName: resources.tableName,
       bucketName: resources.bucketName,
+      jobTypes: JOB_TYPE_NAMES,
       gitUrl: gitServer.url,
       eventLog: join(root, 'events.jsonl'),
       logFile: join(root, 'platform.log'),

@@ -5,11 +5,12 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
+import { JOB_TYPE_NAMES } from '../../contract/job-types';
 import { queueTopology } from '../../contract/topology';
 import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { awsLinks } from '../../src/operator/job-logs';
 import { TargetError } from '../../src/operator/errors';
-import { jobsQueue, resolveTarget, targetFromStackOutputs } from '../../src/operator/targets';
+import { jobsQueue, requireServed, resolveTarget, targetFromStackOutputs } from '../../src/operator/targets';
 import { PLATFORM_FILE } from '../../src/local/state-dir';
 
 /** Every output an agent-jobs stack publishes, with recognisable values. */
@@ -175,6 +176,32 @@ describe('resolveTarget without --stack: the local platform', () => {
     const gone = spawnSync(process.execPath, ['-e', '0']).pid;
     await writeFile(path.join(stateDir, PLATFORM_FILE), JSON.stringify(platformFile(gone)));
     await expect(resolveTarget({ stateDir })).rejects.toThrow(`is not running (pid ${gone} is gone)`);
+  });
+
+  it('serves every job type but those started without: a stage queue the file lacks (older file), or a type it does not list', async () => {
+    const [stage] = queueTopology().filter((q) => q.role === 'stage');
+    if (stage === undefined) throw new Error('the catalog has no staged job type');
+    const file = platformFile(process.pid);
+    const { [stage.name]: _url, ...queueUrls } = file.queueUrls;
+    await writeFile(path.join(stateDir, PLATFORM_FILE), JSON.stringify({ ...file, queueUrls }));
+    const older = await resolveTarget({ stateDir });
+    expect(older.unserved?.jobTypes).toEqual([stage.consumer]);
+    expect(older.queues.map((q) => q.name)).not.toContain(stage.name);
+    expect(() => requireServed(older, stage.consumer)).toThrow(new RegExp(`started before job type ${stage.consumer} was declared: restart it`));
+    for (const type of JOB_TYPE_NAMES.filter((t) => t !== stage.consumer)) expect(() => requireServed(older, type)).not.toThrow();
+
+    await writeFile(path.join(stateDir, PLATFORM_FILE), JSON.stringify({ ...file, jobTypes: JOB_TYPE_NAMES.slice(1) }));
+    expect((await resolveTarget({ stateDir })).unserved?.jobTypes).toEqual(JOB_TYPE_NAMES.slice(0, 1));
+    await writeFile(path.join(stateDir, PLATFORM_FILE), JSON.stringify({ ...file, jobTypes: JOB_TYPE_NAMES }));
+    expect((await resolveTarget({ stateDir })).unserved).toBeUndefined();
+  });
+
+  it('refuses a file without the FIFO jobs queue: not this platform\'s', async () => {
+    const file = platformFile(process.pid);
+    const fifo = queueTopology().find((q) => q.fifo)?.name ?? '';
+    const { [fifo]: _url, ...queueUrls } = file.queueUrls;
+    await writeFile(path.join(stateDir, PLATFORM_FILE), JSON.stringify({ ...file, queueUrls }));
+    await expect(resolveTarget({ stateDir })).rejects.toThrow(`lacks the queue ${fifo}`);
   });
 
   it('names what is wrong in a malformed file', async () => {
