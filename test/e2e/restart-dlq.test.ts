@@ -40,20 +40,23 @@ afterAll(async () => {
   await rm(path.dirname(poison), { recursive: true, force: true });
 });
 
-/** A platform with `ws` blocked by `<ws>-poison` and `<ws>-later` skipped behind it, killed with `kill -9`. */
-async function blockedThenKilled(ws: string): Promise<{ stateDir: string; repoUrl: string; later: string[] }> {
+/**
+ * A platform with `ws` blocked by `<ws>-poison` and `<ws>-later`, `<ws>-last` skipped behind it
+ * (the second edits what the first creates: it applies only in order), killed with `kill -9`.
+ */
+async function blockedThenKilled(ws: string): Promise<{ stateDir: string; repoUrl: string }> {
   const platform = await startPlatform({ persist: true });
   started.push(platform);
   const source = await makeRepository({ 'app.txt': 'one\n' }, ['agent']);
   const repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', ws])).url;
-  const [diff] = await diffChain(source, [{ 'later.txt': 'later\n' }]);
-  const later = applyPatchArgs(ws, `${ws}-later`, repoUrl, 'agent', diff ?? '', 'Later');
+  const [first, second] = await diffChain(source, [{ 'later.txt': 'later\n' }, { 'later.txt': 'later\nlast\n' }]);
   await platform.cliJson(applyPatchArgs(ws, `${ws}-poison`, repoUrl, 'agent', poison, 'Poison'));
-  await platform.cliJson(later);
-  expect((await platform.cli(['wait', `${ws}-poison`, `${ws}-later`, '--timeout', '120', '--json'])).code).toBe(1);
-  expect(await platform.cliJson<JobJson>(['status', `${ws}-later`])).toMatchObject({ status: 'SKIPPED' });
+  await platform.cliJson(applyPatchArgs(ws, `${ws}-later`, repoUrl, 'agent', first ?? '', 'Later'));
+  await platform.cliJson(applyPatchArgs(ws, `${ws}-last`, repoUrl, 'agent', second ?? '', 'Last'));
+  expect((await platform.cli(['wait', `${ws}-poison`, `${ws}-later`, `${ws}-last`, '--timeout', '120', '--json'])).code).toBe(1);
+  expect(await platform.cliJson<JobJson>(['status', `${ws}-last`])).toMatchObject({ status: 'SKIPPED' });
   await platform.kill();
-  return { stateDir: platform.stateDir, repoUrl, later };
+  return { stateDir: platform.stateDir, repoUrl };
 }
 
 async function restart(stateDir: string): Promise<RunningPlatform> {
@@ -70,16 +73,20 @@ test('after kill -9 and a restart with --persist, the skipped job is replayed an
   expect(listed).toEqual([
     ['ws-kept-poison', 'FAILED'],
     ['ws-kept-later', 'SKIPPED'],
+    ['ws-kept-last', 'SKIPPED'],
   ]);
   const unblocked = await platform.cliJson<Unblocked>(['workspace', 'unblock', 'ws-kept', '--replay']);
 
   expect(unblocked.jobs).toEqual([
     expect.objectContaining({ jobId: 'ws-kept-poison', action: 'kept' }),
     expect.objectContaining({ jobId: 'ws-kept-later', action: 'replayed' }),
+    expect.objectContaining({ jobId: 'ws-kept-last', action: 'replayed' }),
   ]);
   expect(unblocked.workspace.state).toBe('ACTIVE');
-  expect(await platform.untilJob<JobJson>('ws-kept-later', (j) => j.status !== 'SKIPPED' && j.status !== 'IN_FLIGHT')).toMatchObject({ status: 'SUCCEEDED' });
-  expect(await platform.remoteLog(repoUrl, 'agent')).toEqual(['Later', 'initial']);
+  const settled = (j: JobJson) => j.status !== 'SKIPPED' && j.status !== 'IN_FLIGHT';
+  expect(await platform.untilJob<JobJson>('ws-kept-later', settled)).toMatchObject({ status: 'SUCCEEDED' });
+  expect(await platform.untilJob<JobJson>('ws-kept-last', settled)).toMatchObject({ status: 'SUCCEEDED' });
+  expect(await platform.remoteLog(repoUrl, 'agent')).toEqual(['Last', 'Later', 'initial']);
   // The failed job's copy came back too: `dlq redrive` finds it (and it fails again, as it must).
   const redriven = await platform.cliJson<{ redriven: { jobId: string }[] }>(['dlq', 'redrive', '--queue', 'agent-jobs']);
   expect(redriven.redriven.map((r) => r.jobId)).toEqual(['ws-kept-poison']);
@@ -95,14 +102,19 @@ test('a skipped job whose DLQ copy is gone is never left behind an ACTIVE worksp
   const replay = await platform.cli(['workspace', 'unblock', 'ws-lost', '--replay']);
 
   expect(replay.code).toBe(1);
-  expect(replay.stderr).toMatch(/ws-lost-later.*--drop/);
+  expect(replay.stderr).toMatch(/ws-lost-later, ws-lost-last.*--drop/);
   expect(await platform.cliJson(['workspace', 'show', 'ws-lost'])).toMatchObject({ state: 'BLOCKED' });
-  expect((await platform.cliLines<JobJson>(['unfinished'])).map((j) => [j.jobId, j.status])).toEqual([['ws-lost-later', 'SKIPPED']]);
+  const stranded = [
+    ['ws-lost-later', 'SKIPPED'],
+    ['ws-lost-last', 'SKIPPED'],
+  ];
+  expect((await platform.cliLines<JobJson>(['unfinished'])).map((j) => [j.jobId, j.status])).toEqual(stranded);
+  expect((await platform.cli(['unfinished'])).stdout).toContain('"workspace unblock ws-lost --drop"');
 
   const dropped = await platform.cliJson<Unblocked>(['workspace', 'unblock', 'ws-lost', '--drop']);
 
   expect(dropped.workspace.state).toBe('ACTIVE');
-  expect(dropped.jobs).toContainEqual(expect.objectContaining({ jobId: 'ws-lost-later', action: 'dropped' }));
-  expect(await platform.cliJson<JobJson>(['status', 'ws-lost-later'])).toMatchObject({ status: 'CANCELLED' });
+  expect(dropped.jobs.filter((j) => j.action === 'dropped').map((j) => j.jobId)).toEqual(['ws-lost-later', 'ws-lost-last']);
+  for (const [jobId] of stranded) expect(await platform.cliJson<JobJson>(['status', jobId ?? ''])).toMatchObject({ status: 'CANCELLED' });
   expect(await platform.cliLines(['unfinished'])).toEqual([]);
 });
