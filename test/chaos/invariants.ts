@@ -369,8 +369,9 @@ function checkStages(
 }
 
 /**
- * The local platform's queues live in memory: a restart loses every DLQ message (the ledger keeps
- * the verdict, and `dlq list` reads it there). A re-send does not always bring a copy back: the
+ * The local platform's queues live in memory; at start it puts back the DLQ copy of every FAILED
+ * or SKIPPED job from its saved copies (src/local/dlq-copies.ts), but a kill between the ledger's
+ * verdict and the DLQ send leaves none to put back. A re-send does not always bring a copy back: the
  * CLI's door does not send a finished job again, and a job that failed at its stage is the stage's
  * (the sequencer acknowledges it, as on AWS). So a copy with its reason is required for every job
  * that failed in the last life, and for none that succeeded.
