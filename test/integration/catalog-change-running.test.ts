@@ -7,8 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { COMMANDS } from '../../src/cli/commands';
-import { runCli } from '../../src/cli/main';
+import { runCliInProcess, type InProcessResult } from '../support/in-process-cli';
 import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
 
 jest.mock('../../contract/job-types', () =>
@@ -21,19 +20,8 @@ let work: string;
 let platform: RunningPlatform;
 
 /** The CLI of the changed catalog, in process, against the platform started before the change. */
-async function cli(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io = {
-    stdout: (text: string) => (stdout += text),
-    stderr: (text: string) => (stderr += text),
-    readStdin: async () => '',
-    env: {},
-    cwd: work,
-    untilInterrupted: () => new Promise<void>(() => undefined),
-  };
-  const code = await runCli([...args, '--state-dir', platform.stateDir], io, COMMANDS);
-  return { code, stdout, stderr };
+function cli(args: readonly string[]): Promise<InProcessResult> {
+  return runCliInProcess(args, { stateDir: platform.stateDir, cwd: work });
 }
 
 beforeAll(async () => {

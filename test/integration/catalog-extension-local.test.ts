@@ -12,11 +12,10 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { COMMANDS } from '../../src/cli/commands';
 import { createAgentJobsServer } from '../../src/mcp/server';
 import { connect } from '../../src/operator';
-import { runCli } from '../../src/cli/main';
 import { startPlatform, type LocalPlatform } from '../../src/local/platform';
+import { runCliInProcess, type InProcessResult } from '../support/in-process-cli';
 import { applyPatchArgs, diffChain, makeRepository, removeScratch } from '../e2e/harness';
 
 // The catalog with a throw-away command stage (test/support/catalog-with-check-format.ts); everything
@@ -32,19 +31,8 @@ let stateDir: string;
 let platform: LocalPlatform;
 
 /** The CLI, in process, against this test's platform. */
-async function cli(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io = {
-    stdout: (text: string) => (stdout += text),
-    stderr: (text: string) => (stderr += text),
-    readStdin: async () => '',
-    env: {},
-    cwd: work,
-    untilInterrupted: () => new Promise<void>(() => undefined),
-  };
-  const code = await runCli([...args, '--state-dir', stateDir], io, COMMANDS);
-  return { code, stdout, stderr };
+function cli(args: readonly string[]): Promise<InProcessResult> {
+  return runCliInProcess(args, { stateDir: stateDir, cwd: work });
 }
 
 async function cliJson<T>(args: readonly string[]): Promise<T> {
