@@ -56,3 +56,10 @@ it('a command that needs it says in one line that the platform must be restarted
   // Nothing was sent or recorded: the platform would not know what to do with it.
   expect((await cli(['status', 'format-1'])).code).toBe(3);
 });
+
+it('so does a DLQ command that names the new type\'s queue', async () => {
+  const refused = await cli(['dlq', 'list', '--queue', 'check-format']);
+
+  expect(refused.code).toBe(5);
+  expect(refused.stderr).toMatch(/started before job type check_format was declared.*restart/);
+});
