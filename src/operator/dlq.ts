@@ -12,7 +12,7 @@ import type { ConflictAttempt, DlqEntry, JobDismissal, JobRecord, WorkspaceRecor
 import type { Connection } from './connection';
 import type { DlqMessage } from './dlq-messages';
 import { InvalidRequestError, NotFoundError, OutcomeError } from './errors';
-import type { QueueEndpoint, Target } from './targets';
+import { requireServedQueue, type QueueEndpoint, type Target } from './targets';
 
 // The SQS operations load with the SQS SDK, only when a DLQ is read or swept (require: see targets.ts).
 const dlqMessages = (): typeof import('./dlq-messages') => require('./dlq-messages');
@@ -23,7 +23,10 @@ const DAY_MS = 86_400_000;
 export function selectQueues(target: Target, name: string | undefined): readonly QueueEndpoint[] {
   if (name === undefined) return target.queues;
   const queue = target.queues.find((q) => q.name === name || `${q.name}.fifo` === name);
-  if (!queue) throw new InvalidRequestError(`unknown queue ${name}: one of ${target.queues.map((q) => q.name).join(', ')}`);
+  if (!queue) {
+    requireServedQueue(target, name); // a queue of a job type declared after the platform started
+    throw new InvalidRequestError(`unknown queue ${name}: one of ${target.queues.map((q) => q.name).join(', ')}`);
+  }
   return [queue];
 }
 

@@ -13,7 +13,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import * as z from 'zod/mini';
 import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { JOB_TYPE_NAMES } from '../../contract/job-types';
-import { queueTopology } from '../../contract/topology';
+import { queueName, queueTopology } from '../../contract/topology';
 import { isProcessAlive } from '../adapters/system';
 import { PLATFORM_FILE } from '../local/state-dir';
 import { TargetError } from './errors';
@@ -175,7 +175,7 @@ function parseJsonOrUndefined(text: string): unknown {
 }
 
 /** How to make a running local platform serve the catalog as it is now (README: Customize). */
-export const LOCAL_RESTART_REMEDY = 'restart it to serve it (Ctrl-C, then "npm start -- --persist", which keeps its ledger and DLQs)';
+const LOCAL_RESTART_REMEDY = 'restart it to serve it (Ctrl-C, then "npm start -- --persist", which keeps its ledger and DLQs)';
 
 /**
  * The platform's queues as this catalog names them. A stage queue the platform lacks is a job type
@@ -211,6 +211,12 @@ function targetFromPlatformFile(stateDir: string, file: z.infer<typeof platformF
 export function requireServed(target: Target, jobType: string): void {
   if (target.unserved?.jobTypes.includes(jobType) !== true) return;
   throw new TargetError(`the ${target.label} was started before job type ${jobType} was declared: ${target.unserved.remedy}`);
+}
+
+/** requireServed for the job type whose queue `name` is (`check-format`, or with `.fifo`); a name of no job type passes. */
+export function requireServedQueue(target: Target, name: string): void {
+  const type = queueTopology().find((q) => q.name === name || queueName(q.name, q.fifo) === name)?.consumer;
+  if (type !== undefined) requireServed(target, type);
 }
 
 /** The FIFO queue every job is sent to. */
