@@ -16,7 +16,7 @@ import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import * as path from 'node:path';
 import { SendMessageCommand, type SendMessageCommandInput, type SQSClient } from '@aws-sdk/client-sqs';
 import { stringAttributes } from '../../contract/messages';
-import { queueTopology, type QueueSpec } from '../../contract/topology';
+import { queueTopology } from '../../contract/topology';
 import { dlqQueueOf, isOffTheDlq } from '../core/ledger';
 import type { JobRecord, Ledger } from '../core/ports';
 import { copyMismatch } from '../operator/dlq-messages';
@@ -56,24 +56,32 @@ export class DlqCopyStore {
   /** The saved copy that is `record`'s own message (copyMismatch: its body, request digest and pin). */
   async matching(record: JobRecord): Promise<{ file: string; copy: DlqCopy } | undefined> {
     const queue = dlqQueueOf(record);
-    const fifo = queueTopology().find((q) => q.name === queue)?.fifo ?? false;
     const copies = await this.copiesOf(queue, record.jobId);
-    return copies.find(({ copy }) => copyMismatch({ fifo }, { ...copy, queue, messageId: '', receiptHandle: '', receiveCount: 0 }, record) === undefined);
+    return copies.find(({ copy }) => copyMismatch({ fifo: isFifo(queue) }, { ...copy, queue, messageId: '', receiptHandle: '', receiveCount: 0 }, record) === undefined);
   }
 
-  /** Removes every file but `keep` (names). */
+  /** Removes every file but `keep` (names), a write a crash cut short included. */
   async keepOnly(keep: ReadonlySet<string>): Promise<void> {
-    for (const name of await this.names()) if (!keep.has(name)) await rm(path.join(this.dir, name), { force: true });
+    for (const name of await this.entries()) if (!keep.has(name)) await rm(path.join(this.dir, name), { force: true });
   }
 
   private async names(): Promise<string[]> {
+    return (await this.entries()).filter((name) => name.endsWith('.json'));
+  }
+
+  private async entries(): Promise<string[]> {
     try {
-      return (await readdir(this.dir)).filter((name) => name.endsWith('.json'));
+      return await readdir(this.dir);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw error;
     }
   }
+}
+
+/** Whether the queue `name` (a topology base name) is the FIFO one: its DLQ needs a group and a dedup id. */
+function isFifo(name: string): boolean {
+  return queueTopology().find((q) => q.name === name)?.fifo ?? false;
 }
 
 function sha256(text: string): string {
@@ -139,7 +147,6 @@ export interface RestoredDlqs {
 export async function restoreDlqCopies(input: {
   readonly ledger: Pick<Ledger, 'listDlq'>;
   readonly sqs: SQSClient;
-  readonly topology: readonly QueueSpec[];
   readonly dlqUrls: Readonly<Record<string, string>>;
   readonly store: DlqCopyStore;
   readonly now: number;
@@ -154,7 +161,6 @@ export async function restoreDlqCopies(input: {
       missing.push(record);
       continue;
     }
-    const fifo = input.topology.find((q) => q.name === found.copy.queue)?.fifo ?? false;
     await input.sqs.send(
       new SendMessageCommand({
         QueueUrl: dlqUrl,
@@ -162,7 +168,7 @@ export async function restoreDlqCopies(input: {
         MessageAttributes: stringAttributes(found.copy.attributes),
         ...(found.copy.groupId !== undefined && { MessageGroupId: found.copy.groupId }),
         // One send per job and start: a fresh id, so no window of the last run's sends can swallow it.
-        ...(fifo && { MessageDeduplicationId: sha256(`${record.jobId}:restore:${input.now}`) }),
+        ...(isFifo(found.copy.queue) && { MessageDeduplicationId: sha256(`${record.jobId}:restore:${input.now}`) }),
       }),
     );
     kept.add(found.file);

@@ -202,7 +202,7 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
   // The DLQs are empty (fauxqs keeps them in memory): what the ledger says waits there goes back
   // first, then every later DLQ send is saved before it goes out (dlq-copies.ts).
   const dlqCopies = new DlqCopyStore(stateDir);
-  const dlqs = await restoreDlqCopies({ ledger, sqs: emulators.clients.sqs, topology: emulators.topology, dlqUrls: emulators.dlqUrls, store: dlqCopies, now: Date.now() });
+  const dlqs = await restoreDlqCopies({ ledger, sqs: emulators.clients.sqs, dlqUrls: emulators.dlqUrls, store: dlqCopies, now: Date.now() });
   saveDlqSends(emulators.clients.sqs, emulators.dlqUrls, dlqCopies);
   const readAccess: ReadAccess = {
     grant: (repoUrl) => {
