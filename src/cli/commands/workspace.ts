@@ -43,6 +43,8 @@ export const workspaceUnblock: CommandSpec<CliContext> = {
   notes: [
     'Other messages of the workspace on the DLQ (the job that failed) stay there, moved behind the',
     'skipped ones, for "dlq show" and "dlq redrive". Running it again after an interruption is safe.',
+    '--replay refuses, leaving the workspace BLOCKED, while a skipped job has no message left on the',
+    'DLQ to replay ("unfinished" lists such jobs); --drop ends those too.',
   ],
   async run(ctx, { positionals, values }) {
     if ((values.replay === true) === (values.drop === true)) throw new UsageError('exactly one of --replay or --drop is required', this.path);
