@@ -18,8 +18,9 @@ import { bench as cliLatency } from './cli-latency.bench';
 import { bench as consoleBench } from './console.bench';
 import { bench as mcp } from './mcp.bench';
 import { bench as sandbox } from './sandbox.bench';
+import { bench as quotas } from './quotas.bench';
 
-const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency, fairStages, consoleBench, mcp, sandbox];
+const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency, fairStages, consoleBench, mcp, sandbox, quotas];
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);

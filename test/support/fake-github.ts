@@ -3,7 +3,8 @@
  * stand-in. GET and POST /repos/:owner/:repo/pulls, with GitHub's 422 "A pull request already
  * exists" on a second open PR for the same head, and a few injectable faults; with `app`, a GitHub
  * App's endpoints too: installation tokens minted for a JWT the app's key signed, and the
- * installation of a repository's owner.
+ * installation of a repository's owner; with `contentLimit`, GitHub's secondary limit on creates
+ * as a quota stand-in: a create beyond it is a 403 naming, in `retry-after`, when one is free.
  */
 import { verify } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -28,6 +29,10 @@ export interface FakeGitHub {
   readonly requests: { method: string; path: string }[];
   /** Installation tokens minted (with `app`), in order. */
   readonly minted: MintedToken[];
+  /** When each pull request was created (epoch ms), in order. */
+  readonly creates: number[];
+  /** Creates refused by `contentLimit` (403 with retry-after). */
+  readonly refusedCreates: number;
   /** Whether `token` is an installation token this fake minted and that has not expired: what a git host checks. */
   validToken(token: string): boolean;
   pulls(owner: string, repo: string): FakePull[];
@@ -50,6 +55,12 @@ export interface FakeGitHubOptions {
   readonly faults?: (method: string) => FakeGitHubFault | undefined;
   /** A GitHub App this fake knows. */
   readonly app?: FakeGitHubApp;
+  /**
+   * At most `creates` pull requests created in any `windowMs` (a sliding window, as GitHub counts
+   * its secondary limits); a create beyond is refused with GitHub's secondary-limit answer, a 403
+   * whose `retry-after` names the seconds until the window's oldest create leaves it.
+   */
+  readonly contentLimit?: { readonly creates: number; readonly windowMs: number };
 }
 
 export interface FakeGitHubApp {
@@ -76,6 +87,8 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
   const authorizations: (string | undefined)[] = [];
   const requests: { method: string; path: string }[] = [];
   const minted: MintedToken[] = [];
+  const creates: number[] = [];
+  let refusedCreates = 0;
   const faults: { method: string; status: number; body: unknown; headers: Record<string, string> }[] = [];
   let dropCreate = false;
   let hideList = false;
@@ -120,6 +133,11 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
     }
     if (req.method === 'POST') {
       const input = JSON.parse(await readBody(req)) as { head: string; base: string; title: string; body?: string };
+      const limited = options.contentLimit && secondsUntilCreateAllowed(options.contentLimit, creates, Date.now());
+      if (limited) {
+        refusedCreates += 1;
+        return send(res, 403, { message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.', documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api' }, { 'retry-after': String(limited) });
+      }
       if (options.branches && !options.branches.includes(input.base)) {
         return send(res, 422, validationFailed({ resource: 'PullRequest', field: 'base', code: 'invalid' }));
       }
@@ -137,6 +155,7 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
         html_url: `https://github.example/${owner}/${repo}/pull/${number}`,
       };
       list.push(pull);
+      creates.push(Date.now());
       if (dropCreate) {
         dropCreate = false;
         res.socket?.destroy();
@@ -175,6 +194,10 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
     authorizations,
     requests,
     minted,
+    creates,
+    get refusedCreates() {
+      return refusedCreates;
+    },
     validToken: (token) => minted.some((m) => m.token === token && m.expiresAt > (options.app?.now() ?? Date.now())),
     pulls: (owner, repo) => [...pullsOf(`${owner}/${repo}`)],
     failNext: (method, status, body, headers = {}) => faults.push({ method, status, body, headers }),
@@ -190,6 +213,13 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
         server.close((error) => (error ? reject(error) : resolve()));
       }),
   };
+}
+
+/** Whole seconds until a create fits the window (0: it fits now), rounded up as GitHub's retry-after is. */
+function secondsUntilCreateAllowed(limit: { readonly creates: number; readonly windowMs: number }, creates: readonly number[], now: number): number {
+  const inWindow = creates.filter((at) => at > now - limit.windowMs);
+  if (inWindow.length < limit.creates) return 0;
+  return Math.max(1, Math.ceil((inWindow[inWindow.length - limit.creates]! + limit.windowMs - now) / 1000));
 }
 
 function validationFailed(error: Record<string, string>): unknown {
