@@ -35,7 +35,9 @@ export const bench: Benchmark = {
         `beyond the project's concurrent build limit; a loopback GitHub accepts ${CONTENT_LIMIT.creates} pull requests in any ${CONTENT_LIMIT.windowMs / 1000} s`,
         `(${allowedPerMinute} a minute) and answers the next with its secondary-limit 403 and \`retry-after\` (test/support/fake-github.ts).`,
         'Every refusal is a wait of the job (decisions §30): counted here, never a failure. Builds at once come from the builds\' own',
-        'clocks; pull requests a minute from the stand-in\'s: those after the first window\'s (which may go at once) over the time from the first to the last. Emulated: fauxqs and the local pollers stand in for',
+        'clocks, which leave out each run\'s start and end (sandbox, checkout) that hold a slot too, so the mean reads low on a busy machine;',
+        'pull requests a minute from the stand-in\'s: those after the first window\'s (which may go at once) over the time from the first',
+        'to the last. SCALE.md quotes this run. Emulated: fauxqs and the local pollers stand in for',
         `SQS and Lambda. Command: \`npm run bench -- quotas\`. ${loadDuring(loadBefore)}`,
       ].join('\n'),
       rows: [
@@ -51,8 +53,8 @@ export const bench: Benchmark = {
       ],
       summary: [
         { measure: 'jobs lost or failed under quotas', value: String(run.jobs.filter((j) => j.status !== 'SUCCEEDED').length + onDlqs), goal: '0' },
-        { measure: 'builds at once vs the quota (most, mean)', value: `${builds.max}, ${builds.meanWhileWaiting.toFixed(2)} of ${BUILD_QUOTA}`, goal: `${BUILD_QUOTA}, near ${BUILD_QUOTA}` },
-        { measure: 'pull requests a minute vs a refusing GitHub', value: `${prsPerMinute.toFixed(1)} of ${allowedPerMinute}`, goal: `near ${allowedPerMinute}` },
+        { measure: 'builds at once vs the quota (most, mean)', value: `${builds.max}, ${builds.meanWhileWaiting.toFixed(2)} of ${BUILD_QUOTA}`, goal: `${BUILD_QUOTA} (never more), the mean below it only by the runs' start and end` },
+        { measure: 'pull requests a minute vs a refusing GitHub', value: `${prsPerMinute.toFixed(1)} of ${allowedPerMinute}`, goal: `never above ${allowedPerMinute}, near it` },
       ],
     };
   },
