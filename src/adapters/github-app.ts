@@ -10,6 +10,10 @@
  * open_pr are the platform's own code, and a token per repository would multiply the requests
  * that mint them (GitHub counts them against the app's rate limit).
  *
+ * A test build's checkout gets a token of its own (`checkoutToken`): minted for its one
+ * repository with `contents: read` and nothing else, so the build that runs the agent's code never
+ * holds a credential that could push, or reach another repository. Those are kept per repository.
+ *
  * auth-app caches tokens itself, 59 minutes from when it minted them whatever GitHub's
  * `expires_at` says; the platform decides when to refresh from `expires_at` and its own clock (so
  * a test can move it), and asks auth-app for a fresh token then (`refresh: true`).
@@ -24,6 +28,16 @@ import { GitHubLimits, httpError, isGitHubAppKey, parseRepoUrl, type GitHubAppKe
 /** An installation token is refreshed this long before GitHub's expires_at (tokens last an hour). */
 export const REFRESH_MARGIN_MS = 5 * 60_000;
 
+/**
+ * A checkout token is handed out with at least this long to live: the build it is given to starts
+ * and fetches within minutes (the project refuses starts beyond its concurrent build limit rather
+ * than queueing them: lib/constructs/test-runner.ts).
+ */
+export const CHECKOUT_MARGIN_MS = 20 * 60_000;
+
+/** What a test build's checkout may do with a repository: read its contents. */
+export const CHECKOUT_PERMISSIONS: Readonly<Record<string, 'read'>> = { contents: 'read' };
+
 /** GitHub's user name for an installation token used over git's HTTP basic auth. */
 export const INSTALLATION_TOKEN_USER = 'x-access-token';
 
@@ -36,7 +50,7 @@ export interface GitHubAppTokensOptions {
   readonly limits: GitHubLimits;
 }
 
-interface HeldToken {
+export interface HeldToken {
   readonly token: string;
   /** Epoch ms. */
   readonly expiresAt: number;
@@ -46,6 +60,8 @@ export class GitHubAppTokens {
   private readonly octokit: Octokit;
   private readonly installations = new Map<string, Promise<number>>();
   private readonly tokens = new Map<number, HeldToken>();
+  /** Checkout tokens by `owner/repo` (lower case). */
+  private readonly checkoutTokens = new Map<string, HeldToken>();
 
   constructor(private readonly options: GitHubAppTokensOptions) {
     this.octokit = appOctokit(options.app, options.baseUrl);
@@ -56,12 +72,31 @@ export class GitHubAppTokens {
     const installationId = await this.installationOf(repository);
     const held = this.tokens.get(installationId);
     if (held && held.expiresAt - this.options.clock.now() > REFRESH_MARGIN_MS) return held.token;
-    const minted = await this.call(`mint an installation token of installation ${installationId}`, () =>
-      this.octokit.auth({ type: 'installation', installationId, refresh: true }) as Promise<{ token: string; expiresAt: string }>,
-    );
-    const token = { token: minted.token, expiresAt: Date.parse(minted.expiresAt) };
+    const token = await this.mint(installationId, `mint an installation token of installation ${installationId}`);
     this.tokens.set(installationId, token);
     return token.token;
+  }
+
+  /**
+   * A token for a test build's checkout of `repository`: that repository only, `contents: read`
+   * only, valid for at least CHECKOUT_MARGIN_MS. The same token while it lives that long.
+   */
+  async checkoutToken(repository: RepoCoordinates): Promise<HeldToken> {
+    const key = `${repository.owner}/${repository.repo}`.toLowerCase();
+    const held = this.checkoutTokens.get(key);
+    if (held && held.expiresAt - this.options.clock.now() > CHECKOUT_MARGIN_MS) return held;
+    const installationId = await this.installationOf(repository);
+    const token = await this.mint(installationId, `mint a read-only token of ${repository.owner}/${repository.repo} (installation ${installationId})`, {
+      repositoryNames: [repository.repo],
+      permissions: { ...CHECKOUT_PERMISSIONS },
+    });
+    this.checkoutTokens.set(key, token);
+    return token;
+  }
+
+  private async mint(installationId: number, what: string, scope: { repositoryNames?: string[]; permissions?: Record<string, 'read'> } = {}): Promise<HeldToken> {
+    const minted = await this.call(what, () => this.octokit.auth({ type: 'installation', installationId, refresh: true, ...scope }) as Promise<{ token: string; expiresAt: string }>);
+    return { token: minted.token, expiresAt: Date.parse(minted.expiresAt) };
   }
 
   /** The secret's installation, else the one installed on the repository's owner (remembered per owner). */

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Octokit } from '@octokit/core';
 import { IsomorphicGitWorkspace } from '../../src/adapters/git';
 import { GitHubLimits, type GitHubAppKey } from '../../src/adapters/github-api';
-import { appTokensCache, gitAuthFor, GitHubAppTokens, INSTALLATION_TOKEN_USER, REFRESH_MARGIN_MS, restTokenFor } from '../../src/adapters/github-app';
+import { appTokensCache, CHECKOUT_MARGIN_MS, gitAuthFor, GitHubAppTokens, INSTALLATION_TOKEN_USER, REFRESH_MARGIN_MS, restTokenFor } from '../../src/adapters/github-app';
 import { GitHubPullRequestHost } from '../../src/adapters/github-pr-host';
 import { parseGitCredentials, parseGithubToken, parseReadGitCredentials } from '../../src/adapters/secrets';
 import { ConfigurationError, PermanentJobError, RetryAfterError } from '../../src/core/errors';
@@ -150,6 +150,52 @@ describe('a GitHub App (auth-app against a loopback GitHub)', () => {
       // The first token has expired for the host now: only the fresh one could have pushed.
       now += REFRESH_MARGIN_MS;
       expect(github.validToken(github.minted[0]!.token)).toBe(false);
+    });
+
+    it("a test build's checkout token reads its one repository and nothing else: GitHub is asked for contents: read on it, and the host refuses its push", async () => {
+      // acme's repositories, one level deep as the loopback server names them (its access sees the name).
+      const remotes = join(root, 'acme');
+      for (const name of ['widgets', 'gadgets']) await git(root, 'clone', '--quiet', '--bare', join(root, 'remotes', 'acme', 'widgets.git'), join(remotes, `${name}.git`));
+      const scoped = await startGitServer({
+        root: remotes,
+        access: { permission: (c, repo) => (c?.username === INSTALLATION_TOKEN_USER ? github.gitPermission(c.password, 'acme', repo) : 'none') },
+      });
+      const url = (token: string, name: string) => `${scoped.url.replace('://', `://${INSTALLATION_TOKEN_USER}:${token}@`)}/${name}.git`;
+      try {
+        const tokens = tokensFor();
+
+        const checkout = await tokens.checkoutToken(acme);
+
+        expect(github.minted).toEqual([expect.objectContaining({ token: checkout.token, installationId: INSTALLATION, repositories: ['widgets'], permissions: { contents: 'read' } })]);
+        const clone = join(root, 'checkout');
+        await git(root, 'clone', '--quiet', url(checkout.token, 'widgets'), clone);
+        expect(await git(clone, 'log', '--format=%s', '-1')).toBe(await git(join(remotes, 'widgets.git'), 'log', '--format=%s', '-1'));
+        await git(clone, 'commit', '--quiet', '--allow-empty', '-m', 'from the tests');
+        await expect(git(clone, 'push', '--quiet', 'origin', 'HEAD:main')).rejects.toThrow(/403|read-only/);
+        await expect(git(root, 'ls-remote', url(checkout.token, 'gadgets'))).rejects.toThrow(/401|Authentication failed|could not read/);
+        // The platform's own token for the installation still pushes: the checkout token is another one.
+        expect(await tokens.token(acme)).not.toBe(checkout.token);
+      } finally {
+        await scoped.close();
+      }
+    });
+
+    it('keeps a checkout token per repository while it has CHECKOUT_MARGIN_MS to live, then mints the next', async () => {
+      const tokens = tokensFor();
+
+      const first = await tokens.checkoutToken(acme);
+      const other = await tokens.checkoutToken({ owner: 'acme', repo: 'gadgets' });
+      now += 3_600_000 - CHECKOUT_MARGIN_MS - 1;
+      expect(await tokens.checkoutToken({ owner: 'ACME', repo: 'Widgets' })).toEqual(first);
+      now += 2;
+      const next = await tokens.checkoutToken(acme);
+
+      expect(github.minted.map((m) => [m.token, m.repositories])).toEqual([
+        [first.token, ['widgets']],
+        [other.token, ['gadgets']],
+        [next.token, ['widgets']],
+      ]);
+      expect(next.expiresAt).toBe(now + 3_600_000);
     });
 
     it('a wrong key is refused by GitHub before any git request', async () => {

@@ -35,6 +35,12 @@ export interface FakeGitHub {
   readonly refusedCreates: number;
   /** Whether `token` is an installation token this fake minted and that has not expired: what a git host checks. */
   validToken(token: string): boolean;
+  /**
+   * What git may do with `token` on `owner/repo`, as GitHub's git host decides from the token's
+   * permissions and repositories: 'write', 'read', or 'none' (not minted here, expired, or not
+   * for that repository).
+   */
+  gitPermission(token: string, owner: string, repo: string): 'write' | 'read' | 'none';
   pulls(owner: string, repo: string): FakePull[];
   /** The next request of this method is answered with this status and body. */
   failNext(method: 'GET' | 'POST', status: number, body: unknown, headers?: Record<string, string>): void;
@@ -77,6 +83,10 @@ export interface MintedToken {
   readonly installationId: number;
   readonly token: string;
   readonly expiresAt: number;
+  /** The token's permissions: those asked for, else the installation's. */
+  readonly permissions: Readonly<Record<string, string>>;
+  /** The repositories asked for (names), or undefined: every repository of the installation. */
+  readonly repositories?: readonly string[];
 }
 
 /** 502 before anything happens; a create whose answer is lost; a list that misses an open pull request. */
@@ -166,8 +176,12 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
     return send(res, 405, { message: 'Method Not Allowed' });
   }
 
-  /** POST /app/installations/:id/access_tokens and GET /repos/:owner/:repo/installation, as the app (its JWT). */
-  function appEndpoint(app: FakeGitHubApp, req: IncomingMessage, url: URL, res: ServerResponse): void {
+  /**
+   * POST /app/installations/:id/access_tokens (optionally narrowed to `repositories` and
+   * `permissions`, which may not exceed the installation's: 422 as GitHub answers) and GET
+   * /repos/:owner/:repo/installation, as the app (its JWT).
+   */
+  async function appEndpoint(app: FakeGitHubApp, req: IncomingMessage, url: URL, res: ServerResponse): Promise<void> {
     if (!signedByApp(app, req.headers.authorization)) return send(res, 401, { message: 'A JSON web token could not be decoded' });
     const fault = faults.findIndex((f) => f.method === req.method);
     if (fault >= 0) {
@@ -182,9 +196,26 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
     const tokens = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname);
     const known = Object.values(app.installations).find((i) => i.id === Number(tokens?.[1]));
     if (!tokens || req.method !== 'POST' || !known) return send(res, 404, { message: 'Not Found' });
-    const token: MintedToken = { installationId: known.id, token: `ghs_${known.id}_${minted.length + 1}`, expiresAt: app.now() + 3_600_000 };
+    const body = await readBody(req);
+    const asked = (body ? JSON.parse(body) : {}) as { repositories?: string[]; permissions?: Record<string, string> };
+    const beyond = Object.entries(asked.permissions ?? {}).filter(([name, level]) => LEVELS.indexOf(level) > LEVELS.indexOf(known.permissions[name] ?? 'none'));
+    if (beyond.length > 0) return send(res, 422, { message: `The permissions requested are not granted to this installation: ${beyond.map(([n]) => n).join(', ')}` });
+    const token: MintedToken = {
+      installationId: known.id,
+      token: `ghs_${known.id}_${minted.length + 1}`,
+      expiresAt: app.now() + 3_600_000,
+      permissions: asked.permissions ?? known.permissions,
+      ...(asked.repositories && { repositories: asked.repositories }),
+    };
     minted.push(token);
-    return send(res, 201, { token: token.token, expires_at: new Date(token.expiresAt).toISOString(), permissions: known.permissions, repository_selection: 'all' });
+    const repositories = token.repositories?.map((name, i) => ({ id: i + 1, name, full_name: name }));
+    return send(res, 201, {
+      token: token.token,
+      expires_at: new Date(token.expiresAt).toISOString(),
+      permissions: token.permissions,
+      repository_selection: repositories ? 'selected' : 'all',
+      ...(repositories && { repositories }),
+    });
   }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -199,6 +230,12 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
       return refusedCreates;
     },
     validToken: (token) => minted.some((m) => m.token === token && m.expiresAt > (options.app?.now() ?? Date.now())),
+    gitPermission: (token, _owner, repo) => {
+      const found = minted.find((m) => m.token === token && m.expiresAt > (options.app?.now() ?? Date.now()));
+      if (!found || (found.repositories && !found.repositories.includes(repo))) return 'none';
+      const contents = found.permissions['contents'];
+      return contents === 'write' || contents === 'admin' ? 'write' : contents === 'read' ? 'read' : 'none';
+    },
     pulls: (owner, repo) => [...pullsOf(`${owner}/${repo}`)],
     failNext: (method, status, body, headers = {}) => faults.push({ method, status, body, headers }),
     dropNextCreateResponse: () => {
@@ -221,6 +258,9 @@ function secondsUntilCreateAllowed(limit: { readonly creates: number; readonly w
   if (inWindow.length < limit.creates) return 0;
   return Math.max(1, Math.ceil((inWindow[inWindow.length - limit.creates]! + limit.windowMs - now) / 1000));
 }
+
+/** GitHub's permission levels, weakest first. */
+const LEVELS = ['none', 'read', 'write', 'admin'];
 
 function validationFailed(error: Record<string, string>): unknown {
   return { message: 'Validation Failed', errors: [error], documentation_url: 'https://docs.github.com/rest/pulls/pulls#create-a-pull-request' };
