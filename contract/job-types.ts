@@ -224,6 +224,9 @@ export interface JobTypeDeclaration {
 export const COMMAND_STAGE_PROCESSOR = 'src/core/jobs/command-stage.ts';
 export const COMMAND_STAGE_HANDLER = 'src/handlers/command-stage.ts';
 
+/** A command stage's separate file: the build checkout (src/compose/aws-build-checkout.ts). */
+const BUILD_CHECKOUT_FILE: SeparateFile = { entry: 'src/compose/aws-build-checkout.ts', file: 'build-checkout.js', constant: 'BUILD_CHECKOUT_FILE', budgetKiB: 560 };
+
 /**
  * Declares a command stage: its payload is commandPayloadSchema, its processor and handler are the
  * shared ones, and its function starts builds on the command runner.
@@ -239,7 +242,13 @@ export function commandStage(declaration: {
     summary: declaration.summary,
     processor: COMMAND_STAGE_PROCESSOR,
     command: declaration.command,
-    stage: { ...declaration.stage, handlerEntry: COMMAND_STAGE_HANDLER, needs: ['commandRunner'] },
+    stage: {
+      ...declaration.stage,
+      handlerEntry: COMMAND_STAGE_HANDLER,
+      needs: ['commandRunner'],
+      // The build's checkout credential (Secrets Manager, and auth-app for a GitHub App), loaded at the first build start.
+      separateFiles: [...(declaration.stage.separateFiles ?? []), BUILD_CHECKOUT_FILE],
+    },
   } as const satisfies JobTypeDeclaration;
 }
 

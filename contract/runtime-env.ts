@@ -11,6 +11,13 @@ export const ENV = {
   stageQueueUrlPrefix: 'STAGE_QUEUE_URL_',
   diffBucket: 'DIFF_BUCKET_NAME',
   gitCredentialsSecretArn: 'GIT_CREDENTIALS_SECRET_ARN',
+  /** The read-only credential the command stages hand test builds (never read by the build itself). */
+  gitReadCredentialsSecretArn: 'GIT_READ_CREDENTIALS_SECRET_ARN',
+  /**
+   * Where the command stages write each repository's checkout secret, the one thing a test build's
+   * role may read (src/adapters/build-checkout.ts).
+   */
+  checkoutSecretPrefix: 'CHECKOUT_SECRET_PREFIX',
   githubTokenSecretArn: 'GITHUB_TOKEN_SECRET_ARN',
   githubApiUrl: 'GITHUB_API_URL',
   /**
@@ -80,6 +87,13 @@ export const REPORT_GRACE_SECONDS = 5 * 60;
  * sequencer reads them to push, the test build's buildspec to fetch.
  */
 export const GIT_CREDENTIAL_KEYS = { username: 'username', password: 'password' } as const;
+
+/**
+ * The build variables that carry the checkout credential: set at StartBuild by the command stage as
+ * references to its repository's checkout secret (src/adapters/build-checkout.ts), read by the
+ * buildspec (lib/constructs/test-runner.ts).
+ */
+export const CHECKOUT_ENV = { username: 'GIT_USERNAME', password: 'GIT_PASSWORD' } as const;
 
 /**
  * What a secret the stack creates holds until the operator stores the credential: both keys of a

@@ -98,12 +98,12 @@ export class AgentJobsStack extends Stack {
       githubToken: secret('GithubToken', 'token', config.githubTokenSecretArn, 'agent-jobs GitHub token (plain string)'),
     };
     this.testRunner = new TestRunner(this, 'TestRunner', {
-      gitReadCredentials: this.secrets.gitReadCredentials,
       timeout: Duration.minutes(config.testRunnerTimeoutMinutes),
       concurrentBuildLimit: config.buildConcurrencyQuota,
     });
     const resources: CapabilityResources = {
       gitCredentials: this.secrets.gitCredentials,
+      gitReadCredentials: this.secrets.gitReadCredentials,
       githubToken: this.secrets.githubToken,
       githubApiUrl: config.githubApiUrl,
       githubContentRequestsPerHour: config.githubContentRequestsPerHour,

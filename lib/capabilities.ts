@@ -18,6 +18,8 @@ import type { Worker } from './constructs/worker';
 export interface CapabilityResources {
   /** The push credential: the sequencer's only (test builds get a read-only one of their own). */
   readonly gitCredentials: PlatformSecret;
+  /** The read-only credential the command stages turn into each build's checkout secret. */
+  readonly gitReadCredentials: PlatformSecret;
   readonly githubToken: PlatformSecret;
   readonly githubApiUrl: string;
   /** Content-creating GitHub requests an hour, all containers together (config githubContentRequestsPerHour). */
@@ -74,6 +76,15 @@ const BINDINGS: Record<Capability, Binding> = {
     worker.allow(['codebuild:StartBuild', 'codebuild:ListBuildsForProject', 'codebuild:BatchGetBuilds'], [project.projectArn]);
     worker.function.addEnvironment(ENV.testRunnerProject, project.projectName);
     worker.function.addEnvironment(ENV.buildTimeoutMinutes, String(r.testRunner.timeout.toMinutes()));
+    // The build's checkout credential: read from the read-only secret (a GitHub App there mints a
+    // token for the one repository), written to the repository's checkout secret, which is all
+    // the build's role may read (src/adapters/build-checkout.ts).
+    bindSecret(worker, r.gitReadCredentials, ENV.gitReadCredentialsSecretArn);
+    worker.function.addEnvironment(ENV.githubApiUrl, r.githubApiUrl);
+    worker.allow(['secretsmanager:CreateSecret', 'secretsmanager:PutSecretValue'], [r.testRunner.checkoutSecretsArn]);
+    acknowledgeWildcard(worker.role, `Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${r.testRunner.checkoutSecretPrefix}*`,
+      'The checkout secrets are one per repository, named at run time under the stack\'s prefix: a command stage creates and updates the one of the repository it starts a build for.');
+    worker.function.addEnvironment(ENV.checkoutSecretPrefix, r.testRunner.checkoutSecretPrefix);
   },
   buildStatus: (worker, r) => {
     const project = r.testRunner.project;

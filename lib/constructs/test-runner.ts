@@ -3,32 +3,33 @@
  *
  * No source: the run_tests handler names the repository and commit per build, as environment
  * variable overrides at StartBuild (contract/runtime-env.ts TEST_BUILD_ENV). The buildspec fetches
- * exactly that commit with the read-only git credential (never the sequencer's push credential,
- * never a plain environment value), then runs TEST_COMMAND as an unprivileged user of its own with
+ * exactly that commit with the checkout credential the starting command stage names in the same
+ * overrides, as a reference to its repository's checkout secret (src/adapters/build-checkout.ts:
+ * a read-only token for that one repository; never the sequencer's push credential, never a plain
+ * environment value), then runs TEST_COMMAND as an unprivileged user of its own with
  * a clean environment, so the tests' code never holds the credential (test/integration/test-build-spec.test.ts
  * runs these commands, emulated), and the build status is the verdict (SUCCEEDED when the command
  * exits 0). Encryption stays CodeBuild's default (the AWS-managed
  * key): the project produces no artifacts.
  *
  * Its service role holds only what a build uses: writing to this construct's log group and reading
- * the read-only credential. The role is handed to the project without policy updates, so the L2
+ * the checkout secrets under `checkoutSecretPrefix` (never an operator's secret: the command stages
+ * read those and write what a build may use). The role is handed to the project without policy updates, so the L2
  * cannot add its default grants (the `/aws/codebuild/<project>` log group and report groups, which
  * nothing here writes).
  */
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { BUILD_QUEUED_TIMEOUT_MINUTES, GIT_CREDENTIAL_KEYS, SECRET_PLACEHOLDER, TEST_BUILD_ENV } from '../../contract/runtime-env';
-import { grantSecretRead, type PlatformSecret } from '../secrets';
+import { BUILD_QUEUED_TIMEOUT_MINUTES, CHECKOUT_ENV, TEST_BUILD_ENV } from '../../contract/runtime-env';
+import { acknowledgeWildcard } from '../nag';
 
 /** The user a build's test command runs as: not root, and not the user that held the credential. */
 export const TEST_USER = 'agent-tests';
 
 export interface TestRunnerProps {
-  /** A read-only credential for the workspace remotes, `{ "username", "password" }`. */
-  readonly gitReadCredentials: PlatformSecret;
   /** Default build timeout (a job may override it at StartBuild). @default 60 minutes */
   readonly timeout?: Duration;
   /** @default codebuild.ComputeType.SMALL */
@@ -49,6 +50,10 @@ export class TestRunner extends Construct {
   readonly role: iam.Role;
   /** The default build timeout (a job may override it). */
   readonly timeout: Duration;
+  /** Where the command stages write each repository's checkout secret (the stack's own prefix). */
+  readonly checkoutSecretPrefix: string;
+  /** Every checkout secret's ARN, as a pattern: what the build's role may read, and the command stages write. */
+  readonly checkoutSecretsArn: string;
 
   constructor(scope: Construct, id: string, props: TestRunnerProps) {
     super(scope, id);
@@ -62,8 +67,11 @@ export class TestRunner extends Construct {
       description: `Service role of ${this.node.path}`,
     });
     this.logGroup.grantWrite(this.role);
-    grantSecretRead(this.role, props.gitReadCredentials);
-    const secretArn = props.gitReadCredentials.secret.secretArn;
+    this.checkoutSecretPrefix = `agent-jobs/${Stack.of(this).stackName}/checkout/`;
+    this.checkoutSecretsArn = Stack.of(this).formatArn({ service: 'secretsmanager', resource: 'secret', resourceName: `${this.checkoutSecretPrefix}*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+    iam.Grant.addToPrincipal({ grantee: this.role, actions: ['secretsmanager:GetSecretValue'], resourceArns: [this.checkoutSecretsArn] });
+    acknowledgeWildcard(this.role, `Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${this.checkoutSecretPrefix}*`,
+      'A build reads the checkout secret of its repository, one per repository under the stack\'s prefix, written at run time by the command stages (a read-only credential for that repository).');
     this.timeout = props.timeout ?? Duration.minutes(60);
     this.project = new codebuild.Project(this, 'Project', {
       description: "Runs a command stage's command at a pinned commit (agent-jobs run_tests, ...)",
@@ -81,21 +89,16 @@ export class TestRunner extends Construct {
       logging: { cloudWatch: { logGroup: this.logGroup } },
       buildSpec: codebuild.BuildSpec.fromObject({
         version: '0.2',
-        env: {
-          shell: 'bash',
-          'secrets-manager': {
-            GIT_USERNAME: `${secretArn}:${GIT_CREDENTIAL_KEYS.username}`,
-            GIT_PASSWORD: `${secretArn}:${GIT_CREDENTIAL_KEYS.password}`,
-          },
-        },
+        // No secret of its own: the command stage names the checkout secret's version in the build's overrides.
+        env: { shell: 'bash' },
         phases: {
           pre_build: {
             commands: [
               `test -n "$${env.repoUrl}" && test -n "$${env.commitSha}" && test -n "$${env.testCommand}"`,
-              `if [ "$GIT_USERNAME" = '${SECRET_PLACEHOLDER}' ] || [ "$GIT_PASSWORD" = '${SECRET_PLACEHOLDER}' ]; then `
-                + `echo "agent-jobs: the read-only git credentials secret ${secretArn} still holds its placeholder: store the JSON username and password in it" >&2; exit 1; fi`,
+              `if [ -z "$${CHECKOUT_ENV.username}" ] || [ -z "$${CHECKOUT_ENV.password}" ]; then `
+                + `echo "agent-jobs: no checkout credential (${CHECKOUT_ENV.username}, ${CHECKOUT_ENV.password}): builds are started by a command stage, which names it" >&2; exit 1; fi`,
               // The credential helper reads the secret from the environment: nothing is written to disk.
-              `git config --global credential.helper '!f() { echo "username=$GIT_USERNAME"; echo "password=$GIT_PASSWORD"; }; f'`,
+              `git config --global credential.helper '!f() { echo "username=$${CHECKOUT_ENV.username}"; echo "password=$${CHECKOUT_ENV.password}"; }; f'`,
               'git init -q "$CODEBUILD_SRC_DIR/workspace" && cd "$CODEBUILD_SRC_DIR/workspace"',
               `git fetch -q --depth 1 "$${env.repoUrl}" "$${env.commitSha}"`,
               'git checkout -q --detach FETCH_HEAD',

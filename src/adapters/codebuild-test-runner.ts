@@ -4,13 +4,15 @@
  * (contract/runtime-env.ts TEST_BUILD_ENV). Nothing polls a build: its end comes back as a
  * "CodeBuild Build State Change" event (codebuild-builds.ts reads it on the build-events queue),
  * and `describe` answers the reconciler for many builds in one BatchGetBuilds; `stop` stops the
- * build of a cancelled job (the reconciler's StopBuild).
+ * build of a cancelled job (the reconciler's StopBuild). The build's checkout credential travels
+ * as references to a checkout secret (build-checkout.ts), never as a value.
  */
 import { BatchGetBuildsCommand, ListBuildsForProjectCommand, StartBuildCommand, StopBuildCommand, type CodeBuildClient, type StartBuildCommandOutput } from '@aws-sdk/client-codebuild';
 import { TEST_BUILD_ENV } from '../../contract/runtime-env';
 import { RetryAfterError } from '../core/errors';
 import { buildEnvironment, buildIdempotencyToken } from '../core/jobs/command-stage';
 import type { BuildFinder, BuildStopper, CommandRun, TestRunner, TestRunStatus } from '../core/ports';
+import type { BuildCheckout } from './build-checkout';
 import { buildStatus } from './codebuild-builds';
 /** CodeBuild accepts build timeouts of 5 to 2160 minutes. */
 const MIN_TIMEOUT_MINUTES = 5;
@@ -39,17 +41,20 @@ export class CodeBuildTestRunner implements TestRunner, BuildFinder, BuildStoppe
   constructor(
     private readonly client: CodeBuildClient,
     private readonly projectName: string,
+    /** The checkout credential of each build; absent where nothing starts builds (the reconciler). */
+    private readonly checkout?: BuildCheckout,
   ) {}
 
   async start(run: CommandRun): Promise<{ buildId: string }> {
     const env = buildEnvironment(run);
+    const credential = this.checkout ? await this.checkout.environmentFor(run.job.pin.repoUrl) : [];
     let out: StartBuildCommandOutput;
     try {
       out = await this.client.send(
         new StartBuildCommand({
           projectName: this.projectName,
           idempotencyToken: buildIdempotencyToken(run),
-          environmentVariablesOverride: Object.entries(env).map(([name, value]) => ({ name, value, type: 'PLAINTEXT' })),
+          environmentVariablesOverride: [...Object.entries(env).map(([name, value]) => ({ name, value, type: 'PLAINTEXT' as const })), ...credential],
           timeoutInMinutesOverride: timeoutMinutes(run.timeoutSeconds),
         }),
       );

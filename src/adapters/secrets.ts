@@ -50,6 +50,8 @@ export interface SecretsSource {
 export interface SecretsManagerSecretsOptions {
   readonly client: SecretsManagerClient;
   readonly gitCredentialsArn?: string;
+  /** The read-only credential of test builds' checkouts (the command stages read it, never the build). */
+  readonly gitReadCredentialsArn?: string;
   readonly githubTokenArn?: string;
   /** Seconds a fetched value is reused (rotation becomes visible after this). @default 300 */
   readonly maxAgeSeconds?: number;
@@ -65,6 +67,12 @@ export class SecretsManagerSecrets implements SecretsSource {
   async gitCredentials(): Promise<GitCredentials | GitHubAppKey> {
     const { arn, raw } = await this.fetch(this.options.gitCredentialsArn, ENV.gitCredentialsSecretArn);
     return parseGitCredentials(raw, `${arn} (${ENV.gitCredentialsSecretArn})`);
+  }
+
+  /** The read-only credential of test builds: a user and token, or a GitHub App (checkout tokens are minted from it). */
+  async readGitCredentials(): Promise<GitCredentials | GitHubAppKey> {
+    const { arn, raw } = await this.fetch(this.options.gitReadCredentialsArn, ENV.gitReadCredentialsSecretArn);
+    return parseReadGitCredentials(raw, `${arn} (${ENV.gitReadCredentialsSecretArn})`);
   }
 
   async githubToken(): Promise<string | GitHubAppKey> {
@@ -87,9 +95,12 @@ export function parseGitCredentials(raw: unknown, secret: string): GitCredential
   return parseSecretValue(raw, secret, orGitHubApp(gitCredentialsSchema), 'json');
 }
 
-/** A read-only git credentials secret's value (test builds): `{"username","password"}` only. */
-export function parseReadGitCredentials(raw: unknown, secret: string): GitCredentials {
-  return parseSecretValue(raw, secret, () => gitCredentialsSchema, 'json');
+/**
+ * A read-only git credentials secret's value (test builds' checkouts): `{"username","password"}`,
+ * or a GitHub App, from which each build gets a token for its repository that may only read.
+ */
+export function parseReadGitCredentials(raw: unknown, secret: string): GitCredentials | GitHubAppKey {
+  return parseSecretValue(raw, secret, orGitHubApp(gitCredentialsSchema), 'json');
 }
 
 /** A GitHub token secret's value: the bare token, `{"token"}`, or a GitHub App. */

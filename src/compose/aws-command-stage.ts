@@ -3,10 +3,21 @@
  * CodeBuild command runner. STAGE_JOB_TYPE says which command stage of the catalog it serves.
  */
 import { commandStageOf, type CommandJobType } from '../../contract/job-types';
-import { ENV } from '../../contract/runtime-env';
+import { ENV, GITHUB_API_DEFAULT_URL } from '../../contract/runtime-env';
+import type { BuildCheckout } from '../adapters/build-checkout';
 import { ConfigurationError } from '../core/errors';
 import type { CommandStageDeps } from '../core/jobs/command-stage';
-import { awsPipelineDeps, codeBuildTestRunner, positiveIntEnv, requireEnv } from './aws';
+import { awsClientConfig, awsPipelineDeps, codeBuildTestRunner, positiveIntEnv, requireEnv } from './aws';
+import { onFirstUse, requireSeparateFile } from './first-use';
+
+/**
+ * The build checkout's file in the function's asset, set by the bundling (the catalog's
+ * commandStage `separateFiles`); undefined when this runs from the sources.
+ */
+declare const BUILD_CHECKOUT_FILE: string | undefined;
+// Secrets Manager, auth-app and Octokit load at the first build start, from a file of their own.
+const loadBuildCheckout = (): typeof import('./aws-build-checkout') =>
+  typeof BUILD_CHECKOUT_FILE === 'string' ? (requireSeparateFile(BUILD_CHECKOUT_FILE) as typeof import('./aws-build-checkout')) : require('./aws-build-checkout');
 
 /** The command stage a function serves (STAGE_JOB_TYPE), checked against the catalog. */
 export function commandJobTypeFromEnv(env: NodeJS.ProcessEnv = process.env): CommandJobType {
@@ -16,9 +27,13 @@ export function commandJobTypeFromEnv(env: NodeJS.ProcessEnv = process.env): Com
 }
 
 export function awsCommandStageDeps(env: NodeJS.ProcessEnv = process.env): CommandStageDeps {
+  const gitReadCredentialsArn = requireEnv(ENV.gitReadCredentialsSecretArn, env);
+  const secretPrefix = requireEnv(ENV.checkoutSecretPrefix, env);
+  const githubApiUrl = env[ENV.githubApiUrl] || GITHUB_API_DEFAULT_URL;
+  const checkout = onFirstUse<BuildCheckout>(() => loadBuildCheckout().awsBuildCheckout({ gitReadCredentialsArn, secretPrefix, githubApiUrl, clientConfig: awsClientConfig(env) }));
   return {
     ...awsPipelineDeps('stage', env),
-    runner: codeBuildTestRunner(env),
+    runner: codeBuildTestRunner(env, checkout),
     defaultTimeoutSeconds: positiveIntEnv(ENV.buildTimeoutMinutes, env) * 60,
   };
 }

@@ -25,6 +25,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { COMMAND_JOB_TYPES } from '../../contract/job-types';
 import { ENV, stageDlqUrlEnv } from '../../contract/runtime-env';
+import type { BuildCheckout } from '../adapters/build-checkout';
 import type { BuildCompletionDeps } from '../core/build-completion';
 import { ConfigurationError } from '../core/errors';
 import { DEFAULT_BACKOFF, type PipelineDeps, type PipelineSettings } from '../core/pipeline';
@@ -103,10 +104,13 @@ export function eventBridgePublisher(env: NodeJS.ProcessEnv = process.env): Even
   return onFirstUse(() => new (loadEvents().EventBridgePublisher)(awsClients.eventBridge(), busName));
 }
 
-/** The CodeBuild runner of the command stages and the build reconciler (TEST_RUNNER_PROJECT_NAME). */
-export function codeBuildTestRunner(env: NodeJS.ProcessEnv = process.env): TestRunner & BuildFinder & BuildStopper {
+/**
+ * The CodeBuild runner of the command stages (with their builds' checkout credential) and the
+ * build reconciler (TEST_RUNNER_PROJECT_NAME).
+ */
+export function codeBuildTestRunner(env: NodeJS.ProcessEnv = process.env, checkout?: BuildCheckout): TestRunner & BuildFinder & BuildStopper {
   const project = requireEnv(ENV.testRunnerProject, env);
-  return onFirstUse(() => new (loadTestRunner().CodeBuildTestRunner)(new (loadCodeBuild().CodeBuildClient)(awsClientConfig(env)), project));
+  return onFirstUse(() => new (loadTestRunner().CodeBuildTestRunner)(new (loadCodeBuild().CodeBuildClient)(awsClientConfig(env)), project, checkout));
 }
 
 /**

@@ -95,6 +95,7 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
     endpoint = await startAwsEndpoint({
       targets: { sqs: emulators.endpoints.sqs, s3: emulators.endpoints.s3, dynamodb: emulators.endpoints.dynamodb, events: eventBridge.url, secretsmanager: secretsManager.url, codebuild: codeBuild.url, cloudformation: cloudFormation.url },
       queueUrls,
+      secretArnOf: secretsManager.arnOf,
     });
     stops.push(() => endpoint!.close());
     const calls = endpoint.calls;
@@ -113,8 +114,14 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
       const roleArn: string = p.ServiceRole;
       const principal: Principal = { kind: 'role', name: projectId, roleArn };
       const spec = JSON.parse(p.Source.BuildSpec);
-      for (const reference of Object.values<string>(spec.env?.['secrets-manager'] ?? {})) {
-        const secret = reference.replace(/:[^:]+$/, '');
+      // The buildspec's secrets, and the overrides' (the checkout secret a command stage names), each resolved as the build would.
+      const references = [
+        ...Object.values<string>(spec.env?.['secrets-manager'] ?? {}),
+        ...build.environmentVariables.filter((v) => v.type === 'SECRETS_MANAGER').map((v) => v.value),
+      ];
+      for (const reference of references) {
+        secretsManager.resolve(reference);
+        const secret = secretsManager.arnOf(/^(arn:.+?:secret:[^:]+|[^:]+)/.exec(reference)![1]!) ?? reference;
         record({ principal, service: 'secretsmanager', operation: 'GetSecretValue', action: 'secretsmanager:GetSecretValue', resources: [secret], context: { 'aws:SecureTransport': 'true' } });
       }
       const group = p.LogsConfig?.CloudWatchLogs?.GroupName;
@@ -246,6 +253,7 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
       lambda,
       eventBridge,
       codeBuild,
+      secretsManager,
       operatorClients,
       putOnDefaultBus,
       fireSchedules,

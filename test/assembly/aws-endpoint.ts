@@ -47,6 +47,8 @@ export interface AwsEndpointOptions {
   readonly targets: Readonly<Record<string, string>>;
   /** Template queue URL -> fauxqs queue URL. */
   readonly queueUrls: ReadonlyMap<string, string>;
+  /** A secret's complete ARN from the ARN or the name a request gives (the Secrets Manager stand-in's). */
+  readonly secretArnOf?: (id: string) => string | undefined;
 }
 
 /** IAM actions whose name is not `<service>:<Operation>`. */
@@ -56,7 +58,7 @@ const arn = (service: string, resource: string) => `arn:${PARTITION}:${service}:
 const queueArnOf = (url: string) => arn('sqs', url.split('/').pop()!);
 
 /** The resources and context keys of one request, as IAM authorizes it. */
-function authorization(service: string, operation: string, body: any, path: string): { resources: string[]; context: Record<string, string | string[]> } {
+function authorization(service: string, operation: string, body: any, path: string, options: AwsEndpointOptions): { resources: string[]; context: Record<string, string | string[]> } {
   switch (service) {
     case 'sqs':
       if (operation === 'GetQueueUrl') return { resources: [arn('sqs', body.QueueName)], context: {} };
@@ -72,8 +74,12 @@ function authorization(service: string, operation: string, body: any, path: stri
       const buses = entries.map((e) => (String(e.EventBusName ?? 'default').startsWith('arn:') ? e.EventBusName : arn('events', `event-bus/${e.EventBusName ?? 'default'}`)));
       return { resources: [...new Set(buses)], context: { 'events:source': [...new Set(entries.map((e) => e.Source))], 'events:detail-type': [...new Set(entries.map((e) => e.DetailType))] } };
     }
-    case 'secretsmanager':
-      return { resources: [body.SecretId], context: { 'secretsmanager:SecretId': body.SecretId } };
+    case 'secretsmanager': {
+      // By ARN or by name; a secret being created is authorized on the ARN it is to have (its name and six characters).
+      const id: string = body.SecretId ?? body.Name;
+      const resource = options.secretArnOf?.(id) ?? (id.startsWith('arn:') ? id : arn('secretsmanager', `secret:${id}-AbCdEf`));
+      return { resources: [resource], context: body.SecretId ? { 'secretsmanager:SecretId': body.SecretId } : { 'secretsmanager:Name': body.Name } };
+    }
     case 'codebuild': {
       if (operation === 'BatchGetBuilds') return { resources: [...new Set((body.ids as string[]).map((id) => arn('codebuild', `project/${id.split(':')[0]}`)))], context: {} };
       // StopBuild is authorized on the build's project (a build id is `<project>:<uuid>`).
@@ -131,7 +137,7 @@ export async function startAwsEndpoint(options: AwsEndpointOptions): Promise<Aws
       const form = String(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
       const json = service === 's3' || raw.length === 0 ? {} : form ? Object.fromEntries(new URLSearchParams(raw.toString('utf8'))) : JSON.parse(raw.toString('utf8'));
       const operation = service === 's3' ? s3Operation(req.method!, req.url!) : form ? String(json.Action) : target.slice(target.lastIndexOf('.') + 1);
-      const { resources, context } = authorization(service, operation, json, req.url!);
+      const { resources, context } = authorization(service, operation, json, req.url!, options);
       const call: RecordedCall = {
         principal, service, operation, resources,
         // SQS authorizes a batch call as its single action (SendMessageBatch is sqs:SendMessage).

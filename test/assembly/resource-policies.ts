@@ -7,7 +7,7 @@
  */
 import { ENV } from '../../contract/runtime-env';
 import type { Principal, RecordedCall } from './aws-endpoint';
-import type { CloudAssembly } from './cloud-assembly';
+import { ACCOUNT, PARTITION, REGION, type CloudAssembly } from './cloud-assembly';
 import { alarmNotifications, anotherResource, decide, decideRequest, fromAnotherAccount, ruleDeadLetters, type Decision } from './iam';
 
 const TLS = { 'aws:SecureTransport': 'true' };
@@ -54,19 +54,28 @@ export async function ruleDeliveryProblems(assembly: CloudAssembly, calls: reado
   return problems;
 }
 
-/** Each CodeBuild project's role reads exactly the secrets its buildspec names, and never a push secret a function's environment names. */
+/**
+ * Each CodeBuild project's buildspec names no secret, and its role reads no secret of the template
+ * (the operator's: push, read-only, token) but does read the checkout secrets under the prefix the
+ * command stages write them to (CHECKOUT_SECRET_PREFIX in their environment).
+ */
 export async function buildSecretProblems(assembly: CloudAssembly): Promise<string[]> {
-  const pushSecrets = new Set(assembly.functions().flatMap((f) => f.environment[ENV.gitCredentialsSecretArn] ?? []));
+  const prefixes = new Set(assembly.functions().flatMap((f) => f.environment[ENV.checkoutSecretPrefix] ?? []));
   const secrets = assembly.ofType('AWS::SecretsManager::Secret').map(([id]) => assembly.ref(id));
-  const problems = pushSecrets.size === 0 ? ['no function names a push secret (nothing to keep from the builds)'] : [];
+  const problems = prefixes.size === 0 ? ['no function names a checkout secret prefix (the builds would have no credential)'] : [];
   for (const [id, project] of assembly.ofType('AWS::CodeBuild::Project')) {
     const p = assembly.resolve(project.Properties);
-    const named = new Set(Object.values<string>(JSON.parse(p.Source.BuildSpec).env?.['secrets-manager'] ?? {}).map((reference) => reference.replace(/:[^:]+$/, '')));
-    problems.push(...[...named].filter((arn) => pushSecrets.has(arn)).map((arn) => `project ${id}'s buildspec names the push secret ${arn}`));
+    const named = Object.values<string>(JSON.parse(p.Source.BuildSpec).env?.['secrets-manager'] ?? {});
+    problems.push(...named.map((reference) => `project ${id}'s buildspec names the secret ${reference}`));
     const principal = { kind: 'role', name: id, roleArn: p.ServiceRole } as const;
     for (const secret of secrets) {
       const decision = await decideRequest(assembly, principal, 'secretsmanager:GetSecretValue', secret, TLS);
-      if (decision.allowed !== named.has(secret)) problems.push(`${decision.description} (its buildspec ${named.has(secret) ? 'names' : 'does not name'} it)`);
+      if (decision.allowed) problems.push(`${decision.description} (an operator's secret)`);
+    }
+    for (const prefix of prefixes) {
+      const checkout = `arn:${PARTITION}:secretsmanager:${REGION}:${ACCOUNT}:secret:${prefix}0123456789abcdef0123456789abcdef-AbCdEf`;
+      const decision = await decideRequest(assembly, principal, 'secretsmanager:GetSecretValue', checkout, TLS);
+      if (!decision.allowed) problems.push(`${decision.description} (a checkout secret: the build needs it)`);
     }
   }
   return problems;

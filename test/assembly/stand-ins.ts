@@ -7,9 +7,10 @@
  *
  * - EventBridge: PutEvents only. Keeps every entry per bus and answers an EventId per entry. Does
  *   not model rules on custom buses, archives, quotas or entry size limits.
- * - Secrets Manager: GetSecretValue and PutSecretValue (the operator's, after a deploy) by ARN,
- *   seeded from the template's secrets. Does not model versions beyond AWSCURRENT, rotation, KMS,
- *   partial ARNs or names.
+ * - Secrets Manager: GetSecretValue (the current version, or one by VersionId), PutSecretValue
+ *   (a new current version) and CreateSecret (the command stages' checkout secrets), by complete
+ *   ARN or by name; seeded from the template's secrets. Does not model version stages beyond
+ *   AWSCURRENT, the removal of old versions, rotation, KMS or partial ARNs.
  * - CodeBuild: StartBuild (idempotency token honoured for five minutes, parameters compared),
  *   BatchGetBuilds, ListBuildsForProject (newest first), StopBuild (a running build becomes
  *   STOPPED; an ended one is answered as it is; it sends no state-change event). Builds run nothing: the test ends each
@@ -80,21 +81,68 @@ export async function startEventBridge() {
 
 // ---- Secrets Manager --------------------------------------------------------------------------
 
-export async function startSecretsManager(secrets: Readonly<Record<string, string>>) {
-  const values = new Map(Object.entries(secrets));
+interface StandInSecret {
+  readonly arn: string;
+  readonly name: string;
+  readonly versions: Map<string, string>;
+  current: string;
+}
+
+/** The ARN Secrets Manager gives a new secret: its name and six characters of its own. */
+export function newSecretArn(name: string): string {
+  return `arn:${PARTITION}:secretsmanager:${REGION}:${ACCOUNT}:secret:${name}-${randomUUID().replace(/-/g, '').slice(0, 6)}`;
+}
+
+export async function startSecretsManager(seeded: Readonly<Record<string, string>>) {
+  const secrets: StandInSecret[] = [];
+  const add = (arn: string, value: string): StandInSecret => {
+    const version = randomUUID();
+    const secret = { arn, name: arn.split(':').pop()!.replace(/-[A-Za-z0-9]{6}$/, ''), versions: new Map([[version, value]]), current: version };
+    secrets.push(secret);
+    return secret;
+  };
+  for (const [arn, value] of Object.entries(seeded)) add(arn, value);
+  const find = (id: string): StandInSecret => {
+    const found = secrets.find((s) => s.arn === id || s.name === id);
+    if (!found) throw new ServiceError('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
+    return found;
+  };
   const server = await serve({
-    GetSecretValue: ({ SecretId }: { SecretId: string }) => {
-      const value = values.get(SecretId);
-      if (value === undefined) throw new ServiceError('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
-      return { ARN: SecretId, Name: SecretId.split(':').pop()!.replace(/-[A-Za-z0-9]{6}$/, ''), SecretString: value, VersionId: randomUUID(), VersionStages: ['AWSCURRENT'], CreatedDate: Date.now() / 1000 };
+    GetSecretValue: ({ SecretId, VersionId }: { SecretId: string; VersionId?: string }) => {
+      const secret = find(SecretId);
+      const version = VersionId ?? secret.current;
+      const value = secret.versions.get(version);
+      if (value === undefined) throw new ServiceError('ResourceNotFoundException', "Secrets Manager can't find the specified secret value for VersionId.");
+      return { ARN: secret.arn, Name: secret.name, SecretString: value, VersionId: version, VersionStages: version === secret.current ? ['AWSCURRENT'] : [], CreatedDate: Date.now() / 1000 };
     },
     PutSecretValue: ({ SecretId, SecretString }: { SecretId: string; SecretString: string }) => {
-      if (!values.has(SecretId)) throw new ServiceError('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
-      values.set(SecretId, SecretString);
-      return { ARN: SecretId, VersionId: randomUUID(), VersionStages: ['AWSCURRENT'] };
+      const secret = find(SecretId);
+      const version = randomUUID();
+      secret.versions.set(version, SecretString);
+      secret.current = version;
+      return { ARN: secret.arn, Name: secret.name, VersionId: version, VersionStages: ['AWSCURRENT'] };
+    },
+    CreateSecret: ({ Name, SecretString }: { Name: string; SecretString: string }) => {
+      if (secrets.some((s) => s.name === Name)) throw new ServiceError('ResourceExistsException', `The operation failed because the secret ${Name} already exists.`);
+      const secret = add(newSecretArn(Name), SecretString);
+      return { ARN: secret.arn, Name: secret.name, VersionId: secret.current };
     },
   });
-  return server;
+  return {
+    ...server,
+    /** A secret's complete ARN from its ARN or its name (what IAM authorizes), or undefined for one that does not exist. */
+    arnOf: (id: string): string | undefined => secrets.find((s) => s.arn === id || s.name === id)?.arn,
+    /** What CodeBuild reads for a Secrets Manager reference `secret-id:json-key:version-stage:version-id`. */
+    resolve(reference: string): string {
+      const match = /^(arn:.+?:secret:[^:]+|[^:]+)(?::([^:]*))?(?::([^:]*))?(?::([^:]*))?$/.exec(reference);
+      if (!match) throw new Error(`not a Secrets Manager reference: ${reference}`);
+      const [, id, key, , version] = match;
+      const secret = find(id!);
+      const value = secret.versions.get(version || secret.current);
+      if (value === undefined) throw new Error(`${reference}: no such version`);
+      return key ? String((JSON.parse(value) as Record<string, unknown>)[key]) : value;
+    },
+  };
 }
 
 // ---- CloudFormation ---------------------------------------------------------------------------

@@ -25,7 +25,8 @@ const CAPABILITY_SDK: Record<Capability, readonly string[]> = {
   gitCredentials: ['@aws-sdk/client-secrets-manager'],
   githubToken: ['@aws-sdk/client-secrets-manager'],
   diffBucketRead: ['@aws-sdk/client-s3'],
-  commandRunner: ['@aws-sdk/client-codebuild'],
+  // Secrets Manager: the read-only secret, and the checkout secret of each build (build-checkout.js).
+  commandRunner: ['@aws-sdk/client-codebuild', '@aws-sdk/client-secrets-manager'],
   buildStatus: ['@aws-sdk/client-codebuild'],
   buildStop: ['@aws-sdk/client-codebuild'],
 };

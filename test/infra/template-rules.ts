@@ -133,6 +133,9 @@ function stageWorker(consumer: string): Grant[] {
   ];
 }
 
+/** The checkout secrets (src/adapters/build-checkout.ts), as the synthesized dev stack names them. */
+const CHECKOUT_SECRETS = 'arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:agent-jobs/AgentJobs-dev/checkout/*';
+
 /** The DLQ of every command stage: where the completion path copies a failed build's job. */
 const commandStageDlqs = COMMAND_JOB_TYPES.map((type) => `${laneId(type)}QueueDlq`);
 
@@ -150,6 +153,8 @@ export const ALLOW_LIST: Readonly<Record<string, readonly Grant[]>> = {
     ...stageWorker(type),
     { actions: ['codebuild:StartBuild'], resources: ['TestRunnerProject'], reason: 'starts the build of a run (idempotency token per job and run); nothing polls it' },
     { actions: ['codebuild:ListBuildsForProject', 'codebuild:BatchGetBuilds'], resources: ['TestRunnerProject'], reason: 'after a crash between StartBuild and recording its id: one search of the 100 newest builds' },
+    { actions: ['secretsmanager:GetSecretValue'], resources: ['GitReadCredentials'], reason: "the read-only credential (or the GitHub App that mints a build's read-only token), which the build itself never reads" },
+    { actions: ['secretsmanager:CreateSecret', 'secretsmanager:PutSecretValue'], resources: [CHECKOUT_SECRETS], reason: "writes the checkout secret of the build's repository, under the stack's prefix: all a build may read" },
   ]])),
   'build_events/Worker': [
     ...everyWorker('build_events'),
@@ -171,7 +176,7 @@ export const ALLOW_LIST: Readonly<Record<string, readonly Grant[]>> = {
   ],
   TestRunner: [
     { actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: ['TestRunnerLogGroup'], reason: "the build's log group only (not CodeBuild's default one)" },
-    { actions: ['secretsmanager:GetSecretValue'], resources: ['GitReadCredentials'], reason: 'fetches the pinned commit with the read-only credential, never the push one' },
+    { actions: ['secretsmanager:GetSecretValue'], resources: [CHECKOUT_SECRETS], reason: "fetches the pinned commit with its repository's checkout secret, never an operator's secret" },
   ],
 };
 
@@ -519,18 +524,31 @@ export const TEMPLATE_RULES: readonly TemplateRule[] = [
     },
   },
   {
-    rule: 'test builds: no source, unprivileged, fetching with the read-only git credential only',
+    rule: "test builds: no source, unprivileged, no operator's secret: only the checkout secrets the command stages write",
     check: (t) => {
       const project = single(t, 'AWS::CodeBuild::Project');
       expect(props(project)).toMatchObject({ Source: { Type: 'NO_SOURCE' }, Environment: { PrivilegedMode: false } });
-      const secretsInBuildSpec = new Set(JSON.stringify(props(project)['Source'].BuildSpec).match(/"Ref":"Git[A-Za-z]*Credentials[0-9A-F]{8}"/g)?.map((ref) => baseName(ref.slice(7, -1))));
-      expect([...secretsInBuildSpec]).toEqual(['GitReadCredentials']);
+      const buildSpec = JSON.stringify(props(project)['Source'].BuildSpec);
+      const secretsInBuildSpec = buildSpec.match(/"Ref":"Git[A-Za-z]*Credentials[0-9A-F]{8}"|secrets-manager/g) ?? [];
+      expect(secretsInBuildSpec).toEqual([]);
+      // The build's role: the checkout secrets under the stack's prefix, and no other secret.
+      const role = targetOf(props(project)['ServiceRole']) ?? '';
+      const secretReads = resourcesOf(t, 'AWS::IAM::Policy')
+        .filter(([, policy]) => asArray(props(policy)['Roles']).some((ref) => targetOf(ref) === role))
+        .flatMap(([, policy]) => statementsOf(policy).filter((s) => asArray<string>(s['Action']).some((a) => a.startsWith('secretsmanager:'))).flatMap((s) => asArray(s['Resource']).map(render)));
+      expect(secretReads).toEqual([CHECKOUT_SECRETS]);
     },
     mutations: {
       'test builds fetch with the push credential': (t) => {
         const project = single(t, 'AWS::CodeBuild::Project');
         const push = resourcesOf(t, 'AWS::SecretsManager::Secret').find(([id]) => baseName(id) === 'GitCredentials')![0];
-        props(project)['Source'].BuildSpec = JSON.parse(JSON.stringify(props(project)['Source'].BuildSpec).replace(/GitReadCredentials[0-9A-F]{8}/g, push));
+        props(project)['Source'].BuildSpec = JSON.stringify({ ...JSON.parse(props(project)['Source'].BuildSpec), env: { 'secrets-manager': { GIT_PASSWORD: { Ref: push } } } });
+      },
+      "the build's role reads the read-only secret": (t) => {
+        const project = single(t, 'AWS::CodeBuild::Project');
+        const read = resourcesOf(t, 'AWS::SecretsManager::Secret').find(([id]) => baseName(id) === 'GitReadCredentials')![0];
+        const [, policy] = resourcesOf(t, 'AWS::IAM::Policy').find(([, p]) => asArray(props(p)['Roles']).some((ref) => targetOf(ref) === targetOf(props(project)['ServiceRole'])))!;
+        statementsOf(policy).push({ Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: { Ref: read } });
       },
       'test builds run privileged': (t) => {
         props(single(t, 'AWS::CodeBuild::Project'))['Environment'].PrivilegedMode = true;

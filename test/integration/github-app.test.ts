@@ -217,11 +217,12 @@ describe('GitHub App secrets', () => {
     expect(parseGithubToken(JSON.stringify({ ...app, appId: '4242', installationId: undefined }), 's')).toEqual({ appId: '4242', privateKey });
   });
 
-  it('names what an app secret lacks, never its key; the read-only secret takes no app', () => {
+  it('names what an app secret lacks, never its key; the read-only secret takes an app too (builds get checkout tokens from it)', () => {
     const broken = () => parseGitCredentials(JSON.stringify({ appId: 4242, privateKey: 'not a key, secret-ish' }), 'arn:git');
     expect(broken).toThrow(ConfigurationError);
     expect(broken).toThrow(/secret arn:git is malformed: privateKey: must be the PEM private key/);
     expect(broken).not.toThrow(/secret-ish/);
-    expect(() => parseReadGitCredentials(JSON.stringify(app), 'arn:read')).toThrow(/secret arn:read is malformed/);
+    expect(parseReadGitCredentials(JSON.stringify(app), 'arn:read')).toEqual({ appId: '4242', privateKey, installationId: 7 });
+    expect(() => parseReadGitCredentials(JSON.stringify({ appId: 4242 }), 'arn:read')).toThrow(/secret arn:read is malformed: privateKey/);
   });
 });

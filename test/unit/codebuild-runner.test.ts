@@ -1,6 +1,7 @@
 import { BatchGetBuildsCommand, CodeBuildClient, InvalidInputException, ListBuildsForProjectCommand, ResourceNotFoundException, StartBuildCommand, StopBuildCommand, type Build } from '@aws-sdk/client-codebuild';
 import { mockClient } from 'aws-sdk-client-mock';
 import { DEFAULT_TEST_COMMAND } from '../../contract/job-types';
+import { CHECKOUT_ENV } from '../../contract/runtime-env';
 import { buildIdFromArn, buildStatus, parseCodeBuildEvent } from '../../src/adapters/codebuild-builds';
 import { CodeBuildTestRunner, timeoutMinutes } from '../../src/adapters/codebuild-test-runner';
 import { InvalidBuildEventError } from '../../src/core/build-completion';
@@ -42,6 +43,22 @@ describe('CodeBuildTestRunner.start', () => {
       ]),
     });
     expect(call?.args[0].input.sourceVersion).toBeUndefined();
+  });
+
+  it("names the checkout credential by reference (the repository's checkout secret), never as a plain value", async () => {
+    codebuild.on(StartBuildCommand).resolves({ build: { id: 'tests:build-3' } });
+    const asked: string[] = [];
+    const refs = [
+      { name: CHECKOUT_ENV.username, value: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:checkout/x-AbCdEf:username::v1', type: 'SECRETS_MANAGER' as const },
+      { name: CHECKOUT_ENV.password, value: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:checkout/x-AbCdEf:password::v1', type: 'SECRETS_MANAGER' as const },
+    ];
+    const checkout = { environmentFor: async (repoUrl: string) => (asked.push(repoUrl), refs) };
+
+    await new CodeBuildTestRunner(new CodeBuildClient({}), 'p', checkout).start(commandRun());
+
+    expect(asked).toEqual(['https://git.example/acme/widgets.git']);
+    const variables = codebuild.commandCalls(StartBuildCommand)[0]?.args[0].input.environmentVariablesOverride ?? [];
+    expect(variables.filter((v) => Object.values(CHECKOUT_ENV).includes(v.name as never))).toEqual(refs);
   });
 
   it("sends the stage's default command when the job names none, and a 2-hour timeout as asked", async () => {

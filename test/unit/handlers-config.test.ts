@@ -23,12 +23,20 @@ describe('handlers at cold start', () => {
     MAX_RECEIVE_COUNT: '5',
     VISIBILITY_TIMEOUT_SECONDS: '360',
   };
-  const commandStage = { STAGE_JOB_TYPE: 'run_tests', TEST_RUNNER_PROJECT_NAME: 'tests', BUILD_TIMEOUT_MINUTES: '60' };
+  const commandStage = {
+    STAGE_JOB_TYPE: 'run_tests',
+    TEST_RUNNER_PROJECT_NAME: 'tests',
+    BUILD_TIMEOUT_MINUTES: '60',
+    GIT_READ_CREDENTIALS_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:git-read-AbCdEf',
+    CHECKOUT_SECRET_PREFIX: 'agent-jobs/AgentJobs-test/checkout/',
+  };
   const emptyBatch = { Records: [] };
 
   it.each([
     ['a command stage', 'STAGE_JOB_TYPE', () => commandStageHandler(emptyBatch, {} as Context)],
     ['a command stage', 'TEST_RUNNER_PROJECT_NAME', () => commandStageHandler(emptyBatch, {} as Context)],
+    ['a command stage', 'GIT_READ_CREDENTIALS_SECRET_ARN', () => commandStageHandler(emptyBatch, {} as Context)],
+    ['a command stage', 'CHECKOUT_SECRET_PREFIX', () => commandStageHandler(emptyBatch, {} as Context)],
     ['open_pr', 'GITHUB_TOKEN_SECRET_ARN', () => openPrHandler(emptyBatch, {} as Context)],
     ['build-events', 'STAGE_DLQ_URL_RUN_TESTS', () => buildEventsHandler(emptyBatch, {} as Context)],
   ])('%s throws a ConfigurationError naming %s when it is not set', (_what, missing, invoke) => {

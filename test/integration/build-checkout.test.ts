@@ -1,0 +1,93 @@
+/**
+ * A test build's checkout credential: what the command stage writes to the repository's checkout
+ * secret and names in the StartBuild overrides, against the loopback Secrets Manager stand-in of
+ * the assembly run (its versions and names; emulated, not AWS) and the loopback GitHub (its App
+ * endpoints check the JWT and record what a mint asked for). What a build would read is resolved
+ * from the references as CodeBuild resolves them.
+ */
+import { generateKeyPairSync } from 'node:crypto';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { CHECKOUT_ENV } from '../../contract/runtime-env';
+import { checkoutSecretName, SecretsManagerBuildCheckout } from '../../src/adapters/build-checkout';
+import { GitHubLimits, type GitHubAppKey } from '../../src/adapters/github-api';
+import { appTokensCache, CHECKOUT_MARGIN_MS, GitHubAppTokens, INSTALLATION_TOKEN_USER } from '../../src/adapters/github-app';
+import type { GitCredentials } from '../../src/adapters/secrets';
+import { REGION } from '../assembly/cloud-assembly';
+import { startSecretsManager } from '../assembly/stand-ins';
+import { startFakeGitHub, type FakeGitHub } from '../support/fake-github';
+
+const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs1', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
+const APP: GitHubAppKey = { appId: '4242', privateKey, installationId: 77 };
+const PREFIX = 'agent-jobs/AgentJobs-test/checkout/';
+const REPO = 'https://github.example/acme/widgets.git';
+
+describe('the build checkout credential', () => {
+  let now: number;
+  let github: FakeGitHub;
+  let secretsManager: Awaited<ReturnType<typeof startSecretsManager>>;
+  let client: SecretsManagerClient;
+  const clock = { now: () => now };
+
+  beforeEach(async () => {
+    now = Date.parse('2026-12-02T10:00:00Z');
+    github = await startFakeGitHub({ app: { appId: APP.appId, publicKey, installations: { acme: { id: 77, permissions: { contents: 'write', pull_requests: 'write', metadata: 'read' } } }, now: clock.now } });
+    secretsManager = await startSecretsManager({});
+    client = new SecretsManagerClient({ endpoint: secretsManager.url, region: REGION, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+  });
+  afterEach(async () => {
+    client.destroy();
+    await secretsManager.close();
+    await github.close();
+  });
+
+  const checkoutWith = (secret: GitCredentials | GitHubAppKey) =>
+    new SecretsManagerBuildCheckout({
+      client,
+      secretPrefix: PREFIX,
+      readSecret: async () => secret,
+      tokensOf: appTokensCache((app) => new GitHubAppTokens({ app, baseUrl: github.url, clock, limits: new GitHubLimits({ clock }) })),
+    });
+  /** What the build reads, by variable name, as CodeBuild resolves the references at its start. */
+  const buildReads = (refs: { name: string; value: string; type: string }[]) => Object.fromEntries(refs.map((r) => [r.name, r.type === 'SECRETS_MANAGER' ? secretsManager.resolve(r.value) : 'PLAINTEXT!']));
+
+  it("with a GitHub App: the build reads a token for its one repository with contents: read, never the app's key", async () => {
+    const refs = await checkoutWith(APP).environmentFor(REPO);
+
+    expect(refs.map((r) => [r.name, r.type])).toEqual([
+      [CHECKOUT_ENV.username, 'SECRETS_MANAGER'],
+      [CHECKOUT_ENV.password, 'SECRETS_MANAGER'],
+    ]);
+    const [minted] = github.minted;
+    expect(github.minted).toEqual([expect.objectContaining({ repositories: ['widgets'], permissions: { contents: 'read' } })]);
+    expect(buildReads(refs)).toEqual({ [CHECKOUT_ENV.username]: INSTALLATION_TOKEN_USER, [CHECKOUT_ENV.password]: minted!.token });
+    expect(secretsManager.arnOf(checkoutSecretName(PREFIX, REPO))).toMatch(new RegExp(`:secret:${PREFIX}[0-9a-f]{32}-`));
+    expect(JSON.stringify(refs)).not.toContain('PRIVATE KEY');
+  });
+
+  it('writes a version only when the credential changes, and each build names the version it was started with', async () => {
+    const checkout = checkoutWith(APP);
+
+    const first = await checkout.environmentFor(REPO);
+    const again = await checkout.environmentFor('https://GITHUB.example/acme/widgets');
+    now += 3_600_000 - CHECKOUT_MARGIN_MS + 1;
+    const next = await checkout.environmentFor(REPO);
+
+    expect(again).toEqual(first);
+    expect(next).not.toEqual(first);
+    expect(github.minted).toHaveLength(2);
+    // The first build still reads the token it was started with; the next one the new token.
+    expect(buildReads(first)[CHECKOUT_ENV.password]).toBe(github.minted[0]!.token);
+    expect(buildReads(next)[CHECKOUT_ENV.password]).toBe(github.minted[1]!.token);
+  });
+
+  it("a user and token are copied as they are; another container finds the repository's secret made and adds its version", async () => {
+    const reader = { username: 'reader', password: 'read-only-token' };
+
+    const one = await checkoutWith(reader).environmentFor(REPO);
+    const other = await checkoutWith({ ...reader, password: 'rotated-token' }).environmentFor(REPO);
+
+    expect(buildReads(one)).toEqual({ [CHECKOUT_ENV.username]: 'reader', [CHECKOUT_ENV.password]: 'read-only-token' });
+    expect(buildReads(other)).toEqual({ [CHECKOUT_ENV.username]: 'reader', [CHECKOUT_ENV.password]: 'rotated-token' });
+    expect(github.minted).toEqual([]);
+  });
+});
