@@ -9,8 +9,10 @@
  *   not model rules on custom buses, archives, quotas or entry size limits.
  * - Secrets Manager: GetSecretValue (the current version, or one by VersionId), PutSecretValue
  *   (a new current version) and CreateSecret (the command stages' checkout secrets), by complete
- *   ARN or by name; seeded from the template's secrets. Does not model version stages beyond
- *   AWSCURRENT, the removal of old versions, rotation, KMS or partial ARNs.
+ *   ARN or by name; seeded from the template's secrets. A ClientRequestToken becomes the new
+ *   version's id, as documented: the same token and value again is answered with that version, the
+ *   same token with another value is refused (ResourceExistsException). Does not model version
+ *   stages beyond AWSCURRENT, the removal of old versions, rotation, KMS or partial ARNs.
  * - CodeBuild: StartBuild (idempotency token honoured for five minutes, parameters compared),
  *   BatchGetBuilds, ListBuildsForProject (newest first), StopBuild (a running build becomes
  *   STOPPED; an ended one is answered as it is; it sends no state-change event). Builds run nothing: the test ends each
@@ -95,8 +97,7 @@ export function newSecretArn(name: string): string {
 
 export async function startSecretsManager(seeded: Readonly<Record<string, string>>) {
   const secrets: StandInSecret[] = [];
-  const add = (arn: string, value: string): StandInSecret => {
-    const version = randomUUID();
+  const add = (arn: string, value: string, version: string = randomUUID()): StandInSecret => {
     const secret = { arn, name: arn.split(':').pop()!.replace(/-[A-Za-z0-9]{6}$/, ''), versions: new Map([[version, value]]), current: version };
     secrets.push(secret);
     return secret;
@@ -115,16 +116,20 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
       if (value === undefined) throw new ServiceError('ResourceNotFoundException', "Secrets Manager can't find the specified secret value for VersionId.");
       return { ARN: secret.arn, Name: secret.name, SecretString: value, VersionId: version, VersionStages: version === secret.current ? ['AWSCURRENT'] : [], CreatedDate: Date.now() / 1000 };
     },
-    PutSecretValue: ({ SecretId, SecretString }: { SecretId: string; SecretString: string }) => {
+    PutSecretValue: ({ SecretId, SecretString, ClientRequestToken }: { SecretId: string; SecretString: string; ClientRequestToken?: string }) => {
       const secret = find(SecretId);
-      const version = randomUUID();
-      secret.versions.set(version, SecretString);
-      secret.current = version;
-      return { ARN: secret.arn, Name: secret.name, VersionId: version, VersionStages: ['AWSCURRENT'] };
+      const version = ClientRequestToken ?? randomUUID();
+      const existing = secret.versions.get(version);
+      if (existing !== undefined && existing !== SecretString) throw new ServiceError('ResourceExistsException', `A version ${version} of ${secret.name} exists with another value.`);
+      if (existing === undefined) {
+        secret.versions.set(version, SecretString);
+        secret.current = version;
+      }
+      return { ARN: secret.arn, Name: secret.name, VersionId: version, VersionStages: version === secret.current ? ['AWSCURRENT'] : [] };
     },
-    CreateSecret: ({ Name, SecretString }: { Name: string; SecretString: string }) => {
+    CreateSecret: ({ Name, SecretString, ClientRequestToken }: { Name: string; SecretString: string; ClientRequestToken?: string }) => {
       if (secrets.some((s) => s.name === Name)) throw new ServiceError('ResourceExistsException', `The operation failed because the secret ${Name} already exists.`);
-      const secret = add(newSecretArn(Name), SecretString);
+      const secret = add(newSecretArn(Name), SecretString, ClientRequestToken);
       return { ARN: secret.arn, Name: secret.name, VersionId: secret.current };
     },
   });
@@ -132,6 +137,8 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
     ...server,
     /** A secret's complete ARN from its ARN or its name (what IAM authorizes), or undefined for one that does not exist. */
     arnOf: (id: string): string | undefined => secrets.find((s) => s.arn === id || s.name === id)?.arn,
+    /** How many versions a secret has had (none are removed here), 0 for one that does not exist. */
+    versionCount: (id: string): number => secrets.find((s) => s.arn === id || s.name === id)?.versions.size ?? 0,
     /** What CodeBuild reads for a Secrets Manager reference `secret-id:json-key:version-stage:version-id`. */
     resolve(reference: string): string {
       const match = /^(arn:.+?:secret:[^:]+|[^:]+)(?::([^:]*))?(?::([^:]*))?(?::([^:]*))?$/.exec(reference);

@@ -80,6 +80,61 @@ describe('the build checkout credential', () => {
     expect(buildReads(next)[CHECKOUT_ENV.password]).toBe(github.minted[1]!.token);
   });
 
+  describe('many containers, one repository: the writes are bounded per repository, not per container', () => {
+    const CONTAINERS = 8;
+    /** How long one checkout version serves: GitHub's tokens (and the loopback GitHub's) last an hour. */
+    const WINDOW_MS = 3_600_000 - CHECKOUT_MARGIN_MS;
+    const name = checkoutSecretName(PREFIX, REPO);
+
+    it('a build a minute for six hours, round-robin over the containers: one version (and one mint) per token window, each build reading a token with 20 minutes to live', async () => {
+      const containers = Array.from({ length: CONTAINERS }, () => checkoutWith(APP));
+      const start = now;
+      for (let minute = 0; minute < 6 * 60; minute++) {
+        now = start + minute * 60_000;
+        const password = buildReads(await containers[minute % CONTAINERS]!.environmentFor(REPO))[CHECKOUT_ENV.password];
+        const token = github.minted.find((t) => t.token === password);
+        expect(token?.expiresAt).toBeGreaterThanOrEqual(now + CHECKOUT_MARGIN_MS);
+      }
+
+      const windows = Math.ceil((6 * 3_600_000) / WINDOW_MS);
+      expect(secretsManager.versionCount(name)).toBeLessThanOrEqual(windows);
+      expect(github.minted.length).toBeLessThanOrEqual(windows);
+    });
+
+    it('containers starting builds at the same instant, first and at the edge of a window, add one version each time', async () => {
+      const containers = Array.from({ length: CONTAINERS }, () => checkoutWith(APP));
+      const startAll = () => Promise.all(containers.map((c) => c.environmentFor(REPO)));
+
+      const first = await startAll();
+      expect(secretsManager.versionCount(name)).toBe(1);
+      now += WINDOW_MS + 1;
+      const edge = await startAll();
+
+      expect(secretsManager.versionCount(name)).toBe(2);
+      expect(new Set(first.map((refs) => JSON.stringify(refs))).size).toBe(1);
+      expect(new Set(edge.map((refs) => JSON.stringify(refs))).size).toBe(1);
+      expect(buildReads(edge[0]!)[CHECKOUT_ENV.password]).not.toBe(buildReads(first[0]!)[CHECKOUT_ENV.password]);
+    });
+
+    it('a user and token: one version for every container, and one more when the secret is rotated', async () => {
+      const reader = { username: 'reader', password: 'read-only-token' };
+      for (const container of Array.from({ length: CONTAINERS }, () => checkoutWith(reader))) await container.environmentFor(REPO);
+      expect(secretsManager.versionCount(name)).toBe(1);
+
+      for (const container of Array.from({ length: CONTAINERS }, () => checkoutWith({ ...reader, password: 'rotated-token' }))) await container.environmentFor(REPO);
+      expect(secretsManager.versionCount(name)).toBe(2);
+    });
+
+    it('a start retried by another container after a crash names the version the first attempt named (its StartBuild parameters are the same)', async () => {
+      const crashed = await checkoutWith(APP).environmentFor(REPO);
+      now += 5 * 60_000;
+      const retried = await checkoutWith(APP).environmentFor(REPO);
+
+      expect(retried).toEqual(crashed);
+      expect(github.minted).toHaveLength(1);
+    });
+  });
+
   it("a user and token are copied as they are; another container finds the repository's secret made and adds its version", async () => {
     const reader = { username: 'reader', password: 'read-only-token' };
 
