@@ -28,5 +28,5 @@ export function awsBuildCheckout({ gitReadCredentialsArn, secretPrefix, githubAp
   // One per container: what GitHub said about its limits holds for every mint this container asks for.
   const limits = new GitHubLimits({ clock: systemClock });
   const tokensOf = appTokensCache((app) => new GitHubAppTokens({ app, baseUrl: githubApiUrl, clock: systemClock, limits }));
-  return new SecretsManagerBuildCheckout({ client, secretPrefix, readSecret: () => secrets.readGitCredentials(), tokensOf });
+  return new SecretsManagerBuildCheckout({ client, secretPrefix, readSecret: () => secrets.readGitCredentials(), tokensOf, clock: systemClock });
 }

@@ -97,7 +97,8 @@ function unreached(assembly: CloudAssembly): { roles: string[]; action: string; 
     { roles: [workerRole('build_events'), workerRole('build_reconciler')], action: 'sqs:SendMessage', why: "a build that ends in error (FAULT, TIMED_OUT, or lost) fails its job, whose message goes to its stage's DLQ: the scenario's builds pass or fail" },
     { roles: commandStages, action: 'codebuild:ListBuildsForProject', why: 'only after a crash between StartBuild and recording the build id (finds the build once)' },
     // byOne: excused for the others when one of the roles used it.
-    { roles: commandStages, action: 'secretsmanager:CreateSecret', why: "the first command stage to start a build of a repository creates its checkout secret; the others find it and add versions", byOne: true },
+    { roles: commandStages, action: 'secretsmanager:CreateSecret', why: "the first command stage to start a build of a repository creates its checkout secret; the others find it and name its version", byOne: true },
+    { roles: commandStages, action: 'secretsmanager:PutSecretValue', why: "a checkout secret's new version only when its current one no longer serves (an app token near its end, a rotated read-only secret): the scenario's credential never changes" },
     { roles: commandStages, action: 'codebuild:BatchGetBuilds', why: 'a command stage reads a build only after a crash (see ListBuildsForProject)' },
     { roles: commandStages, action: 'events:PutEvents', why: "a command stage's own outcome events (a refusal before its build); build outcomes come from build_events and the reconciler" },
     {

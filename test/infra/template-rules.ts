@@ -154,7 +154,7 @@ export const ALLOW_LIST: Readonly<Record<string, readonly Grant[]>> = {
     { actions: ['codebuild:StartBuild'], resources: ['TestRunnerProject'], reason: 'starts the build of a run (idempotency token per job and run); nothing polls it' },
     { actions: ['codebuild:ListBuildsForProject', 'codebuild:BatchGetBuilds'], resources: ['TestRunnerProject'], reason: 'after a crash between StartBuild and recording its id: one search of the 100 newest builds' },
     { actions: ['secretsmanager:GetSecretValue'], resources: ['GitReadCredentials'], reason: "the read-only credential (or the GitHub App that mints a build's read-only token), which the build itself never reads" },
-    { actions: ['secretsmanager:CreateSecret', 'secretsmanager:PutSecretValue'], resources: [CHECKOUT_SECRETS], reason: "writes the checkout secret of the build's repository, under the stack's prefix: all a build may read" },
+    { actions: ['secretsmanager:CreateSecret', 'secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue'], resources: [CHECKOUT_SECRETS], reason: "reads the checkout secret of the build's repository, under the stack's prefix (all a build may read), and writes it only when its current version no longer serves" },
   ]])),
   'build_events/Worker': [
     ...everyWorker('build_events'),

@@ -46,6 +46,7 @@ describe('the build checkout credential', () => {
       secretPrefix: PREFIX,
       readSecret: async () => secret,
       tokensOf: appTokensCache((app) => new GitHubAppTokens({ app, baseUrl: github.url, clock, limits: new GitHubLimits({ clock }) })),
+      clock,
     });
   /** What the build reads, by variable name, as CodeBuild resolves the references at its start. */
   const buildReads = (refs: { name: string; value: string; type: string }[]) => Object.fromEntries(refs.map((r) => [r.name, r.type === 'SECRETS_MANAGER' ? secretsManager.resolve(r.value) : 'PLAINTEXT!']));
