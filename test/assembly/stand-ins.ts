@@ -103,6 +103,12 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
     return secret;
   };
   for (const [arn, value] of Object.entries(seeded)) add(arn, value);
+  /** Answers to come before an operation is served (fault injection: how AWS words them is not modelled). */
+  const faults: { operation: string; type: string }[] = [];
+  const refuseIfFaulted = (operation: string): void => {
+    const at = faults.findIndex((f) => f.operation === operation);
+    if (at >= 0) throw new ServiceError(faults.splice(at, 1)[0]!.type, 'Rate exceeded');
+  };
   const find = (id: string): StandInSecret => {
     const found = secrets.find((s) => s.arn === id || s.name === id);
     if (!found) throw new ServiceError('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
@@ -110,6 +116,7 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
   };
   const server = await serve({
     GetSecretValue: ({ SecretId, VersionId }: { SecretId: string; VersionId?: string }) => {
+      refuseIfFaulted('GetSecretValue');
       const secret = find(SecretId);
       const version = VersionId ?? secret.current;
       const value = secret.versions.get(version);
@@ -117,6 +124,7 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
       return { ARN: secret.arn, Name: secret.name, SecretString: value, VersionId: version, VersionStages: version === secret.current ? ['AWSCURRENT'] : [], CreatedDate: Date.now() / 1000 };
     },
     PutSecretValue: ({ SecretId, SecretString, ClientRequestToken }: { SecretId: string; SecretString: string; ClientRequestToken?: string }) => {
+      refuseIfFaulted('PutSecretValue');
       const secret = find(SecretId);
       const version = ClientRequestToken ?? randomUUID();
       const existing = secret.versions.get(version);
@@ -128,6 +136,7 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
       return { ARN: secret.arn, Name: secret.name, VersionId: version, VersionStages: version === secret.current ? ['AWSCURRENT'] : [] };
     },
     CreateSecret: ({ Name, SecretString, ClientRequestToken }: { Name: string; SecretString: string; ClientRequestToken?: string }) => {
+      refuseIfFaulted('CreateSecret');
       if (secrets.some((s) => s.name === Name)) throw new ServiceError('ResourceExistsException', `The operation failed because the secret ${Name} already exists.`);
       const secret = add(newSecretArn(Name), SecretString, ClientRequestToken);
       return { ARN: secret.arn, Name: secret.name, VersionId: secret.current };
@@ -135,6 +144,14 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
   });
   return {
     ...server,
+    /**
+     * The next `times` requests of `operation` are refused with `type` (HTTP 400, as the JSON
+     * protocol carries every Secrets Manager error), e.g. ThrottlingException past the regional
+     * request quota. The SDK retries some of them itself: each attempt takes one.
+     */
+    refuseNext(operation: 'GetSecretValue' | 'PutSecretValue' | 'CreateSecret', times: number, type = 'ThrottlingException'): void {
+      for (let i = 0; i < times; i++) faults.push({ operation, type });
+    },
     /** A secret's complete ARN from its ARN or its name (what IAM authorizes), or undefined for one that does not exist. */
     arnOf: (id: string): string | undefined => secrets.find((s) => s.arn === id || s.name === id)?.arn,
     /** How many versions a secret has had (none are removed here), 0 for one that does not exist. */

@@ -7,12 +7,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { BatchGetBuildsCommand, CodeBuildClient, ListBuildsForProjectCommand, StartBuildCommand, StopBuildCommand, type Build } from '@aws-sdk/client-codebuild';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { commandStageOf, JOB_TYPE_NAMES } from '../../contract/job-types';
-import { REDRIVE_ATTRIBUTE, stringAttributes } from '../../contract/messages';
-import { BUILD_DUE_MARGIN_SECONDS, REPORT_GRACE_SECONDS } from '../../contract/runtime-env';
+import { DEFERRAL_ATTRIBUTES, REDRIVE_ATTRIBUTE, stringAttributes } from '../../contract/messages';
+import { BUILD_DUE_MARGIN_SECONDS, JOB_METRICS, REPORT_GRACE_SECONDS, type JobMetricName } from '../../contract/runtime-env';
+import { checkoutSecretName, SecretsManagerBuildCheckout } from '../../src/adapters/build-checkout';
 import { parseCodeBuildEvent } from '../../src/adapters/codebuild-builds';
 import { CodeBuildTestRunner } from '../../src/adapters/codebuild-test-runner';
 import { localCommandStageDeps, localCompletionDeps } from '../../src/compose/local';
@@ -21,6 +23,8 @@ import { reconcileBuilds } from '../../src/core/build-reconciler';
 import { jobAttributes, jobDigest, type StageMessage } from '../../src/core/envelope';
 import { createCommandStageHandler, dueAfterMs } from '../../src/core/jobs/command-stage';
 import type { EventPublisher } from '../../src/core/ports';
+import { REGION } from '../assembly/cloud-assembly';
+import { newSecretArn, startSecretsManager } from '../assembly/stand-ins';
 import { codeBuildStateChange } from '../support/codebuild-events';
 import { withEmulators } from '../support/emulators';
 import { recordSends } from '../support/sqs-sends';
@@ -408,6 +412,113 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
       expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'RUNNING' });
     },
   );
+
+  /**
+   * The build's checkout secret is written before StartBuild (build-checkout.ts). Its writes share
+   * the region's PutSecretValue quota (50 a second, not adjustable) with the whole account: over
+   * the assembly run's Secrets Manager stand-in (emulated, not AWS), refusing requests as a
+   * throttled Secrets Manager does, the SDK's own retries included (each attempt takes a refusal).
+   */
+  describe('a throttled checkout secret waits like the build quota', () => {
+    const PREFIX = 'agent-jobs/AgentJobs-test/checkout/';
+    const reader = { username: 'reader', password: 'read-only-token' };
+    let secretsManager: Awaited<ReturnType<typeof startSecretsManager>>;
+    let client: SecretsManagerClient;
+    let counted: JobMetricName[];
+
+    beforeEach(async () => {
+      // The repository's checkout secret holds a credential since rotated: the start writes a version.
+      const repoUrl = job().pin.repoUrl;
+      secretsManager = await startSecretsManager({ [newSecretArn(checkoutSecretName(PREFIX, repoUrl))]: JSON.stringify({ ...reader, password: 'before-rotation' }) });
+      // Two attempts per request (the SDK's default is three): the SDK still retries, then gives up.
+      client = new SecretsManagerClient({ endpoint: secretsManager.url, region: REGION, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 2 });
+      counted = [];
+      // A start requested before looks for its build first (none: the write was refused before StartBuild).
+      codebuild.on(ListBuildsForProjectCommand).resolves({ ids: [] });
+    });
+    afterEach(async () => {
+      client.destroy();
+      await secretsManager.close();
+    });
+
+    function throttledStage() {
+      const checkout = new SecretsManagerBuildCheckout({ client, secretPrefix: PREFIX, readSecret: async () => reader, tokensOf: () => { throw new Error('no GitHub App here') }, clock: { now: () => h.now } });
+      const deps = localCommandStageDeps('run_tests', { ...options(), metrics: { count: (metric) => void counted.push(metric) }, leaseSeconds: LEASE_SECONDS, runner: new CodeBuildTestRunner(new CodeBuildClient({ region: 'us-east-1' }), 'tests', checkout) });
+      const run = createCommandStageHandler('run_tests', deps);
+      return { maxReceiveCount: deps.settings.maxReceiveCount, invoke: (records: SQSRecord[]) => run({ Records: records }) };
+    }
+
+    it('a write refused on more deliveries than the queue allows receives: each one a delayed copy, none spent; the build starts when the quota lets it, SUCCEEDED, no DLQ message', async () => {
+      const stage = throttledStage();
+      const throttledDeliveries = stage.maxReceiveCount + 1;
+      secretsManager.refuseNext('PutSecretValue', 2 * throttledDeliveries);
+      const message = job();
+      await h.forward(message);
+      const queueUrl = emulators().queueUrls['run-tests']!;
+
+      const sends = recordSends(emulators().clients.sqs);
+      const deliveries: { failed: boolean; receiveCount: number }[] = [];
+      try {
+        // Until the job is settled (a failure would be, and its message gone to the DLQ).
+        const unsettled = async () => ['FORWARDED', 'IN_FLIGHT'].includes((await h.ledger.getJob(message.jobId))?.status ?? '');
+        for (let i = 0; i < throttledDeliveries && (await unsettled()); i++) deliveries.push(await h.deliver(stage.invoke));
+      } finally {
+        sends.stop();
+      }
+
+      // Each delivery was acknowledged and its job sent again as a fresh copy: the wait spent no receive.
+      expect(deliveries).toEqual(Array.from({ length: throttledDeliveries }, () => ({ failed: false, receiveCount: 1 })));
+      expect(sends.to(queueUrl).map((copy) => [copy.MessageAttributes?.[DEFERRAL_ATTRIBUTES.failedReceives]?.StringValue, copy.MessageAttributes?.[DEFERRAL_ATTRIBUTES.deferrals]?.StringValue])).toEqual(
+        Array.from({ length: throttledDeliveries }, (_, i) => ['0', String(i + 1)]),
+      );
+      expect(counted.filter((m) => m === JOB_METRICS.checkoutSecretsThrottled)).toHaveLength(throttledDeliveries);
+      expect(codebuild.commandCalls(StartBuildCommand)).toHaveLength(0);
+
+      // The quota lets the write through: the build starts with the new version, and its completion ends the job.
+      expect((await h.deliver(stage.invoke)).failed).toBe(false);
+      const { buildId } = { buildId: (await h.ledger.getJob(message.jobId))?.progress?.['buildId'] ?? '' };
+      expect(buildId).toBe('tests:1');
+      await emit(message, buildId, 'SUCCEEDED');
+      expect((await deliverOne(emulators(), BUILD_EVENTS, completion())).failed).toBe(false);
+
+      expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED' });
+      expect(await h.dlqMessages()).toEqual([]);
+      expect(outcomes(message.jobId)).toEqual(['AgentJobSucceeded']);
+    });
+
+    it.each([
+      ['GetSecretValue', 'ThrottlingException'],
+      ['PutSecretValue', 'LimitExceededException'],
+    ] as const)('%s refused with %s: the job waits (a delayed copy, no receive spent, counted), it does not fail or back off', async (operation, type) => {
+      const stage = throttledStage();
+      secretsManager.refuseNext(operation, 2, type);
+      const message = job();
+      await h.forward(message);
+
+      const sends = recordSends(emulators().clients.sqs);
+      const delivery = await h.deliver(stage.invoke).finally(() => sends.stop());
+
+      expect(delivery.failed).toBe(false);
+      expect(sends.to(emulators().queueUrls['run-tests']!)).toEqual([expect.objectContaining({ MessageBody: JSON.stringify(message) })]);
+      expect(counted).toContain(JOB_METRICS.checkoutSecretsThrottled);
+      expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseUntil: h.now });
+      expect(await h.dlqMessages()).toEqual([]);
+    });
+
+    it("a new repository's CreateSecret refused with ThrottlingException waits the same way", async () => {
+      const stage = throttledStage();
+      secretsManager.refuseNext('CreateSecret', 2);
+      const message = { ...job(), pin: { ...job().pin, repoUrl: 'https://git.example/acme/gadgets.git' } };
+      await h.forward(message);
+
+      expect((await h.deliver(stage.invoke)).failed).toBe(false);
+
+      expect(counted).toContain(JOB_METRICS.checkoutSecretsThrottled);
+      expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'IN_FLIGHT' });
+      expect((await h.deliver(stage.invoke)).failed).toBe(false);
+      expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'RUNNING' });
+    });
+  });
 
   it('sends a message for another job type to the DLQ as invalid', async () => {
     const wrong = { ...job(), type: 'open_pr', payload: { baseBranch: 'main', title: 't' } };
