@@ -423,33 +423,40 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     const PREFIX = 'agent-jobs/AgentJobs-test/checkout/';
     const reader = { username: 'reader', password: 'read-only-token' };
     let secretsManager: Awaited<ReturnType<typeof startSecretsManager>>;
-    let client: SecretsManagerClient;
+    let clients: SecretsManagerClient[];
     let counted: JobMetricName[];
 
     beforeEach(async () => {
       // The repository's checkout secret holds a credential since rotated: the start writes a version.
       const repoUrl = job().pin.repoUrl;
       secretsManager = await startSecretsManager({ [newSecretArn(checkoutSecretName(PREFIX, repoUrl))]: JSON.stringify({ ...reader, password: 'before-rotation' }) });
-      // Two attempts per request (the SDK's default is three): the SDK still retries, then gives up.
-      client = new SecretsManagerClient({ endpoint: secretsManager.url, region: REGION, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 2 });
+      clients = [];
       counted = [];
       // A start requested before looks for its build first (none: the write was refused before StartBuild).
       codebuild.on(ListBuildsForProjectCommand).resolves({ ids: [] });
     });
     afterEach(async () => {
-      client.destroy();
+      for (const client of clients) client.destroy();
       await secretsManager.close();
     });
 
-    function throttledStage() {
-      const checkout = new SecretsManagerBuildCheckout({ client, secretPrefix: PREFIX, readSecret: async () => reader, tokensOf: () => { throw new Error('no GitHub App here') }, clock: { now: () => h.now } });
-      const deps = localCommandStageDeps('run_tests', { ...options(), metrics: { count: (metric) => void counted.push(metric) }, leaseSeconds: LEASE_SECONDS, runner: new CodeBuildTestRunner(new CodeBuildClient({ region: 'us-east-1' }), 'tests', checkout) });
+    /** A command stage whose Secrets Manager client makes `sdkAttempts` attempts per request (the SDK's default is three). */
+    function throttledStage(sdkAttempts = 1) {
+      const client = new SecretsManagerClient({ endpoint: secretsManager.url, region: REGION, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: sdkAttempts });
+      clients.push(client);
+      const noApp = () => {
+        throw new Error('the read-only secret holds a user and token');
+      };
+      const checkout = new SecretsManagerBuildCheckout({ client, secretPrefix: PREFIX, readSecret: async () => reader, tokensOf: noApp, clock: { now: () => h.now } });
+      const runner = new CodeBuildTestRunner(new CodeBuildClient({ region: 'us-east-1' }), 'tests', checkout);
+      const deps = localCommandStageDeps('run_tests', { ...options(), metrics: { count: (metric) => void counted.push(metric) }, leaseSeconds: LEASE_SECONDS, runner });
       const run = createCommandStageHandler('run_tests', deps);
       return { maxReceiveCount: deps.settings.maxReceiveCount, invoke: (records: SQSRecord[]) => run({ Records: records }) };
     }
 
     it('a write refused on more deliveries than the queue allows receives: each one a delayed copy, none spent; the build starts when the quota lets it, SUCCEEDED, no DLQ message', async () => {
-      const stage = throttledStage();
+      // Two attempts per request: the SDK retries the refusal once, then gives up.
+      const stage = throttledStage(2);
       const throttledDeliveries = stage.maxReceiveCount + 1;
       secretsManager.refuseNext('PutSecretValue', 2 * throttledDeliveries);
       const message = job();
@@ -491,7 +498,7 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
       ['PutSecretValue', 'LimitExceededException'],
     ] as const)('%s refused with %s: the job waits (a delayed copy, no receive spent, counted), it does not fail or back off', async (operation, type) => {
       const stage = throttledStage();
-      secretsManager.refuseNext(operation, 2, type);
+      secretsManager.refuseNext(operation, 1, type);
       const message = job();
       await h.forward(message);
 
@@ -507,7 +514,7 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
 
     it("a new repository's CreateSecret refused with ThrottlingException waits the same way", async () => {
       const stage = throttledStage();
-      secretsManager.refuseNext('CreateSecret', 2);
+      secretsManager.refuseNext('CreateSecret', 1);
       const message = { ...job(), pin: { ...job().pin, repoUrl: 'https://git.example/acme/gadgets.git' } };
       await h.forward(message);
 
