@@ -143,6 +143,8 @@ export const JOB_METRICS = {
   githubPaced: 'GitHubRequestsPaced',
   /** A command stage's build was refused by the runner's concurrent-build quota: the job waits for a build to free up. */
   buildsWaitingForQuota: 'BuildsWaitingForQuota',
+  /** Secrets Manager throttled (or refused over a quota) a build start's checkout secret: the job waits and starts its build later. */
+  checkoutSecretsThrottled: 'CheckoutSecretsThrottled',
 } as const;
 export type JobMetricName = (typeof JOB_METRICS)[keyof typeof JOB_METRICS];
 

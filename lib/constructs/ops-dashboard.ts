@@ -59,7 +59,7 @@ export class OpsDashboard extends Construct {
         width: WIDTH,
         left: [search(JOB_METRICS.workspaceBlocked, 'blocked')],
       }),
-      // Jobs waiting for a limit: GitHub's answers, the platform's own pacing, the build quota.
+      // Jobs waiting for a limit: GitHub's answers, the platform's own pacing, the build quota, the checkout secrets' quotas.
       new cloudwatch.GraphWidget({
         title: 'Limits: jobs waiting',
         width: WIDTH * 3,
@@ -67,6 +67,7 @@ export class OpsDashboard extends Construct {
           search(JOB_METRICS.githubRateLimited, 'GitHub rate-limited'),
           search(JOB_METRICS.githubPaced, 'GitHub writes paced'),
           search(JOB_METRICS.buildsWaitingForQuota, 'builds waiting for quota'),
+          search(JOB_METRICS.checkoutSecretsThrottled, 'checkout secrets throttled'),
         ],
       }),
       // What the build reconciler found each run: jobs whose build's event never came.

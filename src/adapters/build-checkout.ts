@@ -23,6 +23,11 @@
  * stale version's id, which Secrets Manager takes as the new version's id and refuses with another
  * value, and the others name the version that won.
  *
+ * Secrets Manager saying "not now" (its request quotas, past the SDK's own retries; a quota of the
+ * service) is a wait like CodeBuild's build quota (RetryAfterError, SECRETS_QUOTA_ERRORS): the
+ * regional write quota is shared by the whole account and cannot be raised, and a failure would
+ * spend the job's receives while another writer holds it.
+ *
  * The checkout secrets outlive a deleted stack (they are created at run time, not by the
  * template): the README says how to remove them.
  */
@@ -31,6 +36,7 @@ import { CreateSecretCommand, GetSecretValueCommand, PutSecretValueCommand, type
 import * as z from 'zod/mini';
 import { repositoryIdentity } from '../../contract/git-remotes';
 import { CHECKOUT_ENV, GIT_CREDENTIAL_KEYS } from '../../contract/runtime-env';
+import { RetryAfterError } from '../core/errors';
 import type { Clock } from '../core/ports';
 import type { GitHubAppTokens } from './github-app';
 import { CHECKOUT_MARGIN_MS, INSTALLATION_TOKEN_USER } from './github-app';
@@ -75,6 +81,15 @@ interface CheckoutVersion {
   readonly value: CheckoutValue;
 }
 
+/**
+ * Secrets Manager's answers that mean "not now": throttling past its request quotas (the SDK's
+ * throttling names; it gives up after its retries), and LimitExceededException, "the request would
+ * exceed one of the Secrets Manager quotas" (its API reference), which a secret's versions reach
+ * when it is written more often than Secrets Manager removes them (unlabeled ones, after 24 hours).
+ * Neither names a time: the job waits on the pipeline's quota back-off.
+ */
+const SECRETS_QUOTA_ERRORS = new Set(['ThrottlingException', 'Throttling', 'TooManyRequestsException', 'RequestLimitExceeded', 'LimitExceededException']);
+
 /** The checkout secret of a repository: one name per repository however its URL is spelt. */
 export function checkoutSecretName(prefix: string, repoUrl: string): string {
   return `${prefix}${createHash('sha256').update(repositoryIdentity(repoUrl)).digest('hex').slice(0, 32)}`;
@@ -87,6 +102,18 @@ export class SecretsManagerBuildCheckout implements BuildCheckout {
   constructor(private readonly options: SecretsManagerBuildCheckoutOptions) {}
 
   async environmentFor(repoUrl: string): Promise<SecretReference[]> {
+    try {
+      return await this.referencesFor(repoUrl);
+    } catch (error) {
+      const name = errorName(error);
+      if (typeof name === 'string' && SECRETS_QUOTA_ERRORS.has(name)) {
+        throw new RetryAfterError('secrets-quota', `Secrets Manager refused a checkout secret request for now (${name}: ${(error as Error).message})`, undefined, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  private async referencesFor(repoUrl: string): Promise<SecretReference[]> {
     const secret = await this.options.readSecret();
     const name = checkoutSecretName(this.options.secretPrefix, repoUrl);
     let version = this.held.get(name);

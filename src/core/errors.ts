@@ -141,14 +141,15 @@ export class LeaseHeldError extends TransientJobError {
 
 /**
  * Which limit asked the job to wait: GitHub's rate limits (an answer saying when to come back),
- * the platform's own pacing of GitHub's content-creating requests, or the build runner's
- * concurrent-build quota. Each is counted by its metric (contract/runtime-env.ts JOB_METRICS).
+ * the platform's own pacing of GitHub's content-creating requests, the build runner's
+ * concurrent-build quota, or Secrets Manager's quotas on the checkout secret a build start writes.
+ * Each is counted by its metric (contract/runtime-env.ts JOB_METRICS).
  */
-export type LimitKind = 'github-rate-limit' | 'github-pacing' | 'build-quota';
+export type LimitKind = 'github-rate-limit' | 'github-pacing' | 'build-quota' | 'secrets-quota';
 
 /**
  * A service's limit, not this job's failure: the job waits until `retryAt` (epoch ms), or, for a
- * limit that names no time (a build quota), the pipeline's quota back-off. It never fails a job:
+ * limit that names no time (a build quota, a throttled secret), the pipeline's quota back-off. It never fails a job:
  * the pipeline gives the wait back to the queue without counting the delivery against the job's
  * retries (pipeline.ts says how, per lane).
  */

@@ -27,7 +27,7 @@
  * the DLQ move or the forward from the record.
  *
  * Limits (RetryAfterError: GitHub's rate limits, the platform's pacing of GitHub writes, a build
- * quota) are waits, not failures. SQS counts every receive and moves a message to the DLQ after
+ * quota, Secrets Manager's quotas on a build's checkout secret) are waits, not failures. SQS counts every receive and moves a message to the DLQ after
  * maxReceiveCount of them whatever the handler says, so a wait must not be spent as a receive:
  * - on a stage queue (standard) the job's message is sent again as a fresh copy, delayed by the
  *   wait (SQS's longest delay is 15 minutes: a longer wait travels in the copy, which is sent again
@@ -133,7 +133,7 @@ const MAX_VISIBILITY_SECONDS = 43_200;
 export const MAX_DELAY_SECONDS = 900;
 /**
  * A limit that names no time (a build quota: builds free up when running ones end, which nobody
- * announces) is tried again after the back-off of the job's waits so far, capped here so a freed
+ * announces; a throttled Secrets Manager) is tried again after the back-off of the job's waits so far, capped here so a freed
  * build is taken within this long: the quota stays used while jobs wait for it.
  */
 export const QUOTA_WAIT_CAP_SECONDS = 120;
@@ -143,6 +143,7 @@ const LIMIT_METRICS: Readonly<Record<LimitKind, JobMetricName>> = {
   'github-rate-limit': JOB_METRICS.githubRateLimited,
   'github-pacing': JOB_METRICS.githubPaced,
   'build-quota': JOB_METRICS.buildsWaitingForQuota,
+  'secrets-quota': JOB_METRICS.checkoutSecretsThrottled,
 };
 
 /** What earlier copies of a stage message spent (DEFERRAL_ATTRIBUTES); zeros for a first copy. */
