@@ -84,9 +84,9 @@ interface CheckoutVersion {
 /**
  * Secrets Manager's answers that mean "not now": throttling past its request quotas (the SDK's
  * throttling names; it gives up after its retries), and LimitExceededException, "the request would
- * exceed one of the Secrets Manager quotas" (its API reference), which a secret's versions reach
- * when it is written more often than Secrets Manager removes them (unlabeled ones, after 24 hours).
- * Neither names a time: the job waits on the pipeline's quota back-off.
+ * exceed one of the Secrets Manager quotas" (its API reference, which does not say which: a
+ * secret's versions, written faster than unlabeled ones are removed after 24 hours, are one the
+ * user guide names). Neither names a time: the job waits on the pipeline's quota back-off.
  */
 const SECRETS_QUOTA_ERRORS = new Set(['ThrottlingException', 'Throttling', 'TooManyRequestsException', 'RequestLimitExceeded', 'LimitExceededException']);
 
