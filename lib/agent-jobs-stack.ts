@@ -41,7 +41,7 @@ export interface AgentJobsStackProps extends StackProps {
   readonly projectRoot?: string;
 }
 
-/** Periods of ALARM_PERIOD in a row with a rate-limited GitHub answer before the alarm fires: one burst is back-pressure working, not an incident. */
+/** Periods of ALARM_PERIOD in a row with a limit's wait before its alarm fires: one burst is back-pressure working, not an incident. */
 const RATE_LIMIT_ALARM_PERIODS = 3;
 
 interface LaneContext {
@@ -74,6 +74,8 @@ export class AgentJobsStack extends Stack {
   readonly buildReconciler?: BuildReconciler;
   /** GitHub's rate limits answered in every period for a while: jobs wait, and keep waiting. */
   readonly rateLimitAlarm: cloudwatch.Alarm;
+  /** Checkout secrets throttled or refused in every period for a while: command-stage jobs wait to start their builds. */
+  readonly checkoutSecretsAlarm?: cloudwatch.Alarm;
 
   constructor(scope: Construct, id: string, props: AgentJobsStackProps) {
     super(scope, id, props);
@@ -131,16 +133,28 @@ export class AgentJobsStack extends Stack {
       bindCapabilities(this.buildReconciler.worker, BUILD_RECONCILER.needs, resources);
     }
 
-    this.rateLimitAlarm = alarmAbove(this, 'GitHubRateLimitedAlarm', {
-      metric: new cloudwatch.Metric({ namespace: METRICS_NAMESPACE, metricName: JOB_METRICS.githubRateLimited, dimensionsMap: { service: METRICS_SERVICE }, statistic: cloudwatch.Stats.SUM, period: ALARM_PERIOD }),
-      threshold: 0,
-      evaluationPeriods: RATE_LIMIT_ALARM_PERIODS,
-      description: `${this.node.path}: GitHub has answered with rate limits in each of the last ${RATE_LIMIT_ALARM_PERIODS * ALARM_PERIOD.toMinutes()} minutes: jobs wait for GitHub, none fails. `
-        + 'The function logs say which limit ("waiting for a limit"). Lower githubContentRequestsPerHour (pull requests opened an hour), or give the platform a token of its own: the limits are per token.',
-      action: alarmAction,
-    });
+    this.rateLimitAlarm = this.limitPersistsAlarm('GitHubRateLimitedAlarm', JOB_METRICS.githubRateLimited, alarmAction,
+      'GitHub has answered with rate limits', 'jobs wait for GitHub, none fails. The function logs say which limit ("waiting for a limit"). '
+        + 'Lower githubContentRequestsPerHour (pull requests opened an hour), or give the platform a token of its own: the limits are per token.');
+    if (buildEvents) {
+      // A wait no time cures (LimitExceededException for an account's secrets) would otherwise go on unseen.
+      this.checkoutSecretsAlarm = this.limitPersistsAlarm('CheckoutSecretsThrottledAlarm', JOB_METRICS.checkoutSecretsThrottled, alarmAction,
+        'Secrets Manager has throttled or refused the test builds\' checkout secrets', 'command-stage jobs wait to start their builds, none fails. '
+          + 'The command stages\' logs name the call and the error: a throttle passes with the burst; LimitExceededException on CreateSecret (the account\'s secrets per region) needs secrets removed or a quota raised.');
+    }
     new OpsDashboard(this, 'Dashboard', { lanes: this.lanes.map((l) => ({ name: l.spec.name, ...l })), metricsNamespace: METRICS_NAMESPACE });
     this.addOutputs();
+  }
+
+  /** An alarm on a limit's wait counted (one of JOB_METRICS) in each of RATE_LIMIT_ALARM_PERIODS periods in a row. */
+  private limitPersistsAlarm(id: string, metricName: string, alarmAction: cloudwatch.IAlarmAction, what: string, then: string): cloudwatch.Alarm {
+    return alarmAbove(this, id, {
+      metric: new cloudwatch.Metric({ namespace: METRICS_NAMESPACE, metricName, dimensionsMap: { service: METRICS_SERVICE }, statistic: cloudwatch.Stats.SUM, period: ALARM_PERIOD }),
+      threshold: 0,
+      evaluationPeriods: RATE_LIMIT_ALARM_PERIODS,
+      description: `${this.node.path}: ${what} in each of the last ${RATE_LIMIT_ALARM_PERIODS * ALARM_PERIOD.toMinutes()} minutes: ${then}`,
+      action: alarmAction,
+    });
   }
 
   /** A queue with its DLQ and the worker that consumes it, granted what the catalog says it needs. */

@@ -33,7 +33,8 @@ it('derives a whole lane from a new catalog entry', () => {
   expect(lanes).toBe(stagedLanes(shipped.JOB_TYPE_NAMES, shipped.JOB_TYPES) + 1 + 2);
   template.resourceCountIs('AWS::SQS::Queue', 2 * lanes);
   template.resourceCountIs('AWS::Lambda::Function', lanes + 1);
-  template.resourceCountIs('AWS::CloudWatch::Alarm', 5 * lanes + 4);
+  // Five per lane; the reconciler's three, GitHub's rate limits and the checkout secrets' are the stack's own.
+  template.resourceCountIs('AWS::CloudWatch::Alarm', 5 * lanes + 5);
   template.hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: 180, RedrivePolicy: Match.objectLike({ maxReceiveCount: 6 }) });
   template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
     FunctionName: { Ref: id(lane.worker.function) },

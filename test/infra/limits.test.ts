@@ -44,10 +44,13 @@ describe("GitHub's limits", () => {
     expect(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('41 containers at once cannot share 40 pull requests a minute'))).toHaveLength(1);
   });
 
-  it('alarms when GitHub keeps answering with rate limits, period after period, not at the first one', () => {
+  it.each([
+    ['GitHub keeps answering with rate limits', JOB_METRICS.githubRateLimited],
+    ['Secrets Manager keeps throttling or refusing the checkout secrets (a wait no time may cure)', JOB_METRICS.checkoutSecretsThrottled],
+  ])('alarms when %s, period after period, not at the first one', (_what, metricName) => {
     const { template } = synth();
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      MetricName: JOB_METRICS.githubRateLimited,
+      MetricName: metricName,
       Statistic: 'Sum',
       Threshold: 0,
       EvaluationPeriods: 3,
