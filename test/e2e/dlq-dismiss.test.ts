@@ -5,6 +5,7 @@
  * the replay) agrees about what waits there. The DLQ depth is read as the alarm reads it
  * (ApproximateNumberOfMessages* of the DLQ): emulated here by fauxqs.
  */
+import { connect } from '../../src/operator/connection';
 import { applyPatchArgs, diffChain, makeRepository, poisonPatch, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(240_000);
@@ -32,7 +33,7 @@ let poison: string;
 
 beforeAll(async () => {
   platform = await startPlatform();
-  source = await makeRepository({ 'app.txt': 'one\n' }, ['dismiss', 'cancelled']);
+  source = await makeRepository({ 'app.txt': 'one\n' }, ['dismiss', 'cancelled', 'leftover']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'dismissed'])).url;
   poison = await poisonPatch();
 });
@@ -140,4 +141,39 @@ test('cancel of a SKIPPED job removes its DLQ copy: list, show, peek and the rep
   await platform.cliJson(['dlq', 'dismiss', 'ws-cancelled-poison', '--reason', 'done with it']);
   expect((await dlqListText()).heading).toBe('agent-jobs DLQ: about 0 message(s), 0 listed');
   expect(await platform.cliJson<JobJson>(['status', 'cancelled-1'])).toMatchObject({ status: 'CANCELLED' });
+});
+
+test('dlq redrive of everything deletes the copies an interrupted dismissal or cancel left, reports them removed, and runs neither again', async () => {
+  await blockWorkspace('ws-leftover', 'leftover', 'leftover-1');
+  // Each command recorded its change in the ledger, then stopped before it removed the job's DLQ copy.
+  const connection = connect({ stateDir: platform.stateDir });
+  try {
+    const ledger = await connection.ledger();
+    const dismissal = { by: 'alice', reason: 'dealt with', at: new Date().toISOString() };
+    expect(await ledger.dismiss({ jobId: 'ws-leftover-poison', dismissal, now: Date.now() })).toMatchObject({ kind: 'dismissed' });
+    expect(await ledger.cancel('leftover-1', Date.now())).toMatchObject({ cancelled: true, previous: 'SKIPPED' });
+  } finally {
+    connection.close();
+  }
+  expect((await dlqListText()).heading).toBe('agent-jobs DLQ: about 2 message(s), 0 listed');
+
+  const redrive = await platform.cli(['dlq', 'redrive', '--queue', 'agent-jobs', '--json']);
+
+  expect(redrive.code).toBe(0);
+  expect(JSON.parse(redrive.stdout)).toEqual({
+    redriven: [],
+    left: [],
+    removed: [
+      { queue: 'agent-jobs', jobId: 'ws-leftover-poison', status: 'FAILED', why: expect.stringMatching(/^dismissed by alice/) },
+      { queue: 'agent-jobs', jobId: 'leftover-1', status: 'CANCELLED', why: expect.stringMatching(/^cancelled/) },
+    ],
+  });
+  const listed = await dlqListText();
+  expect(listed.heading).toBe('agent-jobs DLQ: about 0 message(s), 0 listed');
+  expect(listed.stderr).not.toContain('does not list');
+  expect(await platform.cliJson<JobJson & { attempt: number }>(['status', 'ws-leftover-poison'])).toMatchObject({ status: 'FAILED', attempt: 1, dismissed: { by: 'alice' } });
+  expect(await platform.cliJson<JobJson>(['status', 'leftover-1'])).toMatchObject({ status: 'CANCELLED' });
+  // The fence stays: lifting it is the unblock's decision, which now finds nothing of either job.
+  const unblocked = await platform.cliJson<{ workspace: { state: string }; jobs: unknown[] }>(['workspace', 'unblock', 'ws-leftover', '--drop']);
+  expect(unblocked).toMatchObject({ workspace: { state: 'ACTIVE' }, jobs: [] });
 });
