@@ -7,7 +7,7 @@
 import { DLQ_RETENTION_DAYS } from '../../contract/topology';
 import { DLQ_ATTRIBUTES } from '../../contract/messages';
 import { messageGroupId } from '../core/envelope';
-import { conflictQueueOf, dismissRefusal, dlqQueueOf } from '../core/ledger';
+import { conflictQueueOf, dismissRefusal, dlqQueueOf, isOffTheDlq } from '../core/ledger';
 import type { ConflictAttempt, DlqEntry, JobDismissal, JobRecord, WorkspaceRecord } from '../core/ports';
 import type { Connection } from './connection';
 import type { DlqMessage } from './dlq-messages';
@@ -179,16 +179,40 @@ export interface LeftOnDlq {
   readonly why: string;
 }
 
+/** A copy of a job settled off the DLQ (cancelled, or its failure dismissed), deleted without running. */
+export interface SettledCopy {
+  readonly queue: string;
+  readonly jobId: string;
+  readonly status: string;
+  /** How the job was settled: `cancelled ...`, or its dismissal (who, when, why). */
+  readonly why: string;
+}
+
 export interface RedriveResult {
   readonly redriven: readonly Redriven[];
   readonly left: readonly LeftOnDlq[];
+  /** Copies an interrupted cancel or dismissal left (a redrive of everything deletes them). */
+  readonly removed: readonly SettledCopy[];
+}
+
+/**
+ * The one rule for a copy an interrupted `cancel` or `dlq dismiss` left: a DLQ message that is the
+ * copy of a job settled off the DLQ (isOffTheDlq; copyMismatch finds it is the job's own copy) is
+ * nobody's to act on, so the sweeps that meet it (`workspace unblock`, `dlq redrive` of everything)
+ * delete it instead of running or keeping it. Undefined for any other message.
+ */
+export function settledCopy(queue: QueueEndpoint, message: DlqMessage, job: JobRecord | undefined): SettledCopy | undefined {
+  if (job === undefined || !isOffTheDlq(job) || dlqMessages().copyMismatch(queue, message, job) !== undefined) return undefined;
+  const why = job.dismissed ? dismissalWords(job.dismissed) : 'cancelled: it never runs';
+  return { queue: queue.name, jobId: job.jobId, status: job.status, why };
 }
 
 /**
  * Sends jobs on the DLQs back to their queue to run again: the ones named (`jobIds`), or all (of
  * one queue's DLQ with `queue`), order kept per workspace. Groups of BLOCKED workspaces are left
  * (unblockWorkspace replays them), and so are refused conflicting requests (they would be refused
- * again). A named job is reached behind the other messages of its workspace, which keep their order.
+ * again). A redrive of everything deletes the copies an interrupted cancel or dismissal left
+ * (settledCopy), so it leaves on the DLQs only what `dlq list` lists. A named job is reached behind the other messages of its workspace, which keep their order.
  */
 export async function redrive(connection: Connection, options: { jobIds?: readonly string[]; queue?: string } = {}): Promise<RedriveResult> {
   const queues = selectQueues(await connection.target(), options.queue);
@@ -200,6 +224,7 @@ async function redriveAll(connection: Connection, queues: readonly QueueEndpoint
   const ledger = await connection.ledger();
   const redriven: Redriven[] = [];
   const left: LeftOnDlq[] = [];
+  const removed: SettledCopy[] = [];
   for (const queue of queues) {
     const blocked = new Map<string, boolean>();
     await dlqMessages().walkDlq(sqs, queue, async (message) => {
@@ -208,6 +233,13 @@ async function redriveAll(connection: Connection, queues: readonly QueueEndpoint
         left.push({ queue: queue.name, jobId, why: 'a refused conflicting request: it would be refused again' });
         return 'hold';
       }
+      const job = await ledger.getJob(jobId);
+      // Deleted even in a BLOCKED workspace's group: it holds no place in the workspace's order.
+      const settled = settledCopy(queue, message, job);
+      if (settled !== undefined) {
+        removed.push(settled);
+        return 'delete';
+      }
       if (queue.fifo && workspaceId !== undefined) {
         if (!blocked.has(workspaceId)) blocked.set(workspaceId, (await ledger.getWorkspace(workspaceId))?.state === 'BLOCKED');
         if (blocked.get(workspaceId)) {
@@ -215,7 +247,7 @@ async function redriveAll(connection: Connection, queues: readonly QueueEndpoint
           return 'hold';
         }
       }
-      const outcome = await dlqMessages().redriveCopy(sqs, ledger, queue, message, await ledger.getJob(jobId));
+      const outcome = await dlqMessages().redriveCopy(sqs, ledger, queue, message, job);
       if (!outcome.redriven) {
         left.push({ queue: queue.name, jobId, why: outcome.why });
         if (!queue.fifo) return 'hold';
@@ -228,7 +260,7 @@ async function redriveAll(connection: Connection, queues: readonly QueueEndpoint
       return 'delete';
     });
   }
-  return { redriven, left };
+  return { redriven, left, removed };
 }
 
 /**
@@ -274,7 +306,7 @@ async function redriveNamed(connection: Connection, queues: readonly QueueEndpoi
     });
     for (const jobId of ids) left.push({ queue: queue.name, jobId, why: 'no message of it on the DLQ (redriven already, or deleted at the end of its retention)' });
   }
-  return { redriven, left };
+  return { redriven, left, removed: [] };
 }
 
 async function redriveRefusal(connection: Connection, job: JobRecord): Promise<string | undefined> {

@@ -1,9 +1,9 @@
 /** Workspaces: their records, their jobs, and the operator's way out of the fence (unblock). */
 import { messageGroupId } from '../core/envelope';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { isOffTheDlq } from '../core/ledger';
 import { TERMINAL_STATUSES, type JobRecord, type Ledger, type WorkspaceRecord, type WorkspaceState } from '../core/ports';
 import type { Connection } from './connection';
+import { settledCopy } from './dlq';
 import { NotFoundError, OutcomeError } from './errors';
 import { workspaceJobs } from './overview';
 import { jobsQueue, type QueueEndpoint } from './targets';
@@ -90,8 +90,9 @@ export async function unblockWorkspace(connection: Connection, workspaceId: stri
     take: async (message) => {
       const { jobId } = ops.messageJob(message);
       const job = await ledger.getJob(jobId);
-      if (job !== undefined && isOffTheDlq(job) && ops.copyMismatch(queue, message, job) === undefined) {
-        handled.push({ jobId, action: 'removed', status: job.status });
+      const settled = settledCopy(queue, message, job);
+      if (settled !== undefined) {
+        handled.push({ jobId, action: 'removed', status: settled.status });
         return true;
       }
       if (job?.status !== 'SKIPPED') {

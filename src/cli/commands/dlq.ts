@@ -72,6 +72,8 @@ export const dlqRedrive: CommandSpec<CliContext> = {
     'Groups of BLOCKED workspaces are left on the DLQ: use "workspace unblock <id> --replay" for them.',
     'A named job is reached behind other messages of its workspace, which keep their order.',
     'Refused conflicting requests are never redriven: they would be refused again.',
+    'Without job ids it also deletes the copy an interrupted "cancel" or "dlq dismiss" left of a job that is',
+    'CANCELLED or dismissed (reported as removed, never run), as "workspace unblock" does.',
   ],
   async run(ctx, { positionals, values }) {
     const result = await redrive(ctx, { jobIds: positionals, queue: stringOption(values, 'queue') });
@@ -79,6 +81,7 @@ export const dlqRedrive: CommandSpec<CliContext> = {
       `redriven: ${result.redriven.length}`,
       ...result.redriven.map((r) => `  ${r.queue}: ${r.jobId}`),
       ...result.left.map((l) => `  left on ${l.queue} DLQ: ${l.jobId} (${l.why})`),
+      ...result.removed.map((r) => `  removed from ${r.queue} DLQ: ${r.jobId} (${r.status}, ${r.why}: the copy an interrupted command left)`),
     ];
     const missed = positionals.filter((id) => !result.redriven.some((r) => r.jobId === id));
     return { data: result, text: lines.join('\n'), exitCode: missed.length ? EXIT.failed : EXIT.ok };
