@@ -1,12 +1,17 @@
 /**
  * `agent-jobs doctor` through the CLI, on the local platform: it says how the platform isolates
  * test commands, and its end-to-end check sends an apply_patch and a run_tests to a scratch branch
- * and reports both, exit code 0 only when they went through. (The stack checks, which need AWS, are in test/integration/doctor.test.ts.)
+ * and reports both, exit code 0 only when they went through; its clean-up, over the platform's own
+ * connection, cancels a test run still running (its build stopped). (The stack checks, which need
+ * AWS, are in test/integration/doctor.test.ts.)
  */
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { PLATFORM_FILE } from '../../src/local/state-dir';
-import { makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import { cleanUpScratchRun } from '../../src/cli/doctor';
+import { PLATFORM_FILE, TEST_RUNS_DIR } from '../../src/local/state-dir';
+import { connect } from '../../src/operator/connection';
+import { eventually } from '../support/eventually';
+import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -19,10 +24,11 @@ interface DoctorJson {
 
 let platform: RunningPlatform;
 let repoUrl: string;
+let source: string;
 
 beforeAll(async () => {
   platform = await startPlatform();
-  const source = await makeRepository({ 'README.md': '# app\n' }, ['doctor-scratch']);
+  source = await makeRepository({ 'README.md': '# app\n' }, ['doctor-scratch']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'doctor'])).url;
 });
 
@@ -84,4 +90,24 @@ async function expectNoDebris(): Promise<void> {
 test('--branch without --repo is a usage error', async () => {
   const run = await platform.cli(['doctor', '--branch', 'doctor-scratch']);
   expect([run.code, run.stderr]).toEqual([2, expect.stringMatching(/--branch needs --repo/)]);
+});
+
+test('its clean-up cancels a run_tests still running (its build stopped), as "cancel" does, and leaves the workspace ACTIVE', async () => {
+  // A run the doctor stopped waiting for (its --timeout passed) while its test command still runs.
+  const run = { workspaceId: 'doctor-slow', jobIds: ['doctor-slow-patch', 'doctor-slow-tests'] };
+  const [diff] = await diffChain(source, [{ 'slow.txt': 'slow\n' }]);
+  await platform.cliJson(applyPatchArgs(run.workspaceId, 'doctor-slow-patch', repoUrl, 'doctor-scratch', diff ?? '', 'agent-jobs doctor: slow'));
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', run.workspaceId, '--job-id', 'doctor-slow-tests', '--command', 'sleep 600']);
+  await platform.untilJob('doctor-slow-tests', (job) => job.status === 'RUNNING');
+
+  const connection = connect({ stateDir: platform.stateDir });
+  const cleaned = await cleanUpScratchRun(connection, run).finally(() => connection.close());
+
+  expect(cleaned).toMatch(/^cleaned up: doctor-slow-tests cancelled \(its build local:doctor-slow-tests:0 is stopped; /);
+  expect(await platform.cliJson(['status', 'doctor-slow-tests'])).toMatchObject({ status: 'CANCELLED' });
+  // The local runner's record of the run (src/local/test-runner.ts): the command was stopped, not left to end on its own.
+  const runFile = path.join(platform.stateDir, TEST_RUNS_DIR, 'runs', 'doctor-slow-tests.0.json');
+  const runState = async () => (JSON.parse(await readFile(runFile, 'utf8')) as { status: { state: string; status?: string } }).status;
+  expect(await eventually(runState, (state) => state.state !== 'RUNNING', { what: 'the run of doctor-slow-tests to end' })).toMatchObject({ state: 'ERROR', status: 'STOPPED' });
+  expect(await platform.cliJson(['workspace', 'show', run.workspaceId])).toMatchObject({ state: 'ACTIVE' });
 });

@@ -2,10 +2,15 @@
  * The doctor's end-to-end check as a pure function of what its jobs became: on a stack, where the
  * CLI cannot make the scratch branch, a missing one is answered with the command that makes it;
  * and whatever the outcome (a failure, an interruption of the wait) the run's clean-up is called
- * with its workspace and jobs. The local platform runs it for real in test/e2e/doctor.test.ts.
+ * with its workspace and jobs. The clean-up leaves what `cancel` refuses (a started apply_patch),
+ * saying why, over the in-memory ledger. The local platform runs both for real in
+ * test/e2e/doctor.test.ts (there the clean-up cancels a running test run and its build stops).
  */
-import { checkJobEndToEnd, type Clock, type DoctorRun, type JobCheckOptions } from '../../src/cli/doctor';
+import { checkJobEndToEnd, cleanUpScratchRun, type Clock, type DoctorRun, type JobCheckOptions } from '../../src/cli/doctor';
 import type { JobRecord } from '../../src/core/ports';
+import type { Connection } from '../../src/operator/connection';
+import { claimOf, newJob } from '../support/ledger-contract';
+import { MemoryLedger } from '../support/memory-ledger';
 
 const REPO = 'https://github.com/acme/app.git';
 
@@ -79,4 +84,17 @@ test('a scratch branch that cannot be prepared fails the check before anything i
 
   expect(await result).toMatchObject({ status: 'fail', detail: 'could not prepare branch agent-jobs-doctor: Error: "a..b" is not a valid branch name' });
   expect([sent, cleaned]).toEqual([[], []]);
+});
+
+test('the clean-up leaves a started apply_patch to end (cancel refuses it) and says why, with what to do if it fails', async () => {
+  const ledger = new MemoryLedger();
+  const patch = newJob({ jobId: 'doctor-x-patch', workspaceId: 'doctor-x', type: 'apply_patch', payload: { repo: { url: REPO, branch: 'agent-jobs-doctor' }, diff: 'd', message: 'm' } } as never);
+  expect((await ledger.claim(claimOf(patch, { now: Date.now() }))).kind).toBe('claimed');
+  // Only the ledger is read: the target and its clients would be needed by a cancel, which is not made.
+  const connection: Connection = { ledger: async () => ledger, target: () => Promise.reject(new Error('no target')), clients: () => Promise.reject(new Error('no clients')) };
+
+  const cleaned = await cleanUpScratchRun(connection, { workspaceId: 'doctor-x', jobIds: ['doctor-x-patch'] });
+
+  expect(cleaned).toBe('cleaned up: doctor-x-patch left IN_FLIGHT (running (attempt 1): a started apply_patch runs to its end (only a command stage\'s build can be stopped); "dlq dismiss doctor-x-patch" if it fails)');
+  expect(await ledger.getJob('doctor-x-patch')).toMatchObject({ status: 'IN_FLIGHT' });
 });
