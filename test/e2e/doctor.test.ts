@@ -28,7 +28,8 @@ let source: string;
 
 beforeAll(async () => {
   platform = await startPlatform();
-  source = await makeRepository({ 'README.md': '# app\n' }, ['doctor-scratch']);
+  // doctor-slow: a branch of its own for the clean-up's test (a branch has one workspace).
+  source = await makeRepository({ 'README.md': '# app\n' }, ['doctor-scratch', 'doctor-slow']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'doctor'])).url;
 });
 
@@ -96,7 +97,8 @@ test('its clean-up cancels a run_tests still running (its build stopped), as "ca
   // A run the doctor stopped waiting for (its --timeout passed) while its test command still runs.
   const run = { workspaceId: 'doctor-slow', jobIds: ['doctor-slow-patch', 'doctor-slow-tests'] };
   const [diff] = await diffChain(source, [{ 'slow.txt': 'slow\n' }]);
-  await platform.cliJson(applyPatchArgs(run.workspaceId, 'doctor-slow-patch', repoUrl, 'doctor-scratch', diff ?? '', 'agent-jobs doctor: slow'));
+  await platform.cliJson(applyPatchArgs(run.workspaceId, 'doctor-slow-patch', repoUrl, 'doctor-slow', diff ?? '', 'agent-jobs doctor: slow'));
+  await platform.cliJson(['wait', 'doctor-slow-patch', '--timeout', '120']);
   await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', run.workspaceId, '--job-id', 'doctor-slow-tests', '--command', 'sleep 600']);
   await platform.untilJob('doctor-slow-tests', (job) => job.status === 'RUNNING');
 
