@@ -11,7 +11,8 @@
  * - GitHub App: when a secret holds one, is it installed on the repository (`--repo`) with
  *   `contents: write` and `pull_requests: write`?
  * - end-to-end job: does one apply_patch and its run_tests go through, on a scratch workspace? It
- *   takes away what it leaves (failed jobs off the DLQs, a fenced workspace) whatever the outcome.
+ *   takes away what it leaves (failed jobs off the DLQs, a test run still running, a fenced
+ *   workspace) whatever the outcome.
  *
  * The checks take their clients and their clock as arguments; src/cli/commands/doctor.ts wires the
  * real ones.
@@ -35,7 +36,7 @@ import { parseGitCredentials, parseGithubToken, parseReadGitCredentials } from '
 import type { JobRequest } from '../client/producer';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { CANCELLABLE_STATUSES } from '../core/ledger';
+import { cancelRule } from '../core/ledger';
 import { TERMINAL_STATUSES, type JobRecord } from '../core/ports';
 import { platformRepositoryOf } from '../local/state-dir';
 import type { Connection } from '../operator/connection';
@@ -452,9 +453,10 @@ const DOCTOR_ACTOR = 'agent-jobs doctor';
 
 /**
  * What a run leaves behind, taken away with the operator's own commands: a FAILED job is dismissed
- * (its DLQ copy removed), one not started (QUEUED, SKIPPED) cancelled (a skipped one's copy
- * removed), and its workspace, if fenced, unblocked. A job still running is left to end on its own
- * (said so); its commit on the scratch branch stays, as the check's evidence.
+ * (its DLQ copy removed), one `cancel` applies to cancelled (cancelRule: one not started, a skipped
+ * one's copy removed; a running run_tests, its build stopped), and its workspace, if fenced,
+ * unblocked. What `cancel` refuses (a started apply_patch) is left to end on its own, said with
+ * why; its commit on the scratch branch stays, as the check's evidence.
  */
 export async function cleanUpScratchRun(connection: Connection, run: DoctorRun): Promise<string | undefined> {
   const ledger = await connection.ledger();
@@ -463,14 +465,17 @@ export async function cleanUpScratchRun(connection: Connection, run: DoctorRun):
     const job = await ledger.getJob(jobId);
     if (job === undefined || (TERMINAL_STATUSES.includes(job.status) && job.status !== 'FAILED' && job.status !== 'SKIPPED')) continue;
     try {
-      if (job.status === 'FAILED') {
+      const now = Date.now();
+      const rule = job.status === 'FAILED' ? undefined : cancelRule(job, now);
+      if (rule === undefined) {
         if (job.dismissed === undefined) await dismissJob(connection, jobId, { by: DOCTOR_ACTOR, reason: `smoke check ${run.workspaceId}: the doctor cleans up after itself` });
         done.push(`${jobId} dismissed`);
-      } else if (CANCELLABLE_STATUSES.includes(job.status)) {
-        await cancelJob(connection, jobId);
-        done.push(`${jobId} cancelled`);
+      } else if (rule.kind === 'refused') {
+        done.push(`${jobId} left ${job.status} (${rule.why}; "dlq dismiss ${jobId}" if it fails)`);
       } else {
-        done.push(`${jobId} left ${job.status} (it ends on its own; "dlq dismiss ${jobId}" if it fails)`);
+        const { effect } = await cancelJob(connection, jobId, now);
+        // A stopped build is worth saying; a job that never started just never runs.
+        done.push(`${jobId} cancelled${rule.kind === 'stopBuild' ? ` (${effect})` : ''}`);
       }
     } catch (error) {
       done.push(`${jobId} left ${job.status} (${message(error)})`);
