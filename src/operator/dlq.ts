@@ -203,7 +203,7 @@ export interface RedriveResult {
  */
 export function settledCopy(queue: QueueEndpoint, message: DlqMessage, job: JobRecord | undefined): SettledCopy | undefined {
   if (job === undefined || !isOffTheDlq(job) || dlqMessages().copyMismatch(queue, message, job) !== undefined) return undefined;
-  const why = job.dismissed ? dismissalWords(job.dismissed) : 'cancelled: it never runs';
+  const why = job.dismissed ? dismissalWords(job.dismissed) : 'cancelled before: it never runs';
   return { queue: queue.name, jobId: job.jobId, status: job.status, why };
 }
 

@@ -5,6 +5,7 @@
  * the replay) agrees about what waits there. The DLQ depth is read as the alarm reads it
  * (ApproximateNumberOfMessages* of the DLQ): emulated here by fauxqs.
  */
+import type { Ledger } from '../../src/core/ports';
 import { connect } from '../../src/operator/connection';
 import { applyPatchArgs, diffChain, makeRepository, poisonPatch, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
@@ -145,29 +146,34 @@ test('cancel of a SKIPPED job removes its DLQ copy: list, show, peek and the rep
 
 test('dlq redrive of everything deletes the copies an interrupted dismissal or cancel left, reports them removed, and runs neither again', async () => {
   await blockWorkspace('ws-leftover', 'leftover', 'leftover-1');
-  // Each command recorded its change in the ledger, then stopped before it removed the job's DLQ copy.
+  // Each command records its change in the ledger, then stops before it removes the job's DLQ copy.
   const connection = connect({ stateDir: platform.stateDir });
+  const interrupted = async (command: (ledger: Ledger) => Promise<unknown>) => command(await connection.ledger());
+  const dismissal = { by: 'alice', reason: 'dealt with', at: new Date().toISOString() };
   try {
-    const ledger = await connection.ledger();
-    const dismissal = { by: 'alice', reason: 'dealt with', at: new Date().toISOString() };
-    expect(await ledger.dismiss({ jobId: 'ws-leftover-poison', dismissal, now: Date.now() })).toMatchObject({ kind: 'dismissed' });
-    expect(await ledger.cancel('leftover-1', Date.now())).toMatchObject({ cancelled: true, previous: 'SKIPPED' });
+    expect(await interrupted((ledger) => ledger.dismiss({ jobId: 'ws-leftover-poison', dismissal, now: Date.now() }))).toMatchObject({ kind: 'dismissed' });
+    expect((await dlqListText()).heading).toBe('agent-jobs DLQ: about 2 message(s), 1 listed');
+
+    const redrive = await platform.cli(['dlq', 'redrive', '--queue', 'agent-jobs', '--json']);
+
+    // The dismissed job's copy is removed even at the head of its BLOCKED workspace's group; the skipped job behind it waits for the unblock.
+    expect(redrive.code).toBe(0);
+    expect(JSON.parse(redrive.stdout)).toEqual({
+      redriven: [],
+      left: [{ queue: 'agent-jobs', jobId: 'leftover-1', why: 'workspace ws-leftover is BLOCKED (group ws#ws-leftover)' }],
+      removed: [{ queue: 'agent-jobs', jobId: 'ws-leftover-poison', status: 'FAILED', why: expect.stringMatching(/^dismissed by alice at .* \(dealt with\)$/) }],
+    });
+    expect((await dlqListText()).heading).toBe('agent-jobs DLQ: about 1 message(s), 1 listed');
+
+    expect(await interrupted((ledger) => ledger.cancel('leftover-1', Date.now()))).toMatchObject({ cancelled: true, previous: 'SKIPPED' });
+    const again = await platform.cli(['dlq', 'redrive', '--queue', 'agent-jobs']);
+    expect({ code: again.code, stdout: again.stdout.trim() }).toEqual({
+      code: 0,
+      stdout: 'redriven: 0\n  removed from agent-jobs DLQ: leftover-1 (CANCELLED, cancelled before: it never runs; a copy an interrupted command left)',
+    });
   } finally {
     connection.close();
   }
-  expect((await dlqListText()).heading).toBe('agent-jobs DLQ: about 2 message(s), 0 listed');
-
-  const redrive = await platform.cli(['dlq', 'redrive', '--queue', 'agent-jobs', '--json']);
-
-  expect(redrive.code).toBe(0);
-  expect(JSON.parse(redrive.stdout)).toEqual({
-    redriven: [],
-    left: [],
-    removed: [
-      { queue: 'agent-jobs', jobId: 'ws-leftover-poison', status: 'FAILED', why: expect.stringMatching(/^dismissed by alice/) },
-      { queue: 'agent-jobs', jobId: 'leftover-1', status: 'CANCELLED', why: expect.stringMatching(/^cancelled/) },
-    ],
-  });
   const listed = await dlqListText();
   expect(listed.heading).toBe('agent-jobs DLQ: about 0 message(s), 0 listed');
   expect(listed.stderr).not.toContain('does not list');

@@ -81,7 +81,7 @@ export const dlqRedrive: CommandSpec<CliContext> = {
       `redriven: ${result.redriven.length}`,
       ...result.redriven.map((r) => `  ${r.queue}: ${r.jobId}`),
       ...result.left.map((l) => `  left on ${l.queue} DLQ: ${l.jobId} (${l.why})`),
-      ...result.removed.map((r) => `  removed from ${r.queue} DLQ: ${r.jobId} (${r.status}, ${r.why}: the copy an interrupted command left)`),
+      ...result.removed.map((r) => `  removed from ${r.queue} DLQ: ${r.jobId} (${r.status}, ${r.why}; a copy an interrupted command left)`),
     ];
     const missed = positionals.filter((id) => !result.redriven.some((r) => r.jobId === id));
     return { data: result, text: lines.join('\n'), exitCode: missed.length ? EXIT.failed : EXIT.ok };
