@@ -217,17 +217,22 @@ export async function removeRunGroup(dirs: RunGroupDirs): Promise<void> {
   }
 }
 
-async function killGroupMembers(dir: string, rounds = 100): Promise<void> {
-  for (let round = 0; round < rounds; round++) {
-    const members = (await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => ''))
-      .split('\n')
-      .filter(Boolean)
-      .map(Number)
-      .filter((pid) => pid !== process.pid);
-    if (members.length === 0) return;
-    for (const pid of members) signal(pid, 'SIGSTOP');
-    for (const pid of members) signal(pid, 'SIGKILL');
-    await sleep(10);
+async function killGroupMembers(dir: string): Promise<void> {
+  await endProcesses(async () => (await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '')).split('\n').filter(Boolean).map(Number), { rounds: 100, pauseMs: 10 });
+}
+
+/**
+ * Ends the processes `listPids` names (never this one): stopped first, then killed, round after
+ * round, so a process cannot fork faster than it is ended; resolves once none is left, or after
+ * `rounds`. Shared by a run group's members and the processes that carry a run's marker.
+ */
+export async function endProcesses(listPids: () => Promise<number[]>, options: { rounds: number; pauseMs: number }): Promise<void> {
+  for (let round = 0; round < options.rounds; round++) {
+    const pids = (await listPids()).filter((pid) => pid !== process.pid);
+    if (pids.length === 0) return;
+    for (const pid of pids) signal(pid, 'SIGSTOP');
+    for (const pid of pids) signal(pid, 'SIGKILL');
+    await sleep(options.pauseMs);
   }
 }
 

@@ -185,8 +185,13 @@ export function homeToolchains(env: NodeJS.ProcessEnv = process.env, home = home
     .map((entry) => resolve(entry))
     .filter((entry) => entry !== realHome && isInside(entry, realHome))
     .map((entry) => (/^(bin|shims)$/.test(entry.split(sep).pop() ?? '') && dirname(entry) !== realHome ? dirname(entry) : entry));
-  const unique = [...new Set(dirs)];
-  return unique.filter((dir) => !unique.some((other) => other !== dir && isInside(dir, other)));
+  return outermost(dirs);
+}
+
+/** Directories not inside another of the list (covering the outer one covers them). */
+export function outermost(paths: readonly string[]): string[] {
+  const unique = [...new Set(paths)];
+  return unique.filter((path) => !unique.some((other) => other !== path && isInside(path, other)));
 }
 
 export function isInside(dir: string, parent: string): boolean {

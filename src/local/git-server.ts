@@ -13,11 +13,11 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { OPEN_ACCESS, singleCredential, type GitAccess, type GitCredentials } from './git-access';
+import { REPO_NAME } from './state-dir';
 
 const run = promisify(execFile);
 const LOOPBACK = '127.0.0.1';
 const HTTP_BACKEND = process.env.GIT_HTTP_BACKEND ?? '/usr/lib/git-core/git-http-backend';
-const REPO_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
 export interface GitServerOptions {
   /** Directory holding the bare repositories (`<name>.git`). */

@@ -22,7 +22,7 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommandLimits } from '../../contract/job-types';
 import { errorMessage } from '../core/errors';
-import { findCgroupParents, joinFiles, makeRunGroup, planRunGroup, readRunGroupUsage, removeRunGroup, type RunGroupDirs } from './cgroups';
+import { findCgroupParents, joinFiles, makeRunGroup, readRunGroupUsage, removeRunGroup, type RunGroupDirs } from './cgroups';
 import { confinedCommand, CREDENTIALS_IN_HOME, hiddenPaths, homeToolchains, isInside, type Confinement, type Isolation, type ResourceControl } from './confinement';
 import { attachNetwork, SANDBOX_FDS, SANDBOX_PATHS, SANDBOX_RESOLV_CONF, SANDBOX_USER, sandboxArgs, sandboxChildPid, sandboxLaunchers, type SandboxNetwork } from './sandbox';
 
@@ -43,7 +43,7 @@ export interface LaunchSpec {
   readonly limits: CommandLimits;
   /**
    * The run's cgroup where the isolation has cgroups, planned (planRunGroup) and recorded by the
-   * caller; made here. @default planned here
+   * caller (a platform killed once it is made leaves what the next start ends); made here.
    */
   readonly group?: RunGroupDirs;
 }
@@ -56,6 +56,9 @@ export interface RunSample {
   /** Its writable places were full at a sample (sandbox only). */
   readonly diskFull: boolean;
 }
+
+/** A sample of a run with nothing to measure (no run group) or no answer: no limit reached. */
+export const NO_USAGE: RunSample = { processLimitReached: false, oomKills: 0, cpuSeconds: 0, diskFull: false };
 
 export interface RunExit {
   readonly code: number | null;
@@ -96,7 +99,7 @@ const LAUNCH_SCRIPT = [
 
 export async function launchRun(isolation: Isolation, spec: LaunchSpec): Promise<LaunchedRun> {
   const { confinement, resources } = isolation;
-  const group = resources.kind === 'cgroup' ? await makeRunGroup(spec.group ?? planRunGroup(resources.parents), spec.limits) : undefined;
+  const group = spec.group === undefined ? undefined : await makeRunGroup(spec.group, spec.limits);
   try {
     const runAs = confinement.kind === 'sandbox' ? confinement.runAs : undefined;
     const rlimits = resources.kind === 'rlimit' && process.platform === 'linux' ? await rlimitPrefix(spec.limits, confinement, runAs?.uid ?? process.getuid?.()) : [];
@@ -230,7 +233,7 @@ function launched({ child, output }: Launcher, group: RunGroupDirs | undefined, 
   let heldDisk: number | undefined;
   void disk?.then((fd) => (heldDisk = fd));
   const sample = async (): Promise<RunSample> => {
-    const usage = group ? await readRunGroupUsage(group) : { processLimitReached: false, oomKills: 0, cpuSeconds: 0 };
+    const usage = group ? await readRunGroupUsage(group) : NO_USAGE;
     if (heldDisk !== undefined) {
       const fs = await statfs(`/proc/self/fd/${heldDisk}`).catch(() => undefined);
       if (fs && fs.bfree * fs.bsize < DISK_FULL_SLACK_BYTES) diskFull = true;

@@ -25,7 +25,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { errorMessage } from '../core/errors';
-import { isInside } from './confinement';
+import { isInside, outermost } from './confinement';
 
 /** Where the run lives inside the sandbox. */
 export const SANDBOX_PATHS = { tmp: '/tmp', workspace: '/tmp/workspace', home: '/tmp/home' } as const;
@@ -195,10 +195,4 @@ export function sandboxChildPid(info: NodeJS.ReadableStream, exited: Promise<unk
     info.on('data', onData);
     void exited.then(() => reject(new Error('bubblewrap exited before the sandbox started')));
   });
-}
-
-/** Directories not inside another of the list (covering the outer one covers them). */
-function outermost(paths: readonly string[]): string[] {
-  const unique = [...new Set(paths)];
-  return unique.filter((path) => !unique.some((other) => other !== path && isInside(path, other)));
 }

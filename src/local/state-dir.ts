@@ -37,6 +37,9 @@ export const REPOSITORIES_DIR = 'repos';
 export const DLQ_COPIES_DIR = 'dlq-copies';
 
 /** The bare repository `<name>` of the platform at `stateDir`. */
+/** A repository's name on the local git server (`<gitUrl>/<name>.git`), and so of its directory. */
+export const REPO_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
 export function repositoryDir(stateDir: string, name: string): string {
   return path.join(stateDir, REPOSITORIES_DIR, `${name}.git`);
 }
@@ -50,5 +53,5 @@ export function platformRepositoryOf(stateDir: string, repoUrl: string): string 
     return undefined;
   }
   const dir = repositoryDir(stateDir, name);
-  return /^[A-Za-z0-9._-]+$/.test(name) && existsSync(dir) ? dir : undefined;
+  return REPO_NAME.test(name) && existsSync(dir) ? dir : undefined;
 }

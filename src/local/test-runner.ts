@@ -54,9 +54,9 @@ import { ConfigurationError, RetryAfterError, errorMessage } from '../core/error
 import type { BuildCompletion, BuildStopper, CommandRun, FinishedRunStatus, TestRunner, TestRunStatus } from '../core/ports';
 import { LOG_TAIL_BYTES, buildEnvironment, tail } from '../core/jobs/command-stage';
 import { OUTPUT_KEEP_BYTES } from './state-dir';
-import { planRunGroup, removeLeftRunGroup, type RunGroupDirs } from './cgroups';
+import { endProcesses, planRunGroup, removeLeftRunGroup, type RunGroupDirs } from './cgroups';
 import { isInside, type Confinement, type Isolation, type ResourceControl } from './confinement';
-import { launchRun, probeIsolation, type LaunchedRun, type RunSample } from './run-launcher';
+import { launchRun, NO_USAGE, probeIsolation, type LaunchedRun, type RunSample } from './run-launcher';
 import { writeFileAtomic } from './write-atomic';
 
 const run = promisify(execFile);
@@ -453,8 +453,7 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
     const log = await readTail(outPath, this.logTailBytes);
     // The run directory goes with the run: the output stays beside its state. Not kept is not a
     // failed run: `agent-jobs logs` then says there is none, and the verdict keeps its tail.
-    await keepOutput(outPath, runFile(this.options.stateDir, buildId, 'log'), this.outputKeepBytes).catch(() => undefined);
-    await rm(outPath, { force: true });
+    await this.keepRunOutput(buildId);
     if (exit.error) return { state: 'ERROR', status: 'FAULT', message: `could not start the tests: ${exit.error.message}` };
     if (ended === 'cancel') return { state: 'ERROR', status: 'STOPPED', message: `${CANCELLED}; last output:\n${log}` };
     if (ended === 'timeout') return { state: 'ERROR', status: 'TIMED_OUT', message: `no result after ${timeoutMs / 1000}s; last output:\n${log}` };
@@ -466,7 +465,7 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
   }
 
   /** Adds to the run's state, on disk too: what a start after a crash needs to clean up after it. */
-  private async record(active: ActiveRun, fields: Partial<Pick<LocalRunState, 'runDir' | 'pid' | 'marker' | 'cgroup'>>): Promise<void> {
+  private async record(active: ActiveRun, fields: Partial<Pick<LocalRunState, 'runDir' | 'pid' | 'marker' | 'cgroup' | 'status'>>): Promise<void> {
     active.state = { ...active.state, ...fields };
     await writeFileAtomic(this.statePath(active.state.buildId), JSON.stringify(active.state));
   }
@@ -475,15 +474,19 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
   private async removeLeftovers(state: LocalRunState): Promise<void> {
     if (state.cgroup) await removeLeftRunGroup(state.cgroup).catch(() => undefined);
     if (state.marker) await endMarkedProcesses(state.marker);
-    const outPath = runFile(this.options.stateDir, state.buildId, 'out');
-    await keepOutput(outPath, runFile(this.options.stateDir, state.buildId, 'log'), this.outputKeepBytes).catch(() => undefined);
-    await rm(outPath, { force: true });
+    await this.keepRunOutput(state.buildId);
     if (state.runDir && isRunDir(state.runDir)) await rm(state.runDir, { recursive: true, force: true, maxRetries: 3 });
   }
 
+  /** Moves the run's output beside its state (its last bytes past the limit); output not kept leaves `logs` with none. */
+  private async keepRunOutput(buildId: string): Promise<void> {
+    const outPath = runFile(this.options.stateDir, buildId, 'out');
+    await keepOutput(outPath, runFile(this.options.stateDir, buildId, 'log'), this.outputKeepBytes).catch(() => undefined);
+    await rm(outPath, { force: true });
+  }
+
   private async finish(active: ActiveRun, status: FinishedRunStatus): Promise<void> {
-    active.state = { ...active.state, status };
-    await writeFileAtomic(this.statePath(active.state.buildId), JSON.stringify(active.state));
+    await this.record(active, { status });
     const { buildId, jobId, jobType, sha } = active.state;
     // The exit is the build's completion event; a lost one is found by the reconciler.
     await this.options.onFinished?.({ buildId, jobId, jobType, sha, status }).catch(() => undefined);
@@ -606,7 +609,7 @@ function watchLimits(run: LaunchedRun, limits: CommandLimits, end: (why: RunLimi
     while (!stopped) {
       await sleep(WATCH_MS, undefined, { ref: false });
       if (!stopped && (await stopRequested())) end('cancel');
-      const reached = stopped ? undefined : limitReached(await run.sample().catch(() => ({ processLimitReached: false, oomKills: 0, cpuSeconds: 0, diskFull: false })), limits);
+      const reached = stopped ? undefined : limitReached(await run.sample().catch(() => NO_USAGE), limits);
       if (reached && !stopped) end(reached);
     }
   })();
@@ -655,15 +658,9 @@ const RUNS_DIR_PREFIX = 'agent-jobs-runs-';
  * Linux only (/proc); elsewhere the process group is all there is. A process that clears its own
  * environment before it detaches escapes this (SECURITY.md).
  */
-async function endMarkedProcesses(marker: string, rounds = 50): Promise<void> {
+async function endMarkedProcesses(marker: string): Promise<void> {
   const tag = `${RUN_MARKER}=${marker}`;
-  for (let round = 0; round < rounds; round++) {
-    const marked = await markedProcesses(tag);
-    if (marked.length === 0) return;
-    for (const pid of marked) signal(pid, 'SIGSTOP');
-    for (const pid of marked) signal(pid, 'SIGKILL');
-    await sleep(20);
-  }
+  await endProcesses(() => markedProcesses(tag), { rounds: 50, pauseMs: 20 });
 }
 
 async function markedProcesses(tag: string): Promise<number[]> {
@@ -682,15 +679,7 @@ async function markedProcesses(tag: string): Promise<number[]> {
         return environ.split('\0').includes(tag) ? [Number(pid)] : [];
       }),
   );
-  return found.flat().filter((pid) => pid !== process.pid);
-}
-
-function signal(pid: number, name: NodeJS.Signals): void {
-  try {
-    process.kill(pid, name);
-  } catch {
-    // Gone in between.
-  }
+  return found.flat();
 }
 
 /** Copies the output file, or its last `maxBytes` after a line saying how much was cut. */
