@@ -36,7 +36,7 @@ import { CreateSecretCommand, GetSecretValueCommand, PutSecretValueCommand, type
 import * as z from 'zod/mini';
 import { repositoryIdentity } from '../../contract/git-remotes';
 import { CHECKOUT_ENV, GIT_CREDENTIAL_KEYS } from '../../contract/runtime-env';
-import { RetryAfterError } from '../core/errors';
+import { errorName, limitFrom } from '../core/errors';
 import type { Clock } from '../core/ports';
 import type { GitHubAppTokens } from './github-app';
 import { CHECKOUT_MARGIN_MS, INSTALLATION_TOKEN_USER } from './github-app';
@@ -105,11 +105,7 @@ export class SecretsManagerBuildCheckout implements BuildCheckout {
     try {
       return await this.referencesFor(repoUrl);
     } catch (error) {
-      const name = errorName(error);
-      if (typeof name === 'string' && SECRETS_QUOTA_ERRORS.has(name)) {
-        throw new RetryAfterError('secrets-quota', `Secrets Manager refused a checkout secret request for now (${name}: ${(error as Error).message})`, undefined, { cause: error });
-      }
-      throw error;
+      throw limitFrom(error, SECRETS_QUOTA_ERRORS, 'secrets-quota', 'Secrets Manager refused a checkout secret request for now');
     }
   }
 
@@ -220,7 +216,6 @@ function parseJson(text: string | undefined): unknown {
   }
 }
 
-const errorName = (error: unknown): unknown => (error as { name?: unknown } | null)?.name;
 
 function required(value: string | undefined, operation: string): string {
   if (!value) throw new Error(`Secrets Manager ${operation} answered without the value it documents`);

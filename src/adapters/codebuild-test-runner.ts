@@ -9,7 +9,7 @@
  */
 import { BatchGetBuildsCommand, ListBuildsForProjectCommand, StartBuildCommand, StopBuildCommand, type CodeBuildClient, type StartBuildCommandOutput } from '@aws-sdk/client-codebuild';
 import { TEST_BUILD_ENV } from '../../contract/runtime-env';
-import { RetryAfterError } from '../core/errors';
+import { errorName, limitFrom } from '../core/errors';
 import { buildEnvironment, buildIdempotencyToken } from '../core/jobs/command-stage';
 import type { BuildFinder, BuildStopper, CommandRun, TestRunner, TestRunStatus } from '../core/ports';
 import type { BuildCheckout } from './build-checkout';
@@ -59,11 +59,7 @@ export class CodeBuildTestRunner implements TestRunner, BuildFinder, BuildStoppe
         }),
       );
     } catch (error) {
-      const name = (error as { name?: unknown } | null)?.name;
-      if (typeof name === 'string' && QUOTA_ERRORS.has(name)) {
-        throw new RetryAfterError('build-quota', `CodeBuild refused a build of ${this.projectName} for now (${name}: ${(error as Error).message})`, undefined, { cause: error });
-      }
-      throw error;
+      throw limitFrom(error, QUOTA_ERRORS, 'build-quota', `CodeBuild refused a build of ${this.projectName} for now`);
     }
     const buildId = out.build?.id;
     if (!buildId) throw new BuildNotFoundError(`StartBuild on ${this.projectName} returned no build id`);
@@ -102,7 +98,7 @@ export class CodeBuildTestRunner implements TestRunner, BuildFinder, BuildStoppe
     try {
       await this.client.send(new StopBuildCommand({ id: buildId }));
     } catch (error) {
-      if ((error as { name?: unknown } | null)?.name !== 'ResourceNotFoundException') throw error;
+      if (errorName(error) !== 'ResourceNotFoundException') throw error;
     }
   }
 }

@@ -168,12 +168,12 @@ function isConditionFailure(error: unknown): boolean {
   return error instanceof ConditionalCheckFailedException || (error instanceof Error && error.name === 'ConditionalCheckFailedException');
 }
 
-/** A conditional write DynamoDB refused, with the item its condition saw when the refusal carries it. */
 /** The workspace and the job holding a branch binding, from its item; none for a released one. */
 function holderOf(item: Item | undefined): { workspaceId: string; jobId: string } | undefined {
   return item?.['workspaceId'] === undefined ? undefined : { workspaceId: String(item['workspaceId']), jobId: String(item['jobId']) };
 }
 
+/** A conditional write DynamoDB refused, with the item its condition saw when the refusal carries it. */
 interface Refusal {
   readonly kind: 'refused';
   readonly item: Item | undefined;
@@ -680,7 +680,7 @@ export class DynamoDbLedger implements Ledger {
       return { kind: 'dismissed', record: strip<JobRecord>(out.Attributes) as JobRecord };
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
-      const record = strip<JobRecord>(refusal(error, this.client).item ?? (await this.getJobItem(input.jobId)));
+      const record = strip<JobRecord>(await this.itemAfter(error, input.jobId));
       return record?.dismissed !== undefined ? { kind: 'already', record } : { kind: 'refused', record };
     }
   }

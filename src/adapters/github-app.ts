@@ -181,6 +181,17 @@ export function appTokensCache(create: (app: GitHubAppKey) => GitHubAppTokens): 
 }
 
 /**
+ * A container's app tokens, minted at `baseUrl`: one GitHubAppTokens per app key (appTokensCache),
+ * all under one view of GitHub's limits (`limits`, a new one by default: what GitHub said holds for
+ * every mint this container asks for).
+ */
+export function appTokensAt(options: { baseUrl: string; clock: Clock; limits?: GitHubLimits }): (app: GitHubAppKey) => GitHubAppTokens {
+  const { baseUrl, clock } = options;
+  const limits = options.limits ?? new GitHubLimits({ clock });
+  return appTokensCache((app) => new GitHubAppTokens({ app, baseUrl, clock, limits }));
+}
+
+/**
  * Git credentials for a repository from a credential secret's value: git's user and password as
  * they are, or a GitHub App's installation token as GitHub takes it over HTTPS.
  */

@@ -72,7 +72,7 @@ export class SecretsManagerSecrets implements SecretsSource {
   /** The read-only credential of test builds: a user and token, or a GitHub App (checkout tokens are minted from it). */
   async readGitCredentials(): Promise<GitCredentials | GitHubAppKey> {
     const { arn, raw } = await this.fetch(this.options.gitReadCredentialsArn, ENV.gitReadCredentialsSecretArn);
-    return parseReadGitCredentials(raw, `${arn} (${ENV.gitReadCredentialsSecretArn})`);
+    return parseGitCredentials(raw, `${arn} (${ENV.gitReadCredentialsSecretArn})`);
   }
 
   async githubToken(): Promise<string | GitHubAppKey> {
@@ -87,19 +87,13 @@ export class SecretsManagerSecrets implements SecretsSource {
 }
 
 /**
- * A git credentials secret's value (`{"username","password"}`), validated. `secret` names it in
+ * A git credentials secret's value (`{"username","password"}`, or a GitHub App), validated: the
+ * push secret's, and the read-only one's (test builds' checkouts: an app gives each build a token
+ * for its repository that may only read). `secret` names it in
  * errors (ARN and setting); an error never contains the value. The post-deploy check reads the
  * secrets through these too, so the functions and the check agree on what a good secret is.
  */
 export function parseGitCredentials(raw: unknown, secret: string): GitCredentials | GitHubAppKey {
-  return parseSecretValue(raw, secret, orGitHubApp(gitCredentialsSchema), 'json');
-}
-
-/**
- * A read-only git credentials secret's value (test builds' checkouts): `{"username","password"}`,
- * or a GitHub App, from which each build gets a token for its repository that may only read.
- */
-export function parseReadGitCredentials(raw: unknown, secret: string): GitCredentials | GitHubAppKey {
   return parseSecretValue(raw, secret, orGitHubApp(gitCredentialsSchema), 'json');
 }
 

@@ -32,7 +32,7 @@ import { GITHUB_API_DEFAULT_URL } from '../../contract/runtime-env';
 import { platformQueues } from '../../contract/topology';
 import { isGitHubAppKey, parseRepoUrl, type GitHubAppKey } from '../adapters/github-api';
 import { appInstallation, appOctokit, missingPermissions, REQUIRED_APP_PERMISSIONS } from '../adapters/github-app';
-import { parseGitCredentials, parseGithubToken, parseReadGitCredentials } from '../adapters/secrets';
+import { parseGitCredentials, parseGithubToken } from '../adapters/secrets';
 import type { JobRequest } from '../client/producer';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -276,7 +276,7 @@ export async function checkSecrets(outputs: readonly Output[], secretsManager: S
   const byKey = new Map(outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])));
   const parsers: Record<string, (raw: unknown, secret: string) => unknown> = {
     [STACK_OUTPUTS.gitCredentialsSecretArn]: parseGitCredentials,
-    [STACK_OUTPUTS.gitReadCredentialsSecretArn]: parseReadGitCredentials,
+    [STACK_OUTPUTS.gitReadCredentialsSecretArn]: parseGitCredentials,
     [STACK_OUTPUTS.githubTokenSecretArn]: parseGithubToken,
   };
   return Promise.all(Object.entries(parsers).map(async ([key, parse]) => {

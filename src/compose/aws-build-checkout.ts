@@ -8,8 +8,7 @@
  */
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SecretsManagerBuildCheckout, type BuildCheckout } from '../adapters/build-checkout';
-import { GitHubLimits } from '../adapters/github-api';
-import { appTokensCache, GitHubAppTokens } from '../adapters/github-app';
+import { appTokensAt } from '../adapters/github-app';
 import { SecretsManagerSecrets } from '../adapters/secrets';
 import { systemClock } from '../adapters/system';
 
@@ -25,8 +24,6 @@ export interface AwsBuildCheckoutOptions {
 export function awsBuildCheckout({ gitReadCredentialsArn, secretPrefix, githubApiUrl, clientConfig }: AwsBuildCheckoutOptions): BuildCheckout {
   const client = new SecretsManagerClient(clientConfig);
   const secrets = new SecretsManagerSecrets({ client, gitReadCredentialsArn });
-  // One per container: what GitHub said about its limits holds for every mint this container asks for.
-  const limits = new GitHubLimits({ clock: systemClock });
-  const tokensOf = appTokensCache((app) => new GitHubAppTokens({ app, baseUrl: githubApiUrl, clock: systemClock, limits }));
+  const tokensOf = appTokensAt({ baseUrl: githubApiUrl, clock: systemClock });
   return new SecretsManagerBuildCheckout({ client, secretPrefix, readSecret: () => secrets.readGitCredentials(), tokensOf, clock: systemClock });
 }

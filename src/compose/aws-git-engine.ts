@@ -7,7 +7,7 @@
  * not parse it, and a path that never calls git never loads it.
  */
 import { guardedGitHttp, IsomorphicGitWorkspace, type IsomorphicGitWorkspaceOptions } from '../adapters/git';
-import { GitHubLimits, isGitHubAppKey } from '../adapters/github-api';
+import { isGitHubAppKey } from '../adapters/github-api';
 import { systemClock } from '../adapters/system';
 import { secretsManagerSecrets } from './aws-secrets';
 import { lazy } from './first-use';
@@ -25,11 +25,7 @@ export interface AwsGitEngineOptions extends Pick<IsomorphicGitWorkspaceOptions,
 
 export function awsGitEngine({ gitCredentialsArn, githubApiUrl, clientConfig, ...workspace }: AwsGitEngineOptions): IsomorphicGitWorkspace {
   const secrets = secretsManagerSecrets({ gitCredentialsArn }, clientConfig);
-  const appTokens = lazy(() => {
-    const { appTokensCache, GitHubAppTokens } = loadGitHubApp();
-    const limits = new GitHubLimits({ clock: systemClock });
-    return appTokensCache((app) => new GitHubAppTokens({ app, baseUrl: githubApiUrl, clock: systemClock, limits }));
-  });
+  const appTokens = lazy(() => loadGitHubApp().appTokensAt({ baseUrl: githubApiUrl, clock: systemClock }));
   return new IsomorphicGitWorkspace({
     ...workspace,
     credentials: async (repoUrl) => {

@@ -8,7 +8,7 @@
 import { Octokit } from '@octokit/core';
 import type { ContentShare } from '../../contract/limits';
 import { GitHubLimits } from '../adapters/github-api';
-import { appTokensCache, GitHubAppTokens, restTokenFor } from '../adapters/github-app';
+import { appTokensAt, restTokenFor } from '../adapters/github-app';
 import { GitHubPullRequestHost, octokitLog } from '../adapters/github-pr-host';
 import { systemClock } from '../adapters/system';
 import type { JobLogger, PullRequestHost } from '../core/ports';
@@ -29,7 +29,7 @@ export function awsGitHubHost({ githubTokenArn, baseUrl, clientConfig, logger, c
   const secrets = secretsManagerSecrets({ githubTokenArn }, clientConfig);
   // One per container: what GitHub said about its limits holds for every job this container runs.
   const limits = new GitHubLimits({ contentShare, clock: systemClock });
-  const tokensOf = appTokensCache((app) => new GitHubAppTokens({ app, baseUrl, clock: systemClock, limits }));
+  const tokensOf = appTokensAt({ baseUrl, clock: systemClock, limits });
   // A client per job with the (cached) secret value: a rotated token is picked up without a restart.
   return new GitHubPullRequestHost(
     async (repository) => new Octokit({ auth: await restTokenFor(repository, await secrets.githubToken(), tokensOf), baseUrl, log: octokitLog(logger) }),

@@ -166,6 +166,21 @@ export class RetryAfterError extends TransientJobError {
   }
 }
 
+/** An error's `name`, as AWS SDK errors carry what went wrong (undefined for what is not an object). */
+export function errorName(error: unknown): unknown {
+  return (error as { name?: unknown } | null)?.name;
+}
+
+/**
+ * A service's "not now" as a wait: `error` named one of `names` (a quota's or a throttle's) becomes
+ * a RetryAfterError of `limit` with no time named, saying `refused` and the service's own words;
+ * any other error is returned as it is, for the caller to throw.
+ */
+export function limitFrom(error: unknown, names: ReadonlySet<string>, limit: LimitKind, refused: string): unknown {
+  const name = errorName(error);
+  return typeof name === 'string' && names.has(name) ? new RetryAfterError(limit, `${refused} (${name}: ${errorMessage(error)})`, undefined, { cause: error }) : error;
+}
+
 /** A missing or malformed setting: thrown at cold start, naming the setting. */
 export class ConfigurationError extends KindedError {
   static override readonly kind = 'ConfigurationError';

@@ -9,8 +9,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { CHECKOUT_ENV } from '../../contract/runtime-env';
 import { checkoutSecretName, SecretsManagerBuildCheckout } from '../../src/adapters/build-checkout';
-import { GitHubLimits, type GitHubAppKey } from '../../src/adapters/github-api';
-import { appTokensCache, CHECKOUT_MARGIN_MS, GitHubAppTokens, INSTALLATION_TOKEN_USER } from '../../src/adapters/github-app';
+import type { GitHubAppKey } from '../../src/adapters/github-api';
+import { appTokensAt, CHECKOUT_MARGIN_MS, INSTALLATION_TOKEN_USER } from '../../src/adapters/github-app';
 import type { GitCredentials } from '../../src/adapters/secrets';
 import { REGION } from '../assembly/cloud-assembly';
 import { startSecretsManager } from '../assembly/stand-ins';
@@ -45,7 +45,7 @@ describe('the build checkout credential', () => {
       client,
       secretPrefix: PREFIX,
       readSecret: async () => secret,
-      tokensOf: appTokensCache((app) => new GitHubAppTokens({ app, baseUrl: github.url, clock, limits: new GitHubLimits({ clock }) })),
+      tokensOf: appTokensAt({ baseUrl: github.url, clock }),
       clock,
     });
   /** What the build reads, by variable name, as CodeBuild resolves the references at its start. */

@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { Octokit } from '@octokit/core';
 import { IsomorphicGitWorkspace } from '../../src/adapters/git';
 import { GitHubLimits, type GitHubAppKey } from '../../src/adapters/github-api';
-import { appTokensCache, CHECKOUT_MARGIN_MS, gitAuthFor, GitHubAppTokens, INSTALLATION_TOKEN_USER, REFRESH_MARGIN_MS, restTokenFor } from '../../src/adapters/github-app';
+import { appTokensAt, appTokensCache, CHECKOUT_MARGIN_MS, gitAuthFor, GitHubAppTokens, INSTALLATION_TOKEN_USER, REFRESH_MARGIN_MS, restTokenFor } from '../../src/adapters/github-app';
 import { GitHubPullRequestHost } from '../../src/adapters/github-pr-host';
-import { parseGitCredentials, parseGithubToken, parseReadGitCredentials } from '../../src/adapters/secrets';
+import { parseGitCredentials, parseGithubToken } from '../../src/adapters/secrets';
 import { ConfigurationError, PermanentJobError, RetryAfterError } from '../../src/core/errors';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github';
@@ -91,7 +91,7 @@ describe('a GitHub App (auth-app against a loopback GitHub)', () => {
 
   it("opens a pull request with the installation token of the repository's installation", async () => {
     const secret = parseGithubToken(JSON.stringify({ appId: Number(APP_ID), privateKey, installationId: INSTALLATION }), 'the token secret');
-    const tokensOf = appTokensCache((app) => new GitHubAppTokens({ app, baseUrl: github.url, clock, limits: new GitHubLimits({ clock }) }));
+    const tokensOf = appTokensAt({ baseUrl: github.url, clock });
     const host = new GitHubPullRequestHost(async (repository) => new Octokit({ auth: await restTokenFor(repository, secret, tokensOf), baseUrl: github.url, log: silent }), { clock });
 
     const pull = await host.findOrCreate({ repoUrl: 'https://github.example/acme/widgets.git', head: 'agent/ws-1', base: 'main', title: 'Agent work' });
@@ -128,7 +128,7 @@ describe('a GitHub App (auth-app against a loopback GitHub)', () => {
 
     it('pushes with an installation token, and with the next one once the first is near its expiry', async () => {
       const secret = parseGitCredentials(JSON.stringify({ appId: APP_ID, privateKey, installationId: INSTALLATION }), 'the git secret');
-      const tokensOf = appTokensCache((app) => new GitHubAppTokens({ app, baseUrl: github.url, clock, limits: new GitHubLimits({ clock }) }));
+      const tokensOf = appTokensAt({ baseUrl: github.url, clock });
       const workspace = new IsomorphicGitWorkspace({ credentials: (url) => gitAuthFor(url, secret, tokensOf), workRoot: join(root, 'work') });
       const commit = (file: string) =>
         workspace.commitPatch({
@@ -222,7 +222,7 @@ describe('GitHub App secrets', () => {
     expect(broken).toThrow(ConfigurationError);
     expect(broken).toThrow(/secret arn:git is malformed: privateKey: must be the PEM private key/);
     expect(broken).not.toThrow(/secret-ish/);
-    expect(parseReadGitCredentials(JSON.stringify(app), 'arn:read')).toEqual({ appId: '4242', privateKey, installationId: 7 });
-    expect(() => parseReadGitCredentials(JSON.stringify({ appId: 4242 }), 'arn:read')).toThrow(/secret arn:read is malformed: privateKey/);
+    expect(parseGitCredentials(JSON.stringify(app), 'arn:read')).toEqual({ appId: '4242', privateKey, installationId: 7 });
+    expect(() => parseGitCredentials(JSON.stringify({ appId: 4242 }), 'arn:read')).toThrow(/secret arn:read is malformed: privateKey/);
   });
 });
