@@ -203,7 +203,7 @@ export class SecretsManagerBuildCheckout implements BuildCheckout {
  * version stale, so only one of their writes adds a version. UUID-shaped, as Secrets Manager
  * recommends for a ClientRequestToken (32 to 64 characters).
  */
-export function successorOf(versionId: string): string {
+function successorOf(versionId: string): string {
   const hex = createHash('sha256').update(`agent-jobs checkout version after ${versionId}`).digest('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }

@@ -17,7 +17,7 @@ import type { DiffStore } from '../core/ports';
 import { S3DiffReader, sha256Hex } from './diff-reader';
 
 /** S3's smallest part (5 MiB): a diff at the 20 MiB limit goes in four. */
-export const PART_BYTES = 5 * 1024 * 1024;
+const PART_BYTES = 5 * 1024 * 1024;
 
 export class S3DiffStore extends S3DiffReader implements DiffStore {
   constructor(client: S3Client, bucket: string) {

@@ -36,7 +36,7 @@ export const REFRESH_MARGIN_MS = 5 * 60_000;
 export const CHECKOUT_MARGIN_MS = 20 * 60_000;
 
 /** What a test build's checkout may do with a repository: read its contents. */
-export const CHECKOUT_PERMISSIONS: Readonly<Record<string, 'read'>> = { contents: 'read' };
+const CHECKOUT_PERMISSIONS: Readonly<Record<string, 'read'>> = { contents: 'read' };
 
 /** GitHub's user name for an installation token used over git's HTTP basic auth. */
 export const INSTALLATION_TOKEN_USER = 'x-access-token';

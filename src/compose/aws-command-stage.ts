@@ -3,11 +3,11 @@
  * CodeBuild command runner. STAGE_JOB_TYPE says which command stage of the catalog it serves.
  */
 import { commandStageOf, type CommandJobType } from '../../contract/job-types';
-import { ENV, GITHUB_API_DEFAULT_URL } from '../../contract/runtime-env';
+import { ENV } from '../../contract/runtime-env';
 import type { BuildCheckout } from '../adapters/build-checkout';
 import { ConfigurationError } from '../core/errors';
 import type { CommandStageDeps } from '../core/jobs/command-stage';
-import { awsClientConfig, awsPipelineDeps, codeBuildTestRunner, positiveIntEnv, requireEnv } from './aws';
+import { awsClientConfig, awsPipelineDeps, githubApiUrlEnv, codeBuildTestRunner, positiveIntEnv, requireEnv } from './aws';
 import { onFirstUse, requireSeparateFile } from './first-use';
 
 /**
@@ -29,7 +29,7 @@ export function commandJobTypeFromEnv(env: NodeJS.ProcessEnv = process.env): Com
 export function awsCommandStageDeps(env: NodeJS.ProcessEnv = process.env): CommandStageDeps {
   const gitReadCredentialsArn = requireEnv(ENV.gitReadCredentialsSecretArn, env);
   const secretPrefix = requireEnv(ENV.checkoutSecretPrefix, env);
-  const githubApiUrl = env[ENV.githubApiUrl] || GITHUB_API_DEFAULT_URL;
+  const githubApiUrl = githubApiUrlEnv(env);
   const checkout = onFirstUse<BuildCheckout>(() => loadBuildCheckout().awsBuildCheckout({ gitReadCredentialsArn, secretPrefix, githubApiUrl, clientConfig: awsClientConfig(env) }));
   return {
     ...awsPipelineDeps('stage', env),

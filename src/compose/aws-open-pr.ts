@@ -1,9 +1,9 @@
 /** The open_pr function's dependencies on AWS: the pipeline's (aws.ts) plus GitHub and its token. */
-import { ENV, GITHUB_API_DEFAULT_URL } from '../../contract/runtime-env';
+import { ENV } from '../../contract/runtime-env';
 import type { OpenPrDeps } from '../core/jobs/open-pr';
 import type { PullRequestHost } from '../core/ports';
 import { logger } from '../adapters/powertools';
-import { awsClientConfig, awsPipelineDeps, positiveIntEnv, requireEnv } from './aws';
+import { awsClientConfig, awsPipelineDeps, githubApiUrlEnv, positiveIntEnv, requireEnv } from './aws';
 import { onFirstUse, requireSeparateFile } from './first-use';
 
 /**
@@ -18,7 +18,7 @@ const loadGitHubHost = (): typeof import('./aws-github-host') =>
 
 export function awsOpenPrDeps(env: NodeJS.ProcessEnv = process.env): OpenPrDeps {
   const githubTokenArn = requireEnv(ENV.githubTokenSecretArn, env);
-  const baseUrl = env[ENV.githubApiUrl] || GITHUB_API_DEFAULT_URL;
+  const baseUrl = githubApiUrlEnv(env);
   const contentShare = { perMinute: positiveIntEnv(ENV.githubContentPerMinute, env), perHour: positiveIntEnv(ENV.githubContentPerHour, env) };
   return {
     ...awsPipelineDeps('stage', env),

@@ -7,13 +7,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { awsGitHostPolicy } from '../../contract/git-remotes';
 import { JOB_TYPES, type StagedJobType } from '../../contract/job-types';
-import { ENV, GITHUB_API_DEFAULT_URL, stageQueueUrlEnv } from '../../contract/runtime-env';
+import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { applyPatchProcessor } from '../core/jobs/apply-patch';
 import type { DiffReader } from '../core/ports';
 import type { SequencerDeps } from '../core/sequencer';
 import type { IsomorphicGitWorkspace } from '../adapters/git';
 import { logger } from '../adapters/powertools';
-import { awsClientConfig, awsPipelineDeps, requireEnv } from './aws';
+import { awsClientConfig, awsPipelineDeps, githubApiUrlEnv, requireEnv } from './aws';
 import { onFirstUse, requireSeparateFile } from './first-use';
 
 // Loaded when a job's diff was claim-checked, the only use of S3 here (aws.ts says why).
@@ -48,7 +48,7 @@ export const SEQUENCER_REPO_CACHE_BYTES = 256 * 2 ** 20;
 export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): SequencerDeps {
   const read = (name: string) => requireEnv(name, env);
   const gitCredentialsArn = read(ENV.gitCredentialsSecretArn);
-  const githubApiUrl = env[ENV.githubApiUrl] || GITHUB_API_DEFAULT_URL;
+  const githubApiUrl = githubApiUrlEnv(env);
   const git = onFirstUse<IsomorphicGitWorkspace>(() =>
     loadGitEngine().awsGitEngine({ gitCredentialsArn, githubApiUrl, clientConfig: awsClientConfig(env), workRoot: SEQUENCER_WORK_ROOT, cacheBytes: SEQUENCER_REPO_CACHE_BYTES, logger }),
   );

@@ -24,7 +24,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { COMMAND_JOB_TYPES } from '../../contract/job-types';
-import { ENV, stageDlqUrlEnv } from '../../contract/runtime-env';
+import { ENV, GITHUB_API_DEFAULT_URL, stageDlqUrlEnv } from '../../contract/runtime-env';
 import type { BuildCheckout } from '../adapters/build-checkout';
 import type { BuildCompletionDeps } from '../core/build-completion';
 import { ConfigurationError } from '../core/errors';
@@ -38,6 +38,11 @@ export function requireEnv(name: string, env: NodeJS.ProcessEnv = process.env): 
   const value = env[name];
   if (value === undefined || value === '') throw new ConfigurationError(`environment variable ${name} is not set`);
   return value;
+}
+
+/** GitHub's REST API the functions call: the setting, else github.com's. */
+export function githubApiUrlEnv(env: NodeJS.ProcessEnv = process.env): string {
+  return env[ENV.githubApiUrl] || GITHUB_API_DEFAULT_URL;
 }
 
 export function positiveIntEnv(name: string, env: NodeJS.ProcessEnv = process.env): number {

@@ -147,14 +147,14 @@ const LIMIT_METRICS: Readonly<Record<LimitKind, JobMetricName>> = {
 };
 
 /** What earlier copies of a stage message spent (DEFERRAL_ATTRIBUTES); zeros for a first copy. */
-export interface Deferral {
+interface Deferral {
   /** Epoch ms before which the job must not run. */
   readonly until: number;
   readonly failedReceives: number;
   readonly deferrals: number;
 }
 
-export function deferralOf(record: SQSRecord): Deferral {
+function deferralOf(record: SQSRecord): Deferral {
   const read = (name: string): number => {
     const value = Number(record.messageAttributes[name]?.stringValue);
     return Number.isFinite(value) && value > 0 ? value : 0;
@@ -163,7 +163,7 @@ export function deferralOf(record: SQSRecord): Deferral {
 }
 
 /** Seconds a limit asks the job to wait: the service's time when it named one, else the quota back-off. */
-export function limitWaitSeconds(limit: RetryAfterError, now: number, deferrals: number, backoff: BackoffSettings): number {
+function limitWaitSeconds(limit: RetryAfterError, now: number, deferrals: number, backoff: BackoffSettings): number {
   if (limit.retryAt !== undefined) return Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.ceil((limit.retryAt - now) / 1000)));
   return Math.min(QUOTA_WAIT_CAP_SECONDS, backoffSeconds(deferrals + 1, backoff));
 }
