@@ -10,6 +10,6 @@ import type { CliIo } from './context';
 export const STDIN_DOCUMENT_LIMIT_BYTES = 6 * MAX_DIFF_BYTES;
 
 /** At most `limit` bytes of the terminal's stdin (TooLargeError beyond them). */
-export async function readStdinAtMost(io: Pick<CliIo, 'stdin' | 'readStdin'>, limit: number): Promise<Buffer> {
-  return readAtMost(io.stdin ? io.stdin() : [Buffer.from(await io.readStdin())], limit);
+export async function readStdinAtMost(io: Pick<CliIo, 'stdin'>, limit: number): Promise<Buffer> {
+  return readAtMost(io.stdin(), limit);
 }

@@ -11,12 +11,11 @@ import { stringOption, type OptionValues } from './command';
 export interface CliIo {
   readonly stdout: (text: string) => void;
   readonly stderr: (text: string) => void;
-  readonly readStdin: () => Promise<string>;
   /**
    * Stdin as the bytes it streams (a diff in any encoding, a pipe that may never end), read through
-   * a bound where it is read (bounded-read.ts); absent: the UTF-8 of readStdin.
+   * a bound where it is read (bounded-read.ts).
    */
-  readonly stdin?: () => AsyncIterable<Uint8Array>;
+  readonly stdin: () => AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;
   /** Resolves when the user asks to stop (Ctrl-C / SIGTERM); long-running commands await it. */

@@ -6,8 +6,6 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { PROJECT_ROOT } from '../local/state-dir';
-import { readAtMost } from '../operator/bounded-read';
-import { STDIN_DOCUMENT_LIMIT_BYTES } from './bounded-read';
 import { commandHelp, overviewHelp, parseInvocation, type CommandSpec } from './command';
 import { createContext, type CliContext, type CliIo } from './context';
 import { explainUnreachable, InvalidRequestError, OperatorError } from '../operator/errors';
@@ -64,7 +62,7 @@ export function cliVersion(): string {
 async function captured(argv: readonly string[], io: CliIo, table: readonly CommandSpec<CliContext>[]) {
   let stdout = '';
   let stderr = '';
-  const code = await runCli(argv, { ...io, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), readStdin: async () => '' }, table);
+  const code = await runCli(argv, { ...io, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), stdin: () => [] }, table);
   return { code, stdout, stderr };
 }
 
@@ -102,7 +100,6 @@ export function processIo(): CliIo {
   return {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
-    readStdin: async () => (await readAtMost(process.stdin, STDIN_DOCUMENT_LIMIT_BYTES)).toString('utf8'),
     stdin: () => process.stdin,
     env: process.env,
     cwd: process.cwd(),

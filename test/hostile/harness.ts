@@ -256,7 +256,7 @@ export function hostileSuite(): HostileSuite {
       const io = {
         stdout: (t: string) => void (stdout += t),
         stderr: (t: string) => void (stderr += t),
-        readStdin: async () => '',
+        stdin: () => [],
         env: {},
         cwd: root,
         untilInterrupted: () => new Promise<void>(() => undefined),

@@ -19,7 +19,7 @@ export async function runCliInProcess(args: readonly string[], where: { readonly
   const io = {
     stdout: (text: string) => (stdout += text),
     stderr: (text: string) => (stderr += text),
-    readStdin: async () => '',
+    stdin: () => [],
     env: {},
     cwd: where.cwd,
     untilInterrupted: () => new Promise<void>(() => undefined),

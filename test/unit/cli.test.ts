@@ -25,7 +25,7 @@ function memoryIo(options: { stdin?: string; cwd?: string; env?: NodeJS.ProcessE
   const io: CliIo = {
     stdout: (t) => out.push(t),
     stderr: (t) => err.push(t),
-    readStdin: async () => options.stdin ?? '',
+    stdin: () => [Buffer.from(options.stdin ?? '')],
     env: options.env ?? {},
     cwd: options.cwd ?? tmpdir(),
     untilInterrupted: () => new Promise(() => undefined),
