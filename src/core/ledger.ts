@@ -129,6 +129,15 @@ export function isOffTheDlq(record: Pick<JobRecord, 'status' | 'dismissed'>): bo
   return record.status === 'CANCELLED' || record.dismissed !== undefined;
 }
 
+/**
+ * Whether a job itself waits on a DLQ, for an operator to replay, redrive or dismiss: FAILED (its
+ * failure not dismissed) or SKIPPED. The ledger's DLQ list holds it. (Only a FAILED job can be
+ * dismissed, dismissRefusal, so a dismissal here is always a failure's.)
+ */
+export function waitsOnDlq(record: Pick<JobRecord, 'status' | 'dismissed'>): boolean {
+  return (record.status === 'FAILED' || record.status === 'SKIPPED') && record.dismissed === undefined;
+}
+
 /** Statuses `cancel` turns into CANCELLED: the job has not started and will not start. */
 export const CANCELLABLE_STATUSES: readonly JobStatus[] = ['QUEUED', 'FORWARDED', 'SKIPPED'];
 

@@ -17,7 +17,7 @@ import * as path from 'node:path';
 import { SendMessageCommand, type SendMessageCommandInput, type SQSClient } from '@aws-sdk/client-sqs';
 import { stringAttributes } from '../../contract/messages';
 import { queueTopology } from '../../contract/topology';
-import { dlqQueueOf, isOffTheDlq } from '../core/ledger';
+import { dlqQueueOf, waitsOnDlq } from '../core/ledger';
 import type { JobRecord, Ledger } from '../core/ports';
 import { copyMismatch } from '../operator/dlq-messages';
 import { DLQ_COPIES_DIR } from './state-dir';
@@ -125,11 +125,6 @@ export function saveDlqSends(sqs: SQSClient, dlqUrls: Readonly<Record<string, st
   );
 }
 
-/** A FAILED or SKIPPED job an operator may still replay or redrive: not one whose failure was dismissed. */
-function isWaiting(record: JobRecord): boolean {
-  return (record.status === 'FAILED' || record.status === 'SKIPPED') && !isOffTheDlq(record);
-}
-
 export interface RestoredDlqs {
   /** Jobs put back on their DLQ. */
   readonly restored: number;
@@ -151,7 +146,7 @@ export async function restoreDlqCopies(input: {
   readonly store: DlqCopyStore;
   readonly now: number;
 }): Promise<RestoredDlqs> {
-  const waiting = (await input.ledger.listDlq()).flatMap((entry) => (entry.kind === 'job' && isWaiting(entry.record) ? [entry.record] : []));
+  const waiting = (await input.ledger.listDlq()).flatMap((entry) => (entry.kind === 'job' && waitsOnDlq(entry.record) ? [entry.record] : []));
   const kept = new Set<string>();
   const missing: JobRecord[] = [];
   for (const record of waiting) {

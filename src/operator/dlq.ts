@@ -7,7 +7,7 @@
 import { DLQ_RETENTION_DAYS } from '../../contract/topology';
 import { DLQ_ATTRIBUTES } from '../../contract/messages';
 import { messageGroupId } from '../core/envelope';
-import { conflictQueueOf, dismissRefusal, dlqQueueOf, isOffTheDlq } from '../core/ledger';
+import { conflictQueueOf, dismissRefusal, dlqQueueOf, isOffTheDlq, waitsOnDlq } from '../core/ledger';
 import type { ConflictAttempt, DlqEntry, JobDismissal, JobRecord, WorkspaceRecord } from '../core/ports';
 import type { Connection } from './connection';
 import type { DlqMessage } from './dlq-messages';
@@ -132,17 +132,17 @@ export async function showDlqJob(connection: Connection, jobId: string, now = Da
   const ledger = await connection.ledger();
   const [job, conflicts] = await Promise.all([ledger.getJob(jobId), ledger.getConflicts(jobId)]);
   if (!job) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await connection.target()).label}`);
-  const entries: DlqEntry[] = [
-    ...(isOnDlq(job) ? [{ kind: 'job' as const, record: job }] : []),
-    ...conflicts.filter((c) => c.seenBy !== 'enqueue').map((attempt) => ({ kind: 'conflict' as const, attempt })),
-  ];
+  const entries = jobDlqEntries(job, conflicts);
   if (entries.length === 0) throw new OutcomeError(`${jobStanding(job)}: nothing of it waits on a DLQ`);
   return { job, conflicts, rows: dlqRows(entries, now), next: nextStep(job) };
 }
 
-/** Whether a job itself waits on a DLQ (a failure not dismissed, or a skip): the ledger's DLQ list holds it. */
-export function isOnDlq(job: Pick<JobRecord, 'status' | 'dismissed'>): boolean {
-  return (job.status === 'FAILED' && job.dismissed === undefined) || job.status === 'SKIPPED';
+/** What of a job waits on a DLQ: the job itself (waitsOnDlq), and each refused request that reused its id, but for those refused at enqueue. */
+export function jobDlqEntries(job: JobRecord, conflicts: readonly ConflictAttempt[]): DlqEntry[] {
+  return [
+    ...(waitsOnDlq(job) ? [{ kind: 'job' as const, record: job }] : []),
+    ...conflicts.filter((c) => c.seenBy !== 'enqueue').map((attempt) => ({ kind: 'conflict' as const, attempt })),
+  ];
 }
 
 /** `job p1 is FAILED, dismissed by alice at <time> (<reason>)`: its status, and its dismissal when it has one. */

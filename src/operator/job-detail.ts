@@ -9,11 +9,11 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { cancelRule } from '../core/ledger';
+import { cancelRule, dismissRefusal, waitsOnDlq } from '../core/ledger';
 import type { JobRecord } from '../core/ports';
 import { platformRepositoryOf } from '../local/state-dir';
 import type { Connection } from './connection';
-import { dlqRows, isOnDlq, nextStep, type DlqRow } from './dlq';
+import { dlqRows, jobDlqEntries, nextStep, type DlqRow } from './dlq';
 import { readJobLogs, type JobLogs } from './job-logs';
 import { readJob, type JobState } from './jobs';
 import { runbookAdvice, type RunbookAdvice } from './runbook';
@@ -51,7 +51,7 @@ export interface JobDetail extends JobState {
 export async function readJobDetail(connection: Connection, jobId: string, now = Date.now()): Promise<JobDetail> {
   const { job, conflicts } = await readJob(connection, jobId);
   const target = await connection.target();
-  const dlq = dlqRows([...(isOnDlq(job) ? [{ kind: 'job' as const, record: job }] : []), ...conflicts.filter((c) => c.seenBy !== 'enqueue').map((attempt) => ({ kind: 'conflict' as const, attempt }))], now);
+  const dlq = dlqRows(jobDlqEntries(job, conflicts), now);
   const workspace = await (await connection.ledger()).getWorkspace(job.workspaceId);
   const [logs, commit] = await Promise.all([readJobLogs(target, job), jobCommit(target, job, workspace?.repo)]);
   return {
@@ -63,9 +63,9 @@ export async function readJobDetail(connection: Connection, jobId: string, now =
     actions: {
       cancel: cancelRule(job, now).kind !== 'refused',
       // A SKIPPED job, or a FAILED one of a blocked workspace, goes back with the unblock (in order).
-      redrive: isOnDlq(job) && job.status === 'FAILED' && (job.pin !== undefined || workspace?.state !== 'BLOCKED'),
+      redrive: waitsOnDlq(job) && job.status === 'FAILED' && (job.pin !== undefined || workspace?.state !== 'BLOCKED'),
       // A failure dealt with otherwise: recorded with who and why, its DLQ copy removed (dismissJob).
-      dismiss: job.status === 'FAILED' && job.dismissed === undefined && job.dueAt === undefined,
+      dismiss: dismissRefusal(job) === undefined && job.dismissed === undefined,
       unblock: workspace?.state === 'BLOCKED' && (job.status === 'SKIPPED' || workspace.blockedBy === job.jobId),
     },
     commit,
