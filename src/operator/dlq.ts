@@ -49,9 +49,19 @@ export interface DlqRow {
   readonly expired: boolean;
 }
 
+/** Whether a message sent to a DLQ at `since` (an ISO time) is gone by `now`: SQS deletes it at the end of the DLQ's retention. */
+export function pastDlqRetention(since: string, now: number): boolean {
+  return Date.parse(since) + DLQ_RETENTION_DAYS * DAY_MS < now;
+}
+
+/** A SKIPPED job whose replay is not on its way (no redriveToken: its message has not left the DLQ for it). */
+export function isSkippedAwaitingReplay(job: Pick<JobRecord, 'status' | 'redriveToken'>): boolean {
+  return job.status === 'SKIPPED' && job.redriveToken === undefined;
+}
+
 /** The ledger's DLQ list as rows (pure: `now` decides what the retention has expired). */
 export function dlqRows(entries: readonly DlqEntry[], now: number): DlqRow[] {
-  const expired = (since: string) => Date.parse(since) + DLQ_RETENTION_DAYS * DAY_MS < now;
+  const expired = (since: string) => pastDlqRetention(since, now);
   return entries.map((entry): DlqRow => {
     if (entry.kind === 'job') return jobRow(entry.record, expired(entry.record.updatedAt));
     const { attempt } = entry;

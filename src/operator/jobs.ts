@@ -1,16 +1,13 @@
 /** One job: its record and the refused requests that reused its id, several at once, and cancel. */
 import * as path from 'node:path';
 import { BUILD_RECONCILER } from '../../contract/job-types';
-import { DLQ_RETENTION_DAYS } from '../../contract/topology';
 import { byCreation, cancelRule } from '../core/ledger';
 import type { CancelOutcome, ConflictAttempt, JobRecord, JobStatus } from '../core/ports';
 import { TEST_RUNS_DIR } from '../local/state-dir';
 import type { Connection } from './connection';
-import { removeDlqCopies } from './dlq';
+import { isSkippedAwaitingReplay, pastDlqRetention, removeDlqCopies } from './dlq';
 import { NotFoundError, OutcomeError } from './errors';
 import { statusLabel } from './views';
-
-const DAY_MS = 86_400_000;
 
 /** Where an unknown id comes from, for the error message. */
 export const UNKNOWN_JOB_HINT = 'never enqueued, or sent without the ledger (e.g. by the producer library without `ledger`) and not taken yet';
@@ -62,8 +59,8 @@ export async function listUnfinished(connection: Connection, workspaceId?: strin
  */
 async function strandedSkipped(connection: Connection, now = Date.now()): Promise<JobRecord[]> {
   const [ledger, target] = await Promise.all([connection.ledger(), connection.target()]);
-  const skipped = (await ledger.listDlq()).flatMap((entry) => (entry.kind === 'job' && entry.record.status === 'SKIPPED' && entry.record.redriveToken === undefined ? [entry.record] : []));
-  if (target.local === undefined) return skipped.filter((job) => Date.parse(job.updatedAt) < now - DLQ_RETENTION_DAYS * DAY_MS);
+  const skipped = (await ledger.listDlq()).flatMap((entry) => (entry.kind === 'job' && isSkippedAwaitingReplay(entry.record) ? [entry.record] : []));
+  if (target.local === undefined) return skipped.filter((job) => pastDlqRetention(job.updatedAt, now));
   const store = new (dlqCopies().DlqCopyStore)(target.local.stateDir);
   const saved = await Promise.all(skipped.map(async (job) => (await store.matching(job)) !== undefined));
   return skipped.filter((_, i) => !saved[i]);

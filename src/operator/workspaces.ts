@@ -3,7 +3,7 @@ import { messageGroupId } from '../core/envelope';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { TERMINAL_STATUSES, type JobRecord, type Ledger, type WorkspaceRecord, type WorkspaceState } from '../core/ports';
 import type { Connection } from './connection';
-import { settledCopy } from './dlq';
+import { isSkippedAwaitingReplay, settledCopy } from './dlq';
 import { NotFoundError, OutcomeError } from './errors';
 import { workspaceJobs } from './overview';
 import { jobsQueue, type QueueEndpoint } from './targets';
@@ -85,6 +85,11 @@ export async function unblockWorkspace(connection: Connection, workspaceId: stri
   // Unblock first: a replayed job that arrived while the fence was still up would be skipped again.
   const after = before.state === 'BLOCKED' ? await ledger.unblockWorkspace(workspaceId, Date.now()) : before;
   const handled: UnblockedJob[] = [];
+  /** Drop mode: the skipped job cancelled (it never runs), recorded as dropped. */
+  const drop = async (jobId: string) => {
+    const outcome = await ledger.cancel(jobId, Date.now());
+    handled.push({ jobId, action: 'dropped', status: outcome.cancelled ? 'CANCELLED' : outcome.record?.status });
+  };
   await ops.sweepDlq(sqs, queue, {
     inScope: (message) => message.groupId === group,
     take: async (message) => {
@@ -108,8 +113,7 @@ export async function unblockWorkspace(connection: Connection, workspaceId: stri
         return false;
       }
       if (mode === 'drop') {
-        const outcome = await ledger.cancel(jobId, Date.now());
-        handled.push({ jobId, action: 'dropped', status: outcome.cancelled ? 'CANCELLED' : outcome.record?.status });
+        await drop(jobId);
         return true;
       }
       const outcome = await ops.redriveCopy(sqs, ledger, queue, message, job);
@@ -121,9 +125,7 @@ export async function unblockWorkspace(connection: Connection, workspaceId: stri
     // Skipped jobs whose copy is gone (lost with the local platform's queues, past the DLQ's retention) end too.
     const acted = new Set(handled.filter((h) => h.action === 'dropped').map((h) => h.jobId));
     for (const job of await skippedJobs(ledger, workspaceId)) {
-      if (acted.has(job.jobId)) continue;
-      const outcome = await ledger.cancel(job.jobId, Date.now());
-      handled.push({ jobId: job.jobId, action: 'dropped', status: outcome.cancelled ? 'CANCELLED' : outcome.record?.status });
+      if (!acted.has(job.jobId)) await drop(job.jobId);
     }
   }
   return { workspace: after, previousState: before.state, mode, jobs: handled };
@@ -131,7 +133,7 @@ export async function unblockWorkspace(connection: Connection, workspaceId: stri
 
 /** The workspace's SKIPPED jobs in its order, but those whose replay is on its way (its message left the DLQ). */
 async function skippedJobs(ledger: Ledger, workspaceId: string): Promise<JobRecord[]> {
-  return (await ledger.listWorkspaceJobs(workspaceId)).filter((job) => job.status === 'SKIPPED' && job.redriveToken === undefined);
+  return (await ledger.listWorkspaceJobs(workspaceId)).filter(isSkippedAwaitingReplay);
 }
 
 /**
