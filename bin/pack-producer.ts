@@ -18,7 +18,7 @@ import path from 'node:path';
 import { buildSync } from 'esbuild';
 
 const ROOT = path.resolve(__dirname, '..');
-export const PRODUCER_PACKAGE = 'agent-jobs-producer';
+const PRODUCER_PACKAGE = 'agent-jobs-producer';
 /** The SDK clients the producer calls: dependencies of the package, at the versions the platform is tested with. */
 const SDK_DEPENDENCIES = ['@aws-sdk/client-sqs', '@aws-sdk/client-s3'];
 

@@ -266,7 +266,7 @@ ${
 };
 
 /** A text the operator types into a confirmation (a dismissal's reason): required. */
-export interface ConfirmInput {
+interface ConfirmInput {
   readonly name: string;
   readonly label: string;
 }

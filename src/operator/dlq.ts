@@ -393,7 +393,7 @@ export async function removeDlqCopies(connection: Connection, job: JobRecord): P
 }
 
 /** The longest reason (and name) a dismissal keeps: a note for people, not a document (the ledger item stays small). */
-export const DISMISSAL_TEXT_LIMIT = 500;
+const DISMISSAL_TEXT_LIMIT = 500;
 
 export interface Dismissal extends RemovedCopies {
   readonly job: JobRecord;

@@ -40,7 +40,7 @@ export const doctor: CommandSpec<CliContext> = {
   async run(ctx, { values }) {
     const repoUrl = stringOption(values, 'repo');
     if (repoUrl === undefined && values['branch'] !== undefined) throw new UsageError('--branch needs --repo (the repository the end-to-end job commits to)', PATH);
-    const { checkJobEndToEnd, checkStack, cleanUpScratchRun, DOCTOR_BRANCH, ensureLocalBranch, stackClients } = loadDoctor();
+    const { checkJobEndToEnd, checkStack, checkTestIsolation, cleanUpScratchRun, DOCTOR_BRANCH, ensureLocalBranch, stackClients } = loadDoctor();
     const branch = stringOption(values, 'branch') ?? DOCTOR_BRANCH;
     const timeoutSeconds = numberOption(values, 'timeout', PATH) ?? DEFAULT_JOB_TIMEOUT_SECONDS;
     const target = await ctx.target();
@@ -64,7 +64,7 @@ export const doctor: CommandSpec<CliContext> = {
       }
     } else {
       results.push({ check: 'stack outputs, alarm notification, secrets', status: 'skip', detail: 'the local platform has none (pass --stack to check a deployed one)' });
-      results.push(loadDoctor().checkTestIsolation(target.local?.testIsolation));
+      results.push(checkTestIsolation(target.local?.testIsolation));
     }
 
     if (repoUrl !== undefined) {
