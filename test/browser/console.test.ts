@@ -228,6 +228,12 @@ test('a request without the token is refused, and so is one from another origin;
   // Another Host (a DNS-rebinding page names its own): refused.
   expect(await rawRequest('GET', '/workspaces', { Cookie: session, Host: 'evil.example' })).toBe(400);
   expect(await platform.cliJson(['status', 'token-1'])).toMatchObject({ status: 'SKIPPED' });
+  // The failed job's dismissal, through the same doors: refused, and it stays undismissed.
+  const dismissal = `token=${token}&reason=forged`;
+  expect(await page.evaluate(async () => (await fetch('/jobs/token-poison/dismiss', { method: 'POST', body: new URLSearchParams({ reason: 'forged' }) })).status)).toBe(403);
+  expect(await rawRequest('POST', '/jobs/token-poison/dismiss', {}, dismissal)).toBe(401);
+  expect(await rawRequest('POST', '/jobs/token-poison/dismiss', { Cookie: session, Origin: 'http://evil.example' }, dismissal)).toBe(403);
+  expect(await platform.cliJson(['status', 'token-poison'])).not.toHaveProperty('dismissed');
   // The same request with the token, from its own origin: the CLI's cancel.
   expect(await rawRequest('POST', '/jobs/token-1/cancel', { Cookie: session, Origin: own }, `token=${token}`)).toBe(200);
   expect(await platform.cliJson(['status', 'token-1'])).toMatchObject({ status: 'CANCELLED' });
