@@ -26,6 +26,7 @@ import {
   InvalidRequestError,
   jobFinished,
   jobSummary,
+  progressLine,
   publicJob,
   publicWorkspace,
   readJob,
@@ -192,8 +193,6 @@ function jobView(job: JobRecord, conflicts: readonly ConflictAttempt[] = []) {
   };
 }
 
-const statusLine = (states: readonly WaitState[]) => states.map((s) => `${s.jobId}=${statusLabel(s.job)}`).join(' ');
-
 const jobStatus: ToolSpec = {
   name: 'job_status',
   title: 'Status of a job',
@@ -229,7 +228,7 @@ const waitForJobsTool: ToolSpec = {
       // call gone.)
       if (finished <= reported || finished === states.length || Date.now() >= deadline) return;
       reported = finished;
-      await context.progress(finished, states.length, `${finished} of ${states.length} finished: ${statusLine(states)}`);
+      await context.progress(finished, states.length, `${finished} of ${states.length} finished: ${progressLine(states)}`);
     };
     const outcome = await waitForJobs(context.connection, ids, { timeoutMs, onChange, signal: context.signal });
     return { allFinished: outcome.finished, allSucceeded: outcome.succeeded, jobs: outcome.states.map((s) => jobView(s.job, s.conflicts)) };

@@ -23,4 +23,4 @@ export { readTimeline, TIMELINE_PAGE_SIZE, type Timeline, type TimelineRequest, 
 export { readJobDetail, type JobCommit, type JobDetail } from './job-detail';
 export { readStageQueues, type StageQueueView, type TenantOnStage } from './stages';
 export { runbookAdvice, type RunbookAdvice } from './runbook';
-export { jobFinished, stateSucceeded, waitForJobs, WAIT_POLL_MS, type WaitOptions, type WaitOutcome, type WaitState } from './wait';
+export { jobFinished, progressLine, stateSucceeded, waitForJobs, WAIT_POLL_MS, type WaitOptions, type WaitOutcome, type WaitState } from './wait';

@@ -8,7 +8,7 @@ import { TERMINAL_STATUSES } from '../core/ports';
 import type { Connection } from './connection';
 import { NotFoundError } from './errors';
 import { readJobs, UNKNOWN_JOB_HINT, type JobState } from './jobs';
-import { jobSucceeded } from './views';
+import { jobSucceeded, statusLabel } from './views';
 
 /** How often the ledger is read while waiting. */
 export const WAIT_POLL_MS = 500;
@@ -19,6 +19,15 @@ export function jobFinished(state: JobState): boolean {
   return TERMINAL_STATUSES.includes(state.job.status);
 }
 
+/**
+ * `t1=tests failed p1=SUCCEEDED`: each job by the label its table shows (statusLabel), so a test run
+ * that ran to a red verdict never reads SUCCEEDED while it is waited for. The CLI's progress and the
+ * MCP server's progress notifications print it.
+ */
+export function progressLine(states: readonly WaitState[]): string {
+  return states.map((s) => `${s.jobId}=${statusLabel(s.job)}`).join(' ');
+}
+
 /** Finished and succeeded; a conflict makes the id ambiguous, so it cannot say the work asked for under it succeeded. */
 export function stateSucceeded(state: JobState): boolean {
   return jobFinished(state) && jobSucceeded(state.job) && state.conflicts.length === 0;
@@ -27,7 +36,7 @@ export function stateSucceeded(state: JobState): boolean {
 export interface WaitOptions {
   /** Give up after this long. */
   readonly timeoutMs: number;
-  /** Called with every read whose statuses differ from the one before (the first read included). */
+  /** Called with every read whose progressLine differs from the one before (the first read included). */
   readonly onChange?: (states: readonly WaitState[]) => void | Promise<void>;
   /** Stops waiting early (a cancelled request): the last states are returned, not finished. */
   readonly signal?: AbortSignal;
@@ -56,7 +65,7 @@ export async function waitForJobs(connection: Connection, jobIds: readonly strin
     if (read.unknown.length > 0) {
       throw new NotFoundError(`${read.unknown.map((id) => `job ${id}`).join(', ')} not in the ledger of ${(await connection.target()).label} (${UNKNOWN_JOB_HINT})`);
     }
-    const line = read.states.map((s) => `${s.jobId}=${s.job.status}`).join(' ');
+    const line = progressLine(read.states);
     if (line !== last) await options.onChange?.(read.states);
     last = line;
     const finished = read.states.every(jobFinished);

@@ -3,7 +3,7 @@ import { numberOption, requireString, type CommandSpec } from '../command';
 import type { CliContext } from '../context';
 import { EXIT } from '../errors';
 import { cancelJob, readJob } from '../../operator/jobs';
-import { stateSucceeded, waitForJobs, type WaitState } from '../../operator/wait';
+import { progressLine, stateSucceeded, waitForJobs, type WaitState } from '../../operator/wait';
 import { listJobsOfWorkspace } from '../../operator/workspaces';
 import { table } from '../output';
 import { conflictSummary, jobSummary, publicJob, statusLabel } from '../../operator/views';
@@ -34,7 +34,7 @@ export const wait: CommandSpec<CliContext> = {
   options: { timeout: { type: 'string', valueName: 'seconds', description: `give up after this long (default ${DEFAULT_WAIT_SECONDS})` } },
   async run(ctx, { positionals, values }) {
     const timeoutSeconds = numberOption(values, 'timeout', this.path) ?? DEFAULT_WAIT_SECONDS;
-    const onChange = (states: readonly WaitState[]) => ctx.note(`waiting: ${states.map((s) => `${s.jobId}=${s.job.status}`).join(' ')}`);
+    const onChange = (states: readonly WaitState[]) => ctx.note(`waiting: ${progressLine(states)}`);
     const { states, finished, succeeded } = await waitForJobs(ctx, positionals, { timeoutMs: timeoutSeconds * 1000, onChange });
     const rows = states.map((s) => [s.jobId, s.job.type, statusLabel(s.job), [jobSummary(s.job), conflictSummary(s.conflicts)].filter(Boolean).join('; ')] as const);
     const text = [table(['JOB', 'TYPE', 'STATUS', 'DETAIL'], rows), finished ? '' : `timed out after ${timeoutSeconds}s`].filter(Boolean).join('\n');
