@@ -72,7 +72,7 @@ beforeAll(async () => {
   // The printed URL: its token becomes the session cookie, then it leaves the address bar.
   await page.goto(consoleUrl);
   expect(new URL(page.url()).search).toBe('');
-  source = await makeRepository({ 'app.txt': 'one\n', 'test.sh': '#!/bin/sh\ngrep -q one app.txt\n' }, ['live', 'fenced', 'pr', 'token', 'dismissed']);
+  source = await makeRepository({ 'app.txt': 'one\n', 'test.sh': '#!/bin/sh\ngrep -q one app.txt\n' }, ['live', 'fenced', 'pr', 'token', 'dismissed', 'stages']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'console'])).url;
   poisonDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-'));
 });
@@ -189,6 +189,24 @@ test('a failed job is dismissed from its page with a reason: off the DLQ, its wo
   expect((await platform.cliLines<{ jobId: string }>(['dlq', 'list'])).map((r) => r.jobId)).not.toContain('dismissed-poison');
   await open('/jobs/dismissed-poison');
   await expect(page.getByRole('link', { name: 'Dismiss the failure…' }).count()).resolves.toBe(0);
+});
+
+test('the stage page says what each number counts: jobs the ledger has running beside the messages SQS holds', async () => {
+  const [diff] = await diffChain(source, [{ 'stages.txt': 'stages\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-stages', 'stages-bind', repoUrl, 'stages', diff ?? '', 'Bind'));
+  await platform.cliJson(['wait', 'stages-bind', '--timeout', '150']);
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-stages', '--job-id', 'stages-slow', '--command', 'sleep 120']);
+  await platform.untilJob('stages-slow', (j) => j.status === 'RUNNING');
+
+  await open('/stages');
+  const section = page.locator('section', { has: page.getByRole('heading', { name: /^run-tests/ }) });
+  // The build runs, its message was deleted when it started: SQS holds none of it, the ledger counts it.
+  await section.getByRole('table').waitFor();
+  await expect(section.textContent()).resolves.toMatch(/Jobs \(the ledger\): 1 running, 0 waiting for the stage\./);
+  await expect(section.textContent()).resolves.toMatch(/Messages \(SQS, approximate\): 0 on the queue, 0 in flight \(received by the stage, not deleted yet\), \d+ on its DLQ\./);
+  await expect(section.getByRole('row', { name: /default/ }).textContent()).resolves.toMatch(/default\s*0\s*1/);
+
+  expect(await platform.cliJson(['cancel', 'stages-slow'])).toMatchObject({ status: 'CANCELLED' });
 });
 
 /** A raw HTTP request to the console (not the browser's): what another client or origin could send. */
