@@ -14,6 +14,7 @@ import {
   type Connection,
   type DlqRow,
   type JobDetail,
+  type TenantOnStage,
   type TimelineRow,
 } from '../operator';
 import { publicJob, shortSha, statusLabel } from '../operator/views';
@@ -247,14 +248,19 @@ ${
   },
 };
 
+function sum(tenants: readonly TenantOnStage[], count: 'running' | 'waiting'): number {
+  return tenants.reduce((total, tenant) => total + tenant[count], 0);
+}
+
 export const stagesPage: PageSpec = {
   title: () => 'Stage queues',
   async region({ connection, now }) {
     const stages = await readStageQueues(connection);
-    return html`<p>Each stage queue serves tenants in turn (a fair queue). Depth is SQS's; tenants, waiting and running jobs are the ledger's.</p>
+    return html`<p>Each stage queue serves tenants in turn (a fair queue). Two counts of two things: <strong>jobs</strong>, from the ledger (waiting: pinned and sent to the stage, not taken yet; running: taken by it), and <strong>messages</strong>, from SQS. A command stage deletes its job's message once the build has started, so a running build is a job the ledger counts, not a message on the queue.</p>
 ${stages.map(
   (s) => html`<section aria-labelledby="stage-${s.queue}"><h2 id="stage-${s.queue}">${s.queue} <small>(${s.consumer})</small></h2>
-<p>${s.visible} visible, ${s.inFlight} in flight, ${s.dlqDepth} on its DLQ.</p>
+<p>Jobs (the ledger): ${sum(s.tenants, 'running')} running, ${sum(s.tenants, 'waiting')} waiting for the stage.<br>
+Messages (SQS, approximate): ${s.visible} on the queue, ${s.inFlight} in flight (received by the stage, not deleted yet), ${s.dlqDepth} on its DLQ.</p>
 ${
   s.tenants.length
     ? html`<div class="scroll"><table><caption class="sr-only">Tenants on ${s.queue}</caption><thead><tr><th scope="col">Tenant</th><th scope="col">Waiting</th><th scope="col">Running</th><th scope="col">Oldest waiting</th></tr></thead>
