@@ -33,11 +33,50 @@ let poisonDir: string;
 /** What the pages printed as errors in the browser's console: a script or style the policy refused shows here. */
 const pageErrors: string[] = [];
 
+/** A file as deep as real repositories have them: its path is in the reasons a failed patch gives. */
+const DEEP_FILE = 'services/billing/src/main/java/com/example/billing/invoices/rendering/InvoiceRenderer.java';
+
 /** A patch that can never apply (its context is not in app.txt): it blocks its workspace. */
 async function poisonPatch(): Promise<string> {
   const file = path.join(poisonDir, 'poison.diff');
   await writeFile(file, ['diff --git a/app.txt b/app.txt', '--- a/app.txt', '+++ b/app.txt', '@@ -1 +1 @@', '-not the content', '+two', ''].join('\n'));
   return file;
+}
+
+/** A patch on DEEP_FILE whose context is not there, with a hunk header as git writes one: a long, realistic reason. */
+async function deepPoisonPatch(): Promise<string> {
+  const file = path.join(poisonDir, 'deep-poison.diff');
+  const header = '@@ -118,7 +118,9 @@ public final class InvoiceRenderer implements DocumentRenderer<Invoice, RenderedInvoice> {';
+  await writeFile(file, [`diff --git a/${DEEP_FILE} b/${DEEP_FILE}`, `--- a/${DEEP_FILE}`, `+++ b/${DEEP_FILE}`, header, '-    private final TaxTable taxes;', '+    private final TaxTable taxes = TaxTable.forRegion(region);', ''].join('\n'));
+  return file;
+}
+
+/**
+ * What a person cannot reach on the open page without scrolling sideways: the page scrolling
+ * sideways itself, an action (a button, a field, a link to a confirmation: its name ends in "…")
+ * outside the window or cut off by a box that scrolls, and a box that scrolls with an action in it.
+ * Returns the names of the actions found, and each problem in words.
+ */
+async function offScreen(target: Page): Promise<{ actions: string[]; problems: string[] }> {
+  return target.evaluate(`(() => {
+    const width = document.documentElement.clientWidth;
+    const problems = [];
+    if (document.documentElement.scrollWidth > width) problems.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' px in ' + width);
+    const actions = [...document.querySelectorAll('main button, main input:not([type=hidden]), main select, main a')]
+      .filter((el) => el.tagName !== 'A' || el.classList.contains('button') || el.textContent.trim().endsWith('\u2026'));
+    const name = (el) => (el.textContent.trim() || el.getAttribute('name') || el.tagName).slice(0, 60);
+    for (const el of actions) {
+      const rect = el.getBoundingClientRect();
+      if (rect.left < 0 || rect.right > width) problems.push(name(el) + ': ' + Math.round(rect.left) + '..' + Math.round(rect.right) + ' px, the window is ' + width);
+      for (let box = el.parentElement; box; box = box.parentElement) {
+        if (getComputedStyle(box).overflowX === 'visible') continue;
+        const outer = box.getBoundingClientRect();
+        if (rect.right > outer.left + box.clientWidth || rect.left < outer.left) problems.push(name(el) + ': cut off by its box (' + Math.round(rect.right) + ' px past ' + Math.round(outer.left + box.clientWidth) + ')');
+        if (box.scrollWidth > box.clientWidth) problems.push(name(el) + ': its box scrolls sideways (' + box.scrollWidth + ' px in ' + box.clientWidth + ')');
+      }
+    }
+    return { actions: actions.map(name), problems: [...new Set(problems)] };
+  })()`);
 }
 
 async function screenshot(name: string, target: Page = page): Promise<void> {
@@ -72,7 +111,16 @@ beforeAll(async () => {
   // The printed URL: its token becomes the session cookie, then it leaves the address bar.
   await page.goto(consoleUrl);
   expect(new URL(page.url()).search).toBe('');
-  source = await makeRepository({ 'app.txt': 'one\n', 'test.sh': '#!/bin/sh\ngrep -q one app.txt\n' }, ['live', 'fenced', 'pr', 'token', 'dismissed', 'stages']);
+  source = await makeRepository({ 'app.txt': 'one\n', 'test.sh': '#!/bin/sh\ngrep -q one app.txt\n', [DEEP_FILE]: 'final class InvoiceRenderer {}\n' }, [
+    'live',
+    'fenced',
+    'pr',
+    'token',
+    'dismissed',
+    'stages',
+    'billing',
+    'billing-release',
+  ]);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'console'])).url;
   poisonDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-'));
 });
@@ -207,6 +255,40 @@ test('the stage page says what each number counts: jobs the ledger has running b
   await expect(section.getByRole('row', { name: /default/ }).textContent()).resolves.toMatch(/default\s*0\s*1/);
 
   expect(await platform.cliJson(['cancel', 'stages-slow'])).toMatchObject({ status: 'CANCELLED' });
+});
+
+test('every action on every page is visible at 1280 px without scrolling sideways, beside long realistic reasons', async () => {
+  // A blocked workspace with long ids and a reason naming a deep path; a pull request refused with GitHub's wording.
+  const ws = 'ws-billing-invoice-renderer-7c1e9f';
+  const [good, release] = await diffChain(source, [{ 'billing.txt': 'billing\n' }, { 'release.txt': 'release\n' }]);
+  await platform.cliJson(applyPatchArgs(ws, 'agent-7c1e9f-apply-patch-0042', repoUrl, 'billing', await deepPoisonPatch(), 'Render taxes per region'));
+  await platform.cliJson(applyPatchArgs(ws, 'agent-7c1e9f-apply-patch-0043', repoUrl, 'billing', good ?? '', 'Billing notes'));
+  await platform.cliJson(applyPatchArgs('ws-billing-release-7c1e9f', 'agent-7c1e9f-apply-patch-0044', repoUrl, 'billing-release', release ?? '', 'Release notes'));
+  const base = 'release/2026-12-hotfix-invoice-rendering-regression-eu-customers';
+  await platform.cliJson(['enqueue', '--type', 'open_pr', '--workspace', 'ws-billing-release-7c1e9f', '--job-id', 'agent-7c1e9f-open-pr-0045', '--base', base, '--title', 'Hotfix: invoice rendering']);
+  const ids = ['agent-7c1e9f-apply-patch-0042', 'agent-7c1e9f-apply-patch-0043', 'agent-7c1e9f-apply-patch-0044', 'agent-7c1e9f-open-pr-0045'];
+  expect((await platform.cli(['wait', ...ids, '--timeout', '150'])).code).toBe(1);
+
+  const pages: [string, string[]][] = [
+    ['/workspaces', ['Filter']],
+    [`/workspaces/${ws}`, ['Unblock and replay the skipped jobs…', 'Unblock and drop the skipped jobs…']],
+    ['/jobs/agent-7c1e9f-apply-patch-0042', ['Unblock the workspace and replay…', 'Dismiss the failure…']],
+    ['/jobs/agent-7c1e9f-apply-patch-0043', ['Cancel…']],
+    ['/jobs/agent-7c1e9f-open-pr-0045', ['Redrive…', 'Dismiss the failure…']],
+    ['/dlq', ['Redrive…', 'Unblock and replay…']],
+    [`/workspaces/${ws}/unblock?mode=replay`, ['Unblock and replay']],
+    ['/dlq/redrive?job=agent-7c1e9f-open-pr-0045', ['Redrive']],
+    ['/jobs/agent-7c1e9f-apply-patch-0042/dismiss', ['Dismiss the failure']],
+    ['/jobs/agent-7c1e9f-apply-patch-0043/cancel', ['Cancel the job']],
+  ];
+  const problems: string[] = [];
+  for (const [pathname, expected] of pages) {
+    await open(pathname);
+    const seen = await offScreen(page);
+    expect(seen.actions).toEqual(expect.arrayContaining(expected));
+    problems.push(...seen.problems.map((problem) => `${pathname}: ${problem}`));
+  }
+  expect(problems).toEqual([]);
 });
 
 /** A raw HTTP request to the console (not the browser's): what another client or origin could send. */
