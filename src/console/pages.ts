@@ -240,8 +240,8 @@ ${
     ? html`<div class="scroll"><table><caption class="sr-only">Jobs on the DLQs, oldest first</caption>
 <thead><tr><th scope="col">Queue</th><th scope="col">Job</th><th scope="col">Type</th><th scope="col">Workspace</th><th scope="col">Status</th><th scope="col">Reason</th><th scope="col">Waiting</th><th scope="col">Action</th></tr></thead>
 <tbody>${rows.map(
-        (r) => html`<tr><td>${r.queue}</td><th scope="row">${jobLink(r.jobId, r.status === 'CONFLICT' ? 'conflict' : 'job')}</th><td>${r.type}</td><td>${workspaceLink(r.workspaceId)}</td><td><span class="badge ${r.status === 'SKIPPED' ? 'muted' : 'bad'}">${r.status}${r.expired ? ' (expired)' : ''}</span></td>
-<td>${r.status === 'SKIPPED' ? html`blocked by ${r.blockedBy ?? '?'}` : html`<code>${r.reason ?? ''}</code> ${r.message ?? ''}`}</td><td>${age(r.since, now)}</td><td>${dlqAction(r)}</td></tr>`,
+        (r) => html`<tr><td>${r.queue}</td><th scope="row" class="wrap">${jobLink(r.jobId, r.status === 'CONFLICT' ? 'conflict' : 'job')}</th><td>${r.type}</td><td class="wrap">${workspaceLink(r.workspaceId)}</td><td><span class="badge ${r.status === 'SKIPPED' ? 'muted' : 'bad'}">${r.status}${r.expired ? ' (expired)' : ''}</span></td>
+<td class="wrap reason">${r.status === 'SKIPPED' ? html`blocked by ${r.blockedBy ?? '?'}` : html`<code>${r.reason ?? ''}</code> ${r.message ?? ''}`}</td><td>${age(r.since, now)}</td><td>${dlqAction(r)}</td></tr>`,
       )}</tbody></table></div>`
     : html`<p>Nothing waits on a DLQ.</p>`
 }`;

@@ -1,6 +1,7 @@
 /**
  * The console's stylesheet, served as /static/console.css: system fonts, readable at 1280x800 and
- * at phone width (tables scroll sideways in their own box), visible focus, and statuses that say
+ * at phone width (tables scroll sideways in their own box, and a table with actions wraps its
+ * reasons so that its actions stay in view at 1280 px), visible focus, and statuses that say
  * their word beside their colour.
  */
 export const CONSOLE_CSS = `
@@ -22,6 +23,9 @@ h1 { font-size: 22px; margin: 8px 0 12px; overflow-wrap: anywhere; } h2 { font-s
 .scroll { overflow-x: auto; border: 1px solid var(--line); border-radius: 6px; }
 table { border-collapse: collapse; width: 100%; font-size: 14px; }
 th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); vertical-align: top; white-space: nowrap; }
+/* A reason or an id (ids may have 64 characters) wraps, anywhere if it must, so the actions beside it stay in view. */
+td.wrap, th.wrap { white-space: normal; overflow-wrap: anywhere; min-width: 14ch; }
+td.wrap.reason { min-width: 28ch; }
 tbody tr:last-child > * { border-bottom: 0; }
 thead th { font-size: 12px; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); }
 tbody th { font-weight: 500; }
