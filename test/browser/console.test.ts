@@ -239,6 +239,36 @@ test('a failed job is dismissed from its page with a reason: off the DLQ, its wo
   await expect(page.getByRole('link', { name: 'Dismiss the failure…' }).count()).resolves.toBe(0);
 });
 
+/** The job page's field (a `<dt>` and its `<dd>`) as text, or undefined when the page has none of that name. */
+async function field(name: string): Promise<string | undefined> {
+  const term = page.locator('dt', { hasText: new RegExp(`^${name}$`) });
+  if ((await term.count()) === 0) return undefined;
+  return (await term.locator('xpath=following-sibling::dd[1]').textContent()) ?? '';
+}
+
+test("a dismissed failure shows on the job's page, and its advice follows the workspace: still BLOCKED by it, then ACTIVE", async () => {
+  // Dismissed in the test before: its workspace is still BLOCKED by it.
+  await open('/jobs/dismissed-poison');
+  await page.getByRole('heading', { name: 'Error' }).waitFor();
+  await expect(field('Dismissed')).resolves.toMatch(/^by .+ \(console\) at \S+: the agent sent a rewritten patch$/);
+  await expect(field('Now')).resolves.toMatch(/dismissed: it never runs again.*still blocks workspace ws-dismissed/);
+
+  // Unblocked from the same page: the workspace is ACTIVE again, and the page says so, after a reload too.
+  await page.getByRole('link', { name: 'Unblock and drop…' }).click();
+  await page.getByRole('button', { name: 'Unblock and drop' }).click();
+  await page.getByRole('status').getByText('Done').waitFor();
+  expect(await platform.cliJson(['workspace', 'show', 'ws-dismissed'])).toMatchObject({ state: 'ACTIVE' });
+  await open('/jobs/dismissed-poison');
+  await page.getByRole('heading', { name: 'Error' }).waitFor();
+  await expect(field('Dismissed')).resolves.toMatch(/the agent sent a rewritten patch$/);
+  await expect(field('Now')).resolves.toMatch(/dismissed: it never runs again.*workspace ws-dismissed is ACTIVE/);
+  // The runbook's words are what the failure meant when it happened, not what holds now.
+  await expect(field('Means')).resolves.toBeUndefined();
+  await expect(field('When it failed')).resolves.toMatch(/the workspace is BLOCKED/);
+  await expect(page.getByText('repair the branch, then').count()).resolves.toBe(0);
+  await expect(page.getByRole('link', { name: /^Unblock/ }).count()).resolves.toBe(0);
+});
+
 test('the stage page says what each number counts: jobs the ledger has running beside the messages SQS holds', async () => {
   const [diff] = await diffChain(source, [{ 'stages.txt': 'stages\n' }]);
   await platform.cliJson(applyPatchArgs('ws-stages', 'stages-bind', repoUrl, 'stages', diff ?? '', 'Bind'));
