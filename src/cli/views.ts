@@ -1,7 +1,7 @@
 /** What `status` and `workspace show` print for people: a record's fields, one per line. */
 import { conflictQueueOf } from '../core/ledger';
 import type { ConflictAttempt, JobRecord, WorkspaceRecord } from '../core/ports';
-import { cancelledAfter, conflictSummary, resultSummary, statusLabel } from '../operator/views';
+import { cancelledAfter, conflictSummary, dismissedBy, resultSummary, statusLabel } from '../operator/views';
 import { fields } from './output';
 
 function conflictLine(attempt: ConflictAttempt): string {
@@ -24,7 +24,7 @@ export function jobFields(job: JobRecord, conflicts: readonly ConflictAttempt[] 
       ['blockedBy', job.blockedBy],
       ['error', job.error && job.status !== 'CANCELLED' ? `${job.error.reason}: ${job.error.message}` : undefined],
       ['before', cancelledAfter(job)],
-      ['dismissed', job.dismissed ? `by ${job.dismissed.by} at ${job.dismissed.at}: ${job.dismissed.reason}` : undefined],
+      ['dismissed', job.dismissed ? dismissedBy(job.dismissed) : undefined],
       ['result', job.result ? resultSummary(job) : undefined],
       ['output', typeof job.result?.['logTail'] === 'string' ? job.result['logTail'].trimEnd() || undefined : undefined],
       ['build', job.progress?.['buildId']],

@@ -68,7 +68,7 @@ export function commitCell(job: JobRecord): Html {
 export function verdictCell(job: JobRecord): Html {
   const summary = job.result?.['summary'];
   if (typeof summary === 'string') return html`${summary}`;
-  if (job.error) return html`<code>${job.error.reason}</code>`;
+  if (job.error) return html`<code>${job.error.reason}</code>${job.dismissed ? html` <small>(dismissed)</small>` : ''}`;
   if (job.result?.['url']) return html`<a href="${String(job.result['url'])}" rel="noreferrer">PR #${String(job.result['number'] ?? '?')}</a>`;
   return html`-`;
 }

@@ -17,7 +17,7 @@ import {
   type TenantOnStage,
   type TimelineRow,
 } from '../operator';
-import { publicJob, shortSha, statusLabel } from '../operator/views';
+import { dismissedBy, publicJob, shortSha, statusLabel } from '../operator/views';
 import { TOKEN_FIELD } from './auth';
 import { age, commitCell, diffBlock, durationCell, jobHref, jobLink, stateBadge, statusBadge, verdictCell, workspaceHref, workspaceLink } from './format';
 import { html, inlineCode, type Html } from './html';
@@ -160,11 +160,21 @@ function jobActions(detail: JobDetail): Html {
   return links.length ? html`<div class="actions" role="group" aria-label="Actions">${links}</div>` : html``;
 }
 
+/**
+ * The runbook's row while it describes the job (Means, Runbook); once a dismissal, an unblock or a
+ * cancel moved it on, the row as what the failure meant when it happened, and where it stands now.
+ */
+function errorAdvice({ advice, now }: JobDetail): Html {
+  const then = advice ? html`<dt>${advice.holds ? 'Means' : 'When it failed'}</dt><dd>${inlineCode(advice.meaning)}</dd>` : '';
+  const next = advice?.holds ? html`<dt>Runbook</dt><dd>${inlineCode(advice.recovery)}</dd>` : now ? html`<dt>Now</dt><dd>${inlineCode(now)}</dd>` : '';
+  return then || next ? html`<dl class="fields">${then}${next}</dl>` : html``;
+}
+
 export const jobPage: PageSpec = {
   title: ({ params }) => `Job ${params['jobId'] ?? ''}`,
   async region({ connection, params, now }) {
     const detail = await readJobDetail(connection, params['jobId'] ?? '', now);
-    const { job, conflicts, advice, commit, logs } = detail;
+    const { job, conflicts, commit, logs } = detail;
     const fields = publicJob(job, conflicts);
     return html`<dl class="fields">
   <dt>Status</dt><dd>${statusBadge(job)}</dd>
@@ -175,6 +185,7 @@ export const jobPage: PageSpec = {
   <dt>Attempt</dt><dd>${job.attempt}</dd>
   <dt>Commit</dt><dd>${commitCell(job)}</dd>
   ${job.blockedBy ? html`<dt>Blocked by</dt><dd>${jobLink(job.blockedBy, 'blocker')}</dd>` : ''}
+  ${job.dismissed ? html`<dt>Dismissed</dt><dd>${dismissedBy(job.dismissed)}</dd>` : ''}
   ${fields.buildId ? html`<dt>Build</dt><dd><code>${fields.buildId}</code></dd>` : ''}
   <dt>Sent</dt><dd>${age(job.createdAt, now)}</dd>
   <dt>Last change</dt><dd>${age(job.updatedAt, now)}</dd>
@@ -184,7 +195,7 @@ ${
   job.error
     ? html`<section aria-labelledby="error-h"><h2 id="error-h">Error</h2>
 <p><code>${job.error.reason}</code>: ${job.error.message}</p>
-${advice ? html`<dl class="fields"><dt>Means</dt><dd>${inlineCode(advice.meaning)}</dd><dt>Runbook</dt><dd>${inlineCode(advice.recovery)}</dd></dl>` : ''}</section>`
+${errorAdvice(detail)}</section>`
     : ''
 }
 ${

@@ -9,14 +9,14 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { cancelRule, dismissRefusal, waitsOnDlq } from '../core/ledger';
-import type { JobRecord } from '../core/ports';
+import { cancelRule, dismissRefusal, dlqQueueOf, waitsOnDlq } from '../core/ledger';
+import type { JobRecord, WorkspaceRecord } from '../core/ports';
 import { platformRepositoryOf } from '../local/state-dir';
 import type { Connection } from './connection';
 import { dlqRows, jobDlqEntries, nextStep, type DlqRow } from './dlq';
 import { readJobLogs, type JobLogs } from './job-logs';
 import { readJob, type JobState } from './jobs';
-import { runbookAdvice, type RunbookAdvice } from './runbook';
+import { adviceHolds, runbookAdvice, type FailureNow, type RunbookAdvice } from './runbook';
 import type { Target } from './targets';
 
 const execFileP = promisify(execFile);
@@ -41,7 +41,10 @@ export interface JobDetail extends JobState {
   readonly dlq: readonly DlqRow[];
   /** What to do next about it on a DLQ, in words. */
   readonly next?: string;
-  readonly advice?: RunbookAdvice;
+  /** The runbook's row for its error; `holds`: it describes the job as it stands (else it is what the failure meant when recorded). */
+  readonly advice?: RunbookAdvice & { readonly holds: boolean };
+  /** Where its failure stands now, in words (Markdown `code` spans), once the runbook's row no longer describes it. */
+  readonly now?: string;
   /** The actions that apply to it as it is now. */
   readonly actions: { readonly cancel: boolean; readonly redrive: boolean; readonly unblock: boolean; readonly dismiss: boolean };
   readonly commit?: JobCommit;
@@ -54,12 +57,16 @@ export async function readJobDetail(connection: Connection, jobId: string, now =
   const dlq = dlqRows(jobDlqEntries(job, conflicts), now);
   const workspace = await (await connection.ledger()).getWorkspace(job.workspaceId);
   const [logs, commit] = await Promise.all([readJobLogs(target, job), jobCommit(target, job, workspace?.repo)]);
+  const failure = failureNow(job, workspace);
+  const row = job.error ? runbookAdvice(job.error.reason) : undefined;
+  const holds = row !== undefined && adviceHolds(row, failure);
   return {
     job,
     conflicts,
     dlq,
     next: dlq.length ? nextStep(job) : undefined,
-    advice: job.error ? runbookAdvice(job.error.reason) : undefined,
+    advice: row && { ...row, holds },
+    now: job.error && !holds ? standingWords(job, workspace, failure) : undefined,
     actions: {
       cancel: cancelRule(job, now).kind !== 'refused',
       // A SKIPPED job, or a FAILED one of a blocked workspace, goes back with the unblock (in order).
@@ -71,6 +78,36 @@ export async function readJobDetail(connection: Connection, jobId: string, now =
     commit,
     logs,
   };
+}
+
+function failureNow(job: JobRecord, workspace: WorkspaceRecord | undefined): FailureNow {
+  const blocked = workspace?.state === 'BLOCKED';
+  return {
+    open: waitsOnDlq(job),
+    blocking: job.status === 'SKIPPED' ? blocked : blocked && workspace?.blockedBy === job.jobId,
+  };
+}
+
+/** A failed, skipped or cancelled job as it stands now, and its workspace: what is left to do. */
+function standingWords(job: JobRecord, workspace: WorkspaceRecord | undefined, failure: FailureNow): string {
+  const ws = job.workspaceId;
+  const self =
+    job.dismissed !== undefined
+      ? 'its failure was dismissed: it never runs again (to run its work, send it as a new job)'
+      : job.status === 'CANCELLED'
+        ? 'it was cancelled: it never runs'
+        : job.status === 'FAILED'
+          ? `it waits on the ${dlqQueueOf(job)} DLQ: ${nextStep(job)}`
+          : `it is ${job.status}`;
+  const standing =
+    workspace === undefined
+      ? ''
+      : failure.blocking
+        ? `; it still blocks workspace ${ws}: repair the cause, then unblock it (\`workspace unblock ${ws} --replay\` or \`--drop\`)`
+        : workspace.state === 'BLOCKED'
+          ? `; its workspace ${ws} is BLOCKED by job ${workspace.blockedBy ?? '?'} (${workspace.blockedReason ?? '?'})`
+          : `; its workspace ${ws} is ACTIVE`;
+  return `${self}${standing}.`;
 }
 
 async function jobCommit(target: Target, job: JobRecord, repo: { url: string; branch: string } | undefined): Promise<JobCommit | undefined> {

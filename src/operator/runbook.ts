@@ -13,6 +13,29 @@ export interface RunbookAdvice {
   /** What it means and what to do, as the README words them (Markdown: `code` spans). */
   readonly meaning: string;
   readonly recovery: string;
+  /**
+   * The meaning says the failure leaves the workspace BLOCKED (the state's name, in capitals): true
+   * of the job only while it blocks it (adviceHolds).
+   */
+  readonly blocksWorkspace: boolean;
+}
+
+/** How a failed or skipped job stands now, as far as the runbook's words depend on it. */
+export interface FailureNow {
+  /** Still as recorded: FAILED and not dismissed, or SKIPPED. A dismissal or a cancel settled it. */
+  readonly open: boolean;
+  /** Its workspace is BLOCKED by it (a failure), or BLOCKED (a skipped job). */
+  readonly blocking: boolean;
+}
+
+/**
+ * Whether a row still describes the job: a row is the advice for a failure as it was recorded, so
+ * it holds while the failure is open and, for a row that says the workspace is BLOCKED, while the
+ * job blocks it. Otherwise the row is what the failure meant when it happened (the console says
+ * so, and where the job stands now).
+ */
+export function adviceHolds(advice: RunbookAdvice, now: FailureNow): boolean {
+  return now.open && (!advice.blocksWorkspace || now.blocking);
 }
 
 const TABLE_HEADING = '| reason | meaning | recovery |';
@@ -30,7 +53,7 @@ export function parseRunbook(markdown: string): Map<string, RunbookAdvice> {
     const [names, meaning, recovery] = cells;
     if (names === undefined || meaning === undefined || recovery === undefined) continue;
     const reasons = [...names.matchAll(/`([A-Z_]+)`/g)].map((m) => m[1] ?? '');
-    const row = { reasons, meaning, recovery };
+    const row = { reasons, meaning, recovery, blocksWorkspace: /\bBLOCKED\b/.test(meaning) };
     for (const reason of reasons) advice.set(reason, row);
   }
   return advice;

@@ -129,6 +129,11 @@ export function cancelledAfter(job: Pick<JobRecord, 'status' | 'error' | 'blocke
   return `${job.error.reason}: ${job.error.message}`;
 }
 
+/** `by alice at <time>: <reason>`: a dismissal as `status` and the job's page show it. */
+export function dismissedBy(dismissal: JobDismissal): string {
+  return `by ${dismissal.by} at ${dismissal.at}: ${dismissal.reason}`;
+}
+
 /** SUCCEEDED, and for a test run also green: "did the work succeed", not "did it run". */
 export function jobSucceeded(job: Pick<JobRecord, 'status' | 'result'>): boolean {
   return job.status === 'SUCCEEDED' && job.result?.['verdict'] !== 'failed';

@@ -10,7 +10,7 @@ import { changeRefusal, cookieName, hasSession, originRefusal, sessionCookie, TO
 import { coarseAge } from '../../src/console/format';
 import { html, inlineCode } from '../../src/console/html';
 import { sseEvent } from '../../src/console/live';
-import { parseRunbook, runbookAdvice } from '../../src/operator/runbook';
+import { adviceHolds, parseRunbook, runbookAdvice } from '../../src/operator/runbook';
 
 const auth = { token: 'secret-token-value', port: 4321 };
 const own = { host: '127.0.0.1:4321' };
@@ -82,7 +82,21 @@ describe("the runbook's advice", () => {
     const table = ['| reason | meaning | recovery |', '| --- | --- | --- |', '| `A`, `B` | one \\| two | do `x` |', '', '| `C` | not | read |'].join('\n');
     const advice = parseRunbook(table);
     expect([...advice.keys()]).toEqual(['A', 'B']);
-    expect(advice.get('B')).toEqual({ reasons: ['A', 'B'], meaning: 'one \\| two', recovery: 'do `x`' });
+    expect(advice.get('B')).toEqual({ reasons: ['A', 'B'], meaning: 'one \\| two', recovery: 'do `x`', blocksWorkspace: false });
     expect(parseRunbook('no table here').size).toBe(0);
+  });
+
+  it("holds while the failure is as recorded: a row that says BLOCKED only while the job blocks its workspace", () => {
+    const table = ['| reason | meaning | recovery |', '| --- | --- | --- |', '| `FENCED` | the tree is short; the workspace is BLOCKED | unblock |', '| `REFUSED` | refused; the workspace is not blocked | send again |'].join('\n');
+    const fenced = parseRunbook(table).get('FENCED');
+    const refused = parseRunbook(table).get('REFUSED');
+    if (!fenced || !refused) throw new Error('rows not read');
+    expect([fenced.blocksWorkspace, refused.blocksWorkspace]).toEqual([true, false]);
+    expect(adviceHolds(fenced, { open: true, blocking: true })).toBe(true);
+    // Unblocked, or dismissed: the row is what the failure meant when it happened.
+    expect(adviceHolds(fenced, { open: true, blocking: false })).toBe(false);
+    expect(adviceHolds(fenced, { open: false, blocking: true })).toBe(false);
+    expect(adviceHolds(refused, { open: true, blocking: false })).toBe(true);
+    expect(adviceHolds(refused, { open: false, blocking: false })).toBe(false);
   });
 });
