@@ -13,6 +13,7 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
+import { DEFAULT_TEST_COMMAND } from '../../contract/job-types';
 import { repositoryDir } from '../../src/local/state-dir';
 import { applyPatchArgs, diffChain, git, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
 import { launchChromium, type Browser } from './chromium';
@@ -120,6 +121,7 @@ beforeAll(async () => {
     'stages',
     'billing',
     'billing-release',
+    'command',
   ]);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'console'])).url;
   poisonDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-'));
@@ -151,6 +153,21 @@ test('jobs enqueued with the CLI appear live: a new workspace on the list, then 
   const head = (await platform.cliJson<{ head: string }>(['workspace', 'show', 'ws-live'])).head;
   await expect(row.locator('code').first().getAttribute('title')).resolves.toBe(`pinned to ${head}`);
   await screenshot('timeline');
+});
+
+test("a test run's page shows the command it ran, and the stage's default when the job named none", async () => {
+  const [diff] = await diffChain(source, [{ 'command.txt': 'command\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-command', 'command-bind', repoUrl, 'command', diff ?? '', 'Bind'));
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-command', '--job-id', 'command-named', '--command', 'grep -c one app.txt && sh test.sh']);
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-command', '--job-id', 'command-default']);
+  await platform.cliLines(['wait', 'command-bind', 'command-named', 'command-default', '--timeout', '150']);
+
+  await open('/jobs/command-named');
+  await page.getByRole('heading', { name: 'History and logs' }).waitFor();
+  await expect(field('Command')).resolves.toBe('grep -c one app.txt && sh test.sh');
+  await open('/jobs/command-default');
+  await page.getByRole('heading', { name: 'History and logs' }).waitFor();
+  await expect(field('Command')).resolves.toBe(`${DEFAULT_TEST_COMMAND} (the stage's default: the job named none)`);
 });
 
 test('a blocked workspace is unblocked from the console, by keyboard, and its skipped jobs replay in order', async () => {

@@ -1,7 +1,9 @@
 /**
  * What `wait` and `status` print agrees with the job's state, as a user reads it in the terminal:
- * the progress line names a finished test run by its verdict, as the table after it does.
+ * the progress line names a finished test run by its verdict, as the table after it does; status
+ * shows the command a test run ran.
  */
+import { DEFAULT_TEST_COMMAND } from '../../contract/job-types';
 import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(180_000);
@@ -32,4 +34,17 @@ test("wait's progress line names a failed test run as its table does: tests fail
   const progress = waited.stderr.split('\n').filter((line) => line.startsWith('waiting: '));
   expect(progress.at(-1)).toBe('waiting: words-t1=tests failed');
   expect(waited.stderr).not.toMatch(/words-t1=SUCCEEDED/);
+});
+
+test('status shows the command a test run ran, and the default it ran when the job named none', async () => {
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-words', '--job-id', 'words-named', '--command', 'echo green']);
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-words', '--job-id', 'words-default']);
+  // The repository has no test script: the default ends 'tests not configured' (wait exits 1).
+  expect((await platform.cli(['wait', 'words-named', 'words-default', '--timeout', '120'])).stdout).toMatch(/words-default +run_tests +tests not configured/);
+
+  expect(await platform.cliJson(['status', 'words-named'])).toMatchObject({ command: 'echo green' });
+  expect((await platform.cli(['status', 'words-named'])).stdout).toMatch(/^command +echo green$/m);
+  expect(await platform.cliJson(['status', 'words-default'])).toMatchObject({ command: DEFAULT_TEST_COMMAND, commandIsDefault: true });
+  const shown = (await platform.cli(['status', 'words-default'])).stdout;
+  expect(shown.split('\n').find((line) => line.startsWith('command '))?.replace(/^command +/, '')).toBe(`${DEFAULT_TEST_COMMAND} (the stage's default: the job named none)`);
 });
