@@ -1,12 +1,17 @@
 /** What `status` and `workspace show` print for people: a record's fields, one per line. */
 import { conflictQueueOf } from '../core/ledger';
 import type { ConflictAttempt, JobRecord, WorkspaceRecord } from '../core/ports';
-import { cancelledAfter, conflictSummary, dismissedBy, resultSummary, statusLabel } from '../operator/views';
+import { cancelledAfter, commandWords, conflictSummary, dismissedBy, jobCommand, resultSummary, statusLabel } from '../operator/views';
 import { fields } from './output';
 
 function conflictLine(attempt: ConflictAttempt): string {
   const where = attempt.seenBy === 'enqueue' ? 'refused at enqueue (not sent)' : `refused by the ${attempt.seenBy}, on the ${conflictQueueOf(attempt.type, attempt.seenBy) ?? '?'} DLQ`;
   return `${attempt.at}  ${attempt.type} for workspace ${attempt.workspaceId}: ${where}`;
+}
+
+function commandLine(job: JobRecord): string | undefined {
+  const command = jobCommand(job);
+  return command && commandWords(command);
 }
 
 /** `status`: the record's fields, then the conflicting requests. */
@@ -21,6 +26,7 @@ export function jobFields(job: JobRecord, conflicts: readonly ConflictAttempt[] 
       ['seq', job.wsSeq],
       ['attempt', job.attempt],
       ['pin', job.pin?.sha],
+      ['command', commandLine(job)],
       ['blockedBy', job.blockedBy],
       ['error', job.error && job.status !== 'CANCELLED' ? `${job.error.reason}: ${job.error.message}` : undefined],
       ['before', cancelledAfter(job)],

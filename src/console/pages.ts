@@ -4,6 +4,8 @@
  * (server.ts). Everything is read through src/operator, as the CLI reads it; an action is a
  * confirmation page whose form posts to the operation the CLI's command runs.
  */
+import { commandStageOf } from '../../contract/job-types';
+import type { JobRecord } from '../core/ports';
 import { countsText } from '../operator/overview';
 import {
   listDlq,
@@ -17,7 +19,7 @@ import {
   type TenantOnStage,
   type TimelineRow,
 } from '../operator';
-import { dismissedBy, publicJob, shortSha, statusLabel } from '../operator/views';
+import { DEFAULT_COMMAND_NOTE, dismissedBy, jobCommand, publicJob, shortSha, statusLabel } from '../operator/views';
 import { TOKEN_FIELD } from './auth';
 import { age, commitCell, diffBlock, durationCell, jobHref, jobLink, stateBadge, statusBadge, verdictCell, workspaceHref, workspaceLink } from './format';
 import { html, inlineCode, type Html } from './html';
@@ -160,6 +162,14 @@ function jobActions(detail: JobDetail): Html {
   return links.length ? html`<div class="actions" role="group" aria-label="Actions">${links}</div>` : html``;
 }
 
+/** A command stage's command (jobCommand), or why it is not known yet. */
+function commandField(job: JobRecord): Html {
+  if (commandStageOf(job.type) === undefined) return html``;
+  const command = jobCommand(job);
+  const shown = command ? html`<code>${command.command}</code>${command.isDefault ? DEFAULT_COMMAND_NOTE : ''}` : html`- (recorded when its stage takes the job: until then it travels on the queue)`;
+  return html`<dt>Command</dt><dd>${shown}</dd>`;
+}
+
 /**
  * The runbook's row while it describes the job (Means, Runbook); once a dismissal, an unblock or a
  * cancel moved it on, the row as what the failure meant when it happened, and where it stands now.
@@ -184,6 +194,7 @@ export const jobPage: PageSpec = {
   <dt>Seq</dt><dd>${job.wsSeq ?? '- (not taken yet)'}</dd>
   <dt>Attempt</dt><dd>${job.attempt}</dd>
   <dt>Commit</dt><dd>${commitCell(job)}</dd>
+  ${commandField(job)}
   ${job.blockedBy ? html`<dt>Blocked by</dt><dd>${jobLink(job.blockedBy, 'blocker')}</dd>` : ''}
   ${job.dismissed ? html`<dt>Dismissed</dt><dd>${dismissedBy(job.dismissed)}</dd>` : ''}
   ${fields.buildId ? html`<dt>Build</dt><dd><code>${fields.buildId}</code></dd>` : ''}

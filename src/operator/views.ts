@@ -4,9 +4,10 @@
  * ledger's working fields (lease owner and deadline, request digest, TTL, index keys) never reach
  * the output, whatever is added to the records later.
  */
-import { verdictWording } from '../../contract/job-types';
+import { commandStageOf, verdictWording, type CommandJobType } from '../../contract/job-types';
 import { conflictQueueOf } from '../core/ledger';
-import type { Pin } from '../core/envelope';
+import { parseStageMessageOf, type Pin } from '../core/envelope';
+import { commandOf } from '../core/jobs/command-stage';
 import { SKIPPED_REASON, type ConflictAttempt, type JobDismissal, type JobFailure, type JobRecord, type JobStatus, type WorkspaceRecord } from '../core/ports';
 
 const SUMMARY_CHARS = 100;
@@ -33,6 +34,10 @@ export interface PublicJob {
   readonly error?: JobFailure;
   /** run_tests: the test build (CodeBuild build id on AWS, `local-<jobId>` locally). */
   readonly buildId?: string;
+  /** A command stage's command, once its stage took the job (jobCommand). */
+  readonly command?: string;
+  /** true: the job named no command, and `command` is its stage's default. */
+  readonly commandIsDefault?: boolean;
   readonly createdAt: string;
   readonly updatedAt: string;
   /** A failure an operator recorded as dealt with: who, why, when. */
@@ -52,6 +57,7 @@ export interface PublicConflict {
 }
 
 export function publicJob(job: JobRecord, conflicts: readonly ConflictAttempt[] = []): PublicJob {
+  const command = jobCommand(job);
   return {
     jobId: job.jobId,
     workspaceId: job.workspaceId,
@@ -65,6 +71,8 @@ export function publicJob(job: JobRecord, conflicts: readonly ConflictAttempt[] 
     result: job.result,
     error: job.error,
     buildId: job.progress?.['buildId'],
+    command: command?.command,
+    commandIsDefault: command?.isDefault || undefined,
     createdAt: job.createdAt,
     updatedAt: job.updatedAt,
     dismissed: job.dismissed,
@@ -128,6 +136,34 @@ export function cancelledAfter(job: Pick<JobRecord, 'status' | 'error' | 'blocke
   if (job.error.reason === SKIPPED_REASON) return `skipped: ${job.error.message.replace(' is blocked by ', ' was blocked by ')}`;
   return `${job.error.reason}: ${job.error.message}`;
 }
+
+export interface JobCommand {
+  readonly command: string;
+  /** The job named none: this is its stage's default. */
+  readonly isDefault: boolean;
+}
+
+/**
+ * The command a command stage's job runs, read from the stage message the ledger keeps from the
+ * stage's start of the build (the ledger keeps no payload before: it travels on the queue), by
+ * the rule the stage ran it by (commandOf). Undefined before, and for any other job type.
+ */
+export function jobCommand(job: Pick<JobRecord, 'type' | 'stageMessage'>): JobCommand | undefined {
+  if (job.stageMessage === undefined || commandStageOf(job.type) === undefined) return undefined;
+  try {
+    const message = parseStageMessageOf(job.type as CommandJobType, job.stageMessage);
+    return { command: commandOf(message), isDefault: message.payload.command === undefined };
+  } catch {
+    return undefined; // not a stage message this version can read: no command to show
+  }
+}
+
+/** A command as `status` and the job's page show it: the default named as such. */
+export function commandWords({ command, isDefault }: JobCommand): string {
+  return `${command}${isDefault ? DEFAULT_COMMAND_NOTE : ''}`;
+}
+
+export const DEFAULT_COMMAND_NOTE = " (the stage's default: the job named none)";
 
 /** `by alice at <time>: <reason>`: a dismissal as `status` and the job's page show it. */
 export function dismissedBy(dismissal: JobDismissal): string {
