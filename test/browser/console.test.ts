@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { DEFAULT_TEST_COMMAND } from '../../contract/job-types';
+import { duration } from '../../src/console/format';
 import { repositoryDir } from '../../src/local/state-dir';
 import { applyPatchArgs, diffChain, git, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
 import { launchChromium, type Browser } from './chromium';
@@ -170,7 +171,7 @@ test("a test run's page shows the command it ran, and the stage's default when t
   await expect(field('Command')).resolves.toBe(`${DEFAULT_TEST_COMMAND} (the stage's default: the job named none)`);
 });
 
-test('a blocked workspace is unblocked from the console, by keyboard, and its skipped jobs replay in order', async () => {
+test('a blocked workspace is unblocked from the console, by keyboard: its skipped jobs replay in order, each timed by its own work', async () => {
   const poison = await poisonPatch();
   const [first, second] = await diffChain(source, [{ 'f1.txt': '1\n' }, { 'f2.txt': '2\n' }]);
   await platform.cliJson(applyPatchArgs('ws-fenced', 'fence-poison', repoUrl, 'fenced', poison, 'Poison'));
@@ -197,14 +198,23 @@ test('a blocked workspace is unblocked from the console, by keyboard, and its sk
   expect(await page.locator('ol li').allTextContents()).toEqual(['fence-1 (apply_patch)', 'fence-2 (apply_patch)']);
   await screenshot('confirm-unblock');
   await page.getByRole('button', { name: 'Unblock and replay' }).focus();
+  const confirmed = Date.now();
   await page.keyboard.press('Enter');
   await page.getByRole('status').getByText('Done').waitFor();
   expect(await page.getByRole('status').locator('li').allTextContents()).toEqual(['kept fence-poison (FAILED)', 'replayed fence-1', 'replayed fence-2']);
 
   await platform.untilJob('fence-2', (j) => j.status === 'SUCCEEDED');
-  expect(await platform.cliJson(['status', 'fence-1'])).toMatchObject({ status: 'SUCCEEDED' });
+  const replayed = await platform.cliJson<{ status: string; startedAt?: string; updatedAt: string }>(['status', 'fence-1']);
+  expect(replayed).toMatchObject({ status: 'SUCCEEDED' });
   expect(await platform.cliJson(['workspace', 'show', 'ws-fenced'])).toMatchObject({ state: 'ACTIVE' });
   expect(await platform.remoteLog(repoUrl, 'fenced')).toEqual(['Second after', 'First after', 'initial']);
+
+  // A replayed job's duration is its replay's work, from its start (after the confirmation) to its end, not from its first send.
+  expect(Date.parse(replayed.startedAt ?? '')).toBeGreaterThanOrEqual(confirmed);
+  await open('/workspaces/ws-fenced');
+  const cells = page.locator('tr', { has: page.locator('#job-fence-1') }).locator('td');
+  // The row's cells after its job id: seq, then type, status, attempt, commit, verdict, duration.
+  await expect(cells.nth(6).textContent()).resolves.toBe(duration(Date.parse(replayed.updatedAt) - Date.parse(replayed.startedAt ?? '')));
 });
 
 test('a failed job is redriven from the DLQ page and succeeds once its cause is repaired', async () => {
