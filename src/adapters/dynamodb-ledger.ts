@@ -243,7 +243,7 @@ export class DynamoDbLedger implements Ledger {
           UpdateExpression:
             'SET #status = :inFlight, leaseOwner = :owner, leaseUntil = :until, jobId = :jobId, workspaceId = :ws, ' +
             'tenantId = :tenant, #type = :type, digest = :digest, createdAt = if_not_exists(createdAt, :createdAt), ' +
-            `updatedAt = :now, #ttl = :ttl, ${openList} ADD attempt :one${rerun ? ', #run :one' : ''} REMOVE #error, blockedBy${rerun ? RERUN_REMOVES : ''}`,
+            `startedAt = :now, updatedAt = :now, #ttl = :ttl, ${openList} ADD attempt :one${rerun ? ', #run :one' : ''} REMOVE #error, blockedBy${rerun ? RERUN_REMOVES : ''}`,
           ConditionExpression: condition,
           ExpressionAttributeNames: {
             '#status': 'status',

@@ -73,11 +73,15 @@ export function verdictCell(job: JobRecord): Html {
   return html`-`;
 }
 
-/** The command's run for a command stage; from send to outcome for any other finished job. */
+/**
+ * The work itself: a command stage's run, else a finished job's last attempt, from its worker's
+ * claim to its outcome (never from the first send: a replayed or redriven job waited in between).
+ */
 export function durationCell(job: JobRecord): Html {
   const ran = job.result?.['durationMs'];
   if (typeof ran === 'number') return html`<span title="the command's run">${duration(ran)}</span>`;
-  if (job.status === 'SUCCEEDED' || job.status === 'FAILED') return html`<span title="from send to outcome">${duration(Date.parse(job.updatedAt) - Date.parse(job.createdAt))}</span>`;
+  const finished = job.status === 'SUCCEEDED' || job.status === 'FAILED';
+  if (finished && job.startedAt) return html`<span title="its last attempt, from its start to its outcome">${duration(Date.parse(job.updatedAt) - Date.parse(job.startedAt))}</span>`;
   return html`-`;
 }
 

@@ -76,6 +76,8 @@ export interface JobRecord {
   /** Command stages: when the completion path reported the outcome (event, DLQ copy). */
   readonly reportedAt?: string;
   readonly createdAt: string;
+  /** When its worker last claimed it (ISO-8601): its current attempt's start, so a duration is of the work, not from the first send. */
+  readonly startedAt?: string;
   readonly updatedAt: string;
   /** Epoch seconds (DynamoDB TTL). */
   readonly ttl: number;

@@ -39,6 +39,8 @@ export interface PublicJob {
   /** true: the job named no command, and `command` is its stage's default. */
   readonly commandIsDefault?: boolean;
   readonly createdAt: string;
+  /** When its current attempt started (its worker's claim). */
+  readonly startedAt?: string;
   readonly updatedAt: string;
   /** A failure an operator recorded as dealt with: who, why, when. */
   readonly dismissed?: JobDismissal;
@@ -74,6 +76,7 @@ export function publicJob(job: JobRecord, conflicts: readonly ConflictAttempt[] 
     command: command?.command,
     commandIsDefault: command?.isDefault || undefined,
     createdAt: job.createdAt,
+    startedAt: job.startedAt,
     updatedAt: job.updatedAt,
     dismissed: job.dismissed,
     conflicts: conflicts.length ? conflicts.map(publicConflict) : undefined,

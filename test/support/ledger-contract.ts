@@ -112,6 +112,19 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         expect(done.ttl).toBe(Math.floor((NOW + LEASE_MS) / 1000) + 30 * 86_400);
       });
 
+      it("records each attempt's start: the claim's time, again at a takeover and at a redrive, never at a heartbeat or a verdict", async () => {
+        const job = newJob();
+        const first = claimOf(job);
+        expect(await ledger.claim(first)).toMatchObject({ kind: 'claimed', record: { startedAt: new Date(NOW).toISOString() } });
+        await ledger.heartbeat({ jobId: job.jobId, owner: first.owner, leaseUntil: NOW + LEASE_MS + 10, now: NOW + 10 });
+        const second = claimOf(job, { now: NOW + 2 * LEASE_MS });
+        expect(await ledger.claim(second)).toMatchObject({ kind: 'claimed', record: { startedAt: new Date(NOW + 2 * LEASE_MS).toISOString() } });
+        const failed = await ledger.complete({ jobId: job.jobId, owner: second.owner, now: NOW + 2 * LEASE_MS + 50, verdict: FAILED });
+        expect(failed).toMatchObject({ startedAt: new Date(NOW + 2 * LEASE_MS).toISOString(), updatedAt: new Date(NOW + 2 * LEASE_MS + 50).toISOString() });
+        const rerun = await ledger.claim(await redriven(job, { now: NOW + 10 * LEASE_MS }));
+        expect(rerun).toMatchObject({ kind: 'claimed', record: { startedAt: new Date(NOW + 10 * LEASE_MS).toISOString(), createdAt: job.createdAt } });
+      });
+
       it('extends a lease with a heartbeat so no one takes the job over', async () => {
         const job = newJob();
         const first = claimOf(job);

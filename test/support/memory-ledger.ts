@@ -123,6 +123,7 @@ export class MemoryLedger implements Ledger {
       leaseUntil: req.now + req.leaseMs,
       attempt: (existing?.attempt ?? 0) + 1,
       createdAt: existing?.createdAt ?? job.createdAt,
+      startedAt: iso(req.now),
       updatedAt: iso(req.now),
       ttl: ttlFor(req.now, this.retentionDays),
     };
