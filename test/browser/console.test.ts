@@ -171,7 +171,7 @@ test("a test run's page shows the command it ran, and the stage's default when t
   await expect(field('Command')).resolves.toBe(`${DEFAULT_TEST_COMMAND} (the stage's default: the job named none)`);
 });
 
-test('a blocked workspace is unblocked from the console, by keyboard: its skipped jobs replay in order, each timed by its own work', async () => {
+test('a blocked workspace is unblocked from the console, by keyboard: its skipped jobs replay in order, each at its turn and timed by its own work', async () => {
   const poison = await poisonPatch();
   const [first, second] = await diffChain(source, [{ 'f1.txt': '1\n' }, { 'f2.txt': '2\n' }]);
   await platform.cliJson(applyPatchArgs('ws-fenced', 'fence-poison', repoUrl, 'fenced', poison, 'Poison'));
@@ -215,6 +215,17 @@ test('a blocked workspace is unblocked from the console, by keyboard: its skippe
   const cells = page.locator('tr', { has: page.locator('#job-fence-1') }).locator('td');
   // The row's cells after its job id: seq, then type, status, attempt, commit, verdict, duration.
   await expect(cells.nth(6).textContent()).resolves.toBe(duration(Date.parse(replayed.updatedAt) - Date.parse(replayed.startedAt ?? '')));
+
+  // Seq counts the workspace's turns: a skip took one, its replay another. Every turn is on the
+  // timeline, a replayed job's earlier one beside its own, and the page says what the number is.
+  await open('/workspaces/ws-fenced?order=oldest');
+  const seqCells = page.getByRole('table', { name: /by sequence number/ }).locator('tbody tr td:first-child');
+  const turns = (await seqCells.allTextContents()).flatMap((text) => [...text.matchAll(/\d+/g)].map((m) => Number(m[0])));
+  expect(turns.sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5]);
+  await expect(field('Turns taken')).resolves.toBe('5');
+  await expect(page.locator('tr', { has: page.locator('#job-fence-1') }).locator('td').first().textContent()).resolves.toBe('4 (earlier: 2)');
+  await expect(page.getByText('a skipped or failed job run again (a replay, a redrive) takes a new turn').count()).resolves.toBe(1);
+  expect(await platform.cliJson(['status', 'fence-1'])).toMatchObject({ seq: 4, earlierSeqs: [2] });
 });
 
 test('a failed job is redriven from the DLQ page and succeeds once its cause is repaired', async () => {
