@@ -322,6 +322,13 @@ export class DynamoDbLedger implements Ledger {
       set('wsKey', wsKey(input.workspace.workspaceId));
       set('wsSeq', input.workspace.seq);
     }
+    if (input.workspace?.previousSeq !== undefined) {
+      // A job run again at a new turn keeps the turn it had: the timeline names it beside the new one.
+      names['#earlierSeqs'] = 'earlierSeqs';
+      values[':previousSeqs'] = [input.workspace.previousSeq];
+      values[':noSeqs'] = [];
+      sets.push('#earlierSeqs = list_append(if_not_exists(#earlierSeqs, :noSeqs), :previousSeqs)');
+    }
     try {
       const out = await this.client.send(
         new UpdateCommand({

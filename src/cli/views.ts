@@ -1,7 +1,7 @@
 /** What `status` and `workspace show` print for people: a record's fields, one per line. */
 import { conflictQueueOf } from '../core/ledger';
 import type { ConflictAttempt, JobRecord, WorkspaceRecord } from '../core/ports';
-import { cancelledAfter, commandWords, conflictSummary, dismissedBy, jobCommand, resultSummary, statusLabel } from '../operator/views';
+import { cancelledAfter, commandWords, conflictSummary, dismissedBy, jobCommand, resultSummary, seqWords, statusLabel } from '../operator/views';
 import { fields } from './output';
 
 function conflictLine(attempt: ConflictAttempt): string {
@@ -23,7 +23,7 @@ export function jobFields(job: JobRecord, conflicts: readonly ConflictAttempt[] 
       ['status', statusLabel(job)],
       ['workspace', job.workspaceId],
       ['tenant', job.tenantId],
-      ['seq', job.wsSeq],
+      ['seq', seqWords(job)],
       ['attempt', job.attempt],
       ['pin', job.pin?.sha],
       ['command', commandLine(job)],

@@ -19,7 +19,7 @@ import {
   type TenantOnStage,
   type TimelineRow,
 } from '../operator';
-import { DEFAULT_COMMAND_NOTE, dismissedBy, jobCommand, publicJob, shortSha, statusLabel } from '../operator/views';
+import { DEFAULT_COMMAND_NOTE, dismissedBy, jobCommand, publicJob, seqWords, shortSha, statusLabel } from '../operator/views';
 import { TOKEN_FIELD } from './auth';
 import { age, commitCell, diffBlock, durationCell, jobHref, jobLink, stateBadge, statusBadge, verdictCell, workspaceHref, workspaceLink } from './format';
 import { html, inlineCode, type Html } from './html';
@@ -84,7 +84,7 @@ function timelineHref(workspaceId: string, order: string, after?: number): strin
 function timelineRows(rows: readonly TimelineRow[], idPrefix: string): Html {
   return html`${rows.map(
     ({ job, conflicts }) => html`<tr>
-  <td>${job.wsSeq ?? '-'}</td>
+  <td>${seqWords(job) ?? '-'}</td>
   <th scope="row">${jobLink(job.jobId, idPrefix)}</th>
   <td>${job.type}</td>
   <td>${statusBadge(job)}</td>
@@ -125,7 +125,7 @@ export const timelinePage: PageSpec = {
   <dt>State</dt><dd>${stateBadge(workspace)}${blocked ? html` by ${jobLink(workspace.blockedBy ?? '?', 'blocker')}: <code>${workspace.blockedReason ?? '?'}</code>` : ''}</dd>
   <dt>Repository</dt><dd>${workspace.repo ? html`<code>${workspace.repo.url}</code> branch <code>${workspace.repo.branch}</code>` : '-'}</dd>
   <dt>Head</dt><dd><code>${workspace.head ?? '-'}</code></dd>
-  <dt>Jobs taken</dt><dd>${workspace.seq}</dd>
+  <dt>Turns taken</dt><dd>${workspace.seq}</dd>
   <dt>Updated</dt><dd>${workspace.updatedAt}</dd>
 </dl>${
           blocked
@@ -143,6 +143,7 @@ export const timelinePage: PageSpec = {
     const next = timeline.next === undefined ? '' : html`<p><a href="${timelineHref(id, timeline.order, timeline.next)}">Next page (${timeline.order === 'newest' ? 'older' : 'newer'} jobs)</a></p>`;
     return html`${summary}${waiting}
 <h2>Jobs in the order they took effect (${timeline.order} first)</h2>
+<p class="note">Seq is the job's turn: the sequencer gives one to each job it takes or skips, and a skipped or failed job run again (a replay, a redrive) takes a new turn, its earlier one shown beside it.</p>
 ${
   timeline.rows.length
     ? html`<div class="scroll"><table><caption class="sr-only">The workspace's jobs by sequence number</caption>${TIMELINE_HEAD}<tbody>${timelineRows(timeline.rows, 'job')}</tbody></table></div>`
@@ -191,7 +192,7 @@ export const jobPage: PageSpec = {
   <dt>Type</dt><dd>${job.type}</dd>
   <dt>Workspace</dt><dd>${workspaceLink(job.workspaceId)}</dd>
   <dt>Tenant</dt><dd>${job.tenantId}</dd>
-  <dt>Seq</dt><dd>${job.wsSeq ?? '- (not taken yet)'}</dd>
+  <dt>Seq</dt><dd>${seqWords(job) ?? '- (not taken yet)'}</dd>
   <dt>Attempt</dt><dd>${job.attempt}</dd>
   <dt>Commit</dt><dd>${commitCell(job)}</dd>
   ${commandField(job)}

@@ -46,7 +46,7 @@ import { JOB_METRICS, type EventType, type JobMetricName } from '../../contract/
 import { isStageMessage, jobDigest, type JobEnvelope } from './envelope';
 import { errorMessage, LeaseHeldError, PermanentJobError, RetryAfterError, TransientJobError, type LimitKind } from './errors';
 import { transientCause } from './transient-cause';
-import type { Clock, Consumer, EventPublisher, JobLogger, JobMetrics, JobRecord, JobVerdict, Ledger, QueueOps } from './ports';
+import type { Clock, CompleteInput, Consumer, EventPublisher, JobLogger, JobMetrics, JobRecord, JobVerdict, Ledger, QueueOps } from './ports';
 
 export interface PipelineSettings {
   readonly consumer: Consumer;
@@ -406,12 +406,19 @@ class JobRun<M extends JobEnvelope> {
         break;
     }
     const { verdict } = await this.processor.run(this.job, this.context(claim.record));
-    const done = await ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: clock.now(), verdict, workspace: this.position });
+    const done = await ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: clock.now(), verdict, workspace: this.placement() });
     this.settled = true;
     if (verdict.status === 'SKIPPED') await this.deps.queueOps.moveToDlq(this.record, verdict.error);
     await this.report(verdict, done.attempt);
     await this.processor.afterComplete?.(this.job, done);
     return true;
+  }
+
+  /** Its place in the workspace, with the turn it had before when it is run again at a new one (a replay, a redrive). */
+  private placement(): CompleteInput['workspace'] {
+    const previousSeq = this.claimed?.wsSeq;
+    if (this.position === undefined || previousSeq === undefined || previousSeq === this.position.seq) return this.position;
+    return { ...this.position, previousSeq };
   }
 
   /** The `redrive` attribute's value: the operator's token, or anyone's forgery (the ledger decides). */
@@ -500,7 +507,7 @@ class JobRun<M extends JobEnvelope> {
     const verdict: JobVerdict = { status: 'FAILED', error: { reason: failure.reason, message: failure.message } };
     let attempt = 0;
     if (this.claimed) {
-      const done = await this.deps.ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now(), verdict, workspace: this.position });
+      const done = await this.deps.ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now(), verdict, workspace: this.placement() });
       this.settled = true;
       attempt = done.attempt;
     }

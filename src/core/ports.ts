@@ -56,6 +56,8 @@ export interface JobRecord {
   readonly pin?: Pin;
   /** Position in the workspace's order (the sequencer's cursor when it took the job). */
   readonly wsSeq?: number;
+  /** The turns it had before wsSeq: skipped or failed there, then run again (a replay, a redrive) at a later turn. */
+  readonly earlierSeqs?: readonly number[];
   /** SKIPPED jobs: the job that blocked the workspace. */
   readonly blockedBy?: string;
   /** Progress recorded before a side effect (a command stage's build id), so a redelivery finds it. */
@@ -322,8 +324,11 @@ export interface CompleteInput {
   readonly owner: string;
   readonly now: number;
   readonly verdict: JobVerdict;
-  /** Position in the workspace's order: indexes the job under `byWorkspace`. */
-  readonly workspace?: { readonly workspaceId: string; readonly seq: number };
+  /**
+   * Position in the workspace's order: indexes the job under `byWorkspace`. `previousSeq`: the turn
+   * the record held before this one (a job run again), added to `earlierSeqs`.
+   */
+  readonly workspace?: { readonly workspaceId: string; readonly seq: number; readonly previousSeq?: number };
 }
 
 export interface FinishBuildInput {

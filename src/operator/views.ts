@@ -17,6 +17,16 @@ export function shortSha(sha: string | undefined): string | undefined {
   return sha?.slice(0, 12);
 }
 
+/**
+ * A job's turn in its workspace, `4 (earlier: 2)` for one run again after a skip or a failure: the
+ * sequencer counts turns (a skip takes one, a replay another), so every number up to the workspace's
+ * count names a job. Undefined before its first turn.
+ */
+export function seqWords(job: Pick<JobRecord, 'wsSeq' | 'earlierSeqs'>): string | undefined {
+  if (job.wsSeq === undefined) return undefined;
+  return `${job.wsSeq}${job.earlierSeqs?.length ? ` (earlier: ${job.earlierSeqs.join(', ')})` : ''}`;
+}
+
 /** A job as `--json` prints it. */
 export interface PublicJob {
   readonly jobId: string;
@@ -26,8 +36,10 @@ export interface PublicJob {
   readonly status: JobStatus;
   /** How many times its worker started it (see JobRecord.attempt). */
   readonly attempt: number;
-  /** Place in the workspace's order, once the sequencer took it. */
+  /** Place in the workspace's order (its turn), once the sequencer took it. */
   readonly seq?: number;
+  /** The turns it had before `seq`: skipped or failed there, then run again. */
+  readonly earlierSeqs?: readonly number[];
   readonly pin?: Pin;
   readonly blockedBy?: string;
   readonly result?: Record<string, unknown>;
@@ -68,6 +80,7 @@ export function publicJob(job: JobRecord, conflicts: readonly ConflictAttempt[] 
     status: job.status,
     attempt: job.attempt,
     seq: job.wsSeq,
+    earlierSeqs: job.earlierSeqs,
     pin: job.pin,
     blockedBy: job.blockedBy,
     result: job.result,

@@ -125,6 +125,22 @@ export function describeLedgerContract(name: string, sees: RefusedClaimSees, set
         expect(rerun).toMatchObject({ kind: 'claimed', record: { startedAt: new Date(NOW + 10 * LEASE_MS).toISOString(), createdAt: job.createdAt } });
       });
 
+      it('keeps the turns a job had before when it is run again at a new one, in order', async () => {
+        const job = newJob();
+        await settle(job, SKIPPED, { workspaceId: job.workspaceId, seq: 2 });
+        for (const [seq, previousSeq] of [
+          [6, 2],
+          [9, 6],
+        ] as const) {
+          const rerun = await redriven(job);
+          expect(await ledger.claim(rerun)).toMatchObject({ kind: 'claimed', record: { wsSeq: previousSeq } });
+          await ledger.complete({ jobId: job.jobId, owner: rerun.owner, now: NOW, verdict: SKIPPED, workspace: { workspaceId: job.workspaceId, seq, previousSeq } });
+        }
+        expect(await ledger.getJob(job.jobId)).toMatchObject({ wsSeq: 9, earlierSeqs: [2, 6] });
+        const page = await ledger.pageWorkspaceJobs(job.workspaceId, { order: 'oldest', limit: 10 });
+        expect(page.jobs.map((j) => [j.jobId, j.wsSeq])).toEqual([[job.jobId, 9]]);
+      });
+
       it('extends a lease with a heartbeat so no one takes the job over', async () => {
         const job = newJob();
         const first = claimOf(job);

@@ -151,6 +151,7 @@ export class MemoryLedger implements Ledger {
       record.stageMessage = verdict.stageMessage;
     }
     if (input.workspace) record.wsSeq = input.workspace.seq;
+    if (input.workspace?.previousSeq !== undefined) record.earlierSeqs = [...(current.earlierSeqs ?? []), input.workspace.previousSeq];
     const pk = `job#${input.jobId}`;
     if (verdict.status === 'FAILED' || verdict.status === 'SKIPPED') this.lists.set(pk, { key: LISTS.dlq, sort: listSortKey(iso(input.now), input.jobId) });
     if (verdict.status === 'SUCCEEDED') this.lists.delete(pk);

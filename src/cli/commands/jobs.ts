@@ -6,7 +6,7 @@ import { cancelJob, readJob } from '../../operator/jobs';
 import { progressLine, stateSucceeded, waitForJobs, type WaitState } from '../../operator/wait';
 import { listJobsOfWorkspace } from '../../operator/workspaces';
 import { table } from '../output';
-import { conflictSummary, jobSummary, publicJob, statusLabel } from '../../operator/views';
+import { conflictSummary, jobSummary, publicJob, seqWords, statusLabel } from '../../operator/views';
 import { jobFields } from '../views';
 
 const DEFAULT_WAIT_SECONDS = 600;
@@ -53,7 +53,7 @@ export const jobs: CommandSpec<CliContext> = {
   async run(ctx, { values }) {
     const workspaceId = requireString(values, 'workspace', this.path);
     const list = await listJobsOfWorkspace(ctx, workspaceId);
-    const rows = list.map((j) => [j.wsSeq, j.jobId, j.type, statusLabel(j), jobSummary(j)] as const);
+    const rows = list.map((j) => [seqWords(j), j.jobId, j.type, statusLabel(j), jobSummary(j)] as const);
     return {
       data: list.map((j) => publicJob(j)),
       text: list.length ? table(['SEQ', 'JOB', 'TYPE', 'STATUS', 'DETAIL'], rows) : `no jobs for workspace ${workspaceId}`,
