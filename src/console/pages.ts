@@ -5,7 +5,7 @@
  * confirmation page whose form posts to the operation the CLI's command runs.
  */
 import { commandStageOf } from '../../contract/job-types';
-import type { JobRecord } from '../core/ports';
+import { SKIPPED_REASON, type JobRecord } from '../core/ports';
 import { countsText } from '../operator/overview';
 import {
   listDlq,
@@ -175,8 +175,9 @@ function commandField(job: JobRecord): Html {
  * The runbook's row while it describes the job (Means, Runbook); once a dismissal, an unblock or a
  * cancel moved it on, the row as what the failure meant when it happened, and where it stands now.
  */
-function errorAdvice({ advice, now }: JobDetail): Html {
-  const then = advice ? html`<dt>${advice.holds ? 'Means' : 'When it failed'}</dt><dd>${inlineCode(advice.meaning)}</dd>` : '';
+function errorAdvice({ job, advice, now }: JobDetail): Html {
+  const when = job.error?.reason === SKIPPED_REASON ? 'When it was skipped' : 'When it failed';
+  const then = advice ? html`<dt>${advice.holds ? 'Means' : when}</dt><dd>${inlineCode(advice.meaning)}</dd>` : '';
   const next = advice?.holds ? html`<dt>Runbook</dt><dd>${inlineCode(advice.recovery)}</dd>` : now ? html`<dt>Now</dt><dd>${inlineCode(now)}</dd>` : '';
   return then || next ? html`<dl class="fields">${then}${next}</dl>` : html``;
 }

@@ -96,9 +96,11 @@ function standingWords(job: JobRecord, workspace: WorkspaceRecord | undefined, f
       ? 'its failure was dismissed: it never runs again (to run its work, send it as a new job)'
       : job.status === 'CANCELLED'
         ? 'it was cancelled: it never runs'
-        : job.status === 'FAILED'
-          ? `it waits on the ${dlqQueueOf(job)} DLQ: ${nextStep(job)}`
-          : `it is ${job.status}`;
+        : job.redriveToken !== undefined
+          ? 'it was sent back to its queue (a redrive or a replay): it runs again at its turn'
+          : job.status === 'FAILED'
+            ? `it waits on the ${dlqQueueOf(job)} DLQ: ${nextStep(job)}`
+            : `it is ${job.status}`;
   const standing =
     workspace === undefined
       ? ''

@@ -123,6 +123,7 @@ beforeAll(async () => {
     'billing',
     'billing-release',
     'command',
+    'dropped',
   ]);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'console'])).url;
   poisonDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-'));
@@ -305,6 +306,20 @@ test("a dismissed failure shows on the job's page, and its advice follows the wo
   await expect(field('When it failed')).resolves.toMatch(/the workspace is BLOCKED/);
   await expect(page.getByText('repair the branch, then').count()).resolves.toBe(0);
   await expect(page.getByRole('link', { name: /^Unblock/ }).count()).resolves.toBe(0);
+});
+
+test("a skipped job dropped by an unblock reads as cancelled on its page, not as waiting for a replay", async () => {
+  const [diff] = await diffChain(source, [{ 'dropped.txt': 'dropped\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-dropped', 'dropped-poison', repoUrl, 'dropped', await poisonPatch(), 'Poison'));
+  await platform.cliJson(applyPatchArgs('ws-dropped', 'dropped-1', repoUrl, 'dropped', diff ?? '', 'Behind it'));
+  expect((await platform.cli(['wait', 'dropped-poison', 'dropped-1', '--timeout', '150'])).code).toBe(1);
+  await platform.cliJson(['workspace', 'unblock', 'ws-dropped', '--drop']);
+
+  await open('/jobs/dropped-1');
+  await page.getByRole('heading', { name: 'Error' }).waitFor();
+  await expect(field('When it was skipped')).resolves.toMatch(/workspace is BLOCKED/);
+  await expect(field('Now')).resolves.toBe('it was cancelled: it never runs; its workspace ws-dropped is ACTIVE.');
+  await expect(field('Runbook')).resolves.toBeUndefined();
 });
 
 test('the stage page says what each number counts: jobs the ledger has running beside the messages SQS holds', async () => {
