@@ -74,7 +74,8 @@ it('the local platform makes its queue and runs it: its default command at the p
   const waited = await cli(['wait', 'format-patch', 'format-1', 'format-2', '--timeout', '150']);
   // Exit code 1: every job finished, not all green (format-2's check failed).
   expect(waited.code).toBe(1);
-  expect(waited.stderr).toMatch(/format-1=SUCCEEDED format-2=SUCCEEDED\n$/);
+  // The progress line names each job by its verdict, as the table does (not SUCCEEDED for a failed check).
+  expect(waited.stderr).toMatch(/format-1=format check passed format-2=format check failed\n$/);
 
   const passed = await cliJson<{ status: string; result: Record<string, unknown> }>(['status', 'format-1']);
   expect(passed).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', summary: 'format check passed', exitCode: 0 } });
