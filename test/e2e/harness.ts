@@ -60,8 +60,8 @@ export interface RunningPlatform {
    * from the state directory: the platform's git server lets in only the platform and test checkouts.
    */
   remoteLog(repoUrl: string, branch: string): Promise<string[]>;
-  /** Stops it with SIGINT, checks every port is free again and deletes the state directory. */
-  stop(): Promise<void>;
+  /** Stops it with SIGINT (a terminal's Ctrl-C), checks every port is free again and deletes the state directory unless kept. */
+  stop(options?: { readonly keepStateDir?: boolean }): Promise<void>;
   /** `kill -9`: the platform dies mid-work; its state directory stays for a restart. */
   kill(): Promise<void>;
 }
@@ -164,10 +164,10 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
         .filter(Boolean)
         .map((line) => JSON.parse(line) as { type: string; detail: Record<string, unknown> });
     },
-    async stop() {
+    async stop(stopOptions) {
       await stopChild(child, exited, viaNpm);
       for (const url of [...Object.values(ready.endpoints), ready.gitUrl, ready.console.url]) await expectPortFree(Number(new URL(url).port));
-      await rm(stateDir, { recursive: true, force: true });
+      if (!stopOptions?.keepStateDir) await rm(stateDir, { recursive: true, force: true });
     },
     async kill() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
