@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import type { CommandRun } from '../src/core/ports';
 import type { Confinement, Isolation, ResourceControl } from '../src/local/confinement';
 import { probeIsolation } from '../src/local/run-launcher';
+import { runKey } from '../src/core/jobs/command-stage';
 import { LocalTestRunner } from '../src/local/test-runner';
 import { runTestsMessage } from '../test/support/stage-messages';
 import { fmt, median, quick, type Benchmark, type BenchRow } from './harness';
@@ -86,7 +87,7 @@ export const bench: Benchmark = {
         const once = async (runner: LocalTestRunner) => {
           const command = 'true';
           const message = runTestsMessage({ jobId: `bench-${++job}`, payload: { command }, pin: { sha: repo.sha, repoUrl: repo.url, branch: 'main' } });
-          const run: CommandRun = { job: message, run: 0, command, timeoutSeconds: 60 };
+          const run: CommandRun = { job: message, run: 0, key: runKey(message, 0, new Date().toISOString()), command, timeoutSeconds: 60 };
           const started = performance.now();
           const status = await runner.whenDone((await runner.start(run)).buildId);
           if (status.state !== 'PASSED') throw new Error(`a benchmark run did not pass: ${JSON.stringify(status)}`);

@@ -55,7 +55,8 @@ export const GITHUB_API_DEFAULT_URL = 'https://api.github.com';
  * Variables a command stage sets when it starts a build, and the CodeBuild buildspec reads. The
  * stage always sends TEST_COMMAND (the job's command or its stage's default), so the build never
  * needs a default of its own. JOB_ID, JOB_TYPE and JOB_RUN come back in the build's completion
- * event: they name the job it completes.
+ * event: they name the job it completes. JOB_RUN_KEY names this job's run apart from an earlier
+ * job's sent under the same id (core/jobs/command-stage.ts runKey).
  */
 export const TEST_BUILD_ENV = {
   repoUrl: 'REPO_URL',
@@ -64,6 +65,7 @@ export const TEST_BUILD_ENV = {
   jobId: 'JOB_ID',
   jobType: 'JOB_TYPE',
   run: 'JOB_RUN',
+  runKey: 'JOB_RUN_KEY',
 } as const;
 
 /**

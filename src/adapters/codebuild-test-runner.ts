@@ -67,15 +67,16 @@ export class CodeBuildTestRunner implements TestRunner, BuildFinder, BuildStoppe
   }
 
   /**
-   * The run's build among the project's 100 most recent (its JOB_ID and JOB_RUN variables), if any:
+   * The run's build among the project's 100 most recent (its JOB_ID, JOB_RUN and JOB_RUN_KEY
+   * variables: never an earlier job's of the same id and run number), if any:
    * one ListBuildsForProject and one BatchGetBuilds. The crashed attempt started it minutes ago.
    */
-  async findBuild(run: Pick<CommandRun, 'job' | 'run'>): Promise<string | undefined> {
+  async findBuild(run: Pick<CommandRun, 'job' | 'run' | 'key'>): Promise<string | undefined> {
     const list = await this.client.send(new ListBuildsForProjectCommand({ projectName: this.projectName, sortOrder: 'DESCENDING' }));
     const ids = (list.ids ?? []).slice(0, MAX_BUILDS_PER_REQUEST);
     if (ids.length === 0) return undefined;
     const { builds } = await this.client.send(new BatchGetBuildsCommand({ ids }));
-    const wanted: Record<string, string> = { [TEST_BUILD_ENV.jobId]: run.job.jobId, [TEST_BUILD_ENV.run]: String(run.run) };
+    const wanted: Record<string, string> = { [TEST_BUILD_ENV.jobId]: run.job.jobId, [TEST_BUILD_ENV.run]: String(run.run), [TEST_BUILD_ENV.runKey]: run.key };
     const match = builds?.find((b) => Object.entries(wanted).every(([name, value]) => b.environment?.environmentVariables?.some((v) => v.name === name && v.value === value)));
     return match?.id;
   }

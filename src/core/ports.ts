@@ -152,6 +152,11 @@ export interface CommandRun {
   readonly job: StageMessage<CommandJobType>;
   /** The job's run number (JobRecord.run): a redrive's new run starts a new build. */
   readonly run: number;
+  /**
+   * Names this run apart from every other job's under the same id and run number (one sent again
+   * once the ledger no longer knew the first): a runner never matches it to an earlier job's build.
+   */
+  readonly key: string;
   /** The shell line: the job's command or its stage's default. */
   readonly command: string;
   readonly timeoutSeconds: number;
@@ -188,7 +193,7 @@ export type FinishedRunStatus = Exclude<TestRunStatus, { state: 'RUNNING' }>;
 
 /** A runner that can find the build an earlier attempt started for a run but never recorded (a crash in between). */
 export interface BuildFinder {
-  findBuild(run: Pick<CommandRun, 'job' | 'run'>): Promise<string | undefined>;
+  findBuild(run: Pick<CommandRun, 'job' | 'run' | 'key'>): Promise<string | undefined>;
 }
 
 /** A build that ended, as its completion event (or the reconciler) tells it. */

@@ -23,8 +23,12 @@
  *   read-only credential for that one repository that is revoked before the command starts: the
  *   command holds no credential, and the git server refuses it anything (pushes included).
  *
+ * A build is `local:<jobId>:<run>:<key>`, its files `runs/<jobId>.<run>.<key>.*`: the run's key
+ * (CommandRun.key) keeps a job sent again under the same id, once an in-memory ledger forgot the
+ * first, from ever meeting the first's run record or output.
+ *
  * Ending a run: the command's output comes through a pipe the runner counts, to a file in the
- * state directory (`runs/<jobId>.<run>.out`, kept at the end as `.log`, its last bytes). When the
+ * state directory (`runs/<jobId>.<run>.<key>.out`, kept at the end as `.log`, its last bytes). When the
  * command exits, times out or reaches a limit, the runner kills its process group, its cgroup's
  * processes and every process still carrying the run's marker variable (started by the command,
  * even after `setsid`), and waits until they are gone. A run never outlives the platform: its
@@ -33,7 +37,7 @@
  * removed at the next start, before any new run (takeOrphanedRuns).
  *
  * Cancelling a run (decisions §33): `stop` and `requestStop` leave a stop request beside the run's
- * state (`runs/<jobId>.<run>.stop`), which the CLI can write from its own process; the runner looks
+ * state (`runs/<jobId>.<run>.<key>.stop`), which the CLI can write from its own process; the runner looks
  * for it before the command starts and while it runs (with its limits), and ends the run as it ends
  * one at a limit, recording it STOPPED. Its completion then finds the job CANCELLED and changes nothing.
  */
@@ -76,7 +80,7 @@ export interface ReadAccess {
 }
 
 export interface LocalTestRunnerOptions {
-  /** Holds `runs/<jobId>.<run>.json` (state) only: the commands never see it. */
+  /** Holds `runs/<jobId>.<run>.<key>.json` (state) only: the commands never see it. */
   readonly stateDir: string;
   /**
    * Where the runner makes its directory of throw-away runs (`agent-jobs-runs-*`, hidden from every
@@ -100,7 +104,7 @@ export interface LocalTestRunnerOptions {
   readonly limitsOf?: (jobType: string) => CommandLimits;
   /** Bytes of output kept in the run's state (its verdict's log tail). @default LOG_TAIL_BYTES */
   readonly logTailBytes?: number;
-  /** Bytes of output kept in `runs/<jobId>.<run>.log` for `agent-jobs logs`: the end of it. @default OUTPUT_KEEP_BYTES */
+  /** Bytes of output kept in `runs/<jobId>.<run>.<key>.log` for `agent-jobs logs`: the end of it. @default OUTPUT_KEEP_BYTES */
   readonly outputKeepBytes?: number;
   /**
    * Builds that may run at once: a start beyond it is refused as CodeBuild refuses one beyond the
@@ -157,14 +161,14 @@ export const gitCliCheckout: Checkout = async ({ repoUrl, sha, dir, auth }) => {
 
 const RESTARTED = 'the local test runner restarted while this run was in progress';
 
-/** `local:<jobId>:<run>`: the job id never holds a colon (ID_PATTERN). */
-const BUILD_ID = /^local:([^:]+):(\d+)$/;
+/** `local:<jobId>:<run>:<key>`: the job id never holds a colon (ID_PATTERN), the key is hex. */
+const BUILD_ID = /^local:([^:]+):(\d+):([0-9a-f]{16})$/;
 
-/** `runs/<jobId>.<run>.<extension>`; throws UnknownBuildError for an id that is not a local build's. */
+/** `runs/<jobId>.<run>.<key>.<extension>`; throws UnknownBuildError for an id that is not a local build's. */
 function runFile(stateDir: string, buildId: string, extension: 'json' | 'log' | 'out' | 'stop'): string {
   const match = BUILD_ID.exec(buildId);
   if (!match?.[1] || !ID_PATTERN.test(match[1])) throw new UnknownBuildError(`${buildId} is not a local build id`);
-  return join(stateDir, 'runs', `${match[1]}.${match[2]}.${extension}`);
+  return join(stateDir, 'runs', `${match[1]}.${match[2]}.${match[3]}.${extension}`);
 }
 
 /**
@@ -191,8 +195,26 @@ export async function requestStop(stateDir: string, buildId: string): Promise<vo
 
 const CANCELLED = 'cancelled by the operator (agent-jobs cancel): the run was ended';
 
-export function localBuildId(jobId: string, run: number): string {
-  return `local:${jobId}:${run}`;
+export function localBuildId(run: Pick<CommandRun, 'run' | 'key'> & { readonly job: Pick<CommandRun['job'], 'jobId'> }): string {
+  return `local:${run.job.jobId}:${run.run}:${run.key}`;
+}
+
+/**
+ * The local builds of a job that started at or after `since` (epoch ms, the job's creation), by
+ * run number: an earlier job's under the same id, left by a platform whose ledger forgot it, is
+ * not this job's.
+ */
+export async function buildsOfJob(stateDir: string, jobId: string, since: number): Promise<{ readonly buildId: string; readonly run: number }[]> {
+  const files = await readdir(join(stateDir, 'runs')).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return [];
+    throw error;
+  });
+  const builds: { buildId: string; run: number; startedAt: number }[] = [];
+  for (const file of files.filter((f) => f.startsWith(`${jobId}.`) && f.endsWith('.json'))) {
+    const parsed = localRunState.safeParse(parseJsonOrUndefined(await readFile(join(stateDir, 'runs', file), 'utf8').catch(() => '')));
+    if (parsed.success && parsed.data.jobId === jobId && parsed.data.startedAt >= since) builds.push(parsed.data);
+  }
+  return builds.sort((a, b) => a.run - b.run || a.startedAt - b.startedAt).map(({ buildId, run }) => ({ buildId, run }));
 }
 
 /** Names the run's processes in their environment, so the ones that left its process group are found. */
@@ -234,7 +256,7 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
 
   async start(run: CommandRun): Promise<{ buildId: string }> {
     const { job } = run;
-    const buildId = localBuildId(job.jobId, run.run);
+    const buildId = localBuildId(run);
     if (this.active.has(buildId)) return { buildId };
     const quota = this.options.maxConcurrentBuilds;
     // Starts still writing their state file hold a place too: two concurrent starts never both pass.
@@ -514,7 +536,8 @@ const runStatus = z.union([
 
 /** A state file read back from disk is validated, not trusted. */
 const localRunState = z.object({
-  buildId: z.string(),
+  // An earlier version's build id (no run key) is another version's file: skipped, never matched.
+  buildId: z.string().check(z.regex(BUILD_ID)),
   jobId: z.string(),
   jobType: z.string(),
   sha: z.string(),

@@ -56,13 +56,16 @@ function parseObject(line: string): Record<string, unknown> | undefined {
   }
 }
 
-/** The kept output of each run of a command stage (a redrive is a new run), oldest first. */
+/**
+ * The kept output of each run of a command stage (a redrive is a new run), oldest first: runs
+ * that started after the job was created, so an earlier job's under the same id is never shown.
+ */
 async function runOutputs(stateDir: string, job: JobRecord): Promise<LogsLine[]> {
-  const { localBuildId, readRunOutput } = loadTestRunner();
+  const { buildsOfJob, readRunOutput } = loadTestRunner();
+  const runsDir = path.join(stateDir, TEST_RUNS_DIR);
   const outputs: LogsLine[] = [];
-  for (let run = 0; run <= (job.run ?? 0); run++) {
-    const buildId = localBuildId(job.jobId, run);
-    const text = await readRunOutput(path.join(stateDir, TEST_RUNS_DIR), buildId);
+  for (const { buildId, run } of await buildsOfJob(runsDir, job.jobId, Date.parse(job.createdAt))) {
+    const text = await readRunOutput(runsDir, buildId);
     if (text !== undefined) outputs.push({ kind: 'output', buildId, run, text });
   }
   return outputs;

@@ -176,7 +176,7 @@ export function directCheckout(runner: TestRunner & Partial<BuildFinder>, direct
   return {
     start: (run) => runner.start(redirected(run)),
     describe: (buildIds) => runner.describe(buildIds),
-    ...(runner.findBuild ? { findBuild: (run: Pick<CommandRun, 'job' | 'run'>) => runner.findBuild?.(redirected(run)) ?? Promise.resolve(undefined) } : {}),
+    ...(runner.findBuild ? { findBuild: (run: Pick<CommandRun, 'job' | 'run' | 'key'>) => runner.findBuild?.(redirected(run)) ?? Promise.resolve(undefined) } : {}),
   };
 }
 

@@ -38,9 +38,13 @@ afterAll(async () => {
   await removeScratch();
 });
 
-/** The local runner's record of a run (src/local/test-runner.ts LocalRunState), read from the state directory. */
+/** The local runner's record of a job's run (src/local/test-runner.ts LocalRunState), read from the state directory. */
 async function runState(jobId: string): Promise<{ status: { state: string; status?: string; message?: string }; marker?: string }> {
-  return JSON.parse(await readFile(path.join(platform.stateDir, TEST_RUNS_DIR, 'runs', `${jobId}.0.json`), 'utf8')) as never;
+  const runs = path.join(platform.stateDir, TEST_RUNS_DIR, 'runs');
+  // `<jobId>.<run>.<key>.json`: one run of each job here.
+  const [file] = (await readdir(runs)).filter((name) => name.startsWith(`${jobId}.0.`) && name.endsWith('.json'));
+  if (file === undefined) throw new Error(`no run of ${jobId} in ${runs}`);
+  return JSON.parse(await readFile(path.join(runs, file), 'utf8')) as never;
 }
 
 /** Processes whose environment carries the run's marker: what the command started. */
@@ -66,7 +70,7 @@ test.each(COMMAND_JOB_TYPES.map((type) => [type]))('a running %s job is cancelle
   const cancelled = await platform.cli(['cancel', jobId]);
 
   expect({ code: cancelled.code, stderr: cancelled.stderr }).toEqual({ code: 0, stderr: '' });
-  expect(cancelled.stdout).toMatch(new RegExp(`^${jobId}: RUNNING -> CANCELLED \\(its build local:${jobId}:0 is stopped`));
+  expect(cancelled.stdout).toMatch(new RegExp(`^${jobId}: RUNNING -> CANCELLED \\(its build local:${jobId}:0:[0-9a-f]{16} is stopped`));
   // The command and everything it started end; the runner records the run as stopped, not as a verdict.
   const stopped = await eventually(() => runState(jobId), (state) => state.status.state !== 'RUNNING', { what: `the run of ${jobId} to end` });
   expect(stopped.status).toMatchObject({ state: 'ERROR', status: 'STOPPED', message: expect.stringMatching(/cancelled/) });
@@ -74,7 +78,7 @@ test.each(COMMAND_JOB_TYPES.map((type) => [type]))('a running %s job is cancelle
   // The build's completion arrives after the cancel and changes nothing.
   await eventually(() => logLines(jobId), (lines) => lines.some((line) => line.includes('completion changes nothing')), { what: `the completion of ${jobId} to be seen` });
   expect(await platform.cliJson<JobJson>(['status', jobId])).toMatchObject({ status: 'CANCELLED' });
-  expect((await platform.cli(['status', jobId])).stdout).toMatch(new RegExp(`^before\\s+running: build local:${jobId}:0, stopped by the cancel$`, 'm'));
+  expect((await platform.cli(['status', jobId])).stdout).toMatch(new RegExp(`^before\\s+running: build local:${jobId}:0:[0-9a-f]{16}, stopped by the cancel$`, 'm'));
   expect((await platform.events()).filter((e) => e.detail['jobId'] === jobId)).toEqual([]);
   // A cancel sent again changes nothing and says why.
   const again = await platform.cli(['cancel', jobId]);

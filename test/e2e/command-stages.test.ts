@@ -42,7 +42,7 @@ test('a build declared to run two hours (a short command) is accepted, runs and 
   expect(waited.code).toBe(0);
   const job = await platform.cliJson<JobJson>(['status', 'long-tests']);
   expect(job).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', summary: 'tests passed', exitCode: 0, logTail: 'quick\n' } });
-  expect(job.result?.['buildId']).toMatch(/^local:long-tests:0$/);
+  expect(job.result?.['buildId']).toMatch(/^local:long-tests:0:[0-9a-f]{16}$/);
   const outcomes = (await platform.events()).filter((e) => e.detail['jobId'] === 'long-tests').map((e) => e.type);
   expect(outcomes).toEqual(['AgentJobSucceeded']);
 });
@@ -57,7 +57,7 @@ test('run_lint runs lint.sh by default and reports "lint passed"; a failing lint
   expect(waited.code).toBe(1);
   expect(await platform.cliJson<JobJson>(['status', 'lint-default'])).toMatchObject({
     status: 'SUCCEEDED',
-    result: { verdict: 'passed', summary: 'lint passed', exitCode: 0, logTail: 'lint clean\n', buildId: 'local:lint-default:0' },
+    result: { verdict: 'passed', summary: 'lint passed', exitCode: 0, logTail: 'lint clean\n', buildId: expect.stringMatching(/^local:lint-default:0:[0-9a-f]{16}$/) },
   });
   expect(await platform.cliJson<JobJson>(['status', 'lint-failing'])).toMatchObject({
     status: 'SUCCEEDED',

@@ -105,10 +105,11 @@ test('its clean-up cancels a run_tests still running (its build stopped), as "ca
   const connection = connect({ stateDir: platform.stateDir });
   const cleaned = await cleanUpScratchRun(connection, run).finally(() => connection.close());
 
-  expect(cleaned).toMatch(/^cleaned up: doctor-slow-tests cancelled \(its build local:doctor-slow-tests:0 is stopped; /);
+  expect(cleaned).toMatch(/^cleaned up: doctor-slow-tests cancelled \(its build local:doctor-slow-tests:0:[0-9a-f]{16} is stopped; /);
   expect(await platform.cliJson(['status', 'doctor-slow-tests'])).toMatchObject({ status: 'CANCELLED' });
   // The local runner's record of the run (src/local/test-runner.ts): the command was stopped, not left to end on its own.
-  const runFile = path.join(platform.stateDir, TEST_RUNS_DIR, 'runs', 'doctor-slow-tests.0.json');
+  const key = /its build local:doctor-slow-tests:0:([0-9a-f]{16}) /.exec(cleaned ?? '')?.[1] ?? '';
+  const runFile = path.join(platform.stateDir, TEST_RUNS_DIR, 'runs', `doctor-slow-tests.0.${key}.json`);
   const runState = async () => (JSON.parse(await readFile(runFile, 'utf8')) as { status: { state: string; status?: string } }).status;
   expect(await eventually(runState, (state) => state.state !== 'RUNNING', { what: 'the run of doctor-slow-tests to end' })).toMatchObject({ state: 'ERROR', status: 'STOPPED' });
   expect(await platform.cliJson(['workspace', 'show', run.workspaceId])).toMatchObject({ state: 'ACTIVE' });

@@ -116,9 +116,10 @@ test("logs shows the job's log lines and the whole output of its test run, beyon
   const shown = await platform.cli(['logs', 'tests-loud']);
   expect(shown.code).toBe(0);
   expect(shown.stdout).toMatch(/^tests-loud \(run_tests, tests passed\): from .*platform\.log$/m);
-  expect(shown.stdout).toMatch(/INFO +run_tests build started .*buildId=local:tests-loud:0/);
-  expect(shown.stdout).toContain('--- output of local:tests-loud:0 (run 0) ---\n1\n2\n3\n');
-  expect(shown.stdout).toContain('\n5999\n6000\n--- end of local:tests-loud:0 ---');
+  const buildId = /buildId=(local:tests-loud:0:[0-9a-f]{16})/.exec(shown.stdout)?.[1];
+  expect(shown.stdout).toMatch(/INFO +run_tests build started .*buildId=local:tests-loud:0:[0-9a-f]{16}/);
+  expect(shown.stdout).toContain(`--- output of ${buildId} (run 0) ---\n1\n2\n3\n`);
+  expect(shown.stdout).toContain(`\n5999\n6000\n--- end of ${buildId} ---`);
 
   const lines = await platform.cliLines<{ kind: string; function?: string; text?: string }>(['logs', 'tests-loud']);
   expect(new Set(lines.map((l) => l.kind))).toEqual(new Set(['log', 'output']));

@@ -6,7 +6,7 @@ import { eventually } from '../support/eventually';
 import { MACHINE_CGROUPS, MACHINE_CONFINES, MACHINE_SANDBOX, isAlive, processesSleeping } from '../support/processes';
 import { runTestsMessage } from '../support/stage-messages';
 import type { StageMessage } from '../../src/core/envelope';
-import { commandOf } from '../../src/core/jobs/command-stage';
+import { commandOf, runKey } from '../../src/core/jobs/command-stage';
 import type { BuildCompletion, CommandRun, TestRunStatus } from '../../src/core/ports';
 import { hiddenPaths, type Confinement } from '../../src/local/confinement';
 import { OUTPUT_KEEP_BYTES } from '../../src/local/state-dir';
@@ -36,7 +36,15 @@ function stageMessage(jobId: string, repo: { url: string; sha: string }, payload
 
 /** Run `run` of a job, as the command stage asks for it (its command, its timeout or the default). */
 function commandRun(job: StageMessage<'run_tests'>, run = 0): CommandRun {
-  return { job, run, command: commandOf(job), timeoutSeconds: job.payload.timeoutSeconds ?? 900 };
+  return { job, run, key: runKey(job, run, FIRST_REQUEST), command: commandOf(job), timeoutSeconds: job.payload.timeoutSeconds ?? 900 };
+}
+
+/** When the stage asked for each run's build: one job's runs here, so one time names them all. */
+const FIRST_REQUEST = '2026-01-01T00:00:00.000Z';
+
+/** The local build id of run `run` of a run_tests job asked for at FIRST_REQUEST. */
+function buildIdOf(jobId: string, run = 0): string {
+  return localBuildId({ job: { jobId }, run, key: runKey({ type: 'run_tests', jobId }, run, FIRST_REQUEST) });
 }
 
 const UNCONFINED: Confinement = { kind: 'none', reason: 'this test runs the unconfined path' };
@@ -203,7 +211,7 @@ describe('LocalTestRunner', () => {
         const names = lines.filter((l) => /^[A-Z_][A-Z0-9_]*$/.test(l));
         expect(names).not.toContain('AGENT_JOBS_PLATFORM_SECRET');
         expect(names.filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n))).toEqual(
-          ['AGENT_JOBS_TEST_RUN', 'CI', 'COMMIT_SHA', 'GIT_CONFIG_NOSYSTEM', 'GIT_TERMINAL_PROMPT', 'HOME', 'JOB_ID', 'JOB_RUN', 'JOB_TYPE', 'LANG', 'PATH', 'REPO_URL', 'TEST_COMMAND', 'TMPDIR'],
+          ['AGENT_JOBS_TEST_RUN', 'CI', 'COMMIT_SHA', 'GIT_CONFIG_NOSYSTEM', 'GIT_TERMINAL_PROMPT', 'HOME', 'JOB_ID', 'JOB_RUN', 'JOB_RUN_KEY', 'JOB_TYPE', 'LANG', 'PATH', 'REPO_URL', 'TEST_COMMAND', 'TMPDIR'],
         );
       } finally {
         delete process.env.AGENT_JOBS_PLATFORM_SECRET;
@@ -295,7 +303,7 @@ describe('LocalTestRunner', () => {
     it('ends a run that prints more than its output limit, keeping the output up to it', async () => {
       const status = await runOf('job-chatty', 'yes');
       expect(status).toMatchObject(reached(/output limit \(1 MiB\)/));
-      expect(Buffer.byteLength((await readRunOutput(stateDir, localBuildId('job-chatty', 0))) ?? '')).toBeLessThanOrEqual(OUTPUT_KEEP_BYTES + 100);
+      expect(Buffer.byteLength((await readRunOutput(stateDir, buildIdOf('job-chatty'))) ?? '')).toBeLessThanOrEqual(OUTPUT_KEEP_BYTES + 100);
     });
 
     it('passes a run that stays under every limit', async () => {
@@ -316,7 +324,7 @@ describe('LocalTestRunner', () => {
   it('ends a run whose job was cancelled (stop) and records it STOPPED as cancelled, with what it printed, not as a verdict', async () => {
     const { buildId } = await runner.start(commandRun(stageMessage('job-cancelled', { url: repo.url, sha: repo.shaB }, { command: 'echo started; sleep 300' })));
     // Its output so far, where the runner writes it while the command runs.
-    const printed = () => readFileSync(join(stateDir, 'runs', 'job-cancelled.0.out'), 'utf8');
+    const printed = () => readFileSync(join(stateDir, 'runs', `job-cancelled.0.${runKey({ type: 'run_tests', jobId: 'job-cancelled' }, 0, FIRST_REQUEST)}.out`), 'utf8');
     await eventually(printed, (text) => text === 'started\n', { what: 'the command to print', intervalMs: 20 });
 
     await runner.stop(buildId);
@@ -334,7 +342,7 @@ describe('LocalTestRunner', () => {
     await requestStop(stateDir, running.buildId);
     await expect(runner.whenDone(running.buildId)).resolves.toMatchObject({ state: 'ERROR', status: 'STOPPED', message: expect.stringMatching(/^cancelled by the operator/) });
 
-    const early = localBuildId('job-early', 0);
+    const early = buildIdOf('job-early');
     await requestStop(stateDir, early);
     const { buildId } = await runner.start(commandRun(stageMessage('job-early', { url: repo.url, sha: repo.shaB }, { command: 'echo must not run' })));
     expect(buildId).toBe(early);
@@ -348,9 +356,25 @@ describe('LocalTestRunner', () => {
   });
 
   it('answers a poll for a build it never started with a named error, and leaves it out of describe', async () => {
-    await expect(runner.poll('local:nobody:0')).rejects.toThrow(/no local run local:nobody:0/);
+    await expect(runner.poll(buildIdOf('nobody'))).rejects.toThrow(`no local run ${buildIdOf('nobody')}`);
     await expect(runner.poll('tests:1234')).rejects.toThrow(/not a local build id/);
-    await expect(runner.describe(['local:nobody:0', 'tests:1234'])).resolves.toEqual(new Map());
+    // An earlier version's id (no run key) is not one of this runner's either.
+    await expect(runner.poll('local:nobody:0')).rejects.toThrow(/not a local build id/);
+    await expect(runner.describe([buildIdOf('nobody'), 'tests:1234'])).resolves.toEqual(new Map());
+  });
+
+  it('runs a job sent again under the same id and run number (another start request, another key) as a run of its own', async () => {
+    const repoAt = { url: repo.url, sha: repo.shaB };
+    const first = await runner.start(commandRun(stageMessage('job-again', repoAt, { command: 'echo first; exit 1' })));
+    await expect(runner.whenDone(first.buildId)).resolves.toMatchObject({ state: 'FAILED', logTail: 'first\n' });
+
+    const again = stageMessage('job-again', repoAt, { command: 'echo again' });
+    const second = await runner.start({ ...commandRun(again), key: runKey(again, 0, '2026-01-02T00:00:00.000Z') });
+
+    expect(second.buildId).not.toBe(first.buildId);
+    await expect(runner.whenDone(second.buildId)).resolves.toMatchObject({ state: 'PASSED', logTail: 'again\n' });
+    await expect(readRunOutput(stateDir, second.buildId)).resolves.toBe('again\n');
+    await expect(runner.poll(first.buildId)).resolves.toMatchObject({ state: 'FAILED' });
   });
 
   it("hands the build's end to onFinished once its state is written: the exit is the completion event", async () => {

@@ -4,6 +4,7 @@
  * `started <buildId>` and then waits to be killed.
  */
 import type { Confinement } from '../../src/local/confinement';
+import { runKey } from '../../src/core/jobs/command-stage';
 import { LocalTestRunner } from '../../src/local/test-runner';
 import { runTestsMessage } from './stage-messages';
 
@@ -22,7 +23,7 @@ async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '') as RunnerProcessConfig;
   const runner = new LocalTestRunner({ stateDir: config.stateDir, scratchDir: config.scratchDir, ...(config.confinement && { confinement: config.confinement }) });
   const job = runTestsMessage({ jobId: 'job-killed', payload: { command: config.command }, pin: { sha: config.sha, repoUrl: config.repoUrl, branch: 'main' } });
-  const { buildId } = await runner.start({ job, run: 0, command: config.command, timeoutSeconds: 600 });
+  const { buildId } = await runner.start({ job, run: 0, key: runKey(job, 0, new Date().toISOString()), command: config.command, timeoutSeconds: 600 });
   process.stdout.write(`started ${buildId}\n`);
   setInterval(() => undefined, 60_000);
 }

@@ -6,7 +6,7 @@ import { buildIdFromArn, buildStatus, parseCodeBuildEvent } from '../../src/adap
 import { CodeBuildTestRunner, timeoutMinutes } from '../../src/adapters/codebuild-test-runner';
 import { InvalidBuildEventError } from '../../src/core/build-completion';
 import { RetryAfterError } from '../../src/core/errors';
-import { buildIdempotencyToken, commandOf } from '../../src/core/jobs/command-stage';
+import { buildIdempotencyToken, commandOf, runKey } from '../../src/core/jobs/command-stage';
 import type { CommandRun } from '../../src/core/ports';
 import { codeBuildStateChange } from '../support/codebuild-events';
 import { runTestsMessage } from '../support/stage-messages';
@@ -16,9 +16,11 @@ const codebuild = mockClient(CodeBuildClient);
 afterEach(() => codebuild.reset());
 
 const sha = 'a'.repeat(40);
-function commandRun(options: { command?: string; timeoutSeconds?: number; jobId?: string; run?: number } = {}): CommandRun {
+const FIRST_REQUEST = '2026-01-01T00:00:00.000Z';
+function commandRun(options: { command?: string; timeoutSeconds?: number; jobId?: string; run?: number; requestedAt?: string } = {}): CommandRun {
   const job = runTestsMessage({ jobId: options.jobId ?? 'job-1', payload: options.command ? { command: options.command } : {}, pin: { sha } });
-  return { job, run: options.run ?? 0, command: commandOf(job), timeoutSeconds: options.timeoutSeconds ?? 3600 };
+  const run = options.run ?? 0;
+  return { job, run, key: runKey(job, run, options.requestedAt ?? FIRST_REQUEST), command: commandOf(job), timeoutSeconds: options.timeoutSeconds ?? 3600 };
 }
 
 describe('CodeBuildTestRunner.start', () => {
@@ -40,6 +42,7 @@ describe('CodeBuildTestRunner.start', () => {
         { name: 'JOB_ID', value: 'job-1', type: 'PLAINTEXT' },
         { name: 'JOB_TYPE', value: 'run_tests', type: 'PLAINTEXT' },
         { name: 'JOB_RUN', value: '0', type: 'PLAINTEXT' },
+        { name: 'JOB_RUN_KEY', value: commandRun().key, type: 'PLAINTEXT' },
       ]),
     });
     expect(call?.args[0].input.sourceVersion).toBeUndefined();
@@ -83,10 +86,11 @@ describe('CodeBuildTestRunner.start', () => {
     expect(error).toMatchObject({ limit: 'build-quota', retryAt: undefined, message: expect.stringContaining(name) });
   });
 
-  it('derives the same token for the same run, and another for another run or job', () => {
+  it('derives the same token for the same run, and another for another run, job, or job sent again under the same id', () => {
     expect(buildIdempotencyToken(commandRun())).toBe(buildIdempotencyToken(commandRun()));
     expect(buildIdempotencyToken(commandRun({ run: 1 }))).not.toBe(buildIdempotencyToken(commandRun()));
     expect(buildIdempotencyToken(commandRun({ jobId: 'job-2' }))).not.toBe(buildIdempotencyToken(commandRun()));
+    expect(buildIdempotencyToken(commandRun({ requestedAt: '2026-01-02T00:00:00.000Z' }))).not.toBe(buildIdempotencyToken(commandRun()));
   });
 
   it('clamps timeouts to what CodeBuild accepts', () => {
@@ -138,14 +142,25 @@ describe('CodeBuildTestRunner.stop (the build of a cancelled job)', () => {
 });
 
 describe('CodeBuildTestRunner.findBuild', () => {
-  const withRun = (id: string, jobId: string, run: number): Build => ({
+  const withRun = (id: string, of: CommandRun): Build => ({
     id,
-    environment: { type: 'LINUX_CONTAINER', image: 'i', computeType: 'BUILD_GENERAL1_SMALL', environmentVariables: [{ name: 'JOB_ID', value: jobId }, { name: 'JOB_RUN', value: String(run) }] },
+    environment: {
+      type: 'LINUX_CONTAINER',
+      image: 'i',
+      computeType: 'BUILD_GENERAL1_SMALL',
+      environmentVariables: [
+        { name: 'JOB_ID', value: of.job.jobId },
+        { name: 'JOB_RUN', value: String(of.run) },
+        { name: 'JOB_RUN_KEY', value: of.key },
+      ],
+    },
   });
 
-  it("finds the run's build by its JOB_ID and JOB_RUN among the project's newest builds, in one page", async () => {
-    codebuild.on(ListBuildsForProjectCommand, { projectName: 'p', sortOrder: 'DESCENDING' }).resolves({ ids: ['p:9', 'p:8', 'p:7'], nextToken: 'page-2' });
-    codebuild.on(BatchGetBuildsCommand, { ids: ['p:9', 'p:8', 'p:7'] }).resolves({ builds: [withRun('p:9', 'job-other', 0), withRun('p:8', 'job-1', 1), withRun('p:7', 'job-1', 0)] });
+  it("finds the run's build by its JOB_ID, JOB_RUN and JOB_RUN_KEY among the project's newest builds, in one page", async () => {
+    // p:6 is an earlier job's of the same id and run number (sent before the ledger forgot it): never this run's.
+    const builds = [withRun('p:9', commandRun({ jobId: 'job-other' })), withRun('p:8', commandRun({ run: 1 })), withRun('p:7', commandRun()), withRun('p:6', commandRun({ run: 2, requestedAt: '2025-06-01T00:00:00.000Z' }))];
+    codebuild.on(ListBuildsForProjectCommand, { projectName: 'p', sortOrder: 'DESCENDING' }).resolves({ ids: ['p:9', 'p:8', 'p:7', 'p:6'], nextToken: 'page-2' });
+    codebuild.on(BatchGetBuildsCommand, { ids: ['p:9', 'p:8', 'p:7', 'p:6'] }).resolves({ builds });
     const runner = new CodeBuildTestRunner(new CodeBuildClient({}), 'p');
 
     await expect(runner.findBuild(commandRun({ run: 0 }))).resolves.toBe('p:7');

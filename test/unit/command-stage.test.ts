@@ -6,7 +6,7 @@ import { DEFAULT_LINT_COMMAND, DEFAULT_TEST_COMMAND } from '../../contract/job-t
 import { BUILD_DUE_MARGIN_SECONDS, BUILD_QUEUED_TIMEOUT_MINUTES } from '../../contract/runtime-env';
 import { commandStageMessage, runTestsMessage } from '../support/stage-messages';
 import type { StageMessage } from '../../src/core/envelope';
-import { buildEnvironment, buildIdempotencyToken, commandOf, commandVerdict, dueAfterMs, tail } from '../../src/core/jobs/command-stage';
+import { buildEnvironment, buildIdempotencyToken, commandOf, commandVerdict, dueAfterMs, runKey, tail } from '../../src/core/jobs/command-stage';
 
 const sha = 'd'.repeat(40);
 const job = (payload: StageMessage<'run_tests'>['payload'] = {}): StageMessage<'run_tests'> => runTestsMessage({ payload, pin: { sha } });
@@ -57,15 +57,16 @@ describe('tail', () => {
 });
 
 describe('buildEnvironment', () => {
-  it('names the repository, the pinned commit, the command, the job, its type and run', () => {
+  it('names the repository, the pinned commit, the command, the job, its type, run and run key', () => {
     const message = job({ command: 'make test' });
-    expect(buildEnvironment({ job: message, run: 2, command: commandOf(message), timeoutSeconds: 60 })).toEqual({
+    expect(buildEnvironment({ job: message, run: 2, key: 'a1b2c3d4e5f60718', command: commandOf(message), timeoutSeconds: 60 })).toEqual({
       REPO_URL: 'https://git.example/acme/widgets.git',
       COMMIT_SHA: sha,
       TEST_COMMAND: 'make test',
       JOB_ID: 'job-1',
       JOB_TYPE: 'run_tests',
       JOB_RUN: '2',
+      JOB_RUN_KEY: 'a1b2c3d4e5f60718',
     });
     expect(commandOf(job())).toBe(DEFAULT_TEST_COMMAND);
   });
@@ -122,8 +123,11 @@ describe('run_lint: a command stage by declaration alone', () => {
 
   it('tells the build its type, so the run key and the idempotency token differ from a run_tests job of the same id', () => {
     const message = lint();
-    expect(buildEnvironment({ job: message, run: 0, command: commandOf(message), timeoutSeconds: 60 })).toMatchObject({ JOB_TYPE: 'run_lint', TEST_COMMAND: DEFAULT_LINT_COMMAND });
-    expect(buildIdempotencyToken({ job: message, run: 0 })).not.toBe(buildIdempotencyToken({ job: job(), run: 0 }));
+    const requestedAt = '2026-01-01T00:00:00.000Z';
+    const key = runKey(message, 0, requestedAt);
+    expect(buildEnvironment({ job: message, run: 0, key, command: commandOf(message), timeoutSeconds: 60 })).toMatchObject({ JOB_TYPE: 'run_lint', TEST_COMMAND: DEFAULT_LINT_COMMAND });
+    expect(key).not.toBe(runKey(job(), 0, requestedAt));
+    expect(buildIdempotencyToken({ key })).not.toBe(buildIdempotencyToken({ key: runKey(job(), 0, requestedAt) }));
   });
 
   it('reports its verdict in its own words', () => {

@@ -39,33 +39,31 @@ class CommandStageProcessor implements JobProcessor<CommandJob> {
   }
 
   async run(job: CommandJob, ctx: JobContext): Promise<RunResult> {
-    const run: CommandRun = {
-      job,
-      run: ctx.claimed.run ?? 0,
-      command: commandOf(job),
-      timeoutSeconds: job.payload.timeoutSeconds ?? this.deps.defaultTimeoutSeconds,
-    };
-    await this.startOrFind(run, ctx);
-    return { verdict: { status: 'RUNNING', dueAt: this.deps.clock.now() + dueAfterMs(run.timeoutSeconds), stageMessage: JSON.stringify(job) } };
+    const timeoutSeconds = job.payload.timeoutSeconds ?? this.deps.defaultTimeoutSeconds;
+    await this.startOrFind(job, timeoutSeconds, ctx);
+    return { verdict: { status: 'RUNNING', dueAt: this.deps.clock.now() + dueAfterMs(timeoutSeconds), stageMessage: JSON.stringify(job) } };
   }
 
-  private async startOrFind(run: CommandRun, ctx: JobContext): Promise<string> {
+  private async startOrFind(job: CommandJob, timeoutSeconds: number, ctx: JobContext): Promise<string> {
     const progress = ctx.claimed.progress ?? {};
     const recorded = progress[PROGRESS.buildId];
     if (recorded) {
       ctx.logger.info('the build was started by an earlier attempt', { buildId: recorded });
       return recorded;
     }
-    const startRequestedAt = progress[PROGRESS.startRequestedAt];
+    // An earlier attempt's start request names the same run (its key): a build it started is found, not started twice.
+    const earlierRequest = progress[PROGRESS.startRequestedAt];
+    const requested = { [PROGRESS.startRequestedAt]: earlierRequest ?? new Date(this.deps.clock.now()).toISOString() };
+    const runNumber = ctx.claimed.run ?? 0;
+    const run: CommandRun = { job, run: runNumber, key: runKey(job, runNumber, requested.startRequestedAt), command: commandOf(job), timeoutSeconds };
     // An earlier attempt asked for a build and died before recording it: find that build first.
-    const unrecorded = startRequestedAt ? await this.deps.runner.findBuild?.(run) : undefined;
-    if (startRequestedAt && unrecorded) {
-      await ctx.recordProgress({ [PROGRESS.startRequestedAt]: startRequestedAt, [PROGRESS.buildId]: unrecorded });
+    const unrecorded = earlierRequest ? await this.deps.runner.findBuild?.(run) : undefined;
+    if (unrecorded) {
+      await ctx.recordProgress({ ...requested, [PROGRESS.buildId]: unrecorded });
       ctx.logger.info('found the build an earlier attempt started', { buildId: unrecorded });
       return unrecorded;
     }
-    const requested = { [PROGRESS.startRequestedAt]: new Date(this.deps.clock.now()).toISOString() };
-    await ctx.recordProgress(requested);
+    if (!earlierRequest) await ctx.recordProgress(requested);
     const { buildId } = await this.deps.runner.start(run);
     // Before the job is RUNNING: a crash from here on finds this build instead of starting a second one.
     await ctx.recordProgress({ ...requested, [PROGRESS.buildId]: buildId });
@@ -119,16 +117,32 @@ export function buildEnvironment(run: CommandRun): Record<(typeof TEST_BUILD_ENV
     [TEST_BUILD_ENV.jobId]: run.job.jobId,
     [TEST_BUILD_ENV.jobType]: run.job.type,
     [TEST_BUILD_ENV.run]: String(run.run),
+    [TEST_BUILD_ENV.runKey]: run.key,
   };
 }
 
 /**
- * Idempotency token for starting a run's build: from the job type, id and run number alone, so a
- * redelivery that crashed between starting the build and recording its id gets the same build back,
- * and an operator's redrive (a new run number) gets a new one.
+ * The key of one run of one job: its type, id, run number and the time its stage first asked for
+ * the build (recorded before the start, PROGRESS.startRequestedAt). A redelivery after a crash
+ * between the start and recording the build id has the same key, so it finds the same build; an
+ * operator's redrive (a new run number) has a new one; and so does a job sent again under the same
+ * id after the ledger forgot the first (an in-memory ledger restarted, a record past its TTL), so
+ * an earlier job's build is never taken for its own.
  */
-export function buildIdempotencyToken(run: Pick<CommandRun, 'job' | 'run'>): string {
-  return createHash('sha256').update(`${run.job.type}:${run.job.jobId}:${run.run}`).digest('hex');
+export function runKey(job: Pick<CommandJob, 'type' | 'jobId'>, run: number, startRequestedAt: string): string {
+  return runDigest(job, run, startRequestedAt).slice(0, RUN_KEY_LENGTH);
+}
+
+/** Hex characters of a run key: 64 bits, unique among the runs of one job id. */
+const RUN_KEY_LENGTH = 16;
+
+function runDigest(job: Pick<CommandJob, 'type' | 'jobId'>, run: number, startRequestedAt: string): string {
+  return createHash('sha256').update(`${job.type}:${job.jobId}:${run}:${startRequestedAt}`).digest('hex');
+}
+
+/** Idempotency token for starting a run's build: the same run (its key) gets the same build back. */
+export function buildIdempotencyToken(run: Pick<CommandRun, 'key'>): string {
+  return createHash('sha256').update(`build:${run.key}`).digest('hex');
 }
 
 /** The last `maxBytes` of `text`, cut on a character boundary. */
