@@ -157,7 +157,7 @@ export async function collect(scenario: Scenario, { clients, info, github }: Sou
   return { ledger, events, dlq, runs, leftovers, branches, pulls, fsck, lastStart: info.startedAt };
 }
 
-/** The witness lines of every run's kept output (`runs/<jobId>.<run>.log` of the runner's state). */
+/** The witness lines of every run's kept output (`runs/<jobId>.<run>.<key>.log` of the runner's state). */
 async function printedRuns(runsDir: string): Promise<Observed['runs']> {
   const logs = (await readdir(runsDir).catch(() => [])).filter((name) => name.endsWith('.log'));
   const lines = await Promise.all(logs.map(async (name) => (await readFile(path.join(runsDir, name), 'utf8')).split('\n')));

@@ -53,6 +53,10 @@ it('a command that needs it says in one line that the platform must be restarted
   expect(refused.code).toBe(5);
   expect(refused.stderr.trim().split('\n')).toHaveLength(1);
   expect(refused.stderr).toMatch(/started before job type check_format was declared.*restart.*npm start/);
+  // Started without --persist: its ledger is in memory, so the advice says a restart loses it, and how to keep it from then on.
+  expect(refused.stderr).not.toMatch(/keeps its ledger/);
+  expect(refused.stderr).toMatch(/its ledger is in memory: a restart loses every job and DLQ message it holds/);
+  expect(refused.stderr).toMatch(/"npm start -- --persist" keeps them across later restarts/);
   // Nothing was sent or recorded: the platform would not know what to do with it.
   expect((await cli(['status', 'format-1'])).code).toBe(3);
 });

@@ -196,6 +196,21 @@ describe('resolveTarget without --stack: the local platform', () => {
     expect((await resolveTarget({ stateDir })).unserved).toBeUndefined();
   });
 
+  it('names a restart that keeps the ledger only for a platform whose ledger is on disk', async () => {
+    const file = { ...platformFile(process.pid), jobTypes: JOB_TYPE_NAMES.slice(1) };
+    const remedy = async (ledger: 'disk' | 'memory' | undefined) => {
+      await writeFile(path.join(stateDir, PLATFORM_FILE), JSON.stringify({ ...file, ...(ledger && { ledger }) }));
+      return (await resolveTarget({ stateDir })).unserved?.remedy;
+    };
+
+    expect(await remedy('disk')).toBe('restart it to serve it (Ctrl-C, then "npm start -- --persist", which keeps its ledger and DLQ messages)');
+    for (const ledger of ['memory', undefined] as const) {
+      const said = await remedy(ledger);
+      expect(said).not.toMatch(/keeps its ledger/);
+      expect(said).toMatch(/its ledger is in memory: a restart loses every job and DLQ message it holds/);
+    }
+  });
+
   it('refuses a file without the FIFO jobs queue: not this platform\'s', async () => {
     const file = platformFile(process.pid);
     const fifo = queueTopology().find((q) => q.fifo)?.name ?? '';
