@@ -105,6 +105,8 @@ export interface PlatformInfo {
   readonly testIsolation: IsolationReport;
   /** The job types of the catalog it started with: a CLI of a later catalog refuses the others (src/operator/targets.ts). */
   readonly jobTypes: readonly string[];
+  /** Where its ledger lives (`--persist`: on disk): whether a restart keeps it. */
+  readonly ledger: 'disk' | 'memory';
 }
 
 export interface LocalPlatform {
@@ -278,6 +280,7 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
     logFile: paths.log,
     testIsolation,
     jobTypes: JOB_TYPE_NAMES,
+    ledger: options.persist === false ? 'memory' : 'disk',
   };
   await writeFileAtomic(paths.info, JSON.stringify(info, null, 2));
   stack.push(() => rm(paths.info, { force: true }));

@@ -148,6 +148,8 @@ const platformFileSchema = z.object({
   testIsolation: z.optional(testIsolationSchema),
   /** The job types it serves; absent from an older platform's file (then its queues tell). */
   jobTypes: z.optional(z.array(z.string())),
+  /** Where its ledger lives; absent from an older platform's file, which is then taken as in memory (the advice that loses nothing). */
+  ledger: z.optional(z.enum(['disk', 'memory'])),
 });
 
 /** Reads the file the local platform writes when it is ready (and removes when it stops). */
@@ -174,8 +176,17 @@ function parseJsonOrUndefined(text: string): unknown {
   }
 }
 
-/** How to make a running local platform serve the catalog as it is now (README: Customize). */
-const LOCAL_RESTART_REMEDY = 'restart it to serve it (Ctrl-C, then "npm start -- --persist", which keeps its ledger and DLQs)';
+/**
+ * How to make a running local platform serve the catalog as it is now (README: Customize). A
+ * platform whose ledger is in memory loses it on any restart: the advice says so, not that it keeps it.
+ */
+function localRestartRemedy(ledger: 'disk' | 'memory' | undefined): string {
+  if (ledger === 'disk') return 'restart it to serve it (Ctrl-C, then "npm start -- --persist", which keeps its ledger and DLQ messages)';
+  return (
+    'restart it to serve it (Ctrl-C, then "npm start"); its ledger is in memory: a restart loses every job and DLQ message it holds ' +
+    '(agent-jobs unfinished and dlq list show them first), and "npm start -- --persist" keeps them across later restarts'
+  );
+}
 
 /**
  * The platform's queues as this catalog names them. A stage queue the platform lacks is a job type
@@ -197,7 +208,7 @@ function targetFromPlatformFile(stateDir: string, file: z.infer<typeof platformF
   return {
     kind: 'local',
     label: `local platform (${stateDir})`,
-    ...(unserved.length > 0 && { unserved: { jobTypes: unserved, remedy: LOCAL_RESTART_REMEDY } }),
+    ...(unserved.length > 0 && { unserved: { jobTypes: unserved, remedy: localRestartRemedy(file.ledger) } }),
     region: file.region,
     endpoints: file.endpoints,
     queues,

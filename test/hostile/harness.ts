@@ -180,6 +180,7 @@ export function hostileSuite(): HostileSuite {
       tableName: resources.tableName,
       bucketName: resources.bucketName,
       jobTypes: JOB_TYPE_NAMES,
+      ledger: 'memory',
       gitUrl: gitServer.url,
       eventLog: join(root, 'events.jsonl'),
       logFile: join(root, 'platform.log'),
