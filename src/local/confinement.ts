@@ -93,7 +93,8 @@ export function describeIsolation({ confinement, resources }: Isolation): Isolat
 
 /** Says at start how test commands are isolated: a warning when below the full sandbox. */
 export function logIsolation(report: IsolationReport, logger: Pick<Logger, 'info' | 'warn'>): void {
-  const detail = { level: report.summary, stops: report.stops, doesNotStop: report.doesNotStop };
+  // Not `level`: the logger keeps that key for the line's own level and drops it, with a warning.
+  const detail = { isolation: report.summary, stops: report.stops, doesNotStop: report.doesNotStop };
   if (report.degraded) logger.warn(`test commands are not fully sandboxed: ${report.degraded} (SECURITY.md)`, detail);
   else logger.info('test commands run sandboxed', detail);
 }

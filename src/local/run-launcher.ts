@@ -14,10 +14,10 @@
  * probeIsolation finds the best level by starting a real run of `true` at each level in turn.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, openSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rm, statfs } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommandLimits } from '../../contract/job-types';
@@ -335,7 +335,13 @@ export function probeIsolation(scratchDir: string): Promise<Isolation> {
     const runAs = process.getuid?.() === 0 ? SANDBOX_USER : undefined;
     const sandbox = (network: SandboxNetwork, networkMissing?: string): Confinement => ({ kind: 'sandbox', network, ...(runAs && { runAs }), ...(networkMissing && { networkMissing }) });
     if (process.platform !== 'linux') return { confinement: { kind: 'none', reason: `no Linux namespaces on ${process.platform}` }, resources };
-    const full = await tryLevel(scratchDir, sandbox('slirp4netns'));
+    // A missing program is named as such: started anyway, it only "exits before the sandbox started".
+    const noBubblewrap = notInstalled('bubblewrap', 'bwrap');
+    const namespacesOnly = noBubblewrap ? await tryLevel(scratchDir, { kind: 'namespaces', reason: noBubblewrap }) : 'not tried';
+    if (noBubblewrap && namespacesOnly === undefined) return { confinement: { kind: 'namespaces', reason: noBubblewrap }, resources };
+    if (noBubblewrap) return { confinement: { kind: 'none', reason: `${noBubblewrap}, and unprivileged user namespaces are not available here (${namespacesOnly})` }, resources };
+    const noSlirp = notInstalled('slirp4netns', 'slirp4netns');
+    const full = noSlirp ?? (await tryLevel(scratchDir, sandbox('slirp4netns')));
     if (full === undefined) return { confinement: sandbox('slirp4netns'), resources };
     const offline = await tryLevel(scratchDir, sandbox('none'));
     if (offline === undefined) return { confinement: sandbox('none', full), resources };
@@ -344,6 +350,19 @@ export function probeIsolation(scratchDir: string): Promise<Isolation> {
     return { confinement: { kind: 'none', reason: `unprivileged user namespaces are not available here (${namespaces})` }, resources };
   })();
   return probed;
+}
+
+/** Why `program` cannot run (`<what> is not installed (no <program> on PATH)`), or undefined when PATH has it. */
+function notInstalled(what: string, program: string): string | undefined {
+  const found = (process.env.PATH ?? '').split(delimiter).some((dir) => {
+    try {
+      accessSync(join(dir, program), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  return found ? undefined : `${what} is not installed (no ${program} on PATH)`;
 }
 
 /** Runs `true` at a level, as a real run (the run directory inside a hidden one); the problem, or undefined when it worked. */

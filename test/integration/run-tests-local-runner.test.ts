@@ -300,9 +300,11 @@ describe('LocalTestRunner', () => {
       await expect(runOf('job-disk', 'dd if=/dev/zero of="$TMPDIR/fill" bs=1M count=64')).resolves.toMatchObject(reached(/disk limit \(32 MiB/));
     });
 
-    it('ends a run that prints more than its output limit, keeping the output up to it', async () => {
-      const status = await runOf('job-chatty', 'yes');
+    it('ends a run that prints more than its output limit, keeping the output up to it and its last lines before the cut', async () => {
+      const status = await runOf('job-chatty', 'i=0; while :; do i=$((i+1)); echo "line $i"; done');
       expect(status).toMatchObject(reached(/output limit \(1 MiB\)/));
+      // The end of what was kept, as any other run's: the lines printed just before the cut.
+      expect(status).toMatchObject({ message: expect.stringMatching(/; last output:\n(line \d+\n)+(line \d*)?$/) });
       expect(Buffer.byteLength((await readRunOutput(stateDir, buildIdOf('job-chatty'))) ?? '')).toBeLessThanOrEqual(OUTPUT_KEEP_BYTES + 100);
     });
 
