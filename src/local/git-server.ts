@@ -47,10 +47,21 @@ export interface GitServer {
   createBareRepo(name: string, options?: { fromDir?: string; initialBranch?: string }): Promise<string>;
   /** A bare copy of the local repository `srcDir` (all branches). Returns its git dir. */
   importRepository(srcDir: string, name: string): Promise<string>;
+  /**
+   * Imports the branches of `srcDir` that repository `name` lacks; the ones it has stay as they are
+   * (they may carry the platform's commits). Returns the branches added and those kept.
+   */
+  importNewBranches(srcDir: string, name: string): Promise<{ readonly added: string[]; readonly kept: string[] }>;
   /** Git dir of a repository under root. */
   gitDir(name: string): string;
   /** Stops listening and ends every running `git http-backend`. */
   close(): Promise<void>;
+}
+
+/** The branch names of a repository (`git <location> for-each-ref refs/heads`). */
+async function branchesOf(location: readonly string[]): Promise<string[]> {
+  const { stdout } = await run('git', [...location, 'for-each-ref', '--format=%(refname:lstrip=2)', 'refs/heads']);
+  return stdout.split('\n').filter(Boolean);
 }
 
 export class InvalidRepositoryNameError extends Error {
@@ -101,9 +112,19 @@ export async function startGitServer(options: GitServerOptions): Promise<GitServ
     await run('git', ['clone', '--quiet', '--bare', '--no-local', srcDir, dir]);
     return dir;
   };
+  const importNewBranches = async (srcDir: string, name: string) => {
+    const dir = gitDir(name);
+    const [source, here] = await Promise.all([branchesOf(['-C', srcDir]), branchesOf(['--git-dir', dir])]);
+    const added = source.filter((branch) => !here.includes(branch));
+    const kept = source.filter((branch) => here.includes(branch));
+    // No `+`: a ref that exists is never moved; only new ones are created.
+    if (added.length > 0) await run('git', ['--git-dir', dir, 'fetch', '--quiet', '--no-tags', srcDir, ...added.map((b) => `refs/heads/${b}:refs/heads/${b}`)]);
+    return { added, kept };
+  };
   return {
     url,
     port,
+    importNewBranches,
     repoUrl: (name) => `${url}/${name}.git`,
     repoNameOf(repoUrl) {
       const prefix = `${url}/`;

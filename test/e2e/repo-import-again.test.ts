@@ -34,7 +34,7 @@ test('a repository imported again gets the branches its source has grown since, 
 
   expect(again.code).toBe(0);
   expect(JSON.parse(again.stdout)).toMatchObject({ url: first.url, created: false, addedBranches: ['feature'] });
-  expect(again.stderr).toMatch(/repository grown was imported before: added branch feature from .*; kept main as it is here/);
+  expect(again.stderr).toMatch(/repository grown was imported before: added branch feature from .*; kept branch main as it is here/);
   expect(await platform.remoteLog(first.url, 'feature')).toEqual(['initial']);
   // main stays as the server has it: the source's later commit is not taken over it.
   expect(await platform.remoteLog(first.url, 'main')).toEqual(['initial']);

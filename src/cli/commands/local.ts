@@ -158,6 +158,14 @@ function summary(result: Awaited<ReturnType<typeof demoAgainst>>) {
   return { data: result, text: lines.join('\n') };
 }
 
+/** What a second import of a name did: the branches it added, and those it left as the server has them. */
+function importedAgainNote(name: string, source: string, branches: { readonly added: readonly string[]; readonly kept: readonly string[] }): string {
+  const list = (names: readonly string[]) => `branch${names.length === 1 ? '' : 'es'} ${names.join(', ')}`;
+  const added = branches.added.length > 0 ? `added ${list(branches.added)} from ${source}` : `no new branch in ${source}`;
+  const kept = branches.kept.length > 0 ? `; kept ${list(branches.kept)} as ${branches.kept.length === 1 ? 'it is' : 'they are'} here (the platform's commits stay)` : '';
+  return `repository ${name} was imported before: ${added}${kept}`;
+}
+
 export const repoImport: CommandSpec<CliContext> = {
   path: ['repo', 'import'],
   summary: 'make a local git repository a remote on the local git server; prints its URL',
@@ -173,11 +181,14 @@ export const repoImport: CommandSpec<CliContext> = {
     // server on the same root does the import with the same name rules (platform.json has no API).
     const server = await startGitServer({ root: path.join(target.local.stateDir, REPOSITORIES_DIR) });
     let created = true;
+    let branches: { readonly added: string[]; readonly kept: string[] } | undefined;
     try {
       // Importing a name twice answers the same URL (a README walkthrough run again, a restart):
-      // the repository there is kept as it is, with the platform's commits on it.
-      if (existsSync(server.gitDir(name))) created = false;
-      else await server.importRepository(source, name);
+      // the branches there are kept as they are, with the platform's commits on them; new ones come in.
+      if (existsSync(server.gitDir(name))) {
+        created = false;
+        branches = await server.importNewBranches(source, name);
+      } else await server.importRepository(source, name);
     } catch (error) {
       if (error instanceof InvalidRepositoryNameError) throw new UsageError(error.message, this.path);
       // execFile's error carries git's stderr: "already exists", "not a git repository", ...
@@ -187,7 +198,7 @@ export const repoImport: CommandSpec<CliContext> = {
       await server.close();
     }
     const url = `${target.local.gitUrl}/${name}.git`;
-    if (!created) ctx.note(`repository ${name} was imported before: its URL, unchanged (nothing imported from ${source})`);
-    return { data: { name, url, created }, text: url };
+    if (branches) ctx.note(importedAgainNote(name, source, branches));
+    return { data: { name, url, created, ...(branches && { addedBranches: branches.added }) }, text: url };
   },
 };
