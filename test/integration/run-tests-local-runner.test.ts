@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { eventually } from '../support/eventually';
@@ -232,6 +233,9 @@ describe('LocalTestRunner', () => {
       chmodSync(secretDir, 0o755);
       writeFileSync(join(secretDir, 'platform.json'), '{"secret":"platform"}', { mode: 0o644 });
       writeFileSync(join(stateDir, 'secret.json'), '{}');
+      // Another platform's directory of runs, beside this runner's in the scratch directory.
+      const neighbours = join(tmpdir(), `agent-jobs-runs-${randomBytes(8).toString('hex')}`);
+      mkdirSync(join(neighbours, `run-${randomBytes(8).toString('hex')}`), { recursive: true });
       const confined = new LocalTestRunner({ stateDir, confidential: [secretDir], ...(confinement && { confinement }) });
       try {
         // Another run is in progress while the command looks around.
@@ -247,6 +251,9 @@ describe('LocalTestRunner', () => {
           reached('unmount', `umount ${secretDir}`),
           reached('new namespace', 'unshare --user --map-root-user true'),
           reached('other run', `ls -A ${otherRun}/workspace`),
+          // Not even the names: no directory of runs but its own where the runners make them.
+          reached('names of other runs', `own=$(basename "$(dirname "$(dirname "$PWD")")"); ls -A ${tmpdir()} | grep '^agent-jobs-runs-' | grep -qvx "$own"`),
+          reached('name of another run', `ls -A ${neighbours}`),
           // HOME, or the credentials in it: empty from inside, however full from outside.
           ...hiddenPaths([]).filter((p) => existsSync(p)).map((p) => reached(p, `if [ -d ${p} ]; then [ -n "$(ls -A ${p})" ]; else [ -s ${p} ]; fi`)),
           'echo looked around',
@@ -261,6 +268,7 @@ describe('LocalTestRunner', () => {
       } finally {
         await confined.close();
         rmSync(secretDir, { recursive: true, force: true });
+        rmSync(neighbours, { recursive: true, force: true });
       }
     });
 
