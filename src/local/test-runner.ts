@@ -10,7 +10,8 @@
  * - Each run gets a throw-away directory outside the platform's state directory (under the system
  *   temp directory): `workspace/` (the checkout), `home/` and `tmp/`. No path into the state
  *   directory is handed over, and `..` from the workspace leads to the directory of runs, not to
- *   the platform's files.
+ *   the platform's files. The scratch directory is hidden from the command but for its own run:
+ *   it lists no other run's directory, of this runner or another.
  * - The command runs at the best level the machine allows (run-launcher.ts): in a bubblewrap
  *   sandbox, with the checkout copied into a private tmpfs of the run's disk limit, its own network
  *   and PID namespace; else in namespaces of its own; else unconfined, with a warning at start.
@@ -442,7 +443,8 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
         runDir,
         command: run.command,
         env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', CI: 'true', GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0', [RUN_MARKER]: marker, ...buildEnvironment(run) },
-        hidden: [this.options.stateDir, ...(this.options.confidential ?? []), this.runsDir],
+        // The whole scratch directory, not only this runner's runs: another platform's (or runner's) are not even named.
+        hidden: [this.options.stateDir, ...(this.options.confidential ?? []), this.scratchDir],
         limits,
         ...(group && { group }),
       });
