@@ -127,6 +127,8 @@ export interface HostileSuite {
   deliverOnce(): Promise<SQSBatchResponse>;
   /** The DLQ's messages, left where they are (received with a zero visibility timeout). */
   peekDlq(): Promise<Message[]>;
+  /** The state directory the CLI and the MCP server find these emulators by (`--state-dir`, `connect`). */
+  stateDir(): string;
   /** Runs the agent-jobs CLI in process against the emulators; returns its exit code and output. */
   cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
   ledger(): DynamoDbLedger;
@@ -266,6 +268,7 @@ export function hostileSuite(): HostileSuite {
       return { code, stdout, stderr };
     },
 
+    stateDir: () => stateDir,
     ledger: () => ledger,
     diffStore: () => new S3DiffStore(emulators().clients.s3, emulators().bucketName),
     emulators,

@@ -1,0 +1,87 @@
+/**
+ * A patch that is not a diff: every front door (the producer library, the CLI as a child process,
+ * the MCP tool) parses the diff and refuses it before anything is sent or recorded.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { enqueueAgentJob } from '../../src/client/producer';
+import { InvalidJobError } from '../../src/core/errors';
+import { createAgentJobsServer } from '../../src/mcp/server';
+import { connect, type OpenConnection } from '../../src/operator';
+import { applyPatchArgs, runCli } from '../e2e/harness';
+import { receive } from '../support/drive-queue';
+import { hostileSuite, type HostileWorkspace } from './harness';
+
+jest.setTimeout(120_000);
+
+const NOT_A_DIFF = 'this is not a diff';
+/** What every front door and the sequencer say about it: the parser's own words. */
+const NOT_A_DIFF_SAYS = /diff is not a valid unified diff: a file section has no ---\/\+\+\+ or diff --git header/;
+
+const suite = hostileSuite();
+let connection: OpenConnection;
+let mcp: Client;
+
+beforeAll(async () => {
+  connection = connect({ stateDir: suite.stateDir() });
+  const server = createAgentJobsServer(connection, { version: 'test', cwd: suite.stateDir() });
+  mcp = new Client({ name: 'not-a-diff', version: '1' });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await Promise.all([server.connect(serverSide), mcp.connect(clientSide)]);
+});
+
+afterAll(async () => {
+  await mcp?.close();
+  connection?.close();
+});
+
+async function call(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  return (await mcp.callTool({ name, arguments: args })) as CallToolResult;
+}
+
+const textOf = (answer: CallToolResult) => answer.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+const queueUrl = () => suite.emulators().queueUrls['agent-jobs'] as string;
+const nothingSent = async () => expect(await receive(suite.emulators().clients.sqs, queueUrl())).toEqual([]);
+
+function payloadFor(ws: HostileWorkspace, diff: string): Record<string, unknown> {
+  return { repo: { url: ws.repoUrl, branch: 'main' }, diff, message: 'agent change' };
+}
+
+describe('a patch that is not a diff is refused at every front door, before it is sent', () => {
+  it('the producer library: InvalidJobError naming payload.diff and the problem', async () => {
+    const ws = await suite.newWorkspace();
+    const sending = enqueueAgentJob(
+      { type: 'apply_patch', jobId: 'producer-not-a-diff', workspaceId: ws.workspaceId, tenantId: 't', payload: payloadFor(ws, NOT_A_DIFF) as never },
+      { sqs: suite.emulators().clients.sqs, queueUrl: queueUrl() },
+    );
+    await expect(sending).rejects.toThrow(InvalidJobError);
+    await expect(sending).rejects.toThrow(/payload\.diff: /);
+    await expect(sending).rejects.toThrow(NOT_A_DIFF_SAYS);
+    await nothingSent();
+  });
+
+  it('the CLI (enqueue --diff-file, a child process): exits non-zero naming --diff-file and the problem, nothing recorded', async () => {
+    const ws = await suite.newWorkspace();
+    const file = join(suite.stateDir(), 'not-a-diff.txt');
+    await writeFile(file, `${NOT_A_DIFF}\n`);
+    const run = await runCli([...applyPatchArgs(ws.workspaceId, 'cli-not-a-diff', ws.repoUrl, 'main', file, 'agent change'), '--state-dir', suite.stateDir()]);
+    expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(run.stderr).toMatch(/--diff-file: /);
+    expect(run.stderr).toMatch(NOT_A_DIFF_SAYS);
+    await nothingSent();
+    expect(await suite.ledger().getJob('cli-not-a-diff')).toBeUndefined();
+  });
+
+  it('the MCP apply_patch tool: a tool error naming payload.diff and the problem, nothing recorded', async () => {
+    const ws = await suite.newWorkspace();
+    const answer = await call('apply_patch', { workspaceId: ws.workspaceId, jobId: 'mcp-not-a-diff', payload: payloadFor(ws, NOT_A_DIFF) });
+    expect(answer.isError).toBe(true);
+    expect(textOf(answer)).toMatch(/payload\.diff: /);
+    expect(textOf(answer)).toMatch(NOT_A_DIFF_SAYS);
+    await nothingSent();
+    expect(await suite.ledger().getJob('mcp-not-a-diff')).toBeUndefined();
+  });
+});
