@@ -16,7 +16,8 @@ import {
 import type { DiffRef } from '../../contract/job-types';
 import { INLINE_DIFF_LIMIT_BYTES, MAX_DIFF_BYTES, MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
 import { deduplicationId, jobAttributes, jobDigest, messageGroupId, parseEnvelope, type JobEnvelope } from '../core/envelope';
-import { ConfigurationError, errorMessage, InvalidJobError } from '../core/errors';
+import { ConfigurationError, errorMessage, InvalidJobError, PermanentJobError } from '../core/errors';
+import { parsePatchOperations } from '../core/patch/parse';
 import { TERMINAL_STATUSES, type DiffStore, type JobRecord, type JobStatus, type Ledger } from '../core/ports';
 import { stringAttributes, wireJson } from '../../contract/messages';
 import { inlineDiff, inlineDiffBytes } from '../core/diff-wire';
@@ -187,12 +188,13 @@ interface PreparedMessage {
 }
 
 /**
- * The job as the consumers will read it (ids, type, payload, the diff's size), without sending
- * anything: InvalidJobError naming every bad field. `enqueueAgentJob` runs the same check first.
+ * The job as the consumers will read it (ids, type, payload, the diff's size, and that the diff is
+ * a patch the sequencer can apply), without sending anything: InvalidJobError naming every bad field. `enqueueAgentJob` runs the same check first.
  */
 export function validateJob(job: JobRequest): JobEnvelope {
   const envelope = parseEnvelope({ ...withInlineDiff(job), jobId: job.jobId ?? newJobId(), createdAt: job.createdAt ?? new Date().toISOString() });
   checkDiffSize(envelope);
+  checkDiffParses(envelope);
   return envelope;
 }
 
@@ -227,7 +229,6 @@ function withInlineDiff(job: JobRequest): object {
   return { ...job, payload: { ...rest, ...inlineDiff(diff) } };
 }
 
-/** Moves a diff over the inline limit to the diff store, as bytes, and replaces it with its reference. */
 /** An inline diff over MAX_DIFF_BYTES is refused, naming its field. */
 function checkDiffSize(envelope: JobEnvelope): void {
   if (envelope.type !== 'apply_patch') return;
@@ -238,6 +239,27 @@ function checkDiffSize(envelope: JobEnvelope): void {
   throw new InvalidJobError(`invalid apply_patch payload: payload.${field}: ${issue.message}`, [issue]);
 }
 
+/**
+ * A diff the patch engine refuses (not a diff at all, or a patch it would never apply: a path out
+ * of the tree, a symlink, a binary) is refused here, where its sender is, in the engine's own words
+ * (src/core/patch/parse.ts): sent, it would fail at its turn. The bytes are the ones the sequencer
+ * parses, whichever form they travel in; a diffRef the caller made itself is the sequencer's to read.
+ */
+function checkDiffParses(envelope: JobEnvelope): void {
+  if (envelope.type !== 'apply_patch') return;
+  const diff = inlineDiffBytes(envelope.payload);
+  if (diff === undefined) return;
+  try {
+    parsePatchOperations(diff);
+  } catch (error) {
+    if (!(error instanceof PermanentJobError)) throw error;
+    const field = envelope.payload.diff !== undefined ? 'diff' : 'diffBase64';
+    const issue = { path: ['payload', field], message: error.message };
+    throw new InvalidJobError(`invalid apply_patch payload: payload.${field}: ${issue.message}`, [issue]);
+  }
+}
+
+/** Moves a diff over the inline limit to the diff store, as bytes, and replaces it with its reference. */
 async function claimCheckDiff(envelope: JobEnvelope, diffStore: DiffStore | undefined): Promise<{ envelope: JobEnvelope; diffRef?: DiffRef }> {
   if (envelope.type !== 'apply_patch') return { envelope };
   const diff = inlineDiffBytes(envelope.payload);

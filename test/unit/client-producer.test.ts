@@ -20,6 +20,12 @@ function job(jobId: string, workspaceId: string, diff = 'diff --git a/a b/a\n'):
   };
 }
 
+/** A diff the producer accepts (it parses every diff), of exactly `bytes` bytes: one long added line. */
+function diffOfBytes(bytes: number): string {
+  const head = 'diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+';
+  return `${head}${'d'.repeat(bytes - head.length - 1)}\n`;
+}
+
 /** A SendMessageBatch answer that accepts every entry except the job ids listed. */
 function accepting(...refused: string[]) {
   return ({ Entries = [] }: { Entries?: SendMessageBatchRequestEntry[] }) => {
@@ -85,7 +91,7 @@ describe('enqueueAgentJobs', () => {
     expect(sentBatches().map((b) => b.length)).toEqual([10, 2]);
 
     sqsMock.resetHistory();
-    const nearLimit = 'd'.repeat(INLINE_DIFF_LIMIT_BYTES - 1_000);
+    const nearLimit = diffOfBytes(INLINE_DIFF_LIMIT_BYTES - 1_000);
     await enqueueAgentJobs(Array.from({ length: 6 }, (_, i) => job(`s${i}`, `S${i}`, nearLimit)), options);
     expect(sentBatches().map((b) => b.length)).toEqual([5, 1]);
   });
@@ -93,7 +99,7 @@ describe('enqueueAgentJobs', () => {
 
 describe('enqueueAgentJob diff limits', () => {
   it('refuses a diff over the inline limit when no diff store is configured', async () => {
-    await expect(enqueueAgentJob(job('big', 'A', 'd'.repeat(INLINE_DIFF_LIMIT_BYTES + 1)), options)).rejects.toThrow(ConfigurationError);
+    await expect(enqueueAgentJob(job('big', 'A', diffOfBytes(INLINE_DIFF_LIMIT_BYTES + 1)), options)).rejects.toThrow(ConfigurationError);
   });
 
   it('refuses a diff over the absolute limit as an invalid job', async () => {

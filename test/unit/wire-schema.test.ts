@@ -52,7 +52,7 @@ const repo = { url: 'https://git.example.com/app.git', branch: 'agent/ws-1' };
 const ids = { workspaceId: 'ws-1', tenantId: 'acme' };
 const REQUESTS: readonly JobRequest[] = [
   { ...ids, jobId: 'p1', type: 'apply_patch', payload: { repo, diff: 'diff --git a/a b/a\n', message: 'Fix', author: { name: 'Agent', email: 'agent@example.com' } } },
-  { ...ids, jobId: 'p2', type: 'apply_patch', payload: { repo, diff: Buffer.from('caf\xe9', 'latin1'), message: 'Latin-1' } },
+  { ...ids, jobId: 'p2', type: 'apply_patch', payload: { repo, diff: Buffer.from('diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+caf\xe9\n', 'latin1'), message: 'Latin-1' } },
   { ...ids, jobId: 't1', type: 'run_tests', payload: { command: 'npm test', timeoutSeconds: 600 } },
   { ...ids, jobId: 'pr1', type: 'open_pr', payload: { baseBranch: 'main', title: 'Fix' } },
 ];
