@@ -191,11 +191,14 @@ class SequencerProcessor implements JobProcessor {
   /**
    * Whether a permanent failure fences the workspace: a failed mutation leaves the tree missing a
    * change, and a job that exhausted its retries or met an error no rule names may have left it
-   * half-done (or never run, when the error came before its claim).
+   * half-done (or never run, when the error came before its claim). An invalid job does not: its
+   * input is checked before the mutation does any I/O (a diff that is not one, a diffRef that does
+   * not match), so nothing reached the tree, as for an invalid envelope (docs/decisions.md §13);
+   * its turn is released and the workspace goes on with the next job.
    */
   private fencesOnFailure(job: JobEnvelope, error: PermanentJobError, held: boolean): boolean {
     if (error.reason === 'RETRIES_EXHAUSTED' || error.reason === 'UNEXPECTED_ERROR') return true;
-    return held && isOrdered(job);
+    return held && isOrdered(job) && error.reason !== 'INVALID_JOB';
   }
 
   private async fence(workspaceId: string, blockedBy: string, reason: string): Promise<void> {

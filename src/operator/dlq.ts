@@ -168,6 +168,10 @@ export function dismissalWords(dismissal: JobDismissal): string {
 /** What an operator does with a job on a DLQ. */
 export function nextStep(job: JobRecord): string {
   if (job.status === 'SKIPPED') return `"workspace unblock ${job.workspaceId} --replay" runs it in order (or --drop cancels it)`;
+  // A redrive sends the same request again: an invalid one would fail again.
+  if (job.status === 'FAILED' && job.error?.reason === 'INVALID_JOB') {
+    return `a redrive would send the same invalid request: send the work again, fixed, with a new job id; "dlq dismiss ${job.jobId} --reason ..." takes this copy off the DLQ`;
+  }
   if (job.status === 'FAILED') return `fix the cause, then "dlq redrive ${job.jobId}" runs it again`;
   return 'nothing: a refused conflicting request never runs (it leaves the DLQ at the end of its retention)';
 }

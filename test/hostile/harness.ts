@@ -293,8 +293,10 @@ export function hostileSuite(): HostileSuite {
       if (record !== undefined) {
         expect(record).toMatchObject({ status: 'FAILED', attempt: 1, error: { reason: row.reason } });
         expect(record.error?.message).toMatch(row.says);
-        // A failed apply_patch fences its workspace: the recovery below has something to lift.
-        expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: message.jobId, blockedReason: row.reason });
+        // A failed apply_patch fences its workspace (the recovery below has something to lift); an
+        // invalid one does not, as the README's failure table says: nothing of it reached the tree.
+        const fence = row.reason === 'INVALID_JOB' ? { state: 'ACTIVE' } : { state: 'BLOCKED', blockedBy: message.jobId, blockedReason: row.reason };
+        expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject(fence);
       }
       // The remote is exactly as it was.
       expect(await refsOf(ws.gitDir)).toBe(refsBefore);

@@ -127,7 +127,7 @@ describe('sent around the front doors, it fails as the README says, and its advi
     // a redrive sends the same invalid request again.
     const shown = await suite.cli('dlq', 'show', jobId);
     expect(shown.stdout).toMatch(/next: .*send the work again, fixed, with a new job id/);
-    expect(detail.next).not.toMatch(/redrive/);
+    expect(detail.next).not.toMatch(/"dlq redrive/);
 
     // Follow it: the fixed patch, sent again with a new job id, applies.
     const fixed = await result<{ jobId: string; status: string }>('apply_patch', {
