@@ -83,9 +83,31 @@ export const MAX_BUILD_TIMEOUT_MINUTES = 2160;
  * timeout may be anything CodeBuild accepts.
  */
 export const commandPayloadSchema = z.strictObject({
-  command: z.optional(z.string().check(z.minLength(1), z.maxLength(4_000))),
-  profile: z.optional(z.string().check(z.regex(/^[A-Za-z0-9_-]{1,64}$/))),
-  timeoutSeconds: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_BUILD_TIMEOUT_MINUTES * 60))),
+  command: z.optional(
+    z.string().check(
+      z.minLength(1),
+      z.maxLength(4_000),
+      z.describe(
+        "The shell command to run in the repository at the pinned commit, instead of the stage's default (run_tests: `npm run test` when package.json has a test script, else `sh ./test.sh`). Exit code 0 passes; any other fails.",
+      ),
+    ),
+  ),
+  // Accepted and carried with the job; no runner reads it (README "Job types").
+  profile: z.optional(
+    z.string().check(
+      z.regex(/^[A-Za-z0-9_-]{1,64}$/),
+      z.describe(
+        'A label for the run (1-64 of A-Z a-z 0-9 _ -), kept with the request: no runner reads it, so it changes neither the command nor its environment. It counts in the request, so the same jobId with another profile is refused as a CONFLICT.',
+      ),
+    ),
+  ),
+  timeoutSeconds: z.optional(
+    z.int().check(
+      z.minimum(1),
+      z.maximum(MAX_BUILD_TIMEOUT_MINUTES * 60),
+      z.describe(`Seconds the command may run before its build is stopped (TEST_RUN_ERROR, TIMED_OUT), 1 to ${MAX_BUILD_TIMEOUT_MINUTES * 60}; default the stack's build timeout (an hour locally).`),
+    ),
+  ),
 });
 
 export const openPrPayloadSchema = z.strictObject({

@@ -20,6 +20,7 @@ import { envelopeIdFields } from '../core/envelope';
 import type { JobRecord, ConflictAttempt } from '../core/ports';
 import type { JobRequest } from '../client/producer';
 import {
+  aJobOfType,
   conflictSummary,
   DEFAULT_TENANT,
   enqueueJob,
@@ -154,9 +155,9 @@ function jobTool(type: JobType): ToolSpec {
   const declaration = JOB_TYPES[type];
   return {
     name: type,
-    title: `Send a ${type} job`,
+    title: `Send ${aJobOfType(type)}`,
     description: [
-      `Send a ${type} job: ${declaration.summary}.`,
+      `Send ${aJobOfType(type)}: ${declaration.summary}.`,
       LANE_NOTE[declaration.lane],
       'Returns the job id at once: follow it with wait_for_jobs, job_status' + (commandStageOf(type) ? ' and test_log.' : '.'),
     ].join(' '),

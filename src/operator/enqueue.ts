@@ -4,6 +4,7 @@ import type { JobRequest } from '../client/producer';
 import type { JobRecord, JobStatus } from '../core/ports';
 import type { Connection } from './connection';
 import { OutcomeError } from './errors';
+import { aJobOfType } from './views';
 import { jobsQueue, requireServed } from './targets';
 
 // The producer and the diff store load with the SQS and S3 SDKs, only when a job is sent (require: see targets.ts).
@@ -32,7 +33,7 @@ async function refuseWithoutRepository(connection: Connection, job: JobRequest):
   if ((await ledger.getWorkspace(job.workspaceId))?.repo) return;
   if (repositoryOnItsWay(await ledger.listOpenJobs(job.workspaceId))) return;
   throw new OutcomeError(
-    `WORKSPACE_UNKNOWN: workspace ${job.workspaceId} has no repository yet: send an ${ORDERED_TYPES.join(' or ')} first (a ${job.type} job runs at the workspace's head commit)`,
+    `WORKSPACE_UNKNOWN: workspace ${job.workspaceId} has no repository yet: send an ${ORDERED_TYPES.join(' or ')} first (${aJobOfType(job.type)} runs at the workspace's head commit)`,
   );
 }
 

@@ -12,7 +12,7 @@ export { connect, type Connection, type OpenConnection } from './connection';
 export { explainUnreachable, InvalidRequestError, NotAvailableError, NotFoundError, OperatorError, OutcomeError, TargetError, type ProblemKind } from './errors';
 export { jobsQueue, type QueueEndpoint, type Target } from './targets';
 export { countByStatus, readOverview, workspaceJobs, workspaceState, type WorkspaceOverview } from './overview';
-export { conflictSummary, jobSucceeded, jobSummary, publicConflict, publicJob, publicWorkspace, shortSha, statusLabel, type PublicConflict, type PublicJob } from './views';
+export { aJobOfType, conflictSummary, jobSucceeded, jobSummary, publicConflict, publicJob, publicWorkspace, shortSha, statusLabel, type PublicConflict, type PublicJob } from './views';
 export { cancelJob, listUnfinished, readJob, readJobs, requireJob, type Cancelled, type JobState } from './jobs';
 export { listJobsOfWorkspace, readWorkspaceStanding, requireWorkspace, unblockWorkspace, type WorkspaceStanding, type Unblocked, type UnblockedJob, type UnblockMode } from './workspaces';
 export { dismissalWords, dismissJob, dlqRows, listDlq, nextStep, peekDlq, redrive, selectQueues, showDlqJob, type Dismissal, type DlqJob, type DlqListing, type DlqRow, type PeekedMessage, type RedriveResult } from './dlq';

@@ -12,6 +12,14 @@ import { SKIPPED_REASON, type ConflictAttempt, type JobDismissal, type JobFailur
 
 const SUMMARY_CHARS = 100;
 
+/**
+ * "an apply_patch job", "a run_tests job": a job type's name with the article its first sound takes
+ * (read as a word: a vowel takes "an"), for any type a catalog declares.
+ */
+export function aJobOfType(type: string): string {
+  return `${/^[aeiou]/i.test(type) ? 'an' : 'a'} ${type} job`;
+}
+
 /** First 12 characters of a commit sha, like git's short form. */
 export function shortSha(sha: string | undefined): string | undefined {
   return sha?.slice(0, 12);
