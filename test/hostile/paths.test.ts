@@ -1,7 +1,9 @@
 /**
  * Hostile paths and modes: every name a clone could not check out, or that git gives a meaning,
- * is refused as UNSAFE_PATCH on the first delivery, the remote untouched (harness.ts).
+ * is refused as UNSAFE_PATCH on the first delivery, the remote untouched (harness.ts); the
+ * README's recovery for it, followed step by step, makes the workspace usable again.
  */
+import { runbookAdvice } from '../../src/operator';
 import { addFileDiff, applyPatchJob, hostileSuite, type HostileRow } from './harness';
 
 const modifyReadme = (name: string) => `diff --git a/${name} b/${name}\n--- a/${name}\n+++ b/${name}\n@@ -1 +1 @@\n-# hostile\n+# changed\n`;
@@ -46,5 +48,31 @@ describe('hostile paths and modes (sequencer, first delivery)', () => {
 
   it.each(ROWS.map((row) => [row.what, row] as const))('%s', async (_what, row) => {
     await suite.expectRefusedOnFirstDelivery(row);
+  });
+});
+
+describe("the README's advice for an unsafe patch, followed in its order", () => {
+  const suite = hostileSuite();
+
+  it('the workspace is BLOCKED, as the row says; its recovery unblocks before the fixed patch is sent again, which then applies', async () => {
+    const ws = await suite.newWorkspace();
+    const unsafe = applyPatchJob(ws, { diff: addFileDiff('.git/hooks/post-checkout') });
+    await suite.sendRaw(ws, unsafe);
+    expect(await suite.deliverOnce()).toEqual({ batchItemFailures: [] });
+    expect(await suite.ledger().getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: unsafe.jobId, blockedReason: 'UNSAFE_PATCH' });
+
+    const advice = runbookAdvice('UNSAFE_PATCH');
+    expect(advice?.blocksWorkspace).toBe(true);
+    // Sent before the unblock, the fixed patch would be SKIPPED behind the fence: the steps come in that order.
+    const recovery = advice?.recovery ?? '';
+    const unblockAt = recovery.indexOf('`workspace unblock <id> --drop`');
+    expect({ recovery, unblockFirst: unblockAt >= 0 && unblockAt < recovery.indexOf('new job id') }).toEqual({ recovery, unblockFirst: true });
+
+    const unblock = await suite.cli('workspace', 'unblock', ws.workspaceId, '--drop');
+    expect({ code: unblock.code, stderr: unblock.stderr }).toEqual({ code: 0, stderr: '' });
+    const fixed = applyPatchJob(ws, { diff: addFileDiff('hooks-moved/post-checkout', ['fixed']) });
+    await suite.sendRaw(ws, fixed);
+    expect(await suite.deliverOnce()).toEqual({ batchItemFailures: [] });
+    expect(await suite.ledger().getJob(fixed.jobId)).toMatchObject({ status: 'SUCCEEDED' });
   });
 });
