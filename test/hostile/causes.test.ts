@@ -2,10 +2,12 @@
  * Errors classified by cause: what no retry can cure fails on the first delivery with the reason
  * that names it, never a retry that holds the workspace's FIFO group until RETRIES_EXHAUSTED. A
  * branch that holds a name the git library refuses, and remotes that answer HTTP but not git.
- * Remote untouched, workspace usable after the documented recovery (harness.ts).
+ * Remote untouched, workspace usable after the documented recovery (harness.ts), one of them by
+ * the README's own steps for it.
  */
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { runbookAdvice } from '../../src/operator';
 import { commitRawEntry } from '../support/git-fixtures';
 import { applyPatchJob, gitIn, hostileSuite, type HostileRow, type HostileWorkspace } from './harness';
 
@@ -85,6 +87,24 @@ describe('errors no retry can cure (sequencer, first delivery)', () => {
     { what: 'a remote whose first pkt-line is not a git service', ...answering(WRONG_SERVICE), reason: 'REJECTED_BY_TARGET', says: /does not speak git's smart HTTP protocol: Expected "# service=git-upload-pack\\n" but received "hello there/ },
     { what: 'a remote that refuses the request (403)', ...answering(FORBIDDEN), reason: 'REJECTED_BY_TARGET', says: /HTTP 403 Forbidden/ },
     { what: 'a repository the host does not have (404)', ...answering(NOT_FOUND), reason: 'REJECTED_BY_TARGET', says: /HTTP 404 Not Found/ },
+    {
+      what: "a remote that refuses the request (403), recovered by the README's steps in their order: the host fixed, the fence lifted, the job redriven",
+      message: answering(FORBIDDEN).message,
+      reason: 'REJECTED_BY_TARGET',
+      says: /HTTP 403 Forbidden/,
+      async recover(s, ws, failed) {
+        // A redrive before the unblock is refused (the job still blocks its workspace): the steps come in that order.
+        const recovery = runbookAdvice('REJECTED_BY_TARGET')?.recovery ?? '';
+        const unblockAt = recovery.indexOf('`workspace unblock <id> --drop`');
+        expect({ recovery, unblockBeforeRedrive: unblockAt >= 0 && unblockAt < recovery.lastIndexOf('`dlq redrive') }).toEqual({ recovery, unblockBeforeRedrive: true });
+        hosts.set(ws.workspaceId, { repoUrl: ws.repoUrl });
+        expect((await s.cli('workspace', 'unblock', ws.workspaceId, '--drop')).code).toBe(0);
+        expect((await s.cli('dlq', 'redrive', failed.jobId)).code).toBe(0);
+        expect(await s.deliverOnce()).toEqual({ batchItemFailures: [] });
+        expect(await s.ledger().getJob(failed.jobId)).toMatchObject({ status: 'SUCCEEDED' });
+        await s.expectUsable(frontOf(ws));
+      },
+    },
   ];
 
   it.each(ROWS.map((row) => [row.what, row] as const))('%s', async (_what, row) => {
