@@ -21,7 +21,7 @@ import { localCommandStageDeps, localCompletionDeps } from '../../src/compose/lo
 import { createBuildEventsHandler } from '../../src/core/build-completion';
 import { reconcileBuilds } from '../../src/core/build-reconciler';
 import { jobAttributes, jobDigest, type StageMessage } from '../../src/core/envelope';
-import { createCommandStageHandler, dueAfterMs } from '../../src/core/jobs/command-stage';
+import { createCommandStageHandler, dueAfterMs, runKey } from '../../src/core/jobs/command-stage';
 import type { EventPublisher } from '../../src/core/ports';
 import { REGION } from '../assembly/cloud-assembly';
 import { newSecretArn, startSecretsManager } from '../assembly/stand-ins';
@@ -267,14 +267,22 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     await h.forward(message);
     const { pin: _pin, ...envelope } = message;
     await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner: 'dead-stage', now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', pin: message.pin });
-    await h.ledger.recordProgress({ jobId: message.jobId, owner: 'dead-stage', progress: { startRequestedAt: new Date(h.now).toISOString() }, now: h.now });
+    const startRequestedAt = new Date(h.now).toISOString();
+    await h.ledger.recordProgress({ jobId: message.jobId, owner: 'dead-stage', progress: { startRequestedAt }, now: h.now });
     h.now += (LEASE_SECONDS + 1) * 1000;
-    const started: Build = {
-      id: 'tests:7',
-      environment: { type: 'LINUX_CONTAINER', image: 'i', computeType: 'BUILD_GENERAL1_SMALL', environmentVariables: [{ name: 'JOB_ID', value: message.jobId }, { name: 'JOB_RUN', value: '0' }] },
-    };
-    codebuild.on(ListBuildsForProjectCommand).resolves({ ids: ['tests:8', 'tests:7'] });
-    codebuild.on(BatchGetBuildsCommand).resolves({ builds: [{ id: 'tests:8' }, started] });
+    const buildOf = (id: string, key: string): Build => ({
+      id,
+      environment: {
+        type: 'LINUX_CONTAINER',
+        image: 'i',
+        computeType: 'BUILD_GENERAL1_SMALL',
+        environmentVariables: [{ name: 'JOB_ID', value: message.jobId }, { name: 'JOB_RUN', value: '0' }, { name: 'JOB_RUN_KEY', value: key }],
+      },
+    });
+    // tests:8 is an earlier job's of the same id and run (sent before its record expired): not this job's.
+    const earlier = buildOf('tests:8', runKey(message, 0, '2025-01-01T00:00:00.000Z'));
+    codebuild.on(ListBuildsForProjectCommand).resolves({ ids: ['tests:9', 'tests:8', 'tests:7'] });
+    codebuild.on(BatchGetBuildsCommand).resolves({ builds: [{ id: 'tests:9' }, earlier, buildOf('tests:7', runKey(message, 0, startRequestedAt))] });
 
     expect((await h.deliver(stage())).failed).toBe(false);
 
