@@ -327,9 +327,10 @@ class Driver {
     const sent = await whileAlive(platform, item.jobId, async () => {
       if (item.raw) {
         await sendRaw(sqs, queueUrl, item.raw.body, item.raw.groupId, `${item.jobId}:${item.position}`, { jobId: item.jobId, workspaceId: item.workspaceId });
-      } else if (item.kind === 'conflict') {
+      } else if (item.kind === 'conflict' || item.kind === 'hostile_patch') {
+        // A hostile patch goes around the producer (which refuses an unsafe one before sending), as a hostile agent would.
         const job = item.job as JobEnvelope;
-        await sendRaw(sqs, queueUrl, JSON.stringify(job), `ws#${job.workspaceId}`, `conflict:${item.jobId}:${item.position}`, jobAttributes(job));
+        await sendRaw(sqs, queueUrl, JSON.stringify(job), `ws#${job.workspaceId}`, `${item.kind}:${item.jobId}:${item.position}`, jobAttributes(job));
       } else {
         const options = { sqs, queueUrl, ...(viaCli ? { ledger } : {}) };
         await enqueueAgentJob(item.job as JobEnvelope, options);
