@@ -183,6 +183,73 @@ export async function readRunOutput(stateDir: string, buildId: string): Promise<
   });
 }
 
+/** A piece of a run's output read from an offset: what it printed from there, and where the next read starts. */
+export interface OutputPiece {
+  readonly text: string;
+  readonly nextOffset: number;
+  /** The run has ended and its kept output was read to its end: nothing more will come. */
+  readonly ended: boolean;
+  /** Bytes before `offset`'s place that were no longer kept (a long output cut to its end): not shown. */
+  readonly skipped: number;
+}
+
+/** Bytes read per piece: what a follower holds at once, however long the output. */
+const PIECE_BYTES = 64 * 1024;
+
+/**
+ * What a local run printed from byte `offset` of its output, at most PIECE_BYTES: from the output
+ * file while it runs, from the kept output once it ended (whose first bytes may be cut: those are
+ * counted in `skipped`). Reads nothing when neither is there yet (the run has not started).
+ */
+export async function readRunOutputFrom(stateDir: string, buildId: string, offset: number): Promise<OutputPiece> {
+  const running = await readPiece(runFile(stateDir, buildId, 'out'), offset, 0);
+  if (running) return { ...running, ended: false };
+  const cut = await readCutMarker(runFile(stateDir, buildId, 'log'));
+  const kept = await readPiece(runFile(stateDir, buildId, 'log'), Math.max(offset, cut.cutBytes), cut.cutBytes - cut.markerBytes);
+  if (!kept) return { text: '', nextOffset: offset, ended: false, skipped: 0 };
+  return { ...kept, skipped: Math.max(0, cut.cutBytes - offset), ended: kept.atEnd };
+}
+
+/** Up to PIECE_BYTES of `path` from the output's byte `offset`, the file starting at output byte `base`; undefined when there is no file. */
+async function readPiece(path: string, offset: number, base: number): Promise<(Omit<OutputPiece, 'ended'> & { atEnd: boolean }) | undefined> {
+  let file;
+  try {
+    file = await open(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    const { size } = await file.stat();
+    const at = offset - base;
+    const buffer = Buffer.alloc(Math.max(0, Math.min(PIECE_BYTES, size - at)));
+    const { bytesRead } = await file.read(buffer, 0, buffer.length, at);
+    // A character cut at the end of the piece is read whole with the next one.
+    const whole = completeUtf8(buffer.subarray(0, bytesRead));
+    return { text: whole.toString('utf8'), nextOffset: offset + whole.length, skipped: 0, atEnd: at + whole.length >= size };
+  } finally {
+    await file.close();
+  }
+}
+
+/** The kept output's cut: how many bytes of the output it lacks, and how long its marker line is (keepOutput writes both). */
+async function readCutMarker(path: string): Promise<{ cutBytes: number; markerBytes: number }> {
+  const head = (await readPiece(path, 0, 0).catch(() => undefined))?.text.slice(0, 200) ?? '';
+  const match = /^\[the first (\d+) bytes of the output were not kept\]\n/.exec(head);
+  return match?.[1] ? { cutBytes: Number(match[1]), markerBytes: Buffer.byteLength(match[0]) } : { cutBytes: 0, markerBytes: 0 };
+}
+
+/** `bytes` without a UTF-8 sequence cut at its end. */
+function completeUtf8(bytes: Buffer): Buffer {
+  for (let back = 1; back <= Math.min(3, bytes.length); back++) {
+    const byte = bytes[bytes.length - back] ?? 0;
+    if ((byte & 0xc0) === 0x80) continue; // a continuation byte: look further back
+    const length = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+    return length > back ? bytes.subarray(0, bytes.length - back) : bytes;
+  }
+  return bytes;
+}
+
 /**
  * Asks for the run's end (its job was cancelled): the runner that runs it, in this process or the
  * platform's, ends it within a moment; a run that has ended, or not started, is left as it is

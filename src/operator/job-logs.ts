@@ -6,10 +6,16 @@
 import { createReadStream, existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
-import type { JobRecord } from '../core/ports';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { COMMAND_JOB_TYPES, commandStageOf } from '../../contract/job-types';
+import { TERMINAL_STATUSES, type JobRecord } from '../core/ports';
 import { OUTPUT_KEEP_BYTES, PLATFORM_LOG_FILE, TEST_RUNS_DIR } from '../local/state-dir';
 import { buildLogUrl, jobFilterPattern, logEventsUrl } from './aws-links';
+import type { Connection } from './connection';
+import { InvalidRequestError, NotAvailableError } from './errors';
+import { requireJob } from './jobs';
 import type { Target } from './targets';
+import { aJobOfType } from './views';
 
 export { OUTPUT_KEEP_BYTES };
 
@@ -115,4 +121,55 @@ export async function readJobLogs(target: Target, job: JobRecord): Promise<JobLo
   const logFile = path.join(target.local.stateDir, PLATFORM_LOG_FILE);
   const lines = [...(await platformLogLines(logFile, job.jobId)), ...(await runOutputs(target.local.stateDir, job))];
   return { lines, source: lines.length ? `from ${logFile}` : `nothing logged yet in ${logFile}` };
+}
+
+export interface FollowOptions {
+  /** Called with each piece of output as it is read, in order. */
+  readonly onOutput: (text: string) => void | Promise<void>;
+  /** Stops following early (Ctrl-C, a cancelled request): the job as last read is returned. */
+  readonly signal?: AbortSignal;
+  /** @default FOLLOW_POLL_MS */
+  readonly pollMs?: number;
+}
+
+/** How often a followed run's output and its job are read again. */
+export const FOLLOW_POLL_MS = 250;
+
+/**
+ * Follows a command stage's output as it is printed, on the local platform: what its run printed
+ * so far, then each new piece, until the job has finished and its kept output is read to its end.
+ * A redrive's new run is followed from its start. Memory stays bounded: a piece at a time.
+ */
+export async function followRunOutput(connection: Connection, jobId: string, options: FollowOptions): Promise<JobRecord> {
+  const target = await connection.target();
+  if (!target.local) {
+    const job = await requireJob(connection, jobId);
+    const link = buildLogLink(target, job);
+    throw new NotAvailableError(`following a run's output works on the local platform; on ${target.label} CodeBuild keeps it${link?.kind === 'link' ? `: ${link.url}` : ''}`);
+  }
+  const runsDir = path.join(target.local.stateDir, TEST_RUNS_DIR);
+  const { readRunOutputFrom } = loadTestRunner();
+  let buildId: string | undefined;
+  let offset = 0;
+  for (;;) {
+    const job = await requireJob(connection, jobId);
+    if (!commandStageOf(job.type)) throw new InvalidRequestError(`${jobId} is ${aJobOfType(job.type)}: only command stages (${COMMAND_JOB_TYPES.join(', ')}) print output`);
+    const current = runBuildOf(job);
+    if (current !== buildId) [buildId, offset] = [current, 0];
+    // Read to what is there now: the verdict is written after the output is kept, so a finished job's is whole.
+    for (let piece = buildId ? await readRunOutputFrom(runsDir, buildId, offset) : undefined; piece && (piece.text || piece.skipped); ) {
+      if (piece.skipped) await options.onOutput(`[${piece.skipped} bytes of the output before this were not kept]\n`);
+      if (piece.text) await options.onOutput(piece.text);
+      offset = piece.nextOffset + piece.skipped;
+      piece = piece.text ? await readRunOutputFrom(runsDir, buildId ?? '', offset) : undefined;
+    }
+    if (TERMINAL_STATUSES.includes(job.status) || options.signal?.aborted) return job;
+    await sleep(options.pollMs ?? FOLLOW_POLL_MS, undefined, { signal: options.signal }).catch(() => undefined);
+  }
+}
+
+/** The build of the job's current run: recorded while it runs, in the result once it has a verdict. */
+function runBuildOf(job: JobRecord): string | undefined {
+  const recorded = job.progress?.['buildId'] ?? job.result?.['buildId'];
+  return typeof recorded === 'string' ? recorded : undefined;
 }
