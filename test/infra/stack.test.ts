@@ -11,7 +11,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { BUILD_RECONCILER, COMMAND_JOB_TYPES, SEQUENCER } from '../../contract/job-types';
 import { ENV, JOB_METRICS, METRICS_NAMESPACE, stageDlqUrlEnv, stageQueueUrlEnv } from '../../contract/runtime-env';
 import { STACK_OUTPUTS } from '../../contract/stack-outputs';
-import { VISIBILITY_TIMEOUT_FACTOR } from '../../contract/topology';
+import { DLQ_RETENTION_DAYS, QUEUE_RETENTION_DAYS, VISIBILITY_TIMEOUT_FACTOR } from '../../contract/topology';
 import type { AgentJobsStack } from '../../lib/agent-jobs-stack';
 import { expectedOutputKeys } from '../../src/cli/doctor';
 import { addStack, nagFindings, newApp, synth } from './helpers';
@@ -121,6 +121,24 @@ it('the dashboard shows every queue, DLQ and function and the job outcome metric
   }
   for (const metric of Object.values(JOB_METRICS)) expect(body).toContain(`MetricName=\\\\\\"${metric}\\\\\\"`);
   expect(body).toContain(`Namespace=\\\\\\"${METRICS_NAMESPACE}\\\\\\"`);
+});
+
+describe('DLQ age alarms', () => {
+  const DAY = 24 * 3600;
+  const ageAlarmOf = (consumer: string) => lane(consumer).queue.dlqAgeAlarm!.node.defaultChild as { alarmDescription?: string; threshold?: number };
+
+  it('on the FIFO DLQ count from the move (SQS resets the enqueue time of a FIFO message it moves) and fire with 3 days left', () => {
+    const alarm = ageAlarmOf('sequencer');
+    expect(alarm.threshold).toBe((DLQ_RETENTION_DAYS - 3) * DAY);
+    expect(alarm.alarmDescription).toMatch(/SQS deletes it 14 days after it was moved there \(a FIFO DLQ counts from the move\), 3 days from now/);
+    expect(alarm.alarmDescription).not.toMatch(/original enqueue/);
+  });
+
+  it.each(['build_events', 'run_tests'])('on the standard DLQ of %s count the time the message spent on its queue, so the alarm still leaves 3 days', (consumer) => {
+    const alarm = ageAlarmOf(consumer);
+    expect(alarm.threshold).toBe((DLQ_RETENTION_DAYS - QUEUE_RETENTION_DAYS - 3) * DAY);
+    expect(alarm.alarmDescription).toMatch(/SQS deletes a message 14 days after it was first sent to the queue: its time there \(up to 4 days\) counts, so it has at least 3 days left/);
+  });
 });
 
 describe('build completion by event', () => {
