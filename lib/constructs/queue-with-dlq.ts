@@ -9,13 +9,17 @@
  * - HTTPS-only queue policy, explicit 1 MiB maximum message size (CloudFormation's default is smaller).
  * - FIFO: high-throughput mode (deduplication per message group, throughput limit per group) and no
  *   content-based deduplication, because producers send explicit deduplication ids.
- * - Retention: 4 days on the queue, 14 days on the DLQ (SQS keeps the original enqueue time when it
- *   moves a message, so the DLQ must keep messages longer than the queue).
+ * - Retention: 4 days on the queue, 14 days on the DLQ, longer than the queue's: a standard queue's
+ *   message keeps its original enqueue time when SQS moves it to the DLQ.
  * - Retained when the stack is deleted (both queues hold jobs: the DLQ holds skipped jobs waiting
  *   for their replay); `removalPolicy` opts out, e.g. for a scratch environment.
- * - Alarms: oldest-message age on the queue; on the DLQ, visible messages > 0 and a message older
- *   than half the DLQ retention (the depth alarm notifies once, and SQS deletes a message at the end
- *   of the retention, skipped jobs waiting for their replay included).
+ * - Alarms: oldest-message age on the queue; on the DLQ, visible messages > 0 and a message that
+ *   has DLQ_AGE_ALARM_MARGIN_DAYS left before SQS deletes it (the depth alarm notifies once, and
+ *   SQS deletes a message at the end of the retention, skipped jobs waiting for their replay
+ *   included). The DLQ's ApproximateAgeOfOldestMessage counts from the move to the DLQ, but SQS
+ *   deletes a standard queue's message by its first enqueue time (its days on the queue count
+ *   against the DLQ retention) and a FIFO queue's by the move (the enqueue time resets): see
+ *   dlqAgeAlarmSettings.
  *
  * The queue also carries the settings of its consumer (`consumer`), so every rule that ties the two
  * together (visibility vs. timeout, batch size on FIFO) is checked in one place, at synth.
@@ -115,11 +119,11 @@ export class QueueWithDlq extends Construct {
         description: `${this.node.path}: messages are waiting in the dead-letter queue (triage with agent-jobs dlq list)`,
         action: props.alarmAction,
       });
-      const dlqAgeThreshold = Duration.seconds(dlqRetention.toSeconds() / 2);
+      const age = dlqAgeAlarmSettings(this.fifo, retentionPeriod, dlqRetention);
       this.dlqAgeAlarm = alarmAbove(this, 'DlqAgeAlarm', {
         metric: dlq.metricApproximateAgeOfOldestMessage({ statistic: cloudwatch.Stats.MAXIMUM }),
-        threshold: dlqAgeThreshold.toSeconds(),
-        description: `${this.node.path}: a dead-letter message is older than ${dlqAgeThreshold.toHumanString()}; SQS deletes it at ${dlqRetention.toHumanString()} (redrive or drop it)`,
+        threshold: age.threshold.toSeconds(),
+        description: `${this.node.path}: ${age.description} (redrive or drop it)`,
         action: props.alarmAction,
       });
     }
@@ -136,6 +140,33 @@ export class QueueWithDlq extends Construct {
       action: props.alarmAction,
     });
   }
+}
+
+/** Time an operator has to act on a DLQ message when its age alarm fires, before SQS deletes it. */
+export const DLQ_AGE_ALARM_MARGIN_DAYS = 3;
+
+/**
+ * The DLQ age alarm's threshold (on ApproximateAgeOfOldestMessage, which counts from the move to
+ * the DLQ) and words. SQS deletes a FIFO queue's dead letter `dlqRetention` after the move (the
+ * enqueue time resets); a standard queue's `dlqRetention` after it was first sent to the queue (the
+ * enqueue time is kept), so the time it spent there, up to the queue's retention, comes off.
+ */
+export function dlqAgeAlarmSettings(fifo: boolean, retention: Duration, dlqRetention: Duration): { threshold: Duration; description: string } {
+  const margin = Duration.days(DLQ_AGE_ALARM_MARGIN_DAYS);
+  const deletedAt = dlqRetention.toHumanString();
+  if (fifo) {
+    const threshold = Duration.seconds(dlqRetention.toSeconds() - margin.toSeconds());
+    return {
+      threshold,
+      description: `a dead-letter message has been on the DLQ longer than ${threshold.toHumanString()}; SQS deletes it ${deletedAt} after it was moved there (a FIFO DLQ counts from the move), ${margin.toHumanString()} from now`,
+    };
+  }
+  const threshold = Duration.seconds(dlqRetention.toSeconds() - retention.toSeconds() - margin.toSeconds());
+  return {
+    threshold,
+    description: `a dead-letter message has been on the DLQ longer than ${threshold.toHumanString()}; SQS deletes a message ${deletedAt} after it was first sent to the queue: `
+      + `its time there (up to ${retention.toHumanString()}) counts, so it has at least ${margin.toHumanString()} left`,
+  };
 }
 
 interface ResolvedSettings extends QueueWithDlqProps {
@@ -162,7 +193,12 @@ function validate(path: string, s: ResolvedSettings): void {
     `must be above 0 and below the retention period (${s.retentionPeriod.toSeconds()} s), or the alarm can never fire`);
   if (!s.deadLetterQueue) {
     problems.check('retentionPeriod', s.retentionPeriod.toSeconds(), (v) => v >= s.dlqRetention.toSeconds(),
-      `must be shorter than the DLQ retention (${s.dlqRetention.toSeconds()} s): a moved message keeps its original enqueue time`);
+      `must be shorter than the DLQ retention (${s.dlqRetention.toSeconds()} s): a standard queue's moved message keeps its original enqueue time`);
+    if (!s.fifo) {
+      const margin = Duration.days(DLQ_AGE_ALARM_MARGIN_DAYS).toSeconds();
+      problems.check('retentionPeriod', s.retentionPeriod.toSeconds(), (v) => v > 0 && v < s.dlqRetention.toSeconds() && s.dlqRetention.toSeconds() - v - margin <= 0,
+        `must leave the DLQ age alarm time to fire: at most the DLQ retention minus ${DLQ_AGE_ALARM_MARGIN_DAYS} days (${s.dlqRetention.toSeconds() - margin} s), since a moved message's time on the queue counts against it`);
+    }
   } else if (s.deadLetterQueue.fifo !== s.fifo) {
     problems.add('deadLetterQueue', s.fifo ? 'must be a FIFO queue, because the queue is FIFO' : 'must be a standard queue, because the queue is standard');
   }

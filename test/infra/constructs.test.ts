@@ -66,6 +66,11 @@ describe('QueueWithDlq validation', () => {
     expect(create).toThrow(/retentionPeriod = 1209600: must be shorter than the DLQ retention/);
   });
 
+  it('rejects a standard queue retention that leaves its DLQ age alarm no time to fire (its time on the queue counts against the DLQ)', () => {
+    expect(() => queueWith({ retentionPeriod: Duration.days(11) })).toThrow(/retentionPeriod = 950400: must leave the DLQ age alarm time to fire/);
+    expect(() => queueWith({ fifo: true, retentionPeriod: Duration.days(11) })).not.toThrow();
+  });
+
   it('skips values that are unresolved tokens (known only at deploy)', () => {
     expect(() => queueWith({ maxReceiveCount: Token.asNumber({ Ref: 'MaxReceiveCount' }) })).not.toThrow();
   });

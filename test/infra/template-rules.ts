@@ -7,12 +7,13 @@
  * Rules read the template JSON only (template.ts), never the constructs, so they find the FIFO
  * queue by its properties and a role by its description, as a reviewer reading the template would.
  */
+import { DLQ_AGE_ALARM_MARGIN_DAYS } from '../../lib/constructs/queue-with-dlq';
 import { LAMBDA_NODE_MAJOR } from '../../lib/constructs/worker';
 import { placeholderValue, type SecretShape } from '../../lib/secrets';
 import { BUILD_RECONCILER, COMMAND_JOB_TYPES, allWorkers } from '../../contract/job-types';
 import { ENV, JOB_METRICS, MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
 import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
-import { DLQ_RETENTION_DAYS, LEDGER_TABLE, VISIBILITY_TIMEOUT_FACTOR, platformQueues, queueTopology } from '../../contract/topology';
+import { LEDGER_TABLE, VISIBILITY_TIMEOUT_FACTOR, platformQueues, queueTopology } from '../../contract/topology';
 import { asArray, baseName, render, resolve, resourcesOf, targetOf, type CfnResource, type TemplateJson } from './template';
 
 export interface TemplateRule {
@@ -53,6 +54,18 @@ const reconcilerSchedule = (t: TemplateJson): CfnResource => {
 /** Every function: one per queue-fed worker, and the scheduled build reconciler. */
 const FUNCTIONS = allWorkers().length + 1;
 const standardDlqId = (t: TemplateJson): string => queues(t).find(([id, q]) => !props(q)['FifoQueue'] && dlqIds(t).has(id))![0];
+/**
+ * The age a dead letter of DLQ `id` may reach (ApproximateAgeOfOldestMessage counts from the move)
+ * with DLQ_AGE_ALARM_MARGIN_DAYS left: SQS deletes a FIFO one its retention after the move, a
+ * standard one its retention after the first send to the queue, whose retention then comes off.
+ */
+const dlqAgeThreshold = (t: TemplateJson, id: string): number => {
+  const seconds = (name: string) => Number(props(t.Resources[name]!)['MessageRetentionPeriod']);
+  const margin = DLQ_AGE_ALARM_MARGIN_DAYS * 86_400;
+  if (props(t.Resources[id]!)['FifoQueue'] === true) return seconds(id) - margin;
+  const sources = queues(t).filter(([, q]) => targetOf(props(q)['RedrivePolicy']?.deadLetterTargetArn) === id);
+  return seconds(id) - Math.max(...sources.map(([source]) => seconds(source))) - margin;
+};
 const fifoDlqId = (t: TemplateJson): string => queues(t).find(([id, q]) => props(q)['FifoQueue'] && dlqIds(t).has(id))![0];
 const topicId = (t: TemplateJson): string => {
   const topics = resourcesOf(t, 'AWS::SNS::Topic');
@@ -310,7 +323,7 @@ export const TEMPLATE_RULES: readonly TemplateRule[] = [
         if (!dlqs.has(id)) continue;
         const depth = alarmsOn(t, 'ApproximateNumberOfMessagesVisible', 'QueueName', id);
         expect(depth.map(([, a]) => [props(a)['Threshold'], props(a)['ComparisonOperator']])).toEqual([[0, 'GreaterThanThreshold']]);
-        expect(props(alarmsOn(t, 'ApproximateAgeOfOldestMessage', 'QueueName', id)[0]![1])['Threshold']).toBe((DLQ_RETENTION_DAYS * 86_400) / 2);
+        expect(props(alarmsOn(t, 'ApproximateAgeOfOldestMessage', 'QueueName', id)[0]![1])['Threshold']).toBe(dlqAgeThreshold(t, id));
       }
       for (const [id] of resourcesOf(t, 'AWS::Lambda::Function')) {
         for (const metric of ['Errors', 'Throttles']) expect(alarmsOn(t, metric, 'FunctionName', id)).toHaveLength(1);
@@ -318,6 +331,10 @@ export const TEMPLATE_RULES: readonly TemplateRule[] = [
       for (const [, alarm] of resourcesOf(t, 'AWS::CloudWatch::Alarm')) expect(props(alarm)['AlarmActions']).toEqual([{ Ref: topic }]);
     },
     mutations: {
+      "the FIFO DLQ's age alarm fires at half its retention, as a standard DLQ's": (t) => {
+        const [, alarm] = alarmsOn(t, 'ApproximateAgeOfOldestMessage', 'QueueName', fifoDlqId(t))[0]!;
+        props(alarm)['Threshold'] = 7 * 86_400;
+      },
       'a DLQ has no depth alarm': (t) => {
         const [id] = alarmsOn(t, 'ApproximateNumberOfMessagesVisible', 'QueueName', fifoDlqId(t))[0]!;
         delete t.Resources[id];
