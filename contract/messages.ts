@@ -26,6 +26,12 @@ export const DLQ_ATTRIBUTES = {
   errorMessage: 'errorMessage',
 } as const;
 
+/**
+ * The String attributes EventBridge sets on an event it could not deliver to a rule's target, on
+ * the target's DLQ (the build-events DLQ): which rule, and why (ERROR_CODE, ERROR_MESSAGE).
+ */
+export const EVENTBRIDGE_DLQ_ATTRIBUTES = { ruleArn: 'RULE_ARN', errorCode: 'ERROR_CODE', errorMessage: 'ERROR_MESSAGE' } as const;
+
 /** A failure's reason code, as the ledger and the DLQ's `reason` attribute carry it (README, "Failure reasons"). */
 export const reasonCodeSchema = z.string().check(z.regex(/^[A-Z][A-Z_]*$/), z.describe('A reason code: INVALID_JOB, CONFLICT, SKIPPED, ... (the README lists each, with its recovery).'));
 

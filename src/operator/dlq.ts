@@ -16,6 +16,7 @@ import { requireServedQueue, type QueueEndpoint, type Target } from './targets';
 
 // The SQS operations load with the SQS SDK, only when a DLQ is read or swept (require: see targets.ts).
 const dlqMessages = (): typeof import('./dlq-messages') => require('./dlq-messages');
+const buildEventsDlq = (): typeof import('./build-events-dlq') => require('./build-events-dlq');
 
 const DAY_MS = 86_400_000;
 
@@ -28,6 +29,13 @@ export function selectQueues(target: Target, name: string | undefined): readonly
     throw new InvalidRequestError(`unknown queue ${name}: one of ${target.queues.map((q) => q.name).join(', ')}`);
   }
   return [queue];
+}
+
+/** The DLQs a request is about: the jobs' (selectQueues) and the build-events queue's, when it is the one named or none is. */
+export function selectWithBuildEvents(target: Target, name: string | undefined): { jobs: readonly QueueEndpoint[]; buildEvents?: QueueEndpoint } {
+  const events = target.buildEvents;
+  if (events !== undefined && name === events.name) return { jobs: [], buildEvents: events };
+  return { jobs: selectQueues(target, name), ...(name === undefined && events !== undefined && { buildEvents: events }) };
 }
 
 /** One job (or refused request) waiting on a DLQ, as the ledger knows it. */
@@ -103,6 +111,8 @@ export interface DlqQueueDepth {
   readonly depth: number;
   /** How many of its messages the ledger lists (expired ones aside). */
   readonly listed: number;
+  /** What its messages are: jobs, or build events (the build-events queue's DLQ, which the ledger never lists). */
+  readonly carries: 'jobs' | 'buildEvents';
 }
 
 export interface DlqListing {
@@ -115,16 +125,18 @@ export interface DlqListing {
  * above what is listed is messages the ledger cannot know (a body that is not a job, a job that
  * failed before its claim): `peekDlq` shows them.
  */
-export async function listDlq(connection: Connection, options: { queue?: string; now?: number } = {}): Promise<DlqListing> {
-  const queues = selectQueues(await connection.target(), options.queue);
+export async function listDlq(connection: Connection, options: { queue?: string; now?: number; withBuildEvents?: boolean } = {}): Promise<DlqListing> {
+  const target = await connection.target();
+  const { jobs: queues, buildEvents } = options.withBuildEvents ? selectWithBuildEvents(target, options.queue) : { jobs: selectQueues(target, options.queue) };
   const names = new Set(queues.map((q) => q.name));
   const rows = dlqRows(await (await connection.ledger()).listDlq(), options.now ?? Date.now()).filter((r) => names.has(r.queue));
   const { sqs } = await connection.clients();
   const depths: DlqQueueDepth[] = [];
+  // GetQueueAttributes, not a receive: counting leaves the messages as they are.
   for (const queue of queues) {
-    // GetQueueAttributes, not a receive: counting leaves the messages as they are.
-    depths.push({ queue: queue.name, depth: await dlqMessages().approximateDepth(sqs, queue), listed: rows.filter((r) => r.queue === queue.name && !r.expired).length });
+    depths.push({ queue: queue.name, depth: await dlqMessages().approximateDepth(sqs, queue), listed: rows.filter((r) => r.queue === queue.name && !r.expired).length, carries: 'jobs' });
   }
+  if (buildEvents) depths.push({ queue: buildEvents.name, depth: await dlqMessages().approximateDepth(sqs, buildEvents), listed: 0, carries: 'buildEvents' });
   return { queues: depths, rows };
 }
 
@@ -229,8 +241,17 @@ export function settledCopy(queue: QueueEndpoint, message: DlqMessage, job: JobR
  * (settledCopy), so it leaves on the DLQs only what `dlq list` lists. A named job is reached behind the other messages of its workspace, which keep their order.
  */
 export async function redrive(connection: Connection, options: { jobIds?: readonly string[]; queue?: string } = {}): Promise<RedriveResult> {
-  const queues = selectQueues(await connection.target(), options.queue);
-  return options.jobIds?.length ? redriveNamed(connection, queues, options.jobIds) : redriveAll(connection, queues);
+  const target = await connection.target();
+  if (options.jobIds?.length) return redriveNamed(connection, selectQueues(target, options.queue), options.jobIds);
+  const { jobs, buildEvents } = selectWithBuildEvents(target, options.queue);
+  const result = await redriveAll(connection, jobs);
+  if (buildEvents === undefined) return result;
+  const events = await buildEventsDlq().redriveBuildEvents((await connection.clients()).sqs, buildEvents);
+  return {
+    redriven: [...result.redriven, ...events.redriven.map((e) => ({ queue: buildEvents.name, jobId: e.summary.jobId ?? '', messageId: e.messageId }))],
+    left: [...result.left, ...events.left.map((e) => ({ queue: buildEvents.name, jobId: e.summary.jobId ?? '', why: e.why }))],
+    removed: result.removed,
+  };
 }
 
 async function redriveAll(connection: Connection, queues: readonly QueueEndpoint[]): Promise<RedriveResult> {
@@ -332,8 +353,15 @@ async function redriveRefusal(connection: Connection, job: JobRecord): Promise<s
   return undefined;
 }
 
-/** A DLQ message as peek shows it: its attributes and the size of its body, not the body. */
-export type PeekedMessage = Omit<DlqMessage, 'receiptHandle' | 'body'> & { readonly bodyBytes: number };
+/**
+ * A DLQ message as peek shows it: its attributes and the size of its body, not the body; an event
+ * of the build-events DLQ also with the build it is about and what to do with it.
+ */
+export type PeekedMessage = Omit<DlqMessage, 'receiptHandle' | 'body'> & {
+  readonly bodyBytes: number;
+  readonly buildEvent?: import('./build-events-dlq').BuildEventSummary;
+  readonly advice?: string;
+};
 
 export interface Peeked {
   readonly shown: readonly PeekedMessage[];
@@ -346,12 +374,19 @@ export async function peekDlq(connection: Connection, options: { queue?: string 
   const { sqs } = await connection.clients();
   const shown: PeekedMessage[] = [];
   const behind: { queue: string; count: number }[] = [];
-  for (const queue of selectQueues(await connection.target(), options.queue)) {
+  const { jobs, buildEvents } = selectWithBuildEvents(await connection.target(), options.queue);
+  for (const queue of jobs) {
     const heads = await dlqMessages().peekDlq(sqs, queue);
     for (const { receiptHandle: _handle, body, ...rest } of heads) shown.push({ ...rest, bodyBytes: Buffer.byteLength(body) });
     // Counted after the peek released what it received: the depth then includes the heads again.
     const waiting = queue.fifo ? (await dlqMessages().approximateDepth(sqs, queue)) - heads.length : 0;
     if (waiting > 0) behind.push({ queue: queue.name, count: waiting });
+  }
+  if (buildEvents) {
+    const events = buildEventsDlq();
+    for (const { receiptHandle: _handle, body, ...rest } of await dlqMessages().peekDlq(sqs, buildEvents)) {
+      shown.push({ ...rest, bodyBytes: Buffer.byteLength(body), buildEvent: events.buildEventSummary(body), advice: events.buildEventAdvice(rest) });
+    }
   }
   return { shown, behind };
 }

@@ -13,7 +13,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import * as z from 'zod/mini';
 import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
 import { JOB_TYPE_NAMES } from '../../contract/job-types';
-import { queueName, queueTopology } from '../../contract/topology';
+import { platformQueues, queueName, queueTopology } from '../../contract/topology';
 import { isProcessAlive } from '../adapters/system';
 import { PLATFORM_FILE } from '../local/state-dir';
 import { TargetError } from './errors';
@@ -39,6 +39,11 @@ export interface Target {
   readonly endpoints: { readonly sqs?: string; readonly dynamodb?: string; readonly s3?: string };
   /** The FIFO jobs queue first, then the stage queues, in topology order. */
   readonly queues: readonly QueueEndpoint[];
+  /**
+   * The build-events queue and its DLQ (failed EventBridge deliveries of build events, and events
+   * its consumer could not read); absent when the catalog has no command stage. It carries no job.
+   */
+  readonly buildEvents?: QueueEndpoint;
   readonly tableName: string;
   readonly diffBucket?: string;
   /**
@@ -104,6 +109,7 @@ export function targetFromStackOutputs(stackName: string, region: string, output
     fifo: q.fifo,
     consumer: q.consumer,
   }));
+  const buildEvents = buildEventsEndpoint((name) => byKey.get(queueUrlOutputKey(name)), (name) => byKey.get(dlqUrlOutputKey(name)));
   const tableName = need(STACK_OUTPUTS.ledgerTableName);
   const logGroups = Object.fromEntries(
     [...queues.map((q) => [q.consumer, logGroupOutputKey(q.consumer)] as const), ['build_reconciler', BUILD_RECONCILER_LOG_GROUP_OUTPUT] as const].flatMap(([worker, key]) => {
@@ -119,10 +125,19 @@ export function targetFromStackOutputs(stackName: string, region: string, output
     region,
     endpoints: {},
     queues,
+    ...(buildEvents && { buildEvents }),
     tableName,
     diffBucket: byKey.get(STACK_OUTPUTS.diffBucketName),
     logGroups,
   };
+}
+
+/** The build-events queue's endpoint, when the catalog has one and its URLs are known. */
+function buildEventsEndpoint(url: (name: string) => string | undefined, dlqUrl: (name: string) => string | undefined): QueueEndpoint | undefined {
+  const spec = platformQueues().find((q) => q.role === 'buildEvents');
+  if (spec === undefined) return undefined;
+  const [queue, dlq] = [url(spec.name), dlqUrl(spec.name)];
+  return queue && dlq ? { name: spec.name, url: queue, dlqUrl: dlq, fifo: spec.fifo, consumer: spec.consumer } : undefined;
 }
 
 /** `platform.json`'s testIsolation (IsolationReport in src/local/confinement.ts): what the doctor shows. */
@@ -203,6 +218,7 @@ function targetFromPlatformFile(stateDir: string, file: z.infer<typeof platformF
     else if (q.role === 'stage') lacking.push(q.consumer);
     else throw new TargetError(`${path.join(stateDir, PLATFORM_FILE)} lacks the queue ${q.name}`);
   }
+  const buildEvents = buildEventsEndpoint((name) => file.queueUrls[name], (name) => file.dlqUrls[name]);
   const served = file.jobTypes;
   const unserved = served === undefined ? lacking : JOB_TYPE_NAMES.filter((type) => !served.includes(type));
   return {
@@ -212,6 +228,7 @@ function targetFromPlatformFile(stateDir: string, file: z.infer<typeof platformF
     region: file.region,
     endpoints: file.endpoints,
     queues,
+    ...(buildEvents && { buildEvents }),
     tableName: file.tableName,
     diffBucket: file.bucketName,
     local: { stateDir, gitUrl: file.gitUrl, eventsFile: file.eventLog, ...(file.testIsolation && { testIsolation: file.testIsolation }) },

@@ -6,7 +6,7 @@
  * receive. src/operator/dlq.ts does the reading and the redriving.
  */
 import { DLQ_RETENTION_DAYS } from '../../../contract/topology';
-import { DLQ_ATTRIBUTES } from '../../../contract/messages';
+import { DLQ_ATTRIBUTES, EVENTBRIDGE_DLQ_ATTRIBUTES } from '../../../contract/messages';
 import { userInfo } from 'node:os';
 import { dismissalWords, dismissJob, listDlq, peekDlq, redrive, showDlqJob, type DlqRow } from '../../operator/dlq';
 import { publicJob } from '../../operator/views';
@@ -17,7 +17,7 @@ import { table } from '../output';
 import { jobFields } from '../views';
 
 const queueOption = {
-  queue: { type: 'string', valueName: 'name', description: "only this queue's DLQ (agent-jobs, run-tests, open-pr, ...)" },
+  queue: { type: 'string', valueName: 'name', description: "only this queue's DLQ (agent-jobs, run-tests, open-pr, ..., build-events)" },
 } as const;
 
 export const dlqList: CommandSpec<CliContext> = {
@@ -26,11 +26,16 @@ export const dlqList: CommandSpec<CliContext> = {
   options: queueOption,
   notes: [
     'A message the ledger cannot know (a body that is not a job) is counted, not listed: "dlq peek" shows it.',
+    'The build-events DLQ holds build events, not jobs (EventBridge deliveries that failed): it is counted, and "dlq peek --queue build-events" shows them.',
     `SQS deletes a DLQ message after ${DLQ_RETENTION_DAYS} days; such jobs are listed as expired (the ledger keeps them longer).`,
   ],
   async run(ctx, { values }) {
-    const { queues, rows } = await listDlq(ctx, { queue: stringOption(values, 'queue') });
-    const headings = queues.map(({ queue, depth, listed }) => {
+    const { queues, rows } = await listDlq(ctx, { queue: stringOption(values, 'queue'), withBuildEvents: true });
+    const headings = queues.map(({ queue, depth, listed, carries }) => {
+      if (carries === 'buildEvents') {
+        if (depth > 0) ctx.note(`${queue} DLQ: build events EventBridge could not deliver (or the consumer could not read): no verdict is lost, the build reconciler records it from the command runner once the job is past its due time; "dlq peek --queue ${queue}" shows each event and what to do`);
+        return `${queue} DLQ: about ${depth} message(s) (build events, not jobs: "dlq peek --queue ${queue}" shows them)`;
+      }
       if (depth > listed) {
         ctx.note(`${queue} DLQ: about ${depth - listed} message(s) the ledger does not list (a body that is not a job, a job that failed before its claim, or the copy of a cancelled or dismissed job that an interrupted command left: run it again): "dlq peek --queue ${queue}" shows them (it receives them)`);
       }
@@ -72,6 +77,8 @@ export const dlqRedrive: CommandSpec<CliContext> = {
     'Groups of BLOCKED workspaces are left on the DLQ: use "workspace unblock <id> --replay" for them.',
     'A named job is reached behind other messages of its workspace, which keep their order.',
     'Refused conflicting requests are never redriven: they would be refused again.',
+    'The build-events DLQ\'s events go back to the build-events queue (with --queue build-events, or without ids): a verdict',
+    'already recorded is not changed; an event its consumer could not read is left.',
     'Without job ids it also deletes the copy an interrupted "cancel" or "dlq dismiss" left of a job that is',
     'CANCELLED or dismissed (reported as removed, never run), as "workspace unblock" does.',
   ],
@@ -95,13 +102,22 @@ export const dlqPeek: CommandSpec<CliContext> = {
   notes: [
     'Prefer "dlq list": it reads the ledger and receives nothing. A FIFO DLQ hands out only the head of each',
     'group (peek says how many wait behind); peek is for messages the ledger cannot know (a body that is not a job).',
+    'On the build-events DLQ it shows each build event with its job, why it is there (ERROR_CODE, from EventBridge) and what to do.',
   ],
   async run(ctx, { values }) {
     const { shown, behind } = await peekDlq(ctx, { queue: stringOption(values, 'queue') });
     for (const { queue, count } of behind) {
       ctx.note(`${queue} DLQ: about ${count} more message(s) wait behind the head of their group (a FIFO DLQ hands out only the head of each group): "dlq list --queue ${queue}" lists them from the ledger`);
     }
-    const rows = shown.map((m) => [m.queue, m.messageId, m.attributes.jobId, m.attributes.type, m.attributes[DLQ_ATTRIBUTES.reason], m.receiveCount] as const);
+    for (const m of shown) if (m.advice !== undefined) ctx.note(`${m.queue} DLQ, message ${m.messageId}: ${m.advice}`);
+    const rows = shown.map((m) => [
+      m.queue,
+      m.messageId,
+      m.attributes.jobId ?? m.buildEvent?.jobId,
+      m.attributes.type ?? m.buildEvent?.jobType,
+      m.attributes[DLQ_ATTRIBUTES.reason] ?? m.attributes[EVENTBRIDGE_DLQ_ATTRIBUTES.errorCode],
+      m.receiveCount,
+    ] as const);
     return { data: shown, text: shown.length ? table(['QUEUE', 'MESSAGE', 'JOB', 'TYPE', 'REASON', 'RECEIVES'], rows) : 'no message visible on the DLQs' };
   },
 };
