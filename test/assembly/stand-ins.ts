@@ -88,6 +88,8 @@ interface StandInSecret {
   readonly name: string;
   readonly versions: Map<string, string>;
   current: string;
+  /** Set by DeleteSecret with a recovery window: the secret answers InvalidRequestException until RestoreSecret. */
+  deletedDate?: number;
 }
 
 /** The ARN Secrets Manager gives a new secret: its name and six characters of its own. */
@@ -114,10 +116,16 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
     if (!found) throw new ServiceError('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
     return found;
   };
+  /** A secret scheduled for deletion refuses everything but DescribeSecret and RestoreSecret (Secrets Manager's words). */
+  const usable = (id: string): StandInSecret => {
+    const secret = find(id);
+    if (secret.deletedDate !== undefined) throw new ServiceError('InvalidRequestException', "You can't perform this operation on the secret because it was marked for deletion.");
+    return secret;
+  };
   const server = await serve({
     GetSecretValue: ({ SecretId, VersionId }: { SecretId: string; VersionId?: string }) => {
       refuseIfFaulted('GetSecretValue');
-      const secret = find(SecretId);
+      const secret = usable(SecretId);
       const version = VersionId ?? secret.current;
       const value = secret.versions.get(version);
       if (value === undefined) throw new ServiceError('ResourceNotFoundException', "Secrets Manager can't find the specified secret value for VersionId.");
@@ -125,7 +133,7 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
     },
     PutSecretValue: ({ SecretId, SecretString, ClientRequestToken }: { SecretId: string; SecretString: string; ClientRequestToken?: string }) => {
       refuseIfFaulted('PutSecretValue');
-      const secret = find(SecretId);
+      const secret = usable(SecretId);
       const version = ClientRequestToken ?? randomUUID();
       const existing = secret.versions.get(version);
       if (existing !== undefined && existing !== SecretString) throw new ServiceError('ResourceExistsException', `A version ${version} of ${secret.name} exists with another value.`);
@@ -137,9 +145,29 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
     },
     CreateSecret: ({ Name, SecretString, ClientRequestToken }: { Name: string; SecretString: string; ClientRequestToken?: string }) => {
       refuseIfFaulted('CreateSecret');
-      if (secrets.some((s) => s.name === Name)) throw new ServiceError('ResourceExistsException', `The operation failed because the secret ${Name} already exists.`);
+      const existing = secrets.find((s) => s.name === Name);
+      if (existing?.deletedDate !== undefined) throw new ServiceError('InvalidRequestException', "You can't perform this operation on the secret because it was marked for deletion.");
+      if (existing) throw new ServiceError('ResourceExistsException', `The operation failed because the secret ${Name} already exists.`);
       const secret = add(newSecretArn(Name), SecretString, ClientRequestToken);
       return { ARN: secret.arn, Name: secret.name, VersionId: secret.current };
+    },
+    DescribeSecret: ({ SecretId }: { SecretId: string }) => {
+      refuseIfFaulted('DescribeSecret');
+      const secret = find(SecretId);
+      return { ARN: secret.arn, Name: secret.name, ...(secret.deletedDate !== undefined && { DeletedDate: secret.deletedDate / 1000 }) };
+    },
+    /** With a recovery window (7 to 30 days, 30 by default): the secret stays, marked; it is never removed here. */
+    DeleteSecret: ({ SecretId, RecoveryWindowInDays }: { SecretId: string; RecoveryWindowInDays?: number }) => {
+      refuseIfFaulted('DeleteSecret');
+      const secret = find(SecretId);
+      secret.deletedDate ??= Date.now() + (RecoveryWindowInDays ?? 30) * 86_400_000;
+      return { ARN: secret.arn, Name: secret.name, DeletionDate: secret.deletedDate / 1000 };
+    },
+    RestoreSecret: ({ SecretId }: { SecretId: string }) => {
+      refuseIfFaulted('RestoreSecret');
+      const secret = find(SecretId);
+      delete secret.deletedDate;
+      return { ARN: secret.arn, Name: secret.name };
     },
   });
   return {
@@ -149,7 +177,7 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
      * protocol carries every Secrets Manager error), e.g. ThrottlingException past the regional
      * request quota. The SDK retries some of them itself: each attempt takes one.
      */
-    refuseNext(operation: 'GetSecretValue' | 'PutSecretValue' | 'CreateSecret', times: number, type = 'ThrottlingException'): void {
+    refuseNext(operation: 'GetSecretValue' | 'PutSecretValue' | 'CreateSecret' | 'DescribeSecret' | 'RestoreSecret', times: number, type = 'ThrottlingException'): void {
       for (let i = 0; i < times; i++) faults.push({ operation, type });
     },
     /** A secret's complete ARN from its ARN or its name (what IAM authorizes), or undefined for one that does not exist. */

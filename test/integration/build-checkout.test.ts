@@ -6,7 +6,7 @@
  * from the references as CodeBuild resolves them.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { DeleteSecretCommand, DescribeSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { CHECKOUT_ENV } from '../../contract/runtime-env';
 import { checkoutSecretName, SecretsManagerBuildCheckout } from '../../src/adapters/build-checkout';
 import type { GitHubAppKey } from '../../src/adapters/github-api';
@@ -133,6 +133,33 @@ describe('the build checkout credential', () => {
 
       expect(retried).toEqual(crashed);
       expect(github.minted).toHaveLength(1);
+    });
+  });
+
+  describe("a repository's checkout secret scheduled for deletion (DeleteSecret with a recovery window)", () => {
+    const reader = { username: 'reader', password: 'read-only-token' };
+    const scheduleDeletion = async () => {
+      await checkoutWith(reader).environmentFor(REPO);
+      await client.send(new DeleteSecretCommand({ SecretId: checkoutSecretName(PREFIX, REPO), RecoveryWindowInDays: 7 }));
+    };
+
+    it('is restored, and the build is started with it as for any checkout secret', async () => {
+      await scheduleDeletion();
+
+      const refs = await checkoutWith({ ...reader, password: 'rotated-token' }).environmentFor(REPO);
+
+      expect(buildReads(refs)).toEqual({ [CHECKOUT_ENV.username]: 'reader', [CHECKOUT_ENV.password]: 'rotated-token' });
+      const described = await client.send(new DescribeSecretCommand({ SecretId: checkoutSecretName(PREFIX, REPO) }));
+      expect(described.DeletedDate).toBeUndefined();
+    });
+
+    it('that cannot be restored is refused with the reason and what to do, not as an unexplained InvalidRequestException', async () => {
+      await scheduleDeletion();
+      secretsManager.refuseNext('RestoreSecret', 1, 'AccessDeniedException');
+
+      const refused = checkoutWith(reader).environmentFor(REPO);
+
+      await expect(refused).rejects.toThrow(new RegExp(`checkout secret ${checkoutSecretName(PREFIX, REPO)} is scheduled for deletion .*could not be restored \\(AccessDeniedException.*restore-secret --secret-id`));
     });
   });
 
