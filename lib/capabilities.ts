@@ -79,10 +79,10 @@ const BINDINGS: Record<Capability, Binding> = {
     // The build's checkout credential: read from the read-only secret (a GitHub App there mints a
     // token for the one repository), written to the repository's checkout secret, which is all
     // the build's role may read; its current version is read first and named while it serves
-    // (src/adapters/build-checkout.ts).
+    // (src/adapters/build-checkout.ts). One scheduled for deletion is described and restored.
     bindSecret(worker, r.gitReadCredentials, ENV.gitReadCredentialsSecretArn);
     worker.function.addEnvironment(ENV.githubApiUrl, r.githubApiUrl);
-    worker.allow(['secretsmanager:CreateSecret', 'secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue'], [r.testRunner.checkoutSecretsArn]);
+    worker.allow(['secretsmanager:CreateSecret', 'secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue', 'secretsmanager:DescribeSecret', 'secretsmanager:RestoreSecret'], [r.testRunner.checkoutSecretsArn]);
     acknowledgeWildcard(worker.role, `Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${r.testRunner.checkoutSecretPrefix}*`,
       'The checkout secrets are one per repository, named at run time under the stack\'s prefix: a command stage reads, creates and updates the one of the repository it starts a build for.');
     worker.function.addEnvironment(ENV.checkoutSecretPrefix, r.testRunner.checkoutSecretPrefix);

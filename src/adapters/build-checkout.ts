@@ -29,14 +29,18 @@
  * spend the job's receives while another writer holds it.
  *
  * The checkout secrets outlive a deleted stack (they are created at run time, not by the
- * template): the README says how to remove them.
+ * template): the README says how to remove them. One scheduled for deletion (DeleteSecret with a
+ * recovery window) answers InvalidRequestException to every read and write until the deletion
+ * completes, so a build start that meets it restores it (RestoreSecret) and goes on: the secret is
+ * the platform's working copy, re-creatable at any time, and the stage keeps using it; one it cannot
+ * restore is refused naming the secret and the remedy.
  */
 import { createHash } from 'node:crypto';
-import { CreateSecretCommand, GetSecretValueCommand, PutSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { CreateSecretCommand, DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, RestoreSecretCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import * as z from 'zod/mini';
 import { repositoryIdentity } from '../../contract/git-remotes';
 import { CHECKOUT_ENV, GIT_CREDENTIAL_KEYS } from '../../contract/runtime-env';
-import { errorName, limitFrom } from '../core/errors';
+import { errorMessage, errorName, limitFrom } from '../core/errors';
 import type { Clock } from '../core/ports';
 import type { GitHubAppTokens } from './github-app';
 import { CHECKOUT_MARGIN_MS, INSTALLATION_TOKEN_USER } from './github-app';
@@ -114,7 +118,11 @@ export class SecretsManagerBuildCheckout implements BuildCheckout {
     const name = checkoutSecretName(this.options.secretPrefix, repoUrl);
     let version = this.held.get(name);
     if (!version || !this.serves(version.value, secret)) {
-      version = await this.settle(name, await this.current(name), secret, repoUrl);
+      const settled = () => this.current(name).then((found) => this.settle(name, found, secret, repoUrl));
+      version = await settled().catch(async (error: unknown) => {
+        if (!(await this.restoredFromDeletion(name, error))) throw error;
+        return settled();
+      });
       this.held.set(name, version);
     }
     // secret-id:json-key:version-stage:version-id, as CodeBuild reads a Secrets Manager reference.
@@ -177,6 +185,28 @@ export class SecretsManagerBuildCheckout implements BuildCheckout {
       if (errorName(error) === 'ResourceExistsException') return undefined;
       throw error;
     }
+  }
+
+  /**
+   * Whether `error` came from the secret being scheduled for deletion (InvalidRequestException,
+   * with a DeletedDate on the secret) and the secret is now restored. false for any other error.
+   * Thrown: a secret scheduled for deletion that RestoreSecret would not restore.
+   */
+  private async restoredFromDeletion(name: string, error: unknown): Promise<boolean> {
+    if (errorName(error) !== 'InvalidRequestException') return false;
+    // The error is also Secrets Manager's answer to other misuses: the secret's DeletedDate tells.
+    const described = await this.options.client.send(new DescribeSecretCommand({ SecretId: name }));
+    if (described.DeletedDate === undefined) return false;
+    try {
+      await this.options.client.send(new RestoreSecretCommand({ SecretId: name }));
+    } catch (restoreError) {
+      throw new Error(
+        `checkout secret ${name} is scheduled for deletion (on ${described.DeletedDate.toISOString()}) and could not be restored (${String(errorName(restoreError) ?? 'error')}: ${errorMessage(restoreError)}): `
+          + `restore it ("aws secretsmanager restore-secret --secret-id ${name}") or let the deletion complete; until then no build of this repository can start`,
+        { cause: restoreError },
+      );
+    }
+    return true;
   }
 
   /** The secret's current version (AWSCURRENT), or undefined when no container has created it yet. */

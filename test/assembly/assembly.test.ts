@@ -99,6 +99,8 @@ function unreached(assembly: CloudAssembly): { roles: string[]; action: string; 
     // byOne: excused for the others when one of the roles used it.
     { roles: commandStages, action: 'secretsmanager:CreateSecret', why: "the first command stage to start a build of a repository creates its checkout secret; the others find it and name its version", byOne: true },
     { roles: commandStages, action: 'secretsmanager:PutSecretValue', why: "a checkout secret's new version only when its current one no longer serves (an app token near its end, a rotated read-only secret): the scenario's credential never changes" },
+    { roles: commandStages, action: 'secretsmanager:DescribeSecret', why: 'only when a checkout secret answers InvalidRequestException (scheduled for deletion): the scenario deletes none' },
+    { roles: commandStages, action: 'secretsmanager:RestoreSecret', why: 'a checkout secret scheduled for deletion, as above' },
     { roles: commandStages, action: 'codebuild:BatchGetBuilds', why: 'a command stage reads a build only after a crash (see ListBuildsForProject)' },
     { roles: commandStages, action: 'events:PutEvents', why: "a command stage's own outcome events (a refusal before its build); build outcomes come from build_events and the reconciler" },
     {

@@ -167,7 +167,11 @@ export const ALLOW_LIST: Readonly<Record<string, readonly Grant[]>> = {
     { actions: ['codebuild:StartBuild'], resources: ['TestRunnerProject'], reason: 'starts the build of a run (idempotency token per job and run); nothing polls it' },
     { actions: ['codebuild:ListBuildsForProject', 'codebuild:BatchGetBuilds'], resources: ['TestRunnerProject'], reason: 'after a crash between StartBuild and recording its id: one search of the 100 newest builds' },
     { actions: ['secretsmanager:GetSecretValue'], resources: ['GitReadCredentials'], reason: "the read-only credential (or the GitHub App that mints a build's read-only token), which the build itself never reads" },
-    { actions: ['secretsmanager:CreateSecret', 'secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue'], resources: [CHECKOUT_SECRETS], reason: "reads the checkout secret of the build's repository, under the stack's prefix (all a build may read), and writes it only when its current version no longer serves" },
+    {
+      actions: ['secretsmanager:CreateSecret', 'secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue', 'secretsmanager:DescribeSecret', 'secretsmanager:RestoreSecret'],
+      resources: [CHECKOUT_SECRETS],
+      reason: "reads the checkout secret of the build's repository, under the stack's prefix (all a build may read), writes it only when its current version no longer serves, and restores it when it is scheduled for deletion",
+    },
   ]])),
   'build_events/Worker': [
     ...everyWorker('build_events'),
