@@ -16,12 +16,21 @@
  *   format, one item a line) after its last write; `--restore-ledger` moves the damaged files
  *   aside and imports that export.
  *
- * What it cannot see: after a crash (`kill -9`) there was no clean stop, so a loss of the writes
- * made since the start's marker (the tail of LevelDB's log, if it is emptied) is not detected. A
- * loss after a clean stop always is: the stop's marker is the ledger's last write.
+ * - LevelDB's log files: a ledger that has been opened and written since holds its latest writes
+ *   in a log that is never empty (the start's marker is written to the log LevelDB opens with, and
+ *   LevelDB starts a new log with the write that fills the old one's buffer). Every log file
+ *   empty means they were lost, even when the marker survived: after a crash (`kill -9`) of a run
+ *   whose 4 MiB write buffer had moved the start's marker into a table file, only the log held what
+ *   came after it. A start records `opening` in state.json before LevelDB opens the files (which
+ *   moves their log into a table file and starts an empty one) and removes it once its marker is
+ *   written, so a start killed in between does not make the next one refuse a whole ledger.
+ *
+ * What it cannot see: a log cut short rather than emptied after a crash, since the start's marker
+ * was moved out of it (the writes in the lost part). A loss after a clean stop always is: the
+ * stop's marker is the ledger's last write.
  */
 import { createReadStream, existsSync } from 'node:fs';
-import { rename } from 'node:fs/promises';
+import { readdir, rename, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { BatchWriteItemCommand, GetItemCommand, PutItemCommand, ResourceNotFoundException, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
@@ -50,6 +59,8 @@ const manifestSchema = z.object({
       emulator: z.optional(z.enum(DYNAMODB_EMULATORS)),
       /** The last clean stop: when, how many items the ledger held, whether it was exported. */
       cleanStop: z.optional(z.object({ at: z.string(), items: z.int(), exported: z.boolean() })),
+      /** A start began opening the ledger then (it removes this once its marker is written): its logs may be empty. */
+      opening: z.optional(z.string()),
     }),
   ),
 });
@@ -89,8 +100,34 @@ export async function prepareLedger(options: PersistedLedgerOptions): Promise<Pe
   if (manifest.ledger && !existsSync(ledgerDir)) {
     throw new LedgerStateError(`the persisted ledger in ${ledgerDir} is gone (${recorded(manifest)}): ${way}`);
   }
-  if (options.emulator === 'dynalite' && existsSync(ledgerDir)) await openable(ledgerDir, way);
-  return new PersistedLedger(stateDir, manifest, way, options.emulator);
+  const ledger = new PersistedLedger(stateDir, manifest, way, options.emulator);
+  if (options.emulator === 'dynalite' && existsSync(ledgerDir)) {
+    if (manifest.ledger) {
+      await refuseEmptiedLogs(ledgerDir, manifest, way);
+      await ledger.markOpening();
+    }
+    // LevelDB refused the files before it read their log: nothing of theirs moved, no opening to excuse.
+    await openable(ledgerDir, way).catch(async (error: unknown) => {
+      await ledger.clearOpening();
+      throw error;
+    });
+  }
+  return ledger;
+}
+
+/**
+ * Refuses a ledger whose LevelDB log files are all empty though the state directory recorded a
+ * start that wrote to them (a clean stop, or a start that finished opening): their writes are lost.
+ */
+async function refuseEmptiedLogs(ledgerDir: string, manifest: StateManifest, way: string): Promise<void> {
+  if (manifest.ledger?.opening !== undefined) return; // the last start stopped before its first write: an empty log is its own
+  const logs = (await readdir(ledgerDir)).filter((name) => name.endsWith('.log')).sort();
+  if (logs.length === 0) return; // no log at all is for LevelDB's open to judge (openable)
+  const sizes = await Promise.all(logs.map(async (name) => (await stat(path.join(ledgerDir, name))).size));
+  if (sizes.some((size) => size > 0)) return;
+  throw new LedgerStateError(
+    `the persisted ledger in ${ledgerDir} lost data: its log files (${logs.join(', ')}) are empty, so the writes they held since their last move into a table file are gone (${recorded(manifest)}): ${way}`,
+  );
 }
 
 export class PersistedLedger {
@@ -153,9 +190,20 @@ export class PersistedLedger {
     await this.record({ generation, emulator: this.emulator, cleanStop: { at: new Date().toISOString(), items, exported: true } });
   }
 
+  /** Before LevelDB opens the files: a start killed before its marker leaves its empty log explained (refuseEmptiedLogs). */
+  async markOpening(): Promise<void> {
+    if (this.manifest.ledger) await this.record({ ...this.manifest.ledger, opening: new Date().toISOString() });
+  }
+
+  async clearOpening(): Promise<void> {
+    const { opening, ...ledger } = this.manifest.ledger ?? { generation: 0 };
+    if (opening !== undefined) await this.record(ledger);
+  }
+
   private async advance(emulators: LocalEmulators, generation: number): Promise<void> {
     await writeMarker(emulators.clients.dynamodb, emulators.tableName, generation);
-    await this.record({ ...this.manifest.ledger, generation, emulator: this.emulator });
+    const { opening: _done, ...ledger } = this.manifest.ledger ?? { generation };
+    await this.record({ ...ledger, generation, emulator: this.emulator });
   }
 
   private async record(ledger: NonNullable<StateManifest['ledger']>): Promise<void> {
