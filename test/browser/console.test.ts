@@ -124,6 +124,7 @@ beforeAll(async () => {
     'billing-release',
     'command',
     'dropped',
+    'output',
   ]);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'console'])).url;
   poisonDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-'));
@@ -170,6 +171,24 @@ test("a test run's page shows the command it ran, and the stage's default when t
   await open('/jobs/command-default');
   await page.getByRole('heading', { name: 'History and logs' }).waitFor();
   await expect(field('Command')).resolves.toBe(`${DEFAULT_TEST_COMMAND} (the stage's default: the job named none)`);
+});
+
+test("a running test's page shows its output as it is printed, before the run ends, without a reload", async () => {
+  const [diff] = await diffChain(source, [{ 'output.txt': 'output\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-output', 'output-bind', repoUrl, 'output', diff ?? '', 'Bind'));
+  await platform.cliJson(['wait', 'output-bind', '--timeout', '120']);
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-output', '--job-id', 'output-tests', '--command', 'echo "first step"; sleep 6; echo "last step"']);
+  await platform.untilJob('output-tests', (job) => job.status === 'RUNNING');
+
+  await open('/jobs/output-tests');
+  await markDocument();
+  await page.locator('pre.output', { hasText: 'first step' }).waitFor({ timeout: UNTIL_MS });
+
+  // Shown while the command still runs: its last line is still to come.
+  expect((await platform.cliJson<{ status: string }>(['status', 'output-tests'])).status).toBe('RUNNING');
+  await expect(page.locator('pre.output').first().textContent()).resolves.not.toContain('last step');
+  await page.locator('pre.output', { hasText: 'last step' }).waitFor({ timeout: UNTIL_MS });
+  await expectSameDocument();
 });
 
 test('a blocked workspace is unblocked from the console, by keyboard: its skipped jobs replay in order, each at its turn and timed by its own work', async () => {
