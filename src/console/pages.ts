@@ -238,7 +238,7 @@ ${logs.lines.map((line) =>
   line.kind === 'log'
     ? html`<div class="logline"><time>${line.timestamp ?? '-'}</time> <span class="level">${line.level ?? '-'}</span> ${line.function ?? '-'}: ${line.message ?? ''}</div>`
     : line.kind === 'output'
-      ? html`<h3>Output of ${line.buildId} (run ${line.run})</h3><pre class="output" tabindex="0">${line.text.slice(-16_384)}</pre>`
+      ? html`<h3>Output of ${line.buildId} (run ${line.run}${line.running ? ', still running: its output so far' : ''})</h3><pre class="output" tabindex="0">${line.text.slice(-16_384)}</pre>`
       : html`<p><a href="${line.url}" rel="noreferrer">${line.what}</a></p>`,
 )}</section>`;
   },

@@ -183,6 +183,14 @@ export async function readRunOutput(stateDir: string, buildId: string): Promise<
   });
 }
 
+/** The last `maxBytes` a run still running has printed; undefined for a run that is not printing (ended, or not started). */
+export async function readRunningOutput(stateDir: string, buildId: string, maxBytes: number): Promise<string | undefined> {
+  return readTail(runFile(stateDir, buildId, 'out'), maxBytes).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+}
+
 /** A piece of a run's output read from an offset: what it printed from there, and where the next read starts. */
 export interface OutputPiece {
   readonly text: string;

@@ -304,7 +304,7 @@ const testLog: ToolSpec = {
     const output = lines.filter((line) => line.kind === 'output').at(-1);
     if (output?.kind === 'output') {
       const kept = tail(output.text, bytes);
-      return { ...base, run: output.run, buildId: output.buildId, truncated: kept.length < output.text.length, tail: kept };
+      return { ...base, run: output.run, buildId: output.buildId, ...(output.running && { running: true }), truncated: kept.length < output.text.length, tail: kept };
     }
     const kept = typeof job.result?.['logTail'] === 'string' ? tail(job.result['logTail'], bytes) : undefined;
     const links = lines.flatMap((line) => (line.kind === 'link' ? [line.url] : []));

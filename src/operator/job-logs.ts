@@ -31,7 +31,8 @@ const HIDDEN_LOG_KEYS = new Set(['level', 'message', 'timestamp', 'function', 's
 /** One line of what `logs --json` prints. */
 export type LogsLine =
   | { readonly kind: 'log'; readonly timestamp?: string; readonly level?: string; readonly function?: string; readonly message?: string; readonly fields: Record<string, unknown> }
-  | { readonly kind: 'output'; readonly buildId: string; readonly run: number; readonly text: string }
+  /** `running`: the run is still printing; `text` is its output so far (its last RUNNING_OUTPUT_BYTES). */
+  | { readonly kind: 'output'; readonly buildId: string; readonly run: number; readonly text: string; readonly running?: true }
   | { readonly kind: 'link'; readonly what: string; readonly url: string };
 
 /** Lines of the platform log that name the job (JSON lines; anything else is skipped). */
@@ -67,15 +68,24 @@ function parseObject(line: string): Record<string, unknown> | undefined {
  * that started after the job was created, so an earlier job's under the same id is never shown.
  */
 async function runOutputs(stateDir: string, job: JobRecord): Promise<LogsLine[]> {
-  const { buildsOfJob, readRunOutput } = loadTestRunner();
+  const { buildsOfJob, readRunOutput, readRunningOutput } = loadTestRunner();
   const runsDir = path.join(stateDir, TEST_RUNS_DIR);
   const outputs: LogsLine[] = [];
   for (const { buildId, run } of await buildsOfJob(runsDir, job.jobId, Date.parse(job.createdAt))) {
     const text = await readRunOutput(runsDir, buildId);
-    if (text !== undefined) outputs.push({ kind: 'output', buildId, run, text });
+    if (text !== undefined) {
+      outputs.push({ kind: 'output', buildId, run, text });
+      continue;
+    }
+    // Not kept yet: the run is printing. Its output so far, so every surface shows it while it runs.
+    const soFar = await readRunningOutput(runsDir, buildId, RUNNING_OUTPUT_BYTES);
+    if (soFar !== undefined) outputs.push({ kind: 'output', buildId, run, text: soFar, running: true });
   }
   return outputs;
 }
+
+/** Bytes of a running run's output read for a view of it (its end): a page or a tail, never the whole. */
+export const RUNNING_OUTPUT_BYTES = 64 * 1024;
 
 /** Links to the job's lines in each log group that can hold them, and to its build's log. */
 export function awsLinks(target: Target, job: JobRecord): LogsLine[] {

@@ -18,7 +18,8 @@ function logsText(job: JobRecord, lines: readonly LogsLine[], source: string): s
       const fields = Object.entries(line.fields).map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
       text.push([line.timestamp ?? '-', (line.level ?? '-').padEnd(5), line.function ?? '-', line.message ?? '', ...fields].join(' '));
     } else if (line.kind === 'output') {
-      text.push('', `--- output of ${line.buildId} (run ${line.run}) ---`, line.text.replace(/\n$/, ''), `--- end of ${line.buildId} ---`);
+      const state = line.running ? ', still running: its output so far' : '';
+      text.push('', `--- output of ${line.buildId} (run ${line.run}${state}) ---`, line.text.replace(/\n$/, ''), `--- end of ${line.buildId}${line.running ? ' so far' : ''} ---`);
     } else {
       text.push(`${line.what}:`, `  ${line.url}`);
     }
