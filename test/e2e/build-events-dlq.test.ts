@@ -37,7 +37,7 @@ afterAll(async () => {
 /** What EventBridge sends to a rule target's DLQ when it gives up on a delivery: the event, and why, as attributes. */
 async function failedDelivery(): Promise<void> {
   const info = JSON.parse(await readFile(path.join(platform.stateDir, PLATFORM_FILE), 'utf8')) as { endpoints: Parameters<typeof createLocalClients>[0]; dlqUrls: Record<string, string> };
-  const event = localRunEventBody({ buildId: 'local:lost-1:1', jobId: 'lost-1', jobType: 'run_tests', sha: 'a'.repeat(40), status: { state: 'PASSED', exitCode: 0, logTail: '' } });
+  const event = localRunEventBody({ buildId: 'local:lost-1:1:0123456789abcdef', jobId: 'lost-1', jobType: 'run_tests', sha: 'a'.repeat(40), status: { state: 'PASSED', exitCode: 0, logTail: '' } });
   const attribute = (value: string) => ({ DataType: 'String', StringValue: value });
   const clients = createLocalClients(info.endpoints);
   try {
@@ -68,7 +68,7 @@ test('a failed delivery of a build event is listed, shown with its build and the
   expect(peeked).toEqual([expect.objectContaining({
     queue: 'build-events',
     attributes: expect.objectContaining({ RULE_ARN: expect.stringContaining('BuildEventsRule'), ERROR_CODE: 'SDK_CLIENT_ERROR' }),
-    buildEvent: { buildId: 'local:lost-1:1', jobId: 'lost-1', jobType: 'run_tests', buildStatus: 'PASSED' },
+    buildEvent: { buildId: 'local:lost-1:1:0123456789abcdef', jobId: 'lost-1', jobType: 'run_tests', buildStatus: 'PASSED' },
   })]);
   const shown = await platform.cli(['dlq', 'peek', '--queue', 'build-events']);
   expect(shown.stdout).toMatch(/build-events\s+\S+\s+lost-1\s+run_tests\s+SDK_CLIENT_ERROR/);
