@@ -1,9 +1,12 @@
 /**
- * Output an operator can follow, as the user meets it: `agent-jobs logs <job> --follow` prints a
- * test run's output while the command runs (each line before the next is printed), then ends with
- * the job's verdict once it has one.
+ * Output an operator and an agent can follow, as each meets it: `agent-jobs logs <job> --follow`
+ * prints a test run's output while the command runs (each line before the next is printed), then
+ * ends with the job's verdict once it has one; the MCP server's `test_log` with `followSeconds`
+ * sends the output as progress notifications while it runs, then returns the tail and the verdict.
  */
 import { spawn } from 'node:child_process';
+import type { Progress } from '@modelcontextprotocol/sdk/types.js';
+import { startMcp } from '../support/mcp-client';
 import { BIN, applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(180_000);
@@ -60,4 +63,27 @@ test('logs --follow of a job that is not a command stage says so and exits 2', a
   const refused = await platform.cli(['logs', 'follow-bind', '--follow']);
   expect(refused.code).toBe(2);
   expect(refused.stderr).toMatch(/follow-bind is an apply_patch job: only command stages .* print output/);
+});
+
+test('MCP test_log with followSeconds sends the output as progress notifications while the run runs, then its tail and verdict', async () => {
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-follow', '--job-id', 'follow-t2', '--command', 'echo "agent step 1"; sleep 3; echo "agent step 2"']);
+  await platform.untilJob('follow-t2', (job) => job.status === 'RUNNING');
+  const session = await startMcp({ stateDir: platform.stateDir });
+  try {
+    const progress: Progress[] = [];
+    const statusAtFirst: string[] = [];
+    let settled = false;
+    const call = session.result<{ status: string; tail: string; running?: boolean }>('test_log', { jobId: 'follow-t2', followSeconds: 60 }, progress).finally(() => (settled = true));
+    while (progress.length === 0 && !settled) await new Promise((resolve) => setTimeout(resolve, 50));
+    statusAtFirst.push((await platform.cliJson<{ status: string }>(['status', 'follow-t2'])).status);
+    const answer = await call;
+
+    expect(statusAtFirst).toEqual(['RUNNING']);
+    expect(progress[0]?.message).toContain('agent step 1');
+    expect(answer).toMatchObject({ status: 'tests passed', tail: 'agent step 1\nagent step 2\n' });
+    expect(answer.running).toBeUndefined();
+    expect(session.transportErrors).toEqual([]);
+  } finally {
+    await session.close();
+  }
 });
