@@ -71,7 +71,7 @@ function register(server: McpServer, tool: ToolSpec, connection: Connection, cwd
         signal: extra.signal,
         progress: async (progress, total, message) => {
           if (progressToken === undefined) return;
-          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, total, message } });
+          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, ...(total !== undefined && { total }), message } });
         },
       };
       try {

@@ -32,6 +32,7 @@ import {
   publicWorkspace,
   readJob,
   readRunOutputs,
+  followRunOutput,
   readTimeline,
   readWorkspaceStanding,
   runbookAdvice,
@@ -52,8 +53,8 @@ export interface ToolContext {
   readonly cwd: string;
   /** Aborted when the client cancels the call. */
   readonly signal: AbortSignal;
-  /** A progress notification, when the client asked for them (MCP requires `progress` to increase with each). */
-  progress(progress: number, total: number, message: string): Promise<void>;
+  /** A progress notification, when the client asked for them (MCP requires `progress` to increase with each; `total` when known). */
+  progress(progress: number, total: number | undefined, message: string): Promise<void>;
 }
 
 export interface ToolSpec<S extends z.ZodMiniObject = z.ZodMiniObject> {
@@ -288,14 +289,18 @@ const testLog: ToolSpec = {
   name: 'test_log',
   title: "The tail of a run's output",
   description:
-    `The last bytes of what a ${COMMAND_JOB_TYPES.join(' / ')} job's command printed (its latest run), default ${DEFAULT_LOG_TAIL_BYTES}, at most ${MAX_LOG_TAIL_BYTES}. ` +
+    `The last bytes of what a ${COMMAND_JOB_TYPES.join(' / ')} job's command printed (its latest run, also while it runs: then running is true), default ${DEFAULT_LOG_TAIL_BYTES}, at most ${MAX_LOG_TAIL_BYTES}. ` +
+    `With followSeconds (at most ${MAX_WAIT_SECONDS}, local platform): first follows the output as it is printed, each piece a progress notification, until the job finishes or the time passes. ` +
     'On a deployed stack: the tail its verdict kept, and the link to the build log.',
   input: z.strictObject({
     jobId: idSchema('jobId'),
     tailBytes: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_LOG_TAIL_BYTES))),
+    followSeconds: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_WAIT_SECONDS), z.describe('Follow the output as it is printed for up to this long (progress notifications), then answer.'))),
   }),
   readOnly: true,
-  async run({ jobId, tailBytes }: { jobId: string; tailBytes?: number }, { connection }) {
+  async run({ jobId, tailBytes, followSeconds }: { jobId: string; tailBytes?: number; followSeconds?: number }, context) {
+    const { connection } = context;
+    if (followSeconds !== undefined) await followAsProgress(jobId, followSeconds, context);
     const { job } = await readJob(connection, jobId);
     if (!commandStageOf(job.type)) throw new InvalidRequestError(`jobId: ${jobId} is a ${job.type} job: only command stages (${COMMAND_JOB_TYPES.join(', ')}) have output`);
     const bytes = tailBytes ?? DEFAULT_LOG_TAIL_BYTES;
@@ -312,6 +317,30 @@ const testLog: ToolSpec = {
     return { ...base, ...(kept !== undefined ? { tail: kept } : {}), ...(links.length ? { links } : {}) };
   },
 };
+
+/** Bytes of output in one progress notification: a piece longer than that goes in several. */
+const PROGRESS_OUTPUT_BYTES = 4 * 1024;
+
+/**
+ * Follows a run's output for up to `seconds`, each piece as progress notifications (progress: bytes
+ * so far). Pieces read once the job has finished are left to the answer: the SDK's client handles a
+ * notification after the response that came with it and would find its call gone.
+ */
+async function followAsProgress(jobId: string, seconds: number, context: ToolContext): Promise<void> {
+  let sent = 0;
+  const signal = AbortSignal.any([context.signal, AbortSignal.timeout(seconds * 1000)]);
+  await followRunOutput(context.connection, jobId, {
+    signal,
+    onOutput: async (text, last) => {
+      if (last) return;
+      for (let at = 0; at < text.length; at += PROGRESS_OUTPUT_BYTES) {
+        const piece = text.slice(at, at + PROGRESS_OUTPUT_BYTES);
+        sent += piece.length;
+        await context.progress(sent, undefined, piece);
+      }
+    },
+  });
+}
 
 /** Tools that are not a job type's; a job type of the same name would be ambiguous. */
 const READ_TOOLS: readonly ToolSpec[] = [jobStatus, waitForJobsTool, workspaceState, workspaceHistory, testLog];

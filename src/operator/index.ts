@@ -17,7 +17,7 @@ export { cancelJob, listUnfinished, readJob, readJobs, requireJob, type Cancelle
 export { listJobsOfWorkspace, readWorkspaceStanding, requireWorkspace, unblockWorkspace, type WorkspaceStanding, type Unblocked, type UnblockedJob, type UnblockMode } from './workspaces';
 export { dismissalWords, dismissJob, dlqRows, listDlq, nextStep, peekDlq, redrive, selectQueues, showDlqJob, type Dismissal, type DlqJob, type DlqListing, type DlqRow, type PeekedMessage, type RedriveResult } from './dlq';
 export { DEFAULT_TENANT, enqueueJob, type Enqueued } from './enqueue';
-export { readJobLogs, readRunOutputs, type JobLogs, type LogsLine } from './job-logs';
+export { followRunOutput, readJobLogs, readRunOutputs, type JobLogs, type LogsLine } from './job-logs';
 export { listWorkspaceSummaries, type WorkspaceFilter, type WorkspaceSummary } from './overview';
 export { readTimeline, TIMELINE_PAGE_SIZE, type Timeline, type TimelineRequest, type TimelineRow } from './timeline';
 export { readJobDetail, type JobCommit, type JobDetail } from './job-detail';

@@ -134,8 +134,8 @@ export async function readJobLogs(target: Target, job: JobRecord): Promise<JobLo
 }
 
 export interface FollowOptions {
-  /** Called with each piece of output as it is read, in order. */
-  readonly onOutput: (text: string) => void | Promise<void>;
+  /** Called with each piece of output as it is read, in order; `last`: read once the job had finished (nothing follows). */
+  readonly onOutput: (text: string, last: boolean) => void | Promise<void>;
   /** Stops following early (Ctrl-C, a cancelled request): the job as last read is returned. */
   readonly signal?: AbortSignal;
   /** @default FOLLOW_POLL_MS */
@@ -166,14 +166,15 @@ export async function followRunOutput(connection: Connection, jobId: string, opt
     if (!commandStageOf(job.type)) throw new InvalidRequestError(`${jobId} is ${aJobOfType(job.type)}: only command stages (${COMMAND_JOB_TYPES.join(', ')}) print output`);
     const current = runBuildOf(job);
     if (current !== buildId) [buildId, offset] = [current, 0];
+    const last = TERMINAL_STATUSES.includes(job.status);
     // Read to what is there now: the verdict is written after the output is kept, so a finished job's is whole.
     for (let piece = buildId ? await readRunOutputFrom(runsDir, buildId, offset) : undefined; piece && (piece.text || piece.skipped); ) {
-      if (piece.skipped) await options.onOutput(`[${piece.skipped} bytes of the output before this were not kept]\n`);
-      if (piece.text) await options.onOutput(piece.text);
+      if (piece.skipped) await options.onOutput(`[${piece.skipped} bytes of the output before this were not kept]\n`, last);
+      if (piece.text) await options.onOutput(piece.text, last);
       offset = piece.nextOffset + piece.skipped;
       piece = piece.text ? await readRunOutputFrom(runsDir, buildId ?? '', offset) : undefined;
     }
-    if (TERMINAL_STATUSES.includes(job.status) || options.signal?.aborted) return job;
+    if (last || options.signal?.aborted) return job;
     await sleep(options.pollMs ?? FOLLOW_POLL_MS, undefined, { signal: options.signal }).catch(() => undefined);
   }
 }
