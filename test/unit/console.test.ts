@@ -68,6 +68,8 @@ describe('pages', () => {
 
   it('frame a live region as one server-sent event, every line of it a data line', () => {
     expect(sseEvent('region', '<p>a</p>\n<p>b</p>')).toBe('event: region\ndata: <p>a</p>\ndata: <p>b</p>\n\n');
+    // SSE ends a line at CR, LF or CRLF alike: a bare CR in the data must not end the event.
+    expect(sseEvent('region', 'a\r\revent: x\rdata: b\r\nc')).toBe('event: region\ndata: a\ndata: \ndata: event: x\ndata: data: b\ndata: c\n\n');
   });
 });
 

@@ -1,0 +1,77 @@
+/**
+ * The console against what a run, a page or a local program can send it: output that tries to
+ * frame events of its own on the live stream, crafted paths and ids, sockets that never finish a
+ * request. One local platform (`agent-jobs local up`), jobs sent with the CLI, and Chromium where a
+ * browser's own parsing is what matters.
+ */
+import type { Page } from 'playwright-core';
+import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
+import { launchChromium, type Browser } from './chromium';
+
+jest.setTimeout(240_000);
+
+let platform: RunningPlatform;
+let browser: Browser;
+let page: Page;
+let consoleUrl: string;
+let source: string;
+let repoUrl: string;
+
+beforeAll(async () => {
+  platform = await startPlatform();
+  consoleUrl = platform.ready.console.openUrl;
+  browser = await launchChromium();
+  page = await browser.context.newPage();
+  await page.goto(consoleUrl);
+  source = await makeRepository({ 'app.txt': 'one\n' }, ['frames']);
+  repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'hostile'])).url;
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await platform?.stop();
+  await removeScratch();
+});
+
+interface SeenEvent {
+  readonly type: string;
+  readonly data: string;
+}
+
+/** The events the browser's own EventSource parses from a view's live stream in `ms`. */
+function liveEvents(view: string, ms: number): Promise<SeenEvent[]> {
+  return page.evaluate(`new Promise((resolve) => {
+    const seen = [];
+    const source = new EventSource('/live?view=' + encodeURIComponent(${JSON.stringify(view)}) + '&shown=none');
+    const keep = (event) => seen.push({ type: event.type, data: event.data });
+    source.addEventListener('region', keep);
+    source.addEventListener('message', keep);
+    setTimeout(() => { source.close(); resolve(seen); }, ${ms});
+  })`);
+}
+
+test("a run's output with bare CRs stays text inside one live event: it frames no event of its own", async () => {
+  const [diff] = await diffChain(source, [{ 'frames.txt': 'frames\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-frames', 'frames-bind', repoUrl, 'frames', diff ?? '', 'Bind'));
+  await platform.cliLines(['wait', 'frames-bind', '--timeout', '150']);
+  // SSE ends a line at CR, LF or CRLF: this output, sent as it is, ends the region's event and frames one of its own.
+  // (The marker is put together by printf, so the command shown on the page does not hold it.)
+  const command = "sleep 3; printf 'ok\\r\\revent: region\\rdata: SPOOFED-BY-%s\\r\\r' OUTPUT";
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-frames', '--job-id', 'frames-tests', '--command', command]);
+
+  // The job's page, open while it runs: its output arrives by the live swap.
+  await page.goto(new URL('/jobs/frames-tests', consoleUrl).toString());
+  await page.evaluate("document.documentElement.setAttribute('data-test-mark', 'kept')");
+  await page.locator('#live', { hasText: 'SPOOFED-BY-OUTPUT' }).waitFor({ timeout: 120_000 });
+  await page.locator('#live', { hasText: 'History and logs' }).waitFor({ timeout: 5_000 }).catch(() => undefined);
+  const region = (await page.locator('#live').textContent()) ?? '';
+  const whole = region.includes('History and logs') ? 'the whole region' : region.slice(0, 200);
+  expect({ region: whole, outputs: await page.locator('#live pre.output').count() }).toEqual({ region: 'the whole region', outputs: 1 });
+  await expect(page.locator('#live pre.output').textContent()).resolves.toContain('SPOOFED-BY-OUTPUT');
+  expect(await page.evaluate("document.documentElement.getAttribute('data-test-mark')")).toBe('kept');
+
+  // The browser's own parser on the stream: one event, the whole region, the output inside its <pre>.
+  const events = await liveEvents('/jobs/frames-tests', 4_000);
+  expect(events.map((event) => event.type)).toEqual(['region']);
+  expect(events[0]?.data).toMatch(/<pre class="output"[^>]*>[^<]*SPOOFED-BY-OUTPUT[^<]*<\/pre>/);
+});
