@@ -15,9 +15,13 @@ export function regionHash(text: string): string {
   return createHash('sha256').update(text).digest('base64url').slice(0, 22);
 }
 
-/** One `event:` of a text/event-stream: every line of the data on a `data:` line of its own. */
+/**
+ * One `event:` of a text/event-stream: every line of the data on a `data:` line of its own. A line
+ * ends at CRLF, LF or a bare CR, as an EventSource reads them: data split on LF alone would let a
+ * CR in a test's output or a patch end the event and frame one of its own.
+ */
 export function sseEvent(event: string, data: string): string {
-  return `event: ${event}\n${data.split('\n').map((line) => `data: ${line}`).join('\n')}\n\n`;
+  return `event: ${event}\n${data.split(/\r\n|\r|\n/).map((line) => `data: ${line}`).join('\n')}\n\n`;
 }
 
 interface Watch {
