@@ -4,6 +4,7 @@
  * request. One local platform (`agent-jobs local up`), jobs sent with the CLI, and Chromium where a
  * browser's own parsing is what matters.
  */
+import { request as httpRequest } from 'node:http';
 import type { Page } from 'playwright-core';
 import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
 import { launchChromium, type Browser } from './chromium';
@@ -74,4 +75,37 @@ test("a run's output with bare CRs stays text inside one live event: it frames n
   const events = await liveEvents('/jobs/frames-tests', 4_000);
   expect(events.map((event) => event.type)).toEqual(['region']);
   expect(events[0]?.data).toMatch(/<pre class="output"[^>]*>[^<]*SPOOFED-BY-OUTPUT[^<]*<\/pre>/);
+});
+
+interface RawAnswer {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: string;
+}
+
+/** A request as any local program sends it: the path exactly as given, no browser in between. */
+function rawGet(pathWithQuery: string, headers: Record<string, string> = {}): Promise<RawAnswer> {
+  const { hostname, port } = new URL(consoleUrl);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ hostname, port, path: pathWithQuery, method: 'GET', headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+test("the token's swap for a session redirects on the console's own origin only, whatever the path", async () => {
+  const token = new URL(consoleUrl).searchParams.get('token') ?? '';
+  const origin = new URL(consoleUrl).origin;
+  for (const crafted of ['/.//evil.example/x', '/./\\evil.example', '/..//evil.example/', '//evil.example', '/\\/evil.example', '/%2F/evil.example']) {
+    const answer = await rawGet(`${crafted}?token=${token}`);
+    const location = String(answer.headers.location ?? '');
+    expect({ crafted, status: answer.status, lands: new URL(location, origin).origin }).toEqual({ crafted, status: 303, lands: origin });
+  }
+  // An ordinary path keeps its place and its query.
+  expect((await rawGet(`/jobs/x?a=1&token=${token}`)).headers.location).toBe('/jobs/x?a=1');
 });
