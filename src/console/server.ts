@@ -235,7 +235,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     if (request.method === 'GET' && given !== null) {
       if (!sameToken(given, token)) return send(response, 401, html`That token is not this console's: open the URL it printed at start.`);
       url.searchParams.delete(TOKEN_FIELD);
-      return void response.writeHead(303, { ...SECURITY_HEADERS, 'Set-Cookie': sessionCookie(auth), Location: `${url.pathname === '/' ? '/workspaces' : url.pathname}${url.search}` }).end();
+      return void response.writeHead(303, { ...SECURITY_HEADERS, 'Set-Cookie': sessionCookie(auth), Location: `${ownPath(url.pathname)}${url.search}` }).end();
     }
     if (!hasSession(auth, request.headers)) {
       return send(response, 401, html`This console needs its token: open the URL it printed at start (it ends in <code>?token=&hellip;</code>).`);
@@ -284,6 +284,15 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       connection.close();
     },
   };
+}
+
+/**
+ * A path to redirect to on this console: one leading slash. `//host/x` in a Location is another
+ * origin's URL, and a path such as `/.//host` or `/./\\host` parses to one (URL turns `\\` into `/`).
+ */
+function ownPath(pathname: string): string {
+  const path = `/${pathname.replace(/^[/\\]+/, '')}`;
+  return path === '/' ? '/workspaces' : path;
 }
 
 function statusOf(error: unknown): number {
