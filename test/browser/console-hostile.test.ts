@@ -109,3 +109,24 @@ test("the token's swap for a session redirects on the console's own origin only,
   // An ordinary path keeps its place and its query.
   expect((await rawGet(`/jobs/x?a=1&token=${token}`)).headers.location).toBe('/jobs/x?a=1');
 });
+
+/** The session cookie the browser holds, as a header for raw requests. */
+async function sessionHeader(): Promise<Record<string, string>> {
+  const cookies = await browser.context.cookies(consoleUrl);
+  return { Cookie: cookies.map((c) => `${c.name}=${c.value}`).join('; ') };
+}
+
+test("a malformed %-escape or an id past the id rule answers 400 naming the request, not the ledger's 500", async () => {
+  const session = await sessionHeader();
+  const long = 'x'.repeat(8_000);
+  const crafted = ['/jobs/%E0%A4%A/cancel', '/jobs/%E0%A4%A/dismiss', '/workspaces/%E0%A4%A/unblock', `/jobs/${long}/cancel`, `/jobs/${long}/dismiss`, `/workspaces/${long}/unblock`, `/jobs/${long}`, `/workspaces/${long}`, `/dlq/redrive?job=${long}`];
+  for (const pathWithQuery of crafted) {
+    const answer = await rawGet(pathWithQuery, session);
+    const problem = /<p class="problem"[^>]*>([^<]*)</.exec(answer.body)?.[1] ?? answer.body.slice(0, 200);
+    expect({ pathWithQuery: pathWithQuery.slice(0, 40), status: answer.status, problem }).toEqual({
+      pathWithQuery: pathWithQuery.slice(0, 40),
+      status: 400,
+      problem: expect.stringMatching(/malformed %-escape|must be 1-64 characters/),
+    });
+  }
+});
