@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { userInfo } from 'node:os';
-import { cancelJob, connect, dismissalWords, dismissJob, OperatorError, readJob, redrive, unblockWorkspace, type ProblemKind } from '../operator';
+import { cancelJob, connect, decodeId, dismissalWords, dismissJob, OperatorError, readJob, redrive, unblockWorkspace, type ProblemKind } from '../operator';
 import type { ResolveOptions } from '../operator/targets';
 import { changeRefusal, hasSession, newToken, originRefusal, sameToken, sessionCookie, TOKEN_FIELD, type ConsoleAuth } from './auth';
 import { jobHref, workspaceHref } from './format';
@@ -143,7 +143,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
   async function confirmation(response: ServerResponse, url: URL): Promise<boolean> {
     const unblock = /^\/workspaces\/([^/]+)\/unblock$/.exec(url.pathname);
     if (unblock) {
-      const workspaceId = decodeURIComponent(unblock[1] ?? '');
+      const workspaceId = decodeId('workspaceId', unblock[1] ?? '');
       const mode = url.searchParams.get('mode') === 'drop' ? 'drop' : 'replay';
       const what = await unblockPreview(connection, workspaceId, mode);
       const form = confirmForm({ action: url.pathname, fields: { mode }, token, submit: mode === 'replay' ? 'Unblock and replay' : 'Unblock and drop', back: workspaceHref(workspaceId), what });
@@ -159,7 +159,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     }
     const cancel = /^\/jobs\/([^/]+)\/cancel$/.exec(url.pathname);
     if (cancel) {
-      const jobId = decodeURIComponent(cancel[1] ?? '');
+      const jobId = decodeId('jobId', cancel[1] ?? '');
       const { job } = await readJob(connection, jobId);
       // A running build's job is stopped, not kept from running (decisions §33).
       const effect = job.status === 'RUNNING' || job.status === 'IN_FLIGHT' ? 'its build is stopped' : 'it never runs';
@@ -169,7 +169,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     }
     const dismiss = /^\/jobs\/([^/]+)\/dismiss$/.exec(url.pathname);
     if (dismiss) {
-      const jobId = decodeURIComponent(dismiss[1] ?? '');
+      const jobId = decodeId('jobId', dismiss[1] ?? '');
       const { job } = await readJob(connection, jobId);
       const what = html`<p>Record the failure of ${jobLine(job)} as dealt with, with your reason, and remove its DLQ copy: it never runs again. The same as <code>agent-jobs dlq dismiss ${jobId} --reason ...</code>. A workspace it blocked stays BLOCKED until you unblock it.</p>`;
       const form = confirmForm({ action: url.pathname, fields: {}, inputs: [{ name: 'reason', label: 'Why it needs no redrive' }], token, submit: 'Dismiss the failure', back: jobHref(jobId), what });
@@ -183,7 +183,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
   async function act(response: ServerResponse, url: URL, form: URLSearchParams): Promise<void> {
     const unblock = /^\/workspaces\/([^/]+)\/unblock$/.exec(url.pathname);
     if (unblock) {
-      const workspaceId = decodeURIComponent(unblock[1] ?? '');
+      const workspaceId = decodeId('workspaceId', unblock[1] ?? '');
       const result = await unblockWorkspace(connection, workspaceId, form.get('mode') === 'drop' ? 'drop' : 'replay');
       const lines = result.jobs.map((j) => html`<li>${j.action} <a href="${jobHref(j.jobId)}">${j.jobId}</a>${j.status ? ` (${j.status})` : ''}</li>`);
       return outcome(response, `Workspace ${workspaceId}: ${result.previousState} \u2192 ${result.workspace.state}`, html`${lines.length ? html`<ul>${lines}</ul>` : html`<p>No message of this workspace was on the DLQ.</p>`}`, workspaceHref(workspaceId));
@@ -197,13 +197,13 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     }
     const cancel = /^\/jobs\/([^/]+)\/cancel$/.exec(url.pathname);
     if (cancel) {
-      const jobId = decodeURIComponent(cancel[1] ?? '');
+      const jobId = decodeId('jobId', cancel[1] ?? '');
       const cancelled = await cancelJob(connection, jobId);
       return outcome(response, `Cancelled: ${jobId}`, html`<p>${cancelled.previous} &rarr; CANCELLED: ${cancelled.effect}.</p>`, jobHref(jobId));
     }
     const dismiss = /^\/jobs\/([^/]+)\/dismiss$/.exec(url.pathname);
     if (dismiss) {
-      const jobId = decodeURIComponent(dismiss[1] ?? '');
+      const jobId = decodeId('jobId', dismiss[1] ?? '');
       const reason = form.get('reason') ?? '';
       // The console has one operator, the user who started it: the dismissal names them.
       const result = await dismissJob(connection, jobId, { by: `${userInfo().username} (console)`, reason });

@@ -18,7 +18,7 @@ import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mc
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { InvalidJobError } from '../core/errors';
-import { connect, explainUnreachable, OperatorError, readTimeline, type Connection } from '../operator';
+import { connect, decodeId, explainUnreachable, OperatorError, readTimeline, type Connection } from '../operator';
 import type { ResolveOptions } from '../operator/targets';
 import { agentJobsTools, timelineView, type ToolContext, type ToolSpec } from './tools';
 
@@ -110,7 +110,7 @@ export function createAgentJobsServer(connection: Connection, options: { readonl
       mimeType: 'application/json',
     },
     async (uri, variables) => {
-      const workspaceId = decodeURIComponent(String(variables['workspaceId'] ?? ''));
+      const workspaceId = decodeId('workspaceId', String(variables['workspaceId'] ?? ''));
       const timeline = await readTimeline(connection, workspaceId, { order: 'newest', limit: TIMELINE_PAGE });
       return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(timelineView(timeline), null, 2) }] };
     },

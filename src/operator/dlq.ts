@@ -12,6 +12,7 @@ import type { ConflictAttempt, DlqEntry, JobDismissal, JobRecord, WorkspaceRecor
 import type { Connection } from './connection';
 import type { DlqMessage } from './dlq-messages';
 import { InvalidRequestError, NotFoundError, OutcomeError } from './errors';
+import { requireValidId } from './ids';
 import { requireServedQueue, type QueueEndpoint, type Target } from './targets';
 
 // The SQS operations load with the SQS SDK, only when a DLQ is read or swept (require: see targets.ts).
@@ -241,6 +242,7 @@ export function settledCopy(queue: QueueEndpoint, message: DlqMessage, job: JobR
  * (settledCopy), so it leaves on the DLQs only what `dlq list` lists. A named job is reached behind the other messages of its workspace, which keep their order.
  */
 export async function redrive(connection: Connection, options: { jobIds?: readonly string[]; queue?: string } = {}): Promise<RedriveResult> {
+  for (const jobId of options.jobIds ?? []) requireValidId('jobId', jobId);
   const target = await connection.target();
   if (options.jobIds?.length) return redriveNamed(connection, selectQueues(target, options.queue), options.jobIds);
   const { jobs, buildEvents } = selectWithBuildEvents(target, options.queue);
@@ -450,6 +452,7 @@ export interface Dismissal extends RemovedCopies {
  * "workspace unblock"'s decision, not this one's (decisions §31).
  */
 export async function dismissJob(connection: Connection, jobId: string, dismissal: Omit<JobDismissal, 'at'>, now = Date.now()): Promise<Dismissal> {
+  requireValidId('jobId', jobId);
   const reason = dismissal.reason.trim();
   const by = dismissal.by.trim();
   if (reason === '') throw new InvalidRequestError('a dismissal needs a reason: say why the job needs no redrive (it is kept in the ledger)');

@@ -9,6 +9,7 @@
  * allow-lists: the ledger's working fields never leave through them.
  */
 export { connect, type Connection, type OpenConnection } from './connection';
+export { decodeId, requireValidId } from './ids';
 export { explainUnreachable, InvalidRequestError, NotAvailableError, NotFoundError, OperatorError, OutcomeError, TargetError, type ProblemKind } from './errors';
 export { jobsQueue, type QueueEndpoint, type Target } from './targets';
 export { countByStatus, readOverview, workspaceJobs, workspaceState, type WorkspaceOverview } from './overview';

@@ -7,12 +7,14 @@ import { TEST_RUNS_DIR } from '../local/state-dir';
 import type { Connection } from './connection';
 import { isSkippedAwaitingReplay, pastDlqRetention, removeDlqCopies } from './dlq';
 import { NotFoundError, OutcomeError } from './errors';
+import { requireValidId } from './ids';
 import { statusLabel } from './views';
 
 /** Where an unknown id comes from, for the error message. */
 export const UNKNOWN_JOB_HINT = 'never enqueued, or sent without the ledger (e.g. by the producer library without `ledger`) and not taken yet';
 
 export async function requireJob(connection: Connection, jobId: string): Promise<JobRecord> {
+  requireValidId('jobId', jobId);
   const job = await (await connection.ledger()).getJob(jobId);
   if (!job) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await connection.target()).label} (${UNKNOWN_JOB_HINT})`);
   return job;
@@ -26,6 +28,7 @@ export interface JobState {
 
 /** A job and the refused requests that reused its id; NotFoundError when the ledger does not know it. */
 export async function readJob(connection: Connection, jobId: string): Promise<JobState> {
+  requireValidId('jobId', jobId);
   const ledger = await connection.ledger();
   const [job, conflicts] = await Promise.all([requireJob(connection, jobId), ledger.getConflicts(jobId)]);
   return { job, conflicts };
@@ -33,6 +36,7 @@ export async function readJob(connection: Connection, jobId: string): Promise<Jo
 
 /** Several jobs at once, in the order asked; the ids the ledger does not know are returned apart. */
 export async function readJobs(connection: Connection, jobIds: readonly string[]): Promise<{ states: (JobState & { jobId: string })[]; unknown: string[] }> {
+  for (const jobId of jobIds) requireValidId('jobId', jobId);
   const ledger = await connection.ledger();
   const read = await Promise.all(jobIds.map(async (jobId) => ({ jobId, job: await ledger.getJob(jobId), conflicts: await ledger.getConflicts(jobId) })));
   const states = read.flatMap((s) => (s.job ? [{ ...s, job: s.job }] : []));
@@ -94,6 +98,7 @@ export interface Cancelled {
  * copy its interrupted first run left.
  */
 export async function cancelJob(connection: Connection, jobId: string, now = Date.now()): Promise<Cancelled> {
+  requireValidId('jobId', jobId);
   const outcome: CancelOutcome = await (await connection.ledger()).cancel(jobId, now);
   if (outcome.cancelled) {
     if (outcome.previous === 'SKIPPED') await removeDlqCopies(connection, outcome.record);

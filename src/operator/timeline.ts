@@ -6,6 +6,7 @@
 import type { ConflictAttempt, JobRecord, WorkspaceRecord } from '../core/ports';
 import type { Connection } from './connection';
 import { NotFoundError } from './errors';
+import { requireValidId } from './ids';
 
 /** Rows of a page unless asked otherwise; a page is one query. */
 export const TIMELINE_PAGE_SIZE = 50;
@@ -37,6 +38,7 @@ export interface Timeline {
 }
 
 export async function readTimeline(connection: Connection, workspaceId: string, request: TimelineRequest = {}): Promise<Timeline> {
+  requireValidId('workspaceId', workspaceId);
   const ledger = await connection.ledger();
   const order = request.order ?? 'newest';
   const limit = Math.min(Math.max(1, Math.trunc(request.limit ?? TIMELINE_PAGE_SIZE)), TIMELINE_MAX_PAGE_SIZE);

@@ -5,6 +5,7 @@ import { TERMINAL_STATUSES, type JobRecord, type Ledger, type WorkspaceRecord, t
 import type { Connection } from './connection';
 import { isSkippedAwaitingReplay, settledCopy } from './dlq';
 import { NotFoundError, OutcomeError } from './errors';
+import { requireValidId } from './ids';
 import { workspaceJobs } from './overview';
 import { jobsQueue, type QueueEndpoint } from './targets';
 
@@ -12,6 +13,7 @@ import { jobsQueue, type QueueEndpoint } from './targets';
 const dlqMessages = (): typeof import('./dlq-messages') => require('./dlq-messages');
 
 export async function requireWorkspace(connection: Connection, workspaceId: string): Promise<WorkspaceRecord> {
+  requireValidId('workspaceId', workspaceId);
   const workspace = await (await connection.ledger()).getWorkspace(workspaceId);
   if (!workspace) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
   return workspace;
@@ -22,6 +24,7 @@ export async function requireWorkspace(connection: Connection, workspaceId: stri
  * workspace the ledger knows neither by its record nor by a job is NotFoundError.
  */
 export async function listJobsOfWorkspace(connection: Connection, workspaceId: string): Promise<JobRecord[]> {
+  requireValidId('workspaceId', workspaceId);
   const ledger = await connection.ledger();
   const [list, workspace] = await Promise.all([workspaceJobs(ledger, workspaceId), ledger.getWorkspace(workspaceId)]);
   if (list.length === 0 && !workspace) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
@@ -40,6 +43,7 @@ export interface WorkspaceStanding {
  * workspace's size. NotFoundError when the ledger knows neither.
  */
 export async function readWorkspaceStanding(connection: Connection, workspaceId: string): Promise<WorkspaceStanding> {
+  requireValidId('workspaceId', workspaceId);
   const ledger = await connection.ledger();
   const [workspace, open] = await Promise.all([ledger.getWorkspace(workspaceId), ledger.listOpenJobs(workspaceId)]);
   if (!workspace && open.length === 0) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
