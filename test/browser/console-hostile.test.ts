@@ -5,6 +5,7 @@
  * browser's own parsing is what matters.
  */
 import { request as httpRequest } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import type { Page } from 'playwright-core';
 import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
 import { launchChromium, type Browser } from './chromium';
@@ -128,5 +129,38 @@ test("a malformed %-escape or an id past the id rule answers 400 naming the requ
       status: 400,
       problem: expect.stringMatching(/malformed %-escape|must be 1-64 characters/),
     });
+  }
+});
+
+/** A raw socket to the console and when it closed (undefined while open). */
+function rawSocket(): Promise<{ socket: Socket; closedAt: () => number | undefined; received: () => string }> {
+  const { hostname, port } = new URL(consoleUrl);
+  return new Promise((resolve, reject) => {
+    let closedAt: number | undefined;
+    let received = '';
+    const socket = connect({ host: hostname, port: Number(port) }, () => resolve({ socket, closedAt: () => closedAt, received: () => received }));
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (received += chunk));
+    socket.once('close', () => (closedAt = Date.now()));
+    socket.once('error', reject);
+  });
+}
+
+test('a socket that sends no complete request is closed within seconds; a live stream stays open', async () => {
+  const session = await sessionHeader();
+  const idle = await Promise.all(Array.from({ length: 50 }, () => rawSocket()));
+  const partial = await rawSocket();
+  partial.socket.write(`GET /workspaces HTTP/1.1\r\nHost: ${new URL(consoleUrl).host}\r\n`);
+  const live = await rawSocket();
+  live.socket.write(`GET /live?view=%2Fworkspaces&shown=none HTTP/1.1\r\nHost: ${new URL(consoleUrl).host}\r\nCookie: ${session.Cookie}\r\n\r\n`);
+  const opened = Date.now();
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 15_000));
+    const open = [...idle, partial].filter((s) => s.closedAt() === undefined).length;
+    expect({ stillOpenAfter15s: open }).toEqual({ stillOpenAfter15s: 0 });
+    expect(Math.max(...[...idle, partial].map((s) => (s.closedAt() ?? Infinity) - opened))).toBeLessThan(15_000);
+    expect({ liveOpen: live.closedAt() === undefined, answered: live.received().split('\r\n')[0] }).toEqual({ liveOpen: true, answered: 'HTTP/1.1 200 OK' });
+  } finally {
+    for (const s of [...idle, partial, live]) s.socket.destroy();
   }
 });
