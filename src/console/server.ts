@@ -7,7 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { userInfo } from 'node:os';
 import { cancelJob, connect, decodeId, dismissalWords, dismissJob, OperatorError, readJob, redrive, unblockWorkspace, type ProblemKind } from '../operator';
 import type { ResolveOptions } from '../operator/targets';
@@ -43,6 +43,12 @@ export interface ConsoleServer {
 }
 
 const DEFAULT_LIVE_INTERVAL_MS = 1000;
+/**
+ * How long a connection may take to send a complete request: one that sends nothing, or headers
+ * without end, is closed then (Node's own headersTimeout starts at a request's first byte only).
+ * A live stream is a long response to a request already received: these do not touch it.
+ */
+const REQUEST_WITHIN_MS = 5_000;
 const MAX_FORM_BYTES = 16 * 1024;
 
 interface Route {
@@ -256,12 +262,14 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     return page(response, 404, 'Not found', '', html`<p>No such page. <a href="/workspaces">Workspaces</a></p>`);
   }
 
-  const server = createServer((request, response) => {
+  const server = createServer({ headersTimeout: REQUEST_WITHIN_MS, requestTimeout: 2 * REQUEST_WITHIN_MS, connectionsCheckingInterval: 1_000 }, (request, response) => {
     handle(request, response).catch((error: unknown) => {
       if (response.headersSent) return void response.end();
       return page(response, statusOf(error), 'Refused', '', problemHtml(error)).catch(() => response.end());
     });
   });
+  server.on('connection', closeUnlessRequested);
+  server.on('request', (request: IncomingMessage) => request.socket.setTimeout(0));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => {
@@ -293,6 +301,11 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
 function ownPath(pathname: string): string {
   const path = `/${pathname.replace(/^[/\\]+/, '')}`;
   return path === '/' ? '/workspaces' : path;
+}
+
+/** A new connection is closed unless a request arrives on it in time (cleared on its first request). */
+function closeUnlessRequested(socket: Socket): void {
+  socket.setTimeout(REQUEST_WITHIN_MS, () => socket.destroy());
 }
 
 function statusOf(error: unknown): number {
