@@ -8,7 +8,8 @@
  * Stdout belongs to the protocol: nothing else may write there, so serveStdio sends the console's
  * output to stderr before anything else loads. No input stops the server: a tool that throws
  * returns a tool error (the SDK answers arguments its schema refuses the same way, naming the
- * field), and a line that is not JSON-RPC is reported to stderr and skipped.
+ * field), a line that is not JSON-RPC is reported to stderr and skipped, and a line over the
+ * request size limit is answered with an error naming it (request-lines.ts).
  *
  * In the CLI this module is a part of its own (bin/cli-bundle.js): the SDK loads for this command
  * only, and the command hands it plain values (a state directory, not a connection).
@@ -16,10 +17,11 @@
 import { format } from 'node:util';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { InvalidJobError } from '../core/errors';
 import { connect, decodeId, explainUnreachable, OperatorError, readTimeline, type Connection } from '../operator';
 import type { ResolveOptions } from '../operator/targets';
+import { MAX_REQUEST_LINE_BYTES, oversizedAnswer, RequestLines } from './request-lines';
 import { agentJobsTools, timelineView, type ToolContext, type ToolSpec } from './tools';
 
 export const SERVER_NAME = 'agent-jobs';
@@ -126,7 +128,9 @@ export async function serveStdio(options: McpServerOptions): Promise<void> {
   keepStdoutForTheProtocol();
   const connection = connect(options.where);
   const server = createAgentJobsServer(connection, { version: options.version, cwd: options.cwd ?? process.cwd() });
-  const transport = new StdioServerTransport();
+  // Whole lines of a bounded size reach the transport: an oversized one is answered, not fatal.
+  const lines = new RequestLines(MAX_REQUEST_LINE_BYTES, (line) => void transport.send(oversizedAnswer(line, MAX_REQUEST_LINE_BYTES) as JSONRPCMessage));
+  const transport = new StdioServerTransport(process.stdin.pipe(lines), process.stdout, { maxBufferSize: MAX_REQUEST_LINE_BYTES + 1 });
   const closed = new Promise<void>((resolve) => {
     transport.onclose = () => resolve();
     // StdioServerTransport does not close when stdin ends: the client is gone, so the server is done.
@@ -139,6 +143,9 @@ export async function serveStdio(options: McpServerOptions): Promise<void> {
   try {
     await closed;
   } finally {
+    // The transport paused the line reader only: stdin itself must stop, or it holds the process.
+    process.stdin.unpipe(lines);
+    process.stdin.pause();
     connection.close();
   }
 }

@@ -62,6 +62,7 @@ test('a request line over the limit is a JSON-RPC error naming the limit, and th
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   let exit: number | null | undefined;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.once('exit', (code) => (exit = code));
   // A server that exits mid-write: the test reports what it answered, not the broken pipe.
   child.stdin.on('error', () => undefined);
@@ -86,7 +87,10 @@ test('a request line over the limit is a JSON-RPC error naming the limit, and th
         { id: 3, error: undefined },
       ],
     });
+    // Stopped as a runtime stops it (SIGTERM, stdin still open): it exits.
+    child.kill('SIGTERM');
+    await exited;
   } finally {
-    child.kill();
+    child.kill('SIGKILL');
   }
 });
