@@ -45,10 +45,10 @@ async function poisonPatch(): Promise<string> {
   return file;
 }
 
-/** A patch on DEEP_FILE whose context is not there, with a hunk header as git writes one: a long, realistic reason. */
+/** A patch on DEEP_FILE whose context is not there, with a hunk header as git writes one (its counts right: the front doors parse it): a long, realistic reason. */
 async function deepPoisonPatch(): Promise<string> {
   const file = path.join(poisonDir, 'deep-poison.diff');
-  const header = '@@ -118,7 +118,9 @@ public final class InvoiceRenderer implements DocumentRenderer<Invoice, RenderedInvoice> {';
+  const header = '@@ -118,1 +118,1 @@ public final class InvoiceRenderer implements DocumentRenderer<Invoice, RenderedInvoice> {';
   await writeFile(file, [`diff --git a/${DEEP_FILE} b/${DEEP_FILE}`, `--- a/${DEEP_FILE}`, `+++ b/${DEEP_FILE}`, header, '-    private final TaxTable taxes;', '+    private final TaxTable taxes = TaxTable.forRegion(region);', ''].join('\n'));
   return file;
 }
