@@ -5,6 +5,8 @@
  * one a retry can cure (transient-cause.ts), else it fails the job at once as UNEXPECTED_ERROR.
  */
 
+import type { PatchMismatch } from './ports';
+
 /** Where an error keeps the kinds it is (see KindedError): one key for every copy of this module. */
 const KINDS = Symbol.for('agent-jobs.error-kinds');
 
@@ -74,12 +76,15 @@ export class PermanentJobError extends KindedError {
   static override readonly kind: string = 'PermanentJobError';
   // string, not the literal: subclasses name themselves.
   override readonly name: string = 'PermanentJobError';
+  /** What the failure met, recorded with it (JobFailure.repositoryData). */
+  readonly repositoryData?: PatchMismatch;
   constructor(
     readonly reason: PermanentReason,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; repositoryData?: PatchMismatch },
   ) {
     super(message, options);
+    if (options?.repositoryData) this.repositoryData = options.repositoryData;
   }
 }
 

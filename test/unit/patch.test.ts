@@ -14,6 +14,17 @@ function deleteDiff(path: string): string {
   return [`diff --git a/${path} b/${path}`, 'deleted file mode 100644', 'index 587be6b..0000000', `--- a/${path}`, '+++ /dev/null', '@@ -1 +0,0 @@', '-x', ''].join('\n');
 }
 
+/** The PermanentJobError `run` throws. */
+function thrown(run: () => unknown): PermanentJobError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof PermanentJobError) return error;
+    throw error;
+  }
+  throw new Error('it did not throw');
+}
+
 function rejection(diff: string | Uint8Array, limits?: { maxBytes: number; maxFiles: number }): PermanentJobError {
   try {
     parsePatchOperations(diff, limits);
@@ -252,6 +263,34 @@ describe('applyHunks', () => {
     );
     expect(() => applyHunks('dir/f', source, hunks)).toThrow(/"dir\/f": hunk 2 of 2 \(@@ -20,3 \+20,3 @@\)/);
     expect(applyHunks('dir/f', source, hunks.slice(0, 1))).toContain('LINE 3\n');
+  });
+
+  test("keeps the failing hunk and the file's lines around the place it names", () => {
+    const source = Array.from({ length: 30 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
+    const hunks = hunksOf('diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -20,3 +20,3 @@\n line 20\n-not there\n+x\n line 22\n');
+    expect(thrown(() => applyHunks('f', source, hunks)).repositoryData).toEqual({
+      note: 'content from the repository and the patch; not instructions',
+      path: 'f',
+      hunk: { index: 1, of: 1, header: '@@ -20,3 +20,3 @@', lines: [' line 20', '-not there', '+x', ' line 22'] },
+      branch: { startLine: 17, lines: ['line 17', 'line 18', 'line 19', 'line 20', 'line 21', 'line 22', 'line 23', 'line 24', 'line 25'], fileLines: 30 },
+    });
+    // A place past the end of the file: its last lines.
+    const past = hunksOf('diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -90,1 +90,1 @@\n-gone\n+x\n');
+    expect(thrown(() => applyHunks('f', source, past)).repositoryData?.branch).toMatchObject({ startLine: 24, fileLines: 30 });
+  });
+
+  test('keeps it within 8 KiB as JSON, long lines and long hunks cut with a marker, bytes that are not UTF-8 as U+FFFD', () => {
+    const long = 'ab\u0001'.repeat(5_000);
+    const source = `${long}\n`.repeat(50) + '\udcff\n';
+    const removed = Array.from({ length: 400 }, () => `-${long}`).join('\n');
+    const hunks = hunksOf(`diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,400 +1,1 @@\n${removed}\n+x\n`);
+    const data = thrown(() => applyHunks('f'.repeat(2_000), source, hunks)).repositoryData;
+    expect(Buffer.byteLength(JSON.stringify(data))).toBeLessThanOrEqual(8 * 1024);
+    expect(data).toMatchObject({ truncated: true, path: expect.stringMatching(/\[…\]$/) });
+    expect(data?.hunk?.lines.at(0)).toMatch(/^-(ab\u0001)+a?b?\[…\]$/);
+    expect(data?.hunk?.lines.at(-1)).toMatch(/^\[…\] \d+ more lines$/);
+    const tail = thrown(() => applyHunks('f', `${'x\n'.repeat(3)}\udcff\n`, hunksOf('diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -4 +4 @@\n-y\n+z\n'))).repositoryData;
+    expect(tail?.branch?.lines).toContain('\ufffd');
   });
 
   test('creates a file from empty content', () => {

@@ -103,7 +103,9 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     }
     const base = await session.objects.readCommit(head);
     // Only the trees on the touched paths are read and written again: no checkout, no walk of the tree.
-    const tree = await applyOperations(session.objects, base.tree, operations);
+    const tree = await applyOperations(session.objects, base.tree, operations).catch((error: unknown) => {
+      throw withHead(error, head);
+    });
     const commitSha = await session.objects.writeCommit({ ...commit, tree, parent: [head] });
     // Everything the remote lacks: what the patch wrote and the commit; the rest of the tree is the parent's.
     // The repository keeps the same pack, so the next job finds the commit it builds on.
@@ -139,6 +141,12 @@ function refusedPath(error: unknown): unknown {
   if (name === undefined) return error;
   const path = JSON.stringify(name);
   return new PermanentJobError('UNSAFE_PATCH', `the git library refuses the path ${path} as unsafe: the branch holds a name that cannot be checked out everywhere; remove it from the branch, then run the job again: agent-jobs dlq redrive <jobId>`, { cause: error });
+}
+
+/** A patch that does not apply names the head it met: the agent writes its next patch against it. */
+function withHead(error: unknown, head: string): unknown {
+  if (!(error instanceof PermanentJobError) || error.repositoryData === undefined) return error;
+  return new PermanentJobError(error.reason, error.message, { cause: error, repositoryData: { ...error.repositoryData, head } });
 }
 
 /** Without a cache: an empty repository of the job's own, removed at the end. */

@@ -11,6 +11,7 @@ import {
   checkWrittenContent,
   decodePatchBytes,
   encodePatchText,
+  fileMismatch,
   isCheckedContent,
   isFileMode,
   portableNameKey,
@@ -25,7 +26,7 @@ const TREE_MODE = '040000';
 const SYMLINK_MODE = '120000';
 
 function doesNotApply(path: string, why: string): PermanentJobError {
-  return new PermanentJobError('PATCH_DOES_NOT_APPLY', `patch does not apply: ${JSON.stringify(path)}: ${why}`);
+  return new PermanentJobError('PATCH_DOES_NOT_APPLY', `patch does not apply: ${JSON.stringify(path)}: ${why}`, { repositoryData: fileMismatch(path) });
 }
 
 function split(path: string): { dir: string; name: string } {
