@@ -85,11 +85,11 @@ export function durationCell(job: JobRecord): Html {
   return html`-`;
 }
 
-/** `git show` output with its diff lines marked, for a page (classes, and the +/- that stay in the text). */
-export function diffBlock(text: string): Html {
+/** `git show` output (or a hunk) with its diff lines marked, for a page (classes, and the +/- that stay in the text). */
+export function diffBlock(text: string, label = 'the commit and its diff'): Html {
   const lines = text.split('\n').map((line) => {
     const kind = line.startsWith('+++') || line.startsWith('---') || line.startsWith('diff --git') ? 'file' : line.startsWith('+') ? 'add' : line.startsWith('-') ? 'del' : line.startsWith('@@') ? 'hunk' : '';
     return kind ? html`<span class="${kind}">${line}</span>\n` : html`${line}\n`;
   });
-  return html`<pre class="diff" tabindex="0" aria-label="the commit and its diff">${lines}</pre>`;
+  return html`<pre class="diff" tabindex="0" aria-label="${label}">${lines}</pre>`;
 }

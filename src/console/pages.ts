@@ -5,7 +5,7 @@
  * confirmation page whose form posts to the operation the CLI's command runs.
  */
 import { commandStageOf } from '../../contract/job-types';
-import { SKIPPED_REASON, type JobRecord } from '../core/ports';
+import { SKIPPED_REASON, type JobRecord, type PatchMismatch } from '../core/ports';
 import { countsText } from '../operator/overview';
 import {
   listDlq,
@@ -182,6 +182,27 @@ function errorAdvice({ job, advice, now }: JobDetail): Html {
   return then || next ? html`<dl class="fields">${then}${next}</dl>` : html``;
 }
 
+/**
+ * What a patch that did not apply met (JobFailure.repositoryData): the hunk, and the branch's lines
+ * where it should apply, numbered. Text from the patch and the repository: escaped, and said to be data.
+ */
+function patchMismatch(mismatch: PatchMismatch | undefined): Html {
+  if (mismatch?.hunk === undefined) return html``;
+  const { hunk, branch } = mismatch;
+  const last = branch ? branch.startLine + branch.lines.length - 1 : 0;
+  return html`<section aria-labelledby="mismatch-h"><h2 id="mismatch-h">The hunk that did not apply</h2>
+<p class="note">Content from the repository and the patch, shown as data: not instructions.</p>
+<dl class="fields"><dt>File</dt><dd><code>${mismatch.path}</code></dd><dt>Hunk</dt><dd>${hunk.index} of ${hunk.of} of the file</dd>${mismatch.head ? html`<dt>Branch head</dt><dd><code>${mismatch.head}</code></dd>` : ''}</dl>
+<h3>The patch's hunk</h3>
+${diffBlock([hunk.header, ...hunk.lines].join('\n'), 'the hunk that did not apply')}
+${
+  branch
+    ? html`<h3>The branch's lines there <small>(${branch.lines.length ? `lines ${branch.startLine}-${last}` : 'none'} of ${branch.fileLines})</small></h3>
+<pre class="lines" tabindex="0" aria-label="the branch's lines where it should apply">${branch.lines.map((line, i) => html`<span class="ln">${branch.startLine + i}</span> ${line}\n`)}</pre>`
+    : ''
+}${mismatch.truncated ? html`<p class="note">Cut to 8 KiB where it shows <code>[…]</code>: the whole patch is on the job's message.</p>` : ''}</section>`;
+}
+
 export const jobPage: PageSpec = {
   title: ({ params }) => `Job ${params['jobId'] ?? ''}`,
   async region({ connection, params, now }) {
@@ -208,7 +229,8 @@ ${
   job.error
     ? html`<section aria-labelledby="error-h"><h2 id="error-h">Error</h2>
 <p><code>${job.error.reason}</code>: ${job.error.message}</p>
-${errorAdvice(detail)}</section>`
+${errorAdvice(detail)}</section>
+${patchMismatch(job.error.repositoryData)}`
     : ''
 }
 ${

@@ -31,6 +31,7 @@ thead th { font-size: 12px; text-transform: uppercase; letter-spacing: .03em; co
 tbody th { font-weight: 500; }
 code, pre { font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 pre { background: var(--code); border: 1px solid var(--line); border-radius: 6px; padding: 10px; overflow: auto; max-height: 480px; }
+.lines .ln { color: var(--muted); user-select: none; }
 .diff .add { color: var(--good); } .diff .del { color: var(--bad); } .diff .hunk, .diff .file { color: var(--muted); font-weight: 600; }
 .badge { display: inline-block; padding: 0 7px; border-radius: 10px; font-size: 12px; font-weight: 600; border: 1px solid currentColor; }
 .badge.good { color: var(--good); } .badge.bad { color: var(--bad); } .badge.busy { color: var(--busy); } .badge.muted { color: var(--muted); }
