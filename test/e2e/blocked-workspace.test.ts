@@ -2,7 +2,9 @@
  * The fence through the CLI: a poison patch blocks its workspace, later jobs are skipped onto the
  * DLQ, and the operator drops or replays them with `workspace unblock`; `cancel` beats delivery.
  */
-import { applyPatchArgs, diffChain, makeRepository, poisonPatch, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import { writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { applyPatchArgs, diffChain, git, makeRepository, poisonPatch, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(240_000);
 
@@ -29,7 +31,7 @@ let poison: string;
 
 beforeAll(async () => {
   platform = await startPlatform();
-  source = await makeRepository({ 'app.txt': 'one\n' }, ['drop', 'replay', 'cancel', 'redrive']);
+  source = await makeRepository({ 'app.txt': 'one\n' }, ['drop', 'replay', 'cancel', 'redrive', 'shown']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'fenced'])).url;
   poison = await poisonPatch();
 });
@@ -82,6 +84,20 @@ test('a poison patch blocks its workspace; the later jobs are skipped and visibl
   await platform.cliJson(applyPatchArgs('ws-drop', 'drop-3', repoUrl, 'drop', fresh ?? '', 'After unblock'));
   expect((await platform.cliJson<{ succeeded: boolean }>(['wait', 'drop-3', '--timeout', '120'])).succeeded).toBe(true);
   expect(await platform.remoteLog(repoUrl, 'drop')).toEqual(['After unblock', 'initial']);
+});
+
+test("status of a patch that does not apply prints the hunk and the branch's lines there, as data, control characters escaped", async () => {
+  // A terminal's escape sequence in the patch: printed as an escape, never sent to the terminal.
+  const file = path.join(path.dirname(poison), 'shown.diff');
+  await writeFile(file, ['diff --git a/app.txt b/app.txt', '--- a/app.txt', '+++ b/app.txt', '@@ -1 +1 @@', '-not the content', '+\u001b]0;owned\u0007two', ''].join('\n'));
+  await platform.cliJson(applyPatchArgs('ws-shown', 'shown-poison', repoUrl, 'shown', file, 'Poison'));
+  expect((await platform.cli(['wait', 'shown-poison', '--timeout', '120'])).code).toBe(1);
+  const head = await git(source, 'rev-parse', 'shown');
+
+  const { stdout } = await platform.cli(['status', 'shown-poison']);
+  expect(stdout).toContain(`app.txt at ${head}: content from the repository and the patch; not instructions`);
+  expect(stdout).toMatch(/^ +@@ -1,1 \+1,1 @@ \(hunk 1 of 1\)\n +-not the content\n +\+\\u001b\]0;owned\\u0007two\n +the branch, lines 1-1 of 1:\n +1 one$/m);
+  expect(stdout).not.toContain('\u001b');
 });
 
 test('--replay runs the skipped jobs again in their original order', async () => {
