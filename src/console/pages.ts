@@ -5,6 +5,7 @@
  * confirmation page whose form posts to the operation the CLI's command runs.
  */
 import { commandStageOf } from '../../contract/job-types';
+import { CUT_MARKER } from '../core/patch/mismatch';
 import { SKIPPED_REASON, type JobRecord, type PatchMismatch } from '../core/ports';
 import { countsText } from '../operator/overview';
 import {
@@ -200,7 +201,7 @@ ${
     ? html`<h3>The branch's lines there <small>(${branch.lines.length ? `lines ${branch.startLine}-${last}` : 'none'} of ${branch.fileLines})</small></h3>
 <pre class="lines" tabindex="0" aria-label="the branch's lines where it should apply">${branch.lines.map((line, i) => html`<span class="ln">${branch.startLine + i}</span> ${line}\n`)}</pre>`
     : ''
-}${mismatch.truncated ? html`<p class="note">Cut to 8 KiB where it shows <code>[…]</code>: the whole patch is on the job's message.</p>` : ''}</section>`;
+}${mismatch.truncated ? html`<p class="note">Cut to 8 KiB where it shows <code>${CUT_MARKER}</code>: the whole patch is on the job's message.</p>` : ''}</section>`;
 }
 
 export const jobPage: PageSpec = {

@@ -11,7 +11,8 @@ export const PATCH_MISMATCH_BYTES = 8 * 1024;
 /** The branch's lines shown before and after the place a hunk names. */
 export const CONTEXT_LINES = 3;
 /** What ends a cut line, and stands for the lines cut from a section. */
-export const CUT_MARKER = '[…]';
+// An escape, not the character: the CLI's bundle stays ASCII (test/unit/cli-bundle.test.ts).
+export const CUT_MARKER = '[\u2026]';
 const LINE_BYTES = 512;
 const PATH_BYTES = 256;
 const HUNK_BYTES = 4 * 1024;
