@@ -195,8 +195,6 @@ export async function readRunningOutput(stateDir: string, buildId: string, maxBy
 export interface OutputPiece {
   readonly text: string;
   readonly nextOffset: number;
-  /** The run has ended and its kept output was read to its end: nothing more will come. */
-  readonly ended: boolean;
   /** Bytes before `offset`'s place that were no longer kept (a long output cut to its end): not shown. */
   readonly skipped: number;
 }
@@ -211,15 +209,15 @@ const PIECE_BYTES = 64 * 1024;
  */
 export async function readRunOutputFrom(stateDir: string, buildId: string, offset: number): Promise<OutputPiece> {
   const running = await readPiece(runFile(stateDir, buildId, 'out'), offset, 0);
-  if (running) return { ...running, ended: false };
+  if (running) return running;
   const cut = await readCutMarker(runFile(stateDir, buildId, 'log'));
   const kept = await readPiece(runFile(stateDir, buildId, 'log'), Math.max(offset, cut.cutBytes), cut.cutBytes - cut.markerBytes);
-  if (!kept) return { text: '', nextOffset: offset, ended: false, skipped: 0 };
-  return { ...kept, skipped: Math.max(0, cut.cutBytes - offset), ended: kept.atEnd };
+  if (!kept) return { text: '', nextOffset: offset, skipped: 0 };
+  return { ...kept, skipped: Math.max(0, cut.cutBytes - offset) };
 }
 
 /** Up to PIECE_BYTES of `path` from the output's byte `offset`, the file starting at output byte `base`; undefined when there is no file. */
-async function readPiece(path: string, offset: number, base: number): Promise<(Omit<OutputPiece, 'ended'> & { atEnd: boolean }) | undefined> {
+async function readPiece(path: string, offset: number, base: number): Promise<OutputPiece | undefined> {
   let file;
   try {
     file = await open(path, 'r');
@@ -234,7 +232,7 @@ async function readPiece(path: string, offset: number, base: number): Promise<(O
     const { bytesRead } = await file.read(buffer, 0, buffer.length, at);
     // A character cut at the end of the piece is read whole with the next one.
     const whole = completeUtf8(buffer.subarray(0, bytesRead));
-    return { text: whole.toString('utf8'), nextOffset: offset + whole.length, skipped: 0, atEnd: at + whole.length >= size };
+    return { text: whole.toString('utf8'), nextOffset: offset + whole.length, skipped: 0 };
   } finally {
     await file.close();
   }
@@ -281,16 +279,25 @@ export function localBuildId(run: Pick<CommandRun, 'run' | 'key'> & { readonly j
  * not this job's.
  */
 export async function buildsOfJob(stateDir: string, jobId: string, since: number): Promise<{ readonly buildId: string; readonly run: number }[]> {
+  const builds = (await readRunStates(stateDir, `${jobId}.`)).filter((state) => state.jobId === jobId && state.startedAt >= since);
+  return builds.sort((a, b) => a.run - b.run || a.startedAt - b.startedAt).map(({ buildId, run }) => ({ buildId, run }));
+}
+
+/**
+ * The run states in `runs/` whose file names start with `prefix`. A state file of another version
+ * (or cut short) is no run this runner knows: skipped.
+ */
+async function readRunStates(stateDir: string, prefix = ''): Promise<LocalRunState[]> {
   const files = await readdir(join(stateDir, 'runs')).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return [];
     throw error;
   });
-  const builds: { buildId: string; run: number; startedAt: number }[] = [];
-  for (const file of files.filter((f) => f.startsWith(`${jobId}.`) && f.endsWith('.json'))) {
+  const states: LocalRunState[] = [];
+  for (const file of files.filter((f) => f.startsWith(prefix) && f.endsWith('.json'))) {
     const parsed = localRunState.safeParse(parseJsonOrUndefined(await readFile(join(stateDir, 'runs', file), 'utf8').catch(() => '')));
-    if (parsed.success && parsed.data.jobId === jobId && parsed.data.startedAt >= since) builds.push(parsed.data);
+    if (parsed.success) states.push(parsed.data);
   }
-  return builds.sort((a, b) => a.run - b.run || a.startedAt - b.startedAt).map(({ buildId, run }) => ({ buildId, run }));
+  return states;
 }
 
 /** Names the run's processes in their environment, so the ones that left its process group are found. */
@@ -407,17 +414,9 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
    * hours later. Call before starting any run.
    */
   async takeOrphanedRuns(): Promise<BuildCompletion[]> {
-    const files = await readdir(join(this.options.stateDir, 'runs')).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return [];
-      throw error;
-    });
     const orphans: BuildCompletion[] = [];
     const deadRunsDirs = new Set<string>();
-    for (const file of files.filter((f) => f.endsWith('.json'))) {
-      // A state file of another version (or cut short) is no run this runner can complete: skipped.
-      const parsed = localRunState.safeParse(parseJsonOrUndefined(await readFile(join(this.options.stateDir, 'runs', file), 'utf8').catch(() => '')));
-      if (!parsed.success) continue;
-      const state = parsed.data;
+    for (const state of await readRunStates(this.options.stateDir)) {
       if (this.active.has(state.buildId)) continue;
       // A dead platform's directory of runs goes once its last run's directory has.
       if (state.runDir && isRunDir(state.runDir) && dirname(state.runDir) !== this.runsDir) deadRunsDirs.add(dirname(state.runDir));
