@@ -200,8 +200,17 @@ describe('local platform', () => {
     ]);
     expect(records[1]?.blockedBy).toBe(bad.jobId);
 
+    // The ledger records SKIPPED before the worker moves the message to the DLQ: wait for the move.
     const dlqUrl = platform.info.dlqUrls['agent-jobs']!;
-    const parked = (await drain(clients.sqs, dlqUrl)).map((m) => [m.MessageAttributes?.jobId?.StringValue, m.MessageAttributes?.reason?.StringValue]);
+    const parked: (string | undefined)[][] = [];
+    await eventually(
+      async () => {
+        parked.push(...(await drain(clients.sqs, dlqUrl)).map((m) => [m.MessageAttributes?.jobId?.StringValue, m.MessageAttributes?.reason?.StringValue]));
+        return parked.length;
+      },
+      (count) => count >= 2,
+      { what: 'both jobs on the DLQ', timeoutMs: 30_000 },
+    );
     expect(parked).toEqual([
       [bad.jobId, 'PATCH_DOES_NOT_APPLY'],
       [good.jobId, 'SKIPPED'],
