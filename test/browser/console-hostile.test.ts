@@ -4,7 +4,8 @@
  * request. One local platform (`agent-jobs local up`), jobs sent with the CLI, and Chromium where a
  * browser's own parsing is what matters.
  */
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { connect, type Socket } from 'node:net';
 import type { Page } from 'playwright-core';
 import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
@@ -162,5 +163,38 @@ test('a socket that sends no complete request is closed within seconds; a live s
     expect({ liveOpen: live.closedAt() === undefined, answered: live.received().split('\r\n')[0] }).toEqual({ liveOpen: true, answered: 'HTTP/1.1 200 OK' });
   } finally {
     for (const s of [...idle, partial, live]) s.socket.destroy();
+  }
+});
+
+/** A listener on another port of 127.0.0.1, as any local program can open: what the browser sends it. */
+async function foreignListener(): Promise<{ url: string; seen: { path: string; headers: IncomingHttpHeaders }[]; close: () => Promise<void> }> {
+  const seen: { path: string; headers: IncomingHttpHeaders }[] = [];
+  const server = createServer((req, res) => {
+    seen.push({ path: req.url ?? '', headers: req.headers });
+    res.writeHead(200, { 'Content-Type': 'text/html' }).end('<p>elsewhere</p>');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url, seen, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+test("a listener on another port of 127.0.0.1 gets nothing of the console's session, at any path a page can know", async () => {
+  const token = new URL(consoleUrl).searchParams.get('token') ?? '';
+  const foreign = await foreignListener();
+  try {
+    // Browsers scope cookies by host, not by port: the console's page and the foreign page share 127.0.0.1.
+    const session = await browser.context.newPage();
+    await session.goto(consoleUrl);
+    // Every path a page that links there can know (the console's own path prefix is its secret).
+    for (const path of ['/', '/workspaces', '/jobs/x', '/s/', '/s/guess/workspaces']) await session.goto(`${foreign.url}${path}`);
+    await session.close();
+    const cookies = foreign.seen.map((request) => ({ path: request.path, cookie: request.headers.cookie ?? '' }));
+    expect(cookies.filter((request) => request.cookie.includes(token))).toEqual([]);
+    // What it did get opens nothing on the console: each Cookie header it saw, replayed to the console's pages.
+    for (const { cookie } of cookies.filter((request) => request.cookie !== '')) {
+      expect((await rawGet('/workspaces', { Cookie: cookie })).status).toBe(401);
+    }
+  } finally {
+    await foreign.close();
   }
 });
