@@ -4,8 +4,10 @@
  * - the Host must be the console's own (a DNS-rebinding page names its own host);
  * - a request a browser marks as coming from another origin (Origin, Sec-Fetch-Site) is refused;
  * - every request carries the token printed at start: the printed URL's `?token=` is exchanged
- *   for a cookie (HttpOnly, SameSite=Strict, named after the port: cookies ignore ports), so
- *   other local users read nothing;
+ *   for a cookie (HttpOnly, SameSite=Strict), so other local users read nothing;
+ * - the console's pages live under a random path, its `root`, and the cookie is scoped to it:
+ *   browsers scope cookies by host, not port, so a cookie for all of 127.0.0.1 would reach any
+ *   listener on another port that a page links to (decisions §35);
  * - a request that changes something (POST) also carries the token in its body or in the
  *   `X-Console-Token` header, which a page of another origin cannot know (the cookie alone would
  *   be sent by a cross-site form).
@@ -19,10 +21,21 @@ export const TOKEN_FIELD = 'token';
 export interface ConsoleAuth {
   readonly token: string;
   readonly port: number;
+  /** The path every page of this console is under, `/c/<random>/`: only its token's holder learns it. */
+  readonly root: string;
 }
 
 export function newToken(): string {
   return randomBytes(24).toString('base64url');
+}
+
+export function newRoot(): string {
+  return `/c/${randomBytes(16).toString('base64url')}/`;
+}
+
+/** The console's own path of a request (`/jobs/x` of `<root>jobs/x`), or undefined outside its root. */
+export function pathInRoot(auth: ConsoleAuth, pathname: string): string | undefined {
+  return pathname.startsWith(auth.root) ? `/${pathname.slice(auth.root.length)}` : undefined;
 }
 
 export function cookieName(port: number): string {
@@ -66,9 +79,9 @@ export function hasSession(auth: ConsoleAuth, headers: IncomingHttpHeaders): boo
   return sameToken(cookie(headers, cookieName(auth.port)), auth.token);
 }
 
-/** The Set-Cookie header that stores the token in the browser for this console. */
+/** The Set-Cookie header that stores the token in the browser for this console's root only. */
 export function sessionCookie(auth: ConsoleAuth): string {
-  return `${cookieName(auth.port)}=${auth.token}; HttpOnly; SameSite=Strict; Path=/`;
+  return `${cookieName(auth.port)}=${auth.token}; HttpOnly; SameSite=Strict; Path=${auth.root}`;
 }
 
 /** A change needs the token itself (header or form field), beside the session: a form of another origin cannot know it. */

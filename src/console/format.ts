@@ -3,12 +3,13 @@ import type { JobRecord, WorkspaceRecord } from '../core/ports';
 import { shortSha, statusLabel } from '../operator/views';
 import { html, type Html } from './html';
 
+// Links are relative: each page's <base> is the console's root (auth.ts), a path of its own.
 export function jobHref(jobId: string): string {
-  return `/jobs/${encodeURIComponent(jobId)}`;
+  return `jobs/${encodeURIComponent(jobId)}`;
 }
 
 export function workspaceHref(workspaceId: string): string {
-  return `/workspaces/${encodeURIComponent(workspaceId)}`;
+  return `workspaces/${encodeURIComponent(workspaceId)}`;
 }
 
 /** A link to a job; its id attribute lets the page keep focus on it when the live region is redrawn. */

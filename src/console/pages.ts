@@ -47,7 +47,7 @@ export const workspacesPage: PageSpec = {
   title: () => 'Workspaces',
   controls: ({ query }) => {
     const state = query.get('state') ?? '';
-    return html`<form class="filters" method="get" action="/workspaces" role="search">
+    return html`<form class="filters" method="get" action="workspaces" role="search">
   <label>State <select name="state">
     <option value=""${state === '' ? html` selected` : ''}>any</option>
     ${STATES.map((s) => html`<option value="${s}"${state === s ? html` selected` : ''}>${s}</option>`)}
@@ -157,7 +157,7 @@ function jobActions(detail: JobDetail): Html {
   const { job, actions } = detail;
   const links = [
     actions.unblock ? html`<a class="button" href="${workspaceHref(job.workspaceId)}/unblock?mode=replay">Unblock the workspace and replay&hellip;</a> <a class="button" href="${workspaceHref(job.workspaceId)}/unblock?mode=drop">Unblock and drop&hellip;</a>` : '',
-    actions.redrive ? html`<a class="button" href="/dlq/redrive?job=${encodeURIComponent(job.jobId)}">Redrive&hellip;</a>` : '',
+    actions.redrive ? html`<a class="button" href="dlq/redrive?job=${encodeURIComponent(job.jobId)}">Redrive&hellip;</a>` : '',
     actions.cancel ? html`<a class="button" href="${jobHref(job.jobId)}/cancel">Cancel&hellip;</a>` : '',
     actions.dismiss ? html`<a class="button" href="${jobHref(job.jobId)}/dismiss">Dismiss the failure&hellip;</a>` : '',
   ].filter((l) => l !== '');
@@ -269,7 +269,7 @@ ${logs.lines.map((line) =>
 
 function dlqAction(row: DlqRow): Html {
   if (row.status === 'SKIPPED') return html`<a href="${workspaceHref(row.workspaceId)}/unblock?mode=replay">Unblock and replay&hellip;</a>`;
-  if (row.status === 'FAILED') return html`<a href="/dlq/redrive?job=${encodeURIComponent(row.jobId)}">Redrive&hellip;</a>`;
+  if (row.status === 'FAILED') return html`<a href="dlq/redrive?job=${encodeURIComponent(row.jobId)}">Redrive&hellip;</a>`;
   return html`-`;
 }
 

@@ -11,7 +11,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { userInfo } from 'node:os';
 import { cancelJob, connect, decodeId, dismissalWords, dismissJob, OperatorError, readJob, redrive, unblockWorkspace, type ProblemKind } from '../operator';
 import type { ResolveOptions } from '../operator/targets';
-import { changeRefusal, hasSession, newToken, originRefusal, sameToken, sessionCookie, TOKEN_FIELD, type ConsoleAuth } from './auth';
+import { changeRefusal, hasSession, newRoot, newToken, originRefusal, pathInRoot, sameToken, sessionCookie, TOKEN_FIELD, type ConsoleAuth } from './auth';
 import { jobHref, workspaceHref } from './format';
 import { html, type Html } from './html';
 import { LIVE_EVENT, LiveViews, regionHash } from './live';
@@ -59,24 +59,24 @@ interface Route {
 }
 
 const PAGES: readonly Route[] = [
-  { pattern: /^\/workspaces$/, keys: [], page: workspacesPage, nav: '/workspaces' },
-  { pattern: /^\/workspaces\/([^/]+)$/, keys: ['workspaceId'], page: timelinePage, nav: '/workspaces' },
-  { pattern: /^\/jobs\/([^/]+)$/, keys: ['jobId'], page: jobPage, nav: '/workspaces' },
-  { pattern: /^\/dlq$/, keys: [], page: dlqPage, nav: '/dlq' },
-  { pattern: /^\/stages$/, keys: [], page: stagesPage, nav: '/stages' },
+  { pattern: /^\/workspaces$/, keys: [], page: workspacesPage, nav: 'workspaces' },
+  { pattern: /^\/workspaces\/([^/]+)$/, keys: ['workspaceId'], page: timelinePage, nav: 'workspaces' },
+  { pattern: /^\/jobs\/([^/]+)$/, keys: ['jobId'], page: jobPage, nav: 'workspaces' },
+  { pattern: /^\/dlq$/, keys: [], page: dlqPage, nav: 'dlq' },
+  { pattern: /^\/stages$/, keys: [], page: stagesPage, nav: 'stages' },
 ];
 
 const NAV = [
-  ['/workspaces', 'Workspaces'],
-  ['/dlq', 'Dead-letter queues'],
-  ['/stages', 'Stage queues'],
+  ['workspaces', 'Workspaces'],
+  ['dlq', 'Dead-letter queues'],
+  ['stages', 'Stage queues'],
 ] as const;
 
 /** The HTTP status of each kind of operator error. */
 const STATUS_OF_KIND: Readonly<Record<ProblemKind, number>> = { failed: 409, invalid: 400, notFound: 404, unavailable: 503 };
 
 const SECURITY_HEADERS = {
-  'Content-Security-Policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'Content-Security-Policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'",
   'X-Content-Type-Options': 'nosniff',
   'X-Frame-Options': 'DENY',
   // same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on a form's POST.
@@ -110,14 +110,17 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
   const connection = connect(options.where);
   const token = options.token ?? newToken();
   const label = async () => (await connection.target()).label;
-  let auth: ConsoleAuth = { token, port: 0 };
+  const root = newRoot();
+  let auth: ConsoleAuth = { token, port: 0, root };
   const live = new LiveViews(options.liveIntervalMs ?? DEFAULT_LIVE_INTERVAL_MS, (error) => problemHtml(error).text);
   const staticFiles = new Map<string, string>();
 
-  function page(response: ServerResponse, status: number, title: string, nav: string, body: Html, extraHeaders: Record<string, string> = {}): Promise<void> {
+  /** A page at `url`, the console's own path of the request (its root taken off). */
+  function page(response: ServerResponse, url: URL, status: number, title: string, nav: string, body: Html): Promise<void> {
+    const frame = { title, root, self: `${url.pathname.slice(1)}${url.search}`, nav, body };
     return label().then(
-      (target) => send(response, status, layout(title, target, nav, body), extraHeaders),
-      () => send(response, status, layout(title, 'target not reachable', nav, body), extraHeaders),
+      (target) => send(response, status, layout({ ...frame, target })),
+      () => send(response, status, layout({ ...frame, target: 'target not reachable' })),
     );
   }
 
@@ -128,13 +131,13 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     try {
       region = await route.page.region(context);
     } catch (error) {
-      return page(response, statusOf(error), title, route.nav, problemHtml(error));
+      return page(response, url, statusOf(error), title, route.nav, problemHtml(error));
     }
     const view = `${url.pathname}${url.search}`;
     const body = html`${route.page.controls?.(context) ?? ''}
-<div id="live" hx-ext="sse" sse-connect="/live?view=${encodeURIComponent(view)}&amp;shown=${regionHash(region.text)}" sse-swap="${LIVE_EVENT}">${region}</div>
+<div id="live" hx-ext="sse" sse-connect="live?view=${encodeURIComponent(view)}&amp;shown=${regionHash(region.text)}" sse-swap="${LIVE_EVENT}">${region}</div>
 <p class="live-note">Live: this page follows the ledger without a reload.</p>`;
-    return page(response, 200, title, route.nav, body);
+    return page(response, url, 200, title, route.nav, body);
   }
 
   function serveLive(response: ServerResponse, url: URL): void {
@@ -152,15 +155,15 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       const workspaceId = decodeId('workspaceId', unblock[1] ?? '');
       const mode = url.searchParams.get('mode') === 'drop' ? 'drop' : 'replay';
       const what = await unblockPreview(connection, workspaceId, mode);
-      const form = confirmForm({ action: url.pathname, fields: { mode }, token, submit: mode === 'replay' ? 'Unblock and replay' : 'Unblock and drop', back: workspaceHref(workspaceId), what });
-      await page(response, 200, `Unblock workspace ${workspaceId}`, '/workspaces', form);
+      const form = confirmForm({ action: url.pathname.slice(1), fields: { mode }, token, submit: mode === 'replay' ? 'Unblock and replay' : 'Unblock and drop', back: workspaceHref(workspaceId), what });
+      await page(response, url, 200, `Unblock workspace ${workspaceId}`, 'workspaces', form);
       return true;
     }
     if (url.pathname === '/dlq/redrive') {
       const jobId = url.searchParams.get('job') ?? '';
       const { job } = await readJob(connection, jobId);
       const what = html`<p>Send ${jobLine(job)} back to its queue to run again: the same as <code>agent-jobs dlq redrive ${jobId}</code>. Messages ahead of it in its workspace's group keep their order.</p>`;
-      await page(response, 200, `Redrive ${jobId}`, '/dlq', confirmForm({ action: '/dlq/redrive', fields: { job: jobId }, token, submit: 'Redrive', back: jobHref(jobId), what }));
+      await page(response, url, 200, `Redrive ${jobId}`, 'dlq', confirmForm({ action: 'dlq/redrive', fields: { job: jobId }, token, submit: 'Redrive', back: jobHref(jobId), what }));
       return true;
     }
     const cancel = /^\/jobs\/([^/]+)\/cancel$/.exec(url.pathname);
@@ -170,7 +173,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       // A running build's job is stopped, not kept from running (decisions §33).
       const effect = job.status === 'RUNNING' || job.status === 'IN_FLIGHT' ? 'its build is stopped' : 'it never runs';
       const what = html`<p>Cancel ${jobLine(job)}: ${effect}. The same as <code>agent-jobs cancel ${jobId}</code>.</p>`;
-      await page(response, 200, `Cancel ${jobId}`, '/workspaces', confirmForm({ action: url.pathname, fields: {}, token, submit: 'Cancel the job', back: jobHref(jobId), what }));
+      await page(response, url, 200, `Cancel ${jobId}`, 'workspaces', confirmForm({ action: url.pathname.slice(1), fields: {}, token, submit: 'Cancel the job', back: jobHref(jobId), what }));
       return true;
     }
     const dismiss = /^\/jobs\/([^/]+)\/dismiss$/.exec(url.pathname);
@@ -178,8 +181,8 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       const jobId = decodeId('jobId', dismiss[1] ?? '');
       const { job } = await readJob(connection, jobId);
       const what = html`<p>Record the failure of ${jobLine(job)} as dealt with, with your reason, and remove its DLQ copy: it never runs again. The same as <code>agent-jobs dlq dismiss ${jobId} --reason ...</code>. A workspace it blocked stays BLOCKED until you unblock it.</p>`;
-      const form = confirmForm({ action: url.pathname, fields: {}, inputs: [{ name: 'reason', label: 'Why it needs no redrive' }], token, submit: 'Dismiss the failure', back: jobHref(jobId), what });
-      await page(response, 200, `Dismiss ${jobId}`, '/dlq', form);
+      const form = confirmForm({ action: url.pathname.slice(1), fields: {}, inputs: [{ name: 'reason', label: 'Why it needs no redrive' }], token, submit: 'Dismiss the failure', back: jobHref(jobId), what });
+      await page(response, url, 200, `Dismiss ${jobId}`, 'dlq', form);
       return true;
     }
     return false;
@@ -192,20 +195,20 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       const workspaceId = decodeId('workspaceId', unblock[1] ?? '');
       const result = await unblockWorkspace(connection, workspaceId, form.get('mode') === 'drop' ? 'drop' : 'replay');
       const lines = result.jobs.map((j) => html`<li>${j.action} <a href="${jobHref(j.jobId)}">${j.jobId}</a>${j.status ? ` (${j.status})` : ''}</li>`);
-      return outcome(response, `Workspace ${workspaceId}: ${result.previousState} \u2192 ${result.workspace.state}`, html`${lines.length ? html`<ul>${lines}</ul>` : html`<p>No message of this workspace was on the DLQ.</p>`}`, workspaceHref(workspaceId));
+      return outcome(response, url, `Workspace ${workspaceId}: ${result.previousState} \u2192 ${result.workspace.state}`, html`${lines.length ? html`<ul>${lines}</ul>` : html`<p>No message of this workspace was on the DLQ.</p>`}`, workspaceHref(workspaceId));
     }
     if (url.pathname === '/dlq/redrive') {
       const jobId = form.get('job') ?? '';
       const result = await redrive(connection, { jobIds: [jobId] });
       const done = result.redriven.some((r) => r.jobId === jobId);
       const body = html`<ul>${result.redriven.map((r) => html`<li>redriven from the ${r.queue} DLQ: <a href="${jobHref(r.jobId)}">${r.jobId}</a></li>`)}${result.left.map((l) => html`<li>left on the ${l.queue} DLQ: ${l.jobId}: ${l.why}</li>`)}</ul>`;
-      return outcome(response, done ? `Redriven: ${jobId}` : `Not redriven: ${jobId}`, body, jobHref(jobId), done ? 200 : 409);
+      return outcome(response, url, done ? `Redriven: ${jobId}` : `Not redriven: ${jobId}`, body, jobHref(jobId), done ? 200 : 409);
     }
     const cancel = /^\/jobs\/([^/]+)\/cancel$/.exec(url.pathname);
     if (cancel) {
       const jobId = decodeId('jobId', cancel[1] ?? '');
       const cancelled = await cancelJob(connection, jobId);
-      return outcome(response, `Cancelled: ${jobId}`, html`<p>${cancelled.previous} &rarr; CANCELLED: ${cancelled.effect}.</p>`, jobHref(jobId));
+      return outcome(response, url, `Cancelled: ${jobId}`, html`<p>${cancelled.previous} &rarr; CANCELLED: ${cancelled.effect}.</p>`, jobHref(jobId));
     }
     const dismiss = /^\/jobs\/([^/]+)\/dismiss$/.exec(url.pathname);
     if (dismiss) {
@@ -217,21 +220,22 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       const body = html`<p>FAILED, ${result.job.dismissed ? dismissalWords(result.job.dismissed) : 'dismissed'}: ${result.removed} copy removed from the ${result.queue} DLQ.</p>${
         blocked ? html`<p>Workspace <a href="${workspaceHref(blocked.workspaceId)}">${blocked.workspaceId}</a> stays BLOCKED: unblock it to replay or drop its skipped jobs.</p>` : ''
       }`;
-      return outcome(response, `Dismissed: ${jobId}`, body, jobHref(jobId));
+      return outcome(response, url, `Dismissed: ${jobId}`, body, jobHref(jobId));
     }
     return send(response, 404, html`no such action`);
   }
 
-  function outcome(response: ServerResponse, title: string, body: Html, back: string, status = 200): Promise<void> {
-    return page(response, status, title, '/workspaces', html`<section class="outcome${status === 200 ? '' : ' refused'}" role="status" aria-labelledby="outcome-h"><h2 id="outcome-h">${status === 200 ? 'Done' : 'Refused'}</h2>${body}<p><a href="${back}">Back</a></p></section>`);
+  function outcome(response: ServerResponse, url: URL, title: string, body: Html, back: string, status = 200): Promise<void> {
+    return page(response, url, status, title, 'workspaces', html`<section class="outcome${status === 200 ? '' : ' refused'}" role="status" aria-labelledby="outcome-h"><h2 id="outcome-h">${status === 200 ? 'Done' : 'Refused'}</h2>${body}<p><a href="${back}">Back</a></p></section>`);
   }
 
-  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const url = new URL(request.url ?? '/', 'http://console');
-    const asset = STATIC[url.pathname];
+  async function handle(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
+    const inRoot = pathInRoot(auth, url.pathname);
+    const assetPath = inRoot ?? url.pathname;
+    const asset = STATIC[assetPath];
     if (request.method === 'GET' && asset) {
-      let text = staticFiles.get(url.pathname);
-      if (text === undefined) staticFiles.set(url.pathname, (text = await asset.load()));
+      let text = staticFiles.get(assetPath);
+      if (text === undefined) staticFiles.set(assetPath, (text = await asset.load()));
       return void response.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': `${asset.type}; charset=utf-8`, 'Cache-Control': 'max-age=300' }).end(text);
     }
     const refused = originRefusal(auth, request.headers);
@@ -241,11 +245,12 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     if (request.method === 'GET' && given !== null) {
       if (!sameToken(given, token)) return send(response, 401, html`That token is not this console's: open the URL it printed at start.`);
       url.searchParams.delete(TOKEN_FIELD);
-      return void response.writeHead(303, { ...SECURITY_HEADERS, 'Set-Cookie': sessionCookie(auth), Location: `${ownPath(url.pathname)}${url.search}` }).end();
+      return void response.writeHead(303, { ...SECURITY_HEADERS, 'Set-Cookie': sessionCookie(auth), Location: `${root}${ownPath(inRoot ?? url.pathname).slice(1)}${url.search}` }).end();
     }
-    if (!hasSession(auth, request.headers)) {
+    if (inRoot === undefined || !hasSession(auth, request.headers)) {
       return send(response, 401, html`This console needs its token: open the URL it printed at start (it ends in <code>?token=&hellip;</code>).`);
     }
+    url.pathname = inRoot;
     if (request.method === 'POST') {
       const form = await readForm(request);
       const change = changeRefusal(auth, request.headers, form);
@@ -254,18 +259,19 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     }
     if (request.method !== 'GET') return void response.writeHead(405, { ...SECURITY_HEADERS, Allow: 'GET, POST' }).end();
     if (url.pathname === '/favicon.ico') return void response.writeHead(204, SECURITY_HEADERS).end();
-    if (url.pathname === '/') return void response.writeHead(303, { ...SECURITY_HEADERS, Location: '/workspaces' }).end();
+    if (url.pathname === '/') return void response.writeHead(303, { ...SECURITY_HEADERS, Location: `${root}workspaces` }).end();
     if (url.pathname === '/live') return serveLive(response, url);
     const found = matchPage(url.pathname);
     if (found) return servePage(response, url, found.route, found.params);
     if (await confirmation(response, url)) return;
-    return page(response, 404, 'Not found', '', html`<p>No such page. <a href="/workspaces">Workspaces</a></p>`);
+    return page(response, url, 404, 'Not found', '', html`<p>No such page. <a href="workspaces">Workspaces</a></p>`);
   }
 
   const server = createServer({ headersTimeout: REQUEST_WITHIN_MS, requestTimeout: 2 * REQUEST_WITHIN_MS, connectionsCheckingInterval: 1_000 }, (request, response) => {
-    handle(request, response).catch((error: unknown) => {
+    const url = new URL(request.url ?? '/', 'http://console');
+    handle(request, response, url).catch((error: unknown) => {
       if (response.headersSent) return void response.end();
-      return page(response, statusOf(error), 'Refused', '', problemHtml(error)).catch(() => response.end());
+      return page(response, url, statusOf(error), 'Refused', '', problemHtml(error)).catch(() => response.end());
     });
   });
   server.on('connection', closeUnlessRequested);
@@ -278,7 +284,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     });
   });
   const port = (server.address() as AddressInfo).port;
-  auth = { token, port };
+  auth = { token, port, root };
   const url = `http://127.0.0.1:${port}`;
   return {
     url,
@@ -317,8 +323,8 @@ function problemHtml(error: unknown): Html {
   return html`<p class="problem" role="alert">${error instanceof OperatorError ? '' : 'Cannot read the platform: '}${message}</p>`;
 }
 
-function send(response: ServerResponse, status: number, body: Html, extraHeaders: Record<string, string> = {}): Promise<void> {
-  response.writeHead(status, { ...SECURITY_HEADERS, 'Content-Type': 'text/html; charset=utf-8', ...extraHeaders });
+function send(response: ServerResponse, status: number, body: Html): Promise<void> {
+  response.writeHead(status, { ...SECURITY_HEADERS, 'Content-Type': 'text/html; charset=utf-8' });
   response.end(body.text);
   return Promise.resolve();
 }
@@ -332,15 +338,26 @@ async function readForm(request: IncomingMessage): Promise<URLSearchParams> {
   return new URLSearchParams(body.slice(0, MAX_FORM_BYTES));
 }
 
-function layout(title: string, target: string, nav: string, body: Html): Html {
+interface Frame {
+  readonly title: string;
+  readonly target: string;
+  /** The console's root, every relative link's base. */
+  readonly root: string;
+  /** This page's path and query, relative to the root: a fragment link must name it (the base is not the page). */
+  readonly self: string;
+  readonly nav: string;
+  readonly body: Html;
+}
+
+function layout({ title, target, root, self, nav, body }: Frame): Html {
   return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="en"><head><meta charset="utf-8"><base href="${root}"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="htmx-config" content="${HTMX_CONFIG}">
 <title>${title} &middot; agent-jobs console</title>
-<link rel="stylesheet" href="/static/console.css">
-<script src="/static/htmx.min.js" defer></script><script src="/static/sse.min.js" defer></script>
+<link rel="stylesheet" href="static/console.css">
+<script src="static/htmx.min.js" defer></script><script src="static/sse.min.js" defer></script>
 </head><body>
-<a class="skip" href="#main">Skip to the content</a>
+<a class="skip" href="${self}#main">Skip to the content</a>
 <header><strong>agent-jobs console</strong><span class="target">${target}</span>
 <nav aria-label="Sections">${NAV.map(([href, text]) => html`<a href="${href}"${href === nav ? html` aria-current="page"` : ''}>${text}</a>`)}</nav></header>
 <main id="main"><h1>${title}</h1>

@@ -36,3 +36,11 @@ export async function launchChromium(viewport = { width: 1280, height: 800 }): P
     },
   };
 }
+
+/**
+ * The URL of a console page: the console keeps its pages under a random root, which a browser
+ * reaches by opening the printed URL (`root` is where that landed, e.g. new URL('.', page.url())).
+ */
+export function consoleAt(root: string, pathname: string): string {
+  return new URL(pathname.replace(/^\//, ''), root).toString();
+}

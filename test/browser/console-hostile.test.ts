@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { connect, type Socket } from 'node:net';
 import type { Page } from 'playwright-core';
 import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
-import { launchChromium, type Browser } from './chromium';
+import { consoleAt, launchChromium, type Browser } from './chromium';
 
 jest.setTimeout(240_000);
 
@@ -17,6 +17,8 @@ let platform: RunningPlatform;
 let browser: Browser;
 let page: Page;
 let consoleUrl: string;
+/** Where the printed URL landed: the console's root, under which its pages are. */
+let consoleRoot: string;
 let source: string;
 let repoUrl: string;
 
@@ -26,6 +28,7 @@ beforeAll(async () => {
   browser = await launchChromium();
   page = await browser.context.newPage();
   await page.goto(consoleUrl);
+  consoleRoot = new URL('.', page.url()).toString();
   source = await makeRepository({ 'app.txt': 'one\n' }, ['frames']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'hostile'])).url;
 });
@@ -45,7 +48,7 @@ interface SeenEvent {
 function liveEvents(view: string, ms: number): Promise<SeenEvent[]> {
   return page.evaluate(`new Promise((resolve) => {
     const seen = [];
-    const source = new EventSource('/live?view=' + encodeURIComponent(${JSON.stringify(view)}) + '&shown=none');
+    const source = new EventSource('live?view=' + encodeURIComponent(${JSON.stringify(view)}) + '&shown=none');
     const keep = (event) => seen.push({ type: event.type, data: event.data });
     source.addEventListener('region', keep);
     source.addEventListener('message', keep);
@@ -63,7 +66,7 @@ test("a run's output with bare CRs stays text inside one live event: it frames n
   await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-frames', '--job-id', 'frames-tests', '--command', command]);
 
   // The job's page, open while it runs: its output arrives by the live swap.
-  await page.goto(new URL('/jobs/frames-tests', consoleUrl).toString());
+  await page.goto(consoleAt(consoleRoot, '/jobs/frames-tests'));
   await page.evaluate("document.documentElement.setAttribute('data-test-mark', 'kept')");
   await page.locator('#live', { hasText: 'SPOOFED-BY-OUTPUT' }).waitFor({ timeout: 120_000 });
   await page.locator('#live', { hasText: 'History and logs' }).waitFor({ timeout: 5_000 }).catch(() => undefined);
@@ -109,12 +112,14 @@ test("the token's swap for a session redirects on the console's own origin only,
     expect({ crafted, status: answer.status, lands: new URL(location, origin).origin }).toEqual({ crafted, status: 303, lands: origin });
   }
   // An ordinary path keeps its place and its query.
-  expect((await rawGet(`/jobs/x?a=1&token=${token}`)).headers.location).toBe('/jobs/x?a=1');
+  const root = new URL(consoleRoot).pathname;
+  expect((await rawGet(`/jobs/x?a=1&token=${token}`)).headers.location).toBe(`${root}jobs/x?a=1`);
+  expect((await rawGet(`${root}jobs/x?token=${token}`)).headers.location).toBe(`${root}jobs/x`);
 });
 
 /** The session cookie the browser holds, as a header for raw requests. */
 async function sessionHeader(): Promise<Record<string, string>> {
-  const cookies = await browser.context.cookies(consoleUrl);
+  const cookies = await browser.context.cookies(consoleRoot);
   return { Cookie: cookies.map((c) => `${c.name}=${c.value}`).join('; ') };
 }
 
@@ -123,7 +128,7 @@ test("a malformed %-escape or an id past the id rule answers 400 naming the requ
   const long = 'x'.repeat(8_000);
   const crafted = ['/jobs/%E0%A4%A/cancel', '/jobs/%E0%A4%A/dismiss', '/workspaces/%E0%A4%A/unblock', `/jobs/${long}/cancel`, `/jobs/${long}/dismiss`, `/workspaces/${long}/unblock`, `/jobs/${long}`, `/workspaces/${long}`, `/dlq/redrive?job=${long}`];
   for (const pathWithQuery of crafted) {
-    const answer = await rawGet(pathWithQuery, session);
+    const answer = await rawGet(`${new URL(consoleRoot).pathname}${pathWithQuery.slice(1)}`, session);
     const problem = /<p class="problem"[^>]*>([^<]*)</.exec(answer.body)?.[1] ?? answer.body.slice(0, 200);
     expect({ pathWithQuery: pathWithQuery.slice(0, 40), status: answer.status, problem }).toEqual({
       pathWithQuery: pathWithQuery.slice(0, 40),
@@ -153,7 +158,7 @@ test('a socket that sends no complete request is closed within seconds; a live s
   const partial = await rawSocket();
   partial.socket.write(`GET /workspaces HTTP/1.1\r\nHost: ${new URL(consoleUrl).host}\r\n`);
   const live = await rawSocket();
-  live.socket.write(`GET /live?view=%2Fworkspaces&shown=none HTTP/1.1\r\nHost: ${new URL(consoleUrl).host}\r\nCookie: ${session.Cookie}\r\n\r\n`);
+  live.socket.write(`GET ${new URL(consoleRoot).pathname}live?view=%2Fworkspaces&shown=none HTTP/1.1\r\nHost: ${new URL(consoleUrl).host}\r\nCookie: ${session.Cookie}\r\n\r\n`);
   const opened = Date.now();
   try {
     await new Promise((resolve) => setTimeout(resolve, 15_000));
@@ -192,7 +197,7 @@ test("a listener on another port of 127.0.0.1 gets nothing of the console's sess
     expect(cookies.filter((request) => request.cookie.includes(token))).toEqual([]);
     // What it did get opens nothing on the console: each Cookie header it saw, replayed to the console's pages.
     for (const { cookie } of cookies.filter((request) => request.cookie !== '')) {
-      expect((await rawGet('/workspaces', { Cookie: cookie })).status).toBe(401);
+      for (const path of ['/workspaces', `${new URL(consoleRoot).pathname}workspaces`]) expect((await rawGet(path, { Cookie: cookie })).status).toBe(401);
     }
   } finally {
     await foreign.close();

@@ -17,7 +17,7 @@ import { DEFAULT_TEST_COMMAND } from '../../contract/job-types';
 import { duration } from '../../src/console/format';
 import { repositoryDir } from '../../src/local/state-dir';
 import { applyPatchArgs, diffChain, git, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
-import { launchChromium, type Browser } from './chromium';
+import { consoleAt, launchChromium, type Browser } from './chromium';
 
 jest.setTimeout(240_000);
 
@@ -29,6 +29,8 @@ let platform: RunningPlatform;
 let browser: Browser;
 let page: Page;
 let consoleUrl: string;
+/** Where the printed URL landed: the console's root, under which its pages are. */
+let consoleRoot: string;
 let source: string;
 let repoUrl: string;
 let poisonDir: string;
@@ -98,7 +100,7 @@ async function expectSameDocument(): Promise<void> {
 
 /** Opens a console page (its scripts, htmx and its SSE extension, load with it). */
 async function open(pathname: string): Promise<void> {
-  await page.goto(new URL(pathname, consoleUrl).toString());
+  await page.goto(consoleAt(consoleRoot, pathname));
   await page.waitForLoadState('load');
 }
 
@@ -113,6 +115,7 @@ beforeAll(async () => {
   // The printed URL: its token becomes the session cookie, then it leaves the address bar.
   await page.goto(consoleUrl);
   expect(new URL(page.url()).search).toBe('');
+  consoleRoot = new URL('.', page.url()).toString();
   source = await makeRepository({ 'app.txt': 'one\n', 'test.sh': '#!/bin/sh\ngrep -q one app.txt\n', [DEEP_FILE]: 'final class InvoiceRenderer {}\n' }, [
     'live',
     'fenced',
@@ -419,7 +422,7 @@ test('every action on every page is visible at 1280 px without scrolling sideway
 
 /** A raw HTTP request to the console (not the browser's): what another client or origin could send. */
 function rawRequest(method: string, pathname: string, headers: Record<string, string>, body = ''): Promise<number> {
-  const url = new URL(pathname, consoleUrl);
+  const url = new URL(consoleAt(consoleRoot, pathname));
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method, headers: { ...headers, 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': String(Buffer.byteLength(body)) } }, (res) => {
       res.resume();
@@ -437,14 +440,14 @@ test('a request without the token is refused, and so is one from another origin;
   await platform.cliJson(applyPatchArgs('ws-token', 'token-1', repoUrl, 'token', diff ?? '', 'Token'));
   expect((await platform.cli(['wait', 'token-poison', 'token-1', '--timeout', '150'])).code).toBe(1);
   expect(await platform.cliJson(['status', 'token-1'])).toMatchObject({ status: 'SKIPPED' });
-  const cookies = await browser.context.cookies(consoleUrl);
+  const cookies = await browser.context.cookies(consoleRoot);
   const session = cookies.map((c) => `${c.name}=${c.value}`).join('; ');
   const token = new URL(consoleUrl).searchParams.get('token') ?? '';
   const own = new URL(consoleUrl).origin;
 
   // The page's own fetch: same origin, the session cookie, no token.
   await open('/workspaces');
-  const fromPage = await page.evaluate(async () => (await fetch('/jobs/token-1/cancel', { method: 'POST', body: new URLSearchParams({}) })).status);
+  const fromPage = await page.evaluate(async () => (await fetch('jobs/token-1/cancel', { method: 'POST', body: new URLSearchParams({}) })).status);
   expect(fromPage).toBe(403);
   // No session at all: not even a page is shown.
   expect(await rawRequest('GET', '/workspaces', {})).toBe(401);
@@ -456,7 +459,7 @@ test('a request without the token is refused, and so is one from another origin;
   expect(await platform.cliJson(['status', 'token-1'])).toMatchObject({ status: 'SKIPPED' });
   // The failed job's dismissal, through the same doors: refused, and it stays undismissed.
   const dismissal = `token=${token}&reason=forged`;
-  expect(await page.evaluate(async () => (await fetch('/jobs/token-poison/dismiss', { method: 'POST', body: new URLSearchParams({ reason: 'forged' }) })).status)).toBe(403);
+  expect(await page.evaluate(async () => (await fetch('jobs/token-poison/dismiss', { method: 'POST', body: new URLSearchParams({ reason: 'forged' }) })).status)).toBe(403);
   expect(await rawRequest('POST', '/jobs/token-poison/dismiss', {}, dismissal)).toBe(401);
   expect(await rawRequest('POST', '/jobs/token-poison/dismiss', { Cookie: session, Origin: 'http://evil.example' }, dismissal)).toBe(403);
   expect(await platform.cliJson(['status', 'token-poison'])).not.toHaveProperty('dismissed');
@@ -468,7 +471,7 @@ test('a request without the token is refused, and so is one from another origin;
 test('readable at phone width: the workspaces page fits, its table scrolls in its own box', async () => {
   const phone = await browser.context.newPage();
   await phone.setViewportSize({ width: 390, height: 844 });
-  await phone.goto(new URL('/workspaces', consoleUrl).toString());
+  await phone.goto(consoleAt(consoleRoot, '/workspaces'));
   await phone.getByRole('heading', { name: 'Workspaces' }).waitFor();
   expect(await phone.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
   await expect(phone.getByRole('combobox', { name: 'State' }).isVisible()).resolves.toBe(true);
@@ -478,7 +481,7 @@ test('readable at phone width: the workspaces page fits, its table scrolls in it
 });
 
 test('pages carry a Content-Security-Policy that allows only their own scripts, and nothing on them broke it', async () => {
-  const response = await page.goto(new URL('/dlq', consoleUrl).toString());
+  const response = await page.goto(consoleAt(consoleRoot, '/dlq'));
   expect(response?.headers()['content-security-policy']).toMatch(/script-src 'self';.*frame-ancestors 'none'/);
   expect(pageErrors.filter((text) => /Content Security Policy|Refused to/i.test(text))).toEqual([]);
 });

@@ -331,8 +331,8 @@ test('console serves the platform on 127.0.0.1 until Ctrl-C: --json prints its U
     expect(new URL(url).hostname).toBe('127.0.0.1');
     expect(await httpGet(`${url}/workspaces`)).toMatchObject({ status: 401 });
     const opened = await httpGet(openUrl);
-    expect(opened).toMatchObject({ status: 303, location: '/workspaces' });
-    const page = await httpGet(`${url}/workspaces`, opened.cookie);
+    expect(opened).toMatchObject({ status: 303, location: expect.stringMatching(/^\/c\/[\w-]+\/workspaces$/) });
+    const page = await httpGet(`${url}${opened.location}`, opened.cookie);
     expect(page.status).toBe(200);
     expect(page.body).toContain('id="ws-ws-conflict"');
   } finally {

@@ -6,13 +6,13 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { PERMANENT_REASONS } from '../../src/core/errors';
-import { changeRefusal, cookieName, hasSession, originRefusal, sessionCookie, TOKEN_HEADER } from '../../src/console/auth';
+import { changeRefusal, cookieName, hasSession, newRoot, originRefusal, pathInRoot, sessionCookie, TOKEN_HEADER } from '../../src/console/auth';
 import { coarseAge } from '../../src/console/format';
 import { html, inlineCode } from '../../src/console/html';
 import { sseEvent } from '../../src/console/live';
 import { adviceHolds, parseRunbook, runbookAdvice } from '../../src/operator/runbook';
 
-const auth = { token: 'secret-token-value', port: 4321 };
+const auth = { token: 'secret-token-value', port: 4321, root: '/c/r4nd0m/' };
 const own = { host: '127.0.0.1:4321' };
 
 describe('who may use the console', () => {
@@ -32,13 +32,23 @@ describe('who may use the console', () => {
     expect(originRefusal(auth, { ...own, 'sec-fetch-site': 'same-origin' })).toBeUndefined();
   });
 
-  it('takes the session from its own cookie, named after the port, and only with the token', () => {
-    expect(sessionCookie(auth)).toBe(`${cookieName(4321)}=secret-token-value; HttpOnly; SameSite=Strict; Path=/`);
+  it('takes the session from its own cookie, named after the port, scoped to its root, and only with the token', () => {
+    expect(sessionCookie(auth)).toBe(`${cookieName(4321)}=secret-token-value; HttpOnly; SameSite=Strict; Path=/c/r4nd0m/`);
     expect(hasSession(auth, { cookie: `other=1; ${cookieName(4321)}=secret-token-value` })).toBe(true);
     expect(hasSession(auth, { cookie: `${cookieName(4322)}=secret-token-value` })).toBe(false);
     expect(hasSession(auth, { cookie: `${cookieName(4321)}=secret-token-valuX` })).toBe(false);
     expect(hasSession(auth, { cookie: `${cookieName(4321)}=secret` })).toBe(false);
     expect(hasSession(auth, {})).toBe(false);
+  });
+
+  it('keeps its pages under a random root of its own: a path outside it is no page', () => {
+    expect(pathInRoot(auth, '/c/r4nd0m/jobs/x')).toBe('/jobs/x');
+    expect(pathInRoot(auth, '/c/r4nd0m/')).toBe('/');
+    expect(pathInRoot(auth, '/jobs/x')).toBeUndefined();
+    expect(pathInRoot(auth, '/c/r4nd0m')).toBeUndefined();
+    expect(pathInRoot(auth, '/c/other/jobs/x')).toBeUndefined();
+    expect(newRoot()).toMatch(/^\/c\/[A-Za-z0-9_-]{22}\/$/);
+    expect(newRoot()).not.toBe(newRoot());
   });
 
   it('lets a change through only with the token itself, in the body or the header', () => {
