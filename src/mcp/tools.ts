@@ -290,7 +290,7 @@ const testLog: ToolSpec = {
   title: "The tail of a run's output",
   description:
     `The last bytes of what a ${COMMAND_JOB_TYPES.join(' / ')} job's command printed (its latest run, also while it runs: then running is true), default ${DEFAULT_LOG_TAIL_BYTES}, at most ${MAX_LOG_TAIL_BYTES}. ` +
-    `With followSeconds (at most ${MAX_WAIT_SECONDS}, local platform): first follows the output as it is printed, each piece a progress notification, until the job finishes or the time passes. ` +
+    `With followSeconds (at most ${MAX_WAIT_SECONDS}): first follows the output as it is printed, each piece a progress notification, until the job finishes or the time passes. ` +
     'On a deployed stack: the tail its verdict kept, and the link to the build log.',
   input: z.strictObject({
     jobId: idSchema('jobId'),

@@ -11,8 +11,9 @@ import { COMMAND_JOB_TYPES, commandStageOf } from '../../contract/job-types';
 import { TERMINAL_STATUSES, type JobRecord } from '../core/ports';
 import { OUTPUT_KEEP_BYTES, PLATFORM_LOG_FILE, TEST_RUNS_DIR } from '../local/state-dir';
 import { buildLogUrl, jobFilterPattern, logEventsUrl } from './aws-links';
+import { buildLogTail, type OutputTail } from './build-log';
 import type { Connection } from './connection';
-import { InvalidRequestError, NotAvailableError } from './errors';
+import { InvalidRequestError } from './errors';
 import { requireJob } from './jobs';
 import type { Target } from './targets';
 import { aJobOfType } from './views';
@@ -146,37 +147,49 @@ export interface FollowOptions {
 export const FOLLOW_POLL_MS = 250;
 
 /**
- * Follows a command stage's output as it is printed, on the local platform: what its run printed
- * so far, then each new piece, until the job has finished and its kept output is read to its end.
- * A redrive's new run is followed from its start. Memory stays bounded: a piece at a time.
+ * Follows a command stage's output as it is printed: what its run printed so far, then each new
+ * piece, until the job has finished and its output is read to its end. Locally from the runs
+ * directory; on a stack from the build's CloudWatch Logs stream. A redrive's new run is followed
+ * from its start. Memory stays bounded: a piece at a time.
  */
 export async function followRunOutput(connection: Connection, jobId: string, options: FollowOptions): Promise<JobRecord> {
   const target = await connection.target();
-  if (!target.local) {
-    const job = await requireJob(connection, jobId);
-    const link = buildLogLink(target, job);
-    throw new NotAvailableError(`following a run's output works on the local platform; on ${target.label} CodeBuild keeps it${link?.kind === 'link' ? `: ${link.url}` : ''}`);
-  }
-  const runsDir = path.join(target.local.stateDir, TEST_RUNS_DIR);
-  const { readRunOutputFrom } = loadTestRunner();
+  const tailOf = target.local ? localTail(path.join(target.local.stateDir, TEST_RUNS_DIR)) : (buildId: string) => stackTail(connection, buildId);
   let buildId: string | undefined;
-  let offset = 0;
+  let tail: OutputTail | undefined;
   for (;;) {
     const job = await requireJob(connection, jobId);
     if (!commandStageOf(job.type)) throw new InvalidRequestError(`${jobId} is ${aJobOfType(job.type)}: only command stages (${COMMAND_JOB_TYPES.join(', ')}) print output`);
     const current = runBuildOf(job);
-    if (current !== buildId) [buildId, offset] = [current, 0];
+    if (current !== buildId) [buildId, tail] = [current, current === undefined ? undefined : tailOf(current)];
     const last = TERMINAL_STATUSES.includes(job.status);
     // Read to what is there now: the verdict is written after the output is kept, so a finished job's is whole.
-    for (let piece = buildId ? await readRunOutputFrom(runsDir, buildId, offset) : undefined; piece && (piece.text || piece.skipped); ) {
-      if (piece.skipped) await options.onOutput(`[${piece.skipped} bytes of the output before this were not kept]\n`, last);
-      if (piece.text) await options.onOutput(piece.text, last);
-      offset = piece.nextOffset + piece.skipped;
-      piece = piece.text ? await readRunOutputFrom(runsDir, buildId ?? '', offset) : undefined;
-    }
+    for (let piece = await tail?.next(); piece !== undefined; piece = await tail?.next()) await options.onOutput(piece, last);
     if (last || options.signal?.aborted) return job;
     await sleep(options.pollMs ?? FOLLOW_POLL_MS, undefined, { signal: options.signal }).catch(() => undefined);
   }
+}
+
+/** A local run's output file, read on from the last offset; a cut the runner made is named in the text. */
+function localTail(runsDir: string): (buildId: string) => OutputTail {
+  const { readRunOutputFrom } = loadTestRunner();
+  return (buildId) => {
+    let offset = 0;
+    return {
+      async next() {
+        const piece = await readRunOutputFrom(runsDir, buildId, offset);
+        if (!piece || (!piece.text && !piece.skipped)) return undefined;
+        offset = piece.nextOffset + piece.skipped;
+        return `${piece.skipped ? `[${piece.skipped} bytes of the output before this were not kept]\n` : ''}${piece.text}`;
+      },
+    };
+  };
+}
+
+/** A stack's build log, with the connection's clients, made on the first read. */
+function stackTail(connection: Connection, buildId: string): OutputTail {
+  let tail: OutputTail | undefined;
+  return { next: async () => (tail ??= buildLogTail(await connection.clients(), buildId)).next() };
 }
 
 /** The build of the job's current run: recorded while it runs, in the result once it has a verdict. */

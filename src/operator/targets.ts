@@ -6,6 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { CloudFormationClient, Output } from '@aws-sdk/client-cloudformation';
+import type { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
+import type { CodeBuildClient } from '@aws-sdk/client-codebuild';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -258,6 +260,9 @@ export interface TargetClients {
   readonly sqs: SQSClient;
   readonly dynamodb: DynamoDBDocumentClient;
   readonly s3: S3Client;
+  /** A stack's builds and their logs (following a run's output). */
+  readonly codeBuild: CodeBuildClient;
+  readonly logs: CloudWatchLogsClient;
   destroy(): void;
 }
 
@@ -271,6 +276,8 @@ const loadDynamoDb = (): typeof import('@aws-sdk/client-dynamodb') => require('@
 const loadDocumentClient = (): typeof import('@aws-sdk/lib-dynamodb') => require('@aws-sdk/lib-dynamodb');
 const loadS3 = (): typeof import('@aws-sdk/client-s3') => require('@aws-sdk/client-s3');
 const loadSqs = (): typeof import('@aws-sdk/client-sqs') => require('@aws-sdk/client-sqs');
+const loadCodeBuild = (): typeof import('@aws-sdk/client-codebuild') => require('@aws-sdk/client-codebuild');
+const loadLogs = (): typeof import('@aws-sdk/client-cloudwatch-logs') => require('@aws-sdk/client-cloudwatch-logs');
 
 /**
  * SDK clients for a target: explicit endpoints and dummy credentials locally, the default chain on
@@ -282,6 +289,8 @@ export function createClients(target: Target): TargetClients {
   let raw: DynamoDBClient | undefined;
   let dynamodb: DynamoDBDocumentClient | undefined;
   let s3: S3Client | undefined;
+  let codeBuild: CodeBuildClient | undefined;
+  let logs: CloudWatchLogsClient | undefined;
   return {
     get sqs() {
       // Never the queue URL's host in place of the endpoint (the SDK's default when the two differ):
@@ -295,10 +304,14 @@ export function createClients(target: Target): TargetClients {
     get s3() {
       return (s3 ??= new (loadS3().S3Client)({ region: target.region, endpoint: target.endpoints.s3, forcePathStyle: target.kind === 'local', ...local }));
     },
+    get codeBuild() {
+      return (codeBuild ??= new (loadCodeBuild().CodeBuildClient)({ region: target.region, ...local }));
+    },
+    get logs() {
+      return (logs ??= new (loadLogs().CloudWatchLogsClient)({ region: target.region, ...local }));
+    },
     destroy: () => {
-      sqs?.destroy();
-      raw?.destroy();
-      s3?.destroy();
+      for (const client of [sqs, raw, s3, codeBuild, logs]) client?.destroy();
     },
   };
 }

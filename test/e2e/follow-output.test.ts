@@ -66,7 +66,7 @@ test('logs --follow of a job that is not a command stage says so and exits 2', a
 });
 
 test('MCP test_log with followSeconds sends the output as progress notifications while the run runs, then its tail and verdict', async () => {
-  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-follow', '--job-id', 'follow-t2', '--command', 'echo "agent step 1"; sleep 3; echo "agent step 2"']);
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-follow', '--job-id', 'follow-t2', '--command', 'echo "agent step 1"; sleep 8; echo "agent step 2"']);
   await platform.untilJob('follow-t2', (job) => job.status === 'RUNNING');
   const session = await startMcp({ stateDir: platform.stateDir });
   try {

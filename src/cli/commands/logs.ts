@@ -31,7 +31,7 @@ export const logs: CommandSpec<CliContext> = {
   path: ['logs'],
   summary: "show a job's log lines and, for run_tests or another command stage, the command's whole output",
   positionals: [{ name: 'jobId', description: 'the job id' }],
-  options: { follow: { type: 'boolean', description: "print a command stage's output as it is printed, until the job has finished (local platform)" } },
+  options: { follow: { type: 'boolean', description: "print a command stage's output as it is printed, until the job has finished (locally, or from the build's CloudWatch log on a stack)" } },
   notes: [
     `Locally: the lines of the platform log (<state-dir>/${PLATFORM_LOG_FILE}) that name the job, then the output`,
     `of each run of a command stage (the last ${OUTPUT_KEEP_BYTES / 2 ** 20} MiB of it). On AWS: links to the job's lines in each`,
