@@ -23,8 +23,8 @@ import { diffChain, internalKeysIn, makeRepository, removeScratch, startPlatform
 jest.setTimeout(240_000);
 
 const README = path.join(__dirname, '../../README.md');
-/** The tools that read, beside one per job type. */
-const READ_TOOLS = ['job_status', 'wait_for_jobs', 'workspace_state', 'workspace_history', 'test_log'];
+/** The tools that read and recover, beside one per job type. */
+const READ_TOOLS = ['job_status', 'wait_for_jobs', 'workspace_state', 'workspace_history', 'test_log', 'cancel_job', 'unblock_workspace', 'dismiss_job', 'redrive_jobs'];
 const SLEEP_TAG = `300.${process.pid}`;
 
 interface JobView {
