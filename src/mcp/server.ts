@@ -22,6 +22,7 @@ import { InvalidJobError } from '../core/errors';
 import { connect, decodeId, explainUnreachable, OperatorError, readTimeline, type Connection } from '../operator';
 import type { ResolveOptions } from '../operator/targets';
 import { MAX_REQUEST_LINE_BYTES, oversizedAnswer, RequestLines } from './request-lines';
+import { McpScope } from './scope';
 import { agentJobsTools, timelineView, type ToolContext, type ToolSpec } from './tools';
 
 export const SERVER_NAME = 'agent-jobs';
@@ -33,6 +34,7 @@ const TIMELINE_PAGE = 50;
 const INSTRUCTIONS = [
   'agent-jobs runs coding-agent jobs against a workspace (a branch of a git repository): each job type is a tool that sends one job and returns its id at once.',
   "Jobs of one workspace take effect in the order they were sent, each once: apply_patch commits a diff to the workspace's branch; a command stage (run_tests, ...) runs at the workspace's head commit when its turn comes; open_pr opens the pull request.",
+  'A BLOCKED workspace is yours to recover: unblock_workspace replays or drops its skipped jobs, dismiss_job and redrive_jobs settle the job that failed, cancel_job ends a job not finished.',
   'Give each job your own jobId: a retried call with the same id enqueues once. Follow jobs with wait_for_jobs (it returns after its timeout: call it again), job_status and test_log; workspace_state and workspace_history say where the branch stands.',
 ].join(' ');
 
@@ -41,6 +43,8 @@ export interface McpServerOptions {
   readonly where: ResolveOptions;
   /** The server's version, as it introduces itself. */
   readonly version: string;
+  /** The workspaces the server acts on (decisions §36). @default every workspace of the target */
+  readonly workspaces?: readonly string[];
   /** Relative file paths in tool arguments are read from here. @default process.cwd() */
   readonly cwd?: string;
   /** Stops the server when it resolves (Ctrl-C, SIGTERM), as the client closing stdin does. */
@@ -61,14 +65,22 @@ function toolResult(result: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(result, null, 2) }], structuredContent: result };
 }
 
-function register(server: McpServer, tool: ToolSpec, connection: Connection, cwd: string): void {
+/** Who calls, as the ledger records an operator's act: the client's name from its initialize request. */
+function actorOf(server: McpServer): string {
+  const name = server.server.getClientVersion()?.name?.trim();
+  return `${name ? name.slice(0, 200) : 'an unnamed client'} (mcp)`;
+}
+
+function register(server: McpServer, tool: ToolSpec, connection: Connection, cwd: string, scope: McpScope): void {
   server.registerTool(
     tool.name,
-    { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: { readOnlyHint: tool.readOnly, destructiveHint: false, openWorldHint: false } },
+    { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: { readOnlyHint: tool.readOnly, destructiveHint: tool.destructive ?? false, openWorldHint: false } },
     async (args: unknown, extra) => {
       const progressToken = extra._meta?.progressToken;
       const context: ToolContext = {
         connection,
+        scope,
+        actor: actorOf(server),
         cwd,
         signal: extra.signal,
         progress: async (progress, total, message) => {
@@ -86,13 +98,14 @@ function register(server: McpServer, tool: ToolSpec, connection: Connection, cwd
 }
 
 /** The server with every tool and resource, on `connection`; not connected to a transport yet. */
-export function createAgentJobsServer(connection: Connection, options: { readonly version: string; readonly cwd: string }): McpServer {
-  const server = new McpServer({ name: SERVER_NAME, version: options.version }, { instructions: INSTRUCTIONS });
-  for (const tool of agentJobsTools()) register(server, tool, connection, options.cwd);
+export function createAgentJobsServer(connection: Connection, options: { readonly version: string; readonly cwd: string; readonly scope?: McpScope }): McpServer {
+  const scope = options.scope ?? new McpScope();
+  const server = new McpServer({ name: SERVER_NAME, version: options.version }, { instructions: `${INSTRUCTIONS} This server acts on ${scope.describe()}.` });
+  for (const tool of agentJobsTools()) register(server, tool, connection, options.cwd, scope);
 
   const timelines = new ResourceTemplate(TIMELINE_URI, {
     list: async () => {
-      const workspaces = await (await connection.ledger()).listWorkspaces();
+      const workspaces = (await (await connection.ledger()).listWorkspaces()).filter((ws) => scope.includes(ws.workspaceId));
       return {
         resources: workspaces.map((ws) => ({
           uri: TIMELINE_URI.replace('{workspaceId}', encodeURIComponent(ws.workspaceId)),
@@ -113,6 +126,7 @@ export function createAgentJobsServer(connection: Connection, options: { readonl
     },
     async (uri, variables) => {
       const workspaceId = decodeId('workspaceId', String(variables['workspaceId'] ?? ''));
+      scope.requireWorkspace(workspaceId);
       const timeline = await readTimeline(connection, workspaceId, { order: 'newest', limit: TIMELINE_PAGE });
       return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(timelineView(timeline), null, 2) }] };
     },
@@ -126,8 +140,9 @@ export function createAgentJobsServer(connection: Connection, options: { readonl
  */
 export async function serveStdio(options: McpServerOptions): Promise<void> {
   keepStdoutForTheProtocol();
+  const scope = new McpScope(options.workspaces);
   const connection = connect(options.where);
-  const server = createAgentJobsServer(connection, { version: options.version, cwd: options.cwd ?? process.cwd() });
+  const server = createAgentJobsServer(connection, { version: options.version, cwd: options.cwd ?? process.cwd(), scope });
   // Whole lines of a bounded size reach the transport: an oversized one is answered, not fatal.
   const lines = new RequestLines(MAX_REQUEST_LINE_BYTES, (line) => void transport.send(oversizedAnswer(line, MAX_REQUEST_LINE_BYTES) as JSONRPCMessage));
   const transport = new StdioServerTransport(process.stdin.pipe(lines), process.stdout, { maxBufferSize: MAX_REQUEST_LINE_BYTES + 1 });

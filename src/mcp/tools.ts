@@ -31,17 +31,24 @@ import {
   publicJob,
   publicWorkspace,
   readJob,
+  readJobs,
   readRunOutputs,
   followRunOutput,
   readTimeline,
   readWorkspaceStanding,
   runbookAdvice,
+  cancelJob,
+  dismissJob,
+  dismissalWords,
+  redrive,
+  unblockWorkspace,
   stateSucceeded,
   statusLabel,
   waitForJobs,
   type Connection,
   type WaitState,
 } from '../operator';
+import type { McpScope } from './scope';
 
 // The producer loads with the SQS SDK, at the first job sent (require: see src/operator/targets.ts).
 const loadProducer = (): typeof import('../client/producer') => require('../client/producer');
@@ -49,6 +56,10 @@ const loadProducer = (): typeof import('../client/producer') => require('../clie
 /** What a tool gets besides its arguments. */
 export interface ToolContext {
   readonly connection: Connection;
+  /** The workspaces this server acts on: every tool checks what it touches here first. */
+  readonly scope: McpScope;
+  /** Who calls, as the ledger records an operator's act: the MCP client's name, "<name> (mcp)". */
+  readonly actor: string;
   /** Relative file paths in arguments (a diff file) are read from here. */
   readonly cwd: string;
   /** Aborted when the client cancels the call. */
@@ -64,6 +75,8 @@ export interface ToolSpec<S extends z.ZodMiniObject = z.ZodMiniObject> {
   readonly input: S;
   /** Reads only (an MCP annotation: clients may call it without asking). */
   readonly readOnly: boolean;
+  /** Ends or discards something (an MCP annotation: clients ask before they call it). */
+  readonly destructive?: boolean;
   /** The tool's structured result; a thrown error becomes a tool error (server.ts). */
   run(args: z.output<S>, context: ToolContext): Promise<Record<string, unknown>>;
 }
@@ -147,7 +160,7 @@ async function readFileField(field: string, file: string): Promise<Uint8Array> {
 }
 
 const LANE_NOTE = {
-  ordered: 'It takes effect in order with the workspace\'s other jobs; an apply_patch that cannot apply blocks the workspace (later jobs are skipped until an operator unblocks it).',
+  ordered: 'It takes effect in order with the workspace\'s other jobs; an apply_patch that cannot apply blocks the workspace (later jobs are skipped until unblock_workspace lifts the fence).',
   staged: "It runs at the workspace's head commit as it is when its turn comes (after the jobs sent before it).",
 } as const;
 
@@ -165,6 +178,7 @@ function jobTool(type: JobType): ToolSpec {
     input: jobToolInput(type),
     readOnly: false,
     async run(args: { workspaceId: string; jobId?: string; tenantId?: string; payload?: Record<string, unknown> }, context) {
+      context.scope.requireWorkspace(args.workspaceId);
       const jobId = args.jobId ?? loadProducer().newJobId();
       const tenantId = args.tenantId ?? DEFAULT_TENANT;
       const payload = await withFiles(args.payload ?? {}, context.cwd);
@@ -201,8 +215,9 @@ const jobStatus: ToolSpec = {
   description: "A job's record: its status (SUCCEEDED, FAILED with a reason, SKIPPED with its cause, CANCELLED, or not finished yet), result (the commit, a test verdict, the pull request) and any refused request that reused its id.",
   input: z.strictObject({ jobId: idSchema('jobId') }),
   readOnly: true,
-  async run({ jobId }: { jobId: string }, { connection }) {
+  async run({ jobId }: { jobId: string }, { connection, scope }) {
     const { job, conflicts } = await readJob(connection, jobId);
+    scope.requireJob(job);
     return jobView(job, conflicts);
   },
 };
@@ -220,6 +235,7 @@ const waitForJobsTool: ToolSpec = {
   readOnly: true,
   async run({ jobIds, timeoutSeconds }: { jobIds: string[]; timeoutSeconds?: number }, context) {
     const ids = [...new Set(jobIds)];
+    for (const { job } of (await readJobs(context.connection, ids)).states) context.scope.requireJob(job);
     const timeoutMs = (timeoutSeconds ?? DEFAULT_WAIT_SECONDS) * 1000;
     const deadline = Date.now() + timeoutMs;
     let reported = -1;
@@ -245,7 +261,8 @@ const workspaceState: ToolSpec = {
     'Its timeline is the resource agent-jobs://workspaces/{workspaceId}/timeline, and workspace_history pages through it.',
   input: z.strictObject({ workspaceId: idSchema('workspaceId') }),
   readOnly: true,
-  async run({ workspaceId }: { workspaceId: string }, { connection }) {
+  async run({ workspaceId }: { workspaceId: string }, { connection, scope }) {
+    scope.requireWorkspace(workspaceId);
     const { workspace, unfinished } = await readWorkspaceStanding(connection, workspaceId);
     const advice = workspace?.blockedReason ? runbookAdvice(workspace.blockedReason) : undefined;
     return {
@@ -269,7 +286,8 @@ const workspaceHistory: ToolSpec = {
     limit: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_HISTORY_PAGE))),
   }),
   readOnly: true,
-  async run(args: { workspaceId: string; order?: 'newest' | 'oldest'; after?: number; limit?: number }, { connection }) {
+  async run(args: { workspaceId: string; order?: 'newest' | 'oldest'; after?: number; limit?: number }, { connection, scope }) {
+    scope.requireWorkspace(args.workspaceId);
     return timelineView(await readTimeline(connection, args.workspaceId, { order: args.order, after: args.after, limit: args.limit ?? 20 }));
   },
 };
@@ -300,6 +318,7 @@ const testLog: ToolSpec = {
   readOnly: true,
   async run({ jobId, tailBytes, followSeconds }: { jobId: string; tailBytes?: number; followSeconds?: number }, context) {
     const { connection } = context;
+    context.scope.requireJob((await readJob(connection, jobId)).job);
     if (followSeconds !== undefined) await followAsProgress(jobId, followSeconds, context);
     const { job } = await readJob(connection, jobId);
     if (!commandStageOf(job.type)) throw new InvalidRequestError(`jobId: ${jobId} is a ${job.type} job: only command stages (${COMMAND_JOB_TYPES.join(', ')}) have output`);
@@ -342,12 +361,130 @@ async function followAsProgress(jobId: string, seconds: number, context: ToolCon
   });
 }
 
+/** Where a workspace stands after a recovery, in a result's words: its state, and what is not finished. */
+async function standingAfter(connection: Connection, workspaceId: string): Promise<{ workspace: Record<string, unknown>; words: string }> {
+  const { workspace, unfinished } = await readWorkspaceStanding(connection, workspaceId).catch(() => ({ workspace: undefined, unfinished: [] }));
+  const state = workspace?.state ?? 'NOT_TAKEN_YET';
+  const blocked = workspace?.state === 'BLOCKED' ? ` (blocked by ${workspace.blockedBy ?? '?'}: ${workspace.blockedReason ?? '?'})` : '';
+  const words = `workspace ${workspaceId} is ${state}${blocked}; ${unfinished.length} of its jobs not finished${unfinished.length ? ` (${unfinished.map((j) => j.jobId).join(', ')})` : ''}`;
+  return { workspace: { workspaceId, state, ...(workspace?.blockedBy ? { blockedBy: workspace.blockedBy } : {}), unfinished: unfinished.map((job) => job.jobId) }, words };
+}
+
+const RECOVERY_NOTE = 'The same operation, with the same rules, as the CLI command of the same name; it acts only on the workspaces this server is started for.';
+
+const cancelTool: ToolSpec = {
+  name: 'cancel_job',
+  title: 'Cancel a job',
+  description:
+    'Cancel a job that has not finished (agent-jobs cancel): a queued or waiting job never runs; a skipped one leaves the DLQ; a running test or lint run is stopped. ' +
+    'A running apply_patch or open_pr runs to its end and a finished job stays as it is (refused, saying why). Cancelling a skipped job does not lift its workspace\'s fence: unblock_workspace does. ' +
+    RECOVERY_NOTE,
+  input: z.strictObject({ jobId: idSchema('jobId') }),
+  readOnly: false,
+  destructive: true,
+  async run({ jobId }: { jobId: string }, { connection, scope }) {
+    const { job } = await readJob(connection, jobId);
+    scope.requireJob(job);
+    const cancelled = await cancelJob(connection, jobId);
+    const after = await standingAfter(connection, job.workspaceId);
+    return {
+      jobId,
+      previousStatus: cancelled.previous,
+      status: cancelled.job.status,
+      summary: `job ${jobId}: ${cancelled.previous} -> CANCELLED (${cancelled.effect}); ${after.words}`,
+      workspace: after.workspace,
+    };
+  },
+};
+
+const unblockTool: ToolSpec = {
+  name: 'unblock_workspace',
+  title: "Lift a workspace's fence",
+  description:
+    "Lift a BLOCKED workspace's fence (agent-jobs workspace unblock): mode replay sends its skipped jobs back to the queue in their order; drop records them CANCELLED. " +
+    'The job that blocked it stays on the DLQ (dismiss_job or redrive_jobs decide about it). A replay that could not replay every skipped job is refused and the workspace stays BLOCKED; drop ends those too. Running it again is safe. ' +
+    RECOVERY_NOTE,
+  input: z.strictObject({ workspaceId: idSchema('workspaceId'), mode: z.enum(['replay', 'drop']).check(z.describe('replay: the skipped jobs run again in their order; drop: they are cancelled.')) }),
+  readOnly: false,
+  destructive: true,
+  async run({ workspaceId, mode }: { workspaceId: string; mode: 'replay' | 'drop' }, { connection, scope }) {
+    scope.requireWorkspace(workspaceId);
+    const result = await unblockWorkspace(connection, workspaceId, mode);
+    const acted = (action: string) => result.jobs.filter((j) => j.action === action).map((j) => j.jobId);
+    const [replayed, dropped, kept] = [acted('replayed'), acted('dropped'), acted('kept')];
+    const after = await standingAfter(connection, workspaceId);
+    const changed = result.previousState === 'BLOCKED' ? `workspace ${workspaceId} ${result.workspace.state} again (was BLOCKED)` : `workspace ${workspaceId} was ${result.previousState} already`;
+    const parts = [
+      changed,
+      ...(replayed.length ? [`replayed in order: ${replayed.join(', ')}`] : []),
+      ...(dropped.length ? [`dropped (CANCELLED): ${dropped.join(', ')}`] : []),
+      `${kept.length} job(s) of it still on the DLQ${kept.length ? ` (${kept.join(', ')}: dismiss_job or redrive_jobs)` : ''}`,
+      after.words,
+    ];
+    return { workspaceId, previousState: result.previousState, state: result.workspace.state, mode, jobs: result.jobs, stillOnDlq: kept, summary: parts.join('; '), workspace: after.workspace };
+  },
+};
+
+const dismissTool: ToolSpec = {
+  name: 'dismiss_job',
+  title: 'Dismiss a failed job',
+  description:
+    'Record a FAILED job as dealt with, with your reason, and remove its DLQ copy: it never runs again (agent-jobs dlq dismiss). The ledger records who: this MCP client, "<client name> (mcp)". ' +
+    'Running it again is safe (the first dismissal stands). A workspace the job blocked stays BLOCKED: unblock_workspace decides about its skipped jobs. ' +
+    RECOVERY_NOTE,
+  input: z.strictObject({ jobId: idSchema('jobId'), reason: z.string().check(z.minLength(1), z.maxLength(500), z.describe('Why it needs no redrive (kept in the ledger).')) }),
+  readOnly: false,
+  destructive: true,
+  async run({ jobId, reason }: { jobId: string; reason: string }, { connection, scope, actor }) {
+    const { job } = await readJob(connection, jobId);
+    scope.requireJob(job);
+    const result = await dismissJob(connection, jobId, { by: actor, reason });
+    const after = await standingAfter(connection, job.workspaceId);
+    const dismissal = result.job.dismissed ? dismissalWords(result.job.dismissed) : 'dismissed';
+    const parts = [
+      `job ${jobId}: FAILED, ${dismissal}${result.alreadyDismissed ? ' (already)' : ''}`,
+      `${result.removed} copy removed from the ${result.queue} DLQ`,
+      ...result.left.map((l) => `left on the ${l.queue} DLQ: ${l.why}`),
+      ...(result.blockedWorkspace ? [`workspace ${result.blockedWorkspace.workspaceId} stays BLOCKED: unblock_workspace (replay or drop) decides about its skipped jobs`] : []),
+      after.words,
+    ];
+    return { jobId, dismissed: result.job.dismissed, alreadyDismissed: result.alreadyDismissed, queue: result.queue, removed: result.removed, left: result.left, summary: parts.join('; '), workspace: after.workspace };
+  },
+};
+
+const redriveTool: ToolSpec = {
+  name: 'redrive_jobs',
+  title: 'Run failed jobs again',
+  description:
+    'Send the named jobs on a DLQ back to their queue to run again, in their workspace\'s order (agent-jobs dlq redrive <jobIds>): for a FAILED job whose cause is fixed. ' +
+    'Skipped jobs of a BLOCKED workspace are left (unblock_workspace replays them), and so are refused conflicting requests and invalid ones. ' +
+    RECOVERY_NOTE,
+  input: z.strictObject({ jobIds: z.array(idSchema('jobId')).check(z.minLength(1), z.maxLength(MAX_WAIT_JOBS)) }),
+  readOnly: false,
+  async run({ jobIds }: { jobIds: string[] }, { connection, scope }) {
+    const ids = [...new Set(jobIds)];
+    const read = await readJobs(connection, ids);
+    for (const { job } of read.states) scope.requireJob(job);
+    const result = await redrive(connection, { jobIds: ids });
+    const missed = ids.filter((id) => !result.redriven.some((r) => r.jobId === id));
+    const parts = [
+      `${result.redriven.length} of ${ids.length} sent back to run again${result.redriven.length ? ` (${result.redriven.map((r) => r.jobId).join(', ')})` : ''}`,
+      ...result.left.map((l) => `left on the ${l.queue} DLQ: ${l.jobId} (${l.why})`),
+      ...read.unknown.map((id) => `${id}: not in the ledger`),
+    ];
+    return { redriven: result.redriven, left: result.left, notRedriven: missed, summary: parts.join('; ') };
+  },
+};
+
 /** Tools that are not a job type's; a job type of the same name would be ambiguous. */
 const READ_TOOLS: readonly ToolSpec[] = [jobStatus, waitForJobsTool, workspaceState, workspaceHistory, testLog];
+/** The recovery an operator does with the CLI, on the workspaces of the server's scope. */
+const RECOVERY_TOOLS: readonly ToolSpec[] = [cancelTool, unblockTool, dismissTool, redriveTool];
+const PLATFORM_TOOLS: readonly ToolSpec[] = [...READ_TOOLS, ...RECOVERY_TOOLS];
 
-/** Every tool: one per job type of the catalog, then the reads. Throws when a job type is named like a read. */
+/** Every tool: one per job type of the catalog, then the reads and the recovery. Throws when a job type is named like a read. */
 export function agentJobsTools(): ToolSpec[] {
-  const clash = JOB_TYPE_NAMES.filter((type) => READ_TOOLS.some((tool) => tool.name === type));
+  const clash = JOB_TYPE_NAMES.filter((type) => PLATFORM_TOOLS.some((tool) => tool.name === type));
   if (clash.length > 0) throw new Error(`job type ${clash.join(', ')} has the name of an MCP tool of the platform: rename the job type`);
-  return [...JOB_TYPE_NAMES.map(jobTool), ...READ_TOOLS];
+  return [...JOB_TYPE_NAMES.map(jobTool), ...PLATFORM_TOOLS];
 }
