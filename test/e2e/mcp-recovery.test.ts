@@ -2,7 +2,8 @@
  * An agent recovers its own workspace over MCP, driven by the MCP SDK's own client against the
  * local platform: a patch that does not apply blocks the workspace and skips the job behind it;
  * the agent dismisses the failure (the ledger records the client by name, as the CLI shows it),
- * unblocks with a replay, cancels a running job, and each result says what changed and what
+ * unblocks with a replay, cancels a running job, sends a failed job left on the DLQ back to run
+ * again (redrive_jobs), and each result says what changed and what
  * remains. Then the scope: a server started for one workspace (by --workspace, or by
  * AGENT_JOBS_MCP_WORKSPACES) refuses every tool and the timeline resource on another, naming its
  * scope, and changes nothing there.
@@ -39,7 +40,7 @@ async function session(options: { workspaces?: string[]; env?: Record<string, st
 
 beforeAll(async () => {
   platform = await startPlatform();
-  source = await makeRepository({ 'greeting.txt': 'hello\n', 'test.sh': 'grep -q hello greeting.txt\n' }, ['agent-r', 'agent-x', 'agent-y']);
+  source = await makeRepository({ 'greeting.txt': 'hello\n', 'test.sh': 'grep -q hello greeting.txt\n' }, ['agent-r', 'agent-d', 'agent-x', 'agent-y']);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'recover'])).url;
 });
 
@@ -89,6 +90,30 @@ test('an agent recovers its own BLOCKED workspace: dismiss (recorded by its clie
   expect(resultText(await mcp.call('cancel_job', { jobId: 'r-t2' }))).toMatch(/job r-t2 is CANCELLED already/);
   const redriven = await mcp.result<{ redriven: unknown[]; notRedriven: string[] }>('redrive_jobs', { jobIds: ['r-p1'] });
   expect(redriven).toMatchObject({ redriven: [], notRedriven: ['r-p1'] });
+});
+
+test('unblock with a replay leaves the failed job on the DLQ, said so; redrive_jobs runs it again; dismiss and unblock end it', async () => {
+  const mcp = await session({ workspaces: ['ws-d'] });
+  await mcp.result('apply_patch', { workspaceId: 'ws-d', jobId: 'd-p1', payload: { repo: { url: repoUrl, branch: 'agent-d' }, diff: NOT_APPLYING, message: 'Say bye' } });
+  await mcp.result('run_tests', { workspaceId: 'ws-d', jobId: 'd-t1' });
+  await mcp.result('wait_for_jobs', { jobIds: ['d-p1', 'd-t1'], timeoutSeconds: 150 });
+
+  const unblocked = await mcp.result<{ state: string; stillOnDlq: string[]; summary: string }>('unblock_workspace', { workspaceId: 'ws-d', mode: 'replay' });
+  expect(unblocked).toMatchObject({ state: 'ACTIVE', stillOnDlq: ['d-p1'] });
+  expect(unblocked.summary).toContain('replayed in order: d-t1; 1 job(s) of it still on the DLQ (d-p1: dismiss_job or redrive_jobs)');
+  await mcp.result('wait_for_jobs', { jobIds: ['d-t1'], timeoutSeconds: 150 });
+
+  const redriven = await mcp.result<{ redriven: { jobId: string }[]; notRedriven: string[]; summary: string }>('redrive_jobs', { jobIds: ['d-p1'] });
+  expect(redriven).toMatchObject({ redriven: [{ jobId: 'd-p1' }], notRedriven: [] });
+  expect(redriven.summary).toBe('1 of 1 sent back to run again (d-p1)');
+  // It fails again (the branch has not changed), on its second attempt, and blocks the workspace again.
+  await eventually(() => mcp.result<{ state: string; blockedBy?: string }>('workspace_state', { workspaceId: 'ws-d' }), (ws) => ws.state === 'BLOCKED', { what: 'ws-d blocked again', timeoutMs: 150_000, intervalMs: 250 });
+  expect(await mcp.result('job_status', { jobId: 'd-p1' })).toMatchObject({ status: 'FAILED', attempt: 2 });
+
+  await mcp.result('dismiss_job', { jobId: 'd-p1', reason: 'the patch will not apply: a new one follows' });
+  const dropped = await mcp.result<{ previousState: string; state: string; jobs: unknown[]; summary: string }>('unblock_workspace', { workspaceId: 'ws-d', mode: 'drop' });
+  expect(dropped).toMatchObject({ previousState: 'BLOCKED', state: 'ACTIVE', jobs: [] });
+  expect(dropped.summary).toBe('workspace ws-d ACTIVE again (was BLOCKED); 0 job(s) of it still on the DLQ; workspace ws-d is ACTIVE; 0 of its jobs not finished');
 });
 
 test("a server started for workspace X refuses to read or act on workspace Y, naming its scope, and changes nothing there", async () => {
