@@ -3,8 +3,7 @@
  * local platform: a patch that does not apply blocks the workspace and skips the job behind it;
  * the agent dismisses the failure (the ledger records the client by name, as the CLI shows it),
  * unblocks with a replay, cancels a running job, sends a failed job left on the DLQ back to run
- * again (redrive_jobs), and each result says what changed and what
- * remains. Then the scope: a server started for one workspace (by --workspace, or by
+ * again (redrive_jobs), and each result says what changed and what remains. Then the scope: a server started for one workspace (by --workspace, or by
  * AGENT_JOBS_MCP_WORKSPACES) refuses every tool and the timeline resource on another, naming its
  * scope, and changes nothing there.
  */
