@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { AgentJobsStack } from '../lib/agent-jobs-stack';
+import { CiTrustStack } from '../lib/ci-trust-stack';
 import { InvalidConfigError, loadConfig } from '../lib/config';
 import { InvalidSettingsError } from '../lib/constructs/settings-problems';
 
@@ -20,6 +21,19 @@ function main(): void {
     config,
     description: `agent-jobs platform (${config.envName}): ordered coding-agent jobs on SQS FIFO, Lambda and DynamoDB`,
   });
+  // The CI trust (GitHub's OIDC provider and the workflows' roles), only when asked for:
+  // `npx cdk deploy AgentJobs-ci-trust -c githubRepo=<owner>/<name>`; lib/ci-trust-stack.ts.
+  const githubRepo = app.node.tryGetContext('githubRepo') as string | undefined;
+  if (githubRepo !== undefined) {
+    const list = (key: string): string[] | undefined => (app.node.tryGetContext(key) as string | undefined)?.split(',').filter((name) => name !== '');
+    new CiTrustStack(app, 'AgentJobs-ci-trust', {
+      githubRepo,
+      environments: list('githubEnvironments'),
+      branches: list('githubBranches'),
+      existingProviderArn: app.node.tryGetContext('githubOidcProviderArn') as string | undefined,
+      description: `agent-jobs CI trust: GitHub OIDC roles of ${githubRepo} for cdk deploy and cdk diff`,
+    });
+  }
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 }
 

@@ -176,6 +176,9 @@ function unknownEnvironment(envName: string, configDir: string): string {
 /** Context keys the CDK itself writes that carry neither `@` nor `:`. */
 const CDK_CONTEXT_KEYS = new Set(['acknowledged-issue-numbers']);
 
+/** Context keys of the CI trust stack (lib/ci-trust-stack.ts, read in bin/app.ts): not settings of the platform's stacks. */
+export const CI_TRUST_CONTEXT_KEYS: ReadonlySet<string> = new Set(['githubRepo', 'githubEnvironments', 'githubBranches', 'githubOidcProviderArn']);
+
 /**
  * The context keys that are settings, as one nested object. The CDK's own keys (feature flags
  * `@aws-cdk/...`, `aws:cdk:...`, lookups `availability-zones:...`) are skipped; every other key is
@@ -184,7 +187,7 @@ const CDK_CONTEXT_KEYS = new Set(['acknowledged-issue-numbers']);
 function contextSettings(app: Construct): Record<string, unknown> {
   const settings: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(app.node.getAllContext())) {
-    if (key === 'env' || /[@:]/.test(key) || CDK_CONTEXT_KEYS.has(key)) continue;
+    if (key === 'env' || /[@:]/.test(key) || CDK_CONTEXT_KEYS.has(key) || CI_TRUST_CONTEXT_KEYS.has(key)) continue;
     setPath(settings, key.split('.'), value);
   }
   return settings;
