@@ -88,7 +88,7 @@ export class AgentJobsStack extends Stack {
     this.alarmTopic = this.createAlarmTopic(config.alarmEmail, removalPolicy);
     const alarmAction = new actions.SnsAction(this.alarmTopic);
     this.ledger = new Ledger(this, 'Ledger');
-    this.eventBus = new events.EventBus(this, 'EventBus', { description: 'agent-jobs job events' });
+    this.eventBus = new events.EventBus(this, 'EventBus');
     this.diffBucket = this.createDiffBucket();
     const secret = (id: string, shape: SecretShape, arn: string | undefined, description: string): PlatformSecret =>
       platformSecret(this, id, { arn, kmsKeyArn: config.secretsKmsKeyArn, shape, description, removalPolicy });

@@ -18,13 +18,15 @@
  * cannot add its default grants (the `/aws/codebuild/<project>` log group and report groups, which
  * nothing here writes).
  */
-import { ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Aws, CfnCondition, CfnRule, Duration, Fn, RemovalPolicy, Stack, Token, Validations, type ICfnConditionExpression } from 'aws-cdk-lib';
 import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { BUILD_QUEUED_TIMEOUT_MINUTES, CHECKOUT_ENV, TEST_BUILD_ENV } from '../../contract/runtime-env';
 import { acknowledgeWildcard } from '../nag';
+import { ARM_CODEBUILD_REGIONS, CODEBUILD_IMAGES, REGIONS_WITHOUT_CODEBUILD, buildArchitecture } from '../regions';
+import { InvalidSettingsError } from './settings-problems';
 
 /** The user a build's test command runs as: not root, and not the user that held the credential. */
 export const TEST_USER = 'agent-tests';
@@ -73,6 +75,13 @@ export class TestRunner extends Construct {
     acknowledgeWildcard(this.role, `Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${this.checkoutSecretPrefix}*`,
       'A build reads the checkout secret of its repository, one per repository under the stack\'s prefix, written at run time by the command stages (a read-only credential for that repository).');
     this.timeout = props.timeout ?? Duration.minutes(60);
+    const region = Stack.of(this).region;
+    const regionKnown = !Token.isUnresolved(region);
+    if (regionKnown && REGIONS_WITHOUT_CODEBUILD.includes(region)) {
+      throw new InvalidSettingsError(this.node.path, [`region = ${region}: CodeBuild is not offered there (lib/regions.ts), so the command stages cannot run: deploy to another region`]);
+    }
+    // Known region: its architecture. Agnostic: ARM here, and the template picks per region (below).
+    const architecture = regionKnown ? buildArchitecture(region) : 'arm';
     this.project = new codebuild.Project(this, 'Project', {
       description: "Runs a command stage's command at a pinned commit (agent-jobs run_tests, ...)",
       role: this.role.withoutPolicyUpdates(),
@@ -82,7 +91,7 @@ export class TestRunner extends Construct {
       // Part of how long a job waits for its build's completion before the reconciler asks.
       queuedTimeout: Duration.minutes(BUILD_QUEUED_TIMEOUT_MINUTES),
       environment: {
-        buildImage: codebuild.LinuxArmBuildImage.AMAZON_LINUX_2023_STANDARD_3_0,
+        buildImage: architecture === 'arm' ? codebuild.LinuxArmBuildImage.fromCodeBuildImageId(CODEBUILD_IMAGES.arm) : codebuild.LinuxBuildImage.fromCodeBuildImageId(CODEBUILD_IMAGES.x86),
         computeType: props.computeType ?? codebuild.ComputeType.SMALL,
         privileged: false,
       },
@@ -124,6 +133,7 @@ export class TestRunner extends Construct {
         },
       }),
     });
+    if (!regionKnown) this.chooseEnvironmentByRegion();
     // The grants above exist before the project is created (the L2 adds this dependency only for grants it makes itself).
     const grants = this.role.node.tryFindChild('DefaultPolicy');
     if (grants) this.project.node.addDependency(grants);
@@ -133,4 +143,29 @@ export class TestRunner extends Construct {
         + 'its logs go to this construct\'s log group, which CloudWatch Logs encrypts at rest.',
     });
   }
+
+  /**
+   * For an environment-agnostic stack: ARM where CodeBuild offers it, x86 elsewhere, by a condition
+   * on AWS::Region (the small compute type exists on both); a region without CodeBuild fails the
+   * deploy at its start, by a template rule, before anything is created.
+   */
+  private chooseEnvironmentByRegion(): void {
+    const arm = new CfnCondition(this, 'ArmRegion', { expression: anyOf(ARM_CODEBUILD_REGIONS.map((r) => Fn.conditionEquals(Aws.REGION, r))) });
+    const project = this.project.node.defaultChild as codebuild.CfnProject;
+    project.addPropertyOverride('Environment.Type', Fn.conditionIf(arm.logicalId, 'ARM_CONTAINER', 'LINUX_CONTAINER'));
+    project.addPropertyOverride('Environment.Image', Fn.conditionIf(arm.logicalId, CODEBUILD_IMAGES.arm, CODEBUILD_IMAGES.x86));
+    new CfnRule(this, 'RegionHasCodeBuild', {
+      assertions: [{
+        assert: Fn.conditionNot(Fn.conditionContains([...REGIONS_WITHOUT_CODEBUILD], Aws.REGION)),
+        assertDescription: `CodeBuild is not offered in this region (${REGIONS_WITHOUT_CODEBUILD.join(', ')}; lib/regions.ts): the command stages cannot run. Deploy to another region.`,
+      }],
+    });
+  }
+}
+
+/** Fn::Or of any number of conditions (it takes 2 to 10 a call). */
+function anyOf(conditions: readonly ICfnConditionExpression[]): ICfnConditionExpression {
+  if (conditions.length === 1) return conditions[0]!;
+  if (conditions.length <= 10) return Fn.conditionOr(...conditions);
+  return Fn.conditionOr(anyOf(conditions.slice(0, 10)), anyOf(conditions.slice(10)));
 }
