@@ -30,6 +30,12 @@ export function contentShare(containers: number, perHour: number = GITHUB_CONTEN
 }
 
 /**
+ * The lowest concurrent-build quota CodeBuild documents for a new account ("For a new account, the
+ * quota can be 1-5", docs.aws.amazon.com, CodeBuild User Guide, "Quotas for AWS CodeBuild").
+ */
+export const LOWEST_NEW_ACCOUNT_BUILD_QUOTA = 1;
+
+/**
  * CodeBuild's concurrently running builds per account, region and compute type, when nobody says:
  * "for some platforms and compute types, the default is 20. For a new account, the quota can be as
  * low as 5" (docs.aws.amazon.com, "Quotas for AWS CodeBuild"). The `buildConcurrencyQuota`
