@@ -74,8 +74,14 @@ export const applyPatchPayloadSchema = z
     z.meta({ oneOf: [{ required: ['diff'] }, { required: ['diffBase64'] }, { required: ['diffRef'] }] }),
   );
 
-/** CodeBuild's longest build timeout (minutes): what a command stage's build may run. */
-export const MAX_BUILD_TIMEOUT_MINUTES = 2160;
+/**
+ * The longest build timeout (minutes) a command stage's build may have. CodeBuild contradicts
+ * itself: its quotas table lists the build timeout as 5 to 480 minutes, not adjustable, while its
+ * "Other limits" and the API reference accept up to 2,160 (docs.aws.amazon.com, CodeBuild User
+ * Guide, "Quotas for AWS CodeBuild"). The safe bound is the lower one: a timeout CodeBuild refuses
+ * would fail every build start of the stage, where a lower one only bounds a build.
+ */
+export const MAX_BUILD_TIMEOUT_MINUTES = 480;
 
 /**
  * The payload of every command stage (run_tests, run_lint, ...): the command to run instead of the

@@ -36,9 +36,20 @@ export function contentShare(containers: number, perHour: number = GITHUB_CONTEN
 export const LOWEST_NEW_ACCOUNT_BUILD_QUOTA = 1;
 
 /**
- * CodeBuild's concurrently running builds per account, region and compute type, when nobody says:
- * "for some platforms and compute types, the default is 20. For a new account, the quota can be as
- * low as 5" (docs.aws.amazon.com, "Quotas for AWS CodeBuild"). The `buildConcurrencyQuota`
- * setting names the account's real one.
+ * The Service Quotas codes of CodeBuild's "Concurrently running builds for <type> environment"
+ * quotas (service code `codebuild`) for the command runner's small compute type, per architecture
+ * (lib/regions.ts): `aws service-quotas get-service-quota --service-code codebuild --quota-code
+ * L-5ED1D25B` answers the account's ARM/Small quota in the region. The codes are those
+ * ListServiceQuotas returns (checked 2026-12-04); CodeBuild's user guide names the quotas only.
  */
-export const DEFAULT_BUILD_CONCURRENCY_QUOTA = 20;
+export const BUILD_QUOTA_CODES = {
+  arm: { code: 'L-5ED1D25B', name: 'Concurrently running builds for ARM/Small environment' },
+  x86: { code: 'L-9D07B6EF', name: 'Concurrently running builds for Linux/Small environment' },
+} as const;
+
+/**
+ * The project's concurrent build limit when the account's quota is not given (`buildConcurrencyQuota`):
+ * a limit above the account's quota makes CreateProject fail, one below only makes builds wait, so
+ * the default is the lowest a new account may have. Set the account's own value to run more.
+ */
+export const DEFAULT_BUILD_CONCURRENCY_QUOTA = LOWEST_NEW_ACCOUNT_BUILD_QUOTA;

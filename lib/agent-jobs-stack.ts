@@ -7,7 +7,7 @@
  * side by side into one account and synthesize offline.
  */
 import { join } from 'node:path';
-import { Annotations, Aws, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { Aws, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -101,6 +101,9 @@ export class AgentJobsStack extends Stack {
     };
     this.testRunner = new TestRunner(this, 'TestRunner', {
       timeout: Duration.minutes(config.testRunnerTimeoutMinutes),
+      // Builds running at once are bounded here, not by the command stages' concurrency: a stage's
+      // invocation starts a build and ends, so its batchSize x maxConcurrency bounds starts in
+      // flight, and a start beyond the limit waits (never fails), however many stages ask.
       concurrentBuildLimit: config.buildConcurrencyQuota,
     });
     const resources: CapabilityResources = {
@@ -117,7 +120,6 @@ export class AgentJobsStack extends Stack {
     const shared: LaneContext = { alarmAction, removalPolicy, projectRoot, config, resources };
     this.lanes = platformQueues(config.workers).map((spec) => this.addLane(spec, shared));
     this.wireSequencer();
-    this.warnAboveBuildQuota(config.buildConcurrencyQuota);
     const buildEvents = this.lanes.find((l) => l.spec.role === 'buildEvents');
     if (buildEvents) {
       this.buildEventsRule = this.wireBuildEvents(buildEvents);
@@ -198,21 +200,6 @@ export class AgentJobsStack extends Stack {
       worker.allow(['sqs:SendMessage'], [queue.queue.queueArn]);
     }
     return { spec, queue, worker };
-  }
-
-  /**
-   * The command stages' event source mappings can ask for `batchSize x maxConcurrency` builds each
-   * at once; above the account's quota the extra ones wait (a job is never failed by it), but the
-   * settings then promise a throughput the account cannot give: worth a warning, not an error.
-   */
-  private warnAboveBuildQuota(quota: number): void {
-    const stages = this.lanes.filter((l) => l.spec.role === 'stage' && commandStageOf(l.spec.consumer));
-    const asked = stages.reduce((sum, l) => sum + l.spec.worker.batchSize * l.spec.worker.maxConcurrency, 0);
-    if (asked <= quota) return;
-    const each = stages.map((l) => `${l.spec.consumer} ${l.spec.worker.batchSize}x${l.spec.worker.maxConcurrency}`).join(', ');
-    Annotations.of(this.testRunner).addWarningV2('agent-jobs:build-quota',
-      `the command stages can start ${asked} builds at once (${each}), more than buildConcurrencyQuota = ${quota}: `
-      + 'the extra ones wait for a build to end (BuildsWaitingForQuota). Lower workers.<stage>.maxConcurrency, or raise the quota (Service Quotas, CodeBuild) and the setting.');
   }
 
   /**

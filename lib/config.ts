@@ -11,7 +11,7 @@ import { basename, join } from 'node:path';
 import type { Construct } from 'constructs';
 import * as z from 'zod';
 import { gitHostEntryProblem, gitHostList } from '../contract/git-remotes';
-import { allWorkers, type WorkerSettings } from '../contract/job-types';
+import { MAX_BUILD_TIMEOUT_MINUTES, allWorkers, type WorkerSettings } from '../contract/job-types';
 import { DEFAULT_BUILD_CONCURRENCY_QUOTA, GITHUB_CONTENT_LIMITS } from '../contract/limits';
 import { GITHUB_API_DEFAULT_URL } from '../contract/runtime-env';
 
@@ -40,7 +40,8 @@ export interface AgentJobsConfig {
   readonly githubApiUrl: string;
   /**
    * The git hosts the sequencer may dial (`github.com`, `git.example.com:8443`). @default none:
-   * every repository is refused (HOST_NOT_ALLOWED) until one is configured.
+   * every repository is refused (HOST_NOT_ALLOWED), so `cdk synth` (loadConfig) refuses an
+   * environment without one; the shipped configurations allow github.com.
    */
   readonly gitHosts: readonly string[];
   /**
@@ -49,9 +50,10 @@ export interface AgentJobsConfig {
    */
   readonly githubContentRequestsPerHour: number;
   /**
-   * The account's quota of concurrently running CodeBuild builds for the command runner's compute
-   * type: the project starts no more at once (a start beyond waits), and the synth warns when the
-   * command stages can ask for more. @default DEFAULT_BUILD_CONCURRENCY_QUOTA (contract/limits.ts)
+   * The account's Service Quotas value "Concurrently running builds for ARM/Small environment"
+   * (or Linux/Small where the builds run on x86: BUILD_QUOTA_CODES, contract/limits.ts): the
+   * project's concurrent build limit, so a start beyond waits. CreateProject fails when it is
+   * above the account's quota. @default DEFAULT_BUILD_CONCURRENCY_QUOTA (the lowest a new account has)
    */
   readonly buildConcurrencyQuota: number;
   /** Claim lease in seconds. @default each worker's timeout (a worker cannot outlive it) */
@@ -112,7 +114,7 @@ const configSchema = z
     githubContentRequestsPerHour: positiveInt.default(GITHUB_CONTENT_LIMITS.perHour),
     buildConcurrencyQuota: positiveInt.default(DEFAULT_BUILD_CONCURRENCY_QUOTA),
     leaseSeconds: positiveInt.optional(),
-    testRunnerTimeoutMinutes: positiveInt.max(2160).default(60),
+    testRunnerTimeoutMinutes: positiveInt.max(MAX_BUILD_TIMEOUT_MINUTES).default(60),
     retainOnDestroy: flag.default(true),
   })
   .refine((c) => c.secretsKmsKeyArn === undefined || [c.gitCredentialsSecretArn, c.gitReadCredentialsSecretArn, c.githubTokenSecretArn].some(Boolean), {
@@ -161,15 +163,22 @@ export function loadConfig(app: Construct, configDir: string): AgentJobsConfig {
   if (!existsSync(file)) throw new InvalidConfigError('cdk context', [unknownEnvironment(envName, configDir)]);
   const fromFile = readJson(file);
   if (!isObject(fromFile)) throw new InvalidConfigError(file, ['(root): must be a JSON object']);
-  return resolveConfig(envName, mergeSettings(fromFile, contextSettings(app)), `${file} and cdk context`);
+  const source = `${file} and cdk context`;
+  const config = resolveConfig(envName, mergeSettings(fromFile, contextSettings(app)), source);
+  // What is deployed dials real hosts only: with none allowed, the stack would refuse every repository.
+  if (config.gitHosts.length === 0) throw new InvalidConfigError(source, [NO_GIT_HOSTS]);
+  return config;
 }
+
+const NO_GIT_HOSTS = 'gitHosts: none is configured, so every repository would be refused (HOST_NOT_ALLOWED): '
+  + 'add "gitHosts": ["github.com"] (your git hosts) to the file, or -c gitHosts=github.com';
 
 function unknownEnvironment(envName: string, configDir: string): string {
   const dir = basename(configDir);
   const known = existsSync(configDir) ? readdirSync(configDir).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length)).sort() : [];
   return (
     `env = ${JSON.stringify(envName)}: there is no ${dir}/${envName}.json (known environments: ${known.join(', ') || 'none'}). ` +
-    `A new environment is asked for by its file: echo '{}' > ${dir}/${envName}.json takes every default`
+    `A new environment is asked for by its file: echo '{ "gitHosts": ["github.com"] }' > ${dir}/${envName}.json takes every other default`
   );
 }
 

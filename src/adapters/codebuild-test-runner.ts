@@ -8,15 +8,16 @@
  * as references to a checkout secret (build-checkout.ts), never as a value.
  */
 import { BatchGetBuildsCommand, ListBuildsForProjectCommand, StartBuildCommand, StopBuildCommand, type CodeBuildClient, type StartBuildCommandOutput } from '@aws-sdk/client-codebuild';
+import { MAX_BUILD_TIMEOUT_MINUTES } from '../../contract/job-types';
 import { TEST_BUILD_ENV } from '../../contract/runtime-env';
 import { errorName, limitFrom } from '../core/errors';
 import { buildEnvironment, buildIdempotencyToken } from '../core/jobs/command-stage';
 import type { BuildFinder, BuildStopper, CommandRun, TestRunner, TestRunStatus } from '../core/ports';
 import type { BuildCheckout } from './build-checkout';
 import { buildStatus } from './codebuild-builds';
-/** CodeBuild accepts build timeouts of 5 to 2160 minutes. */
+/** CodeBuild's shortest build timeout; the longest is the contract's (MAX_BUILD_TIMEOUT_MINUTES). */
 const MIN_TIMEOUT_MINUTES = 5;
-const MAX_TIMEOUT_MINUTES = 2160;
+const MAX_TIMEOUT_MINUTES = MAX_BUILD_TIMEOUT_MINUTES;
 /** BatchGetBuilds takes at most this many ids. */
 export const MAX_BUILDS_PER_REQUEST = 100;
 

@@ -61,6 +61,9 @@ describe('resolveConfig', () => {
   });
 });
 
+/** What a deployed environment's file needs at least: a git host (loadConfig refuses none). */
+const ALLOWED = { gitHosts: ['git.example.com'] };
+
 describe('loadConfig', () => {
   let dir: string;
   beforeEach(() => {
@@ -69,7 +72,7 @@ describe('loadConfig', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('reads config/<env>.json, then cdk context wins', () => {
-    writeFileSync(join(dir, 'staging.json'), JSON.stringify({ alarmEmail: 'file@example.com', leaseSeconds: 300, workers: { run_tests: { maxConcurrency: 3 } } }));
+    writeFileSync(join(dir, 'staging.json'), JSON.stringify({ ...ALLOWED, alarmEmail: 'file@example.com', leaseSeconds: 300, workers: { run_tests: { maxConcurrency: 3 } } }));
     const app = new App({ context: { env: 'staging', alarmEmail: 'context@example.com', leaseSeconds: '600' } });
     const config = loadConfig(app, dir);
     expect(config).toMatchObject({ envName: 'staging', alarmEmail: 'context@example.com', leaseSeconds: 600 });
@@ -77,7 +80,7 @@ describe('loadConfig', () => {
   });
 
   it('reads every nested setting from context as a dotted key, over the file, leaf by leaf', () => {
-    writeFileSync(join(dir, 'dev.json'), JSON.stringify({ workers: { sequencer: { batchSize: 4, maxConcurrency: 20 } } }));
+    writeFileSync(join(dir, 'dev.json'), JSON.stringify({ ...ALLOWED, workers: { sequencer: { batchSize: 4, maxConcurrency: 20 } } }));
     const app = new App({ context: { 'workers.sequencer.batchSize': '7', 'workers.open_pr.memoryMb': '512', retainOnDestroy: 'false' } });
     const config = loadConfig(app, dir);
     expect(config.workers.sequencer).toMatchObject({ batchSize: 7, maxConcurrency: 20 });
@@ -86,7 +89,7 @@ describe('loadConfig', () => {
   });
 
   it('fails on a context key that is no setting instead of ignoring it, and skips the CDK\'s own keys', () => {
-    writeFileSync(join(dir, 'dev.json'), '{}');
+    writeFileSync(join(dir, 'dev.json'), JSON.stringify(ALLOWED));
     const app = (context: Record<string, unknown>) => new App({ context: { ...newApp().node.getAllContext(), ...context } });
     const unknown = () => loadConfig(app({ colour: 'blue', 'workers.sequencer.batchsize': '5', 'workers.linter.timeoutSeconds': '9' }), dir);
     for (const problem of [/\(root\): Unrecognized key: "colour"/, /workers\.sequencer: Unrecognized key: "batchsize"/, /workers: Unrecognized key: "linter"/]) {
@@ -104,7 +107,7 @@ describe('loadConfig', () => {
   it('defaults to dev, refuses an environment without its file naming the known ones, and names the file when it holds no object or no JSON', () => {
     writeFileSync(join(dir, 'prod.json'), '{}');
     expect(() => loadConfig(new App(), dir)).toThrow(/env = "dev": there is no .*\/dev\.json \(known environments: prod\)/);
-    writeFileSync(join(dir, 'dev.json'), '{}');
+    writeFileSync(join(dir, 'dev.json'), JSON.stringify(ALLOWED));
     expect(loadConfig(new App(), dir).envName).toBe('dev');
     writeFileSync(join(dir, 'dev.json'), '[1]');
     expect(() => loadConfig(new App(), dir)).toThrow(/dev\.json[\s\S]*\(root\): must be a JSON object/);
@@ -154,7 +157,7 @@ describe('every documented setting', () => {
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'agent-jobs-config-'));
     // Each environment the examples name has its file (an environment without one is refused).
-    for (const env of ['dev', 'staging']) writeFileSync(join(dir, `${env}.json`), '{}');
+    for (const env of ['dev', 'staging']) writeFileSync(join(dir, `${env}.json`), JSON.stringify(ALLOWED));
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -168,7 +171,7 @@ describe('every documented setting', () => {
   it.each(Object.keys(EXAMPLES).filter((s) => s !== 'env'))('%s works from config/<env>.json', (setting) => {
     const { read, expected, with: extra = {} } = EXAMPLES[setting]!;
     const nested = contextKey(setting).split('.').reduceRight<unknown>((value, key) => ({ [key]: value }), expected) as Record<string, unknown>;
-    writeFileSync(join(dir, 'dev.json'), JSON.stringify({ ...extra, ...nested }));
+    writeFileSync(join(dir, 'dev.json'), JSON.stringify({ ...ALLOWED, ...extra, ...nested }));
     expect(read(loadConfig(new App(), dir))).toEqual(expected);
   });
 });
@@ -230,9 +233,9 @@ it('a worker timeout or memory size that Lambda refuses fails the synth naming e
   expect(() => addStack(newApp(), 'dev', { workers: { open_pr: { timeoutSeconds: 900, memoryMb: 10_240 } } })).not.toThrow();
 });
 
-it("a build may run up to CodeBuild's limit: no function waits for it, so only that limit is checked", () => {
-  expect(() => addStack(newApp(), 'dev', { testRunnerTimeoutMinutes: 2160 })).not.toThrow();
-  expect(() => resolveConfig('dev', { testRunnerTimeoutMinutes: 2161 })).toThrow(/testRunnerTimeoutMinutes: .*2160/);
+it("a build may run up to CodeBuild's quota: no function waits for it, so only that limit is checked", () => {
+  expect(() => addStack(newApp(), 'dev', { testRunnerTimeoutMinutes: 480 })).not.toThrow();
+  expect(() => resolveConfig('dev', { testRunnerTimeoutMinutes: 481 })).toThrow(/testRunnerTimeoutMinutes: .*480/);
 });
 
 it('`cdk synth -c env=prd` with no config/prd.json is refused, naming the known environments, and writes no stack', () => {

@@ -247,10 +247,10 @@ describe('environments', () => {
     expect(statementsOf(imported.testRunner.role).filter((s) => String(s['Action']).startsWith('kms:') || JSON.stringify(s['Resource']).includes('git-read'))).toEqual([]);
   });
 
-  it('a build timeout from the environment reaches the project and the command stages (up to CodeBuild\'s 36 hours)', () => {
-    const { template: t } = synth({ testRunnerTimeoutMinutes: 2160 });
-    t.hasResourceProperties('AWS::CodeBuild::Project', { TimeoutInMinutes: 2160 });
-    t.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: Match.objectLike({ [ENV.stageJobType]: 'run_tests', [ENV.buildTimeoutMinutes]: '2160' }) } });
+  it('a build timeout from the environment reaches the project and the command stages (up to CodeBuild\'s 8 hours)', () => {
+    const { template: t } = synth({ testRunnerTimeoutMinutes: 480 });
+    t.hasResourceProperties('AWS::CodeBuild::Project', { TimeoutInMinutes: 480 });
+    t.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: Match.objectLike({ [ENV.stageJobType]: 'run_tests', [ENV.buildTimeoutMinutes]: '480' }) } });
   });
 });
 

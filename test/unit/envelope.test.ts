@@ -103,11 +103,11 @@ describe('parseEnvelope', () => {
     expect(parseEnvelope({ ...patch, payload: { ...withoutDiff, diffBase64: 'eA==' } }).payload).toMatchObject({ diffBase64: 'eA==' });
   });
 
-  it("accepts a run_tests timeout up to CodeBuild's limit (36 hours): no function waits for the build", () => {
+  it("accepts a run_tests timeout up to CodeBuild's quota (8 hours): no function waits for the build", () => {
     const tests = { ...patch, type: 'run_tests', payload: { timeoutSeconds: 2 * 3600 } };
     expect(parseEnvelope(tests).payload).toEqual({ timeoutSeconds: 7200 });
-    expect(parseEnvelope({ ...tests, payload: { timeoutSeconds: 2160 * 60 } }).payload).toEqual({ timeoutSeconds: 129_600 });
-    expect(invalid({ ...tests, payload: { timeoutSeconds: 2160 * 60 + 1 } })).toContain('payload.timeoutSeconds');
+    expect(parseEnvelope({ ...tests, payload: { timeoutSeconds: 480 * 60 } }).payload).toEqual({ timeoutSeconds: 28_800 });
+    expect(invalid({ ...tests, payload: { timeoutSeconds: 480 * 60 + 1 } })).toContain('payload.timeoutSeconds');
   });
 
   it('says when the body is not JSON', () => {
