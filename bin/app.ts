@@ -1,26 +1,21 @@
 /**
  * The CDK app: `npx cdk synth -c env=dev` (or prod, ...). Settings come from config/<env>.json
  * (which must exist: a new environment is declared by its file) and cdk context; see
- * lib/config.ts. AwsSolutions checks (cdk-nag) run on every synth.
+ * lib/config.ts; the stack is built by lib/platform-app.ts. AwsSolutions checks (cdk-nag) run on every synth.
  *
  * A configuration mistake is the operator's to fix, not a bug: it prints its one message (naming
  * every bad setting) and exits 1, without a stack trace. Anything else still throws as usual.
  */
-import { join } from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { AgentJobsStack } from '../lib/agent-jobs-stack';
 import { CiTrustStack } from '../lib/ci-trust-stack';
-import { InvalidConfigError, loadConfig } from '../lib/config';
+import { InvalidConfigError } from '../lib/config';
 import { InvalidSettingsError } from '../lib/constructs/settings-problems';
+import { addPlatformStack } from '../lib/platform-app';
 
 function main(): void {
   const app = new App();
-  const config = loadConfig(app, join(__dirname, '..', 'config'));
-  new AgentJobsStack(app, `AgentJobs-${config.envName}`, {
-    config,
-    description: `agent-jobs platform (${config.envName}): ordered coding-agent jobs on SQS FIFO, Lambda and DynamoDB`,
-  });
+  addPlatformStack(app);
   // The CI trust (GitHub's OIDC provider and the workflows' roles), only when asked for:
   // `npx cdk deploy AgentJobs-ci-trust -c githubRepo=<owner>/<name>`; lib/ci-trust-stack.ts.
   const githubRepo = app.node.tryGetContext('githubRepo') as string | undefined;

@@ -2,20 +2,18 @@
  * Synthesizes the stack the way `cdk synth` does (cdk.json feature flags, config resolved from an
  * input object), with asset bundling skipped unless asked for: esbuild runs in one test only.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { App, type PolicyViolation } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { AgentJobsStack } from '../../lib/agent-jobs-stack';
 import { resolveConfig } from '../../lib/config';
+import { cdkJsonContext, PROJECT_ROOT } from '../../lib/platform-app';
 
-export const ROOT = join(__dirname, '..', '..');
-const cdkJson = JSON.parse(readFileSync(join(ROOT, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
+export const ROOT = PROJECT_ROOT;
 
 export function newApp(options: { bundle?: boolean; outdir?: string } = {}): App {
   return new App({
-    context: { ...cdkJson.context, ...(options.bundle ? {} : { 'aws:cdk:bundling-stacks': [] }) },
+    context: { ...cdkJsonContext(), ...(options.bundle ? {} : { 'aws:cdk:bundling-stacks': [] }) },
     ...(options.outdir === undefined ? {} : { outdir: options.outdir }),
   });
 }
