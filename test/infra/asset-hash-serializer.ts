@@ -4,9 +4,7 @@
  * handler's code or a dependency does.
  */
 import type { Config, NewPlugin, Printer, Refs } from 'pretty-format';
-
-const ASSET_HASH = /[0-9a-f]{64}/g;
-const PLACEHOLDER = '[ASSET-HASH]';
+import { ASSET_HASH, ASSET_HASH_PLACEHOLDER as PLACEHOLDER } from '../../lib/release-templates';
 
 const serializer: NewPlugin = {
   test: (value: unknown): boolean => typeof value === 'string' && new RegExp(ASSET_HASH.source).test(value),
