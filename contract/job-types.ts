@@ -246,6 +246,13 @@ export interface JobTypeDeclaration {
   readonly stage?: WorkerSettings;
   /** Present for command stages (see commandStage). */
   readonly command?: CommandStageSpec;
+  /**
+   * The stages whose verdicts this stage requires at the commit it is pinned to (its gate): the
+   * last job of each type the workspace ran before it at that commit must have passed. A failed
+   * one ends the stage with REQUIREMENT_FAILED, none with REQUIREMENT_NOT_RUN, one without a verdict
+   * yet is waited for (docs/decisions.md, "A stage's requirements"). Each names a command stage.
+   */
+  readonly requires?: readonly string[];
 }
 
 /** The processor and the handler every command stage shares. */
@@ -419,6 +426,8 @@ export const JOB_TYPES = {
     payload: openPrPayloadSchema,
     summary: 'open (or find) the pull request of the workspace branch',
     processor: 'src/core/jobs/open-pr.ts',
+    // A pull request only on a commit whose tests passed; a fork names its own checks, or [] for none.
+    requires: ['run_tests'],
     stage: {
       queue: 'open-pr',
       handlerEntry: 'src/handlers/open-pr.ts',

@@ -145,6 +145,8 @@ export const JOB_METRICS = {
   githubPaced: 'GitHubRequestsPaced',
   /** A command stage's build was refused by the runner's concurrent-build quota: the job waits for a build to free up. */
   buildsWaitingForQuota: 'BuildsWaitingForQuota',
+  /** A stage's requirement (catalog `requires`) had no verdict yet at its commit: the job waits and looks again. */
+  jobsWaitingForRequirement: 'JobsWaitingForRequirement',
   /** Secrets Manager throttled (or refused over a quota) a build start's checkout secret: the job waits and starts its build later. */
   checkoutSecretsThrottled: 'CheckoutSecretsThrottled',
 } as const;

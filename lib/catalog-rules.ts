@@ -48,7 +48,12 @@ export function catalogProblems(types: Readonly<Record<string, JobTypeDeclaratio
       problems.add(at('processor'), `${declaration.processor} does not exist`);
     }
 
+    for (const required of declaration.requires ?? []) {
+      if (types[required]?.command === undefined) problems.add(at('requires'), `"${required}" is not a command stage of the catalog: a stage requires the verdicts of command stages`);
+      if (required === type) problems.add(at('requires'), 'a stage cannot require itself');
+    }
     if (declaration.lane === 'ordered') {
+      if (declaration.requires?.length) problems.add(at('requires'), 'only a stage can require verdicts: an ordered job type runs in the sequencer, before any stage at its commit');
       if (declaration.stage) problems.add(at('stage'), 'an ordered job type runs inside the sequencer: it has no stage queue or function');
       if (declaration.command) problems.add(at('command'), 'only a stage can be a command stage (lane "staged")');
       continue;

@@ -60,6 +60,10 @@ export const PERMANENT_REASONS = [
   'REJECTED_BY_TARGET',
   /** A stage message the sequencer never pinned (no record, another request, another pin): refused. */
   'UNPINNED',
+  /** A stage's requirement (catalog `requires`) failed at its pinned commit: the job, its verdict and commit named. */
+  'REQUIREMENT_FAILED',
+  /** No job of a stage's requirement ran in the workspace at its pinned commit before it. */
+  'REQUIREMENT_NOT_RUN',
   /** A command stage's build itself broke (FAULT, TIMED_OUT, STOPPED, a failed checkout): no verdict. */
   'TEST_RUN_ERROR',
   /** A message on the build-events queue that is not a build completion this platform can read. */
@@ -150,7 +154,13 @@ export class LeaseHeldError extends TransientJobError {
  * concurrent-build quota, or Secrets Manager's quotas on the checkout secret a build start writes.
  * Each is counted by its metric (contract/runtime-env.ts JOB_METRICS).
  */
-export type LimitKind = 'github-rate-limit' | 'github-pacing' | 'build-quota' | 'secrets-quota';
+export type LimitKind =
+  | 'github-rate-limit'
+  | 'github-pacing'
+  | 'build-quota'
+  | 'secrets-quota'
+  /** A stage's requirement at its commit has no verdict yet (its build is running, or its turn is coming). */
+  | 'requirement-pending';
 
 /**
  * A service's limit, not this job's failure: the job waits until `retryAt` (epoch ms), or, for a

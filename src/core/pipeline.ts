@@ -45,6 +45,7 @@ import { DEFERRAL_ATTRIBUTES, REDRIVE_ATTRIBUTE } from '../../contract/messages'
 import { JOB_METRICS, type EventType, type JobMetricName } from '../../contract/runtime-env';
 import { isStageMessage, jobDigest, type JobEnvelope } from './envelope';
 import { errorMessage, LeaseHeldError, PermanentJobError, RetryAfterError, TransientJobError, type LimitKind } from './errors';
+import { judgeRequirements, type GateCheck } from './requirements';
 import { transientCause } from './transient-cause';
 import type { Clock, CompleteInput, Consumer, EventPublisher, JobLogger, JobMetrics, JobRecord, JobVerdict, Ledger, QueueOps } from './ports';
 
@@ -144,6 +145,7 @@ const LIMIT_METRICS: Readonly<Record<LimitKind, JobMetricName>> = {
   'github-pacing': JOB_METRICS.githubPaced,
   'build-quota': JOB_METRICS.buildsWaitingForQuota,
   'secrets-quota': JOB_METRICS.checkoutSecretsThrottled,
+  'requirement-pending': JOB_METRICS.jobsWaitingForRequirement,
 };
 
 /** What earlier copies of a stage message spent (DEFERRAL_ATTRIBUTES); zeros for a first copy. */
@@ -405,13 +407,36 @@ class JobRun<M extends JobEnvelope> {
         this.claimed = claim.record;
         break;
     }
-    const { verdict } = await this.processor.run(this.job, this.context(claim.record));
+    const gate = await this.judgeGate(claim.record);
+    const { verdict: ran } = await this.processor.run(this.job, this.context(claim.record));
+    // The checks it passed, in its result (a command stage's verdict comes later, from its build).
+    const verdict: RunVerdict = gate.length > 0 && ran.status === 'SUCCEEDED' ? { ...ran, result: { ...ran.result, gate } } : ran;
     const done = await ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: clock.now(), verdict, workspace: this.placement() });
     this.settled = true;
     if (verdict.status === 'SKIPPED') await this.deps.queueOps.moveToDlq(this.record, verdict.error);
     await this.report(verdict, done.attempt);
     await this.processor.afterComplete?.(this.job, done);
     return true;
+  }
+
+  /**
+   * A stage's requirements at its pinned commit (requirements.ts): the checks it passed; a failed
+   * or missing one throws its permanent reason, one without a verdict yet a RetryAfterError (the
+   * wait of a limit), after the ledger records what it waits for.
+   */
+  private async judgeGate(claimed: JobRecord): Promise<GateCheck[]> {
+    if (this.deps.settings.consumer !== 'stage' || !isStageMessage(this.job)) return [];
+    try {
+      return await judgeRequirements(this.deps.ledger, this.job, claimed);
+    } catch (error) {
+      // Shown by status while it waits; a record with progress of its own (a build id) keeps it.
+      if (error instanceof RetryAfterError && claimed.progress === undefined) {
+        await this.deps.ledger
+          .recordProgress({ jobId: this.job.jobId, owner: this.owner, progress: { waitingFor: error.message }, now: this.deps.clock.now() })
+          .catch((e: unknown) => this.log.warn('recording the wait failed', { error: errorMessage(e) }));
+      }
+      throw error;
+    }
   }
 
   /** Its place in the workspace, with the turn it had before when it is run again at a new one (a replay, a redrive). */

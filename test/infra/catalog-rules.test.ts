@@ -30,6 +30,18 @@ describe('catalogProblems', () => {
     ]);
   });
 
+  it("names a stage's requirement that is not a command stage, itself, or an ordered type's", () => {
+    expect(problemsWith({ open_pr: { ...JOB_TYPES.open_pr, requires: ['run_tests', 'run_lint'] } })).toEqual([]);
+    expect(problemsWith({ open_pr: { ...JOB_TYPES.open_pr, requires: ['apply_patch', 'run_format'] } })).toEqual([
+      'JOB_TYPES.open_pr.requires: "apply_patch" is not a command stage of the catalog: a stage requires the verdicts of command stages',
+      'JOB_TYPES.open_pr.requires: "run_format" is not a command stage of the catalog: a stage requires the verdicts of command stages',
+    ]);
+    expect(problemsWith({ check_format: { ...checkFormat, requires: ['check_format'] } })).toEqual(['JOB_TYPES.check_format.requires: a stage cannot require itself']);
+    expect(problemsWith({ apply_patch: { ...JOB_TYPES.apply_patch, requires: ['run_tests'] } })).toEqual([
+      'JOB_TYPES.apply_patch.requires: only a stage can require verdicts: an ordered job type runs in the sequencer, before any stage at its commit',
+    ]);
+  });
+
   it('names a type that takes a worker name, or differs from another only in case', () => {
     expect(problemsWith({ build_events: checkFormat })).toEqual(['JOB_TYPES.build_events: "build_events" is the name of a platform worker; choose another']);
     expect(problemsWith({ Run_Tests: { ...checkFormat, stage: { ...checkFormat.stage, queue: 'other' } } })).toEqual([

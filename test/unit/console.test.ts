@@ -90,6 +90,16 @@ describe("the runbook's advice", () => {
     expect(runbookAdvice('PATCH_DOES_NOT_APPLY')).toMatchObject({ reasons: ['PATCH_DOES_NOT_APPLY', 'BASE_MISMATCH', 'BRANCH_DIVERGED'], recovery: expect.stringMatching(/workspace unblock/) });
   });
 
+  it("says a stage's failed or missing requirement leaves the workspace as it was, and how to go on", () => {
+    for (const reason of ['REQUIREMENT_FAILED', 'REQUIREMENT_NOT_RUN']) {
+      const advice = runbookAdvice(reason);
+      expect(advice).toMatchObject({ reasons: [reason], blocksWorkspace: false, recovery: expect.stringMatching(/new job id/) });
+      // Not a blocking row: it holds while the failure is open, whatever the workspace's state.
+      expect(adviceHolds(advice!, { open: true, blocking: false })).toBe(true);
+    }
+    expect(runbookAdvice('REQUIREMENT_FAILED')?.meaning).toMatch(/names the job, its verdict .* and the commit/);
+  });
+
   it('reads rows by their reason codes, cells with an escaped pipe included', () => {
     const table = ['| reason | meaning | recovery |', '| --- | --- | --- |', '| `A`, `B` | one \\| two | do `x` |', '', '| `C` | not | read |'].join('\n');
     const advice = parseRunbook(table);
