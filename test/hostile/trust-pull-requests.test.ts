@@ -13,12 +13,16 @@ describe('open_pr base branch (trust side)', () => {
     ['a base branch of another repository (this one has only main and the workspace branch)', 'gh-pages'],
   ])('refuses %s as REJECTED_BY_TARGET with GitHub\'s wording, opens nothing, and a corrected job opens the PR', async (_label, baseBranch) => {
     const ws = await h().workspace();
+    // A patch, then what open_pr requires at that commit (catalog `requires`): tests that pass.
+    await h().send(h().patchJob(ws, 'pr-base.txt'));
+    await h().send(h().job(ws, 'run_tests', { command: 'true' }));
     const job = h().job(ws, 'open_pr', { baseBranch, title: 'into nowhere' });
-    const forwarded = await h().pinnedForReal(ws, job);
+    await h().send(job);
+    await h().drive('agent-jobs');
+    await h().drive('run-tests');
     const refsBefore = await h().refs(ws);
 
-    await h().sendRaw('open-pr', JSON.stringify(forwarded));
-    expect(await h().deliverOnce('open-pr')).toEqual({ acknowledged: true });
+    await h().drive('open-pr');
 
     expect(await h().getJob(job.jobId)).toMatchObject({
       status: 'FAILED',

@@ -107,7 +107,9 @@ describe('open_pr handler (pipeline + a DynamoDB emulator + fauxqs + fake GitHub
 
     expect((await h.deliver(handler())).failed).toBe(false);
 
-    const result = { number: 1, url: 'https://github.example/acme/widgets/pull/1', created: true, head: 'agent/ws-1', sha: 'c'.repeat(40) };
+    // The checks it required, passed at its commit (the harness records them: catalog `requires`).
+    const gate = [{ type: 'run_tests', jobId: `${message.jobId}.run_tests`, verdict: 'run_tests passed', sha: 'c'.repeat(40) }];
+    const result = { number: 1, url: 'https://github.example/acme/widgets/pull/1', created: true, head: 'agent/ws-1', sha: 'c'.repeat(40), gate };
     expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result });
     expect(h.events).toEqual([{ type: 'AgentJobSucceeded', detail: expect.objectContaining({ jobId: message.jobId, result }) }]);
   });

@@ -8,8 +8,9 @@ import { ChangeMessageVisibilityCommand, DeleteMessageCommand, GetQueueAttribute
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { JOB_TYPES, type StagedJobType } from '../../contract/job-types';
 import { localPipelineDeps, type LocalWorkerOptions } from '../../src/compose/local';
-import { jobAttributes, jobDigest, type StageMessage } from '../../src/core/envelope';
+import { jobAttributes, jobDigest, type JobEnvelope, type StageMessage } from '../../src/core/envelope';
 import type { PipelineDeps } from '../../src/core/pipeline';
+import { requiredTypes } from '../../src/core/requirements';
 import { LOCAL_REGION } from '../../src/local/emulators';
 import { toSqsRecord } from '../../src/local/poller';
 import type { LocalEmulators } from '../support/emulators';
@@ -28,8 +29,12 @@ export interface StageHarness {
   readonly events: RecordedEvent[];
   /** The clock the pipeline reads (epoch ms); tests move it to let a lease expire. */
   now: number;
-  /** Records the job FORWARDED with its pin (as the sequencer does) and sends it to the stage queue. */
-  forward(message: StageMessage): Promise<void>;
+  /**
+   * Records the job FORWARDED with its pin at the workspace's next turn (as the sequencer does) and
+   * sends it to the stage queue; before it, a passed job of each type the stage requires at its
+   * commit (catalog `requires`), unless `requirementsPassed` is false.
+   */
+  forward(message: StageMessage, options?: { readonly requirementsPassed?: boolean }): Promise<void>;
   /** Sends a raw body to the stage queue (duplicates, wrong types). */
   sendRaw(body: string): Promise<void>;
   /** One receive and invocation; resolves whether the record was reported as failed. */
@@ -75,11 +80,16 @@ export function stageHarness(emulators: LocalEmulators, worker: StagedJobType): 
     events,
     now: Date.parse('2026-11-29T12:00:00Z'),
     deps,
-    async forward(message) {
-      const { pin, ...envelope } = message;
-      const owner = randomUUID();
-      await ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: harness.now, leaseMs: 60_000, consumer: 'sequencer' });
-      await ledger.complete({ jobId: message.jobId, owner, now: harness.now, verdict: { status: 'FORWARDED', pin } });
+    async forward(message, options = {}) {
+      // What the catalog requires of the stage (open_pr: run_tests) passed before it at its commit.
+      for (const type of options.requirementsPassed === false ? [] : requiredTypes(message.type)) {
+        const required = { ...message, jobId: `${message.jobId}.${type}`, type, payload: {} } as StageMessage;
+        await pinAt(required);
+        const owner = randomUUID();
+        await ledger.claim({ job: stripPin(required), digest: jobDigest(stripPin(required)), owner, now: harness.now, leaseMs: 60_000, consumer: 'stage', pin: message.pin });
+        await ledger.complete({ jobId: required.jobId, owner, now: harness.now, verdict: { status: 'SUCCEEDED', result: { verdict: 'passed', summary: `${type} passed`, sha: message.pin.sha } } });
+      }
+      await pinAt(message);
       await send(JSON.stringify(message), jobAttributes(message));
     },
     sendRaw: (body) => send(body, {}),
@@ -96,12 +106,26 @@ export function stageHarness(emulators: LocalEmulators, worker: StagedJobType): 
     },
   };
 
+  /** Records the job FORWARDED with its pin at the workspace's next turn, as the sequencer does. */
+  async function pinAt(message: StageMessage): Promise<void> {
+    const envelope = stripPin(message);
+    const owner = randomUUID();
+    const seq = await ledger.nextWorkspaceSeq(message.workspaceId, harness.now);
+    await ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: harness.now, leaseMs: 60_000, consumer: 'sequencer' });
+    await ledger.complete({ jobId: message.jobId, owner, now: harness.now, verdict: { status: 'FORWARDED', pin: message.pin }, workspace: { workspaceId: message.workspaceId, seq } });
+  }
+
   async function send(body: string, attributes: Record<string, string>): Promise<void> {
     const messageAttributes = Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]));
     await clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: messageAttributes }));
   }
 
   return harness;
+}
+
+function stripPin(message: StageMessage): JobEnvelope {
+  const { pin: _pin, ...envelope } = message;
+  return envelope as JobEnvelope;
 }
 
 /**

@@ -4,6 +4,7 @@
  * handlers, and the build-events consumer that records the test build's verdict, are driven by
  * the local event-source-mapping pollers. The stage pollers start only after
  * patch C is on the branch: the worst timing for the tests, which must still see A and B, not C.
+ * The open_pr, pinned at C, requires run_tests at C (catalog `requires`): it opens nothing.
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -91,7 +92,7 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
     await eventually(statuses, (seen) => Object.entries(expected).every(([id, s]) => seen[id] === s), { what: JSON.stringify(expected), timeoutMs: 60_000 });
   }
 
-  it('tests A+B (not C) at the pinned commit, opens one PR, and records every outcome in the ledger and on the bus', async () => {
+  it('tests A+B (not C) at the pinned commit; open_pr at C, untested there, opens nothing; every outcome in the ledger and on the bus', async () => {
     const env = emulators();
     const repoUrl = gitServer.repoUrl('widgets');
     const patch = (file: string) => diffOfEdits(seed, base, (tree) => writeFiles(tree, { [file]: `${file}\n` }));
@@ -134,7 +135,7 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
     await poll('run-tests', createCommandStageHandler('run_tests', localCommandStageDeps('run_tests', { ...options, runner })), JOB_TYPES.run_tests.stage);
     await poll(BUILD_EVENTS.queue, createBuildEventsHandler(localBuildEventsDeps({ ...options, parse: parseLocalRunEvent })), BUILD_EVENTS);
     await poll('open-pr', createOpenPrHandler(localOpenPrDeps({ ...options, host: prStore })), JOB_TYPES.open_pr.stage);
-    await untilStatuses(status, { 'job-tests': 'SUCCEEDED', 'job-pr': 'SUCCEEDED' });
+    await untilStatuses(status, { 'job-tests': 'SUCCEEDED', 'job-pr': 'FAILED' });
 
     const [a, b, c, tests, pr] = [await job('job-a'), await job('job-b'), await job('job-c'), await job('job-tests'), await job('job-pr')];
     const commitOf = (record: JobRecord) => String(record.result?.['commitSha']);
@@ -145,15 +146,14 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
     expect(tests.pin?.sha).toBe(commitOf(b));
     expect(tests.result).toMatchObject({ verdict: 'passed', exitCode: 0, sha: commitOf(b) });
     expect(String(tests.result?.['logTail']).split('\n').filter(Boolean)).toEqual(['tree:', 'README.md', 'a.txt', 'b.txt', 'test.sh']);
-    // One pull request for the workspace branch, at C.
-    expect(pr.result).toMatchObject({ number: 1, created: true, head: BRANCH, sha: commitOf(c) });
-    expect(await prStore.list(repoUrl)).toEqual([expect.objectContaining({ number: 1, head: BRANCH, base: 'main', title: 'Agent changes' })]);
+    // The pull request, pinned at C, requires run_tests at C (catalog `requires`): none ran there, so nothing opens.
+    expect(pr).toMatchObject({ status: 'FAILED', pin: { sha: commitOf(c) }, error: { reason: 'REQUIREMENT_NOT_RUN', message: expect.stringContaining(`requires run_tests at commit ${commitOf(c)}`) } });
+    expect(await prStore.list(repoUrl)).toEqual([]);
     // Every outcome is on the bus, the stage results included.
     const succeeded = new Map(events.filter((e) => e.type === 'AgentJobSucceeded').map((e) => [e.detail['jobId'], e.detail]));
-    expect([...succeeded.keys()].sort()).toEqual(['job-a', 'job-b', 'job-c', 'job-pr', 'job-tests']);
+    expect([...succeeded.keys()].sort()).toEqual(['job-a', 'job-b', 'job-c', 'job-tests']);
     expect(succeeded.get('job-tests')?.['result']).toEqual(tests.result);
-    expect(succeeded.get('job-pr')?.['result']).toEqual(pr.result);
-    expect(events.filter((e) => e.type !== 'AgentJobSucceeded')).toEqual([]);
+    expect(events.filter((e) => e.type !== 'AgentJobSucceeded')).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ jobId: 'job-pr', reason: 'REQUIREMENT_NOT_RUN', message: pr.error?.message }) }]);
     // About 10 s alone; the bound leaves room for a loaded CI machine running suites side by side.
   }, 180_000);
 });
