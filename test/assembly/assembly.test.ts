@@ -110,7 +110,7 @@ function unreached(assembly: CloudAssembly): { roles: string[]; action: string; 
       why: "the consistent read after a refused conditional write that carries no item (one that does not exist; any on dynalite): only the sequencer's duplicate delivery and the event of a cancelled job's build meet a refusal here",
     },
     { roles: [workerRole('sequencer')], action: 's3:ListBucket', why: 'only for a claim-checked diff that is missing (NoSuchKey instead of AccessDenied)' },
-    { roles: [workerRole('sequencer'), workerRole('open_pr'), ...commandStages, workerRole('build_events')], action: 'dynamodb:Query', why: "a workspace's jobs in order (unblock and replay): the scenario replays none" },
+    { roles: [workerRole('sequencer'), ...commandStages, workerRole('build_events')], action: 'dynamodb:Query', why: "a workspace's jobs in order (unblock and replay; a command stage's own requirements, none in the catalog): the scenario replays none" },
   ];
 }
 
@@ -147,6 +147,15 @@ if (unavailable) {
       enqueueAgentJob(request, { sqs: run.operatorClients.sqs, queueUrl: queueUrl('sequencerQueue'), diffStore: new S3DiffStore(run.operatorClients.s3, bucketName()) });
     const branchHead = (branch: string) => git(gitDir(), 'rev-parse', branch);
     const outcomeEvents = (jobId: string) => run.eventBridge.events.filter((e) => e.detail?.jobId === jobId && /^AgentJob(Succeeded|Failed)$/.test(e.detailType));
+    /** Ends a sent run_tests job's build as passed, by its event (`meanwhile`: checked while the build runs). */
+    const passTests = async (jobId: string, sha: string, meanwhile: () => void = () => undefined) => {
+      await eventually(() => job(jobId), (item) => item?.['progress']?.buildId !== undefined, { what: `${jobId} to start its build`, timeoutMs: 45_000 });
+      const build = run.codeBuild.builds.find((b) => b.environmentVariables.some((v) => v.name === 'JOB_ID' && v.value === jobId))!;
+      meanwhile();
+      run.codeBuild.complete(build.id, 'SUCCEEDED');
+      expect(await run.putOnDefaultBus(codeBuildStateChange({ buildId: build.id, status: 'SUCCEEDED', jobId, jobType: 'run_tests', sha }))).toBe(1);
+      await settled(jobId);
+    };
     const cli = async (...args: string[]) => {
       const result = await runCli([...args, '--stack', STACK, '--region', REGION, '--json'], undefined, { env: run.operatorEnvironment() });
       return { ...result, lines: result.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>) };
@@ -293,9 +302,24 @@ if (unavailable) {
       expect(outcomeEvents(jobId)).toEqual([]);
     });
 
-    it('opens the pull request on GitHub, with the token from Secrets Manager', async () => {
+    it('opens no pull request on a commit whose last test run failed: REQUIREMENT_FAILED names the job, its verdict and the commit', async () => {
+      const head = await branchHead('agent/ws1');
+      await send({ workspaceId: 'ws1', tenantId: 't1', type: 'open_pr', jobId: 'pr.red', payload: { baseBranch: 'main', title: 'Widgets' } });
+      const failed = await settled('pr.red', 'FAILED');
+      // run_tests.late is the last test run at the head (run_tests.cancelled does not count): its build failed.
+      expect(failed!['error']).toMatchObject({ reason: 'REQUIREMENT_FAILED', message: `open_pr requires run_tests to pass at commit ${head}: run_tests.late says tests failed there, so nothing was done` });
+      expect(github.pulls(OWNER, 'widgets')).toEqual([]);
+      await eventually(async () => outcomeEvents('pr.red').map((e) => e.detailType), (types) => types.length > 0, { what: "pr.red's outcome event", timeoutMs: 30_000 });
+      expect(outcomeEvents('pr.red').map((e) => e.detailType)).toEqual(['AgentJobFailed']);
+    });
+
+    it('opens the pull request on GitHub once the tests at the commit passed, with the token from Secrets Manager', async () => {
+      const head = await branchHead('agent/ws1');
+      await send({ workspaceId: 'ws1', tenantId: 't1', type: 'run_tests', jobId: 'tests.green', payload: {} });
+      await passTests('tests.green', head);
       await send({ workspaceId: 'ws1', tenantId: 't1', type: 'open_pr', jobId: 'pr1', payload: { baseBranch: 'main', title: 'Widgets' } });
       const done = await settled('pr1');
+      expect(done!['result']).toMatchObject({ gate: [{ type: 'run_tests', jobId: 'tests.green', verdict: 'tests passed', sha: head }] });
       expect(done!['result']).toMatchObject({ number: 1, created: true, head: 'agent/ws1', sha: await branchHead('agent/ws1') });
       expect(github.pulls(OWNER, 'widgets')).toEqual([expect.objectContaining({ number: 1, head: 'agent/ws1', base: 'main', title: 'Widgets', state: 'open' })]);
       expect(new Set(github.authorizations)).toEqual(new Set([`token ${GITHUB_TOKEN}`]));
@@ -323,6 +347,10 @@ if (unavailable) {
 
     it("redrives a failed pull request with the operator's CLI, which finds the stack by its outputs", async () => {
       await send({ workspaceId: 'ws3', tenantId: 't2', type: 'apply_patch', jobId: 'p3', payload: { repo: { url: repoUrl, branch: 'agent/ws3' }, diff: firstDiff, message: 'Two widgets' } });
+      // What open_pr requires at the commit: tests that passed there.
+      await send({ workspaceId: 'ws3', tenantId: 't2', type: 'run_tests', jobId: 'tests.ws3', payload: {} });
+      await settled('p3');
+      await passTests('tests.ws3', await branchHead('agent/ws3'));
       // GitHub refuses the first create (a base branch it did not have yet): a permanent failure.
       github.failNext('POST', 422, { message: 'Validation Failed', errors: [{ resource: 'PullRequest', field: 'base', code: 'invalid' }] });
       await send({ workspaceId: 'ws3', tenantId: 't2', type: 'open_pr', jobId: 'pr2', payload: { baseBranch: 'main', title: 'More widgets' } });

@@ -86,9 +86,10 @@ test('hand-written bodies, a claim-checked diff among them, run in order; outcom
   const createdAt = '2026-12-01T10:00:00.000Z';
   await send(`{"jobId":"p1","workspaceId":"ws-polyglot","tenantId":"acme","type":"apply_patch","createdAt":"${createdAt}",
     "payload":{"repo":{"url":"${url}","branch":"polyglot"},"diff":${JSON.stringify(smallDiff)},"message":"Greet the world"}}`);
-  await send(`{"jobId":"t1","workspaceId":"ws-polyglot","tenantId":"acme","type":"run_tests","createdAt":"${createdAt}","payload":{"command":"sh ./test.sh"}}`);
   await send(`{"jobId":"p2","workspaceId":"ws-polyglot","tenantId":"acme","type":"apply_patch","createdAt":"${createdAt}",
     "payload":{"repo":{"url":"${url}","branch":"polyglot"},"diffRef":{"bucket":"${local.bucketName}","key":"${key}","sha256":"${sha256(largeDiff)}","bytes":${largeDiff.length}},"message":"Generate a file"}}`);
+  // The tests at the commit the pull request is pinned to: open_pr requires them (catalog `requires`).
+  await send(`{"jobId":"t1","workspaceId":"ws-polyglot","tenantId":"acme","type":"run_tests","createdAt":"${createdAt}","payload":{"command":"sh ./test.sh"}}`);
   await send(`{"jobId":"pr1","workspaceId":"ws-polyglot","tenantId":"acme","type":"open_pr","createdAt":"${createdAt}","payload":{"baseBranch":"main","title":"Greet the world"}}`);
   // Valid to the schema, refused by the platform: the rule the schema states only in words (a branch named HEAD).
   await send(`{"jobId":"x1","workspaceId":"ws-refused","tenantId":"acme","type":"apply_patch","createdAt":"${createdAt}",
