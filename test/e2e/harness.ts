@@ -22,7 +22,7 @@ const UNTIL_JOB_MS = 150_000;
 /** Temp directories made by the helpers below; removeScratch() deletes them. */
 const scratchDirs: string[] = [];
 
-async function scratchDir(prefix: string): Promise<string> {
+export async function scratchDir(prefix: string): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), prefix));
   scratchDirs.push(dir);
   return dir;
