@@ -296,7 +296,7 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
       const broken = await running();
       const slow = await running();
       const lost = await running();
-      const notDue = await running(job({ timeoutSeconds: 10 * HOUR }));
+      const notDue = await running(job({ timeoutSeconds: 7 * HOUR }));
       codebuild.on(BatchGetBuildsCommand).resolves({
         builds: [
           { id: passed.buildId, buildStatus: 'SUCCEEDED' },
