@@ -59,7 +59,7 @@ export class OpsDashboard extends Construct {
         width: WIDTH,
         left: [search(JOB_METRICS.workspaceBlocked, 'blocked')],
       }),
-      // Jobs waiting for a limit: GitHub's answers, the platform's own pacing, the build quota, the checkout secrets' quotas.
+      // Jobs waiting: for a limit (GitHub's answers, the platform's own pacing, the build quota, the checkout secrets' quotas) or a required verdict.
       new cloudwatch.GraphWidget({
         title: 'Limits: jobs waiting',
         width: WIDTH * 3,
@@ -68,6 +68,7 @@ export class OpsDashboard extends Construct {
           search(JOB_METRICS.githubPaced, 'GitHub writes paced'),
           search(JOB_METRICS.buildsWaitingForQuota, 'builds waiting for quota'),
           search(JOB_METRICS.checkoutSecretsThrottled, 'checkout secrets throttled'),
+          search(JOB_METRICS.jobsWaitingForRequirement, 'waiting for a required verdict'),
         ],
       }),
       // What the build reconciler found each run: jobs whose build's event never came.
