@@ -62,6 +62,7 @@ const DEFAULT_EPHEMERAL_STORAGE = 512;
 interface Template {
   readonly Resources: Record<string, CfnResource>;
   readonly Outputs?: Record<string, { Value: Json; Description?: string; Export?: { Name: Json } }>;
+  readonly Conditions?: Record<string, Json>;
 }
 
 export class CloudAssembly {
@@ -172,7 +173,7 @@ export class CloudAssembly {
     if (Array.isArray(value)) return value.map((v) => this.resolve(v));
     if (typeof value !== 'object' || value === null) return value;
     const keys = Object.keys(value);
-    if (keys.length === 1 && (keys[0] === 'Ref' || keys[0]!.startsWith('Fn::'))) return this.intrinsic(keys[0]!, value[keys[0]!]);
+    if (keys.length === 1 && (keys[0] === 'Ref' || keys[0] === 'Condition' || keys[0]!.startsWith('Fn::'))) return this.intrinsic(keys[0]!, value[keys[0]!]);
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.resolve(v)]));
   }
 
@@ -210,9 +211,32 @@ export class CloudAssembly {
           return attribute ? this.getAtt(id!, attribute) : this.ref(id!);
         });
       }
+      // Conditions (a region's choices: lib/regions.ts), evaluated here for the run's region.
+      case 'Fn::If': {
+        const [condition, whenTrue, whenFalse] = args as [string, Json, Json];
+        return this.resolve(this.condition(condition) ? whenTrue : whenFalse);
+      }
+      case 'Fn::Equals': {
+        const [a, b] = (args as Json[]).map((v) => this.resolve(v));
+        return JSON.stringify(a) === JSON.stringify(b);
+      }
+      case 'Fn::Or':
+        return (args as Json[]).some((v) => this.resolve(v) === true);
+      case 'Fn::And':
+        return (args as Json[]).every((v) => this.resolve(v) === true);
+      case 'Fn::Not':
+        return this.resolve((args as Json[])[0]) !== true;
+      case 'Condition':
+        return this.condition(args as string);
       default:
         throw new Error(`the assembly run does not resolve the intrinsic ${name}`);
     }
+  }
+
+  private condition(name: string): boolean {
+    const definition = this.template.Conditions?.[name];
+    if (definition === undefined) throw new Error(`the template has no condition ${name}`);
+    return this.resolve(definition) === true;
   }
 
   // ---- what the run wires ----------------------------------------------------------------------
