@@ -97,6 +97,8 @@ test('a conflicting message sent without the CLI is refused by the sequencer and
 
 test('status counts the deliveries of a job that succeeded on its first as 1, for every job type', async () => {
   await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-conflict', '--job-id', 'tests-once', '--command', 'true']);
+  // Its verdict first: an open_pr sent while its required tests run waits, and each wait is a delivery.
+  await platform.cliLines(['wait', 'tests-once', '--timeout', '120']);
   await platform.cliJson(['enqueue', '--type', 'open_pr', '--workspace', 'ws-conflict', '--job-id', 'pr-once', '--base', 'main', '--title', 'Once']);
   await platform.cliLines(['wait', 'tests-once', 'pr-once', '--timeout', '120']);
   const attempts = await Promise.all(['p1', 'tests-once', 'pr-once'].map((id) => platform.cliJson<JobJson>(['status', id])));
