@@ -256,10 +256,11 @@ test('a failed job is redriven from the DLQ page and succeeds once its cause is 
   // The base branch does not exist yet: the pull request is refused (REJECTED_BY_TARGET) onto the open-pr DLQ.
   const [diff] = await diffChain(source, [{ 'pr.txt': 'pr\n' }]);
   await platform.cliJson(applyPatchArgs('ws-pr', 'pr-patch', repoUrl, 'pr', diff ?? '', 'For review'));
-  // open_pr requires passed tests at its commit (the catalog's requires).
+  // open_pr requires passed tests at its commit (the catalog's requires): their verdict first, so it is delivered once.
   await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-pr', '--job-id', 'pr-tests', '--command', 'true']);
+  await platform.cliLines(['wait', 'pr-patch', 'pr-tests', '--timeout', '150']);
   await platform.cliJson(['enqueue', '--type', 'open_pr', '--workspace', 'ws-pr', '--job-id', 'pr-open', '--base', 'release', '--title', 'Release it']);
-  expect((await platform.cli(['wait', 'pr-patch', 'pr-tests', 'pr-open', '--timeout', '150'])).code).toBe(1);
+  expect((await platform.cli(['wait', 'pr-open', '--timeout', '150'])).code).toBe(1);
   expect(await platform.cliJson(['status', 'pr-open'])).toMatchObject({ status: 'FAILED', error: { reason: 'REJECTED_BY_TARGET' } });
 
   await open('/dlq');
