@@ -133,7 +133,9 @@ describe('GitHub workflows', () => {
           cwd: clone,
           encoding: 'utf8',
           timeout: 120_000,
-          env: { ...process.env, GITHUB_STEP_SUMMARY: summary, DIFF_ROLE: '', FROM_FORK: 'false', AWS_REGION: 'eu-west-1' },
+          // AGENT_JOBS_CLI_BUNDLE=0: the clone shares this checkout's node_modules, and with it the CLI's bundle cache
+          // (bin/cli-bundle.js); a bundle the clone made would replace, and remove, the one this checkout's tests run.
+          env: { ...process.env, GITHUB_STEP_SUMMARY: summary, DIFF_ROLE: '', FROM_FORK: 'false', AWS_REGION: 'eu-west-1', AGENT_JOBS_CLI_BUNDLE: '0' },
         });
         expect({ key, command, status: result.status, stderr: result.status === 0 ? '' : result.stderr.slice(-2000) }).toEqual({ key, command, status: 0, stderr: '' });
         if (command.includes('doctor --help')) for (const option of ['--stack', '--region', '--repo']) expect(result.stdout).toContain(option);
