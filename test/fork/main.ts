@@ -2,7 +2,8 @@
  * A fork's first declaration must not turn the tests red. This lane (`npm run test:fork`) copies
  * the repository into a temporary directory, adds one command stage to contract/job-types.ts the
  * way the README's Customize section shows it (the section's own code block, renamed), then
- * type-checks the copy, regenerates its JSON Schemas (`npm run schema`) and runs its jest suites.
+ * type-checks the copy, regenerates its JSON Schemas (`npm run schema`) and its bill (`npm run bill`)
+ * and runs its jest suites.
  * It passes when the only failing test is the stack snapshot (which a fork updates with
  * `npm run test:snapshot`), and when that one did fail: a snapshot that still matched would mean
  * the declaration never reached the stack.
@@ -77,6 +78,10 @@ function main(): number {
     // README's Customize section says, and the drift test then holds them to the new catalog.
     const schema = spawnSync('npm', ['run', '--silent', 'schema'], { cwd: dir, stdio: 'inherit' });
     if (schema.status !== 0) return fail('npm run schema failed in the fork');
+    // SCALE.md's bill counts the template's alarms: a fork's new stage adds its own, and the README
+    // tells the fork to write the bill again, as it does the schemas.
+    const bill = spawnSync('npm', ['run', '--silent', 'bill'], { cwd: dir, stdio: 'inherit' });
+    if (bill.status !== 0) return fail('npm run bill failed in the fork');
 
     const suites = process.argv.slice(2);
     const report = path.join(dir, 'jest-report.json');

@@ -32,9 +32,9 @@ describe('catalogProblems', () => {
 
   it("names a stage's requirement that is not a command stage, itself, or an ordered type's", () => {
     expect(problemsWith({ open_pr: { ...JOB_TYPES.open_pr, requires: ['run_tests', 'run_lint'] } })).toEqual([]);
-    expect(problemsWith({ open_pr: { ...JOB_TYPES.open_pr, requires: ['apply_patch', 'run_format'] } })).toEqual([
+    expect(problemsWith({ open_pr: { ...JOB_TYPES.open_pr, requires: ['apply_patch', 'no_such_stage'] } })).toEqual([
       'JOB_TYPES.open_pr.requires: "apply_patch" is not a command stage of the catalog: a stage requires the verdicts of command stages',
-      'JOB_TYPES.open_pr.requires: "run_format" is not a command stage of the catalog: a stage requires the verdicts of command stages',
+      'JOB_TYPES.open_pr.requires: "no_such_stage" is not a command stage of the catalog: a stage requires the verdicts of command stages',
     ]);
     expect(problemsWith({ check_format: { ...checkFormat, requires: ['check_format'] } })).toEqual(['JOB_TYPES.check_format.requires: a stage cannot require itself']);
     expect(problemsWith({ apply_patch: { ...JOB_TYPES.apply_patch, requires: ['run_tests'] } })).toEqual([
