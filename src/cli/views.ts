@@ -1,7 +1,7 @@
 /** What `status` and `workspace show` print for people: a record's fields, one per line. */
 import { conflictQueueOf } from '../core/ledger';
 import type { ConflictAttempt, JobRecord, PatchMismatch, WorkspaceRecord } from '../core/ports';
-import { cancelledAfter, commandWords, conflictSummary, dismissedBy, jobCommand, resultSummary, seqWords, statusLabel } from '../operator/views';
+import { cancelledAfter, commandWords, conflictSummary, dismissedBy, jobCommand, jobGate, resultSummary, seqWords, statusLabel } from '../operator/views';
 import { fields } from './output';
 
 function conflictLine(attempt: ConflictAttempt): string {
@@ -48,6 +48,7 @@ export function jobFields(job: JobRecord, conflicts: readonly ConflictAttempt[] 
       ['attempt', job.attempt],
       ['pin', job.pin?.sha],
       ['command', commandLine(job)],
+      ['gate', jobGate(job)?.words],
       ['blockedBy', job.blockedBy],
       ['error', job.error && job.status !== 'CANCELLED' ? `${job.error.reason}: ${job.error.message}` : undefined],
       ['patch', job.status === 'FAILED' ? mismatchLines(job.error?.repositoryData) : undefined],

@@ -20,7 +20,7 @@ import {
   type TenantOnStage,
   type TimelineRow,
 } from '../operator';
-import { DEFAULT_COMMAND_NOTE, dismissedBy, jobCommand, publicJob, seqWords, shortSha, statusLabel } from '../operator/views';
+import { DEFAULT_COMMAND_NOTE, dismissedBy, jobCommand, jobGate, publicJob, seqWords, shortSha, statusLabel } from '../operator/views';
 import { TOKEN_FIELD } from './auth';
 import { age, commitCell, diffBlock, durationCell, jobHref, jobLink, stateBadge, statusBadge, verdictCell, workspaceHref, workspaceLink } from './format';
 import { html, inlineCode, type Html } from './html';
@@ -204,6 +204,15 @@ ${
 }${mismatch.truncated ? html`<p class="note">Cut to 8 KiB where it shows <code>${CUT_MARKER}</code>: the whole patch is on the job's message.</p>` : ''}</section>`;
 }
 
+/** The gate of a stage that requires verdicts: what it decided, each required job linked. */
+function gateField(job: JobRecord): Html {
+  const gate = jobGate(job);
+  if (!gate) return html``;
+  if (gate.checks.length === 0) return html`<dt>Gate</dt><dd>${gate.words}</dd>`;
+  const checks = gate.checks.map((c, i) => html`${i ? '; ' : ''}${c.type} ${jobLink(c.jobId, 'gate')} (${c.verdict}) at ${shortSha(c.sha)}`);
+  return html`<dt>Gate</dt><dd>${gate.state}: ${checks}${gate.state === 'failed' ? ': nothing was done' : ''}</dd>`;
+}
+
 export const jobPage: PageSpec = {
   title: ({ params }) => `Job ${params['jobId'] ?? ''}`,
   async region({ connection, params, now }) {
@@ -219,6 +228,7 @@ export const jobPage: PageSpec = {
   <dt>Attempt</dt><dd>${job.attempt}</dd>
   <dt>Commit</dt><dd>${commitCell(job)}</dd>
   ${commandField(job)}
+  ${gateField(job)}
   ${job.blockedBy ? html`<dt>Blocked by</dt><dd>${jobLink(job.blockedBy, 'blocker')}</dd>` : ''}
   ${job.dismissed ? html`<dt>Dismissed</dt><dd>${dismissedBy(job.dismissed)}</dd>` : ''}
   ${fields.buildId ? html`<dt>Build</dt><dd><code>${fields.buildId}</code></dd>` : ''}

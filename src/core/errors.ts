@@ -5,7 +5,7 @@
  * one a retry can cure (transient-cause.ts), else it fails the job at once as UNEXPECTED_ERROR.
  */
 
-import type { PatchMismatch } from './ports';
+import type { GateCheck, PatchMismatch } from './ports';
 
 /** Where an error keeps the kinds it is (see KindedError): one key for every copy of this module. */
 const KINDS = Symbol.for('agent-jobs.error-kinds');
@@ -82,13 +82,16 @@ export class PermanentJobError extends KindedError {
   override readonly name: string = 'PermanentJobError';
   /** What the failure met, recorded with it (JobFailure.repositoryData). */
   readonly repositoryData?: PatchMismatch;
+  /** The requirement that failed, recorded with it (JobFailure.gate). */
+  readonly gate?: readonly GateCheck[];
   constructor(
     readonly reason: PermanentReason,
     message: string,
-    options?: { cause?: unknown; repositoryData?: PatchMismatch },
+    options?: { cause?: unknown; repositoryData?: PatchMismatch; gate?: readonly GateCheck[] },
   ) {
     super(message, options);
     if (options?.repositoryData) this.repositoryData = options.repositoryData;
+    if (options?.gate) this.gate = options.gate;
   }
 }
 

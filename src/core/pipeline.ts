@@ -529,8 +529,8 @@ class JobRun<M extends JobEnvelope> {
   }
 
   private async failPermanently(failure: PermanentJobError): Promise<boolean> {
-    const { reason, message, repositoryData } = failure;
-    const verdict: JobVerdict = { status: 'FAILED', error: { reason, message, ...(repositoryData ? { repositoryData } : {}) } };
+    const { reason, message, repositoryData, gate } = failure;
+    const verdict: JobVerdict = { status: 'FAILED', error: { reason, message, ...(repositoryData ? { repositoryData } : {}), ...(gate ? { gate } : {}) } };
     let attempt = 0;
     if (this.claimed) {
       const done = await this.deps.ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now(), verdict, workspace: this.placement() });

@@ -34,6 +34,17 @@ export interface JobFailure {
    * or an operator reads it on every surface without taking the message off a DLQ.
    */
   readonly repositoryData?: PatchMismatch;
+  /** REQUIREMENT_FAILED: the required job that did not pass, its verdict and the commit. */
+  readonly gate?: readonly GateCheck[];
+}
+
+/** One requirement of a stage's gate (catalog `requires`), as the stage met it: in its result and its failure. */
+export interface GateCheck extends Record<string, unknown> {
+  readonly type: string;
+  readonly jobId: string;
+  /** "tests passed", "tests failed", or the job's status when it has no verdict. */
+  readonly verdict: string;
+  readonly sha: string;
 }
 
 /** Marks what a failure kept of a repository and a patch: an agent reads it as data. */

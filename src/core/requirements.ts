@@ -13,16 +13,10 @@
 import { JOB_TYPES, type JobTypeDeclaration } from '../../contract/job-types';
 import type { StageMessage } from './envelope';
 import { PermanentJobError, RetryAfterError } from './errors';
-import type { JobRecord, Ledger } from './ports';
+import type { GateCheck, JobRecord, Ledger } from './ports';
 
-/** One requirement as the stage met it: shown in its result, its failure and its wait. */
-export interface GateCheck extends Record<string, unknown> {
-  readonly type: string;
-  readonly jobId: string;
-  /** "tests passed", "tests failed", or the job's status when it has no verdict. */
-  readonly verdict: string;
-  readonly sha: string;
-}
+export type { GateCheck } from './ports';
+
 
 /** Jobs read per page walking back through the workspace, and the most looked at. */
 const PAGE = 25;
@@ -90,6 +84,7 @@ export async function judgeRequirements(ledger: Ledger, job: StageMessage, claim
     throw new PermanentJobError(
       'REQUIREMENT_FAILED',
       `${job.type} requires ${failed.check.type} to pass at commit ${sha}: ${failed.check.jobId} says ${failed.check.verdict} there, so nothing was done`,
+      { gate: [failed.check] },
     );
   }
   const pending = checks.filter((c) => c.passed === undefined);

@@ -8,7 +8,8 @@ import { commandStageOf, verdictWording, type CommandJobType } from '../../contr
 import { conflictQueueOf } from '../core/ledger';
 import { parseStageMessageOf, type Pin } from '../core/envelope';
 import { commandOf } from '../core/jobs/command-stage';
-import { SKIPPED_REASON, type ConflictAttempt, type JobDismissal, type JobFailure, type JobRecord, type JobStatus, type WorkspaceRecord } from '../core/ports';
+import { requiredTypes } from '../core/requirements';
+import { SKIPPED_REASON, TERMINAL_STATUSES, type ConflictAttempt, type GateCheck, type JobDismissal, type JobFailure, type JobRecord, type JobStatus, type WorkspaceRecord } from '../core/ports';
 
 const SUMMARY_CHARS = 100;
 
@@ -64,6 +65,8 @@ export interface PublicJob {
   readonly updatedAt: string;
   /** A failure an operator recorded as dealt with: who, why, when. */
   readonly dismissed?: JobDismissal;
+  /** A stage's gate (catalog `requires`): what it decided or waits for, in words (jobGate). */
+  readonly gate?: string;
   /** Requests refused because they reused this job id (the job itself is unchanged by them). */
   readonly conflicts?: readonly PublicConflict[];
 }
@@ -100,6 +103,7 @@ export function publicJob(job: JobRecord, conflicts: readonly ConflictAttempt[] 
     startedAt: job.startedAt,
     updatedAt: job.updatedAt,
     dismissed: job.dismissed,
+    gate: jobGate(job)?.words,
     conflicts: conflicts.length ? conflicts.map(publicConflict) : undefined,
   };
 }
@@ -197,6 +201,38 @@ export function dismissedBy(dismissal: JobDismissal): string {
 /** SUCCEEDED, and for a test run also green: "did the work succeed", not "did it run". */
 export function jobSucceeded(job: Pick<JobRecord, 'status' | 'result'>): boolean {
   return job.status === 'SUCCEEDED' && job.result?.['verdict'] !== 'failed';
+}
+
+/** A stage's gate as people read it (catalog `requires`, src/core/requirements.ts). */
+export interface JobGate {
+  readonly state: 'passed' | 'failed' | 'not run' | 'waiting' | 'to judge';
+  /** The required jobs it names, each with its verdict and commit. */
+  readonly checks: readonly GateCheck[];
+  readonly words: string;
+}
+
+const gateChecks = (value: unknown): readonly GateCheck[] => (Array.isArray(value) ? (value as GateCheck[]) : []);
+const checkWords = (checks: readonly GateCheck[]) => checks.map((c) => `${c.type} ${c.jobId} (${c.verdict}) at ${shortSha(c.sha)}`).join('; ');
+
+/**
+ * What a job's gate decided, or waits for: undefined for a type that requires nothing, and for a
+ * job that ended before its gate was judged (cancelled, or failed for another reason).
+ */
+export function jobGate(job: Pick<JobRecord, 'type' | 'status' | 'pin' | 'result' | 'error' | 'progress'>): JobGate | undefined {
+  const required = requiredTypes(job.type);
+  if (required.length === 0) return undefined;
+  const at = job.pin ? `at ${shortSha(job.pin.sha)}` : 'at its commit';
+  const passed = gateChecks(job.result?.['gate']);
+  if (job.status === 'SUCCEEDED' && passed.length > 0) return { state: 'passed', checks: passed, words: `passed: ${checkWords(passed)}` };
+  if (job.error?.reason === 'REQUIREMENT_FAILED') {
+    const failed = gateChecks(job.error.gate);
+    return { state: 'failed', checks: failed, words: failed.length > 0 ? `failed: ${checkWords(failed)}: nothing was done` : `failed: ${job.error.message}` };
+  }
+  if (job.error?.reason === 'REQUIREMENT_NOT_RUN') return { state: 'not run', checks: [], words: `not run: no ${required.join(' or ')} job ${at} before it: nothing was done` };
+  if (TERMINAL_STATUSES.includes(job.status)) return undefined;
+  const waiting = job.progress?.['waitingFor'];
+  if (typeof waiting === 'string') return { state: 'waiting', checks: [], words: waiting };
+  return { state: 'to judge', checks: [], words: `requires ${required.join(' and ')} to pass ${at}, judged when it runs` };
 }
 
 /** One line about a job's outcome; `status --json` has the whole record. */

@@ -129,6 +129,7 @@ beforeAll(async () => {
     'dropped',
     'output',
     'mismatch',
+    'gate',
   ]);
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'console'])).url;
   poisonDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-'));
@@ -175,6 +176,28 @@ test("a test run's page shows the command it ran, and the stage's default when t
   await open('/jobs/command-default');
   await page.getByRole('heading', { name: 'History and logs' }).waitFor();
   await expect(field('Command')).resolves.toBe(`${DEFAULT_TEST_COMMAND} (the stage's default: the job named none)`);
+});
+
+test("an open_pr's page shows its gate: the test run it required, its verdict and commit, linked; a failed one names the run that failed", async () => {
+  const [diff] = await diffChain(source, [{ 'gate.txt': 'gate\n' }]);
+  await platform.cliJson(applyPatchArgs('ws-gate', 'gate-patch', repoUrl, 'gate', diff ?? '', 'Gated'));
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-gate', '--job-id', 'gate-tests-red', '--command', 'exit 1']);
+  await platform.cliJson(['enqueue', '--type', 'open_pr', '--workspace', 'ws-gate', '--job-id', 'gate-pr-red', '--base', 'main', '--title', 'Red']);
+  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-gate', '--job-id', 'gate-tests-green']);
+  await platform.cliJson(['enqueue', '--type', 'open_pr', '--workspace', 'ws-gate', '--job-id', 'gate-pr-green', '--base', 'main', '--title', 'Green']);
+  await platform.cli(['wait', 'gate-patch', 'gate-tests-red', 'gate-pr-red', 'gate-tests-green', 'gate-pr-green', '--timeout', '150']);
+  const sha = String((await platform.cliJson<{ result?: { commitSha?: string } }>(['status', 'gate-patch'])).result?.commitSha);
+
+  await open('/jobs/gate-pr-green');
+  await page.getByRole('heading', { name: 'History and logs' }).waitFor();
+  await expect(field('Gate')).resolves.toBe(`passed: run_tests gate-tests-green (tests passed) at ${sha.slice(0, 12)}`);
+  await expect(page.locator('dd a', { hasText: 'gate-tests-green' }).getAttribute('href')).resolves.toMatch(/jobs\/gate-tests-green$/);
+  await open('/jobs/gate-pr-red');
+  await page.getByRole('heading', { name: 'History and logs' }).waitFor();
+  await expect(field('Gate')).resolves.toBe(`failed: run_tests gate-tests-red (tests failed) at ${sha.slice(0, 12)}: nothing was done`);
+  await open('/jobs/gate-tests-green');
+  await page.getByRole('heading', { name: 'History and logs' }).waitFor();
+  await expect(field('Gate')).resolves.toBeUndefined();
 });
 
 test("a running test's page shows its output as it is printed, before the run ends, without a reload", async () => {

@@ -17,6 +17,7 @@ interface JobJson {
   result?: Record<string, unknown>;
   error?: { reason: string; message: string };
   pin?: { sha: string };
+  gate?: string;
 }
 
 let platform: RunningPlatform;
@@ -61,6 +62,7 @@ test('failed tests at the pinned commit: open_pr opens nothing, names the job, i
   expect(pr1?.error?.message).toContain('red-tests-1');
   expect(pr1?.error?.message).toContain('tests failed');
   expect(pr1?.error?.message).toContain(sha1);
+  expect(pr1?.gate).toBe(`failed: run_tests red-tests-1 (tests failed) at ${sha1.slice(0, 12)}: nothing was done`);
   expect(pr2).toMatchObject({ status: 'SUCCEEDED', pin: { sha: red2?.result?.commitSha } });
   expect((await pulls()).filter((p) => p.head === 'red').map((p) => p.title)).toEqual(['Green']);
   const failed = (await platform.events()).find((e) => e.type === 'AgentJobFailed' && e.detail.jobId === 'red-pr-1');
@@ -79,6 +81,7 @@ test('tests still running at the pinned commit: open_pr waits for their verdict,
   const [tested, pr] = await Promise.all(['slow-tests', 'slow-pr'].map((id) => platform.cliJson<JobJson>(['status', id])));
   expect(tested).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed' } });
   expect(pr).toMatchObject({ status: 'SUCCEEDED', result: { gate: [{ type: 'run_tests', jobId: 'slow-tests', verdict: 'tests passed' }] } });
+  expect(pr?.gate).toMatch(/^passed: run_tests slow-tests \(tests passed\) at [0-9a-f]{12}$/);
 });
 
 test('no test run at the pinned commit: open_pr opens nothing and says what it required', async () => {
@@ -91,5 +94,6 @@ test('no test run at the pinned commit: open_pr opens nothing and says what it r
   const pr = await platform.cliJson<JobJson>(['status', 'untested-pr']);
   expect(pr).toMatchObject({ status: 'FAILED', error: { reason: 'REQUIREMENT_NOT_RUN' } });
   expect(pr.error?.message).toContain('run_tests');
+  expect(pr.gate).toBe(`not run: no run_tests job at ${pr.pin?.sha.slice(0, 12)} before it: nothing was done`);
   expect((await pulls()).filter((p) => p.head === 'untested')).toEqual([]);
 });
