@@ -25,7 +25,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSEvent, SQSBatchResponse } from 'aws-lambda';
-import { startEmulators, type LocalEmulators } from '../../src/local/emulators';
+import { localClientConfig, startEmulators, type LocalEmulators } from '../../src/local/emulators';
 import { startQueuePoller, type QueuePoller } from '../../src/local/poller';
 import type { JobLogger } from '../../src/core/ports';
 import { startAwsEndpoint, type AwsEndpoint, type Principal, type RecordedCall } from './aws-endpoint';
@@ -272,6 +272,9 @@ async function createQueues(assembly: CloudAssembly, emulators: LocalEmulators):
   const urls = new Map<string, string>();
   const fauxqsArn = new Map<string, string>();
   const queues = assembly.ofType('AWS::SQS::Queue');
+  // In the run's region: fauxqs keeps queues per region, and a function's GetQueueUrl (signed for
+  // the run's region, as on AWS) must find them.
+  const sqs = new SQSClient({ ...localClientConfig(emulators.endpoints.sqs), region: REGION });
   const isTarget = (id: string) => queues.some(([, q]) => q.Properties?.['RedrivePolicy']?.deadLetterTargetArn?.['Fn::GetAtt']?.[0] === id);
   for (const [id, queue] of [...queues].sort(([a], [b]) => Number(isTarget(b)) - Number(isTarget(a)))) {
     const p = assembly.resolve(queue.Properties ?? {});
@@ -284,8 +287,8 @@ async function createQueues(assembly: CloudAssembly, emulators: LocalEmulators):
       if (!target) throw new Error(`${id}: its dead-letter queue ${p.RedrivePolicy.deadLetterTargetArn} is not a queue of the template`);
       attributes['RedrivePolicy'] = JSON.stringify({ deadLetterTargetArn: target, maxReceiveCount: p.RedrivePolicy.maxReceiveCount });
     }
-    const created = await emulators.clients.sqs.send(new CreateQueueCommand({ QueueName: assembly.physicalName(id), Attributes: attributes }));
-    const arn = await emulators.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: created.QueueUrl, AttributeNames: ['QueueArn'] }));
+    const created = await sqs.send(new CreateQueueCommand({ QueueName: assembly.physicalName(id), Attributes: attributes }));
+    const arn = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: created.QueueUrl, AttributeNames: ['QueueArn'] }));
     urls.set(assembly.ref(id), created.QueueUrl!);
     fauxqsArn.set(assembly.getAtt(id, 'Arn'), arn.Attributes!['QueueArn']!);
   }

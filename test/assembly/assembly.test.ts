@@ -92,7 +92,8 @@ function unreached(assembly: CloudAssembly): { roles: string[]; action: string; 
     { roles: functionRoles, action: 'xray:PutTelemetryRecords', why: 'active tracing, as above' },
     { roles: consumerRoles, action: 'sqs:GetQueueAttributes', why: "the event source mapping reads its queue's attributes when it is created; the run's poller does not" },
     { roles: consumerRoles, action: 'sqs:ChangeMessageVisibility', why: 'heartbeats of long work and the back-off of a transient failure: the scenario has neither' },
-    { roles: consumerRoles, action: 'sqs:GetQueueUrl', why: "resolves a record's queue for ChangeMessageVisibility, as above, and for a job sent back to its queue to wait for a limit: the scenario meets none" },
+    // byOne: open_pr's wait for its tests' verdict reaches it; the other consumers meet no wait.
+    { roles: consumerRoles, action: 'sqs:GetQueueUrl', why: "resolves a record's queue for ChangeMessageVisibility, as above, and for a job sent back to its queue to wait for a limit or a required verdict", byOne: true },
     { roles: commandStages, action: 'sqs:SendMessage', why: "a command stage's permanent failure to its DLQ (a job refused before its build), and a job sent back to its queue to wait for the build quota: the scenario's jobs all start their build" },
     { roles: [workerRole('build_events'), workerRole('build_reconciler')], action: 'sqs:SendMessage', why: "a build that ends in error (FAULT, TIMED_OUT, or lost) fails its job, whose message goes to its stage's DLQ: the scenario's builds pass or fail" },
     { roles: commandStages, action: 'codebuild:ListBuildsForProject', why: 'only after a crash between StartBuild and recording the build id (finds the build once)' },
@@ -324,6 +325,21 @@ if (unavailable) {
       expect(github.pulls(OWNER, 'widgets')).toEqual([expect.objectContaining({ number: 1, head: 'agent/ws1', base: 'main', title: 'Widgets', state: 'open' })]);
       expect(new Set(github.authorizations)).toEqual(new Set([`token ${GITHUB_TOKEN}`]));
     });
+
+    it('waits for a test run still running at the commit, with no function held, then opens the pull request', async () => {
+      const head = await branchHead('agent/ws1');
+      await send({ workspaceId: 'ws1', tenantId: 't1', type: 'run_tests', jobId: 'tests.slow', payload: {} });
+      await eventually(() => job('tests.slow'), (item) => item?.['progress']?.buildId !== undefined, { what: 'tests.slow to start its build', timeoutMs: 45_000 });
+      await send({ workspaceId: 'ws1', tenantId: 't1', type: 'open_pr', jobId: 'pr.wait', payload: { baseBranch: 'main', title: 'Widgets' } });
+      await eventually(() => job('pr.wait'), (item) => typeof item?.['progress']?.waitingFor === 'string', { what: 'pr.wait to wait for tests.slow', timeoutMs: 45_000 });
+      expect((await job('pr.wait'))!['progress']['waitingFor']).toContain('tests.slow');
+
+      await passTests('tests.slow', head);
+      // The wait is a copy of the message sent again for later (10 s, doubling): it looks again and opens.
+      const resent = () => run.calls.filter((c) => c.operation === 'SendMessage' && c.principal.kind === 'role' && /openpr/i.test(c.principal.name)).map((c) => `${c.status}`);
+      const done = await eventually(() => job('pr.wait'), (item) => item?.['status'] === 'SUCCEEDED', { what: `pr.wait to open (open_pr's sends: ${JSON.stringify(resent())}, failures: ${JSON.stringify(run.failures)})`, timeoutMs: 150_000, intervalMs: 500 });
+      expect(done!['result']).toMatchObject({ gate: [{ type: 'run_tests', jobId: 'tests.slow', verdict: 'tests passed', sha: head }], number: 1 });
+    }, 240_000);
 
     it('acknowledges a duplicate delivery without a second commit', async () => {
       const head = await branchHead('agent/ws1');
