@@ -17,9 +17,17 @@ import { GITHUB_API_DEFAULT_URL } from '../contract/runtime-env';
 
 export type WorkerName = ReturnType<typeof allWorkers>[number]['name'];
 
-/** Settings of a worker that an environment may override; the rest is the catalog's. */
-const TUNABLE_KEYS = ['timeoutSeconds', 'memoryMb', 'batchSize', 'maxConcurrency', 'maxReceiveCount', 'oldestMessageAlarmSeconds'] as const;
-export type WorkerOverrides = Partial<Pick<WorkerSettings, (typeof TUNABLE_KEYS)[number]>>;
+/** Settings of a worker that an environment may override, each with its description; the rest is the catalog's. */
+export const TUNABLE_SETTINGS = {
+  timeoutSeconds: 'Function timeout. The queue\'s visibility is 6x this, and the function heartbeats to it.',
+  memoryMb: 'Function memory in MB.',
+  batchSize: 'Records per event-source-mapping batch (at most 10 on FIFO).',
+  maxConcurrency: 'The event source mapping\'s MaximumConcurrency (2..1000).',
+  maxReceiveCount: 'Deliveries before SQS moves a message to the DLQ (>= 5). The handler gives up one delivery earlier and fences the workspace.',
+  oldestMessageAlarmSeconds: 'Alarm threshold on the age of the queue\'s oldest message.',
+} as const;
+const TUNABLE_KEYS = Object.keys(TUNABLE_SETTINGS) as (keyof typeof TUNABLE_SETTINGS)[];
+export type WorkerOverrides = Partial<Pick<WorkerSettings, keyof typeof TUNABLE_SETTINGS>>;
 
 export interface AgentJobsConfig {
   /** Part of the stack name: `AgentJobs-<envName>`. */
@@ -78,10 +86,25 @@ export class InvalidConfigError extends Error {
 }
 
 const ENV_NAME = /^[a-z][a-z0-9-]{0,15}$/;
+/** The environment when `-c env` is not given. */
+const DEFAULT_ENV = 'dev';
+/**
+ * `env`, the one setting given as cdk context only: it names the file the others come from. Used
+ * for the reference page (docs/reference/configuration.md); loadConfig checks it with ENV_NAME.
+ */
+export const envSetting = z
+  .string()
+  .regex(ENV_NAME)
+  .default(DEFAULT_ENV)
+  .describe(
+    'Context only. The environment name: the stack is AgentJobs-<env>, and the other settings come from config/<env>.json, which must exist. '
+      + 'A misspelt name is refused, naming the known environments; a new environment is added by its file. Environments deploy side by side.',
+  );
 const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
 const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/;
 const positiveInt = z.coerce.number().int().positive();
 const secretArn = z.string().regex(SECRET_ARN, 'must be a complete Secrets Manager secret ARN').optional();
+const NEW_SECRET = 'Without it, the stack creates a secret holding a placeholder, for you to fill in.';
 /** Context values arrive as strings: "true"/"false" are booleans (z.coerce.boolean would read "false" as true). */
 const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], { error: 'must be true or false' });
 
@@ -98,24 +121,58 @@ const gitHostsSchema = z
     }
   });
 
-const workerOverridesSchema = z.strictObject(Object.fromEntries(TUNABLE_KEYS.map((key) => [key, positiveInt.optional()])));
+const workerOverridesSchema = z.strictObject(
+  Object.fromEntries(TUNABLE_KEYS.map((key) => [key, positiveInt.optional().describe(TUNABLE_SETTINGS[key])])),
+);
 const workerNames = allWorkers().map((w) => w.name);
 
-const configSchema = z
+export const configSchema = z
   .strictObject({
-    workers: z.strictObject(Object.fromEntries(workerNames.map((name) => [name, workerOverridesSchema.optional()]))).optional(),
-    alarmEmail: z.email().optional(),
-    gitCredentialsSecretArn: secretArn,
-    gitReadCredentialsSecretArn: secretArn,
-    githubTokenSecretArn: secretArn,
-    secretsKmsKeyArn: z.string().regex(KMS_KEY_ARN, 'must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)').optional(),
-    githubApiUrl: z.url({ protocol: /^https$/, error: 'must be an https URL' }).default(GITHUB_API_DEFAULT_URL),
-    gitHosts: gitHostsSchema.default([]),
-    githubContentRequestsPerHour: positiveInt.default(GITHUB_CONTENT_LIMITS.perHour),
-    buildConcurrencyQuota: positiveInt.default(DEFAULT_BUILD_CONCURRENCY_QUOTA),
-    leaseSeconds: positiveInt.optional(),
-    testRunnerTimeoutMinutes: positiveInt.max(MAX_BUILD_TIMEOUT_MINUTES).default(60),
-    retainOnDestroy: flag.default(true),
+    workers: z
+      .strictObject(Object.fromEntries(workerNames.map((name) => [name, workerOverridesSchema.optional()])))
+      .optional()
+      .describe('Per worker: overrides of the catalog\'s settings (contract/job-types.ts), by worker name.'),
+    alarmEmail: z.email().optional().describe('E-mail address subscribed to the alarm topic.'),
+    gitCredentialsSecretArn: secretArn.describe(
+      `Secrets Manager secret {"username","password"} the sequencer pushes to the workspace remotes with. ${NEW_SECRET}`,
+    ),
+    gitReadCredentialsSecretArn: secretArn.describe(
+      'A read-only git credential of the same shape for test builds, or a GitHub App (each build then gets a token for its one repository). '
+        + `Test code never sees the push credential. ${NEW_SECRET}`,
+    ),
+    githubTokenSecretArn: secretArn.describe(`Secrets Manager secret holding a GitHub token (a plain string). ${NEW_SECRET}`),
+    secretsKmsKeyArn: z
+      .string()
+      .regex(KMS_KEY_ARN, 'must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)')
+      .optional()
+      .describe('Customer-managed KMS key that encrypts the secrets given by ARN. Their readers get kms:Decrypt through Secrets Manager, for those secrets only.'),
+    githubApiUrl: z
+      .url({ protocol: /^https$/, error: 'must be an https URL' })
+      .default(GITHUB_API_DEFAULT_URL)
+      .describe('GitHub REST API base URL. GitHub Enterprise: https://<host>/api/v3.'),
+    gitHosts: gitHostsSchema
+      .default([])
+      .describe(
+        'The git hosts the sequencer may push to and fetch from: a list in the file, comma-separated as context. A name without a port allows any port. '
+          + 'Loopback, link-local and metadata addresses are refused. With none, every repository is refused (HOST_NOT_ALLOWED), so cdk synth refuses it.',
+      ),
+    githubContentRequestsPerHour: positiveInt
+      .default(GITHUB_CONTENT_LIMITS.perHour)
+      .describe('Pull requests opened an hour, all open_pr containers together (GitHub\'s secondary limit). Each container keeps to its share.'),
+    buildConcurrencyQuota: positiveInt
+      .default(DEFAULT_BUILD_CONCURRENCY_QUOTA)
+      .describe(
+        'The account\'s Service Quotas value "Concurrently running builds for ARM/Small environment" (Linux/Small on x86). '
+          + 'A build start beyond it waits. The default is the lowest a new account has: set your account\'s value.',
+      ),
+    leaseSeconds: positiveInt.optional().describe('How long a claim holds before another worker may take the job over. Without it, each worker\'s timeout.'),
+    testRunnerTimeoutMinutes: positiveInt
+      .max(MAX_BUILD_TIMEOUT_MINUTES)
+      .default(60)
+      .describe('Default CodeBuild build timeout of the command stages. A job\'s timeoutSeconds overrides it.'),
+    retainOnDestroy: flag
+      .default(true)
+      .describe('Keep the queues, DLQs and created secrets when the stack is deleted. The ledger table is always kept, with deletion protection.'),
   })
   .refine((c) => c.secretsKmsKeyArn === undefined || [c.gitCredentialsSecretArn, c.gitReadCredentialsSecretArn, c.githubTokenSecretArn].some(Boolean), {
     path: ['secretsKmsKeyArn'],
@@ -155,7 +212,7 @@ export function resolveConfig(envName: string, input: unknown, source = 'input')
  * the defaults. The file is how a new environment is asked for (`{}` takes every default).
  */
 export function loadConfig(app: Construct, configDir: string): AgentJobsConfig {
-  const envName: unknown = app.node.tryGetContext('env') ?? 'dev';
+  const envName: unknown = app.node.tryGetContext('env') ?? DEFAULT_ENV;
   if (typeof envName !== 'string') throw new InvalidConfigError('cdk context', ['env: must be a string']);
   // Only a valid env name reaches the file system (it becomes a path).
   if (!ENV_NAME.test(envName)) return resolveConfig(envName, {}, 'cdk context');

@@ -118,8 +118,11 @@ function checkPositionals<Ctx>(command: CommandSpec<Ctx>, given: readonly string
   }
 }
 
-/** Help of one command, generated from its table entry. */
-export function commandHelp<Ctx>(command: CommandSpec<Ctx>, program: string): string {
+/**
+ * Help of one command, generated from its table entry. `globals: false` leaves out the options
+ * every command takes (the reference page, docs/reference/cli.md, shows them once: globalOptionsHelp).
+ */
+export function commandHelp<Ctx>(command: CommandSpec<Ctx>, program: string, { globals = true } = {}): string {
   const positionals = (command.positionals ?? []).map((p) => {
     const name = `${positionalLabel(p)}${p.variadic ? '...' : ''}`;
     return p.optional ? `[${name}]` : name;
@@ -130,9 +133,14 @@ export function commandHelp<Ctx>(command: CommandSpec<Ctx>, program: string): st
   }
   const options = Object.entries(command.options ?? {});
   if (options.length) lines.push('', 'Options:', ...alignRows(options.map(([n, o]) => optionRow(n, o))));
-  lines.push('', 'Global options:', ...alignRows(Object.entries(GLOBAL_OPTIONS).map(([n, o]) => optionRow(n, o))));
+  if (globals) lines.push('', globalOptionsHelp());
   if (command.notes?.length) lines.push('', ...command.notes);
   return lines.join('\n');
+}
+
+/** The options every command accepts, as the help of each command lists them. */
+export function globalOptionsHelp(): string {
+  return ['Global options:', ...alignRows(Object.entries(GLOBAL_OPTIONS).map(([n, o]) => optionRow(n, o)))].join('\n');
 }
 
 /** The overview: every command (or every command of a group, `dlq ...`) and its summary. */

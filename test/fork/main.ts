@@ -2,8 +2,8 @@
  * A fork's first declaration must not turn the tests red. This lane (`npm run test:fork`) copies
  * the repository into a temporary directory, adds one command stage to contract/job-types.ts the
  * way the README's Customize section shows it (the section's own code block, renamed), then
- * type-checks the copy, regenerates its JSON Schemas (`npm run schema`) and its bill (`npm run bill`)
- * and runs its jest suites.
+ * type-checks the copy, regenerates its JSON Schemas (`npm run schema`), its bill (`npm run bill`)
+ * and its reference pages (`npm run docs`), and runs its jest suites.
  * It passes when the only failing test is the stack snapshot (which a fork updates with
  * `npm run test:snapshot`), and when that one did fail: a snapshot that still matched would mean
  * the declaration never reached the stack.
@@ -82,6 +82,10 @@ function main(): number {
     // tells the fork to write the bill again, as it does the schemas.
     const bill = spawnSync('npm', ['run', '--silent', 'bill'], { cwd: dir, stdio: 'inherit' });
     if (bill.status !== 0) return fail('npm run bill failed in the fork');
+    // The reference pages name every job type (the CLI's help, the settings, the schemas): after
+    // the schemas, which the events page is made from.
+    const docs = spawnSync('npm', ['run', '--silent', 'docs'], { cwd: dir, stdio: 'inherit' });
+    if (docs.status !== 0) return fail('npm run docs failed in the fork');
 
     const suites = process.argv.slice(2);
     const report = path.join(dir, 'jest-report.json');
