@@ -10,8 +10,12 @@ if (!browserTests) {
 
 /** @type {import('jest').Config} */
 // Type checking is `tsc --noEmit` in npm test; ts-jest only transpiles (isolatedModules in tsconfig.json).
-// Octokit and a few of its dependencies ship ESM only: let ts-jest transpile them (allowJs).
-const esmOnly = ['@octokit', 'universal-user-agent', 'before-after-hook', 'content-type', 'json-with-bigint', 'fast-content-type-parse', 'universal-github-app-jwt'];
+// Octokit and a few of its dependencies ship ESM only, as do the Markdown parser and slugger of the
+// link test: let ts-jest transpile them (allowJs).
+const esmOnly = [
+  '@octokit', 'universal-user-agent', 'before-after-hook', 'content-type', 'json-with-bigint', 'fast-content-type-parse', 'universal-github-app-jwt',
+  'marked', 'github-slugger',
+];
 
 module.exports = {
   testEnvironment: '<rootDir>/test/setup/environment.ts',
