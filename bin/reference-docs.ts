@@ -11,6 +11,7 @@ import { allWorkers } from '../contract/job-types';
 import { TUNABLE_SETTINGS, configSchema, envSetting } from '../lib/config';
 import { commandHelp, globalOptionsHelp, overviewHelp } from '../src/cli/command';
 import { COMMANDS } from '../src/cli/commands';
+import { EXIT } from '../src/cli/errors';
 import { PROGRAM } from '../src/cli/main';
 import { WIRE_SCHEMA_DIR } from '../src/core/wire-schema';
 
@@ -58,7 +59,9 @@ function cliPage(): string {
     '## Global options',
     'Every command takes these.',
     fence(globalOptionsHelp()),
-    `Exit codes: see [Exit codes](${UP}README.md#exit-codes) in the README.`,
+    '## Exit codes',
+    `Scripts branch on these ([src/cli/errors.ts](${UP}src/cli/errors.ts)); the README's [Exit codes](${UP}README.md#exit-codes) says when each is given.`,
+    table(['code', 'name'], Object.entries(EXIT).map(([name, exit]) => [String(exit), code(name)])),
     ...sections,
   ]);
 }
