@@ -40,10 +40,10 @@ export const reasonCodeSchema = z.string().check(z.regex(/^[A-Z][A-Z_]*$/), z.de
  * triage a DLQ without parsing bodies. Values are each attribute's StringValue.
  */
 const jobAttributeFields = {
-  jobId: idSchema('jobId'),
-  workspaceId: idSchema('workspaceId'),
-  tenantId: idSchema('tenantId'),
-  type: z.enum(JOB_TYPE_NAMES as [JobType, ...JobType[]]),
+  jobId: idSchema('jobId').check(z.describe("The job's id, as in its body.")),
+  workspaceId: idSchema('workspaceId').check(z.describe("The job's workspace, as in its body.")),
+  tenantId: idSchema('tenantId').check(z.describe('The tenant the job is for, as in its body.')),
+  type: z.enum(JOB_TYPE_NAMES as [JobType, ...JobType[]]).check(z.describe('The job type, as in its body.')),
 };
 export const jobAttributesSchema = z.strictObject(jobAttributeFields);
 export type JobAttributes = z.infer<typeof jobAttributesSchema>;
