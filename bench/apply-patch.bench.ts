@@ -77,7 +77,7 @@ function agentEdits(size: number, offset: number, tag: string, sameDirs = false)
 }
 
 /** A generated repository and its three patches, as kept in the cache. */
-interface Generated {
+export interface Generated {
   readonly source: string;
   readonly baseSha: string;
   /** The patch files (for the git CLI) and their touched paths (for its sparse checkout). */
@@ -85,7 +85,7 @@ interface Generated {
 }
 
 /** The repository of `size` files and its patches, from the cache or made (with fast-import) and kept there. */
-async function generated(size: number): Promise<Generated> {
+export async function generated(size: number): Promise<Generated> {
   const dir = join(CACHE, `${size}-files`);
   const manifest = join(dir, 'manifest.json');
   if (!existsSync(manifest)) {
@@ -117,15 +117,18 @@ async function generated(size: number): Promise<Generated> {
 }
 
 /** What a child process is asked to do, and what it answers. */
-interface ChildTask {
+export interface ChildTask {
   readonly mode: 'idle' | 'cold' | 'warm';
   /** The jobs in order: cold runs the first only. */
   readonly jobs: readonly ApplyPatchCommitInput[];
   readonly cacheDir: string;
 }
-interface ChildResult {
+export interface ChildResult {
   /** Duration of each job (ms). */
   readonly ms: number[];
+  /** When each job started and ended (ms since the epoch, sub-millisecond): to match another process's records to a job. */
+  readonly startedAt: number[];
+  readonly endedAt: number[];
   /** CPU time of each job (ms, this process: user + system): less sensitive than wall time to a busy machine. */
   readonly cpuMs: number[];
   /** Per job, time (ms) from sending each request to the remote until its answer was read in full, summed. */
@@ -187,7 +190,7 @@ function timedHttp(): HttpClient & { take(): { ms: number; pushMs: number; reque
 }
 
 async function child(task: ChildTask): Promise<ChildResult> {
-  const result: ChildResult = { ms: [], cpuMs: [], remoteMs: [], pushMs: [], requests: [], receivedBytes: [], repoBytes: [], maxRssBytes: 0 };
+  const result: ChildResult = { ms: [], startedAt: [], endedAt: [], cpuMs: [], remoteMs: [], pushMs: [], requests: [], receivedBytes: [], repoBytes: [], maxRssBytes: 0 };
   const http = timedHttp();
   const cache = new RepoCache({ dir: task.cacheDir, maxBytes: 16 * 1024 * MIB });
   let base: string | undefined;
@@ -195,7 +198,10 @@ async function child(task: ChildTask): Promise<ChildResult> {
     if (task.mode === 'idle' || (task.mode === 'cold' && n > 0)) break;
     const [started, cpu] = [performance.now(), process.cpuUsage()];
     const { commitSha } = await applyPatchCommit({ ...job, baseSha: base ?? job.baseSha }, { cache, http });
-    result.ms.push(performance.now() - started);
+    const ended = performance.now();
+    result.ms.push(ended - started);
+    result.startedAt.push(performance.timeOrigin + started);
+    result.endedAt.push(performance.timeOrigin + ended);
     const used = process.cpuUsage(cpu);
     result.cpuMs.push((used.user + used.system) / 1000);
     const remote = http.take();
@@ -210,7 +216,7 @@ async function child(task: ChildTask): Promise<ChildResult> {
   return { ...result, maxRssBytes: process.resourceUsage().maxRSS * 1024 };
 }
 
-async function inChild(task: ChildTask): Promise<ChildResult> {
+export async function inChild(task: ChildTask): Promise<ChildResult> {
   try {
     const { stdout } = await run(process.execPath, [require.resolve('tsx/cli'), __filename, '--child', JSON.stringify(task)], { maxBuffer: 2 ** 20 });
     return JSON.parse(stdout.trim().split('\n').pop() as string) as ChildResult;
@@ -220,7 +226,7 @@ async function inChild(task: ChildTask): Promise<ChildResult> {
   }
 }
 
-interface CliResult {
+export interface CliResult {
   readonly ms: number;
   /** Largest process of the command tree, and the tree's CPU time; undefined without /usr/bin/time. */
   readonly maxRssBytes?: number;
@@ -228,7 +234,7 @@ interface CliResult {
 }
 
 /** Runs `script` with sh in `cwd`, timed, its peak memory and CPU read by /usr/bin/time when present. */
-async function cli(cwd: string, script: string): Promise<CliResult> {
+export async function cli(cwd: string, script: string): Promise<CliResult> {
   const measured = existsSync(TIME);
   const [file, args] = measured ? [TIME, ['-f', '%M %U %S', 'sh', '-ec', script]] : ['sh', ['-ec', script]];
   const started = performance.now();
@@ -240,13 +246,40 @@ async function cli(cwd: string, script: string): Promise<CliResult> {
 }
 
 /** A fresh remote on `server` sharing the generated repository's objects (alternates): instant at any size. */
-async function sharedRemote(server: GitServer, source: string, name: string): Promise<string> {
+export async function sharedRemote(server: GitServer, source: string, name: string): Promise<string> {
   await run('git', ['clone', '--quiet', '--bare', '--shared', source, server.gitDir(name)], { env: GIT_ENV });
   return server.repoUrl(name);
 }
 
 /** Sparse-checkout patterns for `paths`: each file, anchored at the root. */
 const sparsePatterns = (paths: readonly string[]) => paths.map((p) => `'/${p}'`).join(' ');
+
+type Patch = Generated['patches'][number];
+
+/** The job of applying `patch` (the `n`th) to `url`'s main at the generated base, working under `root`. */
+export function jobInput(generatedRepo: Generated, size: number, root: string, url: string, n: number, patch: Patch): ApplyPatchCommitInput {
+  return {
+    repoUrl: url,
+    branch: 'main',
+    diff: patch.diff,
+    baseSha: generatedRepo.baseSha,
+    jobId: `bench-${size}-${n}`,
+    message: `bench patch ${n}`,
+    createdAt: '2026-03-01T12:00:00Z',
+    workDir: root,
+  };
+}
+
+/** The git CLI's cold path, run in the parent of `work`: partial clone into `work`, sparse checkout of the patch's paths, apply, commit, push. */
+export const cliColdScript = (url: string, work: string, patch: Patch) =>
+  `git clone --quiet --filter=blob:none --depth 1 --no-checkout --single-branch --branch main ${url} ${work}; cd ${work}; ` +
+  `git sparse-checkout set --no-cone ${sparsePatterns(patch.paths)}; git checkout --quiet main; ` +
+  `git apply --index ${patch.file}; git commit --quiet -m one; git push --quiet origin main`;
+
+/** The git CLI's warm path, run in the clone the cold one left: fetch, reset, sparse checkout of the patch's paths, apply, commit, push. */
+export const cliWarmScript = (patch: Patch) =>
+  `git fetch --quiet --depth 1 origin main; git reset --quiet --hard FETCH_HEAD; git sparse-checkout add ${sparsePatterns(patch.paths)}; ` +
+  `git apply --index ${patch.file}; git commit --quiet -m two; git push --quiet origin main`;
 
 interface SizeFigures {
   readonly size: number;
@@ -259,18 +292,10 @@ interface SizeFigures {
 }
 
 async function measureSize(servers: { filtering: GitServer; whole: GitServer }, root: string, size: number, runs: number): Promise<SizeFigures> {
-  const { source, baseSha, patches } = await generated(size);
-  const [one, two, three] = patches as [Generated['patches'][number], Generated['patches'][number], Generated['patches'][number]];
-  const input = (url: string, n: number, patch: Generated['patches'][number]): ApplyPatchCommitInput => ({
-    repoUrl: url,
-    branch: 'main',
-    diff: patch.diff,
-    baseSha,
-    jobId: `bench-${size}-${n}`,
-    message: `bench patch ${n}`,
-    createdAt: '2026-03-01T12:00:00Z',
-    workDir: root,
-  });
+  const repo = await generated(size);
+  const { source } = repo;
+  const [one, two, three] = repo.patches as [Patch, Patch, Patch];
+  const input = (url: string, n: number, patch: Patch) => jobInput(repo, size, root, url, n, patch);
   const figures: SizeFigures = { size, diffBytes: Buffer.byteLength(one.diff), coldWhole: [], coldById: [], warm: [], cliCold: [], cliWarm: [] };
   for (let r = 0; r < runs; r++) {
     const name = (kind: string) => `${kind}-${size}-${r}`;
@@ -283,21 +308,8 @@ async function measureSize(servers: { filtering: GitServer; whole: GitServer }, 
     figures.warm.push(await inChild({ mode: 'warm', jobs: [input(warmUrl, 0, one), input(warmUrl, 1, two), input(warmUrl, 2, three)], cacheDir: cacheDir('warm') }));
     const cliUrl = await sharedRemote(servers.filtering, source, name('cli'));
     const work = join(root, `clone-${size}-${r}`);
-    figures.cliCold.push(
-      await cli(
-        root,
-        `git clone --quiet --filter=blob:none --depth 1 --no-checkout --single-branch --branch main ${cliUrl} ${work}; cd ${work}; ` +
-          `git sparse-checkout set --no-cone ${sparsePatterns(one.paths)}; git checkout --quiet main; ` +
-          `git apply --index ${one.file}; git commit --quiet -m one; git push --quiet origin main`,
-      ),
-    );
-    figures.cliWarm.push(
-      await cli(
-        work,
-        `git fetch --quiet --depth 1 origin main; git reset --quiet --hard FETCH_HEAD; git sparse-checkout add ${sparsePatterns(two.paths)}; ` +
-          `git apply --index ${two.file}; git commit --quiet -m two; git push --quiet origin main`,
-      ),
-    );
+    figures.cliCold.push(await cli(root, cliColdScript(cliUrl, work, one)));
+    figures.cliWarm.push(await cli(work, cliWarmScript(two)));
     await Promise.all([work, ...['whole', 'by-id', 'warm'].map(cacheDir)].map(removeDir));
     await Promise.all([
       removeDir(servers.whole.gitDir(name('whole'))),
@@ -307,14 +319,14 @@ async function measureSize(servers: { filtering: GitServer; whole: GitServer }, 
   return figures;
 }
 
-const peak = (results: readonly { maxRssBytes?: number }[]): string => {
+export const peak = (results: readonly { maxRssBytes?: number }[]): string => {
   const values = results.map((r) => r.maxRssBytes).filter((v): v is number => v !== undefined);
   return values.length ? fmt.mib(Math.max(...values)) : 'n/a (no /usr/bin/time)';
 };
 const jobMs = (results: readonly ChildResult[], job: number) => results.map((r) => r.ms[job] as number);
 const medianOf = (results: readonly ChildResult[], job: number, field: 'cpuMs' | 'remoteMs' | 'pushMs' | 'requests' | 'receivedBytes' | 'repoBytes') =>
   median(results.map((r) => r[field][job] as number));
-const kib = (bytes: number) => (bytes >= 10 * MIB ? fmt.mib(bytes) : `${(bytes / 1024).toFixed(0)} KiB`);
+export const kib = (bytes: number) => (bytes >= 10 * MIB ? fmt.mib(bytes) : `${(bytes / 1024).toFixed(0)} KiB`);
 
 /** CPU, time waiting on the remote in how many requests, bytes received and kept: the medians of one job. */
 function jobDetails(results: readonly ChildResult[], job: number): string {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { loadLine, machineLine, toMarkdown, type Benchmark, type SummaryRow } from './harness';
 import { bench as bundles } from './bundles.bench';
 import { bench as applyPatch } from './apply-patch.bench';
+import { bench as applyPatchNetwork } from './apply-patch-network.bench';
 import { bench as orderedLane } from './ordered-lane.bench';
 import { bench as fifoBatch } from './fifo-batch.bench';
 import { bench as ledger } from './ledger.bench';
@@ -20,7 +21,7 @@ import { bench as mcp } from './mcp.bench';
 import { bench as sandbox } from './sandbox.bench';
 import { bench as quotas } from './quotas.bench';
 
-const ALL: readonly Benchmark[] = [bundles, applyPatch, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency, fairStages, consoleBench, mcp, sandbox, quotas];
+const ALL: readonly Benchmark[] = [bundles, applyPatch, applyPatchNetwork, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency, fairStages, consoleBench, mcp, sandbox, quotas];
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
