@@ -42,6 +42,10 @@ interface Traffic {
 interface Measured {
   readonly ms: number;
   readonly traffic: Traffic;
+  /** The job's or command tree's own CPU time (ms); undefined for the git CLI without /usr/bin/time. */
+  readonly cpuMs?: number;
+  /** The adapter's time with some request in flight (ms): the part of `ms` spent waiting on the network and the server. */
+  readonly remoteMs?: number;
   readonly maxRssBytes?: number;
   /** Requests the adapter's own HTTP client counted for the job, to check the proxy's count against. */
   readonly adapterRequests?: number;
@@ -76,6 +80,8 @@ function jobOf(result: ChildResult, exchanges: readonly ProxyExchange[], job: nu
   const to = job + 1 < result.ms.length ? ((result.endedAt[job] as number) + (result.startedAt[job + 1] as number)) / 2 : Infinity;
   return {
     ms: result.ms[job] as number,
+    cpuMs: result.cpuMs[job] as number,
+    remoteMs: result.remoteMs[job] as number,
     traffic: trafficOf(exchanges.filter((e) => e.at >= from && e.at < to)),
     maxRssBytes: result.maxRssBytes,
     adapterRequests: result.requests[job] as number,
@@ -121,12 +127,19 @@ const requestsOf = (runs: readonly Measured[]) => `${medianOf(runs, 'fetchReques
 
 /** The compact figure of one way in one cell: time, requests before the push + the push's, bytes received. */
 const brief = (runs: readonly Measured[]) => `${fmt.ms(ms(runs))}, ${requestsOf(runs)} req, ${kib(medianOf(runs, 'receivedBytes'))}`;
+/** Median of an optional figure of every run, or undefined when a run lacks it. */
+const optional = (runs: readonly Measured[], field: 'cpuMs' | 'remoteMs') => {
+  const values = runs.map((r) => r[field]);
+  return values.every((v): v is number => v !== undefined) ? median(values) : undefined;
+};
 
 /** The full figure: spread, requests, connections, bytes each way, and whether the adapter counted what the proxy did. */
 function details(runs: readonly Measured[]): string {
   const counted = runs.filter((r) => r.adapterRequests !== undefined && r.adapterRequests !== r.traffic.fetchRequests + r.traffic.pushRequests);
   return [
     fmt.msSpread(runs.map((r) => r.ms)),
+    ...(optional(runs, 'remoteMs') === undefined ? [] : [`waiting on the remote ${fmt.ms(optional(runs, 'remoteMs') as number)}`]),
+    ...(optional(runs, 'cpuMs') === undefined ? [] : [`CPU ${fmt.ms(optional(runs, 'cpuMs') as number)}`]),
     `${requestsOf(runs)} requests (before the push + the push's) on ${medianOf(runs, 'connections')} new connections`,
     `received ${kib(medianOf(runs, 'receivedBytes'))}, sent ${kib(medianOf(runs, 'sentBytes'))}`,
     ...(counted.length ? [`the adapter's client counted ${counted.map((r) => r.adapterRequests).join(' / ')} requests in ${counted.length} run(s)`] : []),
@@ -207,7 +220,7 @@ export const bench: Benchmark = {
       ...SIZES.flatMap((size) =>
         ROUND_TRIPS.map((roundTripMs) => {
           const c = cellOf(size, roundTripMs);
-          return `| ${size.toLocaleString('en-US')} | ${roundTripMs} ms | ${brief(c.cold)} | ${brief(c.warm)} | ${brief(c.cliCold)} | ${brief(c.cliWarm)} | ${fmt.ratio(ms(c.cold) / ms(c.cliCold))} |`;
+          return `| ${size.toLocaleString('en-US')} | ${roundTripMs} ms | ${brief(c.cold)} (waiting ${fmt.ms(optional(c.cold, 'remoteMs') as number)}) | ${brief(c.warm)} | ${brief(c.cliCold)} | ${brief(c.cliWarm)} | ${fmt.ratio(ms(c.cold) / ms(c.cliCold))} |`;
         }),
       ),
     ];
@@ -218,7 +231,8 @@ export const bench: Benchmark = {
         '(test/support/delay-proxy.ts) that adds a round trip time: R/2 each way for every byte, one round trip more for each new',
         'connection (the TCP handshake). It does not model bandwidth, slow start, TLS or a host\'s own time per request beyond the loopback',
         "server's (which starts a `git http-backend` process per request). Each request therefore costs at least one round trip and each",
-        'new connection one more: a job of N requests on C connections waits at least (N + C) x R on the network alone.',
+        'new connection one more; requests sent side by side (the adapter sends two at a time when it starts) share theirs.',
+        '"Waiting" is the adapter\'s time with some request in flight (network and server); the rest of a job is its CPU and waiting for a core.',
         `Median of ${runs} run(s) per figure${runs === 1 ? ' (one run: no spread)' : ''}; the three delays interleaved within each run. Requests are "before the push + the push's"`,
         "(receive-pack's ref discovery and its pack); bytes are the proxy's count on the wire (headers and chunk framing included), received",
         'by the client. The adapter runs in a child process of its own, which opens its own connections, as a cold function does; the warm job is',
@@ -228,6 +242,8 @@ export const bench: Benchmark = {
         ...matrix,
         '',
         `The matrix took ${minutes.toFixed(1)} minutes. ${loadDuring(loadBefore)}`,
+        'On a busy machine the spread between runs can exceed what a delay adds: read the requests, connections and waiting first,',
+        'then the times.',
         '',
         'Command: `npm run bench apply-patch-network`',
       ].join('\n'),
