@@ -23,7 +23,9 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { CgroupParents } from './cgroups';
-import type { SandboxNetwork } from './sandbox';
+
+/** The network of a sandbox (sandbox.ts): its own through slirp4netns, or none. */
+export type SandboxNetwork = 'slirp4netns' | 'none';
 
 export type Confinement =
   | { readonly kind: 'sandbox'; readonly network: SandboxNetwork; readonly runAs?: { readonly uid: number; readonly gid: number }; readonly networkMissing?: string }

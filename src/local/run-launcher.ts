@@ -23,8 +23,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommandLimits } from '../../contract/job-types';
 import { errorMessage } from '../core/errors';
 import { findCgroupParents, joinFiles, makeRunGroup, readRunGroupUsage, removeRunGroup, type RunGroupDirs } from './cgroups';
-import { confinedCommand, CREDENTIALS_IN_HOME, hiddenPaths, homeToolchains, isInside, type Confinement, type Isolation, type ResourceControl } from './confinement';
-import { attachNetwork, SANDBOX_FDS, SANDBOX_PATHS, SANDBOX_RESOLV_CONF, SANDBOX_USER, sandboxArgs, sandboxChildPid, sandboxLaunchers, type SandboxNetwork } from './sandbox';
+import { confinedCommand, CREDENTIALS_IN_HOME, hiddenPaths, homeToolchains, isInside, type Confinement, type Isolation, type ResourceControl, type SandboxNetwork } from './confinement';
+import { attachNetwork, SANDBOX_FDS, SANDBOX_PATHS, SANDBOX_RESOLV_CONF, SANDBOX_USER, sandboxArgs, sandboxChildPid, sandboxLaunchers } from './sandbox';
 
 const MIB = 1024 * 1024;
 /** Free space under which the run's disk counts as full (a write of any size failed there). */

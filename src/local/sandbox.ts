@@ -25,7 +25,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { errorMessage } from '../core/errors';
-import { isInside, outermost } from './confinement';
+import { isInside, outermost, type SandboxNetwork } from './confinement';
 
 /** Where the run lives inside the sandbox. */
 export const SANDBOX_PATHS = { tmp: '/tmp', workspace: '/tmp/workspace', home: '/tmp/home' } as const;
@@ -41,8 +41,6 @@ export const SANDBOX_FDS = { info: 3, block: 4, resolvConf: 5 } as const;
 
 /** slirp4netns's resolver address in the sandbox's network. */
 const SLIRP_DNS = '10.0.2.3';
-
-export type SandboxNetwork = 'slirp4netns' | 'none';
 
 export interface SandboxSpec {
   /** The command's user and group, as the host knows them (the sandbox keeps them). */
