@@ -8,7 +8,8 @@ import * as path from 'node:path';
 import { PROJECT_ROOT } from '../local/state-dir';
 import { commandHelp, overviewHelp, parseInvocation, type CommandSpec } from './command';
 import { createContext, type CliContext, type CliIo } from './context';
-import { explainUnreachable, InvalidRequestError, OperatorError } from '../operator/errors';
+import { explainUnreachable } from '../operator/connection';
+import { InvalidRequestError, OperatorError } from '../operator/errors';
 import { EXIT, EXIT_OF_KIND, UsageError } from './errors';
 
 export const PROGRAM = 'agent-jobs';

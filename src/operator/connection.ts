@@ -1,10 +1,12 @@
 /**
  * What every read and action of the operator module works on: a target (the local platform or a
  * deployed stack), its SDK clients and its ledger, each made on first use, so a read of one job
- * never loads the SQS client and a surface that never reads never resolves the target.
+ * never loads the SQS client and a surface that never reads never resolves the target. A call
+ * that cannot reach the target becomes a TargetError that names it (explainUnreachable).
  */
 import { LEDGER_RETENTION_DAYS } from '../../contract/topology';
 import type { Ledger } from '../core/ports';
+import { OperatorError, TargetError } from './errors';
 import { createClients, resolveTarget, type ResolveOptions, type Target, type TargetClients } from './targets';
 
 export interface Connection {
@@ -39,4 +41,32 @@ export function connect(where: ResolveOptions): OpenConnection {
     close: () => clients?.destroy(),
   };
   return connection;
+}
+
+/** Network errors that mean the platform or stack is not there (or not reachable from here). */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN']);
+
+/** A network code anywhere in the error, its causes or its aggregated errors. */
+function networkCode(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && UNREACHABLE.has(code)) return code;
+  const inner = error instanceof AggregateError ? (error.errors as unknown[]) : [];
+  for (const next of [error.cause, ...inner]) {
+    const found = networkCode(next);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** An SDK call that could not connect becomes a TargetError naming what it tried to reach; any other error is returned as it is. */
+export async function explainUnreachable(error: unknown, connection: Pick<Connection, 'target'>): Promise<unknown> {
+  const code = networkCode(error);
+  if (code === undefined || error instanceof OperatorError) return error;
+  const label = await connection.target().then(
+    (target) => target.label,
+    () => 'the platform',
+  );
+  const hint = label.startsWith('local') ? 'is it running? (agent-jobs local up)' : 'check the region, the network and your credentials';
+  return new TargetError(`cannot reach ${label}: ${code}: ${hint}`, { cause: error });
 }

@@ -3,8 +3,6 @@
  * platform through this module: the CLI maps a kind to its exit code (src/cli/errors.ts), the
  * console to an HTTP status, the MCP server to a tool error. Classes, not message text, carry the kind.
  */
-import type { Connection } from './connection';
-
 /** `failed`: it ran and the outcome is a failure, or the action was refused; the others as named. */
 export type ProblemKind = 'failed' | 'invalid' | 'notFound' | 'unavailable';
 
@@ -39,32 +37,4 @@ export class NotAvailableError extends OperatorError {
 /** The request ran but its outcome is a failure (a job failed, an action was refused). */
 export class OutcomeError extends OperatorError {
   override readonly name = 'OutcomeError';
-}
-
-/** Network errors that mean the platform or stack is not there (or not reachable from here). */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN']);
-
-/** A network code anywhere in the error, its causes or its aggregated errors. */
-function networkCode(error: unknown): string | undefined {
-  if (!(error instanceof Error)) return undefined;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && UNREACHABLE.has(code)) return code;
-  const inner = error instanceof AggregateError ? (error.errors as unknown[]) : [];
-  for (const next of [error.cause, ...inner]) {
-    const found = networkCode(next);
-    if (found) return found;
-  }
-  return undefined;
-}
-
-/** An SDK call that could not connect becomes a TargetError naming what it tried to reach; any other error is returned as it is. */
-export async function explainUnreachable(error: unknown, connection: Pick<Connection, 'target'>): Promise<unknown> {
-  const code = networkCode(error);
-  if (code === undefined || error instanceof OperatorError) return error;
-  const label = await connection.target().then(
-    (target) => target.label,
-    () => 'the platform',
-  );
-  const hint = label.startsWith('local') ? 'is it running? (agent-jobs local up)' : 'check the region, the network and your credentials';
-  return new TargetError(`cannot reach ${label}: ${code}: ${hint}`, { cause: error });
 }

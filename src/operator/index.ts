@@ -8,9 +8,9 @@
  * found, invalid, unavailable, or failed (a refused action). Public views (views.ts) are
  * allow-lists: the ledger's working fields never leave through them.
  */
-export { connect, type Connection, type OpenConnection } from './connection';
+export { connect, explainUnreachable, type Connection, type OpenConnection } from './connection';
 export { decodeId, requireValidId } from './ids';
-export { explainUnreachable, InvalidRequestError, NotAvailableError, NotFoundError, OperatorError, OutcomeError, TargetError, type ProblemKind } from './errors';
+export { InvalidRequestError, NotAvailableError, NotFoundError, OperatorError, OutcomeError, TargetError, type ProblemKind } from './errors';
 export { jobsQueue, type QueueEndpoint, type Target } from './targets';
 export { countByStatus, readOverview, workspaceJobs, workspaceState, type WorkspaceOverview } from './overview';
 export { aJobOfType, conflictSummary, jobSucceeded, jobSummary, publicConflict, publicJob, publicWorkspace, shortSha, statusLabel, type PublicConflict, type PublicJob } from './views';
