@@ -1,6 +1,7 @@
 /** What `status` and `workspace show` print for people: a record's fields, one per line. */
 import { conflictQueueOf } from '../core/ledger';
-import type { ConflictAttempt, JobRecord, PatchMismatch, WorkspaceRecord } from '../core/ports';
+import type { PatchMismatch } from '../core/errors';
+import type { ConflictAttempt, JobRecord, WorkspaceRecord } from '../core/ports';
 import { cancelledAfter, commandWords, conflictSummary, dismissedBy, jobCommand, jobGate, resultSummary, seqWords, statusLabel } from '../operator/views';
 import { fields } from './output';
 

@@ -6,7 +6,8 @@
  */
 import { commandStageOf } from '../../contract/job-types';
 import { CUT_MARKER } from '../core/patch/mismatch';
-import { SKIPPED_REASON, type JobRecord, type PatchMismatch } from '../core/ports';
+import type { PatchMismatch } from '../core/errors';
+import { SKIPPED_REASON, type JobRecord } from '../core/ports';
 import { countsText } from '../operator/overview';
 import {
   listDlq,

@@ -12,10 +12,10 @@
  */
 import { JOB_TYPES, type JobTypeDeclaration } from '../../contract/job-types';
 import type { StageMessage } from './envelope';
-import { PermanentJobError, RetryAfterError } from './errors';
-import type { GateCheck, JobRecord, Ledger } from './ports';
+import { PermanentJobError, RetryAfterError, type GateCheck } from './errors';
+import type { JobRecord, Ledger } from './ports';
 
-export type { GateCheck } from './ports';
+export type { GateCheck } from './errors';
 
 
 /** Jobs read per page walking back through the workspace, and the most looked at. */

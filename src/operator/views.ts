@@ -9,7 +9,8 @@ import { conflictQueueOf } from '../core/ledger';
 import { parseStageMessageOf, type Pin } from '../core/envelope';
 import { commandOf } from '../core/jobs/command-stage';
 import { requiredTypes } from '../core/requirements';
-import { SKIPPED_REASON, TERMINAL_STATUSES, type ConflictAttempt, type GateCheck, type JobDismissal, type JobFailure, type JobRecord, type JobStatus, type WorkspaceRecord } from '../core/ports';
+import type { GateCheck } from '../core/errors';
+import { SKIPPED_REASON, TERMINAL_STATUSES, type ConflictAttempt, type JobDismissal, type JobFailure, type JobRecord, type JobStatus, type WorkspaceRecord } from '../core/ports';
 
 const SUMMARY_CHARS = 100;
 

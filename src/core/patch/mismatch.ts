@@ -3,7 +3,7 @@
  * not fit and the branch's lines where it should apply, bounded (PATCH_MISMATCH_BYTES as JSON, a
  * long line or section cut with a marker) since the ledger keeps it with the failure.
  */
-import { REPOSITORY_DATA_NOTE, type PatchMismatch } from '../ports';
+import { REPOSITORY_DATA_NOTE, type PatchMismatch } from '../errors';
 import type { PatchHunk } from './operations';
 
 /** The most a mismatch takes as JSON. */
