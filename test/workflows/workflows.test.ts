@@ -34,7 +34,7 @@ type Proof = { run: true } | { instead: string; why: string } | { skip: string }
 const PROOFS: Record<string, Proof> = {
   'ci.yml checks npm ci --no-audit --no-fund': { skip: 'replaced by the clone\'s link to node_modules' },
   'ci.yml checks Types': { instead: 'npx tsc --version', why: 'npm test type-checks everything itself' },
-  'ci.yml checks Lint': { instead: 'npx eslint --version', why: 'npm test lints everything itself' },
+  'ci.yml checks Lint': { instead: 'npx eslint --version && npx depcruise --version', why: 'npm test lints everything itself' },
   'ci.yml checks Unit, synth and workflow tests': { instead: 'npm run test:pr -- --listTests', why: 'this test is one of them: jest lists what it would run' },
   'ci.yml diff Skip when no diff role is configured': { run: true },
   'ci.yml diff npm ci --no-audit --no-fund': { skip: 'replaced by the clone\'s link to node_modules' },
