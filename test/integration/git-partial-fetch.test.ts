@@ -278,3 +278,53 @@ describe('what the protocol client relies on in git (src/adapters/git/upload-pac
     expect(fetchesOf(http).filter((lines) => lines.includes(`want ${dupB}`)).map((lines) => lines.filter((line) => line.startsWith('want ')).length)).toEqual([2, 1]);
   });
 });
+
+describe('a cold job by id on a repository as deep as one of 300,000 files', () => {
+  // Every 97th of 300,000 generated files: paths 8 directories under the root, as in the full
+  // repository (test/support/generated-repo.ts), in 3,093 files. What a cold job asks for depends
+  // on how deep its paths go, not on how many files there are; the full repository takes about
+  // 90 s to generate here, this one a second.
+  const STRIDE = 97;
+  const at = (m: number) => STRIDE * m;
+  const edited = [2_100, 2_500, 2_800, 3_000].map(at);
+  const [deleted, renamed, shallow, besideAdded] = [at(2_900), at(2_200), at(10), at(2_100)];
+  const deepSource = () => join(root, 'deep-source.git');
+  let deepBase: string;
+  let deepDiff: string;
+  /** Paths whose content the patch reads: edited, deleted and renamed-from files. */
+  let readPaths: string[];
+  let writtenPaths: string[];
+
+  beforeAll(async () => {
+    deepBase = await generateRepository(deepSource(), 300_000, LINES, STRIDE);
+    const write: Record<string, string> = {};
+    for (const i of [...edited, shallow]) write[generatedPath(i)] = generatedContent(i, LINES, "'edited'");
+    write[generatedPath(renamed).replace(/file\d+\.ts$/, 'renamed.ts')] = generatedContent(renamed, LINES, "'renamed'");
+    write[generatedPath(besideAdded).replace(/file\d+\.ts$/, 'added.ts')] = 'export const added = true;\n';
+    deepDiff = await generatedDiff(deepSource(), deepBase, { write, remove: [generatedPath(deleted), generatedPath(renamed)] });
+    readPaths = [...edited, shallow, deleted, renamed].map(generatedPath);
+    writtenPaths = Object.keys(write);
+  });
+
+  test('needs at most 4 requests before its push, and fetches no blob the patch does not read', async () => {
+    // 8 directories under the root: 9 trees on the path, the root's included.
+    expect(Math.max(...readPaths.map((path) => path.split('/').length - 1))).toBe(8);
+    const name = `deep-${++repoCount}`;
+    const gitDir = await filtering.importRepository(deepSource(), name);
+    const cache = new RepoCache({ dir: join(root, 'cache-deep'), maxBytes: 64 * 2 ** 20 });
+    const http = meteredHttp();
+    const result = await applyPatchCommit(job(filtering.repoUrl(name), { diff: deepDiff, baseSha: deepBase, jobId: 'job-deep' }), { cache, http });
+    expect(await git(gitDir, 'rev-parse', `${result.commitSha}^{tree}`)).toBe(await gitApplyTree(gitDir, deepBase, deepDiff));
+
+    const push = http.requests.indexOf('POST git-receive-pack');
+    expect(push).toBe(http.requests.length - 1);
+    expect(http.requests.slice(0, push).length).toBeLessThanOrEqual(4);
+
+    // The job's repository holds no blob but those the patch read and those it wrote.
+    const [cached] = (await cache.idle()).keys();
+    const objects = await git(join(root, 'cache-deep', cached as string), 'cat-file', '--batch-all-objects', '--batch-check=%(objectname) %(objecttype)');
+    const blobs = objects.split('\n').filter((line) => line.endsWith(' blob')).map((line) => line.split(' ')[0]);
+    const expected = await Promise.all([...readPaths.map((path) => `${deepBase}:${path}`), ...writtenPaths.map((path) => `${result.commitSha}:${path}`)].map((spec) => git(gitDir, 'rev-parse', spec)));
+    expect(new Set(blobs)).toEqual(new Set(expected));
+  });
+});

@@ -40,11 +40,22 @@ export interface GeneratedEdits {
 const AUTHOR = 'Fixture <fixture@example.invalid> 1767225600 +0000';
 
 /**
+ * Files of a generated tree: 0 to `files - 1`, or every `stride`-th of them (a tree as deep as the
+ * full one, with a fraction of its files: what depends on depth, not size, at a fraction of the cost).
+ */
+export interface GeneratedFiles {
+  readonly files: number;
+  readonly lines: number;
+  /** @default 1 */
+  readonly stride?: number;
+}
+
+/**
  * A commit on `branch` (a branch name, or a full ref such as `refs/bench/one`) of the bare
  * repository `gitDir` made with fast-import: on top of `parent` with `edits`, or (no parent)
- * holding exactly files 0 to `files - 1` with `lines` lines each. Returns its id.
+ * holding exactly the files `change` names with `lines` lines each. Returns its id.
  */
-export async function fastImportCommit(gitDir: string, branch: string, change: { parent: string; edits: GeneratedEdits } | { files: number; lines: number }, message = 'generated'): Promise<string> {
+export async function fastImportCommit(gitDir: string, branch: string, change: { parent: string; edits: GeneratedEdits } | GeneratedFiles, message = 'generated'): Promise<string> {
   const ref = branch.startsWith('refs/') ? branch : `refs/heads/${branch}`;
   const child = spawn('git', ['fast-import', '--quiet', '--done'], { cwd: gitDir, env: { ...GIT_ENV, GIT_DIR: gitDir }, stdio: ['pipe', 'ignore', 'pipe'] });
   let stderr = '';
@@ -61,7 +72,7 @@ export async function fastImportCommit(gitDir: string, branch: string, change: {
     for (const path of change.edits.remove ?? []) await write(`D ${path}\n`);
     for (const [path, content] of Object.entries(change.edits.write ?? {})) await write(inline(path, content));
   } else {
-    for (let i = 0; i < change.files; i++) await write(inline(generatedPath(i), generatedContent(i, change.lines)));
+    for (let i = 0; i < change.files; i += change.stride ?? 1) await write(inline(generatedPath(i), generatedContent(i, change.lines)));
   }
   await write('\ndone\n');
   child.stdin.end();
@@ -69,10 +80,10 @@ export async function fastImportCommit(gitDir: string, branch: string, change: {
   return git(gitDir, 'rev-parse', ref);
 }
 
-/** A new bare repository at `gitDir` whose `main` holds `files` generated files of `lines` lines. Returns the commit. */
-export async function generateRepository(gitDir: string, files: number, lines: number): Promise<string> {
+/** A new bare repository at `gitDir` whose `main` holds `files` generated files of `lines` lines (every `stride`-th of them). Returns the commit. */
+export async function generateRepository(gitDir: string, files: number, lines: number, stride = 1): Promise<string> {
   await git('/', 'init', '--quiet', '--bare', '--initial-branch=main', gitDir);
-  return fastImportCommit(gitDir, 'main', { files, lines });
+  return fastImportCommit(gitDir, 'main', { files, lines, stride });
 }
 
 /** The `git diff` (renames found) from `base` to the commit `edits` make on top of it, as an agent sends it. */
