@@ -5,8 +5,9 @@
  * - adapter cold, today's way: a remote whose upload-pack offers no filters, so the job fetches
  *   the whole branch head (isomorphic-git's shallow fetch), as every cold job did before; then,
  *   with that whole repository cached, the second and third patches warm, as warm jobs ran before;
- * - adapter cold, by id: the same job against a remote that filters: the head's history without
- *   trees, then the trees on the patch's paths and the blobs it reads (src/adapters/git/branch-fetch.ts);
+ * - adapter cold, by id: the same job against a remote that filters: the head with the top levels
+ *   of its tree, then the levels below on the patch's paths and the blobs it reads
+ *   (src/adapters/git/branch-fetch.ts);
  * - adapter warm: with a repository cache, after that cold job, a second patch in other
  *   directories (whose trees the partial repository lacks) and a third in the first patch's
  *   directories (other files in them);
@@ -403,8 +404,9 @@ export const bench: Benchmark = {
           '"Waiting on the remote" is the time some request was in flight, from sending it until its answer was read in full.',
           '',
           `Where the cold job by id's ${fmt.ms(median(jobMs(big.coldById, 0)))} at 300,000 files go (medians): ${fmt.ms(medianOf(big.coldById, 0, 'cpuMs'))} of the job's own CPU, and`,
-          `${fmt.ms(medianOf(big.coldById, 0, 'remoteMs'))} waiting on the remote in ${medianOf(big.coldById, 0, 'requests')} requests (one per directory level of the touched paths, with`,
-          `capabilities, ls-refs, history, discovery and push around them), of which the push took ${fmt.ms(medianOf(big.coldById, 0, 'pushMs'))}: the loopback server runs`,
+          `${fmt.ms(medianOf(big.coldById, 0, 'remoteMs'))} waiting on the remote in ${medianOf(big.coldById, 0, 'requests')} requests (receive-pack's discovery for the head; the head with the top`,
+          'levels of its tree; the levels below on the touched paths; the blobs; the push: docs/decisions.md §40),',
+          `of which the push took ${fmt.ms(medianOf(big.coldById, 0, 'pushMs'))}: the loopback server runs`,
           '`git receive-pack`, whose connectivity check walks the trees of the parent commit, work that grows with the repository on the server',
           'side (the git CLI\'s push costs it as well). The rest is file I/O and waiting for a core on a shared machine.',
           'The machine is shared with other work (see the load average at the top): compare figures within this run, ratios first.',

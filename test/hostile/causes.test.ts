@@ -82,9 +82,9 @@ describe('errors no retry can cure (sequencer, first delivery)', () => {
       },
     },
     { what: 'a remote that answers with a web page', ...answering(LOGIN_PAGE), reason: 'REJECTED_BY_TARGET', says: /does not speak git's smart HTTP protocol: Remote did not reply using the "smart" HTTP protocol/ },
-    { what: 'a remote that answers an empty body', ...answering(EMPTY), reason: 'REJECTED_BY_TARGET', says: /does not speak git's smart HTTP protocol: Empty response from git server/ },
+    { what: 'a remote that answers an empty body', ...answering(EMPTY), reason: 'REJECTED_BY_TARGET', says: /does not speak git's smart HTTP protocol: Remote did not reply using the "smart" HTTP protocol\. .* but received: $/ },
     { what: 'a remote that says its git service and then no refs but garbage', ...answering(GARBAGE_AFTER_SERVICE), reason: 'REJECTED_BY_TARGET', says: /does not speak git's smart HTTP protocol/ },
-    { what: 'a remote whose first pkt-line is not a git service', ...answering(WRONG_SERVICE), reason: 'REJECTED_BY_TARGET', says: /does not speak git's smart HTTP protocol: Expected "# service=git-upload-pack\\n" but received "hello there/ },
+    { what: 'a remote whose first pkt-line is not a git service', ...answering(WRONG_SERVICE), reason: 'REJECTED_BY_TARGET', says: /does not speak git's smart HTTP protocol: Remote did not reply using the "smart" HTTP protocol\. .* but received: 0010hello there/ },
     { what: 'a remote that refuses the request (403)', ...answering(FORBIDDEN), reason: 'REJECTED_BY_TARGET', says: /HTTP 403 Forbidden/ },
     { what: 'a repository the host does not have (404)', ...answering(NOT_FOUND), reason: 'REJECTED_BY_TARGET', says: /HTTP 404 Not Found/ },
     {

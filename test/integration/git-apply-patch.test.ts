@@ -353,11 +353,11 @@ describe('applyPatchCommit', () => {
   test('a branch that moved to another commit before the push is BRANCH_DIVERGED, never overwritten', async () => {
     const { url, gitDir } = await freshRemote();
     const diff = await fullDiff();
-    // Fault injection: someone else pushes between our fetch and our push.
+    // Fault injection: someone else pushes between our look at the branch and our push.
     let moved: string | undefined;
     const interloper: HttpClient = {
       async request(req) {
-        if (moved === undefined && req.url.includes('service=git-receive-pack')) moved = await pushOtherCommit(gitDir);
+        if (moved === undefined && req.method === 'POST' && req.url.endsWith('/git-receive-pack')) moved = await pushOtherCommit(gitDir);
         return nodeHttp.request(req);
       },
     };
@@ -375,7 +375,7 @@ describe('applyPatchCommit', () => {
     let rewound = false;
     const rewinder: HttpClient = {
       async request(req) {
-        if (!rewound && req.url.includes('service=git-receive-pack')) {
+        if (!rewound && req.method === 'POST' && req.url.endsWith('/git-receive-pack')) {
           await git(gitDir, 'update-ref', 'refs/heads/main', baseSha);
           rewound = true;
         }

@@ -14,7 +14,7 @@ import { RepoCache, applyPatchCommit, type ApplyPatchCommitInput } from '../../s
 import { indexPack } from '../../src/adapters/git/object-store';
 import { pktLine, pktText, readPktLines } from '../../src/adapters/git/pkt-line';
 import { remoteOptions } from '../../src/adapters/git/remote';
-import { fetchPack, probeUploadPack } from '../../src/adapters/git/upload-pack';
+import { FilterRefusedError, fetchPack, probeUploadPack } from '../../src/adapters/git/upload-pack';
 import { TransientJobError } from '../../src/core/errors';
 import type { JobLogger } from '../../src/core/ports';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
@@ -133,13 +133,16 @@ test('with filters, a cold job fetches what its patch reads, by id; without, the
   expect(partialHttp.bytes).toBeLessThan(packBytes / 20);
   expect(partialHttp.bytes * 10).toBeLessThan(fallbackHttp.bytes);
 
-  // Every fetch names its objects and the filter; commits come with a depth, trees and blobs without.
+  // Every fetch names its objects and a filter that sends no blob it does not name: tree:0, or
+  // trees some levels below what it names; commits come with a depth, trees and blobs without.
   const fetches = fetchesOf(partialHttp);
-  for (const lines of fetches) expect(lines).toContain('filter tree:0');
-  expect(fetches[0]).toEqual(expect.arrayContaining([`want ${baseSha}`, 'deepen 10']));
+  for (const lines of fetches) expect(lines).toContainEqual(expect.stringMatching(/^filter (tree:0|combine:blob:none\+tree:\d+)$/));
+  // The head is the job's base: the trailer search reads no ancestor, so the head comes alone, with the top of its tree.
+  expect(fetches[0]).toEqual(expect.arrayContaining([`want ${baseSha}`, 'deepen 1', 'filter combine:blob:none+tree:2']));
   for (const lines of fetches.slice(1)) expect(lines.some((line) => line.startsWith('deepen'))).toBe(false);
-  // One request per directory level on the touched paths (root, area, package, src, module), not per object.
-  expect(fetches.length).toBeLessThanOrEqual(1 + 5 + 1);
+  // The history with the top levels of the tree, the levels below on the touched paths, the blobs:
+  // not one request per directory level (root, area, package, src, module), nor per object.
+  expect(fetches.length).toBe(3);
 
   expect(fallbackLog.lines).toContainEqual({ level: 'warn', message: 'the remote cannot send objects by id: fetching the branch whole', extra: expect.objectContaining({ jobId: 'job-partial', why: expect.stringMatching(/no protocol v2 fetch with object filters/) }) });
   expect(partialLog.lines.filter((line) => line.level === 'warn')).toEqual([]);
@@ -259,11 +262,22 @@ describe('what the protocol client relies on in git (src/adapters/git/upload-pac
     // git 2.39: the tree's entries count as seen once the tree is, so a blob asked for after it is left out.
     expect(indexPack(await fetchPack(remote, { wants: [tree, blob] })).oids).toEqual(new Set([tree]));
     expect(indexPack(await fetchPack(remote, { wants: [baseSha], depth: 1 })).oids).toEqual(new Set([baseSha]));
+    // Tree levels below a wanted tree come without a blob: the src directory and its modules one level down.
+    const below = await git(gitDir, 'ls-tree', '-r', '-t', '--format=%(objecttype) %(objectname) %(path)', 'main:services/pkg0/src');
+    const twoDown = below.split('\n').filter((line) => line.startsWith('tree ') && line.split(' ')[2]?.split('/').length === 1);
+    expect(twoDown.length).toBeGreaterThan(0);
+    const deep = indexPack(await fetchPack(remote, { wants: [tree], treeLevels: 1 })).oids;
+    expect(deep).toEqual(new Set([tree, ...twoDown.map((line) => line.split(' ')[1])]));
+    // A host that caps the depth refuses the request as a filter refused (then asked a level at a time).
+    await git(gitDir, 'config', 'uploadpackfilter.tree.maxDepth', '0');
+    await expect(fetchPack(remote, { wants: [tree], treeLevels: 2 })).rejects.toThrow(FilterRefusedError);
     expect(await probeUploadPack(remoteOptions((await freshRemote(whole)).url))).toEqual({ filters: false, speaksGit: true });
   });
 
-  test('a directory that is the same tree as a subdirectory of a sibling is still fetched (asked for again when a pack lacks it)', async () => {
+  test('a directory that is the same tree as a subdirectory of a sibling is still fetched (asked for again when a pack lacks it), level by level where the host refuses several', async () => {
     const { url, gitDir } = await freshRemote(filtering);
+    // As GitHub answers: "filter 'combine' not supported"; the job then asks a level at a time.
+    await git(gitDir, 'config', 'uploadpackfilter.combine.allow', 'false');
     // dup/a/inner/ and dup/b/ hold the same files: one tree object, an entry of dup/a and a sibling of it.
     const same = { 'one.ts': 'export const one = 1;\n', 'two.ts': 'export const two = 2;\n' };
     const files = Object.fromEntries(Object.entries(same).flatMap(([name, text]) => [[`dup/a/inner/${name}`, text], [`dup/b/${name}`, text]]));
@@ -271,8 +285,12 @@ describe('what the protocol client relies on in git (src/adapters/git/upload-pac
     expect(await git(gitDir, 'rev-parse', 'main:dup/a/inner')).toBe(await git(gitDir, 'rev-parse', 'main:dup/b'));
     const edit = await generatedDiff(gitDir, base, { write: { 'dup/a/own.ts': 'export const own = 1;\n', 'dup/b/two.ts': 'export const two = 22;\n' } }, 'dup-edit');
     const http = meteredHttp();
-    const result = await applyPatchCommit(job(url, { diff: edit, baseSha: base, jobId: 'job-dup' }), { http });
+    const log = keptLog();
+    const result = await applyPatchCommit(job(url, { diff: edit, baseSha: base, jobId: 'job-dup' }), { http, logger: log });
     expect(await git(gitDir, 'rev-parse', `${result.commitSha}^{tree}`)).toBe(await gitApplyTree(gitDir, base, edit));
+    expect(log.lines).toContainEqual(expect.objectContaining({ level: 'info', message: 'the remote sends one level of trees a request', extra: expect.objectContaining({ why: "filter 'combine' not supported" }) }));
+    // Refused once (the history's request, asked again without tree levels), then one level a request.
+    expect(fetchesOf(http).filter((lines) => lines.some((line) => line.startsWith('filter combine:')))).toHaveLength(1);
     const dupB = await git(gitDir, 'rev-parse', `${base}:dup/b`);
     // Asked for with its sibling dup/a, left out (dup/a holds it), and asked for again alone.
     expect(fetchesOf(http).filter((lines) => lines.includes(`want ${dupB}`)).map((lines) => lines.filter((line) => line.startsWith('want ')).length)).toEqual([2, 1]);

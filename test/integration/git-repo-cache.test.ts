@@ -17,12 +17,14 @@ import { createRepo, diffOfEdits, git, gitApplyTree, removeDir, tempDir, writeFi
 
 /**
  * What differs between the two servers: the fetches of a cold job whose patch adds a file under
- * `levels` existing directories, the root included (whole: one fetch of the branch; partial: the
- * head's history, then one tree per level), and whether a fetch writes what the job counts itself.
+ * `levels` existing directories, the root included (whole: a fetch by id the remote cannot
+ * answer, then one fetch of the branch; partial: the head's history, then one tree per level: these
+ * jobs name no base, so the history comes without trees), and whether a fetch writes what the job
+ * counts itself.
  */
 const MODES = [
   { mode: 'partial', filters: true, coldFetches: (levels: number) => 1 + levels, fetchCounted: true },
-  { mode: 'whole', filters: false, coldFetches: (_levels: number) => 1, fetchCounted: false },
+  { mode: 'whole', filters: false, coldFetches: (_levels: number) => 2, fetchCounted: false },
 ];
 
 describe.each(MODES)('the repository cache, $mode repositories', ({ filters, coldFetches, fetchCounted }) => {

@@ -23,7 +23,7 @@ import { GitObjectStore, ObjectNotFoundError, UnsafeTreeEntryError } from './obj
 import { pushPack, type ReceivePackAdvertisement } from './receive-pack';
 import { classifyRemoteError, remoteOptions, type GitAuth } from './remote';
 import type { RepoCache, RepoLease } from './repo-cache';
-import { applyOperations } from './tree-editor';
+import { applyOperations, historyTreeLevels, touchedPaths } from './tree-editor';
 
 /** The port's request plus what the adapter brings: credentials and scratch space. */
 export interface ApplyPatchCommitInput extends PatchCommitRequest {
@@ -73,9 +73,13 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     jobId: input.jobId,
     memory: lease.memory,
     // A partial repository's promisor: what a read lacks is fetched by id.
-    objects: new GitObjectStore(gitdir, lease.memory, (oids) => fetchMissing(session, oids)),
+    objects: new GitObjectStore(gitdir, lease.memory, (oids, prefetch) => fetchMissing(session, oids, prefetch)),
     searchDepth: options.searchDepth ?? 100,
     fetchDepth: options.fetchDepth ?? 10,
+    // A cold repository has no tree: the top levels of the head's come with its history. A warm one
+    // has most of them, and a fetch sends no `have`s, so it asks only for what preload finds missing.
+    historyTreeLevels: lease.warm ? undefined : historyTreeLevels(touchedPaths(operations)),
+    base: input.baseSha,
     logger: options.logger,
     measure: !lease.warm,
   };

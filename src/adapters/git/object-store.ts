@@ -39,13 +39,21 @@ export interface TreeEntry {
 export interface ObjectStore {
   /** True when the repository holds the object itself (a partial one may lack it, or what it references). */
   has(oid: string): Promise<boolean>;
-  /** Objects about to be read: a partial repository fetches those it lacks in one request; a complete one does nothing. */
-  prefetch(oids: readonly string[]): Promise<void>;
+  /**
+   * Objects about to be read: a partial repository fetches those it lacks in one request; a complete
+   * one does nothing. `treeLevels`: the trees that many levels below the wanted trees come with them.
+   */
+  prefetch(oids: readonly string[], options?: PrefetchOptions): Promise<void>;
   readTree(oid: string): Promise<TreeEntry[]>;
   /** Writes a tree; entries in any order (git's order is applied on write). */
   writeTree(entries: readonly TreeEntry[]): Promise<string>;
   readBlob(oid: string): Promise<Uint8Array>;
   writeBlob(bytes: Uint8Array): Promise<string>;
+}
+
+export interface PrefetchOptions {
+  /** Levels of trees below the wanted trees to bring in the same request, without blobs. @default 0 */
+  readonly treeLevels?: number;
 }
 
 /** The fields of a commit a job reads: its tree, parents and message. */
@@ -84,7 +92,7 @@ export interface WrittenPack {
  * Fetches trees and blobs by id into a partial repository (upload-pack.ts, then keepReceived), or
  * does nothing where the remote cannot send objects by id (the repository is then whole).
  */
-export type ObjectPromisor = (oids: readonly string[]) => Promise<void>;
+export type ObjectPromisor = (oids: readonly string[], options?: PrefetchOptions) => Promise<void>;
 
 /** An object the repository does not hold (yet: a fetch may bring it). */
 export class ObjectNotFoundError extends Error {
@@ -162,11 +170,11 @@ export class GitObjectStore implements ObjectStore {
     this.packs = packs;
   }
 
-  async prefetch(oids: readonly string[]): Promise<void> {
+  async prefetch(oids: readonly string[], options?: PrefetchOptions): Promise<void> {
     if (!this.promisor) return;
     const missing: string[] = [];
     for (const oid of new Set(oids)) if (!(await this.has(oid))) missing.push(oid);
-    if (missing.length > 0) await this.promisor(missing);
+    if (missing.length > 0) await this.promisor(missing, options);
   }
 
   async readTree(oid: string): Promise<TreeEntry[]> {

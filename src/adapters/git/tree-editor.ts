@@ -2,7 +2,7 @@
  * Applies validated file operations to a commit's tree by editing blobs and trees in the object
  * store directly: no checkout, so only the directories on the touched paths are read, and a large
  * repository costs neither disk nor file handles. What will be read is announced to the store a
- * directory level at a time (`preload`), so a partial repository fetches it in a few requests.
+ * few directory levels at a time (`preload`), so a partial repository fetches it in a few requests.
  */
 import { PermanentJobError } from '../../core/errors';
 import {
@@ -24,6 +24,50 @@ import type { ObjectStore, TreeEntry } from './object-store';
 
 const TREE_MODE = '040000';
 const SYMLINK_MODE = '120000';
+
+/**
+ * Trees one request may bring, by estimate (see `levelsBelow`): about 1.2 MB of tree objects of 600
+ * bytes, what a request's round trip to a git host costs in transfer at 100 Mbit/s, near enough.
+ */
+export const TREE_BUDGET = 2_048;
+
+/**
+ * How many levels below `wanted` trees to ask for with them: as many as the paths still need
+ * (`needed`), while the estimate of what comes, `wanted × (1 + f + f² + …)` with `f` the subtrees
+ * per directory seen on the paths one level up, stays within TREE_BUDGET. Nothing is known of the
+ * width below the root's children (`f` = 0): one level then. In source trees the width shrinks with depth, so
+ * the level above mostly over-estimates; where a narrow level sits on a wide one, the request may
+ * bring more than the budget, never blobs (docs/decisions.md §40).
+ */
+export function levelsBelow(wanted: number, fanOut: number, needed: number): number {
+  let levels = 0;
+  for (let estimate = wanted, width = wanted; levels < needed && fanOut > 0; levels++) {
+    width *= fanOut;
+    if (estimate + width > TREE_BUDGET) break;
+    estimate += width;
+  }
+  return levels;
+}
+
+/**
+ * Levels of trees, from the root, that a cold job's first request brings with the history: all
+ * but the last three its paths need, the rest coming in one request below the touched trees of that
+ * level (`levelsBelow`), then the blobs: four requests with the receive-pack discovery, whatever
+ * the depth. What this brings is every tree of those top levels, bounded by the repository's shape
+ * there, not by TREE_BUDGET (at 300,000 generated files, 389 trees). At least the root.
+ */
+export function historyTreeLevels(paths: readonly string[]): number {
+  const deepest = Math.max(0, ...paths.map((path) => path.split('/').length - 1));
+  return Math.min(Math.max(deepest - 2, 1), MAX_HISTORY_TREE_LEVELS);
+}
+
+/** Beyond this depth from the root, the top of a tree is wide enough that the history's request brings no more of it. */
+const MAX_HISTORY_TREE_LEVELS = 6;
+
+/** Every path `operations` touch: written, removed, and renamed or copied from. */
+export function touchedPaths(operations: readonly FileOperation[]): string[] {
+  return operations.flatMap((op) => (op.kind === 'rename' || op.kind === 'copy' ? [op.from, op.path] : [op.path]));
+}
 
 function doesNotApply(path: string, why: string): PermanentJobError {
   return new PermanentJobError('PATCH_DOES_NOT_APPLY', `patch does not apply: ${JSON.stringify(path)}: ${why}`, { repositoryData: fileMismatch(path) });
@@ -55,10 +99,11 @@ export class TreeEditor {
 
   /**
    * Loads every existing directory on `paths`, a level at a time, and announces to the store what
-   * will be read: each level's trees, with the blobs of `contents` found so far, so a partial
-   * repository makes one request per level it lacks trees of (and one for the blobs of the last),
-   * instead of one per object. A path stops where it meets anything but a directory; the operation
-   * on it then says what is wrong.
+   * will be read: the trees a level lacks, with the levels below them that the paths still need as
+   * far as the estimate allows (`levelsBelow`), and the blobs of `contents` found so far, so a
+   * partial repository makes one request per group of levels it lacks trees of (and one for the
+   * blobs of the last) instead of one per object. A path stops where it meets anything but a
+   * directory; the operation on it then says what is wrong.
    */
   async preload(paths: readonly string[], contents: readonly string[]): Promise<void> {
     const levels: Set<string>[] = [];
@@ -72,7 +117,7 @@ export class TreeEditor {
       contentsByDir.set(dir, [...(contentsByDir.get(dir) ?? []), name]);
     }
     let blobs: string[] = [];
-    for (const level of levels) {
+    for (const [depth, level] of levels.entries()) {
       const trees: [string, string][] = [];
       for (const dir of level) {
         const oid = dir === '' ? this.rootTree : this.subtreeOid(dir);
@@ -82,7 +127,8 @@ export class TreeEditor {
       // leaves out a wanted object that a tree wanted before it holds (upload-pack.ts).
       const lacking = await this.lacking(trees.map(([, oid]) => oid));
       if (lacking.length > 0) {
-        await this.store.prefetch([...blobs, ...lacking]);
+        const treeLevels = levelsBelow(lacking.length, this.fanOut(levels[depth - 1]), levels.length - 1 - depth);
+        await this.store.prefetch([...blobs, ...lacking], { treeLevels });
         blobs = [];
       }
       for (const [dir, oid] of trees) await this.load(dir, oid);
@@ -94,6 +140,17 @@ export class TreeEditor {
       }
     }
     await this.store.prefetch(blobs);
+  }
+
+  /**
+   * Subtrees per directory among the loaded ones of `level`; 0 (nothing known of the width below)
+   * when none is loaded, or for the root alone: one directory says little of the next level's width.
+   */
+  private fanOut(level: ReadonlySet<string> | undefined): number {
+    if (level === undefined || level.has('')) return 0;
+    const loaded = [...level].flatMap((dir) => this.dirs.get(dir) ?? []);
+    if (loaded.length === 0) return 0;
+    return loaded.reduce((sum, entries) => sum + [...entries.values()].filter((e) => e.type === 'tree').length, 0) / loaded.length;
   }
 
   private async lacking(oids: readonly string[]): Promise<string[]> {
@@ -209,7 +266,7 @@ export class TreeEditor {
 export async function applyOperations(store: ObjectStore, rootTree: string, operations: readonly FileOperation[]): Promise<string> {
   const editor = new TreeEditor(store, rootTree);
   await editor.preload(
-    operations.flatMap((op) => (op.kind === 'rename' || op.kind === 'copy' ? [op.from, op.path] : [op.path])),
+    touchedPaths(operations),
     operations.flatMap((op) => (readsContent(op) ? [op.kind === 'rename' || op.kind === 'copy' ? op.from : op.path] : [])),
   );
   const writes: { path: string; file: { oid: string; mode: FileMode }; create: boolean }[] = [];

@@ -7,16 +7,23 @@
  * Written here because isomorphic-git fetches over protocol v1 only, with neither filters nor wants
  * by object id (its "Implement Partial Clone" issue, #1123, is open): its fetch of a branch brings
  * every tree and blob of the head. isomorphic-git still reads the capability advertisement
- * (getRemoteInfo2); what is written here is the `fetch` request and the reading of its answer, and
- * `ls-refs` for one branch (isomorphic-git's listServerRefs would ask for the advertisement again).
+ * (getRemoteInfo2), asked only when a fetch by id failed (branch-fetch.ts); what is written here is
+ * the `fetch` request and the reading of its answer.
  *
- * Why `tree:0` for every request: it is the filter hosts allow most widely (a "treeless clone"),
- * and git sends an object named by a `want` whatever the filter says, while `blob:none` would send
+ * Why `tree:0` for a request that names all it wants: it is the filter hosts allow most widely (a
+ * "treeless clone"), and git sends an object named by a `want` whatever the filter says, while `blob:none` would send
  * every subtree of a wanted tree. Commits are asked for with a depth (`deepen`), else their whole
  * history would come; trees and blobs without one. One thing git does shaped the callers: it
  * leaves out of the pack a wanted object that an earlier wanted tree holds as an entry (git 2.39;
  * test/integration/git-partial-fetch.test.ts shows it), so blobs are asked for before trees, and
  * what a pack lacks is asked for again (branch-fetch.ts).
+ *
+ * Several levels of trees in one request (`treeLevels`): `combine:blob:none+tree:<n>`, the trees
+ * down to `n` levels below each wanted object (a commit's root tree is the first) and no blob.
+ * `tree:<n>` alone will not do: git counts the entries of a wanted tree as depth 0, so it sends
+ * the blobs of every level but the last. Hosts may allow only some filters (GitHub's upload-pack is
+ * reported to answer `filter 'combine' not supported`), or cap the tree depth: a refusal is a
+ * FilterRefusedError, and the caller asks again a level at a time (docs/decisions.md §40).
  */
 import * as git from 'isomorphic-git';
 import { DELIM, FLUSH, RemoteAnswerError, pktLine, pktText, readPktLines } from './pkt-line';
@@ -44,7 +51,7 @@ export async function probeUploadPack(remote: RemoteOptions): Promise<UploadPack
   };
 }
 
-/** The remote advertised filters and then refused `tree:0` (a host may allow only some filters). */
+/** The remote refused the filter asked for (a host may allow only some filters, or trees only so deep). */
 export class FilterRefusedError extends RemoteAnswerError {
   override readonly name = 'FilterRefusedError';
   constructor(message: string) {
@@ -54,31 +61,22 @@ export class FilterRefusedError extends RemoteAnswerError {
 
 const V2 = { 'Git-Protocol': 'version=2' };
 
-/** The commit `ref` names on the remote (protocol v2 `ls-refs`), or undefined when there is no such ref. */
-export async function lsRef(remote: RemoteOptions, ref: string): Promise<string | undefined> {
-  const answer = await postService(remote, 'git-upload-pack', Buffer.concat([pktLine('command=ls-refs\n'), DELIM, pktLine(`ref-prefix ${ref}\n`), FLUSH]), V2);
-  let found: string | undefined;
-  for (const line of readPktLines(answer)) {
-    // The flush ends the list: only then is a ref that was not named known to be missing.
-    if (line.kind !== 'data') return found;
-    const text = pktText(line.payload);
-    if (text.startsWith('ERR ')) throw reported(text.slice('ERR '.length));
-    const [oid = '', name] = text.split(' ');
-    if (!OID.test(oid)) throw new RemoteAnswerError(`ls-refs answered ${JSON.stringify(text.slice(0, 80))}, not a ref`, 'malformed');
-    if (name === ref) found = oid;
-  }
-  throw new RemoteAnswerError('the ls-refs answer stops before its end', 'cut');
-}
-
 export interface FetchRequest {
   /** Object ids; commits only when `depth` is given, trees and blobs only without it. */
   readonly wants: readonly string[];
   /** For commits: how many generations to send, the wanted ones included. */
   readonly depth?: number;
+  /** Levels of trees to send below each wanted object, without blobs (a commit's root tree is the first). @default 0 */
+  readonly treeLevels?: number;
+}
+
+/** The filter line of a request: nothing the wants do not name, or trees `treeLevels` deep below them and no blob. */
+export function filterOf(treeLevels = 0): string {
+  return treeLevels > 0 ? `combine:blob:none+tree:${treeLevels}` : 'tree:0';
 }
 
 /** One `fetch` request: the pack the remote answers with (its objects not yet checked against the wants). */
-export async function fetchPack(remote: RemoteOptions, { wants, depth }: FetchRequest): Promise<Buffer> {
+export async function fetchPack(remote: RemoteOptions, { wants, depth, treeLevels }: FetchRequest): Promise<Buffer> {
   for (const oid of wants) if (!OID.test(oid)) throw new Error(`not an object id: ${JSON.stringify(oid)}`);
   const request = Buffer.concat([
     pktLine('command=fetch\n'),
@@ -87,7 +85,7 @@ export async function fetchPack(remote: RemoteOptions, { wants, depth }: FetchRe
     pktLine('ofs-delta\n'),
     pktLine('no-progress\n'),
     ...(depth === undefined ? [] : [pktLine(`deepen ${depth}\n`)]),
-    pktLine('filter tree:0\n'),
+    pktLine(`filter ${filterOf(treeLevels)}\n`),
     ...wants.map((oid) => pktLine(`want ${oid}\n`)),
     pktLine('done\n'),
     FLUSH,
@@ -129,6 +127,7 @@ function packOf(answer: Buffer): Buffer {
 }
 
 function reported(message: string): RemoteAnswerError {
-  // git's words when uploadpackfilter.* forbids the filter: "filter 'tree' not supported".
-  return /^filter\b/.test(message) ? new FilterRefusedError(message) : new RemoteAnswerError(message, 'reported');
+  // git's words when uploadpackfilter.* forbids the filter: "filter 'tree' not supported", or
+  // "tree filter allows max depth 0, but got 3".
+  return /^(filter\b|tree filter allows max depth)/.test(message) ? new FilterRefusedError(message) : new RemoteAnswerError(message, 'reported');
 }
