@@ -50,15 +50,17 @@ export function levelsBelow(wanted: number, fanOut: number, needed: number): num
 }
 
 /**
- * Levels of trees, from the root, that a cold job's first request brings with the history: all
- * but the last three its paths need, the rest coming in one request below the touched trees of that
+ * Levels of trees, from the root, that a cold job's first request brings with the head: all but
+ * the last three its paths need, the rest coming in one request below the touched trees of that
  * level (`levelsBelow`), then the blobs: four requests with the receive-pack discovery, whatever
- * the depth. What this brings is every tree of those top levels, bounded by the repository's shape
- * there, not by TREE_BUDGET (at 300,000 generated files, 389 trees). At least the root.
+ * the depth. At least the root and its subtrees (the root's width says nothing of the level below
+ * it, so `levelsBelow` never starts there), never more than the paths need. What this brings is
+ * every tree of those top levels, bounded by the repository's shape there, not by TREE_BUDGET (at
+ * 300,000 generated files, 389 trees).
  */
 export function historyTreeLevels(paths: readonly string[]): number {
   const deepest = Math.max(0, ...paths.map((path) => path.split('/').length - 1));
-  return Math.min(Math.max(deepest - 2, 1), MAX_HISTORY_TREE_LEVELS);
+  return Math.min(Math.max(deepest - 2, 2), deepest + 1, MAX_HISTORY_TREE_LEVELS);
 }
 
 /** Beyond this depth from the root, the top of a tree is wide enough that the history's request brings no more of it. */
