@@ -208,6 +208,18 @@ test('a remote that advertises filters but refuses tree:0 gets the whole branch;
   await git(gitDir, 'fsck', '--strict', '--no-progress');
 });
 
+test('a remote that speaks only protocol v0 gets the whole branch: its fetch by id fails, and the capability probe, asked only then, says why', async () => {
+  const { url, gitDir } = await freshRemote(filtering);
+  // An older server: the Git-Protocol header never reaches git, so upload-pack speaks v0.
+  const v0Only: HttpClient = {
+    request: (req) => nodeHttp.request({ ...req, headers: Object.fromEntries(Object.entries(req.headers ?? {}).filter(([name]) => name.toLowerCase() !== 'git-protocol')) }),
+  };
+  const log = keptLog();
+  const result = await applyPatchCommit(job(url), { http: v0Only, logger: log });
+  expect(await git(gitDir, 'rev-parse', `${result.commitSha}^{tree}`)).toBe(await gitApplyTree(gitDir, baseSha, diff));
+  expect(log.lines).toContainEqual(expect.objectContaining({ level: 'warn', extra: expect.objectContaining({ why: 'its upload-pack offers no protocol v2 fetch with object filters' }) }));
+});
+
 test.each([
   ['an answer cut short mid-pack', (answer: Buffer) => answer.subarray(0, answer.length - 30), /the answer was cut short/],
   ['an error the remote reports (ERR)', () => pktLine('ERR upload-pack: not our ref'), /the remote reported an error: upload-pack: not our ref/],
