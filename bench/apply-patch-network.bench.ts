@@ -231,7 +231,7 @@ export const bench: Benchmark = {
         '(test/support/delay-proxy.ts) that adds a round trip time: R/2 each way for every byte, one round trip more for each new',
         'connection (the TCP handshake). It does not model bandwidth, slow start, TLS or a host\'s own time per request beyond the loopback',
         "server's (which starts a `git http-backend` process per request). Each request therefore costs at least one round trip and each",
-        'new connection one more; requests sent side by side (the adapter sends two at a time when it starts) share theirs.',
+        'new connection one more; requests sent side by side would share theirs (the adapter sends one at a time: docs/decisions.md §40).',
         '"Waiting" is the adapter\'s time with some request in flight (network and server); the rest of a job is its CPU and waiting for a core.',
         `Median of ${runs} run(s) per figure${runs === 1 ? ' (one run: no spread)' : ''}; the three delays interleaved within each run. Requests are "before the push + the push's"`,
         "(receive-pack's ref discovery and its pack); bytes are the proxy's count on the wire (headers and chunk framing included), received",
