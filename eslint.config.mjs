@@ -28,7 +28,19 @@ export default tseslint.config(
   {
     files: ['src/**/*.ts'],
     ignores: ['src/cli/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/cli', '**/cli/*'], message: 'only bin/ imports the CLI: read and change the platform through src/operator' }] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/cli', '**/cli/*'],
+              message: 'only bin/ imports the CLI: read and change the platform through src/operator',
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     files: ['src/operator/**/*.ts'],
@@ -40,7 +52,11 @@ export default tseslint.config(
             { group: ['**/cli', '**/cli/*'], message: 'the read model serves the CLI, it never imports it' },
             // It reads the local platform's files through the modules that define them: the state
             // directory's names, and the test runner's kept outputs (loaded when a log is read).
-            { group: ['**/local/*', '!**/local/state-dir', '!**/local/test-runner'], message: 'the read model reads the local platform through its target (platform.json) and its files, not its code' },
+            {
+              group: ['**/local/*', '!**/local/state-dir', '!**/local/test-runner'],
+              message:
+                'the read model reads the local platform through its target (platform.json) and its files, not its code',
+            },
           ],
         },
       ],

@@ -5,7 +5,9 @@ const { existsSync } = require('node:fs');
 const chromium = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const browserTests = existsSync(chromium) || process.env.CI === 'true';
 if (!browserTests) {
-  process.stderr.write(`browser tests skipped: no Chromium at ${chromium} (install it: apt-get install chromium, as root; or set CHROMIUM_PATH)\n`);
+  process.stderr.write(
+    `browser tests skipped: no Chromium at ${chromium} (install it: apt-get install chromium, as root; or set CHROMIUM_PATH)\n`,
+  );
 }
 
 /** @type {import('jest').Config} */
@@ -13,8 +15,15 @@ if (!browserTests) {
 // Octokit and a few of its dependencies ship ESM only, as do the Markdown parser and slugger of the
 // link test: let ts-jest transpile them (allowJs).
 const esmOnly = [
-  '@octokit', 'universal-user-agent', 'before-after-hook', 'content-type', 'json-with-bigint', 'fast-content-type-parse', 'universal-github-app-jwt',
-  'marked', 'github-slugger',
+  '@octokit',
+  'universal-user-agent',
+  'before-after-hook',
+  'content-type',
+  'json-with-bigint',
+  'fast-content-type-parse',
+  'universal-github-app-jwt',
+  'marked',
+  'github-slugger',
 ];
 
 module.exports = {

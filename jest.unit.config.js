@@ -10,6 +10,10 @@ const base = require('./jest.config.js');
 module.exports = {
   ...base,
   roots: ['<rootDir>/test/unit', '<rootDir>/test/infra'],
-  testPathIgnorePatterns: [...base.testPathIgnorePatterns, '<rootDir>/test/infra/bundling.test.ts', '<rootDir>/test/unit/cli-bundle.test.ts'],
+  testPathIgnorePatterns: [
+    ...base.testPathIgnorePatterns,
+    '<rootDir>/test/infra/bundling.test.ts',
+    '<rootDir>/test/unit/cli-bundle.test.ts',
+  ],
   setupFiles: [...base.setupFiles, '<rootDir>/test/setup/no-template-validation.ts'],
 };

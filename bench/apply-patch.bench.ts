@@ -37,7 +37,13 @@ import type { HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { RepoCache, applyPatchCommit, type ApplyPatchCommitInput } from '../src/adapters/git';
 import { startGitServer, type GitServer } from '../src/local/git-server';
-import { generateRepository, generatedContent, generatedDiff, generatedPath, type GeneratedEdits } from '../test/support/generated-repo';
+import {
+  generateRepository,
+  generatedContent,
+  generatedDiff,
+  generatedPath,
+  type GeneratedEdits,
+} from '../test/support/generated-repo';
 import { GIT_ENV, removeDir, tempDir } from '../test/support/git-fixtures';
 import { fmt, median, quick, type Benchmark, type BenchRow } from './harness';
 
@@ -62,17 +68,27 @@ const dirOf = (path: string) => path.slice(0, path.lastIndexOf('/'));
  * file of each one's directory), plus 5 new files beside them. Returns the edits and every path
  * they touch.
  */
-function agentEdits(size: number, offset: number, tag: string, sameDirs = false): { edits: GeneratedEdits; paths: string[] } {
+function agentEdits(
+  size: number,
+  offset: number,
+  tag: string,
+  sameDirs = false,
+): { edits: GeneratedEdits; paths: string[] } {
   const step = Math.floor(size / (2 * TOUCHED));
   const target = (k: number) => (sameDirs ? neighbour((offset + k) * step) : (offset + k) * step);
   const write: Record<string, string> = {};
   const remove: string[] = [];
   for (let k = 0; k < 20; k++) write[generatedPath(target(k))] = generatedContent(target(k), LINES, `'${tag}'`);
-  for (let k = 0; k < 5; k++) write[`${dirOf(generatedPath(target(k)))}/${tag}-added${k}.ts`] = `export const added = '${tag}';\n`;
+  for (let k = 0; k < 5; k++)
+    write[`${dirOf(generatedPath(target(k)))}/${tag}-added${k}.ts`] = `export const added = '${tag}';\n`;
   for (let k = 20; k < 25; k++) remove.push(generatedPath(target(k)));
   for (let k = 25; k < TOUCHED; k++) {
     remove.push(generatedPath(target(k)));
-    write[generatedPath(target(k)).replace(/file(\d+)\.ts$/, `${tag}-renamed$1.ts`)] = generatedContent(target(k), LINES, `'${tag}-renamed'`);
+    write[generatedPath(target(k)).replace(/file(\d+)\.ts$/, `${tag}-renamed$1.ts`)] = generatedContent(
+      target(k),
+      LINES,
+      `'${tag}-renamed'`,
+    );
   }
   return { edits: { write, remove }, paths: [...Object.keys(write), ...remove] };
 }
@@ -107,13 +123,20 @@ export async function generated(size: number): Promise<Generated> {
     await writeFile(join(building, 'manifest.json'), JSON.stringify({ baseSha, patches }));
     await rm(dir, { recursive: true, force: true });
     await rename(building, dir);
-    process.stderr.write(`generated ${size.toLocaleString('en-US')} files in ${fmt.ms(performance.now() - started)} (kept in ${dir})\n`);
+    process.stderr.write(
+      `generated ${size.toLocaleString('en-US')} files in ${fmt.ms(performance.now() - started)} (kept in ${dir})\n`,
+    );
   }
-  const { baseSha, patches } = JSON.parse(await readFile(manifest, 'utf8')) as { baseSha: string; patches: { file: string; paths: string[] }[] };
+  const { baseSha, patches } = JSON.parse(await readFile(manifest, 'utf8')) as {
+    baseSha: string;
+    patches: { file: string; paths: string[] }[];
+  };
   return {
     source: join(dir, 'source.git'),
     baseSha,
-    patches: await Promise.all(patches.map(async (p) => ({ ...p, file: join(dir, p.file), diff: await readFile(join(dir, p.file), 'utf8') }))),
+    patches: await Promise.all(
+      patches.map(async (p) => ({ ...p, file: join(dir, p.file), diff: await readFile(join(dir, p.file), 'utf8') })),
+    ),
   };
 }
 
@@ -191,7 +214,18 @@ function timedHttp(): HttpClient & { take(): { ms: number; pushMs: number; reque
 }
 
 async function child(task: ChildTask): Promise<ChildResult> {
-  const result: ChildResult = { ms: [], startedAt: [], endedAt: [], cpuMs: [], remoteMs: [], pushMs: [], requests: [], receivedBytes: [], repoBytes: [], maxRssBytes: 0 };
+  const result: ChildResult = {
+    ms: [],
+    startedAt: [],
+    endedAt: [],
+    cpuMs: [],
+    remoteMs: [],
+    pushMs: [],
+    requests: [],
+    receivedBytes: [],
+    repoBytes: [],
+    maxRssBytes: 0,
+  };
   const http = timedHttp();
   const cache = new RepoCache({ dir: task.cacheDir, maxBytes: 16 * 1024 * MIB });
   let base: string | undefined;
@@ -219,7 +253,11 @@ async function child(task: ChildTask): Promise<ChildResult> {
 
 export async function inChild(task: ChildTask): Promise<ChildResult> {
   try {
-    const { stdout } = await run(process.execPath, [require.resolve('tsx/cli'), __filename, '--child', JSON.stringify(task)], { maxBuffer: 2 ** 20 });
+    const { stdout } = await run(
+      process.execPath,
+      [require.resolve('tsx/cli'), __filename, '--child', JSON.stringify(task)],
+      { maxBuffer: 2 ** 20 },
+    );
     return JSON.parse(stdout.trim().split('\n').pop() as string) as ChildResult;
   } catch (error) {
     // Not the command line: it holds the patches.
@@ -242,7 +280,11 @@ export async function cli(cwd: string, script: string): Promise<CliResult> {
   const { stderr } = await run(file, args, { cwd, env: GIT_ENV, maxBuffer: 16 * MIB });
   const ms = performance.now() - started;
   if (!measured) return { ms };
-  const [kib, user, system] = (stderr.trim().split('\n').pop() as string).split(' ').map(Number) as [number, number, number];
+  const [kib, user, system] = (stderr.trim().split('\n').pop() as string).split(' ').map(Number) as [
+    number,
+    number,
+    number,
+  ];
   return { ms, maxRssBytes: kib * 1024, cpuMs: (user + system) * 1000 };
 }
 
@@ -258,7 +300,14 @@ const sparsePatterns = (paths: readonly string[]) => paths.map((p) => `'/${p}'`)
 type Patch = Generated['patches'][number];
 
 /** The job of applying `patch` (the `n`th) to `url`'s main at the generated base, working under `root`. */
-export function jobInput(generatedRepo: Generated, size: number, root: string, url: string, n: number, patch: Patch): ApplyPatchCommitInput {
+export function jobInput(
+  generatedRepo: Generated,
+  size: number,
+  root: string,
+  url: string,
+  n: number,
+  patch: Patch,
+): ApplyPatchCommitInput {
   return {
     repoUrl: url,
     branch: 'main',
@@ -292,21 +341,46 @@ interface SizeFigures {
   readonly cliWarm: CliResult[];
 }
 
-async function measureSize(servers: { filtering: GitServer; whole: GitServer }, root: string, size: number, runs: number): Promise<SizeFigures> {
+async function measureSize(
+  servers: { filtering: GitServer; whole: GitServer },
+  root: string,
+  size: number,
+  runs: number,
+): Promise<SizeFigures> {
   const repo = await generated(size);
   const { source } = repo;
   const [one, two, three] = repo.patches as [Patch, Patch, Patch];
   const input = (url: string, n: number, patch: Patch) => jobInput(repo, size, root, url, n, patch);
-  const figures: SizeFigures = { size, diffBytes: Buffer.byteLength(one.diff), coldWhole: [], coldById: [], warm: [], cliCold: [], cliWarm: [] };
+  const figures: SizeFigures = {
+    size,
+    diffBytes: Buffer.byteLength(one.diff),
+    coldWhole: [],
+    coldById: [],
+    warm: [],
+    cliCold: [],
+    cliWarm: [],
+  };
   for (let r = 0; r < runs; r++) {
     const name = (kind: string) => `${kind}-${size}-${r}`;
     const cacheDir = (kind: string) => join(root, `cache-${name(kind)}`);
     const wholeUrl = await sharedRemote(servers.whole, source, name('whole'));
-    figures.coldWhole.push(await inChild({ mode: 'warm', jobs: [input(wholeUrl, 0, one), input(wholeUrl, 1, two), input(wholeUrl, 2, three)], cacheDir: cacheDir('whole') }));
+    figures.coldWhole.push(
+      await inChild({
+        mode: 'warm',
+        jobs: [input(wholeUrl, 0, one), input(wholeUrl, 1, two), input(wholeUrl, 2, three)],
+        cacheDir: cacheDir('whole'),
+      }),
+    );
     const byIdUrl = await sharedRemote(servers.filtering, source, name('by-id'));
     figures.coldById.push(await inChild({ mode: 'cold', jobs: [input(byIdUrl, 0, one)], cacheDir: cacheDir('by-id') }));
     const warmUrl = await sharedRemote(servers.filtering, source, name('warm'));
-    figures.warm.push(await inChild({ mode: 'warm', jobs: [input(warmUrl, 0, one), input(warmUrl, 1, two), input(warmUrl, 2, three)], cacheDir: cacheDir('warm') }));
+    figures.warm.push(
+      await inChild({
+        mode: 'warm',
+        jobs: [input(warmUrl, 0, one), input(warmUrl, 1, two), input(warmUrl, 2, three)],
+        cacheDir: cacheDir('warm'),
+      }),
+    );
     const cliUrl = await sharedRemote(servers.filtering, source, name('cli'));
     const work = join(root, `clone-${size}-${r}`);
     figures.cliCold.push(await cli(root, cliColdScript(cliUrl, work, one)));
@@ -325,8 +399,11 @@ export const peak = (results: readonly { maxRssBytes?: number }[]): string => {
   return values.length ? fmt.mib(Math.max(...values)) : 'n/a (no /usr/bin/time)';
 };
 const jobMs = (results: readonly ChildResult[], job: number) => results.map((r) => r.ms[job] as number);
-const medianOf = (results: readonly ChildResult[], job: number, field: 'cpuMs' | 'remoteMs' | 'pushMs' | 'requests' | 'receivedBytes' | 'repoBytes') =>
-  median(results.map((r) => r[field][job] as number));
+const medianOf = (
+  results: readonly ChildResult[],
+  job: number,
+  field: 'cpuMs' | 'remoteMs' | 'pushMs' | 'requests' | 'receivedBytes' | 'repoBytes',
+) => median(results.map((r) => r[field][job] as number));
 export const kib = (bytes: number) => (bytes >= 10 * MIB ? fmt.mib(bytes) : `${(bytes / 1024).toFixed(0)} KiB`);
 
 /** CPU, time waiting on the remote in how many requests, bytes received and kept: the medians of one job. */
@@ -341,16 +418,43 @@ function jobDetails(results: readonly ChildResult[], job: number): string {
 
 function rowsOf(f: SizeFigures, idle: ChildResult): BenchRow[] {
   const n = f.size.toLocaleString('en-US');
-  const cliCpu = (results: readonly CliResult[]) => (results.every((r) => r.cpuMs !== undefined) ? `, CPU ${fmt.ms(median(results.map((r) => r.cpuMs as number)))}` : '');
-  const [whole, byId, cliCold, cliWarm] = [median(jobMs(f.coldWhole, 0)), median(jobMs(f.coldById, 0)), median(f.cliCold.map((r) => r.ms)), median(f.cliWarm.map((r) => r.ms))];
+  const cliCpu = (results: readonly CliResult[]) =>
+    results.every((r) => r.cpuMs !== undefined) ? `, CPU ${fmt.ms(median(results.map((r) => r.cpuMs as number)))}` : '';
+  const [whole, byId, cliCold, cliWarm] = [
+    median(jobMs(f.coldWhole, 0)),
+    median(jobMs(f.coldById, 0)),
+    median(f.cliCold.map((r) => r.ms)),
+    median(f.cliWarm.map((r) => r.ms)),
+  ];
   return [
-    { label: `${n} files: adapter cold, today's way (no filters: the whole branch)`, value: `${fmt.msSpread(jobMs(f.coldWhole, 0))}, ${jobDetails(f.coldWhole, 0)}, peak ${peak(f.coldWhole)} (with the two warm jobs below)` },
-    { label: `${n} files: adapter warm after today's way (the whole branch cached): second patch / third`, value: `${fmt.msSpread(jobMs(f.coldWhole, 1))}, ${jobDetails(f.coldWhole, 1)} / ${fmt.msSpread(jobMs(f.coldWhole, 2))}, ${jobDetails(f.coldWhole, 2)}` },
-    { label: `${n} files: **adapter cold, by id**`, value: `${fmt.msSpread(jobMs(f.coldById, 0))}, ${jobDetails(f.coldById, 0)}, peak ${peak(f.coldById)}` },
-    { label: `${n} files: adapter warm: second patch, other directories`, value: `${fmt.msSpread(jobMs(f.warm, 1))}, ${jobDetails(f.warm, 1)}` },
-    { label: `${n} files: adapter warm: third patch, the first one's directories`, value: `${fmt.msSpread(jobMs(f.warm, 2))}, ${jobDetails(f.warm, 2)}, peak of the three jobs ${peak(f.warm)}` },
-    { label: `${n} files: git CLI cold: partial clone (blob:none, depth 1), sparse checkout, apply, commit, push`, value: `${fmt.msSpread(f.cliCold.map((r) => r.ms))}${cliCpu(f.cliCold)}, peak ${peak(f.cliCold)}` },
-    { label: `${n} files: git CLI warm: fetch, reset, sparse checkout, apply, commit, push`, value: `${fmt.msSpread(f.cliWarm.map((r) => r.ms))}${cliCpu(f.cliWarm)}, peak ${peak(f.cliWarm)}` },
+    {
+      label: `${n} files: adapter cold, today's way (no filters: the whole branch)`,
+      value: `${fmt.msSpread(jobMs(f.coldWhole, 0))}, ${jobDetails(f.coldWhole, 0)}, peak ${peak(f.coldWhole)} (with the two warm jobs below)`,
+    },
+    {
+      label: `${n} files: adapter warm after today's way (the whole branch cached): second patch / third`,
+      value: `${fmt.msSpread(jobMs(f.coldWhole, 1))}, ${jobDetails(f.coldWhole, 1)} / ${fmt.msSpread(jobMs(f.coldWhole, 2))}, ${jobDetails(f.coldWhole, 2)}`,
+    },
+    {
+      label: `${n} files: **adapter cold, by id**`,
+      value: `${fmt.msSpread(jobMs(f.coldById, 0))}, ${jobDetails(f.coldById, 0)}, peak ${peak(f.coldById)}`,
+    },
+    {
+      label: `${n} files: adapter warm: second patch, other directories`,
+      value: `${fmt.msSpread(jobMs(f.warm, 1))}, ${jobDetails(f.warm, 1)}`,
+    },
+    {
+      label: `${n} files: adapter warm: third patch, the first one's directories`,
+      value: `${fmt.msSpread(jobMs(f.warm, 2))}, ${jobDetails(f.warm, 2)}, peak of the three jobs ${peak(f.warm)}`,
+    },
+    {
+      label: `${n} files: git CLI cold: partial clone (blob:none, depth 1), sparse checkout, apply, commit, push`,
+      value: `${fmt.msSpread(f.cliCold.map((r) => r.ms))}${cliCpu(f.cliCold)}, peak ${peak(f.cliCold)}`,
+    },
+    {
+      label: `${n} files: git CLI warm: fetch, reset, sparse checkout, apply, commit, push`,
+      value: `${fmt.msSpread(f.cliWarm.map((r) => r.ms))}${cliCpu(f.cliWarm)}, peak ${peak(f.cliWarm)}`,
+    },
     {
       label: `${n} files: ratios`,
       value:
@@ -398,8 +502,8 @@ export const bench: Benchmark = {
           'repository, as warm jobs did before.',
           'Adapter runs are each in a child process: peak is its maxRSS, the idle child included (shown as "idle child"); CPU is the job\'s own CPU time in that',
           'process (the server side is not in it). "Repository" is what the job left on disk (the repository cache\'s count), the scratch space a Lambda',
-          'keeps in /tmp. The git CLI\'s peak is its largest process and its CPU the command tree\'s (`/usr/bin/time`).',
-          'Goals: cold by id within 1.0 s at 100,000 and 300,000 files, at most half the git CLI\'s partial clone path at every size; at 300,000 files peak',
+          "keeps in /tmp. The git CLI's peak is its largest process and its CPU the command tree's (`/usr/bin/time`).",
+          "Goals: cold by id within 1.0 s at 100,000 and 300,000 files, at most half the git CLI's partial clone path at every size; at 300,000 files peak",
           'memory under 256 MB and the repository under 512 MB; warm unchanged or better.',
           '"Waiting on the remote" is the time some request was in flight, from sending it until its answer was read in full.',
           '',
@@ -408,7 +512,7 @@ export const bench: Benchmark = {
           'levels of its tree; the levels below on the touched paths; the blobs; the push: docs/decisions.md §40),',
           `of which the push took ${fmt.ms(medianOf(big.coldById, 0, 'pushMs'))}: the loopback server runs`,
           '`git receive-pack`, whose connectivity check walks the trees of the parent commit, work that grows with the repository on the server',
-          'side (the git CLI\'s push costs it as well). The rest is file I/O and waiting for a core on a shared machine.',
+          "side (the git CLI's push costs it as well). The rest is file I/O and waiting for a core on a shared machine.",
           'The machine is shared with other work (see the load average at the top): compare figures within this run, ratios first.',
           '',
           'Command: `npm run bench apply-patch`',
@@ -421,7 +525,7 @@ export const bench: Benchmark = {
             goal: '<= 1.0 s and <= 0.5x git CLI partial clone; peak < 256 MB, /tmp < 512 MB at 300,000',
           },
           {
-            measure: 'apply_patch cold, today\'s way (whole branch), 300,000 files',
+            measure: "apply_patch cold, today's way (whole branch), 300,000 files",
             value: `${fmt.ms(median(jobMs(big.coldWhole, 0)))}, peak ${peak(big.coldWhole)}, repository ${kib(medianOf(big.coldWhole, 0, 'repoBytes'))}`,
             goal: 'for comparison',
           },

@@ -21,7 +21,10 @@
 type Handler = (args: { input: object }) => Promise<unknown>;
 interface CountableClient {
   readonly middlewareStack: {
-    add(middleware: (next: Handler, context: { commandName?: string }) => Handler, options: { step: 'initialize'; name: string; override: boolean }): void;
+    add(
+      middleware: (next: Handler, context: { commandName?: string }) => Handler,
+      options: { step: 'initialize'; name: string; override: boolean },
+    ): void;
   };
 }
 
@@ -62,7 +65,8 @@ export class RequestCounter {
         try {
           return await next(args);
         } catch (error) {
-          if (DYNAMO_WRITES.has(name) && (error as Error).name === 'ConditionalCheckFailedException') this.refusedWrites++;
+          if (DYNAMO_WRITES.has(name) && (error as Error).name === 'ConditionalCheckFailedException')
+            this.refusedWrites++;
           throw error;
         }
       },

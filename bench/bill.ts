@@ -19,12 +19,37 @@ import { AgentJobsStack } from '../lib/agent-jobs-stack';
 import { loadConfig } from '../lib/config';
 import { ROOT, newApp } from '../test/infra/helpers';
 
-interface Price { readonly usd: number; readonly per: string; readonly source: string; readonly asOf: string; readonly note?: string }
-type PriceName = 'sqsStandardRequest' | 'sqsFifoRequest' | 'dynamoWriteUnit' | 'dynamoReadUnit' | 'eventBridgeEvent' | 'lambdaRequest' | 'lambdaArmGbSecond'
-  | 'codebuildArmSmallMinute' | 'codebuildLinuxSmallMinute' | 's3Put' | 's3Get' | 'secretMonth' | 'secretsApiCall' | 'kmsKeyMonth' | 'alarmMonth'
-  | 'dashboardMonth' | 'logsIngestGb' | 'logsStoreGbMonth';
+interface Price {
+  readonly usd: number;
+  readonly per: string;
+  readonly source: string;
+  readonly asOf: string;
+  readonly note?: string;
+}
+type PriceName =
+  | 'sqsStandardRequest'
+  | 'sqsFifoRequest'
+  | 'dynamoWriteUnit'
+  | 'dynamoReadUnit'
+  | 'eventBridgeEvent'
+  | 'lambdaRequest'
+  | 'lambdaArmGbSecond'
+  | 'codebuildArmSmallMinute'
+  | 'codebuildLinuxSmallMinute'
+  | 's3Put'
+  | 's3Get'
+  | 'secretMonth'
+  | 'secretsApiCall'
+  | 'kmsKeyMonth'
+  | 'alarmMonth'
+  | 'dashboardMonth'
+  | 'logsIngestGb'
+  | 'logsStoreGbMonth';
 
-export const BILL_MARKERS = { begin: '<!-- bill:begin (npx tsx bench/bill.ts writes this section) -->', end: '<!-- bill:end -->' } as const;
+export const BILL_MARKERS = {
+  begin: '<!-- bill:begin (npx tsx bench/bill.ts writes this section) -->',
+  end: '<!-- bill:end -->',
+} as const;
 
 /** The job mix a million jobs are made of (SCALE.md's assumptions: 6 / 3 / 1 an hour per workspace). */
 export const MIX = { apply_patch: 0.6, run_tests: 0.3, open_pr: 0.1 } as const;
@@ -43,7 +68,10 @@ const ASSUMPTIONS = {
 } as const;
 
 function readPrices(): { region: string; prices: Record<PriceName, Price> } {
-  return JSON.parse(readFileSync(join(ROOT, 'bench', 'prices.json'), 'utf8')) as { region: string; prices: Record<PriceName, Price> };
+  return JSON.parse(readFileSync(join(ROOT, 'bench', 'prices.json'), 'utf8')) as {
+    region: string;
+    prices: Record<PriceName, Price>;
+  };
 }
 
 /** A BENCHMARKS.md table row's value column, by the row's name. */
@@ -67,7 +95,8 @@ interface Figures {
 
 function measuredFigures(benchmarks: string): Figures {
   const requests = benchmarkRow(benchmarks, '10 workspace(s): AWS requests per job');
-  const loadAndFirstUse = (fn: string) => firstNumber(benchmarkRow(benchmarks, `${fn}: module load + all of the above`), /^(\d+) ms/) / 1000;
+  const loadAndFirstUse = (fn: string) =>
+    firstNumber(benchmarkRow(benchmarks, `${fn}: module load + all of the above`), /^(\d+) ms/) / 1000;
   return {
     ordered: {
       dynamoWrites: firstNumber(requests, /DynamoDB ([\d.]+) writes/),
@@ -78,7 +107,14 @@ function measuredFigures(benchmarks: string): Figures {
     },
     seconds: {
       // A warm patch in other directories of a 20,000-file repository: the slower of the two warm figures.
-      sequencer: firstNumber(benchmarkRow(benchmarks, 'apply_patch warm, 20,000 files: second patch (other directories) / third (same directories)'), /^(\d+) ms/) / 1000,
+      sequencer:
+        firstNumber(
+          benchmarkRow(
+            benchmarks,
+            'apply_patch warm, 20,000 files: second patch (other directories) / third (same directories)',
+          ),
+          /^(\d+) ms/,
+        ) / 1000,
       // Each stage function at its cold bound (module load and every first use): no warm figure is measured.
       run_tests: loadAndFirstUse('run_tests'),
       open_pr: loadAndFirstUse('open_pr'),
@@ -87,13 +123,22 @@ function measuredFigures(benchmarks: string): Figures {
   };
 }
 
-interface StackCounts { alarms: number; dashboards: number; kmsKeys: number; secrets: number; logGroups: number }
+interface StackCounts {
+  alarms: number;
+  dashboards: number;
+  kmsKeys: number;
+  secrets: number;
+  logGroups: number;
+}
 
 /** What the shipped prod configuration deploys, counted in its synthesized template. */
 function stackCounts(): StackCounts {
   const app = newApp();
   app.node.setContext('env', 'prod');
-  const stack = new AgentJobsStack(app, 'AgentJobs-prod', { config: loadConfig(app, join(ROOT, 'config')), projectRoot: ROOT });
+  const stack = new AgentJobsStack(app, 'AgentJobs-prod', {
+    config: loadConfig(app, join(ROOT, 'config')),
+    projectRoot: ROOT,
+  });
   const resources = Template.fromStack(stack).toJSON()['Resources'] as Record<string, { Type: string }>;
   const count = (type: string) => Object.values(resources).filter((r) => r.Type === type).length;
   return {
@@ -105,7 +150,12 @@ function stackCounts(): StackCounts {
   };
 }
 
-interface Line { readonly item: string; readonly usd: number; readonly how: string; readonly prices: readonly PriceName[] }
+interface Line {
+  readonly item: string;
+  readonly usd: number;
+  readonly how: string;
+  readonly prices: readonly PriceName[];
+}
 
 /** USD per million jobs of the mix, line by line. */
 function perMillion(f: Figures, p: Record<PriceName, Price>): Line[] {
@@ -113,40 +163,120 @@ function perMillion(f: Figures, p: Record<PriceName, Price>): Line[] {
   const stageShare = MIX.run_tests + MIX.open_pr;
   const gb = (mb: number) => mb / 1024;
   const invocations = f.ordered.invocations + stageShare + MIX.run_tests; // sequencer batches + a stage invocation + a build end
-  const gbSeconds = MIX.apply_patch * f.seconds.sequencer * gb(SEQUENCER.memoryMb)
-    + MIX.run_tests * f.seconds.run_tests * gb(JOB_TYPES.run_tests.stage.memoryMb)
-    + MIX.open_pr * f.seconds.open_pr * gb(JOB_TYPES.open_pr.stage.memoryMb)
-    + MIX.run_tests * f.seconds.build_events * gb(BUILD_EVENTS.memoryMb);
+  const gbSeconds =
+    MIX.apply_patch * f.seconds.sequencer * gb(SEQUENCER.memoryMb) +
+    MIX.run_tests * f.seconds.run_tests * gb(JOB_TYPES.run_tests.stage.memoryMb) +
+    MIX.open_pr * f.seconds.open_pr * gb(JOB_TYPES.open_pr.stage.memoryMb) +
+    MIX.run_tests * f.seconds.build_events * gb(BUILD_EVENTS.memoryMb);
   const logGb = (invocations * ASSUMPTIONS.logBytesPerInvocation * M) / 1024 ** 3;
   return [
-    { item: 'SQS', prices: ['sqsFifoRequest', 'sqsStandardRequest'], how: `${f.ordered.sqsFifo.toFixed(2)} FIFO requests a job (measured); ${ASSUMPTIONS.stageSqsRequests} standard a stage job, ${ASSUMPTIONS.buildEventRequests} more a build`,
-      usd: M * (f.ordered.sqsFifo * p.sqsFifoRequest.usd + (stageShare * ASSUMPTIONS.stageSqsRequests + MIX.run_tests * ASSUMPTIONS.buildEventRequests) * p.sqsStandardRequest.usd) },
-    { item: 'DynamoDB', prices: ['dynamoWriteUnit', 'dynamoReadUnit'], how: `${f.ordered.dynamoWrites.toFixed(2)} writes + ${f.ordered.dynamoReads.toFixed(2)} reads a job (measured); ${ASSUMPTIONS.stageLedgerWrites} writes a stage job`,
-      usd: M * ((f.ordered.dynamoWrites + stageShare * ASSUMPTIONS.stageLedgerWrites) * p.dynamoWriteUnit.usd + f.ordered.dynamoReads * p.dynamoReadUnit.usd) },
-    { item: 'Lambda requests', prices: ['lambdaRequest'], how: `${invocations.toFixed(2)} invocations a job (the sequencer's ${f.ordered.invocations.toFixed(2)} measured, batched)`, usd: M * invocations * p.lambdaRequest.usd },
-    { item: 'Lambda duration (arm64)', prices: ['lambdaArmGbSecond'], how: `apply_patch ${f.seconds.sequencer} s at ${SEQUENCER.memoryMb} MB; stage and build-end invocations ${f.seconds.run_tests} / ${f.seconds.open_pr} / ${f.seconds.build_events} s at 256 MB (measured: BENCHMARKS.md)`,
-      usd: M * gbSeconds * p.lambdaArmGbSecond.usd },
-    { item: `CodeBuild, ARM small (${BUILD_MINUTES}-minute builds)`, prices: ['codebuildArmSmallMinute'], how: `${MIX.run_tests * BUILD_MINUTES} build minutes a job`, usd: M * MIX.run_tests * BUILD_MINUTES * p.codebuildArmSmallMinute.usd },
-    { item: `CodeBuild, x86 small instead (regions without ARM)`, prices: ['codebuildLinuxSmallMinute'], how: 'the same minutes; not in the total', usd: M * MIX.run_tests * BUILD_MINUTES * p.codebuildLinuxSmallMinute.usd },
-    { item: 'EventBridge', prices: ['eventBridgeEvent'], how: `${f.ordered.events.toFixed(2)} outcome events a job (measured); CodeBuild's own state-change events are free`, usd: M * f.ordered.events * p.eventBridgeEvent.usd },
-    { item: 'S3', prices: ['s3Put', 's3Get'], how: 'one PUT and one GET per diff too large for a message (claim-check): none in this mix', usd: 0 },
-    { item: 'Secrets Manager API', prices: ['secretsApiCall'], how: `${ASSUMPTIONS.checkoutSecretCalls} calls a build`, usd: M * MIX.run_tests * ASSUMPTIONS.checkoutSecretCalls * p.secretsApiCall.usd },
-    { item: 'CloudWatch Logs', prices: ['logsIngestGb', 'logsStoreGbMonth'], how: `${ASSUMPTIONS.logBytesPerInvocation} bytes an invocation, kept ${ASSUMPTIONS.logRetentionMonths} month`,
-      usd: logGb * (p.logsIngestGb.usd + ASSUMPTIONS.logRetentionMonths * p.logsStoreGbMonth.usd) },
+    {
+      item: 'SQS',
+      prices: ['sqsFifoRequest', 'sqsStandardRequest'],
+      how: `${f.ordered.sqsFifo.toFixed(2)} FIFO requests a job (measured); ${ASSUMPTIONS.stageSqsRequests} standard a stage job, ${ASSUMPTIONS.buildEventRequests} more a build`,
+      usd:
+        M *
+        (f.ordered.sqsFifo * p.sqsFifoRequest.usd +
+          (stageShare * ASSUMPTIONS.stageSqsRequests + MIX.run_tests * ASSUMPTIONS.buildEventRequests) *
+            p.sqsStandardRequest.usd),
+    },
+    {
+      item: 'DynamoDB',
+      prices: ['dynamoWriteUnit', 'dynamoReadUnit'],
+      how: `${f.ordered.dynamoWrites.toFixed(2)} writes + ${f.ordered.dynamoReads.toFixed(2)} reads a job (measured); ${ASSUMPTIONS.stageLedgerWrites} writes a stage job`,
+      usd:
+        M *
+        ((f.ordered.dynamoWrites + stageShare * ASSUMPTIONS.stageLedgerWrites) * p.dynamoWriteUnit.usd +
+          f.ordered.dynamoReads * p.dynamoReadUnit.usd),
+    },
+    {
+      item: 'Lambda requests',
+      prices: ['lambdaRequest'],
+      how: `${invocations.toFixed(2)} invocations a job (the sequencer's ${f.ordered.invocations.toFixed(2)} measured, batched)`,
+      usd: M * invocations * p.lambdaRequest.usd,
+    },
+    {
+      item: 'Lambda duration (arm64)',
+      prices: ['lambdaArmGbSecond'],
+      how: `apply_patch ${f.seconds.sequencer} s at ${SEQUENCER.memoryMb} MB; stage and build-end invocations ${f.seconds.run_tests} / ${f.seconds.open_pr} / ${f.seconds.build_events} s at 256 MB (measured: BENCHMARKS.md)`,
+      usd: M * gbSeconds * p.lambdaArmGbSecond.usd,
+    },
+    {
+      item: `CodeBuild, ARM small (${BUILD_MINUTES}-minute builds)`,
+      prices: ['codebuildArmSmallMinute'],
+      how: `${MIX.run_tests * BUILD_MINUTES} build minutes a job`,
+      usd: M * MIX.run_tests * BUILD_MINUTES * p.codebuildArmSmallMinute.usd,
+    },
+    {
+      item: `CodeBuild, x86 small instead (regions without ARM)`,
+      prices: ['codebuildLinuxSmallMinute'],
+      how: 'the same minutes; not in the total',
+      usd: M * MIX.run_tests * BUILD_MINUTES * p.codebuildLinuxSmallMinute.usd,
+    },
+    {
+      item: 'EventBridge',
+      prices: ['eventBridgeEvent'],
+      how: `${f.ordered.events.toFixed(2)} outcome events a job (measured); CodeBuild's own state-change events are free`,
+      usd: M * f.ordered.events * p.eventBridgeEvent.usd,
+    },
+    {
+      item: 'S3',
+      prices: ['s3Put', 's3Get'],
+      how: 'one PUT and one GET per diff too large for a message (claim-check): none in this mix',
+      usd: 0,
+    },
+    {
+      item: 'Secrets Manager API',
+      prices: ['secretsApiCall'],
+      how: `${ASSUMPTIONS.checkoutSecretCalls} calls a build`,
+      usd: M * MIX.run_tests * ASSUMPTIONS.checkoutSecretCalls * p.secretsApiCall.usd,
+    },
+    {
+      item: 'CloudWatch Logs',
+      prices: ['logsIngestGb', 'logsStoreGbMonth'],
+      how: `${ASSUMPTIONS.logBytesPerInvocation} bytes an invocation, kept ${ASSUMPTIONS.logRetentionMonths} month`,
+      usd: logGb * (p.logsIngestGb.usd + ASSUMPTIONS.logRetentionMonths * p.logsStoreGbMonth.usd),
+    },
   ];
 }
 
 function idle(c: StackCounts, p: Record<PriceName, Price>): Line[] {
   return [
-    { item: `CloudWatch alarms (${c.alarms} in the template)`, prices: ['alarmMonth'], how: 'standard resolution', usd: c.alarms * p.alarmMonth.usd },
-    { item: `dashboard (${c.dashboards})`, prices: ['dashboardMonth'], how: 'free if the account has fewer than 3', usd: c.dashboards * p.dashboardMonth.usd },
-    { item: `KMS keys (${c.kmsKeys})`, prices: ['kmsKeyMonth'], how: 'the alarm topic key', usd: c.kmsKeys * p.kmsKeyMonth.usd },
-    { item: `secrets (${c.secrets})`, prices: ['secretMonth'], how: ASSUMPTIONS.secretsIdle, usd: c.secrets * p.secretMonth.usd },
-    { item: `log groups (${c.logGroups}), SQS, DynamoDB on demand, Lambda, CodeBuild, EventBridge, S3`, prices: [], how: 'nothing without traffic (the reconciler runs every 5 minutes: about 8,640 invocations a month, under $0.01)', usd: 0 },
+    {
+      item: `CloudWatch alarms (${c.alarms} in the template)`,
+      prices: ['alarmMonth'],
+      how: 'standard resolution',
+      usd: c.alarms * p.alarmMonth.usd,
+    },
+    {
+      item: `dashboard (${c.dashboards})`,
+      prices: ['dashboardMonth'],
+      how: 'free if the account has fewer than 3',
+      usd: c.dashboards * p.dashboardMonth.usd,
+    },
+    {
+      item: `KMS keys (${c.kmsKeys})`,
+      prices: ['kmsKeyMonth'],
+      how: 'the alarm topic key',
+      usd: c.kmsKeys * p.kmsKeyMonth.usd,
+    },
+    {
+      item: `secrets (${c.secrets})`,
+      prices: ['secretMonth'],
+      how: ASSUMPTIONS.secretsIdle,
+      usd: c.secrets * p.secretMonth.usd,
+    },
+    {
+      item: `log groups (${c.logGroups}), SQS, DynamoDB on demand, Lambda, CodeBuild, EventBridge, S3`,
+      prices: [],
+      how: 'nothing without traffic (the reconciler runs every 5 minutes: about 8,640 invocations a month, under $0.01)',
+      usd: 0,
+    },
   ];
 }
 
-const priceText = (p: Price): string => (p.usd < 0.001 ? `$${Number((p.usd * 1e6).toPrecision(6))} per million (${p.per})` : `$${p.usd} per ${p.per}`);
+const priceText = (p: Price): string =>
+  p.usd < 0.001 ? `$${Number((p.usd * 1e6).toPrecision(6))} per million (${p.per})` : `$${p.usd} per ${p.per}`;
 const money = (usd: number): string => `$${usd.toFixed(usd < 10 ? 2 : 0)}`;
 
 /** The SCALE.md section, markers included. */
@@ -175,7 +305,10 @@ export function billSection(): string {
     '',
     'Prices (bench/prices.json):',
     '',
-    ...used.map((name) => `- ${name}: ${priceText(prices[name])}, ${prices[name].source}, read ${prices[name].asOf}${prices[name].note ? ` (${prices[name].note})` : ''}`),
+    ...used.map(
+      (name) =>
+        `- ${name}: ${priceText(prices[name])}, ${prices[name].source}, read ${prices[name].asOf}${prices[name].note ? ` (${prices[name].note})` : ''}`,
+    ),
     BILL_MARKERS.end,
   ].join('\n');
 }

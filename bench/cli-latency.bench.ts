@@ -37,27 +37,45 @@ export class Cli {
   ) {}
 
   /** One call; `expectCode` guards against timing an error path by mistake. `nodeArgs` replaces the CLI (node's own start). */
-  async call(args: readonly string[], expectCode: number, env: Record<string, string> = {}, nodeArgs?: readonly string[]): Promise<CallTime & { stdout: string }> {
+  async call(
+    args: readonly string[],
+    expectCode: number,
+    env: Record<string, string> = {},
+    nodeArgs?: readonly string[],
+  ): Promise<CallTime & { stdout: string }> {
     await writeFile(this.cpuFile, '');
     const started = performance.now();
-    const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, ['--require', this.probe, ...(nodeArgs ?? [BIN, ...args, '--state-dir', this.stateDir])], {
-        cwd: ROOT,
-        env: { ...process.env, ...env, CPU_PROBE_FILE: this.cpuFile },
-      });
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-      child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-      child.once('error', reject);
-      child.once('close', (exitCode) => resolve({ code: exitCode, stdout: out, stderr: err }));
-    });
+    const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
+      (resolve, reject) => {
+        const child = spawn(
+          process.execPath,
+          ['--require', this.probe, ...(nodeArgs ?? [BIN, ...args, '--state-dir', this.stateDir])],
+          {
+            cwd: ROOT,
+            env: { ...process.env, ...env, CPU_PROBE_FILE: this.cpuFile },
+          },
+        );
+        let out = '';
+        let err = '';
+        child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+        child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+        child.once('error', reject);
+        child.once('close', (exitCode) => resolve({ code: exitCode, stdout: out, stderr: err }));
+      },
+    );
     const wallMs = performance.now() - started;
-    if (code !== expectCode) throw new Error(`agent-jobs ${args.join(' ')} exited ${code}, expected ${expectCode}: ${stderr}`);
+    if (code !== expectCode)
+      throw new Error(`agent-jobs ${args.join(' ')} exited ${code}, expected ${expectCode}: ${stderr}`);
     return { wallMs, cpuMs: Number((await readFile(this.cpuFile, 'utf8')).trim()), stdout };
   }
 
-  async times(runs: number, args: readonly string[], expectCode: number, env?: Record<string, string>, nodeArgs?: readonly string[]): Promise<CallTime[]> {
+  async times(
+    runs: number,
+    args: readonly string[],
+    expectCode: number,
+    env?: Record<string, string>,
+    nodeArgs?: readonly string[],
+  ): Promise<CallTime[]> {
     const times: CallTime[] = [];
     for (let i = 0; i < runs; i++) times.push(await this.call(args, expectCode, env, nodeArgs));
     return times;
@@ -66,7 +84,10 @@ export class Cli {
 
 /** `local up --json` in a child process; resolves once it printed its ready line. */
 export async function startLocalPlatform(stateDir: string): Promise<{ stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [BIN, 'local', 'up', '--json', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'local', 'up', '--json', '--state-dir', stateDir], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await new Promise<void>((resolve, reject) => {
     let out = '';
@@ -90,7 +111,10 @@ export async function startLocalPlatform(stateDir: string): Promise<{ stop(): Pr
 /** A one-commit repository and a patch for it, made with the git CLI. */
 export async function repositoryAndPatch(dir: string): Promise<{ repo: string; diff: string }> {
   const repo = join(dir, 'repo');
-  const git = (...args: string[]) => execFileSync('git', ['-C', repo, '-c', 'user.name=bench', '-c', 'user.email=bench@example.com', ...args], { encoding: 'utf8' });
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', repo, '-c', 'user.name=bench', '-c', 'user.email=bench@example.com', ...args], {
+      encoding: 'utf8',
+    });
   execFileSync('git', ['init', '--quiet', '--initial-branch=main', repo]);
   await writeFile(join(repo, 'a.txt'), 'a\n');
   git('add', '.');
@@ -128,12 +152,38 @@ export const bench: Benchmark = {
     const platform = await startLocalPlatform(stateDir);
     try {
       const { repo, diff } = await repositoryAndPatch(dir);
-      const url = (JSON.parse((await cli.call(['repo', 'import', repo, '--name', 'bench', '--json'], 0)).stdout) as { url: string }).url;
-      await cli.call(['enqueue', '--type', 'apply_patch', '--workspace', 'ws-bench', '--job-id', 'bench-1', '--repo', url, '--branch', 'bench', '--diff-file', diff, '--message', 'Bench'], 0);
+      const url = (
+        JSON.parse((await cli.call(['repo', 'import', repo, '--name', 'bench', '--json'], 0)).stdout) as { url: string }
+      ).url;
+      await cli.call(
+        [
+          'enqueue',
+          '--type',
+          'apply_patch',
+          '--workspace',
+          'ws-bench',
+          '--job-id',
+          'bench-1',
+          '--repo',
+          url,
+          '--branch',
+          'bench',
+          '--diff-file',
+          diff,
+          '--message',
+          'Bench',
+        ],
+        0,
+      );
       await cli.call(['wait', 'bench-1', '--timeout', '120'], 0);
 
       // Each command's first call writes its code cache (bin/cli-bundle.js); the calls timed come after it.
-      for (const args of [['status', 'bench-1'], ['status', 'nosuch'], ['jobs', '--workspace', 'ws-bench']]) await cli.call(args, args[1] === 'nosuch' ? 3 : 0);
+      for (const args of [
+        ['status', 'bench-1'],
+        ['status', 'nosuch'],
+        ['jobs', '--workspace', 'ws-bench'],
+      ])
+        await cli.call(args, args[1] === 'nosuch' ? 3 : 0);
       statusTimes = await cli.times(runs, ['status', 'bench-1'], 0);
       const commands: [string, readonly string[], number, CallTime[]?][] = [
         ['status <jobId>', ['status', 'bench-1'], 0, statusTimes],
@@ -141,16 +191,31 @@ export const bench: Benchmark = {
         ['--version', ['--version'], 0],
         ['jobs --workspace <id>', ['jobs', '--workspace', 'ws-bench'], 0],
       ];
-      for (const [label, args, code, done] of commands) rows.push({ label, value: describe(done ?? (await cli.times(runs, args, code))) });
+      for (const [label, args, code, done] of commands)
+        rows.push({ label, value: describe(done ?? (await cli.times(runs, args, code))) });
       noCacheStatus = await cli.times(runs, ['status', 'bench-1'], 0, { AGENT_JOBS_CLI_CODE_CACHE: '0' });
       nodeStart = await cli.times(runs, [], 0, {}, ['-e', '0']);
-      tsxStatus = await cli.times(Math.max(3, Math.floor(runs / 4)), ['status', 'bench-1'], 0, { AGENT_JOBS_CLI_BUNDLE: '0' });
+      tsxStatus = await cli.times(Math.max(3, Math.floor(runs / 4)), ['status', 'bench-1'], 0, {
+        AGENT_JOBS_CLI_BUNDLE: '0',
+      });
       rows.push(
-        { label: 'status <jobId> without the V8 code cache (AGENT_JOBS_CLI_CODE_CACHE=0)', value: describe(noCacheStatus) },
+        {
+          label: 'status <jobId> without the V8 code cache (AGENT_JOBS_CLI_CODE_CACHE=0)',
+          value: describe(noCacheStatus),
+        },
         { label: "node's own start (`node -e 0`, no CLI)", value: describe(nodeStart) },
-        { label: 'status <jobId> through tsx (AGENT_JOBS_CLI_BUNDLE=0, the start before the bundle)', value: describe(tsxStatus) },
-        { label: 'status: bundle vs tsx, median wall / CPU', value: `${fmt.ratio(median(wall(statusTimes)) / median(wall(tsxStatus)))} / ${fmt.ratio(median(cpu(statusTimes)) / median(cpu(tsxStatus)))}` },
-        { label: 'first start after npm ci (--version; builds the bundle)', value: `${fmt.ms(firstStart.wallMs)}; CPU ${fmt.ms(firstStart.cpuMs)}` },
+        {
+          label: 'status <jobId> through tsx (AGENT_JOBS_CLI_BUNDLE=0, the start before the bundle)',
+          value: describe(tsxStatus),
+        },
+        {
+          label: 'status: bundle vs tsx, median wall / CPU',
+          value: `${fmt.ratio(median(wall(statusTimes)) / median(wall(tsxStatus)))} / ${fmt.ratio(median(cpu(statusTimes)) / median(cpu(tsxStatus)))}`,
+        },
+        {
+          label: 'first start after npm ci (--version; builds the bundle)',
+          value: `${fmt.ms(firstStart.wallMs)}; CPU ${fmt.ms(firstStart.cpuMs)}`,
+        },
       );
     } finally {
       await platform.stop();
@@ -161,14 +226,14 @@ export const bench: Benchmark = {
       description: [
         `A fresh \`node bin/agent-jobs.js\` process per call against a running local platform, spawn to exit: wall time, then the CPU the call used (user + system), median (min-max) of ${runs} calls each.`,
         loadDuring(loadBefore),
-        '`npx agent-jobs` adds npm\'s own start to every call: the README recommends `npm link` (or the bin\'s path) instead.',
+        "`npx agent-jobs` adds npm's own start to every call: the README recommends `npm link` (or the bin's path) instead.",
         'The CLI runs from a bundle of its own code and the AWS SDK from bundles of their own (minified: no resolving and reading of its packages file by file):',
         'one of every SDK package the CLI requires, and one of the DynamoDB packages alone, all that `status` loads (0.8 MB read and compiled instead of 1.4).',
         'Each runs with a V8 code cache per command, written by the first run of that command. In an interleaved trial of status (10 calls each, load average',
         'about 5), the code cache alone saved about 25 ms of CPU, the SDK bundled without a cache cost about 90 ms more (compiling 1.4 MB), both together saved',
         'about 60 ms against the bundle before (the row without the code cache is that middle case); splitting the SDK into its own bundles and reading them as',
         'Latin-1 saved about 30 more (15 calls each, load average about 5). A client still runs only when a command first uses it. What is left of `status` is',
-        'node\'s own start (the `node -e 0` row), running the cached code of the CLI and the DynamoDB client (their top-level code, building the client) and two',
+        "node's own start (the `node -e 0` row), running the cached code of the CLI and the DynamoDB client (their top-level code, building the client) and two",
         'requests to the local ledger.',
         '',
         'Command: `npm run bench cli-latency`',

@@ -41,11 +41,22 @@ function envelope(workspaceId: string, jobId: string, index: number): JobEnvelop
   const type = (['apply_patch', 'run_tests', 'open_pr'] as const)[index % 3] ?? 'run_tests';
   const payload =
     type === 'apply_patch'
-      ? { repo: { url: 'http://127.0.0.1:1/bench.git', branch: 'main' }, diff: 'diff --git a/x b/x\n', message: `change ${index}` }
+      ? {
+          repo: { url: 'http://127.0.0.1:1/bench.git', branch: 'main' },
+          diff: 'diff --git a/x b/x\n',
+          message: `change ${index}`,
+        }
       : type === 'run_tests'
         ? { command: 'npm test' }
         : { baseBranch: 'main', title: `PR ${index}` };
-  return { jobId, workspaceId, tenantId: 'tenant-bench', type, createdAt: new Date(Date.now() - 60_000).toISOString(), payload } as JobEnvelope;
+  return {
+    jobId,
+    workspaceId,
+    tenantId: 'tenant-bench',
+    type,
+    createdAt: new Date(Date.now() - 60_000).toISOString(),
+    payload,
+  } as JobEnvelope;
 }
 
 /** A finished job's item as the ledger adapter stores it: the record, its key and its place in the byWorkspace index. */
@@ -56,20 +67,41 @@ function seededItem(workspaceId: string, index: number): Record<string, unknown>
     job.type === 'apply_patch'
       ? { commitSha: sha }
       : job.type === 'run_tests'
-        ? { verdict: 'passed', summary: 'tests passed', exitCode: 0, sha, logTail: LOG_TAIL, durationMs: 4_000 + (index % 900) }
+        ? {
+            verdict: 'passed',
+            summary: 'tests passed',
+            exitCode: 0,
+            sha,
+            logTail: LOG_TAIL,
+            durationMs: 4_000 + (index % 900),
+          }
         : { url: `http://127.0.0.1:1/pulls/${index}`, number: index };
-  const record: JobRecord = { ...queuedRecord(job, jobDigest(job), Date.now(), LEDGER_RETENTION_DAYS), status: 'SUCCEEDED', attempt: 1, wsSeq: index + 1, result };
+  const record: JobRecord = {
+    ...queuedRecord(job, jobDigest(job), Date.now(), LEDGER_RETENTION_DAYS),
+    status: 'SUCCEEDED',
+    attempt: 1,
+    wsSeq: index + 1,
+    result,
+  };
   // The adapter's key layout (src/adapters/dynamodb-ledger.ts): checked by reading back through it.
   return { ...record, pk: `job#${job.jobId}`, wsKey: `ws#${workspaceId}` };
 }
 
-async function seedWorkspace(platform: Awaited<ReturnType<typeof startPlatform>>, ledger: Ledger, workspaceId: string): Promise<void> {
+async function seedWorkspace(
+  platform: Awaited<ReturnType<typeof startPlatform>>,
+  ledger: Ledger,
+  workspaceId: string,
+): Promise<void> {
   const { dynamodb } = platform.emulators.clients;
   const tableName = platform.info.tableName;
   const writes: Promise<unknown>[] = [];
   for (let start = 0; start < BIG; start += BATCH) {
     const items = Array.from({ length: Math.min(BATCH, BIG - start) }, (_, i) => seededItem(workspaceId, start + i));
-    writes.push(dynamodb.send(new BatchWriteCommand({ RequestItems: { [tableName]: items.map((Item) => ({ PutRequest: { Item } })) } })));
+    writes.push(
+      dynamodb.send(
+        new BatchWriteCommand({ RequestItems: { [tableName]: items.map((Item) => ({ PutRequest: { Item } })) } }),
+      ),
+    );
     if (writes.length === 4) await Promise.all(writes.splice(0));
   }
   await Promise.all(writes);
@@ -77,7 +109,8 @@ async function seedWorkspace(platform: Awaited<ReturnType<typeof startPlatform>>
   await ledger.takeWorkspace({ workspaceId, jobId: `big-${BIG - 1}`, now: Date.now() });
   await ledger.finishWorkspaceJob({ workspaceId, jobId: `big-${BIG - 1}`, head: 'f'.repeat(40), now: Date.now() });
   const page = await ledger.pageWorkspaceJobs(workspaceId, { order: 'newest', limit: 1 });
-  if (page.jobs[0]?.jobId !== `big-${BIG - 1}`) throw new Error('the seeded workspace does not read back through the ledger adapter: the item layout changed');
+  if (page.jobs[0]?.jobId !== `big-${BIG - 1}`)
+    throw new Error('the seeded workspace does not read back through the ledger adapter: the item layout changed');
 }
 
 function get(url: string, cookie: string): Promise<{ status: number; body: string }> {
@@ -103,7 +136,11 @@ function openStream(url: string, cookie: string): { events: { at: number; data: 
       while ((end = buffered.indexOf('\n\n')) >= 0) {
         const block = buffered.slice(0, end);
         buffered = buffered.slice(end + 2);
-        const data = block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+        const data = block
+          .split('\n')
+          .filter((l) => l.startsWith('data: '))
+          .map((l) => l.slice(6))
+          .join('\n');
         if (data) events.push({ at: Date.now(), data });
       }
     });
@@ -119,11 +156,24 @@ async function completeOne(ledger: Ledger, workspaceId: string, jobId: string, s
   const owner = randomUUID();
   await ledger.claim({ job, digest: jobDigest(job), owner, now: Date.now(), leaseMs: 60_000, consumer: 'sequencer' });
   const now = Date.now();
-  await ledger.complete({ jobId, owner, now, verdict: { status: 'SUCCEEDED', result: { commitSha: 'c'.repeat(40) } }, workspace: { workspaceId, seq } });
+  await ledger.complete({
+    jobId,
+    owner,
+    now,
+    verdict: { status: 'SUCCEEDED', result: { commitSha: 'c'.repeat(40) } },
+    workspace: { workspaceId, seq },
+  });
   return now;
 }
 
-async function liveLatencies(ledger: Ledger, base: string, cookie: string, workspaceId: string, samples: number, firstSeq: number): Promise<number[]> {
+async function liveLatencies(
+  ledger: Ledger,
+  base: string,
+  cookie: string,
+  workspaceId: string,
+  samples: number,
+  firstSeq: number,
+): Promise<number[]> {
   const stream = openStream(`${base}/live?view=${encodeURIComponent(`/workspaces/${workspaceId}`)}&shown=none`, cookie);
   try {
     await sleep(1500); // the first event: the page as it is
@@ -179,27 +229,50 @@ export const bench: Benchmark = {
 
       const p95 = quantile(newest, 0.95);
       const rows: BenchRow[] = [
-        { label: `timeline of a ${BIG.toLocaleString('en')}-job workspace, newest page (50 jobs), GET over HTTP`, value: `p50 ${fmt.ms(quantile(newest, 0.5))}, p95 ${fmt.ms(p95)}, max ${fmt.ms(Math.max(...newest))} (n=${runs})` },
-        { label: 'the same workspace, a page from the middle (oldest first, after seq 5,000)', value: `p50 ${fmt.ms(quantile(middle, 0.5))}, p95 ${fmt.ms(quantile(middle, 0.95))} (n=${runs})` },
-        { label: `a full read of its ${BIG.toLocaleString('en')} jobs (listWorkspaceJobs, as \`agent-jobs jobs\` reads)`, value: `${fmt.msSpread(full)}; a page is ${fmt.ratio(quantile(newest, 0.5) / Math.max(1, quantile(full, 0.5)))} of it` },
+        {
+          label: `timeline of a ${BIG.toLocaleString('en')}-job workspace, newest page (50 jobs), GET over HTTP`,
+          value: `p50 ${fmt.ms(quantile(newest, 0.5))}, p95 ${fmt.ms(p95)}, max ${fmt.ms(Math.max(...newest))} (n=${runs})`,
+        },
+        {
+          label: 'the same workspace, a page from the middle (oldest first, after seq 5,000)',
+          value: `p50 ${fmt.ms(quantile(middle, 0.5))}, p95 ${fmt.ms(quantile(middle, 0.95))} (n=${runs})`,
+        },
+        {
+          label: `a full read of its ${BIG.toLocaleString('en')} jobs (listWorkspaceJobs, as \`agent-jobs jobs\` reads)`,
+          value: `${fmt.msSpread(full)}; a page is ${fmt.ratio(quantile(newest, 0.5) / Math.max(1, quantile(full, 0.5)))} of it`,
+        },
         { label: 'workspaces page with that workspace on it (its counts read every job)', value: fmt.msSpread(list) },
-        { label: 'completion to its row on an open page, small workspace', value: `p50 ${fmt.ms(quantile(small, 0.5))}, p95 ${fmt.ms(quantile(small, 0.95))}, max ${fmt.ms(Math.max(...small))} (n=${samples})` },
-        { label: `completion to its row on an open page, the ${BIG.toLocaleString('en')}-job workspace`, value: `p50 ${fmt.ms(quantile(big, 0.5))}, p95 ${fmt.ms(quantile(big, 0.95))}, max ${fmt.ms(Math.max(...big))} (n=${samples})` },
+        {
+          label: 'completion to its row on an open page, small workspace',
+          value: `p50 ${fmt.ms(quantile(small, 0.5))}, p95 ${fmt.ms(quantile(small, 0.95))}, max ${fmt.ms(Math.max(...small))} (n=${samples})`,
+        },
+        {
+          label: `completion to its row on an open page, the ${BIG.toLocaleString('en')}-job workspace`,
+          value: `p50 ${fmt.ms(quantile(big, 0.5))}, p95 ${fmt.ms(quantile(big, 0.95))}, max ${fmt.ms(Math.max(...big))} (n=${samples})`,
+        },
         { label: `seeding the ${BIG.toLocaleString('en')} jobs (BatchWriteItem, 25 a request)`, value: fmt.ms(seedMs) },
       ];
       return {
         title: 'Console: a 10,000-job workspace, and a completion reaching an open page',
         description: [
           `The local platform and its console in this process; GET requests over loopback HTTP with the session cookie, one at a time; then a page's live stream open while jobs complete (the console reads an open page's region once a second and sends it when it changed).`,
-          'A page is one query of the byWorkspace index (limit + 1 items) plus the workspace record, its open list and the conflicts of the page\'s jobs; its cost does not grow with the workspace.',
+          "A page is one query of the byWorkspace index (limit + 1 items) plus the workspace record, its open list and the conflicts of the page's jobs; its cost does not grow with the workspace.",
           `The machine is shared with other work (1-minute load average ${load} at the start, on 2 cores): absolute times carry waiting for a core; the ratio of a page to a full read is measured in the same run.`,
           '',
           'Command: `npm run bench -- console`',
         ].join('\n'),
         rows,
         summary: [
-          { measure: `console: timeline of a ${BIG.toLocaleString('en')}-job workspace, p95`, value: `${fmt.ms(p95)} (a full read of its jobs: ${fmt.ms(quantile(full, 0.5))})`, goal: `<= ${GOAL_P95_MS} ms` },
-          { measure: 'console: a job\'s completion to its row on an open page, p95', value: `${fmt.ms(quantile(small, 0.95))} (10,000-job workspace: ${fmt.ms(quantile(big, 0.95))})`, goal: '<= 2000 ms' },
+          {
+            measure: `console: timeline of a ${BIG.toLocaleString('en')}-job workspace, p95`,
+            value: `${fmt.ms(p95)} (a full read of its jobs: ${fmt.ms(quantile(full, 0.5))})`,
+            goal: `<= ${GOAL_P95_MS} ms`,
+          },
+          {
+            measure: "console: a job's completion to its row on an open page, p95",
+            value: `${fmt.ms(quantile(small, 0.95))} (10,000-job workspace: ${fmt.ms(quantile(big, 0.95))})`,
+            goal: '<= 2000 ms',
+          },
         ],
       };
     } finally {

@@ -50,9 +50,13 @@ let queues = 0;
 /** One scenario on a fresh standard queue (an abandoned receive of an earlier poller cannot take its messages). */
 async function scenario(emulators: LocalEmulators, order: Order, withNoisy: boolean): Promise<Dwell> {
   const { sqs } = emulators.clients;
-  const { QueueUrl: queueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: `bench-fair-stage-${++queues}`, Attributes: { VisibilityTimeout: '360' } }));
+  const { QueueUrl: queueUrl } = await sqs.send(
+    new CreateQueueCommand({ QueueName: `bench-fair-stage-${++queues}`, Attributes: { VisibilityTimeout: '360' } }),
+  );
   if (!queueUrl) throw new Error('no queue url');
-  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+  );
   const dwell: Dwell = { quiet: [], noisy: [] };
   const total = QUIET_JOBS + (withNoisy ? NOISY_BURST : 0);
   let started = 0;
@@ -85,12 +89,18 @@ async function scenario(emulators: LocalEmulators, order: Order, withNoisy: bool
   const send = (tenantId: string, n: number) => {
     const jobId = `${tenantId}-${n}`;
     const body: Sent = { jobId, tenantId, sentAt: Date.now() };
-    return ops.send(queueUrl, JSON.stringify(body), jobAttributes({ jobId, workspaceId: `ws-${tenantId}`, tenantId, type: 'run_tests' }), tenantGroupId(tenantId));
+    return ops.send(
+      queueUrl,
+      JSON.stringify(body),
+      jobAttributes({ jobId, workspaceId: `ws-${tenantId}`, tenantId, type: 'run_tests' }),
+      tenantGroupId(tenantId),
+    );
   };
   try {
     if (withNoisy) {
       // The burst: sent 50 at a time, as fast as the queue takes them.
-      for (let i = 0; i < NOISY_BURST; i += 50) await Promise.all(Array.from({ length: Math.min(50, NOISY_BURST - i) }, (_, j) => send('noisy', i + j)));
+      for (let i = 0; i < NOISY_BURST; i += 50)
+        await Promise.all(Array.from({ length: Math.min(50, NOISY_BURST - i) }, (_, j) => send('noisy', i + j)));
     }
     for (let i = 0; i < QUIET_JOBS; i++) {
       await send('quiet', i);
@@ -98,7 +108,8 @@ async function scenario(emulators: LocalEmulators, order: Order, withNoisy: bool
     }
     const deadline = Date.now() + 120_000;
     while (started < total) {
-      if (Date.now() > deadline) throw new Error(`${order}${withNoisy ? ' with noisy' : ''}: ${started} of ${total} jobs started after 120 s`);
+      if (Date.now() > deadline)
+        throw new Error(`${order}${withNoisy ? ' with noisy' : ''}: ${started} of ${total} jobs started after 120 s`);
       await sleep(50);
     }
   } finally {
@@ -107,7 +118,8 @@ async function scenario(emulators: LocalEmulators, order: Order, withNoisy: bool
   return dwell;
 }
 
-const dwellOf = (values: readonly number[]) => `p50 ${fmt.ms(quantile(values, 0.5))}, p99 ${fmt.ms(quantile(values, 0.99))} (n=${values.length})`;
+const dwellOf = (values: readonly number[]) =>
+  `p50 ${fmt.ms(quantile(values, 0.5))}, p99 ${fmt.ms(quantile(values, 0.99))} (n=${values.length})`;
 
 export const bench: Benchmark = {
   name: 'fair-stages',
@@ -135,11 +147,17 @@ export const bench: Benchmark = {
     const rows: BenchRow[] = [];
     for (const order of ['arrival', 'tenant'] as const) {
       rows.push({ label: `quiet tenant alone, ${name[order]}`, value: dwellOf(get(order, false).quiet) });
-      rows.push({ label: `quiet tenant beside the noisy burst, ${name[order]}`, value: dwellOf(get(order, true).quiet) });
+      rows.push({
+        label: `quiet tenant beside the noisy burst, ${name[order]}`,
+        value: dwellOf(get(order, true).quiet),
+      });
       rows.push({ label: `noisy tenant's own jobs, ${name[order]}`, value: dwellOf(get(order, true).noisy) });
     }
     const p99 = (order: Order, withNoisy: boolean) => quantile(get(order, withNoisy).quiet, 0.99);
-    rows.push({ label: "quiet tenant's p99 beside the burst: arrival order / tenants in turn", value: fmt.ratio(p99('arrival', true) / Math.max(1, p99('tenant', true))) });
+    rows.push({
+      label: "quiet tenant's p99 beside the burst: arrival order / tenants in turn",
+      value: fmt.ratio(p99('arrival', true) / Math.max(1, p99('tenant', true))),
+    });
     return {
       title: 'Fair stage queues: a quiet tenant beside a noisy one',
       description: [

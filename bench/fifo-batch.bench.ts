@@ -57,10 +57,15 @@ function ours(records: SQSRecord[], failing: readonly string[]): Promise<SQSBatc
 
 function powertools(records: SQSRecord[], failing: readonly string[]): Promise<SQSBatchResponse> {
   const event: SQSEvent = { Records: records };
-  return processPartialResponse(event, (record: SQSRecord) => work(record, failing), new SqsFifoPartialProcessorAsync(), {
-    context: {} as Context,
-    skipGroupOnError: true,
-  });
+  return processPartialResponse(
+    event,
+    (record: SQSRecord) => work(record, failing),
+    new SqsFifoPartialProcessorAsync(),
+    {
+      context: {} as Context,
+      skipGroupOnError: true,
+    },
+  );
 }
 
 const failures = (response: SQSBatchResponse) => response.batchItemFailures.map((f) => f.itemIdentifier);
@@ -72,15 +77,24 @@ export const bench: Benchmark = {
     const speedups: string[] = [];
     for (const scenario of SCENARIOS) {
       const records = batch(scenario);
-      const [a, b] = [failures(await ours(records, scenario.failing)), failures(await powertools(records, scenario.failing))];
-      if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(`${scenario.label}: batchItemFailures differ: ours ${JSON.stringify(a)}, Powertools ${JSON.stringify(b)}`);
+      const [a, b] = [
+        failures(await ours(records, scenario.failing)),
+        failures(await powertools(records, scenario.failing)),
+      ];
+      if (JSON.stringify(a) !== JSON.stringify(b))
+        throw new Error(
+          `${scenario.label}: batchItemFailures differ: ours ${JSON.stringify(a)}, Powertools ${JSON.stringify(b)}`,
+        );
       const oursMs = await repeat(RUNS, () => ours(records, scenario.failing));
       const powertoolsMs = await repeat(RUNS, () => powertools(records, scenario.failing));
       speedups.push(`${fmt.ratio(median(powertoolsMs) / median(oursMs))} at ${scenario.label}`);
       rows.push(
         { label: `${scenario.label}: processFifoBatch`, value: fmt.msSpread(oursMs) },
         { label: `${scenario.label}: Powertools SqsFifoPartialProcessorAsync`, value: fmt.msSpread(powertoolsMs) },
-        { label: `${scenario.label}: speed-up, Powertools / ours`, value: `${fmt.ratio(median(powertoolsMs) / median(oursMs))}; identical batchItemFailures ${JSON.stringify(a)}` },
+        {
+          label: `${scenario.label}: speed-up, Powertools / ours`,
+          value: `${fmt.ratio(median(powertoolsMs) / median(oursMs))}; identical batchItemFailures ${JSON.stringify(a)}`,
+        },
       );
     }
     return {
@@ -93,7 +107,13 @@ export const bench: Benchmark = {
         'Command: `npm run bench fifo-batch`',
       ].join('\n'),
       rows,
-      summary: [{ measure: 'FIFO batch vs Powertools SqsFifoPartialProcessorAsync', value: `${speedups.join('; ')}; identical batchItemFailures`, goal: '>= 5x at 10 groups, 1.0x at 1 group, identical batchItemFailures' }],
+      summary: [
+        {
+          measure: 'FIFO batch vs Powertools SqsFifoPartialProcessorAsync',
+          value: `${speedups.join('; ')}; identical batchItemFailures`,
+          goal: '>= 5x at 10 groups, 1.0x at 1 group, identical batchItemFailures',
+        },
+      ],
     };
   },
 };

@@ -46,7 +46,14 @@ interface Design {
 const unitsOf = (counter: RequestCounter): Units => ({ writes: counter.writes, reads: counter.readUnits });
 
 function job(id: string, payload: Record<string, unknown> = { command: 'npm test' }): JobEnvelope {
-  return { jobId: id, workspaceId: 'ws-bench', tenantId: 'bench', type: 'run_tests', createdAt: new Date().toISOString(), payload } as JobEnvelope;
+  return {
+    jobId: id,
+    workspaceId: 'ws-bench',
+    tenantId: 'bench',
+    type: 'run_tests',
+    createdAt: new Date().toISOString(),
+    payload,
+  } as JobEnvelope;
 }
 
 /** A promise and the function that resolves it (to hold a first delivery in flight). */
@@ -57,14 +64,30 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 }
 
 function ourLedger(emulators: LocalEmulators, counter: RequestCounter): Design {
-  const ledger = new DynamoDbLedger({ client: emulators.clients.dynamodb, tableName: emulators.tableName, retentionDays: 30 });
+  const ledger = new DynamoDbLedger({
+    client: emulators.clients.dynamodb,
+    tableName: emulators.tableName,
+    retentionDays: 30,
+  });
   const claim = (envelope: JobEnvelope, owner = randomUUID()) =>
-    ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: Date.now(), leaseMs: 60_000, consumer: 'sequencer' });
+    ledger.claim({
+      job: envelope,
+      digest: jobDigest(envelope),
+      owner,
+      now: Date.now(),
+      leaseMs: 60_000,
+      consumer: 'sequencer',
+    });
   const succeed = async (envelope: JobEnvelope) => {
     const owner = randomUUID();
     const claimed = await claim(envelope, owner);
     if (claimed.kind !== 'claimed') throw new Error(`expected a claim, got ${claimed.kind}`);
-    await ledger.complete({ jobId: envelope.jobId, owner, now: Date.now(), verdict: { status: 'SUCCEEDED', result: { ok: true } } });
+    await ledger.complete({
+      jobId: envelope.jobId,
+      owner,
+      now: Date.now(),
+      verdict: { status: 'SUCCEEDED', result: { ok: true } },
+    });
   };
   const expect = async (envelope: JobEnvelope, kind: string) => {
     const outcome = await claim(envelope);
@@ -87,7 +110,11 @@ function ourLedger(emulators: LocalEmulators, counter: RequestCounter): Design {
 }
 
 async function powertools(emulators: LocalEmulators, counter: RequestCounter): Promise<Design> {
-  const client = new DynamoDBClient({ endpoint: emulators.endpoints.dynamodb, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const client = new DynamoDBClient({
+    endpoint: emulators.endpoints.dynamodb,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
   counter.attach(client);
   const tableName = 'powertools-idempotency';
   await client.send(
@@ -130,7 +157,11 @@ async function powertools(emulators: LocalEmulators, counter: RequestCounter): P
         () => 'returned',
         (error: Error) => error.name,
       );
-      const expected = { 'duplicate after success': 'returned', 'duplicate in flight': 'IdempotencyAlreadyInProgressError', conflict: 'IdempotencyValidationError' }[path];
+      const expected = {
+        'duplicate after success': 'returned',
+        'duplicate in flight': 'IdempotencyAlreadyInProgressError',
+        conflict: 'IdempotencyValidationError',
+      }[path];
       if (outcome !== expected) throw new Error(`Powertools ${path}: expected ${expected}, got ${outcome}`);
       const units = unitsOf(counter);
       inFlight.resolve();
@@ -149,9 +180,23 @@ function getThenPut(emulators: LocalEmulators, counter: RequestCounter): Design 
     const { Item } = await client.send(new GetCommand({ TableName, Key: key, ConsistentRead: true }));
     const digest = jobDigest(envelope);
     if (Item) return Item['digest'] !== digest ? 'conflict' : Item['status'] === 'SUCCEEDED' ? 'duplicate' : 'busy';
-    await client.send(new PutCommand({ TableName, Item: { ...key, digest, status: 'IN_FLIGHT' }, ConditionExpression: 'attribute_not_exists(pk)' }));
+    await client.send(
+      new PutCommand({
+        TableName,
+        Item: { ...key, digest, status: 'IN_FLIGHT' },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
     if (finish) {
-      await client.send(new UpdateCommand({ TableName, Key: key, UpdateExpression: 'SET #s = :s', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':s': 'SUCCEEDED' } }));
+      await client.send(
+        new UpdateCommand({
+          TableName,
+          Key: key,
+          UpdateExpression: 'SET #s = :s',
+          ExpressionAttributeNames: { '#s': 'status' },
+          ExpressionAttributeValues: { ':s': 'SUCCEEDED' },
+        }),
+      );
     }
     return 'claimed';
   };
@@ -168,7 +213,9 @@ function getThenPut(emulators: LocalEmulators, counter: RequestCounter): Design 
       counter.reset();
       const again = path === 'conflict' ? job(envelope.jobId, { command: 'something else' }) : envelope;
       const outcome = await deliver(again, true);
-      const expected = { 'duplicate after success': 'duplicate', 'duplicate in flight': 'busy', conflict: 'conflict' }[path];
+      const expected = { 'duplicate after success': 'duplicate', 'duplicate in flight': 'busy', conflict: 'conflict' }[
+        path
+      ];
       if (outcome !== expected) throw new Error(`get-then-put ${path}: expected ${expected}, got ${outcome}`);
       return unitsOf(counter);
     },
@@ -190,7 +237,8 @@ async function countPath(design: Design, path: Path): Promise<Units> {
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 const unitsText = (u: Units) => `${plural(u.writes, 'write')} + ${plural(u.reads, 'consistent read')}`;
 const shortText = (u: Units) => `${u.writes}W+${u.reads}R`;
-const awsCost = (u: Units) => perMillionJobs(u.writes, PRICES_USD.dynamoWriteUnit) + perMillionJobs(u.reads, PRICES_USD.dynamoReadUnit);
+const awsCost = (u: Units) =>
+  perMillionJobs(u.writes, PRICES_USD.dynamoWriteUnit) + perMillionJobs(u.reads, PRICES_USD.dynamoReadUnit);
 
 /** Units by design name, then path, on one emulator. */
 type Counts = Map<string, Map<Path, Units>>;
@@ -199,7 +247,11 @@ async function countOn(emulator: DynamoDbEmulator): Promise<Counts> {
   const emulators = await startEmulators({ dynamoDb: emulator });
   try {
     const counter = new RequestCounter().attach(emulators.clients.dynamodb);
-    const designs = [ourLedger(emulators, counter), await powertools(emulators, new RequestCounter()), getThenPut(emulators, counter)];
+    const designs = [
+      ourLedger(emulators, counter),
+      await powertools(emulators, new RequestCounter()),
+      getThenPut(emulators, counter),
+    ];
     const counts: Counts = new Map();
     for (const design of designs) {
       const byPath = new Map<Path, Units>();
@@ -216,7 +268,8 @@ export const bench: Benchmark = {
   name: 'ledger',
   async run() {
     const [onDynalite, onDynamoDbLocal] = [await countOn('dynalite'), await countOn('dynamodb-local')];
-    const units = (counts: Counts, design: string, path: Path) => counts.get(design)?.get(path) ?? { writes: NaN, reads: NaN };
+    const units = (counts: Counts, design: string, path: Path) =>
+      counts.get(design)?.get(path) ?? { writes: NaN, reads: NaN };
     const designs = [...onDynamoDbLocal.keys()];
     const [ours, powertoolsName] = designs as [string, string];
     const rows: BenchRow[] = [];
@@ -225,12 +278,23 @@ export const bench: Benchmark = {
       for (const path of PATHS) {
         const local = units(onDynamoDbLocal, design, path);
         const lite = units(onDynalite, design, path);
-        rows.push({ label: `${design}: ${path}`, value: `DynamoDB Local: ${unitsText(local)}, ${usd(awsCost(local))} per million on AWS; dynalite: ${unitsText(lite)}` });
+        rows.push({
+          label: `${design}: ${path}`,
+          value: `DynamoDB Local: ${unitsText(local)}, ${usd(awsCost(local))} per million on AWS; dynalite: ${unitsText(lite)}`,
+        });
       }
-      perDesign.push(`${design.replace(/ \(.*$/, '')} ${PATHS.map((path) => shortText(units(onDynamoDbLocal, design, path))).join(' / ')}`);
+      perDesign.push(
+        `${design.replace(/ \(.*$/, '')} ${PATHS.map((path) => shortText(units(onDynamoDbLocal, design, path))).join(' / ')}`,
+      );
     }
-    const differing = PATHS.filter((path) => shortText(units(onDynamoDbLocal, ours, path)) !== shortText(units(onDynamoDbLocal, powertoolsName, path)));
-    rows.push({ label: 'this ledger against Powertools on DynamoDB Local', value: differing.length === 0 ? 'the same requests on every path' : `different on: ${differing.join(', ')}` });
+    const differing = PATHS.filter(
+      (path) =>
+        shortText(units(onDynamoDbLocal, ours, path)) !== shortText(units(onDynamoDbLocal, powertoolsName, path)),
+    );
+    rows.push({
+      label: 'this ledger against Powertools on DynamoDB Local',
+      value: differing.length === 0 ? 'the same requests on every path' : `different on: ${differing.join(', ')}`,
+    });
     return {
       title: 'Ledger: DynamoDB requests per job by delivery path, three designs',
       description: [

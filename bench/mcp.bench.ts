@@ -11,7 +11,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { BIN, Cli, describe, PROBE, repositoryAndPatch, startLocalPlatform, wall, type CallTime } from './cli-latency.bench';
+import {
+  BIN,
+  Cli,
+  describe,
+  PROBE,
+  repositoryAndPatch,
+  startLocalPlatform,
+  wall,
+  type CallTime,
+} from './cli-latency.bench';
 import { fmt, loadDuring, loadLine, median, quick, type Benchmark, type BenchRow } from './harness';
 
 /** Spawn to `tools/list` answered; the CPU the server used from its start to its exit (stdin closed right after). */
@@ -48,8 +57,29 @@ export const bench: Benchmark = {
     const platform = await startLocalPlatform(stateDir);
     try {
       const { repo, diff } = await repositoryAndPatch(dir);
-      const url = (JSON.parse((await cli.call(['repo', 'import', repo, '--name', 'bench', '--json'], 0)).stdout) as { url: string }).url;
-      await cli.call(['enqueue', '--type', 'apply_patch', '--workspace', 'ws-bench', '--job-id', 'bench-1', '--repo', url, '--branch', 'bench', '--diff-file', diff, '--message', 'Bench'], 0);
+      const url = (
+        JSON.parse((await cli.call(['repo', 'import', repo, '--name', 'bench', '--json'], 0)).stdout) as { url: string }
+      ).url;
+      await cli.call(
+        [
+          'enqueue',
+          '--type',
+          'apply_patch',
+          '--workspace',
+          'ws-bench',
+          '--job-id',
+          'bench-1',
+          '--repo',
+          url,
+          '--branch',
+          'bench',
+          '--diff-file',
+          diff,
+          '--message',
+          'Bench',
+        ],
+        0,
+      );
       await cli.call(['wait', 'bench-1', '--timeout', '120'], 0);
       // First runs write the code caches (bin/cli-bundle.js), as a user's first calls do.
       await serverStart(stateDir, probe, cpuFile);
@@ -62,7 +92,13 @@ export const bench: Benchmark = {
         versions.push(await cli.call(['--version'], 0));
       }
       const client = new Client({ name: 'bench', version: '1' });
-      await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', '--state-dir', stateDir], stderr: 'ignore' }));
+      await client.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [BIN, 'mcp', '--state-dir', stateDir],
+          stderr: 'ignore',
+        }),
+      );
       const toolCalls: number[] = [];
       const statusCalls: CallTime[] = [];
       try {
@@ -77,12 +113,21 @@ export const bench: Benchmark = {
         await client.close();
       }
       rows.push(
-        { label: '`agent-jobs mcp`: spawn to `initialize` and `tools/list` answered; CPU to its exit', value: describe(starts) },
+        {
+          label: '`agent-jobs mcp`: spawn to `initialize` and `tools/list` answered; CPU to its exit',
+          value: describe(starts),
+        },
         { label: '`agent-jobs --version` in the same run', value: describe(versions) },
-        { label: 'server start vs --version, median wall', value: fmt.ratio(median(wall(starts)) / median(wall(versions))) },
+        {
+          label: 'server start vs --version, median wall',
+          value: fmt.ratio(median(wall(starts)) / median(wall(versions))),
+        },
         { label: '`job_status` on a running server (one tool call)', value: fmt.msSpread(toolCalls) },
         { label: '`agent-jobs status <jobId>` (a fresh process), interleaved', value: describe(statusCalls) },
-        { label: 'tool call vs CLI call, median wall', value: fmt.ratio(median(toolCalls) / median(wall(statusCalls))) },
+        {
+          label: 'tool call vs CLI call, median wall',
+          value: fmt.ratio(median(toolCalls) / median(wall(statusCalls))),
+        },
       );
     } finally {
       await platform.stop();
@@ -93,7 +138,7 @@ export const bench: Benchmark = {
       description: [
         `\`agent-jobs mcp\` driven by the MCP SDK's client over stdio against a running local platform: ${runs} server starts, each followed by a \`--version\` call, then ${calls} \`job_status\` calls on one running server, each followed by an \`agent-jobs status\` call. Median (min-max).`,
         loadDuring(loadBefore),
-        'The server loads the MCP SDK (from node_modules, for this command only) and builds every tool\'s input schema from the catalog before it answers; a running server answers a read without a process start.',
+        "The server loads the MCP SDK (from node_modules, for this command only) and builds every tool's input schema from the catalog before it answers; a running server answers a read without a process start.",
         '',
         'Command: `npm run bench -- mcp`',
       ].join('\n'),

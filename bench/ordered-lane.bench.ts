@@ -69,12 +69,24 @@ const SCENARIOS = [
 
 /** A diff that adds one new file: it applies on any tree that lacks the file. */
 function addFileDiff(path: string, line: string): string {
-  return [`diff --git a/${path} b/${path}`, 'new file mode 100644', '--- /dev/null', `+++ b/${path}`, '@@ -0,0 +1 @@', `+${line}`, ''].join('\n');
+  return [
+    `diff --git a/${path} b/${path}`,
+    'new file mode 100644',
+    '--- /dev/null',
+    `+++ b/${path}`,
+    '@@ -0,0 +1 @@',
+    `+${line}`,
+    '',
+  ].join('\n');
 }
 
 const gitEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
 const runGit = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@example.com', ...args], { cwd, env: gitEnv, encoding: 'utf8' }).trim();
+  execFileSync('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@example.com', ...args], {
+    cwd,
+    env: gitEnv,
+    encoding: 'utf8',
+  }).trim();
 
 async function newRemote(platform: LocalPlatform, root: string, name: string): Promise<string> {
   const src = await mkdtemp(join(root, `src-${name}-`));
@@ -129,7 +141,10 @@ function countReceives(platform: LocalPlatform, queueUrl: string): { nonEmpty: n
   platform.emulators.clients.sqs.middlewareStack.add(
     (next, context) => async (args) => {
       const result = await next(args);
-      if (context.commandName === 'ReceiveMessageCommand' && (args.input as { QueueUrl?: string }).QueueUrl === queueUrl) {
+      if (
+        context.commandName === 'ReceiveMessageCommand' &&
+        (args.input as { QueueUrl?: string }).QueueUrl === queueUrl
+      ) {
         if ((result.output as ReceiveMessageCommandOutput).Messages?.length) counts.nonEmpty++;
         else counts.empty++;
       }
@@ -142,12 +157,19 @@ function countReceives(platform: LocalPlatform, queueUrl: string): { nonEmpty: n
 
 export async function runScenario(workspaces: number, jobsPerWorkspace: number): Promise<ScenarioResult> {
   const root = await mkdtemp(join(tmpdir(), 'bench-ordered-'));
-  const platform = await startPlatform({ stateDir: join(root, 'state'), output: null, persist: false, logLevel: 'ERROR' });
+  const platform = await startPlatform({
+    stateDir: join(root, 'state'),
+    output: null,
+    persist: false,
+    logLevel: 'ERROR',
+  });
   try {
     const { clients, queueUrls, tableName } = platform.emulators;
     const fifoUrl = queueUrls['agent-jobs'] as string;
     const label = `w${workspaces}`;
-    const urls = await Promise.all(Array.from({ length: workspaces }, (_, w) => newRemote(platform, root, `${label}-ws${w}`)));
+    const urls = await Promise.all(
+      Array.from({ length: workspaces }, (_, w) => newRemote(platform, root, `${label}-ws${w}`)),
+    );
     const outcomes = watchOutcomes(platform);
     const dynamo = new RequestCounter().attach(clients.dynamodb);
     const sqs = new RequestCounter().attach(clients.sqs);
@@ -165,7 +187,11 @@ export async function runScenario(workspaces: number, jobsPerWorkspace: number):
           workspaceId: `${label}-ws${w}`,
           tenantId: 'bench',
           type: 'apply_patch',
-          payload: { repo: { url, branch: 'main' }, diff: addFileDiff(`notes/job-${i}.txt`, `job ${i}`), message: `job ${i}` },
+          payload: {
+            repo: { url, branch: 'main' },
+            diff: addFileDiff(`notes/job-${i}.txt`, `job ${i}`),
+            message: `job ${i}`,
+          },
         }));
         // Sent one after the other, so the FIFO queue holds them in this order.
         const sent: { jobId: string; at: number; sentAt: number }[] = [];
@@ -189,12 +215,21 @@ export async function runScenario(workspaces: number, jobsPerWorkspace: number):
     const perJob: RequestsPerJob = {
       dynamoWrites: dynamo.writes / jobs,
       dynamoReads: dynamo.readUnits / jobs,
-      sqsFifo: (sqs.count('SendMessage', 'DeleteMessageBatch', 'DeleteMessage', 'ChangeMessageVisibility') + receives.nonEmpty) / jobs,
+      sqsFifo:
+        (sqs.count('SendMessage', 'DeleteMessageBatch', 'DeleteMessage', 'ChangeMessageVisibility') +
+          receives.nonEmpty) /
+        jobs,
       sqsEmptyReceives: receives.empty / jobs,
       events: (outcomes.events() - eventsBefore) / jobs,
       invocations: receives.nonEmpty / jobs,
     };
-    await assertOrder(platform, new DynamoDbLedger({ client: clients.dynamodb, tableName, retentionDays: 30 }), label, workspaces, jobsPerWorkspace);
+    await assertOrder(
+      platform,
+      new DynamoDbLedger({ client: clients.dynamodb, tableName, retentionDays: 30 }),
+      label,
+      workspaces,
+      jobsPerWorkspace,
+    );
     return { workspaces, jobs, seconds, latencies, handoffs, perJob, cpu };
   } finally {
     await platform.stop();
@@ -209,7 +244,11 @@ interface CpuSnapshot {
 }
 
 function cpuSnapshot(): CpuSnapshot {
-  return { eventLoop: performance.eventLoopUtilization(), process: process.cpuUsage(), childSeconds: childCpuSeconds() };
+  return {
+    eventLoop: performance.eventLoopUtilization(),
+    process: process.cpuUsage(),
+    childSeconds: childCpuSeconds(),
+  };
 }
 
 function cpuSince(before: CpuSnapshot, seconds: number): CpuUse {
@@ -228,7 +267,9 @@ function cpuSince(before: CpuSnapshot, seconds: number): CpuUse {
  */
 function childCpuSeconds(): number {
   try {
-    const fields = readFileSync('/proc/self/stat', 'utf8').replace(/^.*\) /, '').split(' ');
+    const fields = readFileSync('/proc/self/stat', 'utf8')
+      .replace(/^.*\) /, '')
+      .split(' ');
     // After "pid (comm) ", state is field 3; cutime and cstime are fields 16 and 17.
     return (Number(fields[13]) + Number(fields[14])) / 100;
   } catch {
@@ -247,22 +288,31 @@ function limitOf(cpu: CpuUse): string {
   if (cpu.eventLoop >= 0.9 && cpu.processCores < 0.6 * cpu.eventLoop) {
     return `the shared machine: the Node thread had work ${pct(cpu.eventLoop)} of the time but ran on ${cpu.processCores.toFixed(2)} cores (load ${cpu.load.toFixed(1)} on ${cores} cores)`;
   }
-  if (cpu.eventLoop >= 0.9) return `the Node thread (event loop ${pct(cpu.eventLoop)} busy, ${cpu.processCores.toFixed(2)} cores): CPU-bound on one core`;
+  if (cpu.eventLoop >= 0.9)
+    return `the Node thread (event loop ${pct(cpu.eventLoop)} busy, ${cpu.processCores.toFixed(2)} cores): CPU-bound on one core`;
   if (total >= 0.9 * cores) return `the machine's ${cores} cores (${total.toFixed(2)} cores used)`;
-  if (cpu.load >= cores) return `not this process (${total.toFixed(2)} of ${cores} cores) but a shared machine: load ${cpu.load.toFixed(1)} on ${cores} cores`;
+  if (cpu.load >= cores)
+    return `not this process (${total.toFixed(2)} of ${cores} cores) but a shared machine: load ${cpu.load.toFixed(1)} on ${cores} cores`;
   return `not the CPU (${total.toFixed(2)} of ${cores} cores): waiting on I/O and the queue`;
 }
 
 /** USD per million jobs for the requests counted per job, by service. */
 function billPerMillion(perJob: RequestsPerJob): { total: number; parts: string } {
   const parts = {
-    DynamoDB: perMillionJobs(perJob.dynamoWrites, PRICES_USD.dynamoWriteUnit) + perMillionJobs(perJob.dynamoReads, PRICES_USD.dynamoReadUnit),
+    DynamoDB:
+      perMillionJobs(perJob.dynamoWrites, PRICES_USD.dynamoWriteUnit) +
+      perMillionJobs(perJob.dynamoReads, PRICES_USD.dynamoReadUnit),
     'SQS FIFO': perMillionJobs(perJob.sqsFifo, PRICES_USD.sqsFifoRequest),
     EventBridge: perMillionJobs(perJob.events, PRICES_USD.eventBridgeEvent),
     'Lambda requests': perMillionJobs(perJob.invocations, PRICES_USD.lambdaRequest),
   };
   const total = Object.values(parts).reduce((a, b) => a + b, 0);
-  return { total, parts: Object.entries(parts).map(([name, v]) => `${name} ${usd(v)}`).join(', ') };
+  return {
+    total,
+    parts: Object.entries(parts)
+      .map(([name, v]) => `${name} ${usd(v)}`)
+      .join(', '),
+  };
 }
 
 /** The naive ledger reads a job's item before claiming it (get-then-put): one consistent read more per job, the same writes. */
@@ -271,15 +321,24 @@ const naive = (perJob: RequestsPerJob): RequestsPerJob => ({ ...perJob, dynamoRe
 const pct = (share: number) => `${Math.round(share * 100)}%`;
 
 /** Every job SUCCEEDED and each branch holds its workspace's commits in the order they were sent. */
-async function assertOrder(platform: LocalPlatform, ledger: DynamoDbLedger, label: string, workspaces: number, jobsPerWorkspace: number): Promise<void> {
+async function assertOrder(
+  platform: LocalPlatform,
+  ledger: DynamoDbLedger,
+  label: string,
+  workspaces: number,
+  jobsPerWorkspace: number,
+): Promise<void> {
   for (let w = 0; w < workspaces; w++) {
     for (let i = 0; i < jobsPerWorkspace; i++) {
       const record = await ledger.getJob(`${label}-ws${w}-job${i}`);
       if (record?.status !== 'SUCCEEDED') throw new Error(`${label}-ws${w}-job${i} is ${record?.status ?? 'missing'}`);
     }
-    const subjects = runGit(platform.git.gitDir(`${label}-ws${w}`), 'log', '--reverse', '--format=%s', 'main').split('\n');
+    const subjects = runGit(platform.git.gitDir(`${label}-ws${w}`), 'log', '--reverse', '--format=%s', 'main').split(
+      '\n',
+    );
     const expected = ['initial', ...Array.from({ length: jobsPerWorkspace }, (_, i) => `job ${i}`)];
-    if (JSON.stringify(subjects) !== JSON.stringify(expected)) throw new Error(`${label}-ws${w}: commits out of order: ${subjects.join(', ')}`);
+    if (JSON.stringify(subjects) !== JSON.stringify(expected))
+      throw new Error(`${label}-ws${w}: commits out of order: ${subjects.join(', ')}`);
   }
 }
 
@@ -293,11 +352,22 @@ export const bench: Benchmark = {
       const result = await runScenario(workspaces, jobsPerWorkspace);
       single ??= result;
       results.push(result);
-      const speedup = single ? ` (${fmt.ratio(result.jobs / result.seconds / (single.jobs / single.seconds))} of 1 workspace)` : '';
+      const speedup = single
+        ? ` (${fmt.ratio(result.jobs / result.seconds / (single.jobs / single.seconds))} of 1 workspace)`
+        : '';
       rows.push(
-        { label: `${workspaces} workspace(s) x ${jobsPerWorkspace} jobs: throughput`, value: `${fmt.perSecond(result.jobs / result.seconds)}${speedup}, ${result.jobs} jobs in ${fmt.ms(result.seconds * 1000)}` },
-        { label: `${workspaces} workspace(s): send to done, p50 / p99`, value: `${fmt.ms(quantile(result.latencies, 0.5))} / ${fmt.ms(quantile(result.latencies, 0.99))}` },
-        { label: `${workspaces} workspace(s): handoff per job, p50 / p99`, value: `${fmt.ms(quantile(result.handoffs, 0.5))} / ${fmt.ms(quantile(result.handoffs, 0.99))}` },
+        {
+          label: `${workspaces} workspace(s) x ${jobsPerWorkspace} jobs: throughput`,
+          value: `${fmt.perSecond(result.jobs / result.seconds)}${speedup}, ${result.jobs} jobs in ${fmt.ms(result.seconds * 1000)}`,
+        },
+        {
+          label: `${workspaces} workspace(s): send to done, p50 / p99`,
+          value: `${fmt.ms(quantile(result.latencies, 0.5))} / ${fmt.ms(quantile(result.latencies, 0.99))}`,
+        },
+        {
+          label: `${workspaces} workspace(s): handoff per job, p50 / p99`,
+          value: `${fmt.ms(quantile(result.handoffs, 0.5))} / ${fmt.ms(quantile(result.handoffs, 0.99))}`,
+        },
         {
           label: `${workspaces} workspace(s): CPU`,
           value: `event loop ${pct(result.cpu.eventLoop)} busy, process ${result.cpu.processCores.toFixed(2)} cores, git children ${result.cpu.childCores.toFixed(2)} cores; limit: ${limitOf(result.cpu)}`,
@@ -320,11 +390,11 @@ export const bench: Benchmark = {
     return {
       title: 'Ordered lane on the local platform: 1, 10 and 100 workspaces',
       description: [
-        'apply_patch jobs (each adds a file) on small repositories over the loopback git server; each workspace\'s first job starts with an empty repository cache.',
+        "apply_patch jobs (each adds a file) on small repositories over the loopback git server; each workspace's first job starts with an empty repository cache.",
         'All jobs of a scenario are sent at once, in order per workspace; order is asserted afterwards with the git CLI and the ledger.',
         'The sequencer runs with its catalog settings (batch 10, MaximumConcurrency 10). One run per scenario (the 100-workspace run alone sends 300 jobs).',
         'Everything (fauxqs, dynalite, the pollers and handlers) runs on one Node thread; the git server runs `git http-backend` per request.',
-        'CPU is measured over each scenario: event loop utilisation of that thread, process CPU, and the git children\'s CPU (from /proc/self/stat).',
+        "CPU is measured over each scenario: event loop utilisation of that thread, process CPU, and the git children's CPU (from /proc/self/stat).",
         '',
         `Cost: every AWS request the platform made was counted (SDK middleware, the event log) and priced at US East on-demand rates of ${PRICES_AS_OF}:`,
         'DynamoDB $0.625 / $0.125 per million write / read units, SQS FIFO $0.50 per million requests, EventBridge $1.00 per million events,',
@@ -348,7 +418,9 @@ export const bench: Benchmark = {
         },
         {
           measure: 'AWS cost per million ordered jobs, requests only',
-          value: results.map((r) => `${usd(billPerMillion(r.perJob).total)} at ${r.workspaces}`).join(', ') + ` (naive get-then-put ledger +${usd(PRICES_USD.dynamoReadUnit * 1e6)})`,
+          value:
+            results.map((r) => `${usd(billPerMillion(r.perJob).total)} at ${r.workspaces}`).join(', ') +
+            ` (naive get-then-put ledger +${usd(PRICES_USD.dynamoReadUnit * 1e6)})`,
           goal: 'against the naive one-read-two-writes design',
         },
       ],

@@ -21,20 +21,37 @@ import { bench as mcp } from './mcp.bench';
 import { bench as sandbox } from './sandbox.bench';
 import { bench as quotas } from './quotas.bench';
 
-const ALL: readonly Benchmark[] = [bundles, applyPatch, applyPatchNetwork, orderedLane, fifoBatch, ledger, lambdaCost, cliLatency, fairStages, consoleBench, mcp, sandbox, quotas];
+const ALL: readonly Benchmark[] = [
+  bundles,
+  applyPatch,
+  applyPatchNetwork,
+  orderedLane,
+  fifoBatch,
+  ledger,
+  lambdaCost,
+  cliLatency,
+  fairStages,
+  consoleBench,
+  mcp,
+  sandbox,
+  quotas,
+];
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args.includes('--quick')) process.env['BENCH_QUICK'] = '1';
   const wanted = args.filter((a) => a !== '--quick');
   const selected = wanted.length ? ALL.filter((b) => wanted.includes(b.name)) : ALL;
-  if (selected.length !== wanted.length && wanted.length) throw new Error(`unknown benchmark in ${wanted.join(', ')}; have: ${ALL.map((b) => b.name).join(', ')}`);
+  if (selected.length !== wanted.length && wanted.length)
+    throw new Error(`unknown benchmark in ${wanted.join(', ')}; have: ${ALL.map((b) => b.name).join(', ')}`);
   const started = Date.now();
   const loadBefore = loadLine();
   const file = join(__dirname, '..', 'BENCHMARKS.md');
   const sections = wanted.length ? await sectionsOf(file) : new Map<string, string>();
   // A run of some benchmarks keeps the others' summary rows, as it keeps their sections.
-  const summaries = new Map<string, readonly SummaryRow[]>(wanted.length ? summaryRowsOf(sections.get('Summary') ?? '') : []);
+  const summaries = new Map<string, readonly SummaryRow[]>(
+    wanted.length ? summaryRowsOf(sections.get('Summary') ?? '') : [],
+  );
   sections.delete('Summary');
   for (const benchmark of selected) {
     process.stderr.write(`running ${benchmark.name}...\n`);
@@ -51,13 +68,20 @@ async function main(): Promise<void> {
     '',
     `Written by \`${command}\` on ${new Date().toISOString().slice(0, 10)} in ${((Date.now() - started) / 60_000).toFixed(1)} minutes${wanted.length ? ' (the other sections are from earlier runs)' : ''}`,
     `(${machineLine()}; 1-minute load average ${loadBefore} at the start, ${loadLine()} at the end${args.includes('--quick') ? '; quick mode: fewer repetitions' : ''}).`,
-    'Everything runs against the local emulators (fauxqs, dynalite; the ledger section also on AWS\'s',
+    "Everything runs against the local emulators (fauxqs, dynalite; the ledger section also on AWS's",
     'DynamoDB Local) and a loopback git server, so the figures describe this code on this machine, not',
     'AWS latency or limits. Timings here are noisy (a load average above the number of cores means other',
     'work shared them): read the ratios first.',
     '',
     ...(summary.length
-      ? ['## Summary', '', '| measure | this run | goal | benchmark |', '| --- | --- | --- | --- |', ...summary.map((s) => `| ${s.measure} | ${s.value} | ${s.goal} | ${s.from} |`), '']
+      ? [
+          '## Summary',
+          '',
+          '| measure | this run | goal | benchmark |',
+          '| --- | --- | --- | --- |',
+          ...summary.map((s) => `| ${s.measure} | ${s.value} | ${s.goal} | ${s.from} |`),
+          '',
+        ]
       : []),
   ];
   await writeFile(file, [...header, ...sections.values()].join('\n'));

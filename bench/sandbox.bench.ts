@@ -34,19 +34,34 @@ interface Level {
 
 function levels(machine: Isolation): { levels: Level[]; missing: string[] } {
   const { resources } = machine;
-  const sandbox = (network: 'slirp4netns' | 'none'): Confinement => ({ kind: 'sandbox', network, ...(machine.confinement.kind === 'sandbox' && machine.confinement.runAs && { runAs: machine.confinement.runAs }) });
+  const sandbox = (network: 'slirp4netns' | 'none'): Confinement => ({
+    kind: 'sandbox',
+    network,
+    ...(machine.confinement.kind === 'sandbox' && machine.confinement.runAs && { runAs: machine.confinement.runAs }),
+  });
   const namespaces: Confinement = { kind: 'namespaces', reason: 'the level before the sandbox' };
   const all: Level[] = [
-    { label: 'unconfined, no limits', isolation: { confinement: { kind: 'none', reason: 'benchmark' }, resources: NO_LIMITS } },
-    { label: 'namespaces, no limits (the confinement before the sandbox)', isolation: { confinement: namespaces, resources: NO_LIMITS } },
+    {
+      label: 'unconfined, no limits',
+      isolation: { confinement: { kind: 'none', reason: 'benchmark' }, resources: NO_LIMITS },
+    },
+    {
+      label: 'namespaces, no limits (the confinement before the sandbox)',
+      isolation: { confinement: namespaces, resources: NO_LIMITS },
+    },
     { label: 'namespaces, cgroup limits', isolation: { confinement: namespaces, resources } },
     { label: 'sandbox, cgroup limits, no network', isolation: { confinement: sandbox('none'), resources } },
-    { label: 'sandbox, cgroup limits, slirp4netns network (the default)', isolation: { confinement: sandbox('slirp4netns'), resources } },
+    {
+      label: 'sandbox, cgroup limits, slirp4netns network (the default)',
+      isolation: { confinement: sandbox('slirp4netns'), resources },
+    },
   ];
   const missing: string[] = [];
   if (resources.kind !== 'cgroup') missing.push(`cgroups (${resources.reason})`);
-  if (machine.confinement.kind !== 'sandbox') missing.push(`the sandbox (${'reason' in machine.confinement ? machine.confinement.reason : ''})`);
-  else if (machine.confinement.network !== 'slirp4netns') missing.push(`its network (${machine.confinement.networkMissing ?? ''})`);
+  if (machine.confinement.kind !== 'sandbox')
+    missing.push(`the sandbox (${'reason' in machine.confinement ? machine.confinement.reason : ''})`);
+  else if (machine.confinement.network !== 'slirp4netns')
+    missing.push(`its network (${machine.confinement.networkMissing ?? ''})`);
   return { levels: missing.length ? all.slice(0, 2) : all, missing };
 }
 
@@ -54,7 +69,10 @@ function levels(machine: Isolation): { levels: Level[]; missing: string[] } {
 function repository(root: string, name: string, files: number, bytes: number): { url: string; sha: string } {
   const dir = join(root, name);
   mkdirSync(dir);
-  const git = (...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=bench', '-c', 'user.email=bench@example.invalid', ...args], { encoding: 'utf8' }).trim();
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', dir, '-c', 'user.name=bench', '-c', 'user.email=bench@example.invalid', ...args], {
+      encoding: 'utf8',
+    }).trim();
   git('init', '--quiet', '--initial-branch=main');
   for (let i = 0; i < files; i++) {
     const sub = join(dir, `d${i % 20}`);
@@ -82,12 +100,24 @@ export const bench: Benchmark = {
       const overheads: string[] = [];
       let job = 0;
       for (const repo of repos) {
-        const runners = measured.map((level) => new LocalTestRunner({ stateDir: mkdtempSync(join(root, 'state-')), ...level.isolation }));
+        const runners = measured.map(
+          (level) => new LocalTestRunner({ stateDir: mkdtempSync(join(root, 'state-')), ...level.isolation }),
+        );
         const timings: number[][] = measured.map(() => []);
         const once = async (runner: LocalTestRunner) => {
           const command = 'true';
-          const message = runTestsMessage({ jobId: `bench-${++job}`, payload: { command }, pin: { sha: repo.sha, repoUrl: repo.url, branch: 'main' } });
-          const run: CommandRun = { job: message, run: 0, key: runKey(message, 0, new Date().toISOString()), command, timeoutSeconds: 60 };
+          const message = runTestsMessage({
+            jobId: `bench-${++job}`,
+            payload: { command },
+            pin: { sha: repo.sha, repoUrl: repo.url, branch: 'main' },
+          });
+          const run: CommandRun = {
+            job: message,
+            run: 0,
+            key: runKey(message, 0, new Date().toISOString()),
+            command,
+            timeoutSeconds: 60,
+          };
           const started = performance.now();
           const status = await runner.whenDone((await runner.start(run)).buildId);
           if (status.state !== 'PASSED') throw new Error(`a benchmark run did not pass: ${JSON.stringify(status)}`);
@@ -99,11 +129,15 @@ export const bench: Benchmark = {
           for (const [i, runner] of runners.entries()) timings[i]!.push(await once(runner));
         }
         await Promise.all(runners.map((r) => r.close()));
-        for (const [i, level] of measured.entries()) rows.push({ label: `${repo.label}: ${level.label}`, value: fmt.msSpread(timings[i]!) });
+        for (const [i, level] of measured.entries())
+          rows.push({ label: `${repo.label}: ${level.label}`, value: fmt.msSpread(timings[i]!) });
         if (measured.length === 5) {
           const before = median(timings[1]!);
           const after = median(timings[4]!);
-          rows.push({ label: `${repo.label}: the sandbox against the confinement before it`, value: `+${fmt.ms(after - before)} (${fmt.ratio(after / before)})` });
+          rows.push({
+            label: `${repo.label}: the sandbox against the confinement before it`,
+            value: `+${fmt.ms(after - before)} (${fmt.ratio(after / before)})`,
+          });
           overheads.push(`+${fmt.ms(after - before)} (${repo.label})`);
         }
       }
@@ -116,7 +150,17 @@ export const bench: Benchmark = {
           ...(missing.length ? ['', `Not measured here, missing: ${missing.join('; ')}.`] : []),
         ].join('\n'),
         rows,
-        ...(overheads.length ? { summary: [{ measure: 'time the test sandbox adds to a test job, against the namespaces before it', value: overheads.join(', '), goal: 'small beside a test suite (under 0.5 s)' }] } : {}),
+        ...(overheads.length
+          ? {
+              summary: [
+                {
+                  measure: 'time the test sandbox adds to a test job, against the namespaces before it',
+                  value: overheads.join(', '),
+                  goal: 'small beside a test suite (under 0.5 s)',
+                },
+              ],
+            }
+          : {}),
       };
     } finally {
       rmSync(root, { recursive: true, force: true });

@@ -20,7 +20,8 @@ function main(): void {
   // `npx cdk deploy AgentJobs-ci-trust -c githubRepo=<owner>/<name>`; lib/ci-trust-stack.ts.
   const githubRepo = app.node.tryGetContext('githubRepo') as string | undefined;
   if (githubRepo !== undefined) {
-    const list = (key: string): string[] | undefined => (app.node.tryGetContext(key) as string | undefined)?.split(',').filter((name) => name !== '');
+    const list = (key: string): string[] | undefined =>
+      (app.node.tryGetContext(key) as string | undefined)?.split(',').filter((name) => name !== '');
     new CiTrustStack(app, 'AgentJobs-ci-trust', {
       githubRepo,
       environments: list('githubEnvironments'),

@@ -69,7 +69,12 @@ function fingerprint(file) {
  * packages }`, file names in CACHE_DIR); `encodings`, how each file is read (by file name).
  */
 function bundlesOf(manifest) {
-  return { file: path.join(CACHE_DIR, manifest.bundle), sdk: manifest.sdk, parts: manifest.parts ?? {}, encodings: manifest.encodings };
+  return {
+    file: path.join(CACHE_DIR, manifest.bundle),
+    sdk: manifest.sdk,
+    parts: manifest.parts ?? {},
+    encodings: manifest.encodings,
+  };
 }
 
 /** The current bundles, or undefined when there are none or an input changed since they were made. */
@@ -80,7 +85,12 @@ function freshBundles() {
   } catch {
     return undefined;
   }
-  if (typeof manifest.bundle !== 'string' || typeof manifest.sdk?.[FULL_SDK] !== 'object' || typeof manifest.parts !== 'object') return undefined;
+  if (
+    typeof manifest.bundle !== 'string' ||
+    typeof manifest.sdk?.[FULL_SDK] !== 'object' ||
+    typeof manifest.parts !== 'object'
+  )
+    return undefined;
   if (typeof manifest.inputs !== 'object' || manifest.inputs === null) return undefined;
   for (const [file, print] of Object.entries(manifest.inputs)) {
     if (fingerprint(path.resolve(ROOT, file)) !== print) return undefined;
@@ -123,14 +133,23 @@ function build() {
     // The map names the files; their text is in the repository (a map five times the bundle otherwise).
     sourcesContent: false,
   };
-  const cli = esbuild.buildSync({ ...code, entryPoints: [ENTRY], outfile: path.join(CACHE_DIR, `${name}.cjs`), external: [...external, ...Object.keys(PARTS).map((p) => `*/${path.posix.basename(p)}`)] });
+  const cli = esbuild.buildSync({
+    ...code,
+    entryPoints: [ENTRY],
+    outfile: path.join(CACHE_DIR, `${name}.cjs`),
+    external: [...external, ...Object.keys(PARTS).map((p) => `*/${path.posix.basename(p)}`)],
+  });
   const parts = {};
   const partBuilds = Object.entries(PARTS).map(([id, entry], index) => {
     const file = `${name}.part${index}.cjs`;
     parts[id] = file;
     return esbuild.buildSync({ ...code, entryPoints: [path.join(ROOT, entry)], outfile: path.join(CACHE_DIR, file) });
   });
-  const required = [cli, ...partBuilds].flatMap((b) => Object.values(b.metafile.inputs).flatMap((input) => input.imports.filter((i) => i.external && !(i.path in PARTS)).map((i) => i.path)));
+  const required = [cli, ...partBuilds].flatMap((b) =>
+    Object.values(b.metafile.inputs).flatMap((input) =>
+      input.imports.filter((i) => i.external && !(i.path in PARTS)).map((i) => i.path),
+    ),
+  );
   const groups = { [FULL_SDK]: [...new Set(required.filter(sdkPackage))].sort(), ...SDK_GROUPS };
   const sdk = {};
   const builds = [cli, ...partBuilds];
@@ -138,7 +157,13 @@ function build() {
     const file = `${name}.${group}.cjs`;
     // A getter per package: a bundle evaluates only the packages required of it.
     const entry = `module.exports = {${members.map((p) => `get ${JSON.stringify(p)}() { return require(${JSON.stringify(p)}); }`).join(',')}};`;
-    builds.push(esbuild.buildSync({ ...options, stdin: { contents: entry, resolveDir: ROOT, loader: 'js' }, outfile: path.join(CACHE_DIR, file) }));
+    builds.push(
+      esbuild.buildSync({
+        ...options,
+        stdin: { contents: entry, resolveDir: ROOT, loader: 'js' },
+        outfile: path.join(CACHE_DIR, file),
+      }),
+    );
     sdk[group] = { file, packages: members };
   }
   fs.mkdirSync(CACHE_DIR, { recursive: true });
@@ -154,7 +179,8 @@ function build() {
   for (const file of [...sources.map((f) => path.resolve(ROOT, f)), ...SETTINGS, ...(installed ? [INSTALLED] : [])]) {
     // Edited while the build ran: maybe not what was bundled, so the next start builds again.
     const stat = fs.statSync(file, { throwIfNoEntry: false });
-    inputs[path.relative(ROOT, file)] = stat && stat.mtimeMs >= started ? 'changed during the build' : fingerprint(file);
+    inputs[path.relative(ROOT, file)] =
+      stat && stat.mtimeMs >= started ? 'changed during the build' : fingerprint(file);
   }
   const manifest = { bundle: `${name}.cjs`, sdk, parts, encodings, esbuild: esbuild.version, inputs };
   const temporary = `${MANIFEST}.${process.pid}`;
@@ -237,17 +263,25 @@ function runBundle(bundles, command) {
   // copy, so no object of one copy meets a class of the other.
   const loaded = {};
   const groupOf = (id) => {
-    const smaller = Object.keys(bundles.sdk).find((group) => group !== FULL_SDK && bundles.sdk[group].packages.includes(id));
-    return smaller !== undefined && (loaded[smaller] !== undefined || loaded[FULL_SDK] === undefined) ? smaller : FULL_SDK;
+    const smaller = Object.keys(bundles.sdk).find(
+      (group) => group !== FULL_SDK && bundles.sdk[group].packages.includes(id),
+    );
+    return smaller !== undefined && (loaded[smaller] !== undefined || loaded[FULL_SDK] === undefined)
+      ? smaller
+      : FULL_SDK;
   };
   const requireFromCli = (id) => {
-    if (bundles.parts[id] !== undefined) return (loaded[id] ??= run(path.join(CACHE_DIR, bundles.parts[id]), requireFromCli));
+    if (bundles.parts[id] !== undefined)
+      return (loaded[id] ??= run(path.join(CACHE_DIR, bundles.parts[id]), requireFromCli));
     if (!bundles.sdk[FULL_SDK].packages.includes(id)) return requireInstalled(id);
     const group = groupOf(id);
     loaded[group] ??= run(path.join(CACHE_DIR, bundles.sdk[group].file), requireInstalled);
     return loaded[group][id];
   };
-  run(bundles.file, Object.assign(requireFromCli, { resolve: requireInstalled.resolve, cache: requireInstalled.cache }));
+  run(
+    bundles.file,
+    Object.assign(requireFromCli, { resolve: requireInstalled.resolve, cache: requireInstalled.cache }),
+  );
 }
 
 /**

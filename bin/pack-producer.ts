@@ -24,7 +24,12 @@ const SDK_DEPENDENCIES = ['@aws-sdk/client-sqs', '@aws-sdk/client-s3'];
 
 /** Builds and packs the producer into `outDir`; returns the tarball's path. */
 export function packProducer(outDir: string): string {
-  const root = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string; license: string; engines: Record<string, string>; dependencies: Record<string, string> };
+  const root = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    version: string;
+    license: string;
+    engines: Record<string, string>;
+    dependencies: Record<string, string>;
+  };
   const work = mkdtempSync(path.join(tmpdir(), 'agent-jobs-producer-'));
   try {
     buildSync({
@@ -40,17 +45,36 @@ export function packProducer(outDir: string): string {
     const types = path.join(work, 'types');
     execFileSync(
       path.join(ROOT, 'node_modules/.bin/tsc'),
-      ['--declaration', '--emitDeclarationOnly', '--strict', '--skipLibCheck', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--rootDir', ROOT, '--outDir', types, path.join(ROOT, 'src/client/index.ts')],
+      [
+        '--declaration',
+        '--emitDeclarationOnly',
+        '--strict',
+        '--skipLibCheck',
+        '--module',
+        'nodenext',
+        '--moduleResolution',
+        'nodenext',
+        '--target',
+        'es2022',
+        '--rootDir',
+        ROOT,
+        '--outDir',
+        types,
+        path.join(ROOT, 'src/client/index.ts'),
+      ],
       { cwd: ROOT, stdio: 'inherit' },
     );
-    const dependencies = Object.fromEntries([...SDK_DEPENDENCIES, 'zod'].map((name) => [name, root.dependencies[name]]));
+    const dependencies = Object.fromEntries(
+      [...SDK_DEPENDENCIES, 'zod'].map((name) => [name, root.dependencies[name]]),
+    );
     writeFileSync(
       path.join(work, 'package.json'),
       `${JSON.stringify(
         {
           name: PRODUCER_PACKAGE,
           version: root.version,
-          description: 'Send jobs to an agent-jobs platform: validated, in order per workspace, claim-checked when large',
+          description:
+            'Send jobs to an agent-jobs platform: validated, in order per workspace, claim-checked when large',
           license: root.license,
           main: 'index.js',
           types: 'types/src/client/index.d.ts',
@@ -63,7 +87,14 @@ export function packProducer(outDir: string): string {
       )}\n`,
     );
     mkdirSync(outDir, { recursive: true });
-    const name = execFileSync('npm', ['pack', '--silent', '--pack-destination', path.resolve(outDir)], { cwd: work, encoding: 'utf8' }).trim().split('\n').pop() ?? '';
+    const name =
+      execFileSync('npm', ['pack', '--silent', '--pack-destination', path.resolve(outDir)], {
+        cwd: work,
+        encoding: 'utf8',
+      })
+        .trim()
+        .split('\n')
+        .pop() ?? '';
     return path.join(path.resolve(outDir), name);
   } finally {
     rmSync(work, { recursive: true, force: true });

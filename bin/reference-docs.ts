@@ -49,7 +49,9 @@ export function referencePages(): Record<string, string> {
 
 function cliPage(): string {
   const sections = COMMANDS.map((command) =>
-    [`## ${PROGRAM} ${command.path.join(' ')}`, '', fence(commandHelp(command, PROGRAM, { globals: false }))].join('\n'),
+    [`## ${PROGRAM} ${command.path.join(' ')}`, '', fence(commandHelp(command, PROGRAM, { globals: false }))].join(
+      '\n',
+    ),
   );
   return page([
     '# CLI reference',
@@ -61,7 +63,10 @@ function cliPage(): string {
     fence(globalOptionsHelp()),
     '## Exit codes',
     `Scripts branch on these ([src/cli/errors.ts](${UP}src/cli/errors.ts)); the README's [Exit codes](${UP}README.md#exit-codes) says when each is given.`,
-    table(['code', 'name'], Object.entries(EXIT).map(([name, exit]) => [String(exit), code(name)])),
+    table(
+      ['code', 'name'],
+      Object.entries(EXIT).map(([name, exit]) => [String(exit), code(name)]),
+    ),
     ...sections,
   ]);
 }
@@ -73,7 +78,12 @@ function configurationPage(): string {
   const workers = allWorkers();
   const tunable = schema.properties?.workers?.properties?.[workers[0]?.name ?? '']?.properties ?? {};
   const rows: string[][] = [
-    ['`env`', typeText(z.toJSONSchema(envSetting, { io: 'input' }) as JsonSchema), code(envSetting.parse(undefined)), prose(envSetting.description)],
+    [
+      '`env`',
+      typeText(z.toJSONSchema(envSetting, { io: 'input' }) as JsonSchema),
+      code(envSetting.parse(undefined)),
+      prose(envSetting.description),
+    ],
     ...Object.keys(TUNABLE_SETTINGS).map((key) => [
       code(`workers.<name>.${key}`),
       typeText(tunable[key] ?? {}),
@@ -82,7 +92,12 @@ function configurationPage(): string {
     ]),
     ...Object.entries(schema.properties ?? {})
       .filter(([name]) => name !== 'workers')
-      .map(([name, setting]) => [code(name), typeText(setting), name in defaults ? code(JSON.stringify(defaults[name])) : 'none', prose(setting.description)]),
+      .map(([name, setting]) => [
+        code(name),
+        typeText(setting),
+        name in defaults ? code(JSON.stringify(defaults[name])) : 'none',
+        prose(setting.description),
+      ]),
   ];
   return page([
     '# Configuration reference',
@@ -102,8 +117,12 @@ function workerDefaults(values: readonly (readonly [string, unknown])[]): string
 
 function eventsPage(): string {
   const dir = path.join(ROOT, WIRE_SCHEMA_DIR);
-  const files = readdirSync(dir).filter((file) => file.endsWith('.json')).sort();
-  const sections = files.map((file) => schemaSection(file, JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as JsonSchema));
+  const files = readdirSync(dir)
+    .filter((file) => file.endsWith('.json'))
+    .sort();
+  const sections = files.map((file) =>
+    schemaSection(file, JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as JsonSchema),
+  );
   return page([
     '# Events and messages reference',
     `Look up every field of the messages a producer sends and of the events and DLQ attributes the platform publishes: \`npm run docs\` generates this page from the JSON Schema files in [${WIRE_SCHEMA_DIR}/](${UP}${WIRE_SCHEMA_DIR}/), which \`npm run schema\` makes from the code.`,
@@ -116,15 +135,42 @@ const FIELD_HEADINGS = ['field', 'type', 'required', 'description'];
 
 /** A schema file: its fields, or (one form per job type or status) the fields every form shares, then each form's own. */
 function schemaSection(file: string, schema: JsonSchema): string {
-  const head = [`## ${schema.title ?? file}`, '', prose(schema.description), '', `Schema: [${file}](${UP}${WIRE_SCHEMA_DIR}/${file}).`];
+  const head = [
+    `## ${schema.title ?? file}`,
+    '',
+    prose(schema.description),
+    '',
+    `Schema: [${file}](${UP}${WIRE_SCHEMA_DIR}/${file}).`,
+  ];
   const forms = schema.oneOf;
   if (!forms) return [...head, '', table(FIELD_HEADINGS, fieldRows(schema))].join('\n');
-  const shared = Object.keys(forms[0]?.properties ?? {}).filter((name) => forms.every((form) => sameField(forms[0] ?? {}, form, name)));
-  const key = Object.keys(forms[0]?.properties ?? {}).find((name) => forms.every((form) => form.properties?.[name]?.const !== undefined));
-  const parts = [...head, '', 'Fields of every form:', '', table(FIELD_HEADINGS, fieldRows(forms[0] ?? {}, '', (name) => shared.includes(name)))];
+  const shared = Object.keys(forms[0]?.properties ?? {}).filter((name) =>
+    forms.every((form) => sameField(forms[0] ?? {}, form, name)),
+  );
+  const key = Object.keys(forms[0]?.properties ?? {}).find((name) =>
+    forms.every((form) => form.properties?.[name]?.const !== undefined),
+  );
+  const parts = [
+    ...head,
+    '',
+    'Fields of every form:',
+    '',
+    table(
+      FIELD_HEADINGS,
+      fieldRows(forms[0] ?? {}, '', (name) => shared.includes(name)),
+    ),
+  ];
   for (const form of forms) {
     const name = key === undefined ? '' : String(form.properties?.[key]?.const);
-    parts.push('', `### ${schema.title ?? file}: ${name}`, '', table(FIELD_HEADINGS, fieldRows(form, '', (field) => !shared.includes(field))));
+    parts.push(
+      '',
+      `### ${schema.title ?? file}: ${name}`,
+      '',
+      table(
+        FIELD_HEADINGS,
+        fieldRows(form, '', (field) => !shared.includes(field)),
+      ),
+    );
   }
   return parts.join('\n');
 }
@@ -140,7 +186,12 @@ function fieldRows(schema: JsonSchema, prefix = '', include: (name: string) => b
     .filter(([name]) => include(name))
     .flatMap(([name, field]) => {
       const fieldPath = `${prefix}${name}`;
-      const row = [code(fieldPath), typeText(field), schema.required?.includes(name) ? 'yes' : 'no', [prose(field.description), oneOfRequired(field)].filter(Boolean).join(' ')];
+      const row = [
+        code(fieldPath),
+        typeText(field),
+        schema.required?.includes(name) ? 'yes' : 'no',
+        [prose(field.description), oneOfRequired(field)].filter(Boolean).join(' '),
+      ];
       return [row, ...fieldRows(field, `${fieldPath}.`)];
     });
 }
@@ -160,7 +211,11 @@ export function typeText(schema: JsonSchema): string {
   if (alternatives) return alternatives.map(typeText).join(', or ');
   switch (schema.type) {
     case 'string':
-      return ['string', schema.format ?? (schema.pattern === undefined ? undefined : `matching ${code(schema.pattern)}`), lengthText(schema)]
+      return [
+        'string',
+        schema.format ?? (schema.pattern === undefined ? undefined : `matching ${code(schema.pattern)}`),
+        lengthText(schema),
+      ]
         .filter(Boolean)
         .join(', ');
     case 'integer':
@@ -206,7 +261,8 @@ function fence(text: string): string {
 
 /** A Markdown table; a `|` in a cell is escaped, also inside code (GitHub reads `\|` there too). */
 function table(headings: readonly string[], rows: readonly (readonly string[])[]): string {
-  const line = (cells: readonly string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|').replace(/\s*\n\s*/g, ' ')).join(' | ')} |`;
+  const line = (cells: readonly string[]) =>
+    `| ${cells.map((c) => c.replace(/\|/g, '\\|').replace(/\s*\n\s*/g, ' ')).join(' | ')} |`;
   return [line(headings), line(headings.map(() => '---')), ...rows.map(line)].join('\n');
 }
 

@@ -9,12 +9,20 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 import { shippedEnvironments, synthesizeEnvironment } from '../lib/platform-app';
 import {
-  ACCEPTED_REPLACEMENTS_FILE, RELEASE_DIR, acceptedReplacements, isSemver, maskAssetHashes, releaseDirectories, releaseTemplateFile, releasedVersion,
+  ACCEPTED_REPLACEMENTS_FILE,
+  RELEASE_DIR,
+  acceptedReplacements,
+  isSemver,
+  maskAssetHashes,
+  releaseDirectories,
+  releaseTemplateFile,
+  releasedVersion,
 } from '../lib/release-templates';
 
 const version = releasedVersion();
 if (!isSemver(version)) throw new Error(`package.json version ${JSON.stringify(version)} is not a semantic version`);
-for (const old of releaseDirectories().filter((v) => v !== version)) rmSync(`${RELEASE_DIR}/${old}`, { recursive: true });
+for (const old of releaseDirectories().filter((v) => v !== version))
+  rmSync(`${RELEASE_DIR}/${old}`, { recursive: true });
 rmSync(`${RELEASE_DIR}/${version}`, { recursive: true, force: true });
 for (const env of shippedEnvironments()) {
   const { stackName, template } = synthesizeEnvironment(env);
@@ -26,6 +34,7 @@ for (const env of shippedEnvironments()) {
 const accepted = acceptedReplacements();
 if (accepted.length > 0) {
   process.stdout.write(`accepted in this release (each migration goes in CHANGELOG.md, under ${version}):\n`);
-  for (const a of accepted) process.stdout.write(`  ${a.stack} ${a.logicalId} ${a.property}: ${a.reason}\n    migration: ${a.migration}\n`);
+  for (const a of accepted)
+    process.stdout.write(`  ${a.stack} ${a.logicalId} ${a.property}: ${a.reason}\n    migration: ${a.migration}\n`);
 }
 writeFileSync(ACCEPTED_REPLACEMENTS_FILE, '[]\n');

@@ -14,7 +14,12 @@ const outcomeFields = {
   workspaceId: idSchema('workspaceId').check(z.describe("The job's workspace.")),
   tenantId: idSchema('tenantId').check(z.describe('The tenant the job is for.')),
   type: z.enum(JOB_TYPE_NAMES as [JobType, ...JobType[]]).check(z.describe('The job type.')),
-  attempt: z.int().check(z.nonnegative(), z.describe('Deliveries of the job to the worker that started it (0: it failed before it was claimed).')),
+  attempt: z
+    .int()
+    .check(
+      z.nonnegative(),
+      z.describe('Deliveries of the job to the worker that started it (0: it failed before it was claimed).'),
+    ),
 };
 
 /** AgentJobSucceeded, AgentJobFailed, AgentJobSkipped: a job's outcome, once it has one (at least once). */
@@ -22,10 +27,26 @@ export const outcomeEventDetailSchema = z.discriminatedUnion('status', [
   z.strictObject({
     ...outcomeFields,
     status: z.literal('SUCCEEDED'),
-    result: z.record(z.string(), z.unknown()).check(z.describe("The job type's result: commitSha (apply_patch), verdict and exitCode (a command stage), url and number (open_pr).")),
+    result: z
+      .record(z.string(), z.unknown())
+      .check(
+        z.describe(
+          "The job type's result: commitSha (apply_patch), verdict and exitCode (a command stage), url and number (open_pr).",
+        ),
+      ),
   }),
-  z.strictObject({ ...outcomeFields, status: z.literal('FAILED'), reason: reasonCodeSchema, message: z.string().check(z.describe('What went wrong, in words.')) }),
-  z.strictObject({ ...outcomeFields, status: z.literal('SKIPPED'), reason: reasonCodeSchema, blockedBy: z.string().check(z.describe('The job whose failure blocked the workspace.')) }),
+  z.strictObject({
+    ...outcomeFields,
+    status: z.literal('FAILED'),
+    reason: reasonCodeSchema,
+    message: z.string().check(z.describe('What went wrong, in words.')),
+  }),
+  z.strictObject({
+    ...outcomeFields,
+    status: z.literal('SKIPPED'),
+    reason: reasonCodeSchema,
+    blockedBy: z.string().check(z.describe('The job whose failure blocked the workspace.')),
+  }),
 ]);
 export type OutcomeEventDetail = z.infer<typeof outcomeEventDetailSchema>;
 

@@ -43,15 +43,18 @@ export function branchNameProblem(name: string): string | undefined {
   if (name.length === 0) return 'must not be empty';
   if (name.length > MAX_BRANCH_LENGTH) return `must be at most ${MAX_BRANCH_LENGTH} characters`;
   if (!/^[A-Za-z0-9._/-]+$/.test(name)) return 'may only contain A-Z a-z 0-9 . _ - /';
-  if (name === 'HEAD') return 'must name a branch, not HEAD (the remote\'s default branch)';
-  if (name.startsWith('refs/')) return `must be a branch name, not a ref: use ${JSON.stringify(name.replace(/^refs\/heads\//, ''))}`;
+  if (name === 'HEAD') return "must name a branch, not HEAD (the remote's default branch)";
+  if (name.startsWith('refs/'))
+    return `must be a branch name, not a ref: use ${JSON.stringify(name.replace(/^refs\/heads\//, ''))}`;
   if (name.startsWith('-')) return 'must not start with "-"';
-  if (name.startsWith('/') || name.endsWith('/') || name.includes('//')) return 'must not start or end with "/" or contain "//"';
+  if (name.startsWith('/') || name.endsWith('/') || name.includes('//'))
+    return 'must not start or end with "/" or contain "//"';
   if (name.includes('..')) return 'must not contain ".."';
   if (name.endsWith('.')) return 'must not end with "."';
   for (const component of name.split('/')) {
     if (component.startsWith('.')) return `must not have a component starting with "." (${JSON.stringify(component)})`;
-    if (component.endsWith('.lock')) return `must not have a component ending with ".lock" (${JSON.stringify(component)})`;
+    if (component.endsWith('.lock'))
+      return `must not have a component ending with ".lock" (${JSON.stringify(component)})`;
   }
   return undefined;
 }
@@ -62,7 +65,8 @@ export function identityNameProblem(name: string): string | undefined {
   if (name.length > MAX_IDENTITY_NAME_LENGTH) return `must be at most ${MAX_IDENTITY_NAME_LENGTH} characters`;
   if (notWellFormed(name)) return 'must be well-formed Unicode (it has a lone surrogate)';
   const control = CONTROL.exec(name)?.[0];
-  if (control !== undefined) return `must not contain control characters (${codePoint(control)}): a line break would inject a header`;
+  if (control !== undefined)
+    return `must not contain control characters (${codePoint(control)}): a line break would inject a header`;
   if (/[<>]/.test(name)) return 'must not contain "<" or ">": they delimit the e-mail address in the commit header';
   return undefined;
 }
@@ -83,9 +87,11 @@ export function commitMessageProblem(message: string): string | undefined {
   if (message.trim().length === 0) return 'must not be blank';
   if (message.length > MAX_COMMIT_MESSAGE_LENGTH) return `must be at most ${MAX_COMMIT_MESSAGE_LENGTH} characters`;
   if (notWellFormed(message)) return 'must be well-formed Unicode (it has a lone surrogate)';
-  if (message.includes('\0')) return 'must not contain NUL: git stops reading the message there, hiding the Agent-Job-Id trailer';
+  if (message.includes('\0'))
+    return 'must not contain NUL: git stops reading the message there, hiding the Agent-Job-Id trailer';
   const control = MESSAGE_CONTROL.exec(message)?.[0];
-  if (control !== undefined) return `must not contain control characters other than tab and line breaks (${codePoint(control)})`;
+  if (control !== undefined)
+    return `must not contain control characters other than tab and line breaks (${codePoint(control)})`;
   return undefined;
 }
 
@@ -106,7 +112,8 @@ function problemCheck(problem: (value: string) => string | undefined) {
 }
 
 /** A string checked by `problem`; `rule` says the check in words for the wire JSON Schema, which cannot express it. */
-const checkedString = (problem: (value: string) => string | undefined, rule: string) => z.string().check(problemCheck(problem), z.describe(rule));
+const checkedString = (problem: (value: string) => string | undefined, rule: string) =>
+  z.string().check(problemCheck(problem), z.describe(rule));
 
 export const branchNameSchema = checkedString(
   branchNameProblem,
@@ -117,6 +124,11 @@ export const commitMessageSchema = checkedString(
   `The commit message: not blank, at most ${MAX_COMMIT_MESSAGE_LENGTH} characters, no control characters other than tab and line breaks; the platform appends an Agent-Job-Id trailer.`,
 );
 export const authorSchema = z.strictObject({
-  name: checkedString(identityNameProblem, `Not blank, at most ${MAX_IDENTITY_NAME_LENGTH} characters, no control characters, no < or >.`),
-  email: z.email().check(problemCheck(emailProblem), z.describe(`At most ${MAX_EMAIL_LENGTH} characters, no < > or white space.`)),
+  name: checkedString(
+    identityNameProblem,
+    `Not blank, at most ${MAX_IDENTITY_NAME_LENGTH} characters, no control characters, no < or >.`,
+  ),
+  email: z
+    .email()
+    .check(problemCheck(emailProblem), z.describe(`At most ${MAX_EMAIL_LENGTH} characters, no < > or white space.`)),
 });

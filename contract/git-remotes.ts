@@ -43,7 +43,11 @@ export function normalizeRepoUrl(text: string): string {
  * than what the hosts agree on, on purpose: two repositories that differ only so are treated as one.
  */
 export function repositoryIdentity(url: string): string {
-  return normalizeRepoUrl(url).toLowerCase().replace(/\/+$/, '').replace(/\.git$/, '').replace(/\/+$/, '');
+  return normalizeRepoUrl(url)
+    .toLowerCase()
+    .replace(/\/+$/, '')
+    .replace(/\.git$/, '')
+    .replace(/\/+$/, '');
 }
 
 /** A repository URL on the wire (apply_patch's repo.url, a stage message's pin.repoUrl), normalised. */
@@ -53,7 +57,9 @@ export const repoUrlSchema = z.pipe(
       const problem = repoUrlProblem(text);
       if (problem) ctx.addIssue({ code: 'custom', message: problem });
     }),
-    z.describe(`An http(s) URL of at most ${MAX_REPO_URL_LENGTH} characters, without credentials (user:token@), query or fragment; carried normalised.`),
+    z.describe(
+      `An http(s) URL of at most ${MAX_REPO_URL_LENGTH} characters, without credentials (user:token@), query or fragment; carried normalised.`,
+    ),
   ),
   z.transform(normalizeRepoUrl),
 );
@@ -103,14 +109,18 @@ export function localAddressProblem(hostname: string): string | undefined {
   const address = hostname.replace(/^\[(.*)\]$/, '$1');
   const { addresses, isIP } = neverDialledAddresses();
   const family = isIP(address);
-  if (family !== 0 && addresses.check(address, family === 4 ? 'ipv4' : 'ipv6')) return `${hostname} is a loopback, link-local or metadata address`;
+  if (family !== 0 && addresses.check(address, family === 4 ? 'ipv4' : 'ipv6'))
+    return `${hostname} is a loopback, link-local or metadata address`;
   if (family === 0 && NEVER_DIALLED_NAME.test(hostname)) return `${hostname} names loopback or a metadata service`;
   return undefined;
 }
 
 /** The allow-list as the environment carries it (ENV.gitHosts: comma-separated); unset or empty: none. */
 export function gitHostList(text: string | undefined): string[] {
-  return (text ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  return (text ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
 }
 
 /** The policy on AWS: the configured hosts, and never a loopback, link-local or metadata address. */
@@ -160,9 +170,12 @@ export function gitHostProblem(repoUrl: string, policy: GitHostPolicy): string |
   const port = url.port || DEFAULT_PORTS[url.protocol];
   const allowed = policy.hosts.some((entry) => {
     const parsed = parseHostEntry(entry);
-    return parsed !== undefined && parsed.hostname === url.hostname && (parsed.port === undefined || parsed.port === port);
+    return (
+      parsed !== undefined && parsed.hostname === url.hostname && (parsed.port === undefined || parsed.port === port)
+    );
   });
   if (allowed) return undefined;
-  if (policy.hosts.length === 0) return `host ${url.host} is not allowed: no git hosts are configured (set gitHosts in the deployment configuration)`;
+  if (policy.hosts.length === 0)
+    return `host ${url.host} is not allowed: no git hosts are configured (set gitHosts in the deployment configuration)`;
   return `host ${url.host} is not in the configured git hosts (${policy.hosts.join(', ')})`;
 }

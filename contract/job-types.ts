@@ -25,11 +25,20 @@ const gitSha = z.string().check(z.regex(/^[0-9a-f]{40}$/, 'must be a 40-characte
 /** A diff stored in S3 because it is larger than the inline limit (claim-check). */
 export const diffRefSchema = z
   .strictObject({
-    bucket: z.string().check(z.minLength(3), z.maxLength(63), z.describe('The diff bucket (the stack output DiffBucketName).')),
+    bucket: z
+      .string()
+      .check(z.minLength(3), z.maxLength(63), z.describe('The diff bucket (the stack output DiffBucketName).')),
     key: z.string().check(z.minLength(1), z.maxLength(1024)),
     /** sha256 hex of the stored bytes: the consumer refuses an object that does not match. */
-    sha256: z.string().check(z.regex(/^[0-9a-f]{64}$/), z.describe('sha256 of the stored bytes, lower-case hex: an object that does not match is refused.')),
-    bytes: z.int().check(z.nonnegative(), z.describe('Size of the stored object in bytes: an object of another size is refused.')),
+    sha256: z
+      .string()
+      .check(
+        z.regex(/^[0-9a-f]{64}$/),
+        z.describe('sha256 of the stored bytes, lower-case hex: an object that does not match is refused.'),
+      ),
+    bytes: z
+      .int()
+      .check(z.nonnegative(), z.describe('Size of the stored object in bytes: an object of another size is refused.')),
   })
   .check(z.describe('A diff stored in S3 (claim-check), for a diff over the inline limit.'));
 
@@ -41,12 +50,18 @@ export const diffRefSchema = z
  */
 const diffText = z.string().check(
   z.minLength(1),
-  z.refine((text) => !/[\ud800-\udfff]/u.test(text), 'must be well-formed Unicode text: send bytes that are not UTF-8 as diffBase64'),
+  z.refine(
+    (text) => !/[\ud800-\udfff]/u.test(text),
+    'must be well-formed Unicode text: send bytes that are not UTF-8 as diffBase64',
+  ),
   z.describe('The unified diff (`git diff` output) as text, when it is UTF-8.'),
 );
 const diffBase64 = z.string().check(
   z.minLength(4),
-  z.refine((text) => /^[A-Za-z0-9+/]*={0,2}$/.test(text) && Buffer.from(text, 'base64').toString('base64') === text, 'must be canonical base64 (RFC 4648, padded)'),
+  z.refine(
+    (text) => /^[A-Za-z0-9+/]*={0,2}$/.test(text) && Buffer.from(text, 'base64').toString('base64') === text,
+    'must be canonical base64 (RFC 4648, padded)',
+  ),
   z.describe('The exact bytes of a diff that is not UTF-8, in canonical base64 (RFC 4648, standard alphabet, padded).'),
 );
 
@@ -90,29 +105,37 @@ export const MAX_BUILD_TIMEOUT_MINUTES = 480;
  */
 export const commandPayloadSchema = z.strictObject({
   command: z.optional(
-    z.string().check(
-      z.minLength(1),
-      z.maxLength(4_000),
-      z.describe(
-        "The shell command to run in the repository at the pinned commit, instead of the stage's default (run_tests: `npm run test` when package.json has a test script, else `sh ./test.sh`). Exit code 0 passes; any other fails.",
+    z
+      .string()
+      .check(
+        z.minLength(1),
+        z.maxLength(4_000),
+        z.describe(
+          "The shell command to run in the repository at the pinned commit, instead of the stage's default (run_tests: `npm run test` when package.json has a test script, else `sh ./test.sh`). Exit code 0 passes; any other fails.",
+        ),
       ),
-    ),
   ),
   // Accepted and carried with the job; no runner reads it (README "Job types").
   profile: z.optional(
-    z.string().check(
-      z.regex(/^[A-Za-z0-9_-]{1,64}$/),
-      z.describe(
-        'A label for the run (1-64 of A-Z a-z 0-9 _ -), kept with the request: no runner reads it, so it changes neither the command nor its environment. It counts in the request, so the same jobId with another profile is refused as a CONFLICT.',
+    z
+      .string()
+      .check(
+        z.regex(/^[A-Za-z0-9_-]{1,64}$/),
+        z.describe(
+          'A label for the run (1-64 of A-Z a-z 0-9 _ -), kept with the request: no runner reads it, so it changes neither the command nor its environment. It counts in the request, so the same jobId with another profile is refused as a CONFLICT.',
+        ),
       ),
-    ),
   ),
   timeoutSeconds: z.optional(
-    z.int().check(
-      z.minimum(1),
-      z.maximum(MAX_BUILD_TIMEOUT_MINUTES * 60),
-      z.describe(`Seconds the command may run before its build is stopped (TEST_RUN_ERROR, TIMED_OUT), 1 to ${MAX_BUILD_TIMEOUT_MINUTES * 60}; default the stack's build timeout (an hour locally).`),
-    ),
+    z
+      .int()
+      .check(
+        z.minimum(1),
+        z.maximum(MAX_BUILD_TIMEOUT_MINUTES * 60),
+        z.describe(
+          `Seconds the command may run before its build is stopped (TEST_RUN_ERROR, TIMED_OUT), 1 to ${MAX_BUILD_TIMEOUT_MINUTES * 60}; default the stack's build timeout (an hour locally).`,
+        ),
+      ),
   ),
 });
 
@@ -260,7 +283,12 @@ export const COMMAND_STAGE_PROCESSOR = 'src/core/jobs/command-stage.ts';
 export const COMMAND_STAGE_HANDLER = 'src/handlers/command-stage.ts';
 
 /** A command stage's separate file: the build checkout (src/compose/aws-build-checkout.ts). */
-const BUILD_CHECKOUT_FILE: SeparateFile = { entry: 'src/compose/aws-build-checkout.ts', file: 'build-checkout.js', constant: 'BUILD_CHECKOUT_FILE', budgetKiB: 560 };
+const BUILD_CHECKOUT_FILE: SeparateFile = {
+  entry: 'src/compose/aws-build-checkout.ts',
+  file: 'build-checkout.js',
+  constant: 'BUILD_CHECKOUT_FILE',
+  budgetKiB: 560,
+};
 
 /**
  * Declares a command stage: its payload is commandPayloadSchema, its processor and handler are the
@@ -339,7 +367,9 @@ export const SEQUENCER: WorkerSettings = {
   // copies of what index.js holds too: zod and modules of src/core and contract/
   // (src/core/errors.ts says how errors keep their class across copies). A GitHub App in the
   // secret adds @octokit/auth-app and @octokit/core (the JWT, the token requests): about 24 KiB.
-  separateFiles: [{ entry: 'src/compose/aws-git-engine.ts', file: 'git-engine.js', constant: 'GIT_ENGINE_FILE', budgetKiB: 660 }],
+  separateFiles: [
+    { entry: 'src/compose/aws-git-engine.ts', file: 'git-engine.js', constant: 'GIT_ENGINE_FILE', budgetKiB: 660 },
+  ],
 };
 
 /**
@@ -443,7 +473,14 @@ export const JOB_TYPES = {
       // Octokit and the token from Secrets Manager (through Powertools' parameters, with zod for the
       // secret's shape), loaded at the first pull request (src/compose/aws-open-pr.ts): about 57 KiB,
       // and 12 KiB more with @octokit/auth-app for a GitHub App in the secret.
-      separateFiles: [{ entry: 'src/compose/aws-github-host.ts', file: 'github-host.js', constant: 'GITHUB_HOST_FILE', budgetKiB: 540 }],
+      separateFiles: [
+        {
+          entry: 'src/compose/aws-github-host.ts',
+          file: 'github-host.js',
+          constant: 'GITHUB_HOST_FILE',
+          budgetKiB: 540,
+        },
+      ],
     },
   },
 } as const satisfies Record<string, JobTypeDeclaration>;
@@ -452,7 +489,9 @@ export type JobType = keyof typeof JOB_TYPES;
 export type StagedJobType = { [K in JobType]: (typeof JOB_TYPES)[K]['lane'] extends 'staged' ? K : never }[JobType];
 export type OrderedJobType = Exclude<JobType, StagedJobType>;
 /** Staged types that run a command on the command runner. */
-export type CommandJobType = { [K in JobType]: (typeof JOB_TYPES)[K] extends { command: CommandStageSpec } ? K : never }[JobType];
+export type CommandJobType = {
+  [K in JobType]: (typeof JOB_TYPES)[K] extends { command: CommandStageSpec } ? K : never;
+}[JobType];
 /** Staged types with a processor of their own. */
 export type CustomStagedJobType = Exclude<StagedJobType, CommandJobType>;
 
@@ -499,4 +538,5 @@ export function deriveCatalog(types: Readonly<Record<string, JobTypeDeclaration>
   };
 }
 
-export const { JOB_TYPE_NAMES, COMMAND_JOB_TYPES, commandStageOf, commandLimitsOf, verdictWording, allWorkers } = deriveCatalog(JOB_TYPES);
+export const { JOB_TYPE_NAMES, COMMAND_JOB_TYPES, commandStageOf, commandLimitsOf, verdictWording, allWorkers } =
+  deriveCatalog(JOB_TYPES);

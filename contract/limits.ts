@@ -26,7 +26,10 @@ export interface ContentShare {
  */
 export function contentShare(containers: number, perHour: number = GITHUB_CONTENT_LIMITS.perHour): ContentShare {
   const perMinute = Math.min(perHour, GITHUB_CONTENT_LIMITS.perMinute);
-  return { perMinute: Math.max(1, Math.floor(perMinute / containers)), perHour: Math.max(1, Math.floor(perHour / containers)) };
+  return {
+    perMinute: Math.max(1, Math.floor(perMinute / containers)),
+    perHour: Math.max(1, Math.floor(perHour / containers)),
+  };
 }
 
 /**

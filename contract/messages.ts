@@ -30,10 +30,19 @@ export const DLQ_ATTRIBUTES = {
  * The String attributes EventBridge sets on an event it could not deliver to a rule's target, on
  * the target's DLQ (the build-events DLQ): which rule, and why (ERROR_CODE, ERROR_MESSAGE).
  */
-export const EVENTBRIDGE_DLQ_ATTRIBUTES = { ruleArn: 'RULE_ARN', errorCode: 'ERROR_CODE', errorMessage: 'ERROR_MESSAGE' } as const;
+export const EVENTBRIDGE_DLQ_ATTRIBUTES = {
+  ruleArn: 'RULE_ARN',
+  errorCode: 'ERROR_CODE',
+  errorMessage: 'ERROR_MESSAGE',
+} as const;
 
 /** A failure's reason code, as the ledger and the DLQ's `reason` attribute carry it (README, "Failure reasons"). */
-export const reasonCodeSchema = z.string().check(z.regex(/^[A-Z][A-Z_]*$/), z.describe('A reason code: INVALID_JOB, CONFLICT, SKIPPED, ... (the README lists each, with its recovery).'));
+export const reasonCodeSchema = z
+  .string()
+  .check(
+    z.regex(/^[A-Z][A-Z_]*$/),
+    z.describe('A reason code: INVALID_JOB, CONFLICT, SKIPPED, ... (the README lists each, with its recovery).'),
+  );
 
 /**
  * The String attributes every job message carries (the producer sets them), so an operator can
@@ -56,8 +65,12 @@ export type JobAttributes = z.infer<typeof jobAttributesSchema>;
 export const dlqAttributesSchema = z.looseObject({
   ...jobAttributeFields,
   [DLQ_ATTRIBUTES.reason]: reasonCodeSchema,
-  [DLQ_ATTRIBUTES.errorMessage]: z.string().check(z.minLength(1), z.describe('What went wrong, in words, cut to 1,000 characters (the ledger has it whole).')),
-  [REDRIVE_ATTRIBUTE]: z.optional(z.string().check(z.describe('On a message an operator sent back from a DLQ: the DLQ message id it came from.'))),
+  [DLQ_ATTRIBUTES.errorMessage]: z
+    .string()
+    .check(z.minLength(1), z.describe('What went wrong, in words, cut to 1,000 characters (the ledger has it whole).')),
+  [REDRIVE_ATTRIBUTE]: z.optional(
+    z.string().check(z.describe('On a message an operator sent back from a DLQ: the DLQ message id it came from.')),
+  ),
 });
 
 /**
@@ -82,7 +95,9 @@ export interface StringAttributeValue {
 
 /** String message attributes as SendMessage wants them (the producer, the DLQ moves, the CLI). */
 export function stringAttributes(values: Readonly<Record<string, string>>): Record<string, StringAttributeValue> {
-  return Object.fromEntries(Object.entries(values).map(([name, value]) => [name, { DataType: 'String', StringValue: value }]));
+  return Object.fromEntries(
+    Object.entries(values).map(([name, value]) => [name, { DataType: 'String', StringValue: value }]),
+  );
 }
 
 /**
@@ -92,7 +107,10 @@ export function stringAttributes(values: Readonly<Record<string, string>>): Reco
  * escaped, any string travels, and JSON.parse gives back exactly the same value.
  */
 export function wireJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(value).replace(
+    /[\u007f-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /**
@@ -103,5 +121,8 @@ export function wireJson(value: unknown): string {
 export function attributeText(text: string, maxChars: number): string {
   let cut = text.length > maxChars ? text.slice(0, maxChars) : text;
   if (/[\ud800-\udbff]$/.test(cut)) cut = cut.slice(0, -1);
-  return cut.replace(/[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu, (c) => `\\u{${(c.codePointAt(0) ?? 0).toString(16)}}`);
+  return cut.replace(
+    /[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu,
+    (c) => `\\u{${(c.codePointAt(0) ?? 0).toString(16)}}`,
+  );
 }

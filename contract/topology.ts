@@ -82,7 +82,12 @@ export const LEDGER_TABLE = {
    * on a DLQ). It projects only attributes that never change after a record is written, so writes
    * that do not move a record between lists do not write the index.
    */
-  listIndex: { name: 'byList', partitionKey: 'listKey', sortKey: 'listSort', projected: ['jobId', 'workspaceId', 'type'] },
+  listIndex: {
+    name: 'byList',
+    partitionKey: 'listKey',
+    sortKey: 'listSort',
+    projected: ['jobId', 'workspaceId', 'type'],
+  },
   /**
    * Sparse index of command-stage jobs the reconciler must look at, by due time: a running build
    * past its timeout, or a verdict not yet reported. Only such records carry `dueKey`.

@@ -19,7 +19,14 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
 import { BUILD_RECONCILER, JOB_TYPES, commandStageOf } from '../contract/job-types';
-import { ENV, JOB_METRICS, METRICS_NAMESPACE, METRICS_SERVICE, stageDlqUrlEnv, stageQueueUrlEnv } from '../contract/runtime-env';
+import {
+  ENV,
+  JOB_METRICS,
+  METRICS_NAMESPACE,
+  METRICS_SERVICE,
+  stageDlqUrlEnv,
+  stageQueueUrlEnv,
+} from '../contract/runtime-env';
 import { LEDGER_RETENTION_DAYS, LEDGER_TABLE, platformQueues, type QueueSpec } from '../contract/topology';
 import { bindCapabilities, type CapabilityResources } from './capabilities';
 import { catalogProblems } from './catalog-rules';
@@ -33,7 +40,13 @@ import { InvalidSettingsError } from './constructs/settings-problems';
 import { TestRunner } from './constructs/test-runner';
 import { Worker } from './constructs/worker';
 import { platformSecret, type PlatformSecret, type SecretShape } from './secrets';
-import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../contract/stack-outputs';
+import {
+  BUILD_RECONCILER_LOG_GROUP_OUTPUT,
+  STACK_OUTPUTS,
+  dlqUrlOutputKey,
+  logGroupOutputKey,
+  queueUrlOutputKey,
+} from '../contract/stack-outputs';
 
 export interface AgentJobsStackProps extends StackProps {
   readonly config: AgentJobsConfig;
@@ -93,11 +106,24 @@ export class AgentJobsStack extends Stack {
     const secret = (id: string, shape: SecretShape, arn: string | undefined, description: string): PlatformSecret =>
       platformSecret(this, id, { arn, kmsKeyArn: config.secretsKmsKeyArn, shape, description, removalPolicy });
     this.secrets = {
-      gitCredentials: secret('GitCredentials', 'gitCredentials', config.gitCredentialsSecretArn,
-        'agent-jobs git push credential for the workspace remotes (sequencer): JSON {"username","password"}'),
-      gitReadCredentials: secret('GitReadCredentials', 'gitCredentials', config.gitReadCredentialsSecretArn,
-        'agent-jobs read-only git credential for test builds: JSON {"username","password"}'),
-      githubToken: secret('GithubToken', 'token', config.githubTokenSecretArn, 'agent-jobs GitHub token (plain string)'),
+      gitCredentials: secret(
+        'GitCredentials',
+        'gitCredentials',
+        config.gitCredentialsSecretArn,
+        'agent-jobs git push credential for the workspace remotes (sequencer): JSON {"username","password"}',
+      ),
+      gitReadCredentials: secret(
+        'GitReadCredentials',
+        'gitCredentials',
+        config.gitReadCredentialsSecretArn,
+        'agent-jobs read-only git credential for test builds: JSON {"username","password"}',
+      ),
+      githubToken: secret(
+        'GithubToken',
+        'token',
+        config.githubTokenSecretArn,
+        'agent-jobs GitHub token (plain string)',
+      ),
     };
     this.testRunner = new TestRunner(this, 'TestRunner', {
       timeout: Duration.minutes(config.testRunnerTimeoutMinutes),
@@ -135,23 +161,48 @@ export class AgentJobsStack extends Stack {
       bindCapabilities(this.buildReconciler.worker, BUILD_RECONCILER.needs, resources);
     }
 
-    this.rateLimitAlarm = this.limitPersistsAlarm('GitHubRateLimitedAlarm', JOB_METRICS.githubRateLimited, alarmAction,
-      'GitHub has answered with rate limits', 'jobs wait for GitHub, none fails. The function logs say which limit ("waiting for a limit"). '
-        + 'Lower githubContentRequestsPerHour (pull requests opened an hour), or give the platform a token of its own: the limits are per token.');
+    this.rateLimitAlarm = this.limitPersistsAlarm(
+      'GitHubRateLimitedAlarm',
+      JOB_METRICS.githubRateLimited,
+      alarmAction,
+      'GitHub has answered with rate limits',
+      'jobs wait for GitHub, none fails. The function logs say which limit ("waiting for a limit"). ' +
+        'Lower githubContentRequestsPerHour (pull requests opened an hour), or give the platform a token of its own: the limits are per token.',
+    );
     if (buildEvents) {
       // A wait no time cures (LimitExceededException for an account's secrets) would otherwise go on unseen.
-      this.checkoutSecretsAlarm = this.limitPersistsAlarm('CheckoutSecretsThrottledAlarm', JOB_METRICS.checkoutSecretsThrottled, alarmAction,
-        'Secrets Manager has throttled or refused the test builds\' checkout secrets', 'command-stage jobs wait to start their builds, none fails. '
-          + 'The command stages\' logs name the call and the error: a throttle passes with the burst; LimitExceededException on CreateSecret (the account\'s secrets per region) needs secrets removed or a quota raised.');
+      this.checkoutSecretsAlarm = this.limitPersistsAlarm(
+        'CheckoutSecretsThrottledAlarm',
+        JOB_METRICS.checkoutSecretsThrottled,
+        alarmAction,
+        "Secrets Manager has throttled or refused the test builds' checkout secrets",
+        'command-stage jobs wait to start their builds, none fails. ' +
+          "The command stages' logs name the call and the error: a throttle passes with the burst; LimitExceededException on CreateSecret (the account's secrets per region) needs secrets removed or a quota raised.",
+      );
     }
-    new OpsDashboard(this, 'Dashboard', { lanes: this.lanes.map((l) => ({ name: l.spec.name, ...l })), metricsNamespace: METRICS_NAMESPACE });
+    new OpsDashboard(this, 'Dashboard', {
+      lanes: this.lanes.map((l) => ({ name: l.spec.name, ...l })),
+      metricsNamespace: METRICS_NAMESPACE,
+    });
     this.addOutputs();
   }
 
   /** An alarm on a limit's wait counted (one of JOB_METRICS) in each of RATE_LIMIT_ALARM_PERIODS periods in a row. */
-  private limitPersistsAlarm(id: string, metricName: string, alarmAction: cloudwatch.IAlarmAction, what: string, then: string): cloudwatch.Alarm {
+  private limitPersistsAlarm(
+    id: string,
+    metricName: string,
+    alarmAction: cloudwatch.IAlarmAction,
+    what: string,
+    then: string,
+  ): cloudwatch.Alarm {
     return alarmAbove(this, id, {
-      metric: new cloudwatch.Metric({ namespace: METRICS_NAMESPACE, metricName, dimensionsMap: { service: METRICS_SERVICE }, statistic: cloudwatch.Stats.SUM, period: ALARM_PERIOD }),
+      metric: new cloudwatch.Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName,
+        dimensionsMap: { service: METRICS_SERVICE },
+        statistic: cloudwatch.Stats.SUM,
+        period: ALARM_PERIOD,
+      }),
       threshold: 0,
       evaluationPeriods: RATE_LIMIT_ALARM_PERIODS,
       description: `${this.node.path}: ${what} in each of the last ${RATE_LIMIT_ALARM_PERIODS * ALARM_PERIOD.toMinutes()} minutes: ${then}`,
@@ -265,21 +316,25 @@ export class AgentJobsStack extends Stack {
       // It encrypts notifications in flight only: nothing stays encrypted under it once the stack is gone.
       removalPolicy,
     });
-    key.addToResourcePolicy(new iam.PolicyStatement({
-      sid: 'CloudWatchAlarmsEncryptNotifications',
-      principals: [cloudwatch],
-      actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
-      resources: ['*'],
-      conditions: fromThisAccountsAlarms,
-    }));
+    key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsEncryptNotifications',
+        principals: [cloudwatch],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+        conditions: fromThisAccountsAlarms,
+      }),
+    );
     const topic = new sns.Topic(this, 'AlarmTopic', { masterKey: key, enforceSSL: true });
-    topic.addToResourcePolicy(new iam.PolicyStatement({
-      sid: 'CloudWatchAlarmsPublish',
-      principals: [cloudwatch],
-      actions: ['sns:Publish'],
-      resources: [topic.topicArn],
-      conditions: fromThisAccountsAlarms,
-    }));
+    topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [cloudwatch],
+        actions: ['sns:Publish'],
+        resources: [topic.topicArn],
+        conditions: fromThisAccountsAlarms,
+      }),
+    );
     if (email) topic.addSubscription(new subscriptions.EmailSubscription(email));
     return topic;
   }
@@ -291,14 +346,17 @@ export class AgentJobsStack extends Stack {
       enforceSSL: true,
       minimumTLSVersion: 1.2,
       // Diffs must outlive any replay from a DLQ (14 days); the ledger keeps its records as long.
-      lifecycleRules: [{ expiration: Duration.days(LEDGER_RETENTION_DAYS), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+      lifecycleRules: [
+        { expiration: Duration.days(LEDGER_RETENTION_DAYS), abortIncompleteMultipartUploadAfter: Duration.days(1) },
+      ],
       removalPolicy: RemovalPolicy.RETAIN,
       autoDeleteObjects: false,
     });
     Validations.of(bucket).acknowledge({
       id: 'AwsSolutions-S1',
-      reason: 'No server access logs: the bucket holds short-lived claim-check diffs, written by producers and read only by the '
-        + "sequencer's role; a team that must audit object access enables CloudTrail data events on it (README, Deploy).",
+      reason:
+        'No server access logs: the bucket holds short-lived claim-check diffs, written by producers and read only by the ' +
+        "sequencer's role; a team that must audit object access enables CloudTrail data events on it (README, Deploy).",
     });
     return bucket;
   }
@@ -311,7 +369,8 @@ export class AgentJobsStack extends Stack {
       // `agent-jobs logs` links to a job's lines in each function's log group.
       output(logGroupOutputKey(spec.consumer), worker.logGroup.logGroupName);
     }
-    if (this.buildReconciler) output(BUILD_RECONCILER_LOG_GROUP_OUTPUT, this.buildReconciler.worker.logGroup.logGroupName);
+    if (this.buildReconciler)
+      output(BUILD_RECONCILER_LOG_GROUP_OUTPUT, this.buildReconciler.worker.logGroup.logGroupName);
     output(STACK_OUTPUTS.ledgerTableName, this.ledger.table.tableName);
     output(STACK_OUTPUTS.eventBusName, this.eventBus.eventBusName);
     output(STACK_OUTPUTS.diffBucketName, this.diffBucket.bucketName);

@@ -52,10 +52,15 @@ const BINDINGS: Record<Capability, Binding> = {
     worker.function.addEnvironment(ENV.githubApiUrl, r.githubApiUrl);
     // Each container's share of GitHub's content-creation limit.
     const share = contentShare(concurrency, r.githubContentRequestsPerHour);
-    const limit = { perMinute: Math.min(r.githubContentRequestsPerHour, GITHUB_CONTENT_LIMITS.perMinute), perHour: r.githubContentRequestsPerHour };
+    const limit = {
+      perMinute: Math.min(r.githubContentRequestsPerHour, GITHUB_CONTENT_LIMITS.perMinute),
+      perHour: r.githubContentRequestsPerHour,
+    };
     if (share.perMinute * concurrency > limit.perMinute || share.perHour * concurrency > limit.perHour) {
-      Annotations.of(worker).addWarningV2('agent-jobs:github-content-share',
-        `${concurrency} containers at once cannot share ${limit.perMinute} pull requests a minute and ${limit.perHour} an hour (one each at least): lower maxConcurrency to ${limit.perMinute} or less`);
+      Annotations.of(worker).addWarningV2(
+        'agent-jobs:github-content-share',
+        `${concurrency} containers at once cannot share ${limit.perMinute} pull requests a minute and ${limit.perHour} an hour (one each at least): lower maxConcurrency to ${limit.perMinute} or less`,
+      );
     }
     worker.function.addEnvironment(ENV.githubContentPerMinute, String(share.perMinute));
     worker.function.addEnvironment(ENV.githubContentPerHour, String(share.perHour));
@@ -65,15 +70,21 @@ const BINDINGS: Record<Capability, Binding> = {
     // missing key answers NoSuchKey, not AccessDenied, and the handler can tell bad input from a fault.
     worker.allow(['s3:GetObject'], [r.diffBucket.arnForObjects('*')]);
     worker.allow(['s3:ListBucket'], [r.diffBucket.bucketArn]);
-    acknowledgeWildcard(worker.role, `Resource::${nagArnRef(r.diffBucket)}/*`,
-      'Producers choose a key per job (<workspaceId>/<jobId>/<sha256>.diff): reading claim-checked diffs needs any key of the one diff bucket.');
+    acknowledgeWildcard(
+      worker.role,
+      `Resource::${nagArnRef(r.diffBucket)}/*`,
+      'Producers choose a key per job (<workspaceId>/<jobId>/<sha256>.diff): reading claim-checked diffs needs any key of the one diff bucket.',
+    );
     worker.function.addEnvironment(ENV.diffBucket, r.diffBucket.bucketName);
   },
   commandRunner: (worker, r) => {
     const project = r.testRunner.project;
     // ListBuildsForProject + BatchGetBuilds find a build an earlier attempt started but never
     // recorded (a crash window), once; nothing polls a build.
-    worker.allow(['codebuild:StartBuild', 'codebuild:ListBuildsForProject', 'codebuild:BatchGetBuilds'], [project.projectArn]);
+    worker.allow(
+      ['codebuild:StartBuild', 'codebuild:ListBuildsForProject', 'codebuild:BatchGetBuilds'],
+      [project.projectArn],
+    );
     worker.function.addEnvironment(ENV.testRunnerProject, project.projectName);
     worker.function.addEnvironment(ENV.buildTimeoutMinutes, String(r.testRunner.timeout.toMinutes()));
     // The build's checkout credential: read from the read-only secret (a GitHub App there mints a
@@ -82,9 +93,21 @@ const BINDINGS: Record<Capability, Binding> = {
     // (src/adapters/build-checkout.ts). One scheduled for deletion is described and restored.
     bindSecret(worker, r.gitReadCredentials, ENV.gitReadCredentialsSecretArn);
     worker.function.addEnvironment(ENV.githubApiUrl, r.githubApiUrl);
-    worker.allow(['secretsmanager:CreateSecret', 'secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue', 'secretsmanager:DescribeSecret', 'secretsmanager:RestoreSecret'], [r.testRunner.checkoutSecretsArn]);
-    acknowledgeWildcard(worker.role, `Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${r.testRunner.checkoutSecretPrefix}*`,
-      'The checkout secrets are one per repository, named at run time under the stack\'s prefix: a command stage reads, creates and updates the one of the repository it starts a build for.');
+    worker.allow(
+      [
+        'secretsmanager:CreateSecret',
+        'secretsmanager:GetSecretValue',
+        'secretsmanager:PutSecretValue',
+        'secretsmanager:DescribeSecret',
+        'secretsmanager:RestoreSecret',
+      ],
+      [r.testRunner.checkoutSecretsArn],
+    );
+    acknowledgeWildcard(
+      worker.role,
+      `Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${r.testRunner.checkoutSecretPrefix}*`,
+      "The checkout secrets are one per repository, named at run time under the stack's prefix: a command stage reads, creates and updates the one of the repository it starts a build for.",
+    );
     worker.function.addEnvironment(ENV.checkoutSecretPrefix, r.testRunner.checkoutSecretPrefix);
   },
   buildStatus: (worker, r) => {
@@ -101,6 +124,11 @@ const BINDINGS: Record<Capability, Binding> = {
   },
 };
 
-export function bindCapabilities(worker: Worker, needs: readonly Capability[], resources: CapabilityResources, concurrency = 1): void {
+export function bindCapabilities(
+  worker: Worker,
+  needs: readonly Capability[],
+  resources: CapabilityResources,
+  concurrency = 1,
+): void {
   for (const capability of needs) BINDINGS[capability](worker, resources, concurrency);
 }

@@ -55,12 +55,19 @@ export interface CiTrustStackProps extends StackProps {
 /** Why each prop is refused, all at once; empty when they are valid. */
 export function ciTrustProblems(props: Pick<CiTrustStackProps, 'githubRepo' | 'environments' | 'branches'>): string[] {
   const problems: string[] = [];
-  if (!/^[A-Za-z0-9-]+\/[A-Za-z0-9._-]+$/.test(props.githubRepo)) problems.push(`githubRepo = "${props.githubRepo}": expected <owner>/<name>, e.g. acme/agent-jobs`);
+  if (!/^[A-Za-z0-9-]+\/[A-Za-z0-9._-]+$/.test(props.githubRepo))
+    problems.push(`githubRepo = "${props.githubRepo}": expected <owner>/<name>, e.g. acme/agent-jobs`);
   // A `sub` condition matched with StringEquals: a wildcard or a colon would not mean what it says.
-  for (const [setting, names] of [['githubEnvironments', props.environments ?? []], ['githubBranches', props.branches ?? []]] as const) {
-    for (const name of names) if (name === '' || /[*?:\s]/.test(name)) problems.push(`${setting}: "${name}" is not a name (no wildcard, colon or space)`);
+  for (const [setting, names] of [
+    ['githubEnvironments', props.environments ?? []],
+    ['githubBranches', props.branches ?? []],
+  ] as const) {
+    for (const name of names)
+      if (name === '' || /[*?:\s]/.test(name))
+        problems.push(`${setting}: "${name}" is not a name (no wildcard, colon or space)`);
   }
-  if ((props.environments ?? ['dev', 'prod']).length + (props.branches ?? []).length === 0) problems.push('githubEnvironments and githubBranches are both empty: nothing could assume the deploy role');
+  if ((props.environments ?? ['dev', 'prod']).length + (props.branches ?? []).length === 0)
+    problems.push('githubEnvironments and githubBranches are both empty: nothing could assume the deploy role');
   return problems;
 }
 
@@ -75,7 +82,10 @@ export class CiTrustStack extends Stack {
     if (problems.length > 0) throw new InvalidConfigError(`${id}, cdk context`, problems);
     const environments = props.environments ?? ['dev', 'prod'];
     const branches = props.branches ?? [];
-    const qualifier = props.bootstrapQualifier ?? (this.node.tryGetContext('@aws-cdk/core:bootstrapQualifier') as string | undefined) ?? DefaultStackSynthesizer.DEFAULT_QUALIFIER;
+    const qualifier =
+      props.bootstrapQualifier ??
+      (this.node.tryGetContext('@aws-cdk/core:bootstrapQualifier') as string | undefined) ??
+      DefaultStackSynthesizer.DEFAULT_QUALIFIER;
 
     this.provider = props.existingProviderArn
       ? iam.OidcProviderNative.fromOidcProviderArn(this, 'GithubOidc', props.existingProviderArn)
@@ -85,16 +95,27 @@ export class CiTrustStack extends Stack {
       `arn:${this.partition}:iam::${this.account}:role/cdk-${qualifier}-${kind}-role-${this.account}-${this.region}`;
     const trustedBy = (subjects: string[]): iam.IPrincipal =>
       new iam.OpenIdConnectPrincipal(this.provider, {
-        StringEquals: { 'token.actions.githubusercontent.com:aud': GITHUB_OIDC_AUDIENCE, 'token.actions.githubusercontent.com:sub': subjects },
+        StringEquals: {
+          'token.actions.githubusercontent.com:aud': GITHUB_OIDC_AUDIENCE,
+          'token.actions.githubusercontent.com:sub': subjects,
+        },
       });
 
     const repo = `repo:${props.githubRepo}`;
     this.deployRole = new iam.Role(this, 'DeployRole', {
       description: `GitHub Actions of ${props.githubRepo} (environments ${environments.join(', ') || 'none'}; branches ${branches.join(', ') || 'none'}): cdk deploy through the bootstrap roles`,
-      assumedBy: trustedBy([...environments.map((e) => `${repo}:environment:${e}`), ...branches.map((b) => `${repo}:ref:refs/heads/${b}`)]),
+      assumedBy: trustedBy([
+        ...environments.map((e) => `${repo}:environment:${e}`),
+        ...branches.map((b) => `${repo}:ref:refs/heads/${b}`),
+      ]),
       inlinePolicies: {
         AssumeBootstrapRoles: new iam.PolicyDocument({
-          statements: [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: BOOTSTRAP_ROLE_KINDS.map(bootstrapRole) })],
+          statements: [
+            new iam.PolicyStatement({
+              actions: ['sts:AssumeRole'],
+              resources: BOOTSTRAP_ROLE_KINDS.map(bootstrapRole),
+            }),
+          ],
         }),
       },
     });
@@ -108,7 +129,13 @@ export class CiTrustStack extends Stack {
       },
     });
 
-    new CfnOutput(this, 'DeployRoleArn', { value: this.deployRole.roleArn, description: 'repository variable AWS_DEPLOY_ROLE_ARN (.github/workflows/deploy.yml)' });
-    new CfnOutput(this, 'DiffRoleArn', { value: this.diffRole.roleArn, description: 'repository variable AWS_DIFF_ROLE_ARN (.github/workflows/ci.yml)' });
+    new CfnOutput(this, 'DeployRoleArn', {
+      value: this.deployRole.roleArn,
+      description: 'repository variable AWS_DEPLOY_ROLE_ARN (.github/workflows/deploy.yml)',
+    });
+    new CfnOutput(this, 'DiffRoleArn', {
+      value: this.diffRole.roleArn,
+      description: 'repository variable AWS_DIFF_ROLE_ARN (.github/workflows/ci.yml)',
+    });
   }
 }

@@ -19,12 +19,13 @@ export type WorkerName = ReturnType<typeof allWorkers>[number]['name'];
 
 /** Settings of a worker that an environment may override, each with its description; the rest is the catalog's. */
 export const TUNABLE_SETTINGS = {
-  timeoutSeconds: 'Function timeout. The queue\'s visibility is 6x this, and the function heartbeats to it.',
+  timeoutSeconds: "Function timeout. The queue's visibility is 6x this, and the function heartbeats to it.",
   memoryMb: 'Function memory in MB.',
   batchSize: 'Records per event-source-mapping batch (at most 10 on FIFO).',
-  maxConcurrency: 'The event source mapping\'s MaximumConcurrency (2..1000).',
-  maxReceiveCount: 'Deliveries before SQS moves a message to the DLQ (>= 5). The handler gives up one delivery earlier and fences the workspace.',
-  oldestMessageAlarmSeconds: 'Alarm threshold on the age of the queue\'s oldest message.',
+  maxConcurrency: "The event source mapping's MaximumConcurrency (2..1000).",
+  maxReceiveCount:
+    'Deliveries before SQS moves a message to the DLQ (>= 5). The handler gives up one delivery earlier and fences the workspace.',
+  oldestMessageAlarmSeconds: "Alarm threshold on the age of the queue's oldest message.",
 } as const;
 const TUNABLE_KEYS = Object.keys(TUNABLE_SETTINGS) as (keyof typeof TUNABLE_SETTINGS)[];
 export type WorkerOverrides = Partial<Pick<WorkerSettings, keyof typeof TUNABLE_SETTINGS>>;
@@ -97,8 +98,8 @@ export const envSetting = z
   .regex(ENV_NAME)
   .default(DEFAULT_ENV)
   .describe(
-    'Context only. The environment name: the stack is AgentJobs-<env>, and the other settings come from config/<env>.json, which must exist. '
-      + 'A misspelt name is refused, naming the known environments; a new environment is added by its file. Environments deploy side by side.',
+    'Context only. The environment name: the stack is AgentJobs-<env>, and the other settings come from config/<env>.json, which must exist. ' +
+      'A misspelt name is refused, naming the known environments; a new environment is added by its file. Environments deploy side by side.',
   );
 const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
 const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/;
@@ -106,14 +107,18 @@ const positiveInt = z.coerce.number().int().positive();
 const secretArn = z.string().regex(SECRET_ARN, 'must be a complete Secrets Manager secret ARN').optional();
 const NEW_SECRET = 'Without it, the stack creates a secret holding a placeholder, for you to fill in.';
 /** Context values arrive as strings: "true"/"false" are booleans (z.coerce.boolean would read "false" as true). */
-const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], { error: 'must be true or false' });
+const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], {
+  error: 'must be true or false',
+});
 
 /**
  * Git hosts: a JSON list, or one comma-separated string (how a context value arrives). Each entry
  * a host name or name:port, never a loopback, link-local or metadata address (never dialled).
  */
 const gitHostsSchema = z
-  .union([z.array(z.string()), z.string().transform(gitHostList)], { error: 'must be a list of host names (or one comma-separated string)' })
+  .union([z.array(z.string()), z.string().transform(gitHostList)], {
+    error: 'must be a list of host names (or one comma-separated string)',
+  })
   .superRefine((hosts, ctx) => {
     for (const host of hosts) {
       const problem = gitHostEntryProblem(host, false);
@@ -131,21 +136,25 @@ export const configSchema = z
     workers: z
       .strictObject(Object.fromEntries(workerNames.map((name) => [name, workerOverridesSchema.optional()])))
       .optional()
-      .describe('Per worker: overrides of the catalog\'s settings (contract/job-types.ts), by worker name.'),
+      .describe("Per worker: overrides of the catalog's settings (contract/job-types.ts), by worker name."),
     alarmEmail: z.email().optional().describe('E-mail address subscribed to the alarm topic.'),
     gitCredentialsSecretArn: secretArn.describe(
       `Secrets Manager secret {"username","password"} the sequencer pushes to the workspace remotes with. ${NEW_SECRET}`,
     ),
     gitReadCredentialsSecretArn: secretArn.describe(
-      'A read-only git credential of the same shape for test builds, or a GitHub App (each build then gets a token for its one repository). '
-        + `Test code never sees the push credential. ${NEW_SECRET}`,
+      'A read-only git credential of the same shape for test builds, or a GitHub App (each build then gets a token for its one repository). ' +
+        `Test code never sees the push credential. ${NEW_SECRET}`,
     ),
-    githubTokenSecretArn: secretArn.describe(`Secrets Manager secret holding a GitHub token (a plain string). ${NEW_SECRET}`),
+    githubTokenSecretArn: secretArn.describe(
+      `Secrets Manager secret holding a GitHub token (a plain string). ${NEW_SECRET}`,
+    ),
     secretsKmsKeyArn: z
       .string()
       .regex(KMS_KEY_ARN, 'must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)')
       .optional()
-      .describe('Customer-managed KMS key that encrypts the secrets given by ARN. Their readers get kms:Decrypt through Secrets Manager, for those secrets only.'),
+      .describe(
+        'Customer-managed KMS key that encrypts the secrets given by ARN. Their readers get kms:Decrypt through Secrets Manager, for those secrets only.',
+      ),
     githubApiUrl: z
       .url({ protocol: /^https$/, error: 'must be an https URL' })
       .default(GITHUB_API_DEFAULT_URL)
@@ -153,31 +162,45 @@ export const configSchema = z
     gitHosts: gitHostsSchema
       .default([])
       .describe(
-        'The git hosts the sequencer may push to and fetch from: a list in the file, comma-separated as context. A name without a port allows any port. '
-          + 'Loopback, link-local and metadata addresses are refused. With none, every repository is refused (HOST_NOT_ALLOWED), so cdk synth refuses it.',
+        'The git hosts the sequencer may push to and fetch from: a list in the file, comma-separated as context. A name without a port allows any port. ' +
+          'Loopback, link-local and metadata addresses are refused. With none, every repository is refused (HOST_NOT_ALLOWED), so cdk synth refuses it.',
       ),
     githubContentRequestsPerHour: positiveInt
       .default(GITHUB_CONTENT_LIMITS.perHour)
-      .describe('Pull requests opened an hour, all open_pr containers together (GitHub\'s secondary limit). Each container keeps to its share.'),
+      .describe(
+        "Pull requests opened an hour, all open_pr containers together (GitHub's secondary limit). Each container keeps to its share.",
+      ),
     buildConcurrencyQuota: positiveInt
       .default(DEFAULT_BUILD_CONCURRENCY_QUOTA)
       .describe(
-        'The account\'s Service Quotas value "Concurrently running builds for ARM/Small environment" (Linux/Small on x86). '
-          + 'A build start beyond it waits. The default is the lowest a new account has: set your account\'s value.',
+        'The account\'s Service Quotas value "Concurrently running builds for ARM/Small environment" (Linux/Small on x86). ' +
+          "A build start beyond it waits. The default is the lowest a new account has: set your account's value.",
       ),
-    leaseSeconds: positiveInt.optional().describe('How long a claim holds before another worker may take the job over. Without it, each worker\'s timeout.'),
+    leaseSeconds: positiveInt
+      .optional()
+      .describe(
+        "How long a claim holds before another worker may take the job over. Without it, each worker's timeout.",
+      ),
     testRunnerTimeoutMinutes: positiveInt
       .max(MAX_BUILD_TIMEOUT_MINUTES)
       .default(60)
-      .describe('Default CodeBuild build timeout of the command stages. A job\'s timeoutSeconds overrides it.'),
+      .describe("Default CodeBuild build timeout of the command stages. A job's timeoutSeconds overrides it."),
     retainOnDestroy: flag
       .default(true)
-      .describe('Keep the queues, DLQs and created secrets when the stack is deleted. The ledger table is always kept, with deletion protection.'),
+      .describe(
+        'Keep the queues, DLQs and created secrets when the stack is deleted. The ledger table is always kept, with deletion protection.',
+      ),
   })
-  .refine((c) => c.secretsKmsKeyArn === undefined || [c.gitCredentialsSecretArn, c.gitReadCredentialsSecretArn, c.githubTokenSecretArn].some(Boolean), {
-    path: ['secretsKmsKeyArn'],
-    message: 'applies to secrets given by ARN only (the secrets the stack creates use the AWS-managed key): set a *SecretArn too, or remove it',
-  });
+  .refine(
+    (c) =>
+      c.secretsKmsKeyArn === undefined ||
+      [c.gitCredentialsSecretArn, c.gitReadCredentialsSecretArn, c.githubTokenSecretArn].some(Boolean),
+    {
+      path: ['secretsKmsKeyArn'],
+      message:
+        'applies to secrets given by ARN only (the secrets the stack creates use the AWS-managed key): set a *SecretArn too, or remove it',
+    },
+  );
 
 /**
  * Every setting an operator can give, as the README's configuration table names them (`<name>` is
@@ -192,11 +215,16 @@ export const SETTING_NAMES: readonly string[] = [
 /** Validates `input` (file and context values merged) for environment `envName`. Pure. */
 export function resolveConfig(envName: string, input: unknown, source = 'input'): AgentJobsConfig {
   if (!ENV_NAME.test(envName)) {
-    throw new InvalidConfigError(source, [`env = ${JSON.stringify(envName)}: must match ${ENV_NAME.source} (it is part of the stack name)`]);
+    throw new InvalidConfigError(source, [
+      `env = ${JSON.stringify(envName)}: must match ${ENV_NAME.source} (it is part of the stack name)`,
+    ]);
   }
   const parsed = configSchema.safeParse(input);
   if (!parsed.success) {
-    throw new InvalidConfigError(source, parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`));
+    throw new InvalidConfigError(
+      source,
+      parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`),
+    );
   }
   const { workers: overrides = {}, ...rest } = parsed.data;
   const workers = Object.fromEntries(
@@ -227,12 +255,18 @@ export function loadConfig(app: Construct, configDir: string): AgentJobsConfig {
   return config;
 }
 
-const NO_GIT_HOSTS = 'gitHosts: none is configured, so every repository would be refused (HOST_NOT_ALLOWED): '
-  + 'add "gitHosts": ["github.com"] (your git hosts) to the file, or -c gitHosts=github.com';
+const NO_GIT_HOSTS =
+  'gitHosts: none is configured, so every repository would be refused (HOST_NOT_ALLOWED): ' +
+  'add "gitHosts": ["github.com"] (your git hosts) to the file, or -c gitHosts=github.com';
 
 function unknownEnvironment(envName: string, configDir: string): string {
   const dir = basename(configDir);
-  const known = existsSync(configDir) ? readdirSync(configDir).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length)).sort() : [];
+  const known = existsSync(configDir)
+    ? readdirSync(configDir)
+        .filter((f) => f.endsWith('.json'))
+        .map((f) => f.slice(0, -'.json'.length))
+        .sort()
+    : [];
   return (
     `env = ${JSON.stringify(envName)}: there is no ${dir}/${envName}.json (known environments: ${known.join(', ') || 'none'}). ` +
     `A new environment is asked for by its file: echo '{ "gitHosts": ["github.com"] }' > ${dir}/${envName}.json takes every other default`
@@ -243,7 +277,12 @@ function unknownEnvironment(envName: string, configDir: string): string {
 const CDK_CONTEXT_KEYS = new Set(['acknowledged-issue-numbers']);
 
 /** Context keys of the CI trust stack (lib/ci-trust-stack.ts, read in bin/app.ts): not settings of the platform's stacks. */
-export const CI_TRUST_CONTEXT_KEYS: ReadonlySet<string> = new Set(['githubRepo', 'githubEnvironments', 'githubBranches', 'githubOidcProviderArn']);
+export const CI_TRUST_CONTEXT_KEYS: ReadonlySet<string> = new Set([
+  'githubRepo',
+  'githubEnvironments',
+  'githubBranches',
+  'githubOidcProviderArn',
+]);
 
 /**
  * The context keys that are settings, as one nested object. The CDK's own keys (feature flags

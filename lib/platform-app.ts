@@ -24,7 +24,10 @@ export function addPlatformStack(app: App, configDir = CONFIG_DIR): AgentJobsSta
 
 /** The environments the repository ships: one per `config/<env>.json`, sorted. */
 export function shippedEnvironments(configDir = CONFIG_DIR): string[] {
-  return readdirSync(configDir).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length)).sort();
+  return readdirSync(configDir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => f.slice(0, -'.json'.length))
+    .sort();
 }
 
 /** cdk.json's context (the feature flags `cdk synth` applies), for an App built outside the CLI. */
@@ -36,7 +39,10 @@ export function cdkJsonContext(root = PROJECT_ROOT): Record<string, unknown> {
  * The CloudFormation template `cdk synth -c env=<envName>` writes, without running esbuild
  * (bundling only changes asset hashes, and those say nothing about the resources).
  */
-export function synthesizeEnvironment(envName: string, configDir = CONFIG_DIR): { stackName: string; template: Record<string, unknown> } {
+export function synthesizeEnvironment(
+  envName: string,
+  configDir = CONFIG_DIR,
+): { stackName: string; template: Record<string, unknown> } {
   const app = new App({ context: { ...cdkJsonContext(), env: envName, 'aws:cdk:bundling-stacks': [] } });
   const stack = addPlatformStack(app, configDir);
   const template = app.synth().getStackArtifact(stack.artifactId).template as Record<string, unknown>;

@@ -14,8 +14,16 @@
  * run on x86 (LINUX_CONTAINER), which CodeBuild offers wherever it runs.
  */
 export const ARM_CODEBUILD_REGIONS: readonly string[] = [
-  'us-east-1', 'us-east-2', 'us-west-2', 'eu-west-1', 'ap-south-1',
-  'ap-northeast-1', 'ap-southeast-1', 'ap-southeast-2', 'eu-central-1', 'sa-east-1',
+  'us-east-1',
+  'us-east-2',
+  'us-west-2',
+  'eu-west-1',
+  'ap-south-1',
+  'ap-northeast-1',
+  'ap-southeast-1',
+  'ap-southeast-2',
+  'eu-central-1',
+  'sa-east-1',
 ];
 
 /**

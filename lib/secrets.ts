@@ -40,7 +40,10 @@ export interface PlatformSecretProps {
 export function placeholderValue(shape: SecretShape): string {
   return shape === 'token'
     ? SECRET_PLACEHOLDER
-    : JSON.stringify({ [GIT_CREDENTIAL_KEYS.username]: SECRET_PLACEHOLDER, [GIT_CREDENTIAL_KEYS.password]: SECRET_PLACEHOLDER });
+    : JSON.stringify({
+        [GIT_CREDENTIAL_KEYS.username]: SECRET_PLACEHOLDER,
+        [GIT_CREDENTIAL_KEYS.password]: SECRET_PLACEHOLDER,
+      });
 }
 
 export function platformSecret(scope: Construct, id: string, props: PlatformSecretProps): PlatformSecret {
@@ -59,25 +62,32 @@ export function platformSecret(scope: Construct, id: string, props: PlatformSecr
   });
   Validations.of(secret).acknowledge({
     id: 'AwsSolutions-SMG4',
-    reason: 'Holds a credential issued by the git host or GitHub; it is rotated there, and Secrets Manager cannot rotate it.',
+    reason:
+      'Holds a credential issued by the git host or GitHub; it is rotated there, and Secrets Manager cannot rotate it.',
   });
   return { secret };
 }
 
 /** Lets `grantee` read `ref`'s value, and decrypt it when a customer-managed key encrypts it. */
 export function grantSecretRead(grantee: iam.IGrantable, ref: PlatformSecret): void {
-  iam.Grant.addToPrincipal({ grantee, actions: ['secretsmanager:GetSecretValue'], resourceArns: [ref.secret.secretArn] });
+  iam.Grant.addToPrincipal({
+    grantee,
+    actions: ['secretsmanager:GetSecretValue'],
+    resourceArns: [ref.secret.secretArn],
+  });
   if (!ref.kmsKeyArn) return;
   // A secret given by ARN carries its region; the key is used through Secrets Manager there.
   const { region } = Arn.split(ref.secret.secretArn, ArnFormat.COLON_RESOURCE_NAME);
-  grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
-    actions: ['kms:Decrypt'],
-    resources: [ref.kmsKeyArn],
-    conditions: {
-      StringEquals: {
-        'kms:ViaService': `secretsmanager.${region}.amazonaws.com`,
-        'kms:EncryptionContext:SecretARN': ref.secret.secretArn,
+  grantee.grantPrincipal.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      actions: ['kms:Decrypt'],
+      resources: [ref.kmsKeyArn],
+      conditions: {
+        StringEquals: {
+          'kms:ViaService': `secretsmanager.${region}.amazonaws.com`,
+          'kms:EncryptionContext:SecretARN': ref.secret.secretArn,
+        },
       },
-    },
-  }));
+    }),
+  );
 }

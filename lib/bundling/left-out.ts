@@ -6,5 +6,7 @@
  * bundle calls reaches them, about 7 KiB. Should a future change reach one, it fails loudly.
  */
 export default function leftOut(): never {
-  throw new Error('this isomorphic-git command needs diff3 or ignore, which the function bundles leave out (lib/bundling/left-out.ts)');
+  throw new Error(
+    'this isomorphic-git command needs diff3 or ignore, which the function bundles leave out (lib/bundling/left-out.ts)',
+  );
 }

@@ -16,7 +16,10 @@ import { constants, deflateSync, inflateSync } from 'node:zlib';
 
 /** zlib's one-shot inflate of the first deflate stream in `input` and the bytes of input it took. */
 function inflateFirst(input: Uint8Array): { output: Buffer; consumed: number } {
-  const { buffer, engine } = inflateSync(input, { info: true }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+  const { buffer, engine } = inflateSync(input, { info: true }) as unknown as {
+    buffer: Buffer;
+    engine: { bytesWritten: number };
+  };
   return { output: buffer, consumed: engine.bytesWritten };
 }
 

@@ -25,5 +25,6 @@ const map = JSON.parse(readFileSync(mapFile, 'utf8'));
 if (!Array.isArray(map.sources)) throw new Error(`${mapFile} has no sources array`);
 const builtIn = path.dirname(path.resolve(mapFile));
 map.sources = map.sources.map((/** @type {string} */ source) =>
-  path.relative(projectRoot, path.resolve(builtIn, source)).split(path.sep).join('/'));
+  path.relative(projectRoot, path.resolve(builtIn, source)).split(path.sep).join('/'),
+);
 writeFileSync(mapFile, JSON.stringify(map));

@@ -82,8 +82,16 @@ export class Ledger extends Construct {
    */
   bind(fn: lambda.Function, index: { readonly name: string } = LEDGER_TABLE.workspaceIndex): void {
     const readBack = READ_BACK_INDEXES.has(index.name) ? ['dynamodb:BatchGetItem'] : [];
-    iam.Grant.addToPrincipal({ grantee: fn, actions: [...readBack, ...TABLE_ACTIONS], resourceArns: [this.table.tableArn] });
-    iam.Grant.addToPrincipal({ grantee: fn, actions: [...INDEX_ACTIONS], resourceArns: [`${this.table.tableArn}/index/${index.name}`] });
+    iam.Grant.addToPrincipal({
+      grantee: fn,
+      actions: [...readBack, ...TABLE_ACTIONS],
+      resourceArns: [this.table.tableArn],
+    });
+    iam.Grant.addToPrincipal({
+      grantee: fn,
+      actions: [...INDEX_ACTIONS],
+      resourceArns: [`${this.table.tableArn}/index/${index.name}`],
+    });
     fn.addEnvironment(ENV.ledgerTable, this.table.tableName);
   }
 }

@@ -36,7 +36,11 @@ export class OpsDashboard extends Construct {
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
     for (const lane of props.lanes) this.dashboard.addWidgets(...laneWidgets(lane, period));
 
-    const search = (metricName: string, label: string, statistic: 'Sum' | 'Maximum' = 'Sum'): cloudwatch.MathExpression =>
+    const search = (
+      metricName: string,
+      label: string,
+      statistic: 'Sum' | 'Maximum' = 'Sum',
+    ): cloudwatch.MathExpression =>
       new cloudwatch.MathExpression({
         expression: `SEARCH('Namespace="${props.metricsNamespace}" MetricName="${metricName}"', '${statistic}', ${period.toSeconds()})`,
         label,
@@ -75,7 +79,10 @@ export class OpsDashboard extends Construct {
       new cloudwatch.GraphWidget({
         title: 'Command-stage builds overdue (reconciler)',
         width: WIDTH * 4,
-        left: [search(JOB_METRICS.overdueBuilds, 'overdue', 'Maximum'), search(JOB_METRICS.reconciled, 'completed by the reconciler')],
+        left: [
+          search(JOB_METRICS.overdueBuilds, 'overdue', 'Maximum'),
+          search(JOB_METRICS.reconciled, 'completed by the reconciler'),
+        ],
         right: [search(JOB_METRICS.oldestOverdueBuild, 'oldest overdue (s)', 'Maximum')],
       }),
     );

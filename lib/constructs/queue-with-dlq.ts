@@ -85,14 +85,23 @@ export class QueueWithDlq extends Construct {
     super(scope, id);
     this.fifo = props.fifo ?? false;
     this.consumer = props.consumer;
-    const visibilityTimeout = props.visibilityTimeout ?? Duration.seconds(props.consumer.timeout.toSeconds() * VISIBILITY_TIMEOUT_FACTOR);
+    const visibilityTimeout =
+      props.visibilityTimeout ?? Duration.seconds(props.consumer.timeout.toSeconds() * VISIBILITY_TIMEOUT_FACTOR);
     this.visibilityTimeout = visibilityTimeout;
     const maxReceiveCount = props.maxReceiveCount ?? MIN_MAX_RECEIVE_COUNT;
     const retentionPeriod = props.retentionPeriod ?? Duration.days(QUEUE_RETENTION_DAYS);
     const dlqRetention = Duration.days(DLQ_RETENTION_DAYS);
     const oldestThreshold = props.oldestMessageAlarmThreshold ?? Duration.minutes(15);
 
-    validate(this.node.path, { ...props, fifo: this.fifo, visibilityTimeout, maxReceiveCount, retentionPeriod, dlqRetention, oldestThreshold });
+    validate(this.node.path, {
+      ...props,
+      fifo: this.fifo,
+      visibilityTimeout,
+      maxReceiveCount,
+      retentionPeriod,
+      dlqRetention,
+      oldestThreshold,
+    });
 
     const common = {
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
@@ -151,7 +160,11 @@ export const DLQ_AGE_ALARM_MARGIN_DAYS = 3;
  * enqueue time resets); a standard queue's `dlqRetention` after it was first sent to the queue (the
  * enqueue time is kept), so the time it spent there, up to the queue's retention, comes off.
  */
-export function dlqAgeAlarmSettings(fifo: boolean, retention: Duration, dlqRetention: Duration): { threshold: Duration; description: string } {
+export function dlqAgeAlarmSettings(
+  fifo: boolean,
+  retention: Duration,
+  dlqRetention: Duration,
+): { threshold: Duration; description: string } {
   const margin = Duration.days(DLQ_AGE_ALARM_MARGIN_DAYS);
   const deletedAt = dlqRetention.toHumanString();
   if (fifo) {
@@ -164,8 +177,9 @@ export function dlqAgeAlarmSettings(fifo: boolean, retention: Duration, dlqReten
   const threshold = Duration.seconds(dlqRetention.toSeconds() - retention.toSeconds() - margin.toSeconds());
   return {
     threshold,
-    description: `a dead-letter message has been on the DLQ longer than ${threshold.toHumanString()}; SQS deletes a message ${deletedAt} after it was first sent to the queue: `
-      + `its time there (up to ${retention.toHumanString()}) counts, so it has at least ${margin.toHumanString()} left`,
+    description:
+      `a dead-letter message has been on the DLQ longer than ${threshold.toHumanString()}; SQS deletes a message ${deletedAt} after it was first sent to the queue: ` +
+      `its time there (up to ${retention.toHumanString()}) counts, so it has at least ${margin.toHumanString()} left`,
   };
 }
 
@@ -181,26 +195,61 @@ interface ResolvedSettings extends QueueWithDlqProps {
 function validate(path: string, s: ResolvedSettings): void {
   const problems = new SettingsProblems();
   const timeout = s.consumer.timeout.toSeconds();
-  problems.check('visibilityTimeout', s.visibilityTimeout.toSeconds(), (v) => v < timeout * VISIBILITY_TIMEOUT_FACTOR,
-    `must be at least ${VISIBILITY_TIMEOUT_FACTOR} x the consumer timeout (${timeout} s), or a slow batch is redelivered while it still runs`);
-  problems.check('maxReceiveCount', s.maxReceiveCount, (v) => v < MIN_MAX_RECEIVE_COUNT,
-    `must be at least ${MIN_MAX_RECEIVE_COUNT}, or throttled deliveries land in the DLQ`);
-  problems.check('consumer.batchSize', s.consumer.batchSize, (v) => v < 1 || v > MAX_BATCH_SIZE,
-    s.fifo ? `must be 1..${MAX_BATCH_SIZE} on a FIFO queue` : `must be 1..${MAX_BATCH_SIZE} (larger batches need a batching window)`);
-  problems.check('consumer.maxConcurrency', s.consumer.maxConcurrency, (v) => v < MIN_CONCURRENCY || v > MAX_CONCURRENCY,
-    `must be ${MIN_CONCURRENCY}..${MAX_CONCURRENCY} (event source mapping MaximumConcurrency)`);
-  problems.check('oldestMessageAlarmThreshold', s.oldestThreshold.toSeconds(), (v) => v <= 0 || v >= s.retentionPeriod.toSeconds(),
-    `must be above 0 and below the retention period (${s.retentionPeriod.toSeconds()} s), or the alarm can never fire`);
+  problems.check(
+    'visibilityTimeout',
+    s.visibilityTimeout.toSeconds(),
+    (v) => v < timeout * VISIBILITY_TIMEOUT_FACTOR,
+    `must be at least ${VISIBILITY_TIMEOUT_FACTOR} x the consumer timeout (${timeout} s), or a slow batch is redelivered while it still runs`,
+  );
+  problems.check(
+    'maxReceiveCount',
+    s.maxReceiveCount,
+    (v) => v < MIN_MAX_RECEIVE_COUNT,
+    `must be at least ${MIN_MAX_RECEIVE_COUNT}, or throttled deliveries land in the DLQ`,
+  );
+  problems.check(
+    'consumer.batchSize',
+    s.consumer.batchSize,
+    (v) => v < 1 || v > MAX_BATCH_SIZE,
+    s.fifo
+      ? `must be 1..${MAX_BATCH_SIZE} on a FIFO queue`
+      : `must be 1..${MAX_BATCH_SIZE} (larger batches need a batching window)`,
+  );
+  problems.check(
+    'consumer.maxConcurrency',
+    s.consumer.maxConcurrency,
+    (v) => v < MIN_CONCURRENCY || v > MAX_CONCURRENCY,
+    `must be ${MIN_CONCURRENCY}..${MAX_CONCURRENCY} (event source mapping MaximumConcurrency)`,
+  );
+  problems.check(
+    'oldestMessageAlarmThreshold',
+    s.oldestThreshold.toSeconds(),
+    (v) => v <= 0 || v >= s.retentionPeriod.toSeconds(),
+    `must be above 0 and below the retention period (${s.retentionPeriod.toSeconds()} s), or the alarm can never fire`,
+  );
   if (!s.deadLetterQueue) {
-    problems.check('retentionPeriod', s.retentionPeriod.toSeconds(), (v) => v >= s.dlqRetention.toSeconds(),
-      `must be shorter than the DLQ retention (${s.dlqRetention.toSeconds()} s): a standard queue's moved message keeps its original enqueue time`);
+    problems.check(
+      'retentionPeriod',
+      s.retentionPeriod.toSeconds(),
+      (v) => v >= s.dlqRetention.toSeconds(),
+      `must be shorter than the DLQ retention (${s.dlqRetention.toSeconds()} s): a standard queue's moved message keeps its original enqueue time`,
+    );
     if (!s.fifo) {
       const margin = Duration.days(DLQ_AGE_ALARM_MARGIN_DAYS).toSeconds();
-      problems.check('retentionPeriod', s.retentionPeriod.toSeconds(), (v) => v > 0 && v < s.dlqRetention.toSeconds() && s.dlqRetention.toSeconds() - v - margin <= 0,
-        `must leave the DLQ age alarm time to fire: at most the DLQ retention minus ${DLQ_AGE_ALARM_MARGIN_DAYS} days (${s.dlqRetention.toSeconds() - margin} s), since a moved message's time on the queue counts against it`);
+      problems.check(
+        'retentionPeriod',
+        s.retentionPeriod.toSeconds(),
+        (v) => v > 0 && v < s.dlqRetention.toSeconds() && s.dlqRetention.toSeconds() - v - margin <= 0,
+        `must leave the DLQ age alarm time to fire: at most the DLQ retention minus ${DLQ_AGE_ALARM_MARGIN_DAYS} days (${s.dlqRetention.toSeconds() - margin} s), since a moved message's time on the queue counts against it`,
+      );
     }
   } else if (s.deadLetterQueue.fifo !== s.fifo) {
-    problems.add('deadLetterQueue', s.fifo ? 'must be a FIFO queue, because the queue is FIFO' : 'must be a standard queue, because the queue is standard');
+    problems.add(
+      'deadLetterQueue',
+      s.fifo
+        ? 'must be a FIFO queue, because the queue is FIFO'
+        : 'must be a standard queue, because the queue is standard',
+    );
   }
   problems.throwIfAny(path);
 }

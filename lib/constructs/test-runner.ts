@@ -18,7 +18,19 @@
  * cannot add its default grants (the `/aws/codebuild/<project>` log group and report groups, which
  * nothing here writes).
  */
-import { ArnFormat, Aws, CfnCondition, CfnRule, Duration, Fn, RemovalPolicy, Stack, Token, Validations, type ICfnConditionExpression } from 'aws-cdk-lib';
+import {
+  ArnFormat,
+  Aws,
+  CfnCondition,
+  CfnRule,
+  Duration,
+  Fn,
+  RemovalPolicy,
+  Stack,
+  Token,
+  Validations,
+  type ICfnConditionExpression,
+} from 'aws-cdk-lib';
 import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -70,15 +82,29 @@ export class TestRunner extends Construct {
     });
     this.logGroup.grantWrite(this.role);
     this.checkoutSecretPrefix = `agent-jobs/${Stack.of(this).stackName}/checkout/`;
-    this.checkoutSecretsArn = Stack.of(this).formatArn({ service: 'secretsmanager', resource: 'secret', resourceName: `${this.checkoutSecretPrefix}*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
-    iam.Grant.addToPrincipal({ grantee: this.role, actions: ['secretsmanager:GetSecretValue'], resourceArns: [this.checkoutSecretsArn] });
-    acknowledgeWildcard(this.role, `Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${this.checkoutSecretPrefix}*`,
-      'A build reads the checkout secret of its repository, one per repository under the stack\'s prefix, written at run time by the command stages (a read-only credential for that repository).');
+    this.checkoutSecretsArn = Stack.of(this).formatArn({
+      service: 'secretsmanager',
+      resource: 'secret',
+      resourceName: `${this.checkoutSecretPrefix}*`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+    iam.Grant.addToPrincipal({
+      grantee: this.role,
+      actions: ['secretsmanager:GetSecretValue'],
+      resourceArns: [this.checkoutSecretsArn],
+    });
+    acknowledgeWildcard(
+      this.role,
+      `Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${this.checkoutSecretPrefix}*`,
+      "A build reads the checkout secret of its repository, one per repository under the stack's prefix, written at run time by the command stages (a read-only credential for that repository).",
+    );
     this.timeout = props.timeout ?? Duration.minutes(60);
     const region = Stack.of(this).region;
     const regionKnown = !Token.isUnresolved(region);
     if (regionKnown && REGIONS_WITHOUT_CODEBUILD.includes(region)) {
-      throw new InvalidSettingsError(this.node.path, [`region = ${region}: CodeBuild is not offered there (lib/regions.ts), so the command stages cannot run: deploy to another region`]);
+      throw new InvalidSettingsError(this.node.path, [
+        `region = ${region}: CodeBuild is not offered there (lib/regions.ts), so the command stages cannot run: deploy to another region`,
+      ]);
     }
     // Known region: its architecture. Agnostic: ARM here, and the template picks per region (below).
     const architecture = regionKnown ? buildArchitecture(region) : 'arm';
@@ -91,7 +117,10 @@ export class TestRunner extends Construct {
       // Part of how long a job waits for its build's completion before the reconciler asks.
       queuedTimeout: Duration.minutes(BUILD_QUEUED_TIMEOUT_MINUTES),
       environment: {
-        buildImage: architecture === 'arm' ? codebuild.LinuxArmBuildImage.fromCodeBuildImageId(CODEBUILD_IMAGES.arm) : codebuild.LinuxBuildImage.fromCodeBuildImageId(CODEBUILD_IMAGES.x86),
+        buildImage:
+          architecture === 'arm'
+            ? codebuild.LinuxArmBuildImage.fromCodeBuildImageId(CODEBUILD_IMAGES.arm)
+            : codebuild.LinuxBuildImage.fromCodeBuildImageId(CODEBUILD_IMAGES.x86),
         computeType: props.computeType ?? codebuild.ComputeType.SMALL,
         privileged: false,
       },
@@ -104,8 +133,8 @@ export class TestRunner extends Construct {
           pre_build: {
             commands: [
               `test -n "$${env.repoUrl}" && test -n "$${env.commitSha}" && test -n "$${env.testCommand}"`,
-              `if [ -z "$${CHECKOUT_ENV.username}" ] || [ -z "$${CHECKOUT_ENV.password}" ]; then `
-                + `echo "agent-jobs: no checkout credential (${CHECKOUT_ENV.username}, ${CHECKOUT_ENV.password}): builds are started by a command stage, which names it" >&2; exit 1; fi`,
+              `if [ -z "$${CHECKOUT_ENV.username}" ] || [ -z "$${CHECKOUT_ENV.password}" ]; then ` +
+                `echo "agent-jobs: no checkout credential (${CHECKOUT_ENV.username}, ${CHECKOUT_ENV.password}): builds are started by a command stage, which names it" >&2; exit 1; fi`,
               // The credential helper reads the secret from the environment: nothing is written to disk.
               `git config --global credential.helper '!f() { echo "username=$${CHECKOUT_ENV.username}"; echo "password=$${CHECKOUT_ENV.password}"; }; f'`,
               'git init -q "$CODEBUILD_SRC_DIR/workspace" && cd "$CODEBUILD_SRC_DIR/workspace"',
@@ -125,9 +154,11 @@ export class TestRunner extends Construct {
               `echo "agent-jobs: $${env.jobType} job $${env.jobId} (run $${env.run}) at $${env.commitSha}"`,
               // A clean environment (no credential, no AWS container credentials URI) and no capability:
               // as that user the command cannot read root's processes' environments either.
-              `cd "$CODEBUILD_SRC_DIR/workspace" && env -i PATH="$PATH" HOME="$(getent passwd ${TEST_USER} | cut -d: -f6)" LANG=C.UTF-8 CI=true `
-                + Object.values(env).map((name) => `${name}="$${name}"`).join(' ')
-                + ` setpriv --reuid=${TEST_USER} --regid=${TEST_USER} --init-groups --no-new-privs --inh-caps=-all --bounding-set=-all -- bash -c "$${env.testCommand}"`,
+              `cd "$CODEBUILD_SRC_DIR/workspace" && env -i PATH="$PATH" HOME="$(getent passwd ${TEST_USER} | cut -d: -f6)" LANG=C.UTF-8 CI=true ` +
+                Object.values(env)
+                  .map((name) => `${name}="$${name}"`)
+                  .join(' ') +
+                ` setpriv --reuid=${TEST_USER} --regid=${TEST_USER} --init-groups --no-new-privs --inh-caps=-all --bounding-set=-all -- bash -c "$${env.testCommand}"`,
             ],
           },
         },
@@ -139,8 +170,9 @@ export class TestRunner extends Construct {
     if (grants) this.project.node.addDependency(grants);
     Validations.of(this.project).acknowledge({
       id: 'AwsSolutions-CB4',
-      reason: 'The key would encrypt build artifacts, and the project has none (no source, no artifacts); '
-        + 'its logs go to this construct\'s log group, which CloudWatch Logs encrypts at rest.',
+      reason:
+        'The key would encrypt build artifacts, and the project has none (no source, no artifacts); ' +
+        "its logs go to this construct's log group, which CloudWatch Logs encrypts at rest.",
     });
   }
 
@@ -150,15 +182,22 @@ export class TestRunner extends Construct {
    * deploy at its start, by a template rule, before anything is created.
    */
   private chooseEnvironmentByRegion(): void {
-    const arm = new CfnCondition(this, 'ArmRegion', { expression: anyOf(ARM_CODEBUILD_REGIONS.map((r) => Fn.conditionEquals(Aws.REGION, r))) });
+    const arm = new CfnCondition(this, 'ArmRegion', {
+      expression: anyOf(ARM_CODEBUILD_REGIONS.map((r) => Fn.conditionEquals(Aws.REGION, r))),
+    });
     const project = this.project.node.defaultChild as codebuild.CfnProject;
     project.addPropertyOverride('Environment.Type', Fn.conditionIf(arm.logicalId, 'ARM_CONTAINER', 'LINUX_CONTAINER'));
-    project.addPropertyOverride('Environment.Image', Fn.conditionIf(arm.logicalId, CODEBUILD_IMAGES.arm, CODEBUILD_IMAGES.x86));
+    project.addPropertyOverride(
+      'Environment.Image',
+      Fn.conditionIf(arm.logicalId, CODEBUILD_IMAGES.arm, CODEBUILD_IMAGES.x86),
+    );
     new CfnRule(this, 'RegionHasCodeBuild', {
-      assertions: [{
-        assert: Fn.conditionNot(Fn.conditionContains([...REGIONS_WITHOUT_CODEBUILD], Aws.REGION)),
-        assertDescription: `CodeBuild is not offered in this region (${REGIONS_WITHOUT_CODEBUILD.join(', ')}; lib/regions.ts): the command stages cannot run. Deploy to another region.`,
-      }],
+      assertions: [
+        {
+          assert: Fn.conditionNot(Fn.conditionContains([...REGIONS_WITHOUT_CODEBUILD], Aws.REGION)),
+          assertDescription: `CodeBuild is not offered in this region (${REGIONS_WITHOUT_CODEBUILD.join(', ')}; lib/regions.ts): the command stages cannot run. Deploy to another region.`,
+        },
+      ],
     });
   }
 }

@@ -158,9 +158,20 @@ function afterBundlingHooks(separateFiles: readonly SeparateFile[]): nodejs.ICom
     beforeInstall: () => [],
     afterBundling: (inputDir, outputDir) => [
       ...separateFiles.map((f) =>
-        command(process.execPath, ESBUILD, JSON.stringify({ ...stackEsbuildOptions(inputDir), sourcemap: true, entryPoints: [f.entry], outfile: join(outputDir, f.file) })),
+        command(
+          process.execPath,
+          ESBUILD,
+          JSON.stringify({
+            ...stackEsbuildOptions(inputDir),
+            sourcemap: true,
+            entryPoints: [f.entry],
+            outfile: join(outputDir, f.file),
+          }),
+        ),
       ),
-      ...['index.js', ...separateFiles.map((f) => f.file)].map((file) => command(process.execPath, RELOCATE_SOURCE_MAP, join(outputDir, `${file}.map`), inputDir)),
+      ...['index.js', ...separateFiles.map((f) => f.file)].map((file) =>
+        command(process.execPath, RELOCATE_SOURCE_MAP, join(outputDir, `${file}.map`), inputDir),
+      ),
     ],
   };
 }
@@ -181,7 +192,8 @@ export class Worker extends Construct {
     const { queue } = props;
     const caller = props.functionProps ?? {};
     const timeout = queue?.consumer.timeout ?? props.timeout;
-    if (timeout === undefined) throw new InvalidSettingsError(this.node.path, ['timeout: required for a worker without a queue']);
+    if (timeout === undefined)
+      throw new InvalidSettingsError(this.node.path, ['timeout: required for a worker without a queue']);
     validate(this.node.path, timeout.toSeconds(), caller.memorySize ?? props.memorySize ?? DEFAULT_MEMORY_MB);
     this.logGroup = new logs.LogGroup(this, 'LogGroup', {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
@@ -193,7 +205,11 @@ export class Worker extends Construct {
     });
     // Scoped to this function's log group instead of AWSLambdaBasicExecutionRole's logs:* on *.
     this.logGroup.grantWrite(this.role);
-    acknowledgeWildcard(this.role, 'Resource::*', 'Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level permissions.');
+    acknowledgeWildcard(
+      this.role,
+      'Resource::*',
+      'Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level permissions.',
+    );
 
     const defaults: nodejs.NodejsFunctionProps = {
       runtime: lambdaRuntime(),
@@ -224,7 +240,12 @@ export class Worker extends Construct {
       logGroup: this.logGroup,
       environment: {
         NODE_OPTIONS: '--enable-source-maps',
-        ...(queue ? { [ENV.dlqUrl]: queue.deadLetterQueue.queueUrl, [ENV.visibilityTimeoutSeconds]: String(queue.visibilityTimeout.toSeconds()) } : {}),
+        ...(queue
+          ? {
+              [ENV.dlqUrl]: queue.deadLetterQueue.queueUrl,
+              [ENV.visibilityTimeoutSeconds]: String(queue.visibilityTimeout.toSeconds()),
+            }
+          : {}),
         ...props.environment,
         ...caller.environment,
       },
@@ -267,7 +288,17 @@ export class Worker extends Construct {
 
 function validate(path: string, timeoutSeconds: number, memoryMb: number): void {
   const problems = new SettingsProblems();
-  problems.check('timeout', timeoutSeconds, (v) => v < 1 || v > MAX_TIMEOUT_SECONDS, `must be 1..${MAX_TIMEOUT_SECONDS} seconds (the Lambda maximum)`);
-  problems.check('memorySize', memoryMb, (v) => v < MEMORY_MB.min || v > MEMORY_MB.max, `must be ${MEMORY_MB.min}..${MEMORY_MB.max} MB (what Lambda accepts)`);
+  problems.check(
+    'timeout',
+    timeoutSeconds,
+    (v) => v < 1 || v > MAX_TIMEOUT_SECONDS,
+    `must be 1..${MAX_TIMEOUT_SECONDS} seconds (the Lambda maximum)`,
+  );
+  problems.check(
+    'memorySize',
+    memoryMb,
+    (v) => v < MEMORY_MB.min || v > MEMORY_MB.max,
+    `must be ${MEMORY_MB.min}..${MEMORY_MB.max} MB (what Lambda accepts)`,
+  );
   problems.throwIfAny(path);
 }

@@ -36,7 +36,14 @@
  * restore is refused naming the secret and the remedy.
  */
 import { createHash } from 'node:crypto';
-import { CreateSecretCommand, DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, RestoreSecretCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import {
+  CreateSecretCommand,
+  DescribeSecretCommand,
+  GetSecretValueCommand,
+  PutSecretValueCommand,
+  RestoreSecretCommand,
+  type SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
 import * as z from 'zod/mini';
 import { repositoryIdentity } from '../../contract/git-remotes';
 import { CHECKOUT_ENV, GIT_CREDENTIAL_KEYS } from '../../contract/runtime-env';
@@ -75,7 +82,12 @@ export interface SecretsManagerBuildCheckoutOptions {
  * A checkout secret's value: the build reads `username` and `password` (GIT_CREDENTIAL_KEYS); an
  * app token also carries its expiry and app, so that another container can tell whether it serves.
  */
-const checkoutValueSchema = z.object({ username: z.string(), password: z.string(), expiresAt: z.optional(z.string()), appId: z.optional(z.string()) });
+const checkoutValueSchema = z.object({
+  username: z.string(),
+  password: z.string(),
+  expiresAt: z.optional(z.string()),
+  appId: z.optional(z.string()),
+});
 type CheckoutValue = z.infer<typeof checkoutValueSchema>;
 
 /** A version of a repository's checkout secret, as a build names it. */
@@ -92,7 +104,13 @@ interface CheckoutVersion {
  * secret's versions, written faster than unlabeled ones are removed after 24 hours, are one the
  * user guide names). Neither names a time: the job waits on the pipeline's quota back-off.
  */
-const SECRETS_QUOTA_ERRORS = new Set(['ThrottlingException', 'Throttling', 'TooManyRequestsException', 'RequestLimitExceeded', 'LimitExceededException']);
+const SECRETS_QUOTA_ERRORS = new Set([
+  'ThrottlingException',
+  'Throttling',
+  'TooManyRequestsException',
+  'RequestLimitExceeded',
+  'LimitExceededException',
+]);
 
 /** The checkout secret of a repository: one name per repository however its URL is spelt. */
 export function checkoutSecretName(prefix: string, repoUrl: string): string {
@@ -109,7 +127,12 @@ export class SecretsManagerBuildCheckout implements BuildCheckout {
     try {
       return await this.referencesFor(repoUrl);
     } catch (error) {
-      throw limitFrom(error, SECRETS_QUOTA_ERRORS, 'secrets-quota', 'Secrets Manager refused a checkout secret request for now');
+      throw limitFrom(
+        error,
+        SECRETS_QUOTA_ERRORS,
+        'secrets-quota',
+        'Secrets Manager refused a checkout secret request for now',
+      );
     }
   }
 
@@ -135,8 +158,13 @@ export class SecretsManagerBuildCheckout implements BuildCheckout {
 
   /** Whether a build may be started with this value: the read-only secret's user and token, or a token of its app with the margin to live. */
   private serves(value: CheckoutValue, secret: GitCredentials | GitHubAppKey): boolean {
-    if (!isGitHubAppKey(secret)) return value.appId === undefined && value.username === secret.username && value.password === secret.password;
-    return value.appId === secret.appId && value.expiresAt !== undefined && Date.parse(value.expiresAt) - this.options.clock.now() > CHECKOUT_MARGIN_MS;
+    if (!isGitHubAppKey(secret))
+      return value.appId === undefined && value.username === secret.username && value.password === secret.password;
+    return (
+      value.appId === secret.appId &&
+      value.expiresAt !== undefined &&
+      Date.parse(value.expiresAt) - this.options.clock.now() > CHECKOUT_MARGIN_MS
+    );
   }
 
   /**
@@ -144,17 +172,35 @@ export class SecretsManagerBuildCheckout implements BuildCheckout {
    * the write is settled the same way: it serves unless the containers disagree on the read-only
    * secret, which they do only until each has read it again after a rotation.
    */
-  private async settle(name: string, found: CheckoutVersion | undefined, secret: GitCredentials | GitHubAppKey, repoUrl: string): Promise<CheckoutVersion> {
+  private async settle(
+    name: string,
+    found: CheckoutVersion | undefined,
+    secret: GitCredentials | GitHubAppKey,
+    repoUrl: string,
+  ): Promise<CheckoutVersion> {
     if (found && this.serves(found.value, secret)) return found;
     const value = await this.valueFor(secret, repoUrl);
     const written = found ? await this.replace(found, value) : await this.create(name, value);
-    return written ?? this.settle(name, found ? await this.version(found.arn, successorOf(found.versionId)) : await this.current(name), secret, repoUrl);
+    return (
+      written ??
+      this.settle(
+        name,
+        found ? await this.version(found.arn, successorOf(found.versionId)) : await this.current(name),
+        secret,
+        repoUrl,
+      )
+    );
   }
 
   private async valueFor(secret: GitCredentials | GitHubAppKey, repoUrl: string): Promise<CheckoutValue> {
     if (!isGitHubAppKey(secret)) return { username: secret.username, password: secret.password };
     const token = await this.options.tokensOf(secret).checkoutToken(parseRepoUrl(repoUrl));
-    return { username: INSTALLATION_TOKEN_USER, password: token.token, expiresAt: new Date(token.expiresAt).toISOString(), appId: secret.appId };
+    return {
+      username: INSTALLATION_TOKEN_USER,
+      password: token.token,
+      expiresAt: new Date(token.expiresAt).toISOString(),
+      appId: secret.appId,
+    };
   }
 
   /**
@@ -165,7 +211,13 @@ export class SecretsManagerBuildCheckout implements BuildCheckout {
   private async replace(found: CheckoutVersion, value: CheckoutValue): Promise<CheckoutVersion | undefined> {
     const versionId = successorOf(found.versionId);
     try {
-      const out = await this.options.client.send(new PutSecretValueCommand({ SecretId: found.arn, SecretString: JSON.stringify(value), ClientRequestToken: versionId }));
+      const out = await this.options.client.send(
+        new PutSecretValueCommand({
+          SecretId: found.arn,
+          SecretString: JSON.stringify(value),
+          ClientRequestToken: versionId,
+        }),
+      );
       return { arn: out.ARN ?? found.arn, versionId: required(out.VersionId, 'PutSecretValue'), value };
     } catch (error) {
       // Whatever the refusal is named: the version exists (another container's), or the error stands.
@@ -178,7 +230,12 @@ export class SecretsManagerBuildCheckout implements BuildCheckout {
   private async create(name: string, value: CheckoutValue): Promise<CheckoutVersion | undefined> {
     try {
       const out = await this.options.client.send(
-        new CreateSecretCommand({ Name: name, SecretString: JSON.stringify(value), Description: 'agent-jobs: the read-only credential a test build checks this repository out with (written by the command stages)' }),
+        new CreateSecretCommand({
+          Name: name,
+          SecretString: JSON.stringify(value),
+          Description:
+            'agent-jobs: the read-only credential a test build checks this repository out with (written by the command stages)',
+        }),
       );
       return { arn: required(out.ARN, 'CreateSecret'), versionId: required(out.VersionId, 'CreateSecret'), value };
     } catch (error) {
@@ -201,8 +258,8 @@ export class SecretsManagerBuildCheckout implements BuildCheckout {
       await this.options.client.send(new RestoreSecretCommand({ SecretId: name }));
     } catch (restoreError) {
       throw new Error(
-        `checkout secret ${name} is scheduled for deletion (on ${described.DeletedDate.toISOString()}) and could not be restored (${String(errorName(restoreError) ?? 'error')}: ${errorMessage(restoreError)}): `
-          + `restore it ("aws secretsmanager restore-secret --secret-id ${name}") or let the deletion complete; until then no build of this repository can start`,
+        `checkout secret ${name} is scheduled for deletion (on ${described.DeletedDate.toISOString()}) and could not be restored (${String(errorName(restoreError) ?? 'error')}: ${errorMessage(restoreError)}): ` +
+          `restore it ("aws secretsmanager restore-secret --secret-id ${name}") or let the deletion complete; until then no build of this repository can start`,
         { cause: restoreError },
       );
     }
@@ -220,7 +277,9 @@ export class SecretsManagerBuildCheckout implements BuildCheckout {
   }
 
   private async version(secretId: string, versionId?: string): Promise<CheckoutVersion> {
-    const out = await this.options.client.send(new GetSecretValueCommand({ SecretId: secretId, ...(versionId && { VersionId: versionId }) }));
+    const out = await this.options.client.send(
+      new GetSecretValueCommand({ SecretId: secretId, ...(versionId && { VersionId: versionId }) }),
+    );
     // A value this code did not write serves no build: it is replaced.
     const parsed = checkoutValueSchema.safeParse(parseJson(out.SecretString));
     const value = parsed.success ? parsed.data : { username: '', password: '' };
@@ -245,7 +304,6 @@ function parseJson(text: string | undefined): unknown {
     return undefined;
   }
 }
-
 
 function required(value: string | undefined, operation: string): string {
   if (!value) throw new Error(`Secrets Manager ${operation} answered without the value it documents`);

@@ -30,7 +30,11 @@ export function buildStatus(build: Build): TestRunStatus {
       return { state: 'PASSED', exitCode: 0, logTail: logSummary(build, undefined), ...timing };
     case 'FAILED':
       if (failed?.phaseType !== undefined && SETUP_PHASES.has(failed.phaseType)) {
-        return { state: 'ERROR', status: 'FAILED', message: `${failed.phaseType} phase failed: ${logSummary(build, failed)}` };
+        return {
+          state: 'ERROR',
+          status: 'FAILED',
+          message: `${failed.phaseType} phase failed: ${logSummary(build, failed)}`,
+        };
       }
       return { state: 'FAILED', exitCode: exitCode(failed), logTail: logSummary(build, failed), ...timing };
     default:
@@ -72,9 +76,27 @@ const codeBuildStateChange = z.object({
     'build-id': z.string().check(z.minLength(1)),
     'additional-information': z.optional(
       z.object({
-        environment: z.optional(z.object({ 'environment-variables': z.optional(z.array(z.object({ name: z.string(), value: z.optional(z.string()) }))) })),
-        phases: z.optional(z.array(z.object({ 'phase-type': z.string(), 'phase-status': z.optional(z.string()), 'phase-context': z.optional(z.array(z.string())) }))),
-        logs: z.optional(z.object({ 'deep-link': z.optional(z.string()), 'group-name': z.optional(z.string()), 'stream-name': z.optional(z.string()) })),
+        environment: z.optional(
+          z.object({
+            'environment-variables': z.optional(z.array(z.object({ name: z.string(), value: z.optional(z.string()) }))),
+          }),
+        ),
+        phases: z.optional(
+          z.array(
+            z.object({
+              'phase-type': z.string(),
+              'phase-status': z.optional(z.string()),
+              'phase-context': z.optional(z.array(z.string())),
+            }),
+          ),
+        ),
+        logs: z.optional(
+          z.object({
+            'deep-link': z.optional(z.string()),
+            'group-name': z.optional(z.string()),
+            'stream-name': z.optional(z.string()),
+          }),
+        ),
       }),
     ),
   }),
@@ -101,15 +123,28 @@ export function parseCodeBuildEvent(body: string): BuildCompletion | undefined {
       phaseStatus: p['phase-status'] as BuildPhase['phaseStatus'],
       contexts: p['phase-context']?.filter((c) => c.replace(/[:\s]/g, '') !== '').map((message) => ({ message })),
     })),
-    logs: { deepLink: info?.logs?.['deep-link'], groupName: info?.logs?.['group-name'], streamName: info?.logs?.['stream-name'] },
+    logs: {
+      deepLink: info?.logs?.['deep-link'],
+      groupName: info?.logs?.['group-name'],
+      streamName: info?.logs?.['stream-name'],
+    },
   };
   const status = buildStatus(build);
   if (status.state === 'RUNNING') return undefined;
   const variables = new Map((info?.environment?.['environment-variables'] ?? []).map((v) => [v.name, v.value ?? '']));
   const variable = (name: string): string => {
     const value = variables.get(name);
-    if (!value) throw new InvalidBuildEventError(`build ${build.id} carries no ${name}: not a build an agent-jobs command stage started`);
+    if (!value)
+      throw new InvalidBuildEventError(
+        `build ${build.id} carries no ${name}: not a build an agent-jobs command stage started`,
+      );
     return value;
   };
-  return { buildId: build.id as string, jobId: variable(TEST_BUILD_ENV.jobId), jobType: variable(TEST_BUILD_ENV.jobType), sha: variable(TEST_BUILD_ENV.commitSha), status };
+  return {
+    buildId: build.id as string,
+    jobId: variable(TEST_BUILD_ENV.jobId),
+    jobType: variable(TEST_BUILD_ENV.jobType),
+    sha: variable(TEST_BUILD_ENV.commitSha),
+    status,
+  };
 }

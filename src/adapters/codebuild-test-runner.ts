@@ -7,7 +7,14 @@
  * build of a cancelled job (the reconciler's StopBuild). The build's checkout credential travels
  * as references to a checkout secret (build-checkout.ts), never as a value.
  */
-import { BatchGetBuildsCommand, ListBuildsForProjectCommand, StartBuildCommand, StopBuildCommand, type CodeBuildClient, type StartBuildCommandOutput } from '@aws-sdk/client-codebuild';
+import {
+  BatchGetBuildsCommand,
+  ListBuildsForProjectCommand,
+  StartBuildCommand,
+  StopBuildCommand,
+  type CodeBuildClient,
+  type StartBuildCommandOutput,
+} from '@aws-sdk/client-codebuild';
 import { MAX_BUILD_TIMEOUT_MINUTES } from '../../contract/job-types';
 import { TEST_BUILD_ENV } from '../../contract/runtime-env';
 import { errorName, limitFrom } from '../core/errors';
@@ -55,7 +62,10 @@ export class CodeBuildTestRunner implements TestRunner, BuildFinder, BuildStoppe
         new StartBuildCommand({
           projectName: this.projectName,
           idempotencyToken: buildIdempotencyToken(run),
-          environmentVariablesOverride: [...Object.entries(env).map(([name, value]) => ({ name, value, type: 'PLAINTEXT' as const })), ...credential],
+          environmentVariablesOverride: [
+            ...Object.entries(env).map(([name, value]) => ({ name, value, type: 'PLAINTEXT' as const })),
+            ...credential,
+          ],
           timeoutInMinutesOverride: timeoutMinutes(run.timeoutSeconds),
         }),
       );
@@ -73,18 +83,29 @@ export class CodeBuildTestRunner implements TestRunner, BuildFinder, BuildStoppe
    * one ListBuildsForProject and one BatchGetBuilds. The crashed attempt started it minutes ago.
    */
   async findBuild(run: Pick<CommandRun, 'job' | 'run' | 'key'>): Promise<string | undefined> {
-    const list = await this.client.send(new ListBuildsForProjectCommand({ projectName: this.projectName, sortOrder: 'DESCENDING' }));
+    const list = await this.client.send(
+      new ListBuildsForProjectCommand({ projectName: this.projectName, sortOrder: 'DESCENDING' }),
+    );
     const ids = (list.ids ?? []).slice(0, MAX_BUILDS_PER_REQUEST);
     if (ids.length === 0) return undefined;
     const { builds } = await this.client.send(new BatchGetBuildsCommand({ ids }));
-    const wanted: Record<string, string> = { [TEST_BUILD_ENV.jobId]: run.job.jobId, [TEST_BUILD_ENV.run]: String(run.run), [TEST_BUILD_ENV.runKey]: run.key };
-    const match = builds?.find((b) => Object.entries(wanted).every(([name, value]) => b.environment?.environmentVariables?.some((v) => v.name === name && v.value === value)));
+    const wanted: Record<string, string> = {
+      [TEST_BUILD_ENV.jobId]: run.job.jobId,
+      [TEST_BUILD_ENV.run]: String(run.run),
+      [TEST_BUILD_ENV.runKey]: run.key,
+    };
+    const match = builds?.find((b) =>
+      Object.entries(wanted).every(([name, value]) =>
+        b.environment?.environmentVariables?.some((v) => v.name === name && v.value === value),
+      ),
+    );
     return match?.id;
   }
 
   /** The state of up to 100 builds in one BatchGetBuilds; builds CodeBuild does not know are absent. */
   async describe(buildIds: readonly string[]): Promise<Map<string, TestRunStatus>> {
-    if (buildIds.length > MAX_BUILDS_PER_REQUEST) throw new RangeError(`describe takes at most ${MAX_BUILDS_PER_REQUEST} build ids, got ${buildIds.length}`);
+    if (buildIds.length > MAX_BUILDS_PER_REQUEST)
+      throw new RangeError(`describe takes at most ${MAX_BUILDS_PER_REQUEST} build ids, got ${buildIds.length}`);
     const statuses = new Map<string, TestRunStatus>();
     if (buildIds.length === 0) return statuses;
     const out = await this.client.send(new BatchGetBuildsCommand({ ids: [...buildIds] }));
@@ -108,4 +129,3 @@ export class CodeBuildTestRunner implements TestRunner, BuildFinder, BuildStoppe
 export function timeoutMinutes(seconds: number): number {
   return Math.min(MAX_TIMEOUT_MINUTES, Math.max(MIN_TIMEOUT_MINUTES, Math.ceil(seconds / 60)));
 }
-

@@ -17,10 +17,14 @@ export class S3DiffReader implements Pick<DiffStore, 'get'> {
 
   async get(ref: DiffRef): Promise<Uint8Array> {
     // The function may only read its own bucket; a reference elsewhere is bad input, not a retry.
-    if (ref.bucket !== this.bucket) throw new PermanentJobError('INVALID_JOB', `diffRef bucket ${ref.bucket} is not the diff bucket`);
+    if (ref.bucket !== this.bucket)
+      throw new PermanentJobError('INVALID_JOB', `diffRef bucket ${ref.bucket} is not the diff bucket`);
     const bytes = await this.read(ref);
     if (bytes.length !== ref.bytes || sha256Hex(bytes) !== ref.sha256) {
-      throw new PermanentJobError('INVALID_JOB', `diffRef s3://${ref.bucket}/${ref.key} does not match its size or sha256`);
+      throw new PermanentJobError(
+        'INVALID_JOB',
+        `diffRef s3://${ref.bucket}/${ref.key} does not match its size or sha256`,
+      );
     }
     return bytes;
   }
@@ -32,7 +36,9 @@ export class S3DiffReader implements Pick<DiffStore, 'get'> {
       return Buffer.from(await object.Body.transformToByteArray());
     } catch (error) {
       if (error instanceof NoSuchKey) {
-        throw new PermanentJobError('INVALID_JOB', `diffRef s3://${ref.bucket}/${ref.key} does not exist`, { cause: error });
+        throw new PermanentJobError('INVALID_JOB', `diffRef s3://${ref.bucket}/${ref.key} does not exist`, {
+          cause: error,
+        });
       }
       throw error;
     }

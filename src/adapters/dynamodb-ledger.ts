@@ -12,7 +12,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  ScanCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import * as z from 'zod/mini';
 import { COMMAND_JOB_TYPES, JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
@@ -126,13 +134,26 @@ const BATCH_GET_ROUNDS = 5;
 /** Attributes that are ours (keys, indexes) and not part of the JobRecord / WorkspaceRecord contract. */
 function strip<T>(item: Record<string, unknown> | undefined): T | undefined {
   if (item === undefined) return undefined;
-  const { pk: _pk, wsKey: _wsKey, listKey: _listKey, listSort: _listSort, dueKey: _dueKey, finishedBy: _finishedBy, ...rest } = item;
+  const {
+    pk: _pk,
+    wsKey: _wsKey,
+    listKey: _listKey,
+    listSort: _listSort,
+    dueKey: _dueKey,
+    finishedBy: _finishedBy,
+    ...rest
+  } = item;
   return rest as T;
 }
 
 /** The record holds exactly this pin; a claim without a pin gets a condition no record meets. */
-function pinCondition(pin: Pin | undefined): { expression: string; names: Record<string, string>; values: Record<string, unknown> } {
-  if (pin === undefined) return { expression: 'attribute_exists(pk) AND attribute_not_exists(pk)', names: {}, values: {} };
+function pinCondition(pin: Pin | undefined): {
+  expression: string;
+  names: Record<string, string>;
+  values: Record<string, unknown>;
+} {
+  if (pin === undefined)
+    return { expression: 'attribute_exists(pk) AND attribute_not_exists(pk)', names: {}, values: {} };
   return {
     expression: '#pin.#sha = :pinSha AND #pin.#repoUrl = :pinRepoUrl AND #pin.#branch = :pinBranch',
     names: { '#pin': 'pin', '#sha': 'sha', '#repoUrl': 'repoUrl', '#branch': 'branch' },
@@ -165,12 +186,17 @@ function conflictAttempts(item: Record<string, unknown> | undefined, jobId: stri
 }
 
 function isConditionFailure(error: unknown): boolean {
-  return error instanceof ConditionalCheckFailedException || (error instanceof Error && error.name === 'ConditionalCheckFailedException');
+  return (
+    error instanceof ConditionalCheckFailedException ||
+    (error instanceof Error && error.name === 'ConditionalCheckFailedException')
+  );
 }
 
 /** The workspace and the job holding a branch binding, from its item; none for a released one. */
 function holderOf(item: Item | undefined): { workspaceId: string; jobId: string } | undefined {
-  return item?.['workspaceId'] === undefined ? undefined : { workspaceId: String(item['workspaceId']), jobId: String(item['jobId']) };
+  return item?.['workspaceId'] === undefined
+    ? undefined
+    : { workspaceId: String(item['workspaceId']), jobId: String(item['jobId']) };
 }
 
 /** A conditional write DynamoDB refused, with the item its condition saw when the refusal carries it. */
@@ -188,7 +214,10 @@ interface Refusal {
 function refusal(error: unknown, client: DynamoDBDocumentClient): Refusal {
   const item = (error as { Item?: Item }).Item;
   if (item === undefined || typeof item['pk'] === 'string') return { kind: 'refused', item };
-  return { kind: 'refused', item: unmarshall(item as Parameters<typeof unmarshall>[0], client.config.translateConfig?.unmarshallOptions) };
+  return {
+    kind: 'refused',
+    item: unmarshall(item as Parameters<typeof unmarshall>[0], client.config.translateConfig?.unmarshallOptions),
+  };
 }
 
 export class DynamoDbLedger implements Ledger {
@@ -227,14 +256,23 @@ export class DynamoDbLedger implements Ledger {
     const leaseExpired = '#status = :inFlight AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :nowMs)';
     const takeable = `#status = :queued OR (${leaseExpired})${takeover.length ? ` OR ${statusIn}` : ''}`;
     // The sequencer never claims a pinned job back from its stage (isClaimable).
-    const sameRequest = req.consumer === 'sequencer' ? 'digest = :digest AND attribute_not_exists(pin)' : 'digest = :digest';
+    const sameRequest =
+      req.consumer === 'sequencer' ? 'digest = :digest AND attribute_not_exists(pin)' : 'digest = :digest';
     // A rerun is the operator's redrive only when the record holds the token it carries (isAuthorizedRerun).
-    const same = rerun ? `${sameRequest} AND ${statusIn} AND redriveToken = :redriveToken` : `${sameRequest} AND (${takeable})`;
+    const same = rerun
+      ? `${sameRequest} AND ${statusIn} AND redriveToken = :redriveToken`
+      : `${sameRequest} AND (${takeable})`;
     const pinned = req.consumer === 'stage' ? pinCondition(req.pin) : undefined;
     // A stage consumer never creates a record: it takes only one the sequencer pinned (unpinnedReason).
-    const condition = pinned ? `${pinned.expression} AND ${same}` : rerun ? same : `attribute_not_exists(pk) OR (${same})`;
+    const condition = pinned
+      ? `${pinned.expression} AND ${same}`
+      : rerun
+        ? same
+        : `attribute_not_exists(pk) OR (${same})`;
     // The job is open (unfinished) from here on; a rerun moves it off the DLQ list.
-    const openList = rerun ? 'listKey = :open, listSort = :openSort' : 'listKey = if_not_exists(listKey, :open), listSort = if_not_exists(listSort, :openSort)';
+    const openList = rerun
+      ? 'listKey = :open, listSort = :openSort'
+      : 'listKey = if_not_exists(listKey, :open), listSort = if_not_exists(listSort, :openSort)';
     try {
       const out = await this.client.send(
         new UpdateCommand({
@@ -289,7 +327,12 @@ export class DynamoDbLedger implements Ledger {
   async complete(input: CompleteInput): Promise<JobRecord> {
     const { verdict } = input;
     const names: Record<string, string> = { '#status': 'status' };
-    const values: Record<string, unknown> = { ':status': verdict.status, ':owner': input.owner, ':inFlight': 'IN_FLIGHT', ':now': new Date(input.now).toISOString() };
+    const values: Record<string, unknown> = {
+      ':status': verdict.status,
+      ':owner': input.owner,
+      ':inFlight': 'IN_FLIGHT',
+      ':now': new Date(input.now).toISOString(),
+    };
     const sets = ['#status = :status', 'updatedAt = :now'];
     const set = (attr: string, value: unknown) => {
       names[`#${attr}`] = attr;
@@ -348,7 +391,8 @@ export class DynamoDbLedger implements Ledger {
       // refused by its own effect. The record then carries this very write: it is the caller's.
       const record = strip<JobRecord>(await this.itemAfter(error, input.jobId).catch(() => undefined));
       if (record !== undefined && isCompletionOf(record, input)) return record;
-      if (isConditionFailure(error)) throw new LeaseLostError(`job ${input.jobId}: lease of ${input.owner} was taken over before completion`);
+      if (isConditionFailure(error))
+        throw new LeaseLostError(`job ${input.jobId}: lease of ${input.owner} was taken over before completion`);
       throw error;
     }
   }
@@ -377,7 +421,9 @@ export class DynamoDbLedger implements Ledger {
             ':running': 'RUNNING',
             ':buildId': input.buildId,
             ':token': token,
-            ...(verdict.status === 'FAILED' ? { ':dlq': LISTS.dlq, ':dlqSort': listSortKey(new Date(input.now).toISOString(), input.jobId) } : {}),
+            ...(verdict.status === 'FAILED'
+              ? { ':dlq': LISTS.dlq, ':dlqSort': listSortKey(new Date(input.now).toISOString(), input.jobId) }
+              : {}),
           },
           ReturnValues: 'ALL_NEW',
           ...OLD_ITEM_ON_REFUSAL,
@@ -396,34 +442,43 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async markReported(input: { jobId: string; buildId: string; now: number }): Promise<void> {
-    await this.client.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: jobKey(input.jobId),
-        UpdateExpression: 'SET reportedAt = :now, updatedAt = :now REMOVE dueKey, dueAt',
-        // Only this build's verdict: a redrive may have started a new run meanwhile.
-        ConditionExpression: 'progress.buildId = :buildId',
-        ExpressionAttributeValues: { ':now': new Date(input.now).toISOString(), ':buildId': input.buildId },
-      }),
-    ).catch((error: unknown) => {
-      if (!isConditionFailure(error)) throw error;
-    });
+    await this.client
+      .send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: jobKey(input.jobId),
+          UpdateExpression: 'SET reportedAt = :now, updatedAt = :now REMOVE dueKey, dueAt',
+          // Only this build's verdict: a redrive may have started a new run meanwhile.
+          ConditionExpression: 'progress.buildId = :buildId',
+          ExpressionAttributeValues: { ':now': new Date(input.now).toISOString(), ':buildId': input.buildId },
+        }),
+      )
+      .catch((error: unknown) => {
+        if (!isConditionFailure(error)) throw error;
+      });
   }
 
   async postponeDue(input: { jobId: string; buildId: string; dueAt: number; now: number }): Promise<void> {
-    await this.client.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: jobKey(input.jobId),
-        UpdateExpression: 'SET dueAt = :dueAt, updatedAt = :now',
-        ConditionExpression: '#status = :running AND progress.buildId = :buildId',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':dueAt': input.dueAt, ':now': new Date(input.now).toISOString(), ':running': 'RUNNING', ':buildId': input.buildId },
-      }),
-    ).catch((error: unknown) => {
-      // Completed meanwhile: nothing to postpone.
-      if (!isConditionFailure(error)) throw error;
-    });
+    await this.client
+      .send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: jobKey(input.jobId),
+          UpdateExpression: 'SET dueAt = :dueAt, updatedAt = :now',
+          ConditionExpression: '#status = :running AND progress.buildId = :buildId',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':dueAt': input.dueAt,
+            ':now': new Date(input.now).toISOString(),
+            ':running': 'RUNNING',
+            ':buildId': input.buildId,
+          },
+        }),
+      )
+      .catch((error: unknown) => {
+        // Completed meanwhile: nothing to postpone.
+        if (!isConditionFailure(error)) throw error;
+      });
   }
 
   async listDue(now: number, limit: number): Promise<JobRecord[]> {
@@ -443,7 +498,9 @@ export class DynamoDbLedger implements Ledger {
     // write that never reached the item): the records are read, and only those still due are listed.
     const listed = (out.Items ?? []).map((item) => String(item[LEDGER_TABLE.partitionKey]));
     const items = await this.getAll(listed);
-    return items.filter((item) => item['dueKey'] === DUE && typeof item['dueAt'] === 'number' && item['dueAt'] <= now).map((item) => strip<JobRecord>(item) as JobRecord);
+    return items
+      .filter((item) => item['dueKey'] === DUE && typeof item['dueAt'] === 'number' && item['dueAt'] <= now)
+      .map((item) => strip<JobRecord>(item) as JobRecord);
   }
 
   async heartbeat(input: { jobId: string; owner: string; leaseUntil: number; now: number }): Promise<void> {
@@ -460,14 +517,24 @@ export class DynamoDbLedger implements Ledger {
     });
   }
 
-  async recordProgress(input: { jobId: string; owner: string; progress: Record<string, string>; now: number }): Promise<void> {
+  async recordProgress(input: {
+    jobId: string;
+    owner: string;
+    progress: Record<string, string>;
+    now: number;
+  }): Promise<void> {
     await this.fencedUpdate(input.jobId, input.owner, 'progress = :progress, updatedAt = :now', {
       ':progress': input.progress,
       ':now': new Date(input.now).toISOString(),
     });
   }
 
-  private async fencedUpdate(jobId: string, owner: string, setExpression: string, values: Record<string, unknown>): Promise<void> {
+  private async fencedUpdate(
+    jobId: string,
+    owner: string,
+    setExpression: string,
+    values: Record<string, unknown>,
+  ): Promise<void> {
     try {
       await this.client.send(
         new UpdateCommand({
@@ -518,8 +585,15 @@ export class DynamoDbLedger implements Ledger {
 
   async pageWorkspaceJobs(workspaceId: string, request: WorkspacePageRequest): Promise<WorkspacePage> {
     // One more than asked says whether more follow.
-    const items = await this.queryIndex(LEDGER_TABLE.workspaceIndex, wsKey(workspaceId), { forward: request.order === 'oldest', after: request.after, atMost: request.limit + 1 });
-    return { jobs: items.slice(0, request.limit).map((item) => strip<JobRecord>(item) as JobRecord), more: items.length > request.limit };
+    const items = await this.queryIndex(LEDGER_TABLE.workspaceIndex, wsKey(workspaceId), {
+      forward: request.order === 'oldest',
+      after: request.after,
+      atMost: request.limit + 1,
+    });
+    return {
+      jobs: items.slice(0, request.limit).map((item) => strip<JobRecord>(item) as JobRecord),
+      more: items.length > request.limit,
+    };
   }
 
   /**
@@ -542,7 +616,10 @@ export class DynamoDbLedger implements Ledger {
           TableName: this.table,
           IndexName: index.name,
           KeyConditionExpression: `#k = :k${after}`,
-          ExpressionAttributeNames: { '#k': index.partitionKey, ...(after ? { '#sort': index.sortKey as string } : {}) },
+          ExpressionAttributeNames: {
+            '#k': index.partitionKey,
+            ...(after ? { '#sort': index.sortKey as string } : {}),
+          },
           ExpressionAttributeValues: { ':k': key, ...(after ? { ':after': options.after } : {}) },
           ProjectionExpression: options.projection,
           ScanIndexForward: forward,
@@ -577,7 +654,11 @@ export class DynamoDbLedger implements Ledger {
           ConsistentRead: true,
           FilterExpression: `begins_with(pk, :job) AND #status IN (${Object.keys(values).join(', ')})${updated}`,
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':job': 'job#', ...values, ...(since === undefined ? {} : { ':since': new Date(since).toISOString() }) },
+          ExpressionAttributeValues: {
+            ':job': 'job#',
+            ...values,
+            ...(since === undefined ? {} : { ':since': new Date(since).toISOString() }),
+          },
           ExclusiveStartKey: startKey,
         }),
       );
@@ -596,14 +677,22 @@ export class DynamoDbLedger implements Ledger {
       const record = strip<JobRecord>(cancel.item ?? (await this.getJobItem(jobId)));
       const rule = record === undefined ? undefined : cancelRule(record, now);
       if (rule === undefined || rule.kind === 'refused') return { cancelled: false, record };
-      cancel = await this.cancelIf(jobId, rule.kind === 'notStarted' ? CANCEL_WRITES.notStarted : CANCEL_WRITES.stopBuild, now);
+      cancel = await this.cancelIf(
+        jobId,
+        rule.kind === 'notStarted' ? CANCEL_WRITES.notStarted : CANCEL_WRITES.stopBuild,
+        now,
+      );
     }
     if (cancel.kind === 'cancelled') return cancel.outcome;
     return { cancelled: false, record: strip<JobRecord>(cancel.item ?? (await this.getJobItem(jobId))) };
   }
 
   /** Cancels the job if the write's condition holds; refused when it does not. */
-  private async cancelIf(jobId: string, write: CancelWrite, now: number): Promise<{ kind: 'cancelled'; outcome: CancelOutcome } | Refusal> {
+  private async cancelIf(
+    jobId: string,
+    write: CancelWrite,
+    now: number,
+  ): Promise<{ kind: 'cancelled'; outcome: CancelOutcome } | Refusal> {
     const values: Record<string, unknown> = {
       ':cancelled': 'CANCELLED',
       ':now': new Date(now).toISOString(),
@@ -625,7 +714,12 @@ export class DynamoDbLedger implements Ledger {
       );
       const previous = strip<JobRecord>(out.Attributes) as JobRecord;
       const { leaseUntil: _leaseUntil, ...rest } = previous;
-      const record: JobRecord = { ...rest, status: 'CANCELLED', updatedAt: new Date(now).toISOString(), ...(write.due ? { dueAt: now } : {}) };
+      const record: JobRecord = {
+        ...rest,
+        status: 'CANCELLED',
+        updatedAt: new Date(now).toISOString(),
+        ...(write.due ? { dueAt: now } : {}),
+      };
       return { kind: 'cancelled', outcome: { cancelled: true, previous: previous.status, record } };
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
@@ -634,18 +728,20 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async markBuildStopped(input: { jobId: string; now: number }): Promise<void> {
-    await this.client.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: jobKey(input.jobId),
-        UpdateExpression: 'SET reportedAt = :now, updatedAt = :now REMOVE dueKey, dueAt',
-        ConditionExpression: '#status = :cancelled',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':now': new Date(input.now).toISOString(), ':cancelled': 'CANCELLED' },
-      }),
-    ).catch((error: unknown) => {
-      if (!isConditionFailure(error)) throw error;
-    });
+    await this.client
+      .send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: jobKey(input.jobId),
+          UpdateExpression: 'SET reportedAt = :now, updatedAt = :now REMOVE dueKey, dueAt',
+          ConditionExpression: '#status = :cancelled',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':now': new Date(input.now).toISOString(), ':cancelled': 'CANCELLED' },
+        }),
+      )
+      .catch((error: unknown) => {
+        if (!isConditionFailure(error)) throw error;
+      });
   }
 
   async authorizeRedrive(input: { jobId: string; token: string; now: number }): Promise<JobRecord | undefined> {
@@ -695,10 +791,22 @@ export class DynamoDbLedger implements Ledger {
   async recordQueued(input: { job: JobEnvelope; digest: string; now: number }): Promise<QueueOutcome> {
     const { job } = input;
     const record = queuedRecord(job, input.digest, input.now, this.retentionDays);
-    const item = { ...jobKey(job.jobId), ...record, listKey: LISTS.open(job.workspaceId), listSort: listSortKey(record.updatedAt, job.jobId) };
+    const item = {
+      ...jobKey(job.jobId),
+      ...record,
+      listKey: LISTS.open(job.workspaceId),
+      listSort: listSortKey(record.updatedAt, job.jobId),
+    };
     for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
       try {
-        await this.client.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)', ...OLD_ITEM_ON_REFUSAL }));
+        await this.client.send(
+          new PutCommand({
+            TableName: this.table,
+            Item: item,
+            ConditionExpression: 'attribute_not_exists(pk)',
+            ...OLD_ITEM_ON_REFUSAL,
+          }),
+        );
         return { kind: 'queued', record: strip<JobRecord>(item) as JobRecord };
       } catch (error) {
         if (!isConditionFailure(error)) throw error;
@@ -710,7 +818,12 @@ export class DynamoDbLedger implements Ledger {
     throw new TransientJobError(`recording job ${job.jobId} as QUEUED kept racing with other writers`);
   }
 
-  async recordConflict(input: { job: JobEnvelope; digest: string; seenBy: ConflictSeenBy; now: number }): Promise<void> {
+  async recordConflict(input: {
+    job: JobEnvelope;
+    digest: string;
+    seenBy: ConflictSeenBy;
+    now: number;
+  }): Promise<void> {
     const { job } = input;
     const { attempt, token, queue } = conflictEntry(job, input.digest, input.seenBy, input.now);
     const at = attempt.at;
@@ -722,7 +835,8 @@ export class DynamoDbLedger implements Ledger {
           UpdateExpression:
             'SET jobId = :jobId, attempts = list_append(if_not_exists(attempts, :empty), :attempt), updatedAt = :now, #ttl = :ttl' +
             `${queue ? ', listKey = :dlq, listSort = if_not_exists(listSort, :sort)' : ''} ADD tokens :token`,
-          ConditionExpression: '(attribute_not_exists(tokens) OR NOT contains(tokens, :tokenValue)) AND (attribute_not_exists(attempts) OR size(attempts) < :max)',
+          ConditionExpression:
+            '(attribute_not_exists(tokens) OR NOT contains(tokens, :tokenValue)) AND (attribute_not_exists(attempts) OR size(attempts) < :max)',
           ExpressionAttributeNames: { '#ttl': LEDGER_TABLE.ttlAttribute },
           ExpressionAttributeValues: {
             ':jobId': job.jobId,
@@ -744,7 +858,9 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async getConflicts(jobId: string): Promise<ConflictAttempt[]> {
-    const out = await this.client.send(new GetCommand({ TableName: this.table, Key: conflictKey(jobId), ConsistentRead: true }));
+    const out = await this.client.send(
+      new GetCommand({ TableName: this.table, Key: conflictKey(jobId), ConsistentRead: true }),
+    );
     return conflictAttempts(out.Item, jobId);
   }
 
@@ -789,8 +905,11 @@ export class DynamoDbLedger implements Ledger {
     for (let i = 0; i < pks.length; i += BATCH_GET_KEYS) {
       let keys: Record<string, unknown>[] = pks.slice(i, i + BATCH_GET_KEYS).map((pk) => ({ pk }));
       for (let round = 0; keys.length > 0; round++) {
-        if (round === BATCH_GET_ROUNDS) throw new TransientJobError(`BatchGetItem left ${keys.length} key(s) unprocessed after ${round} rounds`);
-        const out = await this.client.send(new BatchGetCommand({ RequestItems: { [this.table]: { Keys: keys, ConsistentRead: true } } }));
+        if (round === BATCH_GET_ROUNDS)
+          throw new TransientJobError(`BatchGetItem left ${keys.length} key(s) unprocessed after ${round} rounds`);
+        const out = await this.client.send(
+          new BatchGetCommand({ RequestItems: { [this.table]: { Keys: keys, ConsistentRead: true } } }),
+        );
         for (const item of out.Responses?.[this.table] ?? []) found.set(String(item['pk']), item);
         keys = (out.UnprocessedKeys?.[this.table]?.Keys ?? []) as Record<string, unknown>[];
       }
@@ -815,7 +934,10 @@ export class DynamoDbLedger implements Ledger {
               'attribute_not_exists(pk) OR (#state = :active AND (attribute_not_exists(currentDone) OR currentDone = :true)' +
               // Bound by the first job: a job naming another repository or branch never takes the cursor (matchesBinding).
               `${input.repo ? ' AND (attribute_not_exists(#repo) OR (#repo.#url = :repoUrl AND #repo.#branch = :repoBranch))' : ''})`,
-            ExpressionAttributeNames: { '#state': 'state', ...(input.repo ? { '#repo': 'repo', '#url': 'url', '#branch': 'branch' } : {}) },
+            ExpressionAttributeNames: {
+              '#state': 'state',
+              ...(input.repo ? { '#repo': 'repo', '#url': 'url', '#branch': 'branch' } : {}),
+            },
             ExpressionAttributeValues: {
               ':zero': 0,
               ':one': 1,
@@ -826,7 +948,9 @@ export class DynamoDbLedger implements Ledger {
               ':ws': input.workspaceId,
               ':now': new Date(input.now).toISOString(),
               ':wsList': LISTS.workspaces,
-              ...(input.repo ? { ':repo': input.repo, ':repoUrl': input.repo.url, ':repoBranch': input.repo.branch } : {}),
+              ...(input.repo
+                ? { ':repo': input.repo, ':repoUrl': input.repo.url, ':repoBranch': input.repo.branch }
+                : {}),
             },
             ReturnValues: 'ALL_NEW',
             ...OLD_ITEM_ON_REFUSAL,
@@ -874,7 +998,8 @@ export class DynamoDbLedger implements Ledger {
         }),
       );
     } catch (error) {
-      if (isConditionFailure(error)) throw new LeaseLostError(`workspace ${input.workspaceId}: cursor no longer on job ${input.jobId}`);
+      if (isConditionFailure(error))
+        throw new LeaseLostError(`workspace ${input.workspaceId}: cursor no longer on job ${input.jobId}`);
       throw error;
     }
   }
@@ -930,7 +1055,9 @@ export class DynamoDbLedger implements Ledger {
       if (!isStaleBinding(await this.getWorkspace(holder.workspaceId), input.repo)) return { kind: 'taken', holder };
       if ((await this.writeBinding(Key, input, holder)) === 'written') return { kind: 'bound' };
     }
-    throw new TransientJobError(`binding of ${input.repo.url} branch ${input.repo.branch} kept racing with other writers`);
+    throw new TransientJobError(
+      `binding of ${input.repo.url} branch ${input.repo.branch} kept racing with other writers`,
+    );
   }
 
   /**
@@ -938,7 +1065,11 @@ export class DynamoDbLedger implements Ledger {
    * keeps this workspace's, with the job that made it); a holder's binding is handed over only
    * while that holder still has it.
    */
-  private async writeBinding(Key: { pk: string }, input: BindBranchInput, from: 'free or ours' | { workspaceId: string; jobId: string }): Promise<'written' | Refusal> {
+  private async writeBinding(
+    Key: { pk: string },
+    input: BindBranchInput,
+    from: 'free or ours' | { workspaceId: string; jobId: string },
+  ): Promise<'written' | Refusal> {
     const handOver = from !== 'free or ours';
     try {
       await this.client.send(
@@ -949,7 +1080,9 @@ export class DynamoDbLedger implements Ledger {
             ? 'SET workspaceId = :ws, jobId = :job, repoUrl = :url, #branch = :branch, boundAt = :now'
             : 'SET workspaceId = :ws, jobId = if_not_exists(jobId, :job), repoUrl = if_not_exists(repoUrl, :url), #branch = if_not_exists(#branch, :branch), boundAt = if_not_exists(boundAt, :now)',
           // A released binding keeps its item without a holder (release is an update: the functions may not delete).
-          ConditionExpression: handOver ? 'workspaceId = :holder AND jobId = :holderJob' : 'attribute_not_exists(workspaceId) OR workspaceId = :ws',
+          ConditionExpression: handOver
+            ? 'workspaceId = :holder AND jobId = :holderJob'
+            : 'attribute_not_exists(workspaceId) OR workspaceId = :ws',
           ExpressionAttributeNames: { '#branch': 'branch' },
           ExpressionAttributeValues: {
             ':ws': input.workspaceId,

@@ -18,12 +18,18 @@ export class EventBridgePublisher implements EventPublisher {
 
   async publish(type: EventType, detail: Record<string, unknown>): Promise<void> {
     const response = await this.client.send(
-      new PutEventsCommand({ Entries: [{ EventBusName: this.busName, Source: EVENT_SOURCE, DetailType: type, Detail: JSON.stringify(detail) }] }),
+      new PutEventsCommand({
+        Entries: [
+          { EventBusName: this.busName, Source: EVENT_SOURCE, DetailType: type, Detail: JSON.stringify(detail) },
+        ],
+      }),
     );
     // PutEvents reports per-entry failures in a 200 response; they are worth a retry.
     if (response.FailedEntryCount) {
       const entry = response.Entries?.[0];
-      throw new TransientJobError(`PutEvents rejected ${type} on ${this.busName}: ${entry?.ErrorCode ?? 'unknown'} ${entry?.ErrorMessage ?? ''}`.trim());
+      throw new TransientJobError(
+        `PutEvents rejected ${type} on ${this.busName}: ${entry?.ErrorCode ?? 'unknown'} ${entry?.ErrorMessage ?? ''}`.trim(),
+      );
     }
   }
 }

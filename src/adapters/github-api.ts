@@ -55,7 +55,10 @@ export function parseRepoUrl(repoUrl: string): RepoCoordinates {
   const [owner, name] = segments;
   const repo = name?.replace(/\.git$/, '');
   if (segments.length !== 2 || owner === undefined || !repo || !NAME.test(owner) || !NAME.test(repo)) {
-    throw new PermanentJobError('INVALID_JOB', `repository URL ${url.origin}${url.pathname} is not of the form https://host/owner/repo(.git)`);
+    throw new PermanentJobError(
+      'INVALID_JOB',
+      `repository URL ${url.origin}${url.pathname} is not of the form https://host/owner/repo(.git)`,
+    );
   }
   return { owner, repo };
 }
@@ -108,7 +111,8 @@ export function rateLimitedUntil(error: HttpErrorShape, now: number): number | u
   }
   const reset = Number(header('x-ratelimit-reset'));
   if (header('x-ratelimit-remaining') === '0' && Number.isFinite(reset)) return Math.max(now, reset * 1000);
-  if (error.status === 429 || validationMessages(error).some((m) => /rate limit/i.test(m))) return now + SECONDARY_LIMIT_WAIT_MS;
+  if (error.status === 429 || validationMessages(error).some((m) => /rate limit/i.test(m)))
+    return now + SECONDARY_LIMIT_WAIT_MS;
   return undefined;
 }
 
@@ -139,7 +143,11 @@ export class GitHubLimits {
   admit(method: string, what: string): void {
     const now = this.options.clock.now();
     if (now < this.blockedUntil) {
-      throw new RetryAfterError('github-rate-limit', `${what}: GitHub asked for no requests before ${new Date(this.blockedUntil).toISOString()}`, this.blockedUntil);
+      throw new RetryAfterError(
+        'github-rate-limit',
+        `${what}: GitHub asked for no requests before ${new Date(this.blockedUntil).toISOString()}`,
+        this.blockedUntil,
+      );
     }
     const share = this.options.contentShare;
     if (!share || !CONTENT_METHODS.has(method.toUpperCase())) return;
@@ -151,7 +159,11 @@ export class GitHubLimits {
       this.creates.length >= share.perHour ? this.creates[this.creates.length - share.perHour]! + HOUR_MS : 0,
     );
     if (freeAt > now) {
-      throw new RetryAfterError('github-pacing', `${what}: this container's share of GitHub's content-creation limits is spent (${share.perMinute} a minute, ${share.perHour} an hour)`, freeAt);
+      throw new RetryAfterError(
+        'github-pacing',
+        `${what}: this container's share of GitHub's content-creation limits is spent (${share.perMinute} a minute, ${share.perHour} an hour)`,
+        freeAt,
+      );
     }
     this.creates.push(now);
   }
@@ -162,6 +174,11 @@ export class GitHubLimits {
     const until = http && rateLimitedUntil(http, this.options.clock.now());
     if (until === undefined) return undefined;
     this.blockedUntil = Math.max(this.blockedUntil, until);
-    return new RetryAfterError('github-rate-limit', `${what}: GitHub's rate limit (${http?.status}), no requests before ${new Date(until).toISOString()}`, until, { cause: error });
+    return new RetryAfterError(
+      'github-rate-limit',
+      `${what}: GitHub's rate limit (${http?.status}), no requests before ${new Date(until).toISOString()}`,
+      until,
+      { cause: error },
+    );
   }
 }

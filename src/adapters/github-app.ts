@@ -23,7 +23,14 @@ import { Octokit } from '@octokit/core';
 import { PermanentJobError, TransientJobError, errorMessage } from '../core/errors';
 import type { Clock } from '../core/ports';
 import type { GitAuth } from './git/remote';
-import { GitHubLimits, httpError, isGitHubAppKey, parseRepoUrl, type GitHubAppKey, type RepoCoordinates } from './github-api';
+import {
+  GitHubLimits,
+  httpError,
+  isGitHubAppKey,
+  parseRepoUrl,
+  type GitHubAppKey,
+  type RepoCoordinates,
+} from './github-api';
 
 /** An installation token is refreshed this long before GitHub's expires_at (tokens last an hour). */
 export const REFRESH_MARGIN_MS = 5 * 60_000;
@@ -86,16 +93,31 @@ export class GitHubAppTokens {
     const held = this.checkoutTokens.get(key);
     if (held && held.expiresAt - this.options.clock.now() > CHECKOUT_MARGIN_MS) return held;
     const installationId = await this.installationOf(repository);
-    const token = await this.mint(installationId, `mint a read-only token of ${repository.owner}/${repository.repo} (installation ${installationId})`, {
-      repositoryNames: [repository.repo],
-      permissions: { ...CHECKOUT_PERMISSIONS },
-    });
+    const token = await this.mint(
+      installationId,
+      `mint a read-only token of ${repository.owner}/${repository.repo} (installation ${installationId})`,
+      {
+        repositoryNames: [repository.repo],
+        permissions: { ...CHECKOUT_PERMISSIONS },
+      },
+    );
     this.checkoutTokens.set(key, token);
     return token;
   }
 
-  private async mint(installationId: number, what: string, scope: { repositoryNames?: string[]; permissions?: Record<string, 'read'> } = {}): Promise<HeldToken> {
-    const minted = await this.call(what, () => this.octokit.auth({ type: 'installation', installationId, refresh: true, ...scope }) as Promise<{ token: string; expiresAt: string }>);
+  private async mint(
+    installationId: number,
+    what: string,
+    scope: { repositoryNames?: string[]; permissions?: Record<string, 'read'> } = {},
+  ): Promise<HeldToken> {
+    const minted = await this.call(
+      what,
+      () =>
+        this.octokit.auth({ type: 'installation', installationId, refresh: true, ...scope }) as Promise<{
+          token: string;
+          expiresAt: string;
+        }>,
+    );
     return { token: minted.token, expiresAt: Date.parse(minted.expiresAt) };
   }
 
@@ -105,7 +127,10 @@ export class GitHubAppTokens {
     if (configured !== undefined) return Promise.resolve(configured);
     let found = this.installations.get(owner.toLowerCase());
     if (found === undefined) {
-      found = this.call(`find the installation of app ${this.options.app.appId} on ${owner}/${repo}`, async () => (await appInstallation(this.octokit, { owner, repo })).id);
+      found = this.call(
+        `find the installation of app ${this.options.app.appId} on ${owner}/${repo}`,
+        async () => (await appInstallation(this.octokit, { owner, repo })).id,
+      );
       found.catch(() => this.installations.delete(owner.toLowerCase()));
       this.installations.set(owner.toLowerCase(), found);
     }
@@ -127,7 +152,11 @@ export class GitHubAppTokens {
       if (limit) throw limit;
       const http = httpError(error);
       if (http && (http.status === 404 || http.status === 403 || http.status === 422)) {
-        throw new PermanentJobError('REJECTED_BY_TARGET', `GitHub App: could not ${what} (${http.status}): ${errorMessage(error)}`, { cause: error });
+        throw new PermanentJobError(
+          'REJECTED_BY_TARGET',
+          `GitHub App: could not ${what} (${http.status}): ${errorMessage(error)}`,
+          { cause: error },
+        );
       }
       if (http) throw new TransientJobError(`GitHub App: could not ${what}: ${errorMessage(error)}`, { cause: error });
       throw error;
@@ -141,7 +170,10 @@ export function appOctokit(app: GitHubAppKey, baseUrl: string): Octokit {
 }
 
 /** What the platform needs of an installation: push and fetch the workspace branches, open pull requests. */
-export const REQUIRED_APP_PERMISSIONS: Readonly<Record<string, 'write'>> = { contents: 'write', pull_requests: 'write' };
+export const REQUIRED_APP_PERMISSIONS: Readonly<Record<string, 'write'>> = {
+  contents: 'write',
+  pull_requests: 'write',
+};
 
 export interface AppInstallation {
   readonly id: number;
@@ -185,7 +217,11 @@ export function appTokensCache(create: (app: GitHubAppKey) => GitHubAppTokens): 
  * all under one view of GitHub's limits (`limits`, a new one by default: what GitHub said holds for
  * every mint this container asks for).
  */
-export function appTokensAt(options: { baseUrl: string; clock: Clock; limits?: GitHubLimits }): (app: GitHubAppKey) => GitHubAppTokens {
+export function appTokensAt(options: {
+  baseUrl: string;
+  clock: Clock;
+  limits?: GitHubLimits;
+}): (app: GitHubAppKey) => GitHubAppTokens {
   const { baseUrl, clock } = options;
   const limits = options.limits ?? new GitHubLimits({ clock });
   return appTokensCache((app) => new GitHubAppTokens({ app, baseUrl, clock, limits }));
@@ -195,12 +231,20 @@ export function appTokensAt(options: { baseUrl: string; clock: Clock; limits?: G
  * Git credentials for a repository from a credential secret's value: git's user and password as
  * they are, or a GitHub App's installation token as GitHub takes it over HTTPS.
  */
-export async function gitAuthFor(repoUrl: string, secret: GitAuth | GitHubAppKey | undefined, tokensOf: (app: GitHubAppKey) => GitHubAppTokens): Promise<GitAuth | undefined> {
+export async function gitAuthFor(
+  repoUrl: string,
+  secret: GitAuth | GitHubAppKey | undefined,
+  tokensOf: (app: GitHubAppKey) => GitHubAppTokens,
+): Promise<GitAuth | undefined> {
   if (!isGitHubAppKey(secret)) return secret;
   return { username: INSTALLATION_TOKEN_USER, password: await tokensOf(secret).token(parseRepoUrl(repoUrl)) };
 }
 
 /** The token for GitHub's REST API on a repository: the secret's token, or the app's installation token. */
-export async function restTokenFor(repository: RepoCoordinates, secret: string | GitHubAppKey | undefined, tokensOf: (app: GitHubAppKey) => GitHubAppTokens): Promise<string | undefined> {
+export async function restTokenFor(
+  repository: RepoCoordinates,
+  secret: string | GitHubAppKey | undefined,
+  tokensOf: (app: GitHubAppKey) => GitHubAppTokens,
+): Promise<string | undefined> {
   return isGitHubAppKey(secret) ? tokensOf(secret).token(repository) : secret;
 }

@@ -16,7 +16,12 @@ type PullRequestRef = Awaited<ReturnType<PullRequestHost['findOrCreate']>>;
 
 /** Octokit's own request log, at debug: the pipeline logs the outcome once, with the job's ids. */
 export function octokitLog(log: JobLogger) {
-  return { debug: (m: string) => log.debug(m), info: (m: string) => log.debug(m), warn: (m: string) => log.warn(m), error: (m: string) => log.debug(m) };
+  return {
+    debug: (m: string) => log.debug(m),
+    info: (m: string) => log.debug(m),
+    warn: (m: string) => log.warn(m),
+    error: (m: string) => log.debug(m),
+  };
 }
 
 /**
@@ -53,11 +58,21 @@ export class GitHubPullRequestHost implements PullRequestHost {
     }
   }
 
-  private async findOrCreateIn({ owner, repo }: RepoCoordinates, input: FindOrCreateInput, what: string): Promise<PullRequestRef> {
+  private async findOrCreateIn(
+    { owner, repo }: RepoCoordinates,
+    input: FindOrCreateInput,
+    what: string,
+  ): Promise<PullRequestRef> {
     const octokit = await this.octokit({ owner, repo });
     const find = async (): Promise<PullRequestRef | undefined> => {
       this.limits.admit('GET', what);
-      const { data } = await octokit.request('GET /repos/{owner}/{repo}/pulls', { owner, repo, head: `${owner}:${input.head}`, state: 'open', per_page: 1 });
+      const { data } = await octokit.request('GET /repos/{owner}/{repo}/pulls', {
+        owner,
+        repo,
+        head: `${owner}:${input.head}`,
+        state: 'open',
+        per_page: 1,
+      });
       const pull = data[0];
       return pull && { number: pull.number, url: pull.html_url, created: false };
     };
@@ -78,7 +93,8 @@ export class GitHubPullRequestHost implements PullRequestHost {
       if (!isAlreadyExists(error)) throw error;
       const found = await find();
       // Exists but not open-listed yet (replica lag) or closed in between: try again later.
-      if (!found) throw new TransientJobError(`GitHub says a pull request for ${input.head} exists but none is listed yet`);
+      if (!found)
+        throw new TransientJobError(`GitHub says a pull request for ${input.head} exists but none is listed yet`);
       return found;
     }
   }
@@ -105,5 +121,9 @@ function classify(error: unknown, repo: string): unknown {
     return new TransientJobError(`GitHub ${repo}: ${errorMessage(error)}`, { cause: error });
   }
   const detail = validationMessages(http).join('; ') || errorMessage(error);
-  return new PermanentJobError('REJECTED_BY_TARGET', `GitHub ${repo} refused the pull request (${http.status}): ${detail}`, { cause: error });
+  return new PermanentJobError(
+    'REJECTED_BY_TARGET',
+    `GitHub ${repo} refused the pull request (${http.status}): ${detail}`,
+    { cause: error },
+  );
 }

@@ -13,7 +13,10 @@ import { ENV, SECRET_PLACEHOLDER } from '../../contract/runtime-env';
 import { ConfigurationError } from '../core/errors';
 import type { GitHubAppKey } from './github-api';
 
-const gitCredentialsSchema = z.strictObject({ username: z.string().check(z.minLength(1)), password: z.string().check(z.minLength(1)) });
+const gitCredentialsSchema = z.strictObject({
+  username: z.string().check(z.minLength(1)),
+  password: z.string().check(z.minLength(1)),
+});
 export type GitCredentials = z.infer<typeof gitCredentialsSchema>;
 
 const tokenSchema = z.string().check(z.minLength(1), z.regex(/^\S+$/, 'must not contain whitespace'));
@@ -22,14 +25,26 @@ const tokenSchema = z.string().check(z.minLength(1), z.regex(/^\S+$/, 'must not 
 const githubAppSchema = z.pipe(
   z.strictObject({
     appId: z.union([z.string().check(z.regex(/^\d+$/, 'must be the numeric app id')), z.int().check(z.positive())]),
-    privateKey: z.string().check(z.regex(/-----BEGIN (RSA )?PRIVATE KEY-----/, 'must be the PEM private key GitHub issued for the app')),
+    privateKey: z
+      .string()
+      .check(z.regex(/-----BEGIN (RSA )?PRIVATE KEY-----/, 'must be the PEM private key GitHub issued for the app')),
     installationId: z.optional(z.int().check(z.positive())),
   }),
-  z.transform((app): GitHubAppKey => ({ appId: String(app.appId), privateKey: app.privateKey, ...(app.installationId !== undefined && { installationId: app.installationId }) })),
+  z.transform((app): GitHubAppKey => ({
+    appId: String(app.appId),
+    privateKey: app.privateKey,
+    ...(app.installationId !== undefined && { installationId: app.installationId }),
+  })),
 );
 
 /** A GitHub token secret is the bare token or `{ "token": "..." }` (or a GitHub App). */
-const githubTokenSchema = z.union([tokenSchema, z.pipe(z.strictObject({ token: tokenSchema }), z.transform((s) => s.token))]);
+const githubTokenSchema = z.union([
+  tokenSchema,
+  z.pipe(
+    z.strictObject({ token: tokenSchema }),
+    z.transform((s) => s.token),
+  ),
+]);
 
 /**
  * A secret that names an `appId` is read as a GitHub App, any other as the secret's first shape:
@@ -102,10 +117,17 @@ export function parseGithubToken(raw: unknown, secret: string): string | GitHubA
   return parseSecretValue(raw, secret, orGitHubApp(githubTokenSchema), 'auto');
 }
 
-function parseSecretValue<T>(raw: unknown, secret: string, schemaFor: (value: unknown) => z.ZodMiniType<T>, format: 'json' | 'auto'): T {
+function parseSecretValue<T>(
+  raw: unknown,
+  secret: string,
+  schemaFor: (value: unknown) => z.ZodMiniType<T>,
+  format: 'json' | 'auto',
+): T {
   const value = typeof raw === 'string' ? parseSecret(raw, format) : raw;
   if (holdsPlaceholder(value)) {
-    throw new ConfigurationError(`secret ${secret} still holds the placeholder ${SECRET_PLACEHOLDER} the stack created it with: store the credential in it (README, Deploy)`);
+    throw new ConfigurationError(
+      `secret ${secret} still holds the placeholder ${SECRET_PLACEHOLDER} the stack created it with: store the credential in it (README, Deploy)`,
+    );
   }
   const parsed = schemaFor(value).safeParse(value);
   // The message names the secret and the fields, never the value.
@@ -134,7 +156,12 @@ function parseSecret(raw: string, format: 'json' | 'auto'): unknown {
 
 /** The local platform's source: fixed values, or none. */
 export class StaticSecrets implements SecretsSource {
-  constructor(private readonly values: { readonly gitCredentials?: GitCredentials | GitHubAppKey; readonly githubToken?: string | GitHubAppKey } = {}) {}
+  constructor(
+    private readonly values: {
+      readonly gitCredentials?: GitCredentials | GitHubAppKey;
+      readonly githubToken?: string | GitHubAppKey;
+    } = {},
+  ) {}
 
   async gitCredentials(): Promise<GitCredentials | GitHubAppKey | undefined> {
     return this.values.gitCredentials;

@@ -4,7 +4,13 @@
  * (once per queue), so it works the same on AWS, LocalStack and fauxqs.
  */
 import { createHash } from 'node:crypto';
-import { ChangeMessageVisibilityCommand, GetQueueUrlCommand, SendMessageCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityCommand,
+  GetQueueUrlCommand,
+  SendMessageCommand,
+  type MessageAttributeValue,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { DEFERRAL_ATTRIBUTES, DLQ_ATTRIBUTES, attributeText, stringAttributes } from '../../contract/messages';
 import { deliveredGroupId } from '../core/envelope';
@@ -27,10 +33,14 @@ const DEFERRAL_NAMES: ReadonlySet<string> = new Set(Object.values(DEFERRAL_ATTRI
  */
 function copiedAttributes(record: SQSRecord): Record<string, MessageAttributeValue> {
   return Object.fromEntries(
-    Object.entries(record.messageAttributes).filter(([name]) => !DEFERRAL_NAMES.has(name)).map(([name, a]) => [
-      name,
-      a.stringValue !== undefined ? { DataType: a.dataType, StringValue: a.stringValue } : { DataType: a.dataType, BinaryValue: Buffer.from(a.binaryValue ?? '', 'base64') },
-    ]),
+    Object.entries(record.messageAttributes)
+      .filter(([name]) => !DEFERRAL_NAMES.has(name))
+      .map(([name, a]) => [
+        name,
+        a.stringValue !== undefined
+          ? { DataType: a.dataType, StringValue: a.stringValue }
+          : { DataType: a.dataType, BinaryValue: Buffer.from(a.binaryValue ?? '', 'base64') },
+      ]),
   );
 }
 
@@ -44,7 +54,9 @@ function failureAttributes(failure: JobFailure): Record<string, MessageAttribute
 
 /** FIFO DLQ dedup id derived from the original, so a repeated move of one delivery stays one message. */
 export function dlqDeduplicationId(record: SQSRecord): string {
-  return createHash('sha256').update(`${record.attributes.MessageDeduplicationId ?? record.messageId}:dlq`).digest('hex');
+  return createHash('sha256')
+    .update(`${record.attributes.MessageDeduplicationId ?? record.messageId}:dlq`)
+    .digest('hex');
 }
 
 export class SqsQueueOps implements QueueOps {
@@ -73,7 +85,11 @@ export class SqsQueueOps implements QueueOps {
     );
   }
 
-  async sendToDlq(dlqUrl: string, message: { body: string; attributes: Record<string, string>; groupId?: string }, failure: JobFailure): Promise<void> {
+  async sendToDlq(
+    dlqUrl: string,
+    message: { body: string; attributes: Record<string, string>; groupId?: string },
+    failure: JobFailure,
+  ): Promise<void> {
     await this.client.send(
       new SendMessageCommand({
         QueueUrl: dlqUrl,
@@ -86,13 +102,20 @@ export class SqsQueueOps implements QueueOps {
 
   async changeVisibility(record: SQSRecord, seconds: number): Promise<void> {
     await this.client.send(
-      new ChangeMessageVisibilityCommand({ QueueUrl: await this.sourceQueueUrl(record), ReceiptHandle: record.receiptHandle, VisibilityTimeout: seconds }),
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: await this.sourceQueueUrl(record),
+        ReceiptHandle: record.receiptHandle,
+        VisibilityTimeout: seconds,
+      }),
     );
   }
 
   async requeue(record: SQSRecord, delaySeconds: number, attributes: Record<string, string>): Promise<void> {
     const groupId = deliveredGroupId(record);
-    if (record.eventSourceARN.endsWith('.fifo')) throw new Error(`message ${record.messageId} is on a FIFO queue: a copy would go behind its group's later messages`);
+    if (record.eventSourceARN.endsWith('.fifo'))
+      throw new Error(
+        `message ${record.messageId} is on a FIFO queue: a copy would go behind its group's later messages`,
+      );
     await this.client.send(
       new SendMessageCommand({
         QueueUrl: await this.sourceQueueUrl(record),
@@ -106,7 +129,14 @@ export class SqsQueueOps implements QueueOps {
   }
 
   async send(queueUrl: string, body: string, attributes: Record<string, string>, groupId: string): Promise<void> {
-    await this.client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: stringAttributes(attributes), MessageGroupId: groupId }));
+    await this.client.send(
+      new SendMessageCommand({
+        QueueUrl: queueUrl,
+        MessageBody: body,
+        MessageAttributes: stringAttributes(attributes),
+        MessageGroupId: groupId,
+      }),
+    );
   }
 
   private sourceQueueUrl(record: SQSRecord): Promise<string> {
@@ -115,10 +145,12 @@ export class SqsQueueOps implements QueueOps {
     if (url === undefined) {
       // arn:aws:sqs:<region>:<account>:<name>
       const [, , , , account, name] = arn.split(':');
-      url = this.client.send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account })).then((out) => {
-        if (!out.QueueUrl) throw new Error(`no queue URL for ${arn}`);
-        return out.QueueUrl;
-      });
+      url = this.client
+        .send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }))
+        .then((out) => {
+          if (!out.QueueUrl) throw new Error(`no queue URL for ${arn}`);
+          return out.QueueUrl;
+        });
       url.catch(() => this.queueUrls.delete(arn));
       this.queueUrls.set(arn, url);
     }

@@ -52,9 +52,17 @@ export interface CommandSpec<Ctx> {
 /** Options every command accepts. */
 export const GLOBAL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   json: { type: 'boolean', description: 'print machine-readable JSON on stdout and nothing else' },
-  stack: { type: 'string', valueName: 'name', description: 'target a deployed stack (default: $AGENT_JOBS_STACK, else the local platform)' },
+  stack: {
+    type: 'string',
+    valueName: 'name',
+    description: 'target a deployed stack (default: $AGENT_JOBS_STACK, else the local platform)',
+  },
   region: { type: 'string', valueName: 'region', description: 'AWS region of the stack (default: $AWS_REGION)' },
-  'state-dir': { type: 'string', valueName: 'dir', description: 'local platform state directory (default: .agent-jobs in the project)' },
+  'state-dir': {
+    type: 'string',
+    valueName: 'dir',
+    description: 'local platform state directory (default: .agent-jobs in the project)',
+  },
   verbose: { type: 'boolean', description: 'on an error, print its stack trace (and its causes) too' },
   help: { type: 'boolean', short: 'h', description: 'show help' },
 };
@@ -76,7 +84,8 @@ export function parseInvocation<Ctx>(table: readonly CommandSpec<Ctx>[], argv: r
     if (words.length === 0 && argv.includes('--version')) return { kind: 'version', json };
     if (words.length === 0 || words[0] === 'help') return { kind: 'help', json };
     const group = table.filter((c) => c.path[0] === words[0]);
-    if (group.length > 0 && (argv.includes('--help') || argv.includes('-h'))) return { kind: 'help', group: words[0], json };
+    if (group.length > 0 && (argv.includes('--help') || argv.includes('-h')))
+      return { kind: 'help', group: words[0], json };
     throw new UsageError(`unknown command: ${words.slice(0, 2).join(' ')}`);
   }
   const rest = argv.slice(command.path.length);
@@ -186,6 +195,7 @@ export function numberOption(values: OptionValues, name: string, path: readonly 
   const raw = stringOption(values, name);
   if (raw === undefined) return undefined;
   const value = Number(raw);
-  if (!Number.isFinite(value) || raw.trim() === '') throw new UsageError(`--${name} must be a number, got "${raw}"`, path);
+  if (!Number.isFinite(value) || raw.trim() === '')
+    throw new UsageError(`--${name} must be a number, got "${raw}"`, path);
   return value;
 }

@@ -45,8 +45,14 @@ export interface CliContext extends Connection {
 }
 
 export function createContext(io: CliIo, values: OptionValues, invoke: Invoke): CliContext & { close(): void } {
-  const stateDir = path.resolve(io.cwd, stringOption(values, 'state-dir') ?? io.env.AGENT_JOBS_STATE_DIR ?? DEFAULT_STATE_DIR);
-  const where = { stack: stringOption(values, 'stack') ?? io.env.AGENT_JOBS_STACK, region: stringOption(values, 'region') ?? io.env.AWS_REGION };
+  const stateDir = path.resolve(
+    io.cwd,
+    stringOption(values, 'state-dir') ?? io.env.AGENT_JOBS_STATE_DIR ?? DEFAULT_STATE_DIR,
+  );
+  const where = {
+    stack: stringOption(values, 'stack') ?? io.env.AGENT_JOBS_STACK,
+    region: stringOption(values, 'region') ?? io.env.AWS_REGION,
+  };
   const connection = connect({ ...where, stateDir });
   return {
     io,

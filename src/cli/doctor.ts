@@ -17,7 +17,12 @@
  * The checks take their clients and their clock as arguments; src/cli/commands/doctor.ts wires the
  * real ones.
  */
-import { CloudFormationClient, DescribeStacksCommand, ListStackResourcesCommand, type Output } from '@aws-sdk/client-cloudformation';
+import {
+  CloudFormationClient,
+  DescribeStacksCommand,
+  ListStackResourcesCommand,
+  type Output,
+} from '@aws-sdk/client-cloudformation';
 import { CloudWatchClient, DescribeAlarmHistoryCommand, SetAlarmStateCommand } from '@aws-sdk/client-cloudwatch';
 import { CloudWatchLogsClient, DescribeLogGroupsCommand } from '@aws-sdk/client-cloudwatch-logs';
 import { BatchGetProjectsCommand, CodeBuildClient } from '@aws-sdk/client-codebuild';
@@ -27,7 +32,13 @@ import { HeadBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetTopicAttributesCommand, SNSClient } from '@aws-sdk/client-sns';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import {
+  BUILD_RECONCILER_LOG_GROUP_OUTPUT,
+  STACK_OUTPUTS,
+  dlqUrlOutputKey,
+  logGroupOutputKey,
+  queueUrlOutputKey,
+} from '../../contract/stack-outputs';
 import { GITHUB_API_DEFAULT_URL } from '../../contract/runtime-env';
 import { platformQueues } from '../../contract/topology';
 import { isGitHubAppKey, parseRepoUrl, type GitHubAppKey } from '../adapters/github-api';
@@ -78,7 +89,8 @@ export interface Clock {
   sleep(ms: number): Promise<void>;
 }
 
-const message = (error: unknown): string => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+const message = (error: unknown): string =>
+  error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 
 async function probe(check: string, run: () => Promise<string>): Promise<CheckResult> {
   try {
@@ -97,9 +109,16 @@ export const TEST_ISOLATION_CHECK = 'test command isolation (local platform)';
  * when it is below the full sandbox, naming what is missing.
  */
 export function checkTestIsolation(report: TestIsolation | undefined): CheckResult {
-  if (report === undefined) return { check: TEST_ISOLATION_CHECK, status: 'skip', detail: 'the running platform does not say (started by an older version)' };
+  if (report === undefined)
+    return {
+      check: TEST_ISOLATION_CHECK,
+      status: 'skip',
+      detail: 'the running platform does not say (started by an older version)',
+    };
   const detail = `${report.summary}. Stops: ${report.stops.join('; ')}. Does not stop: ${report.doesNotStop.join('; ')}.`;
-  return report.degraded ? { check: TEST_ISOLATION_CHECK, status: 'warn', detail: `${report.degraded}. ${detail}` } : { check: TEST_ISOLATION_CHECK, status: 'pass', detail };
+  return report.degraded
+    ? { check: TEST_ISOLATION_CHECK, status: 'warn', detail: `${report.degraded}. ${detail}` }
+    : { check: TEST_ISOLATION_CHECK, status: 'pass', detail };
 }
 
 // ---- outputs -----------------------------------------------------------------------------------
@@ -114,7 +133,10 @@ function queueOutputKeys(): QueueOutputKeys {
   const queues = platformQueues();
   return {
     queues: new Set(queues.flatMap((q) => [queueUrlOutputKey(q.name), dlqUrlOutputKey(q.name)])),
-    logGroups: new Set([...queues.map((q) => logGroupOutputKey(q.consumer)), ...(queues.some((q) => q.role === 'buildEvents') ? [BUILD_RECONCILER_LOG_GROUP_OUTPUT] : [])]),
+    logGroups: new Set([
+      ...queues.map((q) => logGroupOutputKey(q.consumer)),
+      ...(queues.some((q) => q.role === 'buildEvents') ? [BUILD_RECONCILER_LOG_GROUP_OUTPUT] : []),
+    ]),
   };
 }
 
@@ -123,20 +145,28 @@ export function expectedOutputKeys(keys: QueueOutputKeys = queueOutputKeys()): s
   return [...keys.queues, ...keys.logGroups, ...Object.values(STACK_OUTPUTS)];
 }
 
-const SECRET_OUTPUTS: readonly string[] = [STACK_OUTPUTS.gitCredentialsSecretArn, STACK_OUTPUTS.gitReadCredentialsSecretArn, STACK_OUTPUTS.githubTokenSecretArn];
+const SECRET_OUTPUTS: readonly string[] = [
+  STACK_OUTPUTS.gitCredentialsSecretArn,
+  STACK_OUTPUTS.gitReadCredentialsSecretArn,
+  STACK_OUTPUTS.githubTokenSecretArn,
+];
 
 /** How to ask the resource an output names whether it is there. */
 function probeFor(key: string, value: string, clients: StackClients, keys: QueueOutputKeys): () => Promise<string> {
   if (keys.queues.has(key)) {
     return async () => {
-      const out = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: value, AttributeNames: ['ApproximateNumberOfMessages'] }));
+      const out = await clients.sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: value, AttributeNames: ['ApproximateNumberOfMessages'] }),
+      );
       return `queue answers (${out.Attributes?.ApproximateNumberOfMessages ?? '?'} messages visible)`;
     };
   }
   if (keys.logGroups.has(key)) {
     return async () => {
       // Names come sorted: the group itself, when it exists, comes before any other with its name as prefix.
-      const { logGroups = [] } = await clients.logs.send(new DescribeLogGroupsCommand({ logGroupNamePrefix: value, limit: 1 }));
+      const { logGroups = [] } = await clients.logs.send(
+        new DescribeLogGroupsCommand({ logGroupNamePrefix: value, limit: 1 }),
+      );
       const group = logGroups.find((g) => g.logGroupName === value);
       if (group === undefined) throw new Error(`log group ${value} not found`);
       return `log group answers, retention ${group.retentionInDays === undefined ? 'never expires' : `${group.retentionInDays} days`}`;
@@ -150,7 +180,8 @@ function probeFor(key: string, value: string, clients: StackClients, keys: Queue
         return `table ACTIVE, deletion protection ${table.DeletionProtectionEnabled ? 'on' : 'OFF'}`;
       };
     case STACK_OUTPUTS.eventBusName:
-      return async () => `event bus ${(await clients.eventBridge.send(new DescribeEventBusCommand({ Name: value }))).Name ?? value} answers`;
+      return async () =>
+        `event bus ${(await clients.eventBridge.send(new DescribeEventBusCommand({ Name: value }))).Name ?? value} answers`;
     case STACK_OUTPUTS.diffBucketName:
       return async () => {
         await clients.s3.send(new HeadBucketCommand({ Bucket: value }));
@@ -158,7 +189,9 @@ function probeFor(key: string, value: string, clients: StackClients, keys: Queue
       };
     case STACK_OUTPUTS.alarmTopicArn:
       return async () => {
-        const { Attributes: attributes = {} } = await clients.sns.send(new GetTopicAttributesCommand({ TopicArn: value }));
+        const { Attributes: attributes = {} } = await clients.sns.send(
+          new GetTopicAttributesCommand({ TopicArn: value }),
+        );
         return `topic answers, ${attributes['SubscriptionsConfirmed'] ?? '0'} confirmed subscription(s)`;
       };
     case STACK_OUTPUTS.testRunnerProjectName:
@@ -175,13 +208,22 @@ function probeFor(key: string, value: string, clients: StackClients, keys: Queue
 
 /** One result per expected output: present, and its resource answers. */
 export async function checkOutputs(outputs: readonly Output[], clients: StackClients): Promise<CheckResult[]> {
-  const byKey = new Map(outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])));
+  const byKey = new Map(
+    outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])),
+  );
   const keys = queueOutputKeys();
-  return Promise.all(expectedOutputKeys(keys).map((key) => {
-    const value = byKey.get(key);
-    if (value === undefined) return { check: `output ${key}`, status: 'fail' as const, detail: 'missing from the stack outputs (an older or a different stack?)' };
-    return probe(`output ${key}`, probeFor(key, value, clients, keys));
-  }));
+  return Promise.all(
+    expectedOutputKeys(keys).map((key) => {
+      const value = byKey.get(key);
+      if (value === undefined)
+        return {
+          check: `output ${key}`,
+          status: 'fail' as const,
+          detail: 'missing from the stack outputs (an older or a different stack?)',
+        };
+      return probe(`output ${key}`, probeFor(key, value, clients, keys));
+    }),
+  );
 }
 
 // ---- alarm notification ------------------------------------------------------------------------
@@ -202,9 +244,12 @@ async function stackAlarms(stackName: string, cloudFormation: Sends<CloudFormati
   const alarms: { logicalId: string; name: string }[] = [];
   let nextToken: string | undefined;
   do {
-    const page = await cloudFormation.send(new ListStackResourcesCommand({ StackName: stackName, NextToken: nextToken }));
+    const page = await cloudFormation.send(
+      new ListStackResourcesCommand({ StackName: stackName, NextToken: nextToken }),
+    );
     for (const r of page.StackResourceSummaries ?? []) {
-      if (r.ResourceType === 'AWS::CloudWatch::Alarm' && r.PhysicalResourceId && r.LogicalResourceId) alarms.push({ logicalId: r.LogicalResourceId, name: r.PhysicalResourceId });
+      if (r.ResourceType === 'AWS::CloudWatch::Alarm' && r.PhysicalResourceId && r.LogicalResourceId)
+        alarms.push({ logicalId: r.LogicalResourceId, name: r.PhysicalResourceId });
     }
     nextToken = page.NextToken;
   } while (nextToken);
@@ -213,7 +258,10 @@ async function stackAlarms(stackName: string, cloudFormation: Sends<CloudFormati
 }
 
 /** What one alarm-history Action item says about the SNS action: succeeded, failed (why), or not about it. */
-function actionOutcome(item: { HistorySummary?: string; HistoryData?: string }, topicArn: string): { ok: boolean; why: string } | undefined {
+function actionOutcome(
+  item: { HistorySummary?: string; HistoryData?: string },
+  topicArn: string,
+): { ok: boolean; why: string } | undefined {
   const summary = item.HistorySummary ?? '';
   let data: { actionState?: unknown; notificationResource?: unknown } = {};
   try {
@@ -243,17 +291,29 @@ export async function checkAlarmNotification(options: AlarmCheckOptions): Promis
     alarm = (await stackAlarms(options.stackName, cloudFormation))[0];
     if (!alarm) return { check, status: 'fail', detail: `stack ${options.stackName} has no CloudWatch alarm` };
     const started = new Date(options.clock.now() - 1_000);
-    await cloudWatch.send(new SetAlarmStateCommand({ AlarmName: alarm, StateValue: 'ALARM', StateReason: 'agent-jobs doctor: test notification, nothing is wrong' }));
+    await cloudWatch.send(
+      new SetAlarmStateCommand({
+        AlarmName: alarm,
+        StateValue: 'ALARM',
+        StateReason: 'agent-jobs doctor: test notification, nothing is wrong',
+      }),
+    );
     const deadline = options.clock.now() + timeoutMs;
     let last = 'no action recorded yet';
     for (;;) {
       const { AlarmHistoryItems: items = [] } = await cloudWatch.send(
-        new DescribeAlarmHistoryCommand({ AlarmName: alarm, HistoryItemType: 'Action', StartDate: started, ScanBy: 'TimestampDescending' }),
+        new DescribeAlarmHistoryCommand({
+          AlarmName: alarm,
+          HistoryItemType: 'Action',
+          StartDate: started,
+          ScanBy: 'TimestampDescending',
+        }),
       );
       const outcome = items.map((item) => actionOutcome(item, options.topicArn)).find((o) => o !== undefined);
       if (outcome) return { check, status: outcome.ok ? 'pass' : 'fail', detail: `${alarm}: ${outcome.why}` };
       if (items.length > 0) last = `actions recorded, none for ${options.topicArn}: ${items[0]?.HistorySummary ?? ''}`;
-      if (options.clock.now() >= deadline) return { check, status: 'fail', detail: `${alarm}: after ${timeoutMs / 1000} s, ${last}` };
+      if (options.clock.now() >= deadline)
+        return { check, status: 'fail', detail: `${alarm}: after ${timeoutMs / 1000} s, ${last}` };
       await options.clock.sleep(pollMs);
     }
   } catch (error) {
@@ -261,7 +321,13 @@ export async function checkAlarmNotification(options: AlarmCheckOptions): Promis
   } finally {
     if (alarm) {
       try {
-        await cloudWatch.send(new SetAlarmStateCommand({ AlarmName: alarm, StateValue: 'OK', StateReason: 'agent-jobs doctor: test notification over' }));
+        await cloudWatch.send(
+          new SetAlarmStateCommand({
+            AlarmName: alarm,
+            StateValue: 'OK',
+            StateReason: 'agent-jobs doctor: test notification over',
+          }),
+        );
       } catch {
         // Harmless: CloudWatch sets the state from the metric again at the alarm's next period.
       }
@@ -272,23 +338,30 @@ export async function checkAlarmNotification(options: AlarmCheckOptions): Promis
 // ---- secrets -----------------------------------------------------------------------------------
 
 /** Each secret output holds the shape its readers parse, not the placeholder; never prints a value. */
-export async function checkSecrets(outputs: readonly Output[], secretsManager: Sends<SecretsManagerClient>): Promise<CheckResult[]> {
-  const byKey = new Map(outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])));
+export async function checkSecrets(
+  outputs: readonly Output[],
+  secretsManager: Sends<SecretsManagerClient>,
+): Promise<CheckResult[]> {
+  const byKey = new Map(
+    outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])),
+  );
   const parsers: Record<string, (raw: unknown, secret: string) => unknown> = {
     [STACK_OUTPUTS.gitCredentialsSecretArn]: parseGitCredentials,
     [STACK_OUTPUTS.gitReadCredentialsSecretArn]: parseGitCredentials,
     [STACK_OUTPUTS.githubTokenSecretArn]: parseGithubToken,
   };
-  return Promise.all(Object.entries(parsers).map(async ([key, parse]) => {
-    const check = `secret ${key}`;
-    const arn = byKey.get(key);
-    if (!arn) return { check, status: 'fail' as const, detail: 'missing from the stack outputs' };
-    return probe(check, async () => {
-      const { SecretString: value } = await secretsManager.send(new GetSecretValueCommand({ SecretId: arn }));
-      parse(value, arn);
-      return `${arn} holds the documented shape`;
-    });
-  }));
+  return Promise.all(
+    Object.entries(parsers).map(async ([key, parse]) => {
+      const check = `secret ${key}`;
+      const arn = byKey.get(key);
+      if (!arn) return { check, status: 'fail' as const, detail: 'missing from the stack outputs' };
+      return probe(check, async () => {
+        const { SecretString: value } = await secretsManager.send(new GetSecretValueCommand({ SecretId: arn }));
+        parse(value, arn);
+        return `${arn} holds the documented shape`;
+      });
+    }),
+  );
 }
 
 // ---- GitHub App ----------------------------------------------------------------------------------
@@ -308,7 +381,9 @@ export interface GitHubAppCheckOptions {
  * when no secret holds an app (a malformed secret is the secrets check's to report).
  */
 export async function checkGitHubApps(options: GitHubAppCheckOptions): Promise<CheckResult[]> {
-  const byKey = new Map(options.outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])));
+  const byKey = new Map(
+    options.outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])),
+  );
   const readers: [string, (raw: unknown, secret: string) => unknown][] = [
     [STACK_OUTPUTS.gitCredentialsSecretArn, parseGitCredentials],
     [STACK_OUTPUTS.githubTokenSecretArn, parseGithubToken],
@@ -317,24 +392,36 @@ export async function checkGitHubApps(options: GitHubAppCheckOptions): Promise<C
   for (const [key, parse] of readers) {
     const arn = byKey.get(key);
     if (!arn) continue;
-    const value = await secretString(options, arn).then((raw) => parse(raw, arn)).catch(() => undefined);
+    const value = await secretString(options, arn)
+      .then((raw) => parse(raw, arn))
+      .catch(() => undefined);
     if (isGitHubAppKey(value)) apps.set(`${value.appId}/${value.installationId ?? ''}`, value);
   }
-  return Promise.all([...apps.values()].map(async (app): Promise<CheckResult> => {
-    const check = `GitHub App ${app.appId}`;
-    if (options.repoUrl === undefined) return { check, status: 'skip', detail: 'pass --repo to check its installation on the repository' };
-    const repository = parseRepoUrl(options.repoUrl);
-    return probe(check, async () => {
-      const installation = await appInstallation(appOctokit(app, options.githubApiUrl), repository);
-      const on = `${repository.owner}/${repository.repo}`;
-      if (app.installationId !== undefined && app.installationId !== installation.id) {
-        throw new Error(`the secret names installation ${app.installationId}, but ${on} is reached by installation ${installation.id}`);
-      }
-      const missing = missingPermissions(installation);
-      if (missing.length > 0) throw new Error(`installation ${installation.id} on ${on} lacks ${missing.join(', ')}: grant it in the app's settings, then accept the new permissions on the installation`);
-      return `installed on ${on} (installation ${installation.id}) with ${Object.entries(REQUIRED_APP_PERMISSIONS).map(([name, level]) => `${name}: ${level}`).join(', ')}`;
-    });
-  }));
+  return Promise.all(
+    [...apps.values()].map(async (app): Promise<CheckResult> => {
+      const check = `GitHub App ${app.appId}`;
+      if (options.repoUrl === undefined)
+        return { check, status: 'skip', detail: 'pass --repo to check its installation on the repository' };
+      const repository = parseRepoUrl(options.repoUrl);
+      return probe(check, async () => {
+        const installation = await appInstallation(appOctokit(app, options.githubApiUrl), repository);
+        const on = `${repository.owner}/${repository.repo}`;
+        if (app.installationId !== undefined && app.installationId !== installation.id) {
+          throw new Error(
+            `the secret names installation ${app.installationId}, but ${on} is reached by installation ${installation.id}`,
+          );
+        }
+        const missing = missingPermissions(installation);
+        if (missing.length > 0)
+          throw new Error(
+            `installation ${installation.id} on ${on} lacks ${missing.join(', ')}: grant it in the app's settings, then accept the new permissions on the installation`,
+          );
+        return `installed on ${on} (installation ${installation.id}) with ${Object.entries(REQUIRED_APP_PERMISSIONS)
+          .map(([name, level]) => `${name}: ${level}`)
+          .join(', ')}`;
+      });
+    }),
+  );
 }
 
 async function secretString(options: GitHubAppCheckOptions, arn: string): Promise<string | undefined> {
@@ -371,7 +458,15 @@ export interface JobCheckOptions {
 
 /** A unified diff that adds one file: what an agent's first patch to a scratch workspace looks like. */
 export function newFileDiff(file: string, line: string): string {
-  return [`diff --git a/${file} b/${file}`, 'new file mode 100644', '--- /dev/null', `+++ b/${file}`, '@@ -0,0 +1 @@', `+${line}`, ''].join('\n');
+  return [
+    `diff --git a/${file} b/${file}`,
+    'new file mode 100644',
+    '--- /dev/null',
+    `+++ b/${file}`,
+    '@@ -0,0 +1 @@',
+    `+${line}`,
+    '',
+  ].join('\n');
 }
 
 const JOB_CHECK = 'end-to-end job on a scratch workspace';
@@ -393,13 +488,21 @@ export async function checkJobEndToEnd(options: JobCheckOptions): Promise<CheckR
   try {
     prepared = await options.prepare?.();
   } catch (error) {
-    return { check: JOB_CHECK, status: 'fail', detail: `could not prepare branch ${options.branch}: ${message(error)}` };
+    return {
+      check: JOB_CHECK,
+      status: 'fail',
+      detail: `could not prepare branch ${options.branch}: ${message(error)}`,
+    };
   }
   let outcome: CheckResult;
   try {
     outcome = await sendAndWait(options, run, file, ids, common);
   } catch (error) {
-    outcome = { check: JOB_CHECK, status: 'fail', detail: `workspace ${run}: ${isAbort(error) ? 'interrupted' : message(error)}` };
+    outcome = {
+      check: JOB_CHECK,
+      status: 'fail',
+      detail: `workspace ${run}: ${isAbort(error) ? 'interrupted' : message(error)}`,
+    };
   }
   let cleaned: string | undefined;
   try {
@@ -415,12 +518,24 @@ function isAbort(error: unknown): boolean {
   return error instanceof Error && error.name === 'AbortError';
 }
 
-async function sendAndWait(options: JobCheckOptions, run: string, file: string, ids: { patch: string; tests: string }, common: { workspaceId: string; tenantId: string }): Promise<CheckResult> {
+async function sendAndWait(
+  options: JobCheckOptions,
+  run: string,
+  file: string,
+  ids: { patch: string; tests: string },
+  common: { workspaceId: string; tenantId: string },
+): Promise<CheckResult> {
   const check = JOB_CHECK;
   try {
     await options.send({
-      ...common, jobId: ids.patch, type: 'apply_patch',
-      payload: { repo: { url: options.repoUrl, branch: options.branch }, diff: newFileDiff(file, `agent-jobs doctor ${run}`), message: `agent-jobs doctor: smoke check ${run}` },
+      ...common,
+      jobId: ids.patch,
+      type: 'apply_patch',
+      payload: {
+        repo: { url: options.repoUrl, branch: options.branch },
+        diff: newFileDiff(file, `agent-jobs doctor ${run}`),
+        message: `agent-jobs doctor: smoke check ${run}`,
+      },
     });
     await options.send({ ...common, jobId: ids.tests, type: 'run_tests', payload: { command: `test -f '${file}'` } });
   } catch (error) {
@@ -436,16 +551,29 @@ async function sendAndWait(options: JobCheckOptions, run: string, file: string, 
   }
   const [patch, tests] = jobs;
   if (patch?.status === 'SUCCEEDED' && tests?.status === 'SUCCEEDED' && tests.result?.['verdict'] === 'passed') {
-    return { check, status: 'pass', detail: `workspace ${run}: ${ids.patch} committed ${String(patch.result?.['commitSha'] ?? '?').slice(0, 12)}, ${ids.tests} passed` };
+    return {
+      check,
+      status: 'pass',
+      detail: `workspace ${run}: ${ids.patch} committed ${String(patch.result?.['commitSha'] ?? '?').slice(0, 12)}, ${ids.tests} passed`,
+    };
   }
   if (patch?.error?.reason === 'BRANCH_NOT_FOUND') {
     // The one thing the operator must make: said with the command that makes it.
-    return { check, status: 'fail', detail: `workspace ${run}: branch ${options.branch} does not exist on ${options.repoUrl}: create it with "git push ${options.repoUrl} HEAD:refs/heads/${options.branch}" from a clone of the repository, then run doctor again` };
+    return {
+      check,
+      status: 'fail',
+      detail: `workspace ${run}: branch ${options.branch} does not exist on ${options.repoUrl}: create it with "git push ${options.repoUrl} HEAD:refs/heads/${options.branch}" from a clone of the repository, then run doctor again`,
+    };
   }
-  const state = (id: string, job: JobRecord | undefined) => `${id} ${job?.status ?? 'not in the ledger'}${job?.error ? ` (${job.error.reason}: ${job.error.message})` : ''}`;
+  const state = (id: string, job: JobRecord | undefined) =>
+    `${id} ${job?.status ?? 'not in the ledger'}${job?.error ? ` (${job.error.reason}: ${job.error.message})` : ''}`;
   const timedOut = options.clock.now() >= deadline ? `after ${timeoutMs / 1000} s: ` : '';
   const verdict = tests?.status === 'SUCCEEDED' ? ` (tests ${String(tests.result?.['verdict'])})` : '';
-  return { check, status: 'fail', detail: `workspace ${run}: ${timedOut}${state(ids.patch, patch)}, ${state(ids.tests, tests)}${verdict}` };
+  return {
+    check,
+    status: 'fail',
+    detail: `workspace ${run}: ${timedOut}${state(ids.patch, patch)}, ${state(ids.tests, tests)}${verdict}`,
+  };
 }
 
 /** The doctor's name in the ledger, as the one who dismissed its own failed jobs. */
@@ -463,12 +591,20 @@ export async function cleanUpScratchRun(connection: Connection, run: DoctorRun):
   const done: string[] = [];
   for (const jobId of run.jobIds) {
     const job = await ledger.getJob(jobId);
-    if (job === undefined || (TERMINAL_STATUSES.includes(job.status) && job.status !== 'FAILED' && job.status !== 'SKIPPED')) continue;
+    if (
+      job === undefined ||
+      (TERMINAL_STATUSES.includes(job.status) && job.status !== 'FAILED' && job.status !== 'SKIPPED')
+    )
+      continue;
     try {
       const now = Date.now();
       const rule = job.status === 'FAILED' ? undefined : cancelRule(job, now);
       if (rule === undefined) {
-        if (job.dismissed === undefined) await dismissJob(connection, jobId, { by: DOCTOR_ACTOR, reason: `smoke check ${run.workspaceId}: the doctor cleans up after itself` });
+        if (job.dismissed === undefined)
+          await dismissJob(connection, jobId, {
+            by: DOCTOR_ACTOR,
+            reason: `smoke check ${run.workspaceId}: the doctor cleans up after itself`,
+          });
         done.push(`${jobId} dismissed`);
       } else if (rule.kind === 'refused') {
         done.push(`${jobId} left ${job.status} (${rule.why}; "dlq dismiss ${jobId}" if it fails)`);
@@ -493,7 +629,11 @@ export async function cleanUpScratchRun(connection: Connection, run: DoctorRun):
  * when the repository is one of the platform's and lacks it (created only if still absent: `git
  * update-ref` with an empty old value). Elsewhere the job finds out, and the check says what to make.
  */
-export async function ensureLocalBranch(stateDir: string, repoUrl: string, branch: string): Promise<string | undefined> {
+export async function ensureLocalBranch(
+  stateDir: string,
+  repoUrl: string,
+  branch: string,
+): Promise<string | undefined> {
   const gitDir = platformRepositoryOf(stateDir, repoUrl);
   if (gitDir === undefined) return undefined;
   const git = (...args: string[]) => execFileP('git', ['--git-dir', gitDir, ...args], { encoding: 'utf8' });
@@ -501,7 +641,13 @@ export async function ensureLocalBranch(stateDir: string, repoUrl: string, branc
   await git('check-ref-format', ref).catch(() => {
     throw new Error(`"${branch}" is not a valid branch name`);
   });
-  if (await git('rev-parse', '--verify', '--quiet', ref).then(() => true, () => false)) return undefined;
+  if (
+    await git('rev-parse', '--verify', '--quiet', ref).then(
+      () => true,
+      () => false,
+    )
+  )
+    return undefined;
   const head = (await git('rev-parse', '--verify', 'HEAD^{commit}')).stdout.trim();
   await git('update-ref', ref, head, '');
   return `created branch ${branch} at ${head.slice(0, 12)}`;
@@ -510,7 +656,10 @@ export async function ensureLocalBranch(stateDir: string, repoUrl: string, branc
 // ---- a deployed stack ----------------------------------------------------------------------------
 
 /** The clients of the AWS checks: the CLI's SQS and S3 for the target, one client per other service. */
-export function stackClients(region: string, shared: Pick<StackClients, 'sqs' | 's3'>): StackClients & { destroy(): void } {
+export function stackClients(
+  region: string,
+  shared: Pick<StackClients, 'sqs' | 's3'>,
+): StackClients & { destroy(): void } {
   const config = { region };
   const owned = {
     cloudFormation: new CloudFormationClient(config),
@@ -539,7 +688,9 @@ export interface StackCheckOptions {
 /** Outputs, alarm notification, secrets and GitHub Apps of a deployed stack, in that order. */
 export async function checkStack(options: StackCheckOptions): Promise<CheckResult[]> {
   const { stackName, clients } = options;
-  const { Stacks: [stack] = [] } = await clients.cloudFormation.send(new DescribeStacksCommand({ StackName: stackName }));
+  const { Stacks: [stack] = [] } = await clients.cloudFormation.send(
+    new DescribeStacksCommand({ StackName: stackName }),
+  );
   if (!stack) throw new TargetError(`stack ${stackName} not found`);
   const outputs = stack.Outputs ?? [];
   const topicArn = outputs.find((o) => o.OutputKey === STACK_OUTPUTS.alarmTopicArn)?.OutputValue ?? '';
@@ -549,7 +700,12 @@ export async function checkStack(options: StackCheckOptions): Promise<CheckResul
       ? { check: ALARM_CHECK, status: 'skip' as const, detail: 'skipped (--skip-alarm)' }
       : checkAlarmNotification({ stackName, topicArn, clients, clock: options.clock }),
     checkSecrets(outputs, clients.secretsManager),
-    checkGitHubApps({ outputs, secretsManager: clients.secretsManager, githubApiUrl: options.githubApiUrl ?? GITHUB_API_DEFAULT_URL, ...(options.repoUrl !== undefined && { repoUrl: options.repoUrl }) }),
+    checkGitHubApps({
+      outputs,
+      secretsManager: clients.secretsManager,
+      githubApiUrl: options.githubApiUrl ?? GITHUB_API_DEFAULT_URL,
+      ...(options.repoUrl !== undefined && { repoUrl: options.repoUrl }),
+    }),
   ]);
   return [...outputResults, alarm, ...secrets, ...apps];
 }

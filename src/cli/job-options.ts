@@ -25,7 +25,9 @@ export interface PayloadFlag {
 }
 
 /** Names for fields whose path would make an awkward flag; null: no flag (set by the producer). */
-const FLAG_NAMES: Readonly<Record<string, { readonly flag: string; readonly kind?: FlagKind; readonly maxBytes?: number } | null>> = {
+const FLAG_NAMES: Readonly<
+  Record<string, { readonly flag: string; readonly kind?: FlagKind; readonly maxBytes?: number } | null>
+> = {
   'repo.url': { flag: 'repo' },
   'repo.branch': { flag: 'branch' },
   diff: { flag: 'diff-file', kind: 'file', maxBytes: MAX_DIFF_BYTES },
@@ -49,13 +51,22 @@ function leafFlags(schema: z.core.$ZodType, path: readonly string[]): Omit<Paylo
   const inner = unwrappedDef.type === 'pipe' ? (unwrappedDef as z.core.$ZodPipeDef).in : unwrapped;
   const innerDef = inner._zod.def;
   if (innerDef.type === 'object') {
-    return Object.entries((innerDef as z.core.$ZodObjectDef).shape).flatMap(([key, field]) => leafFlags(field, [...path, key]));
+    return Object.entries((innerDef as z.core.$ZodObjectDef).shape).flatMap(([key, field]) =>
+      leafFlags(field, [...path, key]),
+    );
   }
   // def.type: string formats (z.url(), z.email()) are strings too.
   const scalar = innerDef.type;
   const kind: FlagKind | undefined = scalar === 'string' ? 'string' : scalar === 'number' ? 'number' : undefined;
   if (kind === undefined || path.length === 0) return [];
-  return [{ flag: named?.flag ?? kebab(path), path, kind: named?.kind ?? kind, ...(named?.maxBytes === undefined ? {} : { maxBytes: named.maxBytes }) }];
+  return [
+    {
+      flag: named?.flag ?? kebab(path),
+      path,
+      kind: named?.kind ?? kind,
+      ...(named?.maxBytes === undefined ? {} : { maxBytes: named.maxBytes }),
+    },
+  ];
 }
 
 /** Every payload flag of every job type; a flag shared by several types maps to the same field. */
@@ -65,7 +76,9 @@ export function payloadFlags(): PayloadFlag[] {
     for (const leaf of leafFlags(JOB_TYPES[type].payload, [])) {
       const known = flags.get(leaf.flag);
       if (known && known.path.join('.') !== leaf.path.join('.')) {
-        throw new Error(`flag --${leaf.flag} would mean ${known.path.join('.')} and ${leaf.path.join('.')}: add a name to FLAG_NAMES`);
+        throw new Error(
+          `flag --${leaf.flag} would mean ${known.path.join('.')} and ${leaf.path.join('.')}: add a name to FLAG_NAMES`,
+        );
       }
       flags.set(leaf.flag, { ...leaf, types: [...(known?.types ?? []), type] });
     }
@@ -115,8 +128,14 @@ export async function payloadFromFlags(
   for (const flag of flags) {
     const raw = values[flag.flag];
     if (typeof raw !== 'string') continue;
-    if (!flag.types.includes(type)) throw new UsageError(`--${flag.flag} does not apply to ${type} (only ${flag.types.join(', ')})`, commandPath);
-    const value = flag.kind === 'number' ? numberOption(values, flag.flag, commandPath) : flag.kind === 'file' ? await readFlagFile(flag, raw, readFileFlag, commandPath) : raw;
+    if (!flag.types.includes(type))
+      throw new UsageError(`--${flag.flag} does not apply to ${type} (only ${flag.types.join(', ')})`, commandPath);
+    const value =
+      flag.kind === 'number'
+        ? numberOption(values, flag.flag, commandPath)
+        : flag.kind === 'file'
+          ? await readFlagFile(flag, raw, readFileFlag, commandPath)
+          : raw;
     setPath(payload, flag.path, value);
   }
   return payload;
@@ -147,10 +166,18 @@ function isEmptyFile(value: unknown): boolean {
 }
 
 /** Fields of the envelope that `enqueue` sets from its own flags. */
-const ENVELOPE_FLAGS: Readonly<Record<string, string>> = { jobId: 'job-id', workspaceId: 'workspace', tenantId: 'tenant', type: 'type' };
+const ENVELOPE_FLAGS: Readonly<Record<string, string>> = {
+  jobId: 'job-id',
+  workspaceId: 'workspace',
+  tenantId: 'tenant',
+  type: 'type',
+};
 
 function valueAt(value: unknown, path: readonly string[]): unknown {
-  return path.reduce<unknown>((at, key) => (typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[key] : undefined), value);
+  return path.reduce<unknown>(
+    (at, key) => (typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[key] : undefined),
+    value,
+  );
 }
 
 /**
@@ -158,7 +185,12 @@ function valueAt(value: unknown, path: readonly string[]): unknown {
  * (`--base is required`, `--diff-file x.diff: the file is empty`), not by its payload path. A
  * field no flag sets (one given in --payload or on stdin) keeps its path.
  */
-export function inFlagWords(issues: readonly FieldIssue[], job: Readonly<Record<string, unknown>>, values: OptionValues, flags: readonly PayloadFlag[]): string {
+export function inFlagWords(
+  issues: readonly FieldIssue[],
+  job: Readonly<Record<string, unknown>>,
+  values: OptionValues,
+  flags: readonly PayloadFlag[],
+): string {
   const lines = issues.map((issue) => {
     const [head, ...rest] = issue.path;
     const payloadFlag = head === 'payload' ? flags.find((f) => f.path.join('.') === rest.join('.')) : undefined;
@@ -166,7 +198,8 @@ export function inFlagWords(issues: readonly FieldIssue[], job: Readonly<Record<
     if (flag === undefined) return `${issue.path.join('.') || 'the job'}: ${issue.message}`;
     const value = valueAt(job, issue.path);
     if (value === undefined) return `--${flag} is required`;
-    if (payloadFlag?.kind === 'file' && isEmptyFile(value)) return `--${flag} ${stringOption(values, flag) ?? ''}: the file is empty`;
+    if (payloadFlag?.kind === 'file' && isEmptyFile(value))
+      return `--${flag} ${stringOption(values, flag) ?? ''}: the file is empty`;
     return `--${flag}: ${issue.message}`;
   });
   return [...new Set(lines)].join('; ');

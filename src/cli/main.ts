@@ -14,7 +14,11 @@ import { EXIT, EXIT_OF_KIND, UsageError } from './errors';
 
 export const PROGRAM = 'agent-jobs';
 
-export async function runCli(argv: readonly string[], io: CliIo, table: readonly CommandSpec<CliContext>[]): Promise<number> {
+export async function runCli(
+  argv: readonly string[],
+  io: CliIo,
+  table: readonly CommandSpec<CliContext>[],
+): Promise<number> {
   const verbose = argv.includes('--verbose');
   let invocation;
   try {
@@ -23,7 +27,9 @@ export async function runCli(argv: readonly string[], io: CliIo, table: readonly
     return reportError(io, error, argv.includes('--json'), verbose);
   }
   if (invocation.kind === 'help') {
-    const text = invocation.command ? commandHelp(invocation.command, PROGRAM) : overviewHelp(table, PROGRAM, invocation.group);
+    const text = invocation.command
+      ? commandHelp(invocation.command, PROGRAM)
+      : overviewHelp(table, PROGRAM, invocation.group);
     io.stdout(`${invocation.json ? JSON.stringify({ help: text }) : text}\n`);
     return EXIT.ok;
   }
@@ -40,7 +46,10 @@ export async function runCli(argv: readonly string[], io: CliIo, table: readonly
     return output.exitCode ?? EXIT.ok;
   } catch (error) {
     // A request the operator module found malformed is this command's usage error.
-    const usage = error instanceof InvalidRequestError && !(error instanceof UsageError) ? new UsageError(error.message, invocation.command.path) : error;
+    const usage =
+      error instanceof InvalidRequestError && !(error instanceof UsageError)
+        ? new UsageError(error.message, invocation.command.path)
+        : error;
     return reportError(io, await explainUnreachable(usage, context), invocation.json, verbose);
   } finally {
     context.close();
@@ -63,7 +72,11 @@ export function cliVersion(): string {
 async function captured(argv: readonly string[], io: CliIo, table: readonly CommandSpec<CliContext>[]) {
   let stdout = '';
   let stderr = '';
-  const code = await runCli(argv, { ...io, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), stdin: () => [] }, table);
+  const code = await runCli(
+    argv,
+    { ...io, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), stdin: () => [] },
+    table,
+  );
   return { code, stdout, stderr };
 }
 
@@ -72,9 +85,14 @@ function reportError(io: CliIo, error: unknown, json: boolean, verbose: boolean)
   const exitCode = error instanceof OperatorError ? EXIT_OF_KIND[error.kind] : EXIT.failed;
   const message = oneLine(errorText(error));
   if (json) {
-    io.stderr(`${JSON.stringify({ error: { name: error instanceof Error ? error.name : 'Error', message, exitCode } })}\n`);
+    io.stderr(
+      `${JSON.stringify({ error: { name: error instanceof Error ? error.name : 'Error', message, exitCode } })}\n`,
+    );
   } else {
-    const usage = error instanceof UsageError ? ` (${PROGRAM}${error.commandPath ? ` ${error.commandPath.join(' ')}` : ''} --help shows the usage)` : '';
+    const usage =
+      error instanceof UsageError
+        ? ` (${PROGRAM}${error.commandPath ? ` ${error.commandPath.join(' ')}` : ''} --help shows the usage)`
+        : '';
     io.stderr(`${PROGRAM}: ${message}${usage}\n`);
   }
   if (verbose) {
@@ -89,7 +107,9 @@ function errorText(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const code = (error as { code?: unknown }).code;
   const detail = error.message || (typeof code === 'string' ? code : '') || error.name;
-  return error instanceof OperatorError || error.name === 'Error' || detail.startsWith(error.name) ? detail : `${error.name}: ${detail}`;
+  return error instanceof OperatorError || error.name === 'Error' || detail.startsWith(error.name)
+    ? detail
+    : `${error.name}: ${detail}`;
 }
 
 function oneLine(text: string): string {

@@ -2,11 +2,24 @@
 import { conflictQueueOf } from '../core/ledger';
 import type { PatchMismatch } from '../core/errors';
 import type { ConflictAttempt, JobRecord, WorkspaceRecord } from '../core/ports';
-import { cancelledAfter, commandWords, conflictSummary, dismissedBy, jobCommand, jobGate, resultSummary, seqWords, statusLabel } from '../operator/views';
+import {
+  cancelledAfter,
+  commandWords,
+  conflictSummary,
+  dismissedBy,
+  jobCommand,
+  jobGate,
+  resultSummary,
+  seqWords,
+  statusLabel,
+} from '../operator/views';
 import { fields } from './output';
 
 function conflictLine(attempt: ConflictAttempt): string {
-  const where = attempt.seenBy === 'enqueue' ? 'refused at enqueue (not sent)' : `refused by the ${attempt.seenBy}, on the ${conflictQueueOf(attempt.type, attempt.seenBy) ?? '?'} DLQ`;
+  const where =
+    attempt.seenBy === 'enqueue'
+      ? 'refused at enqueue (not sent)'
+      : `refused by the ${attempt.seenBy}, on the ${conflictQueueOf(attempt.type, attempt.seenBy) ?? '?'} DLQ`;
   return `${attempt.at}  ${attempt.type} for workspace ${attempt.workspaceId}: ${where}`;
 }
 
@@ -30,8 +43,13 @@ function mismatchLines(mismatch: PatchMismatch | undefined): string | undefined 
   const lines = [`${visible(mismatch.path)}${mismatch.head ? ` at ${mismatch.head}` : ''}: ${mismatch.note}`];
   if (hunk) lines.push(`${hunk.header} (hunk ${hunk.index} of ${hunk.of})`, ...hunk.lines.map(visible));
   if (branch) {
-    const shown = branch.lines.length ? `lines ${branch.startLine}-${branch.startLine + branch.lines.length - 1}` : 'no lines';
-    lines.push(`the branch, ${shown} of ${branch.fileLines}:`, ...branch.lines.map((line, i) => `${branch.startLine + i} ${visible(line)}`));
+    const shown = branch.lines.length
+      ? `lines ${branch.startLine}-${branch.startLine + branch.lines.length - 1}`
+      : 'no lines';
+    lines.push(
+      `the branch, ${shown} of ${branch.fileLines}:`,
+      ...branch.lines.map((line, i) => `${branch.startLine + i} ${visible(line)}`),
+    );
   }
   return lines.join('\n');
 }
@@ -56,7 +74,10 @@ export function jobFields(job: JobRecord, conflicts: readonly ConflictAttempt[] 
       ['before', cancelledAfter(job)],
       ['dismissed', job.dismissed ? dismissedBy(job.dismissed) : undefined],
       ['result', job.result ? resultSummary(job) : undefined],
-      ['output', typeof job.result?.['logTail'] === 'string' ? job.result['logTail'].trimEnd() || undefined : undefined],
+      [
+        'output',
+        typeof job.result?.['logTail'] === 'string' ? job.result['logTail'].trimEnd() || undefined : undefined,
+      ],
       ['build', job.progress?.['buildId']],
       ['created', job.createdAt],
       ['updated', job.updatedAt],

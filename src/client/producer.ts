@@ -15,7 +15,14 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { DiffRef } from '../../contract/job-types';
 import { INLINE_DIFF_LIMIT_BYTES, MAX_DIFF_BYTES, MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
-import { deduplicationId, jobAttributes, jobDigest, messageGroupId, parseEnvelope, type JobEnvelope } from '../core/envelope';
+import {
+  deduplicationId,
+  jobAttributes,
+  jobDigest,
+  messageGroupId,
+  parseEnvelope,
+  type JobEnvelope,
+} from '../core/envelope';
 import { ConfigurationError, errorMessage, InvalidJobError, PermanentJobError } from '../core/errors';
 import { parsePatchOperations } from '../core/patch/parse';
 import { TERMINAL_STATUSES, type DiffStore, type JobRecord, type JobStatus, type Ledger } from '../core/ports';
@@ -23,7 +30,9 @@ import { stringAttributes, wireJson } from '../../contract/messages';
 import { inlineDiff, inlineDiffBytes } from '../core/diff-wire';
 
 /** Per job type (distributes over the union), so `payload` stays tied to `type`. */
-type WithOptionalIds<E> = E extends unknown ? Omit<E, 'jobId' | 'createdAt'> & { readonly jobId?: string; readonly createdAt?: string } : never;
+type WithOptionalIds<E> = E extends unknown
+  ? Omit<E, 'jobId' | 'createdAt'> & { readonly jobId?: string; readonly createdAt?: string }
+  : never;
 
 /** An apply_patch's `diff` may be given as bytes (any encoding); the producer picks how it travels. */
 type WithDiffBytes<E> = E extends { type: 'apply_patch'; payload: infer P }
@@ -101,29 +110,50 @@ export async function enqueueAgentJob(job: JobRequest, options: EnqueueOptions):
   const message = await prepare(job, options.diffStore);
   const existing = options.ledger ? await recordBeforeSending(message.envelope, options.ledger) : undefined;
   // A finished job is not sent again; an unfinished one is (its message may be lost: the queue and the ledger deduplicate).
-  if (existing !== undefined && TERMINAL_STATUSES.includes(existing)) return { jobId: message.jobId, diffRef: message.diffRef, existing };
+  if (existing !== undefined && TERMINAL_STATUSES.includes(existing))
+    return { jobId: message.jobId, diffRef: message.diffRef, existing };
   const response = await options.sqs.send(new SendMessageCommand({ QueueUrl: options.queueUrl, ...message.entry }));
-  if (!response.MessageId) throw new EnqueueError('SEND_FAILED', `SendMessage returned no MessageId for job ${message.jobId}`);
-  return { jobId: message.jobId, messageId: response.MessageId, sequenceNumber: response.SequenceNumber, diffRef: message.diffRef, existing };
+  if (!response.MessageId)
+    throw new EnqueueError('SEND_FAILED', `SendMessage returned no MessageId for job ${message.jobId}`);
+  return {
+    jobId: message.jobId,
+    messageId: response.MessageId,
+    sequenceNumber: response.SequenceNumber,
+    diffRef: message.diffRef,
+    existing,
+  };
 }
 
 /**
  * Records the job QUEUED unless its id is known. Returns the status of the same request sent
  * before (undefined for a first send); throws for an id taken by another request or cancelled.
  */
-async function recordBeforeSending(envelope: JobEnvelope, ledger: NonNullable<EnqueueOptions['ledger']>): Promise<JobStatus | undefined> {
+async function recordBeforeSending(
+  envelope: JobEnvelope,
+  ledger: NonNullable<EnqueueOptions['ledger']>,
+): Promise<JobStatus | undefined> {
   const digest = jobDigest(envelope);
   const now = Date.now();
   const outcome = await ledger.recordQueued({ job: envelope, digest, now });
   if (outcome.kind === 'queued') return undefined;
   const { record } = outcome;
   if (record.status === 'CANCELLED') {
-    throw new EnqueueError('CANCELLED', `job ${envelope.jobId} was cancelled: not sent (send the work again with a new job id)`, undefined, record);
+    throw new EnqueueError(
+      'CANCELLED',
+      `job ${envelope.jobId} was cancelled: not sent (send the work again with a new job id)`,
+      undefined,
+      record,
+    );
   }
   if (record.digest === digest) return record.status;
   await ledger.recordConflict({ job: envelope, digest, seenBy: 'enqueue', now });
   const original = `${record.type} in workspace ${record.workspaceId}, ${record.status}`;
-  throw new EnqueueError('CONFLICT', `job id ${envelope.jobId} is taken by a different request (${original}): not sent; use a new job id`, undefined, record);
+  throw new EnqueueError(
+    'CONFLICT',
+    `job id ${envelope.jobId} is taken by a different request (${original}): not sent; use a new job id`,
+    undefined,
+    record,
+  );
 }
 
 /**
@@ -133,7 +163,10 @@ async function recordBeforeSending(envelope: JobEnvelope, ledger: NonNullable<En
  * at most one job per workspace, because SQS reports batch entries independently: a refused entry
  * could otherwise be followed by an accepted later job of its workspace in the same call.
  */
-export async function enqueueAgentJobs(jobs: readonly JobRequest[], options: EnqueueOptions): Promise<EnqueueOutcome[]> {
+export async function enqueueAgentJobs(
+  jobs: readonly JobRequest[],
+  options: EnqueueOptions,
+): Promise<EnqueueOutcome[]> {
   const outcomes: EnqueueOutcome[] = new Array(jobs.length);
   const failedWorkspaces = new Map<string, string>();
   const fail = (index: number, workspaceId: string, jobId: string | undefined, error: Error) => {
@@ -153,7 +186,15 @@ export async function enqueueAgentJobs(jobs: readonly JobRequest[], options: Enq
     if (batch.some((item) => item.message.workspaceId === job.workspaceId)) await flush();
     const blockedBy = failedWorkspaces.get(job.workspaceId);
     if (blockedBy !== undefined) {
-      fail(index, job.workspaceId, job.jobId, new EnqueueError('EARLIER_JOB_FAILED', `not sent: earlier job ${blockedBy} of workspace ${job.workspaceId} failed`));
+      fail(
+        index,
+        job.workspaceId,
+        job.jobId,
+        new EnqueueError(
+          'EARLIER_JOB_FAILED',
+          `not sent: earlier job ${blockedBy} of workspace ${job.workspaceId} failed`,
+        ),
+      );
       continue;
     }
     let message: PreparedMessage;
@@ -192,7 +233,11 @@ interface PreparedMessage {
  * a patch the sequencer can apply), without sending anything: InvalidJobError naming every bad field. `enqueueAgentJob` runs the same check first.
  */
 export function validateJob(job: JobRequest): JobEnvelope {
-  const envelope = parseEnvelope({ ...withInlineDiff(job), jobId: job.jobId ?? newJobId(), createdAt: job.createdAt ?? new Date().toISOString() });
+  const envelope = parseEnvelope({
+    ...withInlineDiff(job),
+    jobId: job.jobId ?? newJobId(),
+    createdAt: job.createdAt ?? new Date().toISOString(),
+  });
   checkDiffSize(envelope);
   checkDiffParses(envelope);
   return envelope;
@@ -205,7 +250,9 @@ async function prepare(job: JobRequest, diffStore: DiffStore | undefined): Promi
   const attributes = stringAttributes(jobAttributes(final));
   const bytes = Buffer.byteLength(body) + attributeBytes(attributes);
   if (bytes > MAX_MESSAGE_BYTES) {
-    throw new InvalidJobError(`job ${final.jobId} is ${bytes} bytes as a message, over the ${MAX_MESSAGE_BYTES}-byte SQS limit`);
+    throw new InvalidJobError(
+      `job ${final.jobId} is ${bytes} bytes as a message, over the ${MAX_MESSAGE_BYTES}-byte SQS limit`,
+    );
   }
   return {
     envelope: final,
@@ -260,14 +307,19 @@ function checkDiffParses(envelope: JobEnvelope): void {
 }
 
 /** Moves a diff over the inline limit to the diff store, as bytes, and replaces it with its reference. */
-async function claimCheckDiff(envelope: JobEnvelope, diffStore: DiffStore | undefined): Promise<{ envelope: JobEnvelope; diffRef?: DiffRef }> {
+async function claimCheckDiff(
+  envelope: JobEnvelope,
+  diffStore: DiffStore | undefined,
+): Promise<{ envelope: JobEnvelope; diffRef?: DiffRef }> {
   if (envelope.type !== 'apply_patch') return { envelope };
   const diff = inlineDiffBytes(envelope.payload);
   if (diff === undefined) return { envelope };
   const bytes = diff.byteLength;
   if (bytes <= INLINE_DIFF_LIMIT_BYTES) return { envelope };
   if (!diffStore) {
-    throw new ConfigurationError(`job ${envelope.jobId}: a ${bytes}-byte diff is over the ${INLINE_DIFF_LIMIT_BYTES}-byte inline limit and no diffStore was given`);
+    throw new ConfigurationError(
+      `job ${envelope.jobId}: a ${bytes}-byte diff is over the ${INLINE_DIFF_LIMIT_BYTES}-byte inline limit and no diffStore was given`,
+    );
   }
   const { diff: _text, diffBase64: _base64, ...rest } = envelope.payload;
   const diffRef = await diffStore.put(`${envelope.workspaceId}/${envelope.jobId}`, diff);
@@ -285,13 +337,25 @@ async function sendBatch(
   let response: SendMessageBatchResult;
   try {
     response = await options.sqs.send(
-      new SendMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: [...byId].map(([Id, { message }]) => ({ Id, ...message.entry })) }),
+      new SendMessageBatchCommand({
+        QueueUrl: options.queueUrl,
+        Entries: [...byId].map(([Id, { message }]) => ({ Id, ...message.entry })),
+      }),
     );
   } catch (error) {
     // The request as a whole failed (network, throttling): every entry is reported, none is lost.
     const reason = errorMessage(error);
     for (const { index, message } of batch) {
-      fail(index, message.workspaceId, message.jobId, new EnqueueError('SEND_FAILED', `SendMessageBatch failed for job ${message.jobId}: ${reason}`, (error as Error).name));
+      fail(
+        index,
+        message.workspaceId,
+        message.jobId,
+        new EnqueueError(
+          'SEND_FAILED',
+          `SendMessageBatch failed for job ${message.jobId}: ${reason}`,
+          (error as Error).name,
+        ),
+      );
     }
     return;
   }
@@ -299,19 +363,39 @@ async function sendBatch(
     const item = itemOf(entry.Id);
     if (!item || !entry.MessageId) continue;
     const { jobId, diffRef } = item.message;
-    outcomes[item.index] = { status: 'SENT', jobId, messageId: entry.MessageId, sequenceNumber: entry.SequenceNumber, diffRef };
+    outcomes[item.index] = {
+      status: 'SENT',
+      jobId,
+      messageId: entry.MessageId,
+      sequenceNumber: entry.SequenceNumber,
+      diffRef,
+    };
   }
   for (const entry of response.Failed ?? []) {
     const item = itemOf(entry.Id);
     if (!item) continue;
     const { jobId, workspaceId } = item.message;
-    fail(item.index, workspaceId, jobId, new EnqueueError('SEND_FAILED', `SQS refused job ${jobId}: ${entry.Code} ${entry.Message ?? ''}`.trim(), entry.Code));
+    fail(
+      item.index,
+      workspaceId,
+      jobId,
+      new EnqueueError(
+        'SEND_FAILED',
+        `SQS refused job ${jobId}: ${entry.Code} ${entry.Message ?? ''}`.trim(),
+        entry.Code,
+      ),
+    );
   }
   // An entry SQS reported neither way is unknown: treat it as failed so the caller retries it
   // (the deduplication id makes a retry of an already-accepted message harmless).
   for (const { index, message } of batch) {
     if (outcomes[index] === undefined) {
-      fail(index, message.workspaceId, message.jobId, new EnqueueError('SEND_FAILED', `SendMessageBatch did not report job ${message.jobId}`));
+      fail(
+        index,
+        message.workspaceId,
+        message.jobId,
+        new EnqueueError('SEND_FAILED', `SendMessageBatch did not report job ${message.jobId}`),
+      );
     }
   }
 }
@@ -320,7 +404,11 @@ async function sendBatch(
 
 function attributeBytes(attributes: Record<string, MessageAttributeValue>): number {
   return Object.entries(attributes).reduce(
-    (sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value.DataType ?? '') + Buffer.byteLength(value.StringValue ?? ''),
+    (sum, [name, value]) =>
+      sum +
+      Buffer.byteLength(name) +
+      Buffer.byteLength(value.DataType ?? '') +
+      Buffer.byteLength(value.StringValue ?? ''),
     0,
   );
 }

@@ -21,9 +21,20 @@ export interface AwsBuildCheckoutOptions {
   readonly clientConfig: { endpoint?: string };
 }
 
-export function awsBuildCheckout({ gitReadCredentialsArn, secretPrefix, githubApiUrl, clientConfig }: AwsBuildCheckoutOptions): BuildCheckout {
+export function awsBuildCheckout({
+  gitReadCredentialsArn,
+  secretPrefix,
+  githubApiUrl,
+  clientConfig,
+}: AwsBuildCheckoutOptions): BuildCheckout {
   const client = new SecretsManagerClient(clientConfig);
   const secrets = new SecretsManagerSecrets({ client, gitReadCredentialsArn });
   const tokensOf = appTokensAt({ baseUrl: githubApiUrl, clock: systemClock });
-  return new SecretsManagerBuildCheckout({ client, secretPrefix, readSecret: () => secrets.readGitCredentials(), tokensOf, clock: systemClock });
+  return new SecretsManagerBuildCheckout({
+    client,
+    secretPrefix,
+    readSecret: () => secrets.readGitCredentials(),
+    tokensOf,
+    clock: systemClock,
+  });
 }

@@ -7,7 +7,14 @@ import { ENV } from '../../contract/runtime-env';
 import type { BuildCheckout } from '../adapters/build-checkout';
 import { ConfigurationError } from '../core/errors';
 import type { CommandStageDeps } from '../core/jobs/command-stage';
-import { awsClientConfig, awsPipelineDeps, githubApiUrlEnv, codeBuildTestRunner, positiveIntEnv, requireEnv } from './aws';
+import {
+  awsClientConfig,
+  awsPipelineDeps,
+  githubApiUrlEnv,
+  codeBuildTestRunner,
+  positiveIntEnv,
+  requireEnv,
+} from './aws';
 import { onFirstUse, requireSeparateFile } from './first-use';
 
 /**
@@ -17,12 +24,17 @@ import { onFirstUse, requireSeparateFile } from './first-use';
 declare const BUILD_CHECKOUT_FILE: string | undefined;
 // Secrets Manager, auth-app and Octokit load at the first build start, from a file of their own.
 const loadBuildCheckout = (): typeof import('./aws-build-checkout') =>
-  typeof BUILD_CHECKOUT_FILE === 'string' ? (requireSeparateFile(BUILD_CHECKOUT_FILE) as typeof import('./aws-build-checkout')) : require('./aws-build-checkout');
+  typeof BUILD_CHECKOUT_FILE === 'string'
+    ? (requireSeparateFile(BUILD_CHECKOUT_FILE) as typeof import('./aws-build-checkout'))
+    : require('./aws-build-checkout');
 
 /** The command stage a function serves (STAGE_JOB_TYPE), checked against the catalog. */
 export function commandJobTypeFromEnv(env: NodeJS.ProcessEnv = process.env): CommandJobType {
   const type = requireEnv(ENV.stageJobType, env);
-  if (!commandStageOf(type)) throw new ConfigurationError(`environment variable ${ENV.stageJobType} is "${type}", which is not a command stage of the catalog`);
+  if (!commandStageOf(type))
+    throw new ConfigurationError(
+      `environment variable ${ENV.stageJobType} is "${type}", which is not a command stage of the catalog`,
+    );
   return type as CommandJobType;
 }
 
@@ -30,7 +42,14 @@ export function awsCommandStageDeps(env: NodeJS.ProcessEnv = process.env): Comma
   const gitReadCredentialsArn = requireEnv(ENV.gitReadCredentialsSecretArn, env);
   const secretPrefix = requireEnv(ENV.checkoutSecretPrefix, env);
   const githubApiUrl = githubApiUrlEnv(env);
-  const checkout = onFirstUse<BuildCheckout>(() => loadBuildCheckout().awsBuildCheckout({ gitReadCredentialsArn, secretPrefix, githubApiUrl, clientConfig: awsClientConfig(env) }));
+  const checkout = onFirstUse<BuildCheckout>(() =>
+    loadBuildCheckout().awsBuildCheckout({
+      gitReadCredentialsArn,
+      secretPrefix,
+      githubApiUrl,
+      clientConfig: awsClientConfig(env),
+    }),
+  );
   return {
     ...awsPipelineDeps('stage', env),
     runner: codeBuildTestRunner(env, checkout),

@@ -23,7 +23,12 @@ export interface AwsGitEngineOptions extends Pick<IsomorphicGitWorkspaceOptions,
   readonly clientConfig: { endpoint?: string };
 }
 
-export function awsGitEngine({ gitCredentialsArn, githubApiUrl, clientConfig, ...workspace }: AwsGitEngineOptions): IsomorphicGitWorkspace {
+export function awsGitEngine({
+  gitCredentialsArn,
+  githubApiUrl,
+  clientConfig,
+  ...workspace
+}: AwsGitEngineOptions): IsomorphicGitWorkspace {
   const secrets = secretsManagerSecrets({ gitCredentialsArn }, clientConfig);
   const appTokens = lazy(() => loadGitHubApp().appTokensAt({ baseUrl: githubApiUrl, clock: systemClock }));
   return new IsomorphicGitWorkspace({

@@ -25,14 +25,25 @@ export interface AwsGitHubHostOptions {
   readonly contentShare: ContentShare;
 }
 
-export function awsGitHubHost({ githubTokenArn, baseUrl, clientConfig, logger, contentShare }: AwsGitHubHostOptions): PullRequestHost {
+export function awsGitHubHost({
+  githubTokenArn,
+  baseUrl,
+  clientConfig,
+  logger,
+  contentShare,
+}: AwsGitHubHostOptions): PullRequestHost {
   const secrets = secretsManagerSecrets({ githubTokenArn }, clientConfig);
   // One per container: what GitHub said about its limits holds for every job this container runs.
   const limits = new GitHubLimits({ contentShare, clock: systemClock });
   const tokensOf = appTokensAt({ baseUrl, clock: systemClock, limits });
   // A client per job with the (cached) secret value: a rotated token is picked up without a restart.
   return new GitHubPullRequestHost(
-    async (repository) => new Octokit({ auth: await restTokenFor(repository, await secrets.githubToken(), tokensOf), baseUrl, log: octokitLog(logger) }),
+    async (repository) =>
+      new Octokit({
+        auth: await restTokenFor(repository, await secrets.githubToken(), tokensOf),
+        baseUrl,
+        log: octokitLog(logger),
+      }),
     { limits },
   );
 }

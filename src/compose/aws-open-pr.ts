@@ -14,14 +14,27 @@ declare const GITHUB_HOST_FILE: string | undefined;
 // Octokit and the Secrets Manager adapter load at the first pull request; bundled, from a file of
 // their own, so a cold start does not parse them. esbuild drops the branch not taken.
 const loadGitHubHost = (): typeof import('./aws-github-host') =>
-  typeof GITHUB_HOST_FILE === 'string' ? (requireSeparateFile(GITHUB_HOST_FILE) as typeof import('./aws-github-host')) : require('./aws-github-host');
+  typeof GITHUB_HOST_FILE === 'string'
+    ? (requireSeparateFile(GITHUB_HOST_FILE) as typeof import('./aws-github-host'))
+    : require('./aws-github-host');
 
 export function awsOpenPrDeps(env: NodeJS.ProcessEnv = process.env): OpenPrDeps {
   const githubTokenArn = requireEnv(ENV.githubTokenSecretArn, env);
   const baseUrl = githubApiUrlEnv(env);
-  const contentShare = { perMinute: positiveIntEnv(ENV.githubContentPerMinute, env), perHour: positiveIntEnv(ENV.githubContentPerHour, env) };
+  const contentShare = {
+    perMinute: positiveIntEnv(ENV.githubContentPerMinute, env),
+    perHour: positiveIntEnv(ENV.githubContentPerHour, env),
+  };
   return {
     ...awsPipelineDeps('stage', env),
-    host: onFirstUse<PullRequestHost>(() => loadGitHubHost().awsGitHubHost({ githubTokenArn, baseUrl, clientConfig: awsClientConfig(env), logger, contentShare })),
+    host: onFirstUse<PullRequestHost>(() =>
+      loadGitHubHost().awsGitHubHost({
+        githubTokenArn,
+        baseUrl,
+        clientConfig: awsClientConfig(env),
+        logger,
+        contentShare,
+      }),
+    ),
   };
 }

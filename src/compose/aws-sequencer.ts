@@ -29,12 +29,19 @@ declare const GIT_ENGINE_FILE: string | undefined;
 // known head, a duplicate, a skip never make one. Bundled, it is a file of its own, so a cold start
 // does not even parse it; esbuild drops the branch not taken, and the module with it.
 const loadGitEngine = (): typeof import('./aws-git-engine') =>
-  typeof GIT_ENGINE_FILE === 'string' ? (requireSeparateFile(GIT_ENGINE_FILE) as typeof import('./aws-git-engine')) : require('./aws-git-engine');
+  typeof GIT_ENGINE_FILE === 'string'
+    ? (requireSeparateFile(GIT_ENGINE_FILE) as typeof import('./aws-git-engine'))
+    : require('./aws-git-engine');
 
 /** Stage queue URLs from STAGE_QUEUE_URL_<TYPE>, one per staged job type of the catalog. */
 export function stageQueueUrlsFromEnv(read: (name: string) => string): Record<StagedJobType, string> {
-  const staged = (Object.keys(JOB_TYPES) as (keyof typeof JOB_TYPES)[]).filter((t): t is StagedJobType => JOB_TYPES[t].lane === 'staged');
-  return Object.fromEntries(staged.map((type) => [type, read(stageQueueUrlEnv(type))])) as Record<StagedJobType, string>;
+  const staged = (Object.keys(JOB_TYPES) as (keyof typeof JOB_TYPES)[]).filter(
+    (t): t is StagedJobType => JOB_TYPES[t].lane === 'staged',
+  );
+  return Object.fromEntries(staged.map((type) => [type, read(stageQueueUrlEnv(type))])) as Record<
+    StagedJobType,
+    string
+  >;
 }
 
 /** Lambda's writable scratch space. */
@@ -50,7 +57,14 @@ export function awsSequencerDeps(env: NodeJS.ProcessEnv = process.env): Sequence
   const gitCredentialsArn = read(ENV.gitCredentialsSecretArn);
   const githubApiUrl = githubApiUrlEnv(env);
   const git = onFirstUse<IsomorphicGitWorkspace>(() =>
-    loadGitEngine().awsGitEngine({ gitCredentialsArn, githubApiUrl, clientConfig: awsClientConfig(env), workRoot: SEQUENCER_WORK_ROOT, cacheBytes: SEQUENCER_REPO_CACHE_BYTES, logger }),
+    loadGitEngine().awsGitEngine({
+      gitCredentialsArn,
+      githubApiUrl,
+      clientConfig: awsClientConfig(env),
+      workRoot: SEQUENCER_WORK_ROOT,
+      cacheBytes: SEQUENCER_REPO_CACHE_BYTES,
+      logger,
+    }),
   );
   const diffBucket = read(ENV.diffBucket);
   const diffStore = onFirstUse<DiffReader>(() => {

@@ -48,7 +48,8 @@ export function githubApiUrlEnv(env: NodeJS.ProcessEnv = process.env): string {
 export function positiveIntEnv(name: string, env: NodeJS.ProcessEnv = process.env): number {
   const raw = requireEnv(name, env);
   const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new ConfigurationError(`environment variable ${name} must be a positive integer, got "${raw}"`);
+  if (!Number.isInteger(value) || value <= 0)
+    throw new ConfigurationError(`environment variable ${name} must be a positive integer, got "${raw}"`);
   return value;
 }
 
@@ -82,18 +83,24 @@ const loadLedger = (): typeof import('../adapters/dynamodb-ledger') => require('
 const loadQueueOps = (): typeof import('../adapters/sqs-queue-ops') => require('../adapters/sqs-queue-ops');
 const loadEvents = (): typeof import('../adapters/events') => require('../adapters/events');
 const loadCodeBuild = (): typeof import('@aws-sdk/client-codebuild') => require('@aws-sdk/client-codebuild');
-const loadTestRunner = (): typeof import('../adapters/codebuild-test-runner') => require('../adapters/codebuild-test-runner');
+const loadTestRunner = (): typeof import('../adapters/codebuild-test-runner') =>
+  require('../adapters/codebuild-test-runner');
 
 /** The pipeline's module-scope clients, created on first use and reused by every invocation of the container. */
 export const awsClients = {
   sqs: lazy((): SQSClient => new (loadSqs().SQSClient)(awsClientConfig())),
   dynamodb: lazy((): DynamoDBDocumentClient =>
-    loadDocumentClient().DynamoDBDocumentClient.from(new (loadDynamoDb().DynamoDBClient)(awsClientConfig()), { marshallOptions: { removeUndefinedValues: true } }),
+    loadDocumentClient().DynamoDBDocumentClient.from(new (loadDynamoDb().DynamoDBClient)(awsClientConfig()), {
+      marshallOptions: { removeUndefinedValues: true },
+    }),
   ),
   eventBridge: lazy((): EventBridgeClient => new (loadEventBridge().EventBridgeClient)(awsClientConfig())),
 };
 
-export function ledgerFromEnv(client: () => DynamoDBDocumentClient = awsClients.dynamodb, env: NodeJS.ProcessEnv = process.env): Ledger {
+export function ledgerFromEnv(
+  client: () => DynamoDBDocumentClient = awsClients.dynamodb,
+  env: NodeJS.ProcessEnv = process.env,
+): Ledger {
   const tableName = requireEnv(ENV.ledgerTable, env);
   const retentionDays = positiveIntEnv(ENV.ledgerRetentionDays, env);
   return onFirstUse(() => new (loadLedger().DynamoDbLedger)({ client: client(), tableName, retentionDays }));
@@ -113,9 +120,19 @@ export function eventBridgePublisher(env: NodeJS.ProcessEnv = process.env): Even
  * The CodeBuild runner of the command stages (with their builds' checkout credential) and the
  * build reconciler (TEST_RUNNER_PROJECT_NAME).
  */
-export function codeBuildTestRunner(env: NodeJS.ProcessEnv = process.env, checkout?: BuildCheckout): TestRunner & BuildFinder & BuildStopper {
+export function codeBuildTestRunner(
+  env: NodeJS.ProcessEnv = process.env,
+  checkout?: BuildCheckout,
+): TestRunner & BuildFinder & BuildStopper {
   const project = requireEnv(ENV.testRunnerProject, env);
-  return onFirstUse(() => new (loadTestRunner().CodeBuildTestRunner)(new (loadCodeBuild().CodeBuildClient)(awsClientConfig(env)), project, checkout));
+  return onFirstUse(
+    () =>
+      new (loadTestRunner().CodeBuildTestRunner)(
+        new (loadCodeBuild().CodeBuildClient)(awsClientConfig(env)),
+        project,
+        checkout,
+      ),
+  );
 }
 
 /**

@@ -27,7 +27,16 @@ import { applyPatchProcessor } from '../core/jobs/apply-patch';
 import { createCommandStageHandler, type CommandStageDeps } from '../core/jobs/command-stage';
 import { createOpenPrHandler, type OpenPrDeps } from '../core/jobs/open-pr';
 import { DEFAULT_BACKOFF, type BackoffSettings, type PipelineDeps } from '../core/pipeline';
-import type { BuildFinder, Clock, EventPublisher, JobLogger, JobMetrics, PullRequestHost, TestRunner, WorkspaceGit } from '../core/ports';
+import type {
+  BuildFinder,
+  Clock,
+  EventPublisher,
+  JobLogger,
+  JobMetrics,
+  PullRequestHost,
+  TestRunner,
+  WorkspaceGit,
+} from '../core/ports';
 import { createSequencer, type SequencerDeps } from '../core/sequencer';
 import { S3DiffReader } from '../adapters/diff-reader';
 import { DynamoDbLedger } from '../adapters/dynamodb-ledger';
@@ -79,7 +88,11 @@ function required(values: Readonly<Record<string, string>>, key: string): string
 
 /** The ledger over the emulators' DynamoDB. */
 export function localLedger(resources: Pick<LocalResources, 'clients' | 'tableName'>): DynamoDbLedger {
-  return new DynamoDbLedger({ client: resources.clients.dynamodb, tableName: resources.tableName, retentionDays: LEDGER_RETENTION_DAYS });
+  return new DynamoDbLedger({
+    client: resources.clients.dynamodb,
+    tableName: resources.tableName,
+    retentionDays: LEDGER_RETENTION_DAYS,
+  });
 }
 
 /** The pipeline deps of one worker over the emulators. */
@@ -109,7 +122,12 @@ export const LOCAL_REPO_CACHE_BYTES = 512 * 2 ** 20;
 
 /** The git adapter over the loopback git server: the platform's own credential (none for a tests' open server). */
 export function localGit(workRoot: string, logger?: JobLogger, auth?: GitAuth): IsomorphicGitWorkspace {
-  return new IsomorphicGitWorkspace({ credentials: async () => auth, workRoot, cacheBytes: LOCAL_REPO_CACHE_BYTES, logger });
+  return new IsomorphicGitWorkspace({
+    credentials: async () => auth,
+    workRoot,
+    cacheBytes: LOCAL_REPO_CACHE_BYTES,
+    logger,
+  });
 }
 
 export interface LocalSequencerOptions extends LocalWorkerOptions {
@@ -139,7 +157,12 @@ export function localSequencerDeps(options: LocalSequencerOptions): SequencerDep
   ) as Record<StagedJobType, string>;
   return {
     ...localPipelineDeps('sequencer', options),
-    ordered: { apply_patch: applyPatchProcessor({ diffStore: new S3DiffReader(resources.clients.s3, resources.bucketName), git }) },
+    ordered: {
+      apply_patch: applyPatchProcessor({
+        diffStore: new S3DiffReader(resources.clients.s3, resources.bucketName),
+        git,
+      }),
+    },
     git,
     stageQueueUrls,
     gitHosts: options.gitHosts ?? LOOPBACK_GIT_HOSTS,
@@ -159,7 +182,11 @@ export interface LocalCommandStageOptions extends LocalWorkerOptions {
 }
 
 export function localCommandStageDeps(type: CommandJobType, options: LocalCommandStageOptions): CommandStageDeps {
-  return { ...localPipelineDeps(type, options), runner: options.runner, defaultTimeoutSeconds: options.defaultTimeoutSeconds ?? LOCAL_BUILD_TIMEOUT_SECONDS };
+  return {
+    ...localPipelineDeps(type, options),
+    runner: options.runner,
+    defaultTimeoutSeconds: options.defaultTimeoutSeconds ?? LOCAL_BUILD_TIMEOUT_SECONDS,
+  };
 }
 
 export interface LocalOpenPrOptions extends LocalWorkerOptions {
@@ -181,16 +208,27 @@ function stageDlqUrls(resources: LocalResources): Record<string, string> {
 
 /** What the build-completion path needs over the emulators (its own DLQ is the build-events queue's). */
 export function localCompletionDeps(options: LocalWorkerOptions): Omit<BuildEventsDeps, 'parse' | 'backoff'> {
-  const { ledger, queueOps, events, metrics, logger, clock } = localPipelineDeps('build_events', { ...options, worker: options.worker ?? BUILD_EVENTS });
+  const { ledger, queueOps, events, metrics, logger, clock } = localPipelineDeps('build_events', {
+    ...options,
+    worker: options.worker ?? BUILD_EVENTS,
+  });
   return { ledger, queueOps, events, metrics, logger, clock, stageDlqUrls: stageDlqUrls(options.resources) };
 }
 
-export function localBuildEventsDeps(options: LocalWorkerOptions & { readonly parse: BuildEventParser; readonly backoff?: BackoffSettings }): BuildEventsDeps {
-  return { ...localCompletionDeps(options), parse: options.parse, ...(options.backoff && { backoff: options.backoff }) };
+export function localBuildEventsDeps(
+  options: LocalWorkerOptions & { readonly parse: BuildEventParser; readonly backoff?: BackoffSettings },
+): BuildEventsDeps {
+  return {
+    ...localCompletionDeps(options),
+    parse: options.parse,
+    ...(options.backoff && { backoff: options.backoff }),
+  };
 }
 
 /** The local runner reads its own files to answer: it is asked about every RUNNING job at each run. */
-export function localReconcilerDeps(options: LocalWorkerOptions & { readonly runner: ReconcilerDeps['runner'] }): ReconcilerDeps {
+export function localReconcilerDeps(
+  options: LocalWorkerOptions & { readonly runner: ReconcilerDeps['runner'] },
+): ReconcilerDeps {
   return { ...localCompletionDeps(options), runner: options.runner, askBeforeDue: true };
 }
 
@@ -215,16 +253,30 @@ export interface LocalWorkerParts {
  * Staged job types with a processor of their own, over local parts. Keyed by every such type, so
  * a new custom stage does not compile until it has a local handler too; command stages need none.
  */
-const CUSTOM_STAGES: Record<CustomStagedJobType, (options: LocalWorkerOptions, parts: LocalWorkerParts) => WorkerHandler> = {
+const CUSTOM_STAGES: Record<
+  CustomStagedJobType,
+  (options: LocalWorkerOptions, parts: LocalWorkerParts) => WorkerHandler
+> = {
   open_pr: (options, parts) => createOpenPrHandler(localOpenPrDeps({ ...options, host: parts.prHost })),
 };
 
 /** The handler of any worker of the catalog over local parts. */
 export function localWorker(name: WorkerName, options: LocalWorkerOptions, parts: LocalWorkerParts): WorkerHandler {
-  if (name === 'sequencer') return createSequencer(localSequencerDeps({ ...options, workRoot: parts.workRoot, git: parts.git, gitHosts: parts.gitHosts }));
-  if (name === 'build_events') return createBuildEventsHandler(localBuildEventsDeps({ ...options, parse: parts.parseBuildEvent }));
-  if (commandStageOf(name)) return createCommandStageHandler(name as CommandJobType, localCommandStageDeps(name as CommandJobType, { ...options, runner: parts.testRunner }));
+  if (name === 'sequencer')
+    return createSequencer(
+      localSequencerDeps({ ...options, workRoot: parts.workRoot, git: parts.git, gitHosts: parts.gitHosts }),
+    );
+  if (name === 'build_events')
+    return createBuildEventsHandler(localBuildEventsDeps({ ...options, parse: parts.parseBuildEvent }));
+  if (commandStageOf(name))
+    return createCommandStageHandler(
+      name as CommandJobType,
+      localCommandStageDeps(name as CommandJobType, { ...options, runner: parts.testRunner }),
+    );
   const custom = CUSTOM_STAGES[name as CustomStagedJobType] as (typeof CUSTOM_STAGES)[CustomStagedJobType] | undefined;
-  if (!custom) throw new Error(`job type ${name} is staged but neither a command stage nor in CUSTOM_STAGES (src/compose/local.ts)`);
+  if (!custom)
+    throw new Error(
+      `job type ${name} is staged but neither a command stage nor in CUSTOM_STAGES (src/compose/local.ts)`,
+    );
   return custom(options, parts);
 }

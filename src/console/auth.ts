@@ -67,10 +67,19 @@ function cookie(headers: IncomingHttpHeaders, name: string): string | undefined 
 /** Whether the request comes from where the console may be used from: its own host, not another origin. */
 export function originRefusal(auth: ConsoleAuth, headers: IncomingHttpHeaders): Refusal | undefined {
   const origins = ownOrigins(auth.port);
-  if (!origins.some((origin) => origin === `http://${headers.host ?? ''}`)) return { status: 400, reason: `the console answers as ${origins.join(' or ')} only` };
+  if (!origins.some((origin) => origin === `http://${headers.host ?? ''}`))
+    return { status: 400, reason: `the console answers as ${origins.join(' or ')} only` };
   const origin = headers.origin;
-  if (origin !== undefined && !origins.includes(origin)) return { status: 403, reason: `a request from ${origin} is refused: the console takes requests from its own pages only` };
-  if (headers['sec-fetch-site'] === 'cross-site') return { status: 403, reason: 'a cross-site request is refused: the console takes requests from its own pages only' };
+  if (origin !== undefined && !origins.includes(origin))
+    return {
+      status: 403,
+      reason: `a request from ${origin} is refused: the console takes requests from its own pages only`,
+    };
+  if (headers['sec-fetch-site'] === 'cross-site')
+    return {
+      status: 403,
+      reason: 'a cross-site request is refused: the console takes requests from its own pages only',
+    };
   return undefined;
 }
 
@@ -85,9 +94,17 @@ export function sessionCookie(auth: ConsoleAuth): string {
 }
 
 /** A change needs the token itself (header or form field), beside the session: a form of another origin cannot know it. */
-export function changeRefusal(auth: ConsoleAuth, headers: IncomingHttpHeaders, form: URLSearchParams): Refusal | undefined {
+export function changeRefusal(
+  auth: ConsoleAuth,
+  headers: IncomingHttpHeaders,
+  form: URLSearchParams,
+): Refusal | undefined {
   const header = headers[TOKEN_HEADER];
   const given = typeof header === 'string' ? header : (form.get(TOKEN_FIELD) ?? undefined);
-  if (!sameToken(given, auth.token)) return { status: 403, reason: 'a change needs the console token (the one printed at start): the request carried none, or another' };
+  if (!sameToken(given, auth.token))
+    return {
+      status: 403,
+      reason: 'a change needs the console token (the one printed at start): the request carried none, or another',
+    };
   return undefined;
 }

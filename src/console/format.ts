@@ -49,7 +49,13 @@ export function age(iso: string | undefined, now: number): Html {
 export function statusBadge(job: Pick<JobRecord, 'status' | 'result' | 'type'>): Html {
   const label = statusLabel(job);
   const failed = job.status === 'FAILED' || (job.status === 'SUCCEEDED' && job.result?.['verdict'] === 'failed');
-  const tone = failed ? 'bad' : job.status === 'SUCCEEDED' ? 'good' : job.status === 'SKIPPED' || job.status === 'CANCELLED' ? 'muted' : 'busy';
+  const tone = failed
+    ? 'bad'
+    : job.status === 'SUCCEEDED'
+      ? 'good'
+      : job.status === 'SKIPPED' || job.status === 'CANCELLED'
+        ? 'muted'
+        : 'busy';
   return html`<span class="badge ${tone}">${label}</span>`;
 }
 
@@ -60,7 +66,8 @@ export function stateBadge(workspace: Pick<WorkspaceRecord, 'state'>): Html {
 /** The commit a job made (apply_patch) or ran at (a staged job, pinned by the sequencer). */
 export function commitCell(job: JobRecord): Html {
   const made = typeof job.result?.['commitSha'] === 'string' ? (job.result['commitSha'] as string) : undefined;
-  if (made) return html`<code title="${made}">${shortSha(made)}</code>${job.result?.['alreadyApplied'] === true ? html` <small>(already on the branch)</small>` : ''}`;
+  if (made)
+    return html`<code title="${made}">${shortSha(made)}</code>${job.result?.['alreadyApplied'] === true ? html` <small>(already on the branch)</small>` : ''}`;
   if (job.pin) return html`<small>at</small> <code title="pinned to ${job.pin.sha}">${shortSha(job.pin.sha)}</code>`;
   return html`-`;
 }
@@ -70,7 +77,8 @@ export function verdictCell(job: JobRecord): Html {
   const summary = job.result?.['summary'];
   if (typeof summary === 'string') return html`${summary}`;
   if (job.error) return html`<code>${job.error.reason}</code>${job.dismissed ? html` <small>(dismissed)</small>` : ''}`;
-  if (job.result?.['url']) return html`<a href="${String(job.result['url'])}" rel="noreferrer">PR #${String(job.result['number'] ?? '?')}</a>`;
+  if (job.result?.['url'])
+    return html`<a href="${String(job.result['url'])}" rel="noreferrer">PR #${String(job.result['number'] ?? '?')}</a>`;
   return html`-`;
 }
 
@@ -82,14 +90,24 @@ export function durationCell(job: JobRecord): Html {
   const ran = job.result?.['durationMs'];
   if (typeof ran === 'number') return html`<span title="the command's run">${duration(ran)}</span>`;
   const finished = job.status === 'SUCCEEDED' || job.status === 'FAILED';
-  if (finished && job.startedAt) return html`<span title="its last attempt, from its start to its outcome">${duration(Date.parse(job.updatedAt) - Date.parse(job.startedAt))}</span>`;
+  if (finished && job.startedAt)
+    return html`<span title="its last attempt, from its start to its outcome">${duration(Date.parse(job.updatedAt) - Date.parse(job.startedAt))}</span>`;
   return html`-`;
 }
 
 /** `git show` output (or a hunk) with its diff lines marked, for a page (classes, and the +/- that stay in the text). */
 export function diffBlock(text: string, label = 'the commit and its diff'): Html {
   const lines = text.split('\n').map((line) => {
-    const kind = line.startsWith('+++') || line.startsWith('---') || line.startsWith('diff --git') ? 'file' : line.startsWith('+') ? 'add' : line.startsWith('-') ? 'del' : line.startsWith('@@') ? 'hunk' : '';
+    const kind =
+      line.startsWith('+++') || line.startsWith('---') || line.startsWith('diff --git')
+        ? 'file'
+        : line.startsWith('+')
+          ? 'add'
+          : line.startsWith('-')
+            ? 'del'
+            : line.startsWith('@@')
+              ? 'hunk'
+              : '';
     return kind ? html`<span class="${kind}">${line}</span>\n` : html`${line}\n`;
   });
   return html`<pre class="diff" tabindex="0" aria-label="${label}">${lines}</pre>`;

@@ -15,7 +15,13 @@ export class Html {
 
 type Value = Html | string | number | boolean | null | undefined | readonly Value[];
 
-const ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const ESCAPES: Readonly<Record<string, string>> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
@@ -29,10 +35,17 @@ function render(value: Value): string {
 }
 
 export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
-  return new Html(strings.reduce((out, part, i) => out + part + (i < values.length ? render(values[i] as Value) : ''), ''));
+  return new Html(
+    strings.reduce((out, part, i) => out + part + (i < values.length ? render(values[i] as Value) : ''), ''),
+  );
 }
 
 /** Markdown's `code` spans as <code>, the rest escaped (the runbook's cells). */
 export function inlineCode(markdown: string): Html {
-  return new Html(markdown.split(/`([^`]*)`/).map((part, i) => (i % 2 === 1 ? `<code>${escapeHtml(part)}</code>` : escapeHtml(part))).join(''));
+  return new Html(
+    markdown
+      .split(/`([^`]*)`/)
+      .map((part, i) => (i % 2 === 1 ? `<code>${escapeHtml(part)}</code>` : escapeHtml(part)))
+      .join(''),
+  );
 }

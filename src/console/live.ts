@@ -21,7 +21,10 @@ export function regionHash(text: string): string {
  * CR in a test's output or a patch end the event and frame one of its own.
  */
 export function sseEvent(event: string, data: string): string {
-  return `event: ${event}\n${data.split(/\r\n|\r|\n/).map((line) => `data: ${line}`).join('\n')}\n\n`;
+  return `event: ${event}\n${data
+    .split(/\r\n|\r|\n/)
+    .map((line) => `data: ${line}`)
+    .join('\n')}\n\n`;
 }
 
 interface Watch {
@@ -44,7 +47,12 @@ export class LiveViews {
 
   /** Streams the view to `response` until the client goes away; `shown` is the hash of the region the page has. */
   subscribe(key: string, render: () => Promise<string>, response: ServerResponse, shown: string): void {
-    response.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+    response.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
     response.write(': live\n\n');
     let watch = this.watches.get(key);
     if (!watch) {

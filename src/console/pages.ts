@@ -21,9 +21,30 @@ import {
   type TenantOnStage,
   type TimelineRow,
 } from '../operator';
-import { DEFAULT_COMMAND_NOTE, dismissedBy, jobCommand, jobGate, publicJob, seqWords, shortSha, statusLabel } from '../operator/views';
+import {
+  DEFAULT_COMMAND_NOTE,
+  dismissedBy,
+  jobCommand,
+  jobGate,
+  publicJob,
+  seqWords,
+  shortSha,
+  statusLabel,
+} from '../operator/views';
 import { TOKEN_FIELD } from './auth';
-import { age, commitCell, diffBlock, durationCell, jobHref, jobLink, stateBadge, statusBadge, verdictCell, workspaceHref, workspaceLink } from './format';
+import {
+  age,
+  commitCell,
+  diffBlock,
+  durationCell,
+  jobHref,
+  jobLink,
+  stateBadge,
+  statusBadge,
+  verdictCell,
+  workspaceHref,
+  workspaceLink,
+} from './format';
 import { html, inlineCode, type Html } from './html';
 
 export interface PageContext {
@@ -59,8 +80,12 @@ export const workspacesPage: PageSpec = {
   },
   async region({ connection, query, now }) {
     const state = STATES.find((s) => s === query.get('state'));
-    const summaries = await listWorkspaceSummaries(await connection.ledger(), { state, search: query.get('q') ?? undefined });
-    if (summaries.length === 0) return html`<p>No workspace matches. A workspace is listed from its first job's turn.</p>`;
+    const summaries = await listWorkspaceSummaries(await connection.ledger(), {
+      state,
+      search: query.get('q') ?? undefined,
+    });
+    if (summaries.length === 0)
+      return html`<p>No workspace matches. A workspace is listed from its first job's turn.</p>`;
     const blocked = summaries.filter((s) => s.workspace.state === 'BLOCKED').length;
     return html`<p>${summaries.length} workspace${summaries.length === 1 ? '' : 's'}${blocked ? html`, <strong>${blocked} blocked</strong>` : ''}.</p>
 <div class="scroll"><table>
@@ -103,7 +128,10 @@ const TIMELINE_HEAD = html`<thead><tr><th scope="col">Seq</th><th scope="col">Jo
 
 function timelineRequest(query: URLSearchParams) {
   const after = Number(query.get('after'));
-  return { order: query.get('order') === 'oldest' ? ('oldest' as const) : ('newest' as const), after: query.has('after') && Number.isInteger(after) ? after : undefined };
+  return {
+    order: query.get('order') === 'oldest' ? ('oldest' as const) : ('newest' as const),
+    after: query.has('after') && Number.isInteger(after) ? after : undefined,
+  };
 }
 
 export const timelinePage: PageSpec = {
@@ -142,7 +170,10 @@ export const timelinePage: PageSpec = {
     const waiting = timeline.waiting.length
       ? html`<h2>Waiting for their turn</h2><div class="scroll"><table><caption class="sr-only">Jobs sent and not taken yet, oldest first</caption>${TIMELINE_HEAD}<tbody>${timelineRows(timeline.waiting, 'waiting')}</tbody></table></div>`
       : '';
-    const next = timeline.next === undefined ? '' : html`<p><a href="${timelineHref(id, timeline.order, timeline.next)}">Next page (${timeline.order === 'newest' ? 'older' : 'newer'} jobs)</a></p>`;
+    const next =
+      timeline.next === undefined
+        ? ''
+        : html`<p><a href="${timelineHref(id, timeline.order, timeline.next)}">Next page (${timeline.order === 'newest' ? 'older' : 'newer'} jobs)</a></p>`;
     return html`${summary}${waiting}
 <h2>Jobs in the order they took effect (${timeline.order} first)</h2>
 <p class="note">Seq is the job's turn: the sequencer gives one to each job it takes or skips, and a skipped or failed job run again (a replay, a redrive) takes a new turn, its earlier one shown beside it.</p>
@@ -157,8 +188,12 @@ ${
 function jobActions(detail: JobDetail): Html {
   const { job, actions } = detail;
   const links = [
-    actions.unblock ? html`<a class="button" href="${workspaceHref(job.workspaceId)}/unblock?mode=replay">Unblock the workspace and replay&hellip;</a> <a class="button" href="${workspaceHref(job.workspaceId)}/unblock?mode=drop">Unblock and drop&hellip;</a>` : '',
-    actions.redrive ? html`<a class="button" href="dlq/redrive?job=${encodeURIComponent(job.jobId)}">Redrive&hellip;</a>` : '',
+    actions.unblock
+      ? html`<a class="button" href="${workspaceHref(job.workspaceId)}/unblock?mode=replay">Unblock the workspace and replay&hellip;</a> <a class="button" href="${workspaceHref(job.workspaceId)}/unblock?mode=drop">Unblock and drop&hellip;</a>`
+      : '',
+    actions.redrive
+      ? html`<a class="button" href="dlq/redrive?job=${encodeURIComponent(job.jobId)}">Redrive&hellip;</a>`
+      : '',
     actions.cancel ? html`<a class="button" href="${jobHref(job.jobId)}/cancel">Cancel&hellip;</a>` : '',
     actions.dismiss ? html`<a class="button" href="${jobHref(job.jobId)}/dismiss">Dismiss the failure&hellip;</a>` : '',
   ].filter((l) => l !== '');
@@ -169,7 +204,9 @@ function jobActions(detail: JobDetail): Html {
 function commandField(job: JobRecord): Html {
   if (commandStageOf(job.type) === undefined) return html``;
   const command = jobCommand(job);
-  const shown = command ? html`<code>${command.command}</code>${command.isDefault ? DEFAULT_COMMAND_NOTE : ''}` : html`- (recorded when its stage takes the job: until then it travels on the queue)`;
+  const shown = command
+    ? html`<code>${command.command}</code>${command.isDefault ? DEFAULT_COMMAND_NOTE : ''}`
+    : html`- (recorded when its stage takes the job: until then it travels on the queue)`;
   return html`<dt>Command</dt><dd>${shown}</dd>`;
 }
 
@@ -180,7 +217,11 @@ function commandField(job: JobRecord): Html {
 function errorAdvice({ job, advice, now }: JobDetail): Html {
   const when = job.error?.reason === SKIPPED_REASON ? 'When it was skipped' : 'When it failed';
   const then = advice ? html`<dt>${advice.holds ? 'Means' : when}</dt><dd>${inlineCode(advice.meaning)}</dd>` : '';
-  const next = advice?.holds ? html`<dt>Runbook</dt><dd>${inlineCode(advice.recovery)}</dd>` : now ? html`<dt>Now</dt><dd>${inlineCode(now)}</dd>` : '';
+  const next = advice?.holds
+    ? html`<dt>Runbook</dt><dd>${inlineCode(advice.recovery)}</dd>`
+    : now
+      ? html`<dt>Now</dt><dd>${inlineCode(now)}</dd>`
+      : '';
   return then || next ? html`<dl class="fields">${then}${next}</dl>` : html``;
 }
 
@@ -210,7 +251,9 @@ function gateField(job: JobRecord): Html {
   const gate = jobGate(job);
   if (!gate) return html``;
   if (gate.checks.length === 0) return html`<dt>Gate</dt><dd>${gate.words}</dd>`;
-  const checks = gate.checks.map((c, i) => html`${i ? '; ' : ''}${c.type} ${jobLink(c.jobId, 'gate')} (${c.verdict}) at ${shortSha(c.sha)}`);
+  const checks = gate.checks.map(
+    (c, i) => html`${i ? '; ' : ''}${c.type} ${jobLink(c.jobId, 'gate')} (${c.verdict}) at ${shortSha(c.sha)}`,
+  );
   return html`<dt>Gate</dt><dd>${gate.state}: ${checks}${gate.state === 'failed' ? ': nothing was done' : ''}</dd>`;
 }
 
@@ -279,8 +322,10 @@ ${logs.lines.map((line) =>
 };
 
 function dlqAction(row: DlqRow): Html {
-  if (row.status === 'SKIPPED') return html`<a href="${workspaceHref(row.workspaceId)}/unblock?mode=replay">Unblock and replay&hellip;</a>`;
-  if (row.status === 'FAILED') return html`<a href="dlq/redrive?job=${encodeURIComponent(row.jobId)}">Redrive&hellip;</a>`;
+  if (row.status === 'SKIPPED')
+    return html`<a href="${workspaceHref(row.workspaceId)}/unblock?mode=replay">Unblock and replay&hellip;</a>`;
+  if (row.status === 'FAILED')
+    return html`<a href="dlq/redrive?job=${encodeURIComponent(row.jobId)}">Redrive&hellip;</a>`;
   return html`-`;
 }
 
@@ -298,7 +343,9 @@ ${
     ? html`<div class="scroll"><table><caption class="sr-only">Jobs on the DLQs, oldest first</caption>
 <thead><tr><th scope="col">Queue</th><th scope="col">Job</th><th scope="col">Type</th><th scope="col">Workspace</th><th scope="col">Status</th><th scope="col">Reason</th><th scope="col">Waiting</th><th scope="col">Action</th></tr></thead>
 <tbody>${rows.map(
-        (r) => html`<tr><td>${r.queue}</td><th scope="row" class="wrap">${jobLink(r.jobId, r.status === 'CONFLICT' ? 'conflict' : 'job')}</th><td>${r.type}</td><td class="wrap">${workspaceLink(r.workspaceId)}</td><td><span class="badge ${r.status === 'SKIPPED' ? 'muted' : 'bad'}">${r.status}${r.expired ? ' (expired)' : ''}</span></td>
+        (
+          r,
+        ) => html`<tr><td>${r.queue}</td><th scope="row" class="wrap">${jobLink(r.jobId, r.status === 'CONFLICT' ? 'conflict' : 'job')}</th><td>${r.type}</td><td class="wrap">${workspaceLink(r.workspaceId)}</td><td><span class="badge ${r.status === 'SKIPPED' ? 'muted' : 'bad'}">${r.status}${r.expired ? ' (expired)' : ''}</span></td>
 <td class="wrap reason">${r.status === 'SKIPPED' ? html`blocked by ${r.blockedBy ?? '?'}` : html`<code>${r.reason ?? ''}</code> ${r.message ?? ''}`}</td><td>${age(r.since, now)}</td><td>${dlqAction(r)}</td></tr>`,
       )}</tbody></table></div>`
     : html`<p>Nothing waits on a DLQ.</p>`
@@ -316,7 +363,9 @@ export const stagesPage: PageSpec = {
     const stages = await readStageQueues(connection);
     return html`<p>Each stage queue serves tenants in turn (a fair queue). Two counts of two things: <strong>jobs</strong>, from the ledger (waiting: pinned and sent to the stage, not taken yet; running: taken by it), and <strong>messages</strong>, from SQS. A command stage deletes its job's message once the build has started, so a running build is a job the ledger counts, not a message on the queue.</p>
 ${stages.map(
-  (s) => html`<section aria-labelledby="stage-${s.queue}"><h2 id="stage-${s.queue}">${s.queue} <small>(${s.consumer})</small></h2>
+  (
+    s,
+  ) => html`<section aria-labelledby="stage-${s.queue}"><h2 id="stage-${s.queue}">${s.queue} <small>(${s.consumer})</small></h2>
 <p>Jobs (the ledger): ${sum(s.tenants, 'running')} running, ${sum(s.tenants, 'waiting')} waiting for the stage.<br>
 Messages (SQS, approximate): ${s.visible} on the queue, ${s.inFlight} in flight (received by the stage, not deleted yet), ${s.dlqDepth} on its DLQ.</p>
 ${
@@ -336,7 +385,15 @@ interface ConfirmInput {
 }
 
 /** A confirmation: what the action will do, then a form that posts it (with the token) or a way back. */
-export function confirmForm(options: { action: string; fields: Readonly<Record<string, string>>; inputs?: readonly ConfirmInput[]; token: string; submit: string; back: string; what: Html }): Html {
+export function confirmForm(options: {
+  action: string;
+  fields: Readonly<Record<string, string>>;
+  inputs?: readonly ConfirmInput[];
+  token: string;
+  submit: string;
+  back: string;
+  what: Html;
+}): Html {
   return html`<section class="confirm" aria-labelledby="confirm-h"><h2 id="confirm-h">Confirm</h2>${options.what}
 <form method="post" action="${options.action}">
   <input type="hidden" name="${TOKEN_FIELD}" value="${options.token}">
@@ -347,7 +404,11 @@ export function confirmForm(options: { action: string; fields: Readonly<Record<s
 }
 
 /** The jobs an unblock would take from the DLQ: the workspace's rows there, in their order. */
-export async function unblockPreview(connection: Connection, workspaceId: string, mode: 'replay' | 'drop'): Promise<Html> {
+export async function unblockPreview(
+  connection: Connection,
+  workspaceId: string,
+  mode: 'replay' | 'drop',
+): Promise<Html> {
   const { rows } = await listDlq(connection, { queue: (await connection.target()).queues.find((q) => q.fifo)?.name });
   const mine = rows.filter((r) => r.workspaceId === workspaceId);
   const skipped = mine.filter((r) => r.status === 'SKIPPED');
@@ -358,6 +419,8 @@ ${kept.length ? html`<p>Left on the DLQ, behind them: ${kept.map((r, i) => html`
 }
 
 /** A job's line for a confirmation page. */
-export function jobLine(job: { jobId: string; type: string; workspaceId: string } & Parameters<typeof statusLabel>[0]): Html {
+export function jobLine(
+  job: { jobId: string; type: string; workspaceId: string } & Parameters<typeof statusLabel>[0],
+): Html {
   return html`<a href="${jobHref(job.jobId)}">${job.jobId}</a> (${job.type} of workspace ${job.workspaceId}, ${statusLabel(job)})`;
 }

@@ -9,13 +9,46 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { userInfo } from 'node:os';
-import { cancelJob, connect, decodeId, dismissalWords, dismissJob, OperatorError, readJob, redrive, unblockWorkspace, type ProblemKind } from '../operator';
+import {
+  cancelJob,
+  connect,
+  decodeId,
+  dismissalWords,
+  dismissJob,
+  OperatorError,
+  readJob,
+  redrive,
+  unblockWorkspace,
+  type ProblemKind,
+} from '../operator';
 import type { ResolveOptions } from '../operator/targets';
-import { changeRefusal, hasSession, newRoot, newToken, originRefusal, pathInRoot, sameToken, sessionCookie, TOKEN_FIELD, type ConsoleAuth } from './auth';
+import {
+  changeRefusal,
+  hasSession,
+  newRoot,
+  newToken,
+  originRefusal,
+  pathInRoot,
+  sameToken,
+  sessionCookie,
+  TOKEN_FIELD,
+  type ConsoleAuth,
+} from './auth';
 import { jobHref, workspaceHref } from './format';
 import { html, type Html } from './html';
 import { LIVE_EVENT, LiveViews, regionHash } from './live';
-import { confirmForm, dlqPage, jobLine, jobPage, stagesPage, timelinePage, unblockPreview, workspacesPage, type PageContext, type PageSpec } from './pages';
+import {
+  confirmForm,
+  dlqPage,
+  jobLine,
+  jobPage,
+  stagesPage,
+  timelinePage,
+  unblockPreview,
+  workspacesPage,
+  type PageContext,
+  type PageSpec,
+} from './pages';
 import { CONSOLE_CSS } from './style';
 
 export interface ConsoleOptions {
@@ -73,10 +106,16 @@ const NAV = [
 ] as const;
 
 /** The HTTP status of each kind of operator error. */
-const STATUS_OF_KIND: Readonly<Record<ProblemKind, number>> = { failed: 409, invalid: 400, notFound: 404, unavailable: 503 };
+const STATUS_OF_KIND: Readonly<Record<ProblemKind, number>> = {
+  failed: 409,
+  invalid: 400,
+  notFound: 404,
+  unavailable: 503,
+};
 
 const SECURITY_HEADERS = {
-  'Content-Security-Policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'",
+  'Content-Security-Policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'",
   'X-Content-Type-Options': 'nosniff',
   'X-Frame-Options': 'DENY',
   // same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on a form's POST.
@@ -88,8 +127,14 @@ const SECURITY_HEADERS = {
 const HTMX_CONFIG = JSON.stringify({ includeIndicatorStyles: false, allowEval: false, allowScriptTags: false });
 
 const STATIC: Readonly<Record<string, { type: string; load: () => Promise<string> }>> = {
-  '/static/htmx.min.js': { type: 'text/javascript', load: () => readFile(require.resolve('htmx.org/dist/htmx.min.js'), 'utf8') },
-  '/static/sse.min.js': { type: 'text/javascript', load: () => readFile(require.resolve('htmx-ext-sse/dist/sse.min.js'), 'utf8') },
+  '/static/htmx.min.js': {
+    type: 'text/javascript',
+    load: () => readFile(require.resolve('htmx.org/dist/htmx.min.js'), 'utf8'),
+  },
+  '/static/sse.min.js': {
+    type: 'text/javascript',
+    load: () => readFile(require.resolve('htmx-ext-sse/dist/sse.min.js'), 'utf8'),
+  },
   '/static/console.css': { type: 'text/css', load: async () => CONSOLE_CSS },
 };
 
@@ -98,7 +143,10 @@ function matchPage(pathname: string): { route: Route; params: Record<string, str
     const match = route.pattern.exec(pathname);
     if (!match) continue;
     try {
-      return { route, params: Object.fromEntries(route.keys.map((key, i) => [key, decodeURIComponent(match[i + 1] ?? '')])) };
+      return {
+        route,
+        params: Object.fromEntries(route.keys.map((key, i) => [key, decodeURIComponent(match[i + 1] ?? '')])),
+      };
     } catch {
       return undefined; // a malformed %-escape: no such page
     }
@@ -116,7 +164,14 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
   const staticFiles = new Map<string, string>();
 
   /** A page at `url`, the console's own path of the request (its root taken off). */
-  function page(response: ServerResponse, url: URL, status: number, title: string, nav: string, body: Html): Promise<void> {
+  function page(
+    response: ServerResponse,
+    url: URL,
+    status: number,
+    title: string,
+    nav: string,
+    body: Html,
+  ): Promise<void> {
     const frame = { title, root, self: `${url.pathname.slice(1)}${url.search}`, nav, body };
     return label().then(
       (target) => send(response, status, layout({ ...frame, target })),
@@ -124,7 +179,12 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     );
   }
 
-  async function servePage(response: ServerResponse, url: URL, route: Route, params: Record<string, string>): Promise<void> {
+  async function servePage(
+    response: ServerResponse,
+    url: URL,
+    route: Route,
+    params: Record<string, string>,
+  ): Promise<void> {
     const context: PageContext = { connection, params, query: url.searchParams, now: Date.now() };
     const title = route.page.title(context);
     let region: Html;
@@ -145,7 +205,14 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     const found = matchPage(view.pathname);
     if (!found) return void send(response, 404, html`no such view`);
     const key = `${view.pathname}${view.search}`;
-    live.subscribe(key, async () => (await found.route.page.region({ connection, params: found.params, query: view.searchParams, now: Date.now() })).text, response, url.searchParams.get('shown') ?? '');
+    live.subscribe(
+      key,
+      async () =>
+        (await found.route.page.region({ connection, params: found.params, query: view.searchParams, now: Date.now() }))
+          .text,
+      response,
+      url.searchParams.get('shown') ?? '',
+    );
   }
 
   /** GET of an action's path: its confirmation page. */
@@ -155,7 +222,14 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       const workspaceId = decodeId('workspaceId', unblock[1] ?? '');
       const mode = url.searchParams.get('mode') === 'drop' ? 'drop' : 'replay';
       const what = await unblockPreview(connection, workspaceId, mode);
-      const form = confirmForm({ action: url.pathname.slice(1), fields: { mode }, token, submit: mode === 'replay' ? 'Unblock and replay' : 'Unblock and drop', back: workspaceHref(workspaceId), what });
+      const form = confirmForm({
+        action: url.pathname.slice(1),
+        fields: { mode },
+        token,
+        submit: mode === 'replay' ? 'Unblock and replay' : 'Unblock and drop',
+        back: workspaceHref(workspaceId),
+        what,
+      });
       await page(response, url, 200, `Unblock workspace ${workspaceId}`, 'workspaces', form);
       return true;
     }
@@ -163,7 +237,21 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       const jobId = url.searchParams.get('job') ?? '';
       const { job } = await readJob(connection, jobId);
       const what = html`<p>Send ${jobLine(job)} back to its queue to run again: the same as <code>agent-jobs dlq redrive ${jobId}</code>. Messages ahead of it in its workspace's group keep their order.</p>`;
-      await page(response, url, 200, `Redrive ${jobId}`, 'dlq', confirmForm({ action: 'dlq/redrive', fields: { job: jobId }, token, submit: 'Redrive', back: jobHref(jobId), what }));
+      await page(
+        response,
+        url,
+        200,
+        `Redrive ${jobId}`,
+        'dlq',
+        confirmForm({
+          action: 'dlq/redrive',
+          fields: { job: jobId },
+          token,
+          submit: 'Redrive',
+          back: jobHref(jobId),
+          what,
+        }),
+      );
       return true;
     }
     const cancel = /^\/jobs\/([^/]+)\/cancel$/.exec(url.pathname);
@@ -173,7 +261,21 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       // A running build's job is stopped, not kept from running (decisions §33).
       const effect = job.status === 'RUNNING' || job.status === 'IN_FLIGHT' ? 'its build is stopped' : 'it never runs';
       const what = html`<p>Cancel ${jobLine(job)}: ${effect}. The same as <code>agent-jobs cancel ${jobId}</code>.</p>`;
-      await page(response, url, 200, `Cancel ${jobId}`, 'workspaces', confirmForm({ action: url.pathname.slice(1), fields: {}, token, submit: 'Cancel the job', back: jobHref(jobId), what }));
+      await page(
+        response,
+        url,
+        200,
+        `Cancel ${jobId}`,
+        'workspaces',
+        confirmForm({
+          action: url.pathname.slice(1),
+          fields: {},
+          token,
+          submit: 'Cancel the job',
+          back: jobHref(jobId),
+          what,
+        }),
+      );
       return true;
     }
     const dismiss = /^\/jobs\/([^/]+)\/dismiss$/.exec(url.pathname);
@@ -181,7 +283,15 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       const jobId = decodeId('jobId', dismiss[1] ?? '');
       const { job } = await readJob(connection, jobId);
       const what = html`<p>Record the failure of ${jobLine(job)} as dealt with, with your reason, and remove its DLQ copy: it never runs again. The same as <code>agent-jobs dlq dismiss ${jobId} --reason ...</code>. A workspace it blocked stays BLOCKED until you unblock it.</p>`;
-      const form = confirmForm({ action: url.pathname.slice(1), fields: {}, inputs: [{ name: 'reason', label: 'Why it needs no redrive' }], token, submit: 'Dismiss the failure', back: jobHref(jobId), what });
+      const form = confirmForm({
+        action: url.pathname.slice(1),
+        fields: {},
+        inputs: [{ name: 'reason', label: 'Why it needs no redrive' }],
+        token,
+        submit: 'Dismiss the failure',
+        back: jobHref(jobId),
+        what,
+      });
       await page(response, url, 200, `Dismiss ${jobId}`, 'dlq', form);
       return true;
     }
@@ -194,21 +304,43 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     if (unblock) {
       const workspaceId = decodeId('workspaceId', unblock[1] ?? '');
       const result = await unblockWorkspace(connection, workspaceId, form.get('mode') === 'drop' ? 'drop' : 'replay');
-      const lines = result.jobs.map((j) => html`<li>${j.action} <a href="${jobHref(j.jobId)}">${j.jobId}</a>${j.status ? ` (${j.status})` : ''}</li>`);
-      return outcome(response, url, `Workspace ${workspaceId}: ${result.previousState} \u2192 ${result.workspace.state}`, html`${lines.length ? html`<ul>${lines}</ul>` : html`<p>No message of this workspace was on the DLQ.</p>`}`, workspaceHref(workspaceId));
+      const lines = result.jobs.map(
+        (j) =>
+          html`<li>${j.action} <a href="${jobHref(j.jobId)}">${j.jobId}</a>${j.status ? ` (${j.status})` : ''}</li>`,
+      );
+      return outcome(
+        response,
+        url,
+        `Workspace ${workspaceId}: ${result.previousState} \u2192 ${result.workspace.state}`,
+        html`${lines.length ? html`<ul>${lines}</ul>` : html`<p>No message of this workspace was on the DLQ.</p>`}`,
+        workspaceHref(workspaceId),
+      );
     }
     if (url.pathname === '/dlq/redrive') {
       const jobId = form.get('job') ?? '';
       const result = await redrive(connection, { jobIds: [jobId] });
       const done = result.redriven.some((r) => r.jobId === jobId);
       const body = html`<ul>${result.redriven.map((r) => html`<li>redriven from the ${r.queue} DLQ: <a href="${jobHref(r.jobId)}">${r.jobId}</a></li>`)}${result.left.map((l) => html`<li>left on the ${l.queue} DLQ: ${l.jobId}: ${l.why}</li>`)}</ul>`;
-      return outcome(response, url, done ? `Redriven: ${jobId}` : `Not redriven: ${jobId}`, body, jobHref(jobId), done ? 200 : 409);
+      return outcome(
+        response,
+        url,
+        done ? `Redriven: ${jobId}` : `Not redriven: ${jobId}`,
+        body,
+        jobHref(jobId),
+        done ? 200 : 409,
+      );
     }
     const cancel = /^\/jobs\/([^/]+)\/cancel$/.exec(url.pathname);
     if (cancel) {
       const jobId = decodeId('jobId', cancel[1] ?? '');
       const cancelled = await cancelJob(connection, jobId);
-      return outcome(response, url, `Cancelled: ${jobId}`, html`<p>${cancelled.previous} &rarr; CANCELLED: ${cancelled.effect}.</p>`, jobHref(jobId));
+      return outcome(
+        response,
+        url,
+        `Cancelled: ${jobId}`,
+        html`<p>${cancelled.previous} &rarr; CANCELLED: ${cancelled.effect}.</p>`,
+        jobHref(jobId),
+      );
     }
     const dismiss = /^\/jobs\/([^/]+)\/dismiss$/.exec(url.pathname);
     if (dismiss) {
@@ -218,15 +350,31 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       const result = await dismissJob(connection, jobId, { by: `${userInfo().username} (console)`, reason });
       const blocked = result.blockedWorkspace;
       const body = html`<p>FAILED, ${result.job.dismissed ? dismissalWords(result.job.dismissed) : 'dismissed'}: ${result.removed} copy removed from the ${result.queue} DLQ.</p>${
-        blocked ? html`<p>Workspace <a href="${workspaceHref(blocked.workspaceId)}">${blocked.workspaceId}</a> stays BLOCKED: unblock it to replay or drop its skipped jobs.</p>` : ''
+        blocked
+          ? html`<p>Workspace <a href="${workspaceHref(blocked.workspaceId)}">${blocked.workspaceId}</a> stays BLOCKED: unblock it to replay or drop its skipped jobs.</p>`
+          : ''
       }`;
       return outcome(response, url, `Dismissed: ${jobId}`, body, jobHref(jobId));
     }
     return send(response, 404, html`no such action`);
   }
 
-  function outcome(response: ServerResponse, url: URL, title: string, body: Html, back: string, status = 200): Promise<void> {
-    return page(response, url, status, title, 'workspaces', html`<section class="outcome${status === 200 ? '' : ' refused'}" role="status" aria-labelledby="outcome-h"><h2 id="outcome-h">${status === 200 ? 'Done' : 'Refused'}</h2>${body}<p><a href="${back}">Back</a></p></section>`);
+  function outcome(
+    response: ServerResponse,
+    url: URL,
+    title: string,
+    body: Html,
+    back: string,
+    status = 200,
+  ): Promise<void> {
+    return page(
+      response,
+      url,
+      status,
+      title,
+      'workspaces',
+      html`<section class="outcome${status === 200 ? '' : ' refused'}" role="status" aria-labelledby="outcome-h"><h2 id="outcome-h">${status === 200 ? 'Done' : 'Refused'}</h2>${body}<p><a href="${back}">Back</a></p></section>`,
+    );
   }
 
   async function handle(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
@@ -236,19 +384,36 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     if (request.method === 'GET' && asset) {
       let text = staticFiles.get(assetPath);
       if (text === undefined) staticFiles.set(assetPath, (text = await asset.load()));
-      return void response.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': `${asset.type}; charset=utf-8`, 'Cache-Control': 'max-age=300' }).end(text);
+      return void response
+        .writeHead(200, {
+          ...SECURITY_HEADERS,
+          'Content-Type': `${asset.type}; charset=utf-8`,
+          'Cache-Control': 'max-age=300',
+        })
+        .end(text);
     }
     const refused = originRefusal(auth, request.headers);
     if (refused) return send(response, refused.status, html`${refused.reason}`);
     // The printed URL's token becomes the session cookie; the token leaves the address bar.
     const given = url.searchParams.get(TOKEN_FIELD);
     if (request.method === 'GET' && given !== null) {
-      if (!sameToken(given, token)) return send(response, 401, html`That token is not this console's: open the URL it printed at start.`);
+      if (!sameToken(given, token))
+        return send(response, 401, html`That token is not this console's: open the URL it printed at start.`);
       url.searchParams.delete(TOKEN_FIELD);
-      return void response.writeHead(303, { ...SECURITY_HEADERS, 'Set-Cookie': sessionCookie(auth), Location: `${root}${ownPath(inRoot ?? url.pathname).slice(1)}${url.search}` }).end();
+      return void response
+        .writeHead(303, {
+          ...SECURITY_HEADERS,
+          'Set-Cookie': sessionCookie(auth),
+          Location: `${root}${ownPath(inRoot ?? url.pathname).slice(1)}${url.search}`,
+        })
+        .end();
     }
     if (inRoot === undefined || !hasSession(auth, request.headers)) {
-      return send(response, 401, html`This console needs its token: open the URL it printed at start (it ends in <code>?token=&hellip;</code>).`);
+      return send(
+        response,
+        401,
+        html`This console needs its token: open the URL it printed at start (it ends in <code>?token=&hellip;</code>).`,
+      );
     }
     url.pathname = inRoot;
     if (request.method === 'POST') {
@@ -257,9 +422,11 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       if (change) return send(response, change.status, html`${change.reason}`);
       return act(response, url, form);
     }
-    if (request.method !== 'GET') return void response.writeHead(405, { ...SECURITY_HEADERS, Allow: 'GET, POST' }).end();
+    if (request.method !== 'GET')
+      return void response.writeHead(405, { ...SECURITY_HEADERS, Allow: 'GET, POST' }).end();
     if (url.pathname === '/favicon.ico') return void response.writeHead(204, SECURITY_HEADERS).end();
-    if (url.pathname === '/') return void response.writeHead(303, { ...SECURITY_HEADERS, Location: `${root}workspaces` }).end();
+    if (url.pathname === '/')
+      return void response.writeHead(303, { ...SECURITY_HEADERS, Location: `${root}workspaces` }).end();
     if (url.pathname === '/live') return serveLive(response, url);
     const found = matchPage(url.pathname);
     if (found) return servePage(response, url, found.route, found.params);
@@ -267,13 +434,16 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     return page(response, url, 404, 'Not found', '', html`<p>No such page. <a href="workspaces">Workspaces</a></p>`);
   }
 
-  const server = createServer({ headersTimeout: REQUEST_WITHIN_MS, requestTimeout: 2 * REQUEST_WITHIN_MS, connectionsCheckingInterval: 1_000 }, (request, response) => {
-    const url = new URL(request.url ?? '/', 'http://console');
-    handle(request, response, url).catch((error: unknown) => {
-      if (response.headersSent) return void response.end();
-      return page(response, url, statusOf(error), 'Refused', '', problemHtml(error)).catch(() => response.end());
-    });
-  });
+  const server = createServer(
+    { headersTimeout: REQUEST_WITHIN_MS, requestTimeout: 2 * REQUEST_WITHIN_MS, connectionsCheckingInterval: 1_000 },
+    (request, response) => {
+      const url = new URL(request.url ?? '/', 'http://console');
+      handle(request, response, url).catch((error: unknown) => {
+        if (response.headersSent) return void response.end();
+        return page(response, url, statusOf(error), 'Refused', '', problemHtml(error)).catch(() => response.end());
+      });
+    },
+  );
   server.on('connection', closeUnlessRequested);
   server.on('request', (request: IncomingMessage) => request.socket.setTimeout(0));
   await new Promise<void>((resolve, reject) => {

@@ -21,7 +21,16 @@ import { errorMessage, PermanentJobError } from './errors';
 import { processStandardBatch } from './fifo-batch';
 import { commandVerdict } from './jobs/command-stage';
 import { backoffSeconds, EVENT_OF, eventDetail, receiveCount, recordedVerdict, type BackoffSettings } from './pipeline';
-import type { BuildCompletion, Clock, EventPublisher, JobLogger, JobMetrics, JobRecord, Ledger, QueueOps } from './ports';
+import type {
+  BuildCompletion,
+  Clock,
+  EventPublisher,
+  JobLogger,
+  JobMetrics,
+  JobRecord,
+  Ledger,
+  QueueOps,
+} from './ports';
 
 export interface BuildCompletionDeps {
   readonly ledger: Ledger;
@@ -58,20 +67,38 @@ function refusal(record: JobRecord | undefined, buildId: string): Exclude<Comple
 }
 
 /** Records a build's verdict on its job (fenced on the build id and RUNNING) and reports it. */
-export async function completeBuild(completion: BuildCompletion, deps: BuildCompletionDeps): Promise<CompletionOutcome> {
+export async function completeBuild(
+  completion: BuildCompletion,
+  deps: BuildCompletionDeps,
+): Promise<CompletionOutcome> {
   const { ledger, clock, logger } = deps;
   const ids = { jobId: completion.jobId, buildId: completion.buildId };
-  const verdict = commandVerdict(completion.status, { type: completion.jobType as JobRecord['type'], sha: completion.sha }, completion.buildId);
+  const verdict = commandVerdict(
+    completion.status,
+    { type: completion.jobType as JobRecord['type'], sha: completion.sha },
+    completion.buildId,
+  );
   const now = clock.now();
-  const outcome = await ledger.finishBuild({ jobId: completion.jobId, buildId: completion.buildId, verdict, now, reportBy: now + REPORT_GRACE_SECONDS * 1000 });
+  const outcome = await ledger.finishBuild({
+    jobId: completion.jobId,
+    buildId: completion.buildId,
+    verdict,
+    now,
+    reportBy: now + REPORT_GRACE_SECONDS * 1000,
+  });
   if (outcome.kind === 'refused') {
     // A RUNNING record with this build that refused the write changed meanwhile: look again later.
     const why = refusal(outcome.record, completion.buildId) ?? 'notRunningYet';
-    logger.info(why === 'ignored' ? 'completion changes nothing (late, duplicate or stale)' : 'job not RUNNING yet: completion retried later', {
-      ...ids,
-      status: outcome.record?.status,
-      recordedBuildId: outcome.record?.progress?.['buildId'],
-    });
+    logger.info(
+      why === 'ignored'
+        ? 'completion changes nothing (late, duplicate or stale)'
+        : 'job not RUNNING yet: completion retried later',
+      {
+        ...ids,
+        status: outcome.record?.status,
+        recordedBuildId: outcome.record?.progress?.['buildId'],
+      },
+    );
     return why;
   }
   // What the user cares about first ("tests failed"), then the job's status (a failing test run is a job that SUCCEEDED).
@@ -81,7 +108,10 @@ export async function completeBuild(completion: BuildCompletion, deps: BuildComp
     await reportOutcome(outcome.record, deps);
   } catch (error) {
     // The verdict stands; retrying this completion could not report it (its write is done), the reconciler does.
-    logger.error('verdict recorded but not reported: the reconciler reports it after the grace period', { ...ids, error: errorMessage(error) });
+    logger.error('verdict recorded but not reported: the reconciler reports it after the grace period', {
+      ...ids,
+      error: errorMessage(error),
+    });
   }
   return 'completed';
 }
@@ -157,7 +187,9 @@ export function createBuildEventsHandler(deps: BuildEventsDeps): (event: SQSEven
 function readCompletion(body: string, parse: BuildEventParser): BuildCompletion | undefined {
   const completion = parse(body);
   if (completion !== undefined && commandStageOf(completion.jobType) === undefined) {
-    throw new InvalidBuildEventError(`job ${completion.jobId}: ${completion.jobType} is not a command stage (contract/job-types.ts): no build of it can complete`);
+    throw new InvalidBuildEventError(
+      `job ${completion.jobId}: ${completion.jobType} is not a command stage (contract/job-types.ts): no build of it can complete`,
+    );
   }
   return completion;
 }
@@ -177,9 +209,15 @@ async function handleBuildEvent(record: SQSRecord, deps: BuildEventsDeps): Promi
   try {
     if ((await completeBuild(completion, deps)) !== 'notRunningYet') return true;
   } catch (error) {
-    logger.warn('completion failed: retrying later', { jobId: completion.jobId, buildId: completion.buildId, error: errorMessage(error) });
+    logger.warn('completion failed: retrying later', {
+      jobId: completion.jobId,
+      buildId: completion.buildId,
+      error: errorMessage(error),
+    });
   }
   const seconds = backoffSeconds(receiveCount(record), deps.backoff ?? COMPLETION_BACKOFF);
-  await deps.queueOps.changeVisibility(record, seconds).catch((e: unknown) => logger.warn('back-off failed', { error: errorMessage(e) }));
+  await deps.queueOps
+    .changeVisibility(record, seconds)
+    .catch((e: unknown) => logger.warn('back-off failed', { error: errorMessage(e) }));
   return false;
 }

@@ -22,7 +22,14 @@
 import { BUILD_DUE_MARGIN_SECONDS } from '../../contract/runtime-env';
 import { completeBuild, reportOutcome, type BuildCompletionDeps } from './build-completion';
 import { errorMessage } from './errors';
-import { TERMINAL_STATUSES, type BuildStopper, type FinishedRunStatus, type JobRecord, type TestRunner, type TestRunStatus } from './ports';
+import {
+  TERMINAL_STATUSES,
+  type BuildStopper,
+  type FinishedRunStatus,
+  type JobRecord,
+  type TestRunner,
+  type TestRunStatus,
+} from './ports';
 
 export interface ReconcilerDeps extends BuildCompletionDeps {
   readonly runner: Pick<TestRunner, 'describe'> & BuildStopper;
@@ -69,7 +76,8 @@ export async function reconcileBuilds(deps: ReconcilerDeps, options: ReconcileOp
   const due = listed.filter((r) => isOverdue(r) && r.status !== 'CANCELLED');
   const looked = listed.filter((r) => isOverdue(r) || r.status === 'RUNNING');
   const running = looked.filter((r) => r.status === 'RUNNING' && r.progress?.['buildId'] !== undefined);
-  const statuses = running.length > 0 ? await deps.runner.describe(running.map(buildIdOf)) : new Map<string, TestRunStatus>();
+  const statuses =
+    running.length > 0 ? await deps.runner.describe(running.map(buildIdOf)) : new Map<string, TestRunStatus>();
   const failures: unknown[] = [];
   let completed = 0;
   let reported = 0;
@@ -85,9 +93,23 @@ export async function reconcileBuilds(deps: ReconcilerDeps, options: ReconcileOp
         if (status.state === 'RUNNING' && !isOverdue(record)) continue;
         if (status.state === 'RUNNING') {
           stillRunning += 1;
-          await ledger.postponeDue({ jobId: record.jobId, buildId: buildIdOf(record), dueAt: now + BUILD_DUE_MARGIN_SECONDS * 1000, now });
-          logger.warn('build still running past its due time: looking again later', { jobId: record.jobId, buildId: buildIdOf(record) });
-        } else if (record.pin && (await completeBuild({ buildId: buildIdOf(record), jobId: record.jobId, jobType: record.type, sha: record.pin.sha, status }, deps)) === 'completed') {
+          await ledger.postponeDue({
+            jobId: record.jobId,
+            buildId: buildIdOf(record),
+            dueAt: now + BUILD_DUE_MARGIN_SECONDS * 1000,
+            now,
+          });
+          logger.warn('build still running past its due time: looking again later', {
+            jobId: record.jobId,
+            buildId: buildIdOf(record),
+          });
+        } else if (
+          record.pin &&
+          (await completeBuild(
+            { buildId: buildIdOf(record), jobId: record.jobId, jobType: record.type, sha: record.pin.sha, status },
+            deps,
+          )) === 'completed'
+        ) {
           completed += 1;
         }
       } else if (TERMINAL_STATUSES.includes(record.status) && record.reportedAt === undefined) {
@@ -99,13 +121,17 @@ export async function reconcileBuilds(deps: ReconcilerDeps, options: ReconcileOp
       failures.push(error);
     }
   }
-  const oldestOverdueSeconds = due.reduce((oldest, r) => Math.max(oldest, Math.floor((now - (r.dueAt ?? now)) / 1000)), 0);
+  const oldestOverdueSeconds = due.reduce(
+    (oldest, r) => Math.max(oldest, Math.floor((now - (r.dueAt ?? now)) / 1000)),
+    0,
+  );
   deps.metrics.gauge?.('BuildsOverdue', due.length, 'Count');
   deps.metrics.gauge?.('OldestOverdueBuildSeconds', oldestOverdueSeconds, 'Seconds');
   if (completed + reported > 0) deps.metrics.gauge?.('BuildsReconciled', completed + reported, 'Count');
   const report = { due: due.length, completed, reported, stillRunning, stopped, oldestOverdueSeconds };
   if (due.length + completed + stopped > 0) logger.info('reconciled builds', { ...report });
-  if (failures.length > 0) throw new AggregateError(failures, `${failures.length} of ${looked.length} jobs could not be reconciled`);
+  if (failures.length > 0)
+    throw new AggregateError(failures, `${failures.length} of ${looked.length} jobs could not be reconciled`);
   return report;
 }
 
@@ -117,7 +143,12 @@ export async function reconcileBuilds(deps: ReconcilerDeps, options: ReconcileOp
 async function stopCancelledBuild(record: JobRecord, deps: ReconcilerDeps): Promise<void> {
   const buildId = record.progress?.['buildId'];
   if (buildId !== undefined) await deps.runner.stop(buildId);
-  deps.logger.info(buildId === undefined ? 'cancelled before its build was recorded: nothing to stop' : 'build of a cancelled job stopped', { jobId: record.jobId, buildId });
+  deps.logger.info(
+    buildId === undefined
+      ? 'cancelled before its build was recorded: nothing to stop'
+      : 'build of a cancelled job stopped',
+    { jobId: record.jobId, buildId },
+  );
   await deps.ledger.markBuildStopped({ jobId: record.jobId, now: deps.clock.now() });
 }
 

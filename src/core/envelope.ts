@@ -16,24 +16,39 @@ import { InvalidJobError, type FieldIssue } from './errors';
 /** The fields every envelope has, whatever its type. */
 export const envelopeIdFields = {
   jobId: idSchema('jobId').check(
-    z.describe('Your id for the job. Sending the same job again with the same id is safe: the queue deduplicates it for 5 minutes, the ledger for good.'),
+    z.describe(
+      'Your id for the job. Sending the same job again with the same id is safe: the queue deduplicates it for 5 minutes, the ledger for good.',
+    ),
   ),
-  workspaceId: idSchema('workspaceId').check(z.describe("The workspace: jobs of one workspace take effect in order; its first job binds it to a repository and branch.")),
+  workspaceId: idSchema('workspaceId').check(
+    z.describe(
+      'The workspace: jobs of one workspace take effect in order; its first job binds it to a repository and branch.',
+    ),
+  ),
   tenantId: idSchema('tenantId').check(z.describe('Who the job is for: stage queues serve tenants fairly.')),
 };
 
-const createdAtSchema = z.iso.datetime({ offset: false, error: 'createdAt must be an ISO-8601 UTC timestamp (…Z)' }).check(
-  // It becomes the commit time of an apply_patch, and git dates cannot precede the epoch.
-  z.refine((time) => commitTimeProblem(time) === undefined, 'createdAt must be 1970-01-01 or later: git dates start at the Unix epoch'),
-  z.describe('When the job was made, ISO-8601 UTC (…Z), 1970 or later: the commit time of an apply_patch.'),
-);
+const createdAtSchema = z.iso
+  .datetime({ offset: false, error: 'createdAt must be an ISO-8601 UTC timestamp (…Z)' })
+  .check(
+    // It becomes the commit time of an apply_patch, and git dates cannot precede the epoch.
+    z.refine(
+      (time) => commitTimeProblem(time) === undefined,
+      'createdAt must be 1970-01-01 or later: git dates start at the Unix epoch',
+    ),
+    z.describe('When the job was made, ISO-8601 UTC (…Z), 1970 or later: the commit time of an apply_patch.'),
+  );
 
 const envelopeBase = z.strictObject({
   ...envelopeIdFields,
-  type: z.enum(JOB_TYPE_NAMES as [JobType, ...JobType[]], { error: `type must be one of ${JOB_TYPE_NAMES.join(', ')}` }),
+  type: z.enum(JOB_TYPE_NAMES as [JobType, ...JobType[]], {
+    error: `type must be one of ${JOB_TYPE_NAMES.join(', ')}`,
+  }),
   createdAt: createdAtSchema,
   // Checked against its job type below; here only its presence (a missing key would read "expected nonoptional").
-  payload: z.custom<unknown>((value) => value !== undefined, { error: 'is required: an object with the fields of its job type' }),
+  payload: z.custom<unknown>((value) => value !== undefined, {
+    error: 'is required: an object with the fields of its job type',
+  }),
 });
 
 /**
@@ -42,7 +57,12 @@ const envelopeBase = z.strictObject({
  * (src/core/wire-schema.ts) is made from it.
  */
 export function envelopeSchemaOf(type: JobType) {
-  return z.strictObject({ ...envelopeIdFields, type: z.literal(type), createdAt: createdAtSchema, payload: JOB_TYPES[type].payload });
+  return z.strictObject({
+    ...envelopeIdFields,
+    type: z.literal(type),
+    createdAt: createdAtSchema,
+    payload: JOB_TYPES[type].payload,
+  });
 }
 
 export type JobEnvelope<T extends JobType = JobType> = {
@@ -60,13 +80,18 @@ export const pinSchema = z.strictObject(
     repoUrl: repoUrlSchema,
     branch: z.string().check(z.minLength(1, 'must not be empty')),
   },
-  { error: (issue) => (issue.input === undefined ? 'is required: the sequencer adds it when it forwards the job' : undefined) },
+  {
+    error: (issue) =>
+      issue.input === undefined ? 'is required: the sequencer adds it when it forwards the job' : undefined,
+  },
 );
 export type Pin = z.infer<typeof pinSchema>;
 
 /** A message on the stage queue of `type`: its envelope and the pin the sequencer added (parseStageMessageOf). */
 export function stageMessageSchemaOf(type: StagedJobType) {
-  return z.extend(envelopeSchemaOf(type), { pin: pinSchema.check(z.describe('The commit the sequencer pinned the job to, at its turn.')) });
+  return z.extend(envelopeSchemaOf(type), {
+    pin: pinSchema.check(z.describe('The commit the sequencer pinned the job to, at its turn.')),
+  });
 }
 export type StageMessage<T extends JobType = JobType> = JobEnvelope<T> & { pin: Pin };
 
@@ -109,7 +134,8 @@ export function isStageMessage(job: JobEnvelope): job is StageMessage {
 /** Validates a forwarded stage message: an envelope plus its pin. */
 export function parseStageMessage(input: unknown): StageMessage {
   const value = typeof input === 'string' ? parseJson(input) : input;
-  if (typeof value !== 'object' || value === null) throw new InvalidJobError('invalid stage message: body is not an object');
+  if (typeof value !== 'object' || value === null)
+    throw new InvalidJobError('invalid stage message: body is not an object');
   const { pin, ...envelope } = value as Record<string, unknown>;
   const parsedPin = pinSchema.safeParse(pin);
   if (!parsedPin.success) throw invalid('invalid stage message', parsedPin.error, ['pin']);
@@ -119,7 +145,8 @@ export function parseStageMessage(input: unknown): StageMessage {
 /** Validates a message on the stage queue of `type`: a stage message of that type and no other. */
 export function parseStageMessageOf<T extends StagedJobType>(type: T, input: unknown): StageMessage<T> {
   const message = parseStageMessage(input);
-  if (message.type !== type) throw new InvalidJobError(`the ${JOB_TYPES[type].stage.queue} queue received a ${message.type} job`);
+  if (message.type !== type)
+    throw new InvalidJobError(`the ${JOB_TYPES[type].stage.queue} queue received a ${message.type} job`);
   return message as StageMessage<T>;
 }
 

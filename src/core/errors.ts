@@ -90,7 +90,12 @@ export interface PatchMismatch {
   /** The branch head the patch was applied on. */
   readonly head?: string;
   /** `index` of `of` hunks of the file (1-based); `lines` as the patch has them (` `, `-`, `+`). */
-  readonly hunk?: { readonly index: number; readonly of: number; readonly header: string; readonly lines: readonly string[] };
+  readonly hunk?: {
+    readonly index: number;
+    readonly of: number;
+    readonly header: string;
+    readonly lines: readonly string[];
+  };
   /** The file's lines from `startLine` (1-based) where the hunk should apply; `fileLines`: how many it has. */
   readonly branch?: { readonly startLine: number; readonly lines: readonly string[]; readonly fileLines: number };
   /** Something was cut to keep it in bounds. */
@@ -226,7 +231,9 @@ export function errorName(error: unknown): unknown {
  */
 export function limitFrom(error: unknown, names: ReadonlySet<string>, limit: LimitKind, refused: string): unknown {
   const name = errorName(error);
-  return typeof name === 'string' && names.has(name) ? new RetryAfterError(limit, `${refused} (${name}: ${errorMessage(error)})`, undefined, { cause: error }) : error;
+  return typeof name === 'string' && names.has(name)
+    ? new RetryAfterError(limit, `${refused} (${name}: ${errorMessage(error)})`, undefined, { cause: error })
+    : error;
 }
 
 /** A missing or malformed setting: thrown at cold start, naming the setting. */

@@ -43,7 +43,11 @@ async function settle(process: RecordProcessor, record: SQSRecord): Promise<bool
  */
 export type ReleaseRecord = (record: SQSRecord) => Promise<void>;
 
-async function runGroup(group: readonly SQSRecord[], process: RecordProcessor, release: ReleaseRecord | undefined): Promise<string[]> {
+async function runGroup(
+  group: readonly SQSRecord[],
+  process: RecordProcessor,
+  release: ReleaseRecord | undefined,
+): Promise<string[]> {
   for (const [index, record] of group.entries()) {
     if (await settle(process, record)) continue;
     const cut = group.slice(index + 1);
@@ -54,10 +58,18 @@ async function runGroup(group: readonly SQSRecord[], process: RecordProcessor, r
   return [];
 }
 
-export async function processFifoBatch(records: readonly SQSRecord[], process: RecordProcessor, release?: ReleaseRecord): Promise<SQSBatchResponse> {
-  const failedIds = new Set((await Promise.all(groupRecords(records).map((group) => runGroup(group, process, release)))).flat());
+export async function processFifoBatch(
+  records: readonly SQSRecord[],
+  process: RecordProcessor,
+  release?: ReleaseRecord,
+): Promise<SQSBatchResponse> {
+  const failedIds = new Set(
+    (await Promise.all(groupRecords(records).map((group) => runGroup(group, process, release)))).flat(),
+  );
   // Reported in batch order, as AWS lists them.
-  return { batchItemFailures: records.filter((r) => failedIds.has(r.messageId)).map((r) => ({ itemIdentifier: r.messageId })) };
+  return {
+    batchItemFailures: records.filter((r) => failedIds.has(r.messageId)).map((r) => ({ itemIdentifier: r.messageId })),
+  };
 }
 
 /** Standard queues: records are independent; at most `concurrency` run at once. */

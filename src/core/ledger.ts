@@ -6,7 +6,19 @@
  */
 import { repositoryIdentity } from '../../contract/git-remotes';
 import { commandStageOf, JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration } from '../../contract/job-types';
-import type { ClaimOutcome, ClaimRequest, CompleteInput, ConflictAttempt, ConflictSeenBy, Consumer, JobRecord, JobStatus, WorkspaceRecord, WorkspaceRepo, WorkspaceTakeOutcome } from './ports';
+import type {
+  ClaimOutcome,
+  ClaimRequest,
+  CompleteInput,
+  ConflictAttempt,
+  ConflictSeenBy,
+  Consumer,
+  JobRecord,
+  JobStatus,
+  WorkspaceRecord,
+  WorkspaceRepo,
+  WorkspaceTakeOutcome,
+} from './ports';
 import type { JobEnvelope } from './envelope';
 
 /**
@@ -26,8 +38,15 @@ export function takeoverStatuses(consumer: Consumer): JobStatus[] {
  * SKIPPED and holds the token the delivery carries, which the operator's redrive wrote before it
  * sent the message (authorizeRedrive). The attribute alone is anyone's to set.
  */
-export function isAuthorizedRerun(existing: Pick<JobRecord, 'status' | 'redriveToken'>, req: Pick<ClaimRequest, 'redriveToken'>): boolean {
-  return RERUN_STATUSES.includes(existing.status) && req.redriveToken !== undefined && existing.redriveToken === req.redriveToken;
+export function isAuthorizedRerun(
+  existing: Pick<JobRecord, 'status' | 'redriveToken'>,
+  req: Pick<ClaimRequest, 'redriveToken'>,
+): boolean {
+  return (
+    RERUN_STATUSES.includes(existing.status) &&
+    req.redriveToken !== undefined &&
+    existing.redriveToken === req.redriveToken
+  );
 }
 
 export function isLeaseLive(record: Pick<JobRecord, 'leaseUntil'>, now: number): boolean {
@@ -44,9 +63,11 @@ export function unpinnedReason(existing: JobRecord | undefined, req: ClaimReques
   if (req.pin === undefined) return `the stage message of job ${jobId} carries no pin`;
   if (existing === undefined) return `no record of job ${jobId}: the sequencer never pinned it`;
   if (existing.pin === undefined) return `job ${jobId} was not pinned by the sequencer`;
-  if (existing.digest !== req.digest) return `the request of job ${jobId} differs from the request the sequencer pinned`;
+  if (existing.digest !== req.digest)
+    return `the request of job ${jobId} differs from the request the sequencer pinned`;
   for (const field of ['sha', 'repoUrl', 'branch'] as const) {
-    if (existing.pin[field] !== req.pin[field]) return `pin.${field} differs from what the sequencer pinned for job ${jobId}`;
+    if (existing.pin[field] !== req.pin[field])
+      return `pin.${field} differs from what the sequencer pinned for job ${jobId}`;
   }
   return undefined;
 }
@@ -90,7 +111,8 @@ export function claimOutcome(existing: JobRecord | undefined, req: ClaimRequest)
     return { kind: 'staged', record: existing };
   }
   // Our own lease: this very claim's write applied and its answer was lost (the SDK retried it).
-  if (existing.status === 'IN_FLIGHT' && existing.leaseOwner === req.owner) return { kind: 'claimed', record: existing };
+  if (existing.status === 'IN_FLIGHT' && existing.leaseOwner === req.owner)
+    return { kind: 'claimed', record: existing };
   switch (existing.status) {
     case 'SUCCEEDED':
       return { kind: 'duplicate', record: existing };
@@ -110,7 +132,15 @@ export function claimOutcome(existing: JobRecord | undefined, req: ClaimRequest)
 
 /** Oldest job first (createdAt, then jobId for a stable order): how unfinished jobs are listed for re-sending. */
 export function byCreation(a: JobRecord, b: JobRecord): number {
-  return a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0;
+  return a.createdAt < b.createdAt
+    ? -1
+    : a.createdAt > b.createdAt
+      ? 1
+      : a.jobId < b.jobId
+        ? -1
+        : a.jobId > b.jobId
+          ? 1
+          : 0;
 }
 
 /**
@@ -120,7 +150,8 @@ export function byCreation(a: JobRecord, b: JobRecord): number {
  */
 export function dismissRefusal(record: Pick<JobRecord, 'jobId' | 'status' | 'dueAt'>): string | undefined {
   if (record.status !== 'FAILED') return `job ${record.jobId} is ${record.status}`;
-  if (record.dueAt !== undefined) return `job ${record.jobId} has just failed and its failure is being reported (its DLQ copy is on its way): dismiss it in a minute`;
+  if (record.dueAt !== undefined)
+    return `job ${record.jobId} has just failed and its failure is being reported (its DLQ copy is on its way): dismiss it in a minute`;
   return undefined;
 }
 
@@ -159,18 +190,30 @@ export type CancelRule =
   | { readonly kind: 'stopBuild'; readonly buildId?: string }
   | { readonly kind: 'refused'; readonly why: string };
 
-export function cancelRule(record: Pick<JobRecord, 'status' | 'type' | 'attempt' | 'pin' | 'progress' | 'leaseUntil'>, now: number): CancelRule {
+export function cancelRule(
+  record: Pick<JobRecord, 'status' | 'type' | 'attempt' | 'pin' | 'progress' | 'leaseUntil'>,
+  now: number,
+): CancelRule {
   if (CANCELLABLE_STATUSES.includes(record.status)) return { kind: 'notStarted' };
   const buildId = record.progress?.['buildId'];
   const stagesCommand = commandStageOf(record.type) !== undefined && record.pin !== undefined;
-  if (stagesCommand && record.status === 'RUNNING') return buildId === undefined ? { kind: 'stopBuild' } : { kind: 'stopBuild', buildId };
+  if (stagesCommand && record.status === 'RUNNING')
+    return buildId === undefined ? { kind: 'stopBuild' } : { kind: 'stopBuild', buildId };
   if (record.status !== 'IN_FLIGHT') return { kind: 'refused', why: `${record.status} already` };
   if (stagesCommand && buildId !== undefined) return { kind: 'stopBuild', buildId };
   if (stagesCommand && !isLeaseLive(record, now)) return { kind: 'stopBuild' };
-  if (stagesCommand) return { kind: 'refused', why: `starting its build (attempt ${record.attempt}): cancel again in a moment, once the build is recorded` };
-  if (record.pin === undefined && JOB_TYPES[record.type].lane === 'staged') return { kind: 'refused', why: 'being pinned by the sequencer: cancel again in a moment' };
+  if (stagesCommand)
+    return {
+      kind: 'refused',
+      why: `starting its build (attempt ${record.attempt}): cancel again in a moment, once the build is recorded`,
+    };
+  if (record.pin === undefined && JOB_TYPES[record.type].lane === 'staged')
+    return { kind: 'refused', why: 'being pinned by the sequencer: cancel again in a moment' };
   // A push or a pull request is one request to the git host: stopped halfway it would still have happened, or not.
-  return { kind: 'refused', why: `running (attempt ${record.attempt}): a started ${record.type} runs to its end (only a command stage's build can be stopped)` };
+  return {
+    kind: 'refused',
+    why: `running (attempt ${record.attempt}): a started ${record.type} runs to its end (only a command stage's build can be stopped)`,
+  };
 }
 
 /** Distinct conflicting requests recorded per job id: enough to see the pattern, bounded in size. */
@@ -216,7 +259,11 @@ function stageQueueOf(type: JobType): string {
  * time, so a completion whose answer was lost is recognised without being confused with another's.
  */
 export function isCompletionOf(record: JobRecord, input: CompleteInput): boolean {
-  return record.status === input.verdict.status && record.leaseOwner === input.owner && record.updatedAt === new Date(input.now).toISOString();
+  return (
+    record.status === input.verdict.status &&
+    record.leaseOwner === input.owner &&
+    record.updatedAt === new Date(input.now).toISOString()
+  );
 }
 
 /** The record of a job the moment it is sent (every ledger writes this same record, its list aside). */
@@ -240,9 +287,21 @@ export function queuedRecord(job: JobEnvelope, digest: string, now: number, rete
  * request and place: the same conflicting request refused at the door and later found on a DLQ
  * (sent without the CLI) is listed twice, once per place.
  */
-export function conflictEntry(job: JobEnvelope, digest: string, seenBy: ConflictSeenBy, now: number): { attempt: ConflictAttempt; token: string; queue: string | undefined } {
+export function conflictEntry(
+  job: JobEnvelope,
+  digest: string,
+  seenBy: ConflictSeenBy,
+  now: number,
+): { attempt: ConflictAttempt; token: string; queue: string | undefined } {
   const queue = conflictQueueOf(job.type, seenBy);
-  const attempt: ConflictAttempt = { jobId: job.jobId, workspaceId: job.workspaceId, tenantId: job.tenantId, type: job.type, at: new Date(now).toISOString(), seenBy };
+  const attempt: ConflictAttempt = {
+    jobId: job.jobId,
+    workspaceId: job.workspaceId,
+    tenantId: job.tenantId,
+    type: job.type,
+    at: new Date(now).toISOString(),
+    seenBy,
+  };
   return { attempt, token: `${digest}:${queue ?? 'refused'}`, queue };
 }
 
@@ -250,7 +309,6 @@ export function conflictEntry(job: JobEnvelope, digest: string, seenBy: Conflict
 export function ttlFor(now: number, retentionDays: number): number {
   return Math.floor(now / 1000) + retentionDays * 86_400;
 }
-
 
 /** Whether a job naming `repo` (an ordered job; staged jobs name none) fits the workspace's binding. */
 export function matchesBinding(ws: WorkspaceRecord | undefined, repo: WorkspaceRepo | undefined): boolean {
@@ -267,7 +325,11 @@ export function canTakeWorkspace(ws: WorkspaceRecord | undefined, repo?: Workspa
  * Why the cursor refused a job, from a consistent read of the workspace record. A job naming
  * another repository or branch can never run here, so that comes first, whatever the state.
  */
-export function workspaceTakeOutcome(ws: WorkspaceRecord | undefined, jobId: string, repo?: WorkspaceRepo): WorkspaceTakeOutcome {
+export function workspaceTakeOutcome(
+  ws: WorkspaceRecord | undefined,
+  jobId: string,
+  repo?: WorkspaceRepo,
+): WorkspaceTakeOutcome {
   if (ws === undefined || canTakeWorkspace(ws, repo)) return { kind: 'retry' };
   if (!matchesBinding(ws, repo)) return { kind: 'mismatch', workspace: ws };
   if (ws.state === 'BLOCKED') return { kind: 'blocked', workspace: ws };

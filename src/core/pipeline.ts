@@ -44,10 +44,28 @@ import type { OutcomeEventDetail } from '../../contract/events';
 import { DEFERRAL_ATTRIBUTES, REDRIVE_ATTRIBUTE } from '../../contract/messages';
 import { JOB_METRICS, type EventType, type JobMetricName } from '../../contract/runtime-env';
 import { isStageMessage, jobDigest, type JobEnvelope } from './envelope';
-import { errorMessage, LeaseHeldError, PermanentJobError, RetryAfterError, TransientJobError, type LimitKind } from './errors';
+import {
+  errorMessage,
+  LeaseHeldError,
+  PermanentJobError,
+  RetryAfterError,
+  TransientJobError,
+  type LimitKind,
+} from './errors';
 import { judgeRequirements, type GateCheck } from './requirements';
 import { transientCause } from './transient-cause';
-import type { Clock, CompleteInput, Consumer, EventPublisher, JobLogger, JobMetrics, JobRecord, JobVerdict, Ledger, QueueOps } from './ports';
+import type {
+  Clock,
+  CompleteInput,
+  Consumer,
+  EventPublisher,
+  JobLogger,
+  JobMetrics,
+  JobRecord,
+  JobVerdict,
+  Ledger,
+  QueueOps,
+} from './ports';
 
 export interface PipelineSettings {
   readonly consumer: Consumer;
@@ -161,12 +179,17 @@ function deferralOf(record: SQSRecord): Deferral {
     const value = Number(record.messageAttributes[name]?.stringValue);
     return Number.isFinite(value) && value > 0 ? value : 0;
   };
-  return { until: read(DEFERRAL_ATTRIBUTES.until), failedReceives: read(DEFERRAL_ATTRIBUTES.failedReceives), deferrals: read(DEFERRAL_ATTRIBUTES.deferrals) };
+  return {
+    until: read(DEFERRAL_ATTRIBUTES.until),
+    failedReceives: read(DEFERRAL_ATTRIBUTES.failedReceives),
+    deferrals: read(DEFERRAL_ATTRIBUTES.deferrals),
+  };
 }
 
 /** Seconds a limit asks the job to wait: the service's time when it named one, else the quota back-off. */
 function limitWaitSeconds(limit: RetryAfterError, now: number, deferrals: number, backoff: BackoffSettings): number {
-  if (limit.retryAt !== undefined) return Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.ceil((limit.retryAt - now) / 1000)));
+  if (limit.retryAt !== undefined)
+    return Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.ceil((limit.retryAt - now) / 1000)));
   return Math.min(QUOTA_WAIT_CAP_SECONDS, backoffSeconds(deferrals + 1, backoff));
 }
 
@@ -185,14 +208,22 @@ function untilLeaseEnds(error: LeaseHeldError, now: number): number {
  * the last allowed receive, then RETRIES_EXHAUSTED; anything else fails on this delivery as
  * UNEXPECTED_ERROR, since every retry would meet it again.
  */
-export function classifyFailure(error: unknown, receives: number, maxReceiveCount: number): PermanentJobError | TransientJobError {
+export function classifyFailure(
+  error: unknown,
+  receives: number,
+  maxReceiveCount: number,
+): PermanentJobError | TransientJobError {
   if (error instanceof PermanentJobError || error instanceof LeaseHeldError) return error;
   const cause = error instanceof TransientJobError ? 'transient' : transientCause(error);
   if (cause === undefined) {
-    return new PermanentJobError('UNEXPECTED_ERROR', `${describeError(error)} (retrying cannot cure it)`, { cause: error });
+    return new PermanentJobError('UNEXPECTED_ERROR', `${describeError(error)} (retrying cannot cure it)`, {
+      cause: error,
+    });
   }
   if (receives >= maxReceiveCount) {
-    return new PermanentJobError('RETRIES_EXHAUSTED', `gave up after ${receives} receives: ${errorMessage(error)}`, { cause: error });
+    return new PermanentJobError('RETRIES_EXHAUSTED', `gave up after ${receives} receives: ${errorMessage(error)}`, {
+      cause: error,
+    });
   }
   return error instanceof TransientJobError ? error : new TransientJobError(errorMessage(error), { cause: error });
 }
@@ -206,7 +237,9 @@ function describeError(error: unknown): string {
  * The event and metric of each verdict. A forwarded or running job is not finished: its stage
  * consumer, or its build's completion, publishes the outcome.
  */
-export const EVENT_OF: Readonly<Record<JobVerdict['status'], { readonly event?: EventType; readonly metric: JobMetricName }>> = {
+export const EVENT_OF: Readonly<
+  Record<JobVerdict['status'], { readonly event?: EventType; readonly metric: JobMetricName }>
+> = {
   SUCCEEDED: { event: 'AgentJobSucceeded', metric: 'JobSucceeded' },
   FAILED: { event: 'AgentJobFailed', metric: 'JobFailed' },
   SKIPPED: { event: 'AgentJobSkipped', metric: 'JobSkipped' },
@@ -231,7 +264,11 @@ function isOutcome(verdict: JobVerdict): verdict is OutcomeVerdict {
 }
 
 /** The `detail` of a job's outcome event: ids and the verdict, never the payload (contract/events.ts). */
-export function eventDetail(job: Pick<JobEnvelope, 'jobId' | 'workspaceId' | 'tenantId' | 'type'>, verdict: OutcomeVerdict, attempt: number): OutcomeEventDetail {
+export function eventDetail(
+  job: Pick<JobEnvelope, 'jobId' | 'workspaceId' | 'tenantId' | 'type'>,
+  verdict: OutcomeVerdict,
+  attempt: number,
+): OutcomeEventDetail {
   const { jobId, workspaceId, tenantId, type } = job;
   const base = { jobId, workspaceId, tenantId, type, attempt };
   switch (verdict.status) {
@@ -252,7 +289,9 @@ export function recordedVerdict(record: JobRecord): OutcomeVerdict | undefined {
     case 'FAILED':
       return record.error ? { status: 'FAILED', error: record.error } : undefined;
     case 'SKIPPED':
-      return record.error ? { status: 'SKIPPED', error: record.error, blockedBy: record.blockedBy ?? 'unknown' } : undefined;
+      return record.error
+        ? { status: 'SKIPPED', error: record.error, blockedBy: record.blockedBy ?? 'unknown' }
+        : undefined;
     default:
       return undefined;
   }
@@ -263,12 +302,19 @@ function reportedByItsBuild(record: JobRecord): boolean {
   return record.dueAt !== undefined || record.reportedAt !== undefined;
 }
 
-export function createRecordProcessor<M extends JobEnvelope>(processor: JobProcessor<M>, deps: PipelineDeps): (record: SQSRecord) => Promise<boolean> {
+export function createRecordProcessor<M extends JobEnvelope>(
+  processor: JobProcessor<M>,
+  deps: PipelineDeps,
+): (record: SQSRecord) => Promise<boolean> {
   return (record) => processRecord(record, processor, deps);
 }
 
 /** Runs one delivery through the rules above; resolves true when the record may be acknowledged. */
-export async function processRecord<M extends JobEnvelope>(record: SQSRecord, processor: JobProcessor<M>, deps: PipelineDeps): Promise<boolean> {
+export async function processRecord<M extends JobEnvelope>(
+  record: SQSRecord,
+  processor: JobProcessor<M>,
+  deps: PipelineDeps,
+): Promise<boolean> {
   let job: M;
   try {
     job = processor.parse(record.body, record);
@@ -276,10 +322,16 @@ export async function processRecord<M extends JobEnvelope>(record: SQSRecord, pr
     if (!(error instanceof PermanentJobError)) throw error;
     return refuseMessage(record, error, deps, 'unparseable message moved to the DLQ');
   }
-  const log = jobLogger(deps.logger, { jobId: job.jobId, workspaceId: job.workspaceId, jobType: job.type, messageId: record.messageId });
+  const log = jobLogger(deps.logger, {
+    jobId: job.jobId,
+    workspaceId: job.workspaceId,
+    jobType: job.type,
+    messageId: record.messageId,
+  });
   const early = deferralOf(record).until - deps.clock.now();
   // A copy that came before its wait ended (the wait was longer than SQS's longest delay): sent again.
-  if (early > 0 && deps.settings.consumer === 'stage' && (await requeue(record, Math.ceil(early / 1000), deps, log))) return true;
+  if (early > 0 && deps.settings.consumer === 'stage' && (await requeue(record, Math.ceil(early / 1000), deps, log)))
+    return true;
   const run = new JobRun(record, job, processor, deps, log);
   try {
     return await run.execute();
@@ -295,11 +347,18 @@ export async function processRecord<M extends JobEnvelope>(record: SQSRecord, pr
 async function backOff(record: SQSRecord, error: unknown, deps: PipelineDeps, log: JobLogger): Promise<false> {
   const receives = receiveCount(record);
   const now = deps.clock.now();
-  const named = error instanceof LeaseHeldError ? untilLeaseEnds(error, now) : error instanceof RetryAfterError ? limitWaitSeconds(error, now, receives - 1, deps.settings.backoff) : 0;
+  const named =
+    error instanceof LeaseHeldError
+      ? untilLeaseEnds(error, now)
+      : error instanceof RetryAfterError
+        ? limitWaitSeconds(error, now, receives - 1, deps.settings.backoff)
+        : 0;
   const seconds = Math.max(backoffSeconds(receives, deps.settings.backoff), named);
   log.warn('transient failure: retrying later', { error: errorMessage(error), receives, backoffSeconds: seconds });
   // Best effort: without it the retry waits for the visibility timeout.
-  await deps.queueOps.changeVisibility(record, seconds).catch((e: unknown) => log.warn('back-off failed', { error: errorMessage(e) }));
+  await deps.queueOps
+    .changeVisibility(record, seconds)
+    .catch((e: unknown) => log.warn('back-off failed', { error: errorMessage(e) }));
   return false;
 }
 
@@ -308,7 +367,13 @@ async function backOff(record: SQSRecord, error: unknown, deps: PipelineDeps, lo
  * SQS cannot delay it that long), carrying the failed receives of this delivery's copies; false
  * when the send failed (the caller falls back on the visibility back-off).
  */
-async function requeue(record: SQSRecord, seconds: number, deps: PipelineDeps, log: JobLogger, waited = false): Promise<boolean> {
+async function requeue(
+  record: SQSRecord,
+  seconds: number,
+  deps: PipelineDeps,
+  log: JobLogger,
+  waited = false,
+): Promise<boolean> {
   const carried = deferralOf(record);
   const now = deps.clock.now();
   // This copy's receives before this one failed; this one waited (or came early) and does not count.
@@ -322,7 +387,9 @@ async function requeue(record: SQSRecord, seconds: number, deps: PipelineDeps, l
     await deps.queueOps.requeue(record, Math.min(seconds, MAX_DELAY_SECONDS), attributes);
     return true;
   } catch (error) {
-    log.warn('sending the waiting job again failed: it waits on its visibility instead', { error: errorMessage(error) });
+    log.warn('sending the waiting job again failed: it waits on its visibility instead', {
+      error: errorMessage(error),
+    });
     return false;
   }
 }
@@ -333,7 +400,13 @@ async function requeue(record: SQSRecord, seconds: number, deps: PipelineDeps, l
  * names may belong to a real job. The message goes to the DLQ with the reason (the DLQ alarm tells
  * the operator); a failed send is retried.
  */
-async function refuseMessage(record: SQSRecord, error: PermanentJobError, deps: PipelineDeps, what: string, ids: Record<string, unknown> = {}): Promise<boolean> {
+async function refuseMessage(
+  record: SQSRecord,
+  error: PermanentJobError,
+  deps: PipelineDeps,
+  what: string,
+  ids: Record<string, unknown> = {},
+): Promise<boolean> {
   const logIds = { ...ids, messageId: record.messageId, reason: error.reason };
   try {
     await deps.queueOps.moveToDlq(record, { reason: error.reason, message: error.message });
@@ -382,10 +455,18 @@ class JobRun<M extends JobEnvelope> {
       case 'conflict':
         // Recorded beside the original (never on it), so `status` and `wait` show the refused request.
         await ledger.recordConflict({ job: this.job, digest, seenBy: settings.consumer, now: clock.now() });
-        throw new PermanentJobError('CONFLICT', `job id ${this.job.jobId} was already used for a different request (${claim.record.status}, kept): this one is refused`);
+        throw new PermanentJobError(
+          'CONFLICT',
+          `job id ${this.job.jobId} was already used for a different request (${claim.record.status}, kept): this one is refused`,
+        );
       case 'unpinned': {
-        const refusal = new PermanentJobError('UNPINNED', `${claim.why}: a stage consumer runs only what the sequencer pinned`);
-        return refuseMessage(this.record, refusal, this.deps, 'stage message the sequencer never pinned: refused', { jobId: this.job.jobId });
+        const refusal = new PermanentJobError(
+          'UNPINNED',
+          `${claim.why}: a stage consumer runs only what the sequencer pinned`,
+        );
+        return refuseMessage(this.record, refusal, this.deps, 'stage message the sequencer never pinned: refused', {
+          jobId: this.job.jobId,
+        });
       }
       case 'cancelled':
         this.log.info('acknowledged as cancelled', { status: claim.record.status });
@@ -394,7 +475,9 @@ class JobRun<M extends JobEnvelope> {
         this.log.info('acknowledged: its stage consumer took it', { status: claim.record.status });
         return this.announceStaged(claim.record);
       case 'running':
-        this.log.info('acknowledged: its build is running and reports the job when it ends', { buildId: claim.record.progress?.['buildId'] });
+        this.log.info('acknowledged: its build is running and reports the job when it ends', {
+          buildId: claim.record.progress?.['buildId'],
+        });
         return true;
       case 'duplicate':
       case 'finished':
@@ -410,8 +493,15 @@ class JobRun<M extends JobEnvelope> {
     const gate = await this.judgeGate(claim.record);
     const { verdict: ran } = await this.processor.run(this.job, this.context(claim.record));
     // The checks it passed, in its result (a command stage's verdict comes later, from its build).
-    const verdict: RunVerdict = gate.length > 0 && ran.status === 'SUCCEEDED' ? { ...ran, result: { ...ran.result, gate } } : ran;
-    const done = await ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: clock.now(), verdict, workspace: this.placement() });
+    const verdict: RunVerdict =
+      gate.length > 0 && ran.status === 'SUCCEEDED' ? { ...ran, result: { ...ran.result, gate } } : ran;
+    const done = await ledger.complete({
+      jobId: this.job.jobId,
+      owner: this.owner,
+      now: clock.now(),
+      verdict,
+      workspace: this.placement(),
+    });
     this.settled = true;
     if (verdict.status === 'SKIPPED') await this.deps.queueOps.moveToDlq(this.record, verdict.error);
     await this.report(verdict, done.attempt);
@@ -432,7 +522,12 @@ class JobRun<M extends JobEnvelope> {
       // Shown by status while it waits; a record with progress of its own (a build id) keeps it.
       if (error instanceof RetryAfterError && claimed.progress === undefined) {
         await this.deps.ledger
-          .recordProgress({ jobId: this.job.jobId, owner: this.owner, progress: { waitingFor: error.message }, now: this.deps.clock.now() })
+          .recordProgress({
+            jobId: this.job.jobId,
+            owner: this.owner,
+            progress: { waitingFor: error.message },
+            now: this.deps.clock.now(),
+          })
           .catch((e: unknown) => this.log.warn('recording the wait failed', { error: errorMessage(e) }));
       }
       throw error;
@@ -442,7 +537,8 @@ class JobRun<M extends JobEnvelope> {
   /** Its place in the workspace, with the turn it had before when it is run again at a new one (a replay, a redrive). */
   private placement(): CompleteInput['workspace'] {
     const previousSeq = this.claimed?.wsSeq;
-    if (this.position === undefined || previousSeq === undefined || previousSeq === this.position.seq) return this.position;
+    if (this.position === undefined || previousSeq === undefined || previousSeq === this.position.seq)
+      return this.position;
     return { ...this.position, previousSeq };
   }
 
@@ -460,7 +556,10 @@ class JobRun<M extends JobEnvelope> {
    */
   private async settleFinished(record: JobRecord): Promise<boolean> {
     this.log.info('already finished: acknowledged', { status: record.status });
-    if (this.redriveToken() !== undefined) this.log.warn('a redrive the ledger did not record: handled as an ordinary redelivery, nothing runs again', { status: record.status });
+    if (this.redriveToken() !== undefined)
+      this.log.warn('a redrive the ledger did not record: handled as an ordinary redelivery, nothing runs again', {
+        status: record.status,
+      });
     // An operator dismissed the failure (its DLQ copy removed, its event long published): nothing to report again.
     if (record.dismissed !== undefined) return true;
     if (reportedByItsBuild(record)) return true;
@@ -530,15 +629,25 @@ class JobRun<M extends JobEnvelope> {
 
   private async failPermanently(failure: PermanentJobError): Promise<boolean> {
     const { reason, message, repositoryData, gate } = failure;
-    const verdict: JobVerdict = { status: 'FAILED', error: { reason, message, ...(repositoryData ? { repositoryData } : {}), ...(gate ? { gate } : {}) } };
+    const verdict: JobVerdict = {
+      status: 'FAILED',
+      error: { reason, message, ...(repositoryData ? { repositoryData } : {}), ...(gate ? { gate } : {}) },
+    };
     let attempt = 0;
     if (this.claimed) {
-      const done = await this.deps.ledger.complete({ jobId: this.job.jobId, owner: this.owner, now: this.deps.clock.now(), verdict, workspace: this.placement() });
+      const done = await this.deps.ledger.complete({
+        jobId: this.job.jobId,
+        owner: this.owner,
+        now: this.deps.clock.now(),
+        verdict,
+        workspace: this.placement(),
+      });
       this.settled = true;
       attempt = done.attempt;
     }
     // An error no rule classified: where it came from is what an operator needs to classify it.
-    const origin = failure.reason === 'UNEXPECTED_ERROR' && failure.cause instanceof Error ? { stack: failure.cause.stack } : {};
+    const origin =
+      failure.reason === 'UNEXPECTED_ERROR' && failure.cause instanceof Error ? { stack: failure.cause.stack } : {};
     this.log.error('permanent failure', { reason: failure.reason, error: failure.message, ...origin });
     await this.processor.onPermanentFailure?.(this.job, failure, this.claimed !== undefined);
     await this.deps.queueOps.moveToDlq(this.record, verdict.error);
@@ -566,17 +675,25 @@ class JobRun<M extends JobEnvelope> {
       logger: this.log,
       heartbeat: async () => {
         const now = clock.now();
-        await ledger.heartbeat({ jobId: this.job.jobId, owner: this.owner, leaseUntil: now + settings.leaseSeconds * 1000, now });
+        await ledger.heartbeat({
+          jobId: this.job.jobId,
+          owner: this.owner,
+          leaseUntil: now + settings.leaseSeconds * 1000,
+          now,
+        });
         await queueOps.changeVisibility(this.record, settings.visibilitySeconds).catch((error: unknown) => {
           // SQS refuses a receipt handle once the message went back to the queue: the message is a
           // later delivery's now, whatever the error says, so this one stops and is retried.
-          throw new TransientJobError(`extending the message visibility failed: ${errorMessage(error)}`, { cause: error });
+          throw new TransientJobError(`extending the message visibility failed: ${errorMessage(error)}`, {
+            cause: error,
+          });
         });
       },
       placeInWorkspace: (position) => {
         this.position = position;
       },
-      recordProgress: (progress) => ledger.recordProgress({ jobId: this.job.jobId, owner: this.owner, progress, now: clock.now() }),
+      recordProgress: (progress) =>
+        ledger.recordProgress({ jobId: this.job.jobId, owner: this.owner, progress, now: clock.now() }),
     };
   }
 }

@@ -15,7 +15,8 @@ import type { GateCheck, PatchMismatch } from './errors';
  * RUNNING: a command stage started the job's build and acknowledged its message; the build's
  * completion (an event, or the reconciler) records the verdict.
  */
-export type JobStatus = 'QUEUED' | 'IN_FLIGHT' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'FORWARDED' | 'SKIPPED' | 'CANCELLED';
+export type JobStatus =
+  'QUEUED' | 'IN_FLIGHT' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'FORWARDED' | 'SKIPPED' | 'CANCELLED';
 /** Statuses after which a job never runs again on an ordinary redelivery. */
 export const TERMINAL_STATUSES: readonly JobStatus[] = ['SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED'];
 /** Statuses of a job that was sent but has no outcome yet: a lost message leaves a job here. */
@@ -193,7 +194,12 @@ export interface BuildStopper {
 
 export type TestRunStatus =
   | { readonly state: 'RUNNING' }
-  | { readonly state: 'PASSED' | 'FAILED'; readonly exitCode: number | null; readonly logTail: string; readonly durationMs?: number }
+  | {
+      readonly state: 'PASSED' | 'FAILED';
+      readonly exitCode: number | null;
+      readonly logTail: string;
+      readonly durationMs?: number;
+    }
   /** Infrastructure errors (FAULT, TIMED_OUT, STOPPED): not a verdict of the command. */
   | { readonly state: 'ERROR'; readonly status: string; readonly message: string };
 
@@ -570,5 +576,9 @@ export interface QueueOps {
    */
   requeue(record: SQSRecord, delaySeconds: number, attributes: Record<string, string>): Promise<void>;
   /** Puts a copy of a message that is no longer on its queue on that queue's DLQ, with `reason` and `errorMessage`. */
-  sendToDlq(dlqUrl: string, message: { body: string; attributes: Record<string, string>; groupId?: string }, failure: JobFailure): Promise<void>;
+  sendToDlq(
+    dlqUrl: string,
+    message: { body: string; attributes: Record<string, string>; groupId?: string },
+    failure: JobFailure,
+  ): Promise<void>;
 }

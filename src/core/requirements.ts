@@ -17,13 +17,15 @@ import type { JobRecord, Ledger } from './ports';
 
 export type { GateCheck } from './errors';
 
-
 /** Jobs read per page walking back through the workspace, and the most looked at. */
 const PAGE = 25;
 const MOST_LOOKED_AT = 500;
 
 /** The types a job type requires (none for a type the catalog does not declare any for). */
-export function requiredTypes(type: string, catalog: Readonly<Record<string, JobTypeDeclaration>> = JOB_TYPES): readonly string[] {
+export function requiredTypes(
+  type: string,
+  catalog: Readonly<Record<string, JobTypeDeclaration>> = JOB_TYPES,
+): readonly string[] {
   return catalog[type]?.requires ?? [];
 }
 
@@ -32,9 +34,13 @@ function standing(record: JobRecord): { readonly verdict: string; readonly passe
   if (record.status === 'SUCCEEDED') {
     const verdict = record.result?.['verdict'];
     const summary = record.result?.['summary'];
-    return { verdict: typeof summary === 'string' ? summary : record.status, passed: verdict === undefined || verdict === 'passed' };
+    return {
+      verdict: typeof summary === 'string' ? summary : record.status,
+      passed: verdict === undefined || verdict === 'passed',
+    };
   }
-  if (record.status === 'FAILED' || record.status === 'SKIPPED') return { verdict: `${record.status} (${record.error?.reason ?? 'no reason'})`, passed: false };
+  if (record.status === 'FAILED' || record.status === 'SKIPPED')
+    return { verdict: `${record.status} (${record.error?.reason ?? 'no reason'})`, passed: false };
   return { verdict: record.status, passed: undefined };
 }
 
@@ -42,11 +48,20 @@ function standing(record: JobRecord): { readonly verdict: string; readonly passe
  * The last job of each required type before `claimed` (its place in the workspace) at the pinned
  * commit, walking back from it until the patch that made that commit. Cancelled jobs do not count.
  */
-async function lastAtCommit(ledger: Ledger, job: StageMessage, claimed: JobRecord, types: readonly string[]): Promise<Map<string, JobRecord>> {
+async function lastAtCommit(
+  ledger: Ledger,
+  job: StageMessage,
+  claimed: JobRecord,
+  types: readonly string[],
+): Promise<Map<string, JobRecord>> {
   const found = new Map<string, JobRecord>();
   let after = claimed.wsSeq;
   for (let looked = 0; looked < MOST_LOOKED_AT && found.size < types.length; looked += PAGE) {
-    const page = await ledger.pageWorkspaceJobs(job.workspaceId, { order: 'newest', ...(after === undefined ? {} : { after }), limit: PAGE });
+    const page = await ledger.pageWorkspaceJobs(job.workspaceId, {
+      order: 'newest',
+      ...(after === undefined ? {} : { after }),
+      limit: PAGE,
+    });
     for (const record of page.jobs) {
       // The patch that made the pinned commit, or an earlier one: what comes before was pinned elsewhere.
       if (record.type === 'apply_patch' && record.status === 'SUCCEEDED') return found;
@@ -64,7 +79,12 @@ async function lastAtCommit(ledger: Ledger, job: StageMessage, claimed: JobRecor
  * Judges the stage's requirements at its pinned commit: the checks when all passed (empty when it
  * requires none); throws REQUIREMENT_FAILED / REQUIREMENT_NOT_RUN, or RetryAfterError to wait.
  */
-export async function judgeRequirements(ledger: Ledger, job: StageMessage, claimed: JobRecord, types: readonly string[] = requiredTypes(job.type)): Promise<GateCheck[]> {
+export async function judgeRequirements(
+  ledger: Ledger,
+  job: StageMessage,
+  claimed: JobRecord,
+  types: readonly string[] = requiredTypes(job.type),
+): Promise<GateCheck[]> {
   if (types.length === 0) return [];
   const sha = job.pin.sha;
   const found = await lastAtCommit(ledger, job, claimed, types);
@@ -77,7 +97,11 @@ export async function judgeRequirements(ledger: Ledger, job: StageMessage, claim
   }
   const checks = types.map((type) => {
     const record = found.get(type) as JobRecord;
-    return { record, check: { type, jobId: record.jobId, verdict: standing(record).verdict, sha } satisfies GateCheck, passed: standing(record).passed };
+    return {
+      record,
+      check: { type, jobId: record.jobId, verdict: standing(record).verdict, sha } satisfies GateCheck,
+      passed: standing(record).passed,
+    };
   });
   const failed = checks.find((c) => c.passed === false);
   if (failed) {

@@ -12,10 +12,32 @@ import { gitHostProblem, type GitHostPolicy } from '../../contract/git-remotes';
 import { JOB_TYPES, type OrderedJobType, type StagedJobType } from '../../contract/job-types';
 import { wireJson } from '../../contract/messages';
 import { jobAttributes, messageGroupId, parseEnvelope, tenantGroupId, type JobEnvelope, type Pin } from './envelope';
-import { InvalidJobError, LeaseHeldError, LeaseLostError, PermanentJobError, RefusedBeforeTurnError, type PermanentReason } from './errors';
+import {
+  InvalidJobError,
+  LeaseHeldError,
+  LeaseLostError,
+  PermanentJobError,
+  RefusedBeforeTurnError,
+  type PermanentReason,
+} from './errors';
 import { processFifoBatch } from './fifo-batch';
-import { createRecordProcessor, receiveCount, type JobContext, type JobProcessor, type PipelineDeps, type RunResult, type RunVerdict } from './pipeline';
-import { SKIPPED_REASON, type JobRecord, type SettledTake, type WorkspaceGit, type WorkspaceRecord, type WorkspaceRepo } from './ports';
+import {
+  createRecordProcessor,
+  receiveCount,
+  type JobContext,
+  type JobProcessor,
+  type PipelineDeps,
+  type RunResult,
+  type RunVerdict,
+} from './pipeline';
+import {
+  SKIPPED_REASON,
+  type JobRecord,
+  type SettledTake,
+  type WorkspaceGit,
+  type WorkspaceRecord,
+  type WorkspaceRepo,
+} from './ports';
 
 /** What an ordered job type does at its turn; the sequencer does the rest. */
 export interface OrderedJobProcessor<T extends OrderedJobType = OrderedJobType> {
@@ -60,7 +82,9 @@ class SequencerProcessor implements JobProcessor {
     const expected = messageGroupId(job.workspaceId);
     const group = record.attributes.MessageGroupId;
     if (group !== expected) {
-      throw new InvalidJobError(`job ${job.jobId}: the message group must be ${expected} (its workspace's), got ${group === undefined ? 'none' : JSON.stringify(group)}`);
+      throw new InvalidJobError(
+        `job ${job.jobId}: the message group must be ${expected} (its workspace's), got ${group === undefined ? 'none' : JSON.stringify(group)}`,
+      );
     }
     return job;
   }
@@ -108,11 +132,18 @@ class SequencerProcessor implements JobProcessor {
     if (receiveCount(ctx.record) >= settings.maxReceiveCount) return;
     const record = await ledger.getJob(predecessor);
     if (record?.status !== 'IN_FLIGHT') return;
-    ctx.logger.warn('previous job unfinished, its message gone: waiting for its worker', { predecessor, leaseUntil: record.leaseUntil });
+    ctx.logger.warn('previous job unfinished, its message gone: waiting for its worker', {
+      predecessor,
+      leaseUntil: record.leaseUntil,
+    });
     throw new LeaseHeldError(predecessor, Math.max(record.leaseUntil ?? 0, clock.now()));
   }
 
-  private async skip(job: JobEnvelope, take: Exclude<SettledTake, { kind: 'taken' | 'mismatch' }>, ctx: JobContext): Promise<RunVerdict> {
+  private async skip(
+    job: JobEnvelope,
+    take: Exclude<SettledTake, { kind: 'taken' | 'mismatch' }>,
+    ctx: JobContext,
+  ): Promise<RunVerdict> {
     const { ledger, clock } = this.deps;
     let blockedBy = take.workspace.blockedBy ?? 'unknown';
     if (take.kind === 'blocked' && blockedBy === job.jobId) {
@@ -130,17 +161,32 @@ class SequencerProcessor implements JobProcessor {
       await this.fence(job.workspaceId, blockedBy, 'PREDECESSOR_UNFINISHED');
     }
     // Skipped jobs get a place in the workspace's order too, so a replay can follow it.
-    ctx.placeInWorkspace({ workspaceId: job.workspaceId, seq: await ledger.nextWorkspaceSeq(job.workspaceId, clock.now()) });
-    return { status: 'SKIPPED', blockedBy, error: { reason: SKIPPED_REASON, message: `workspace ${job.workspaceId} is blocked by job ${blockedBy}` } };
+    ctx.placeInWorkspace({
+      workspaceId: job.workspaceId,
+      seq: await ledger.nextWorkspaceSeq(job.workspaceId, clock.now()),
+    });
+    return {
+      status: 'SKIPPED',
+      blockedBy,
+      error: { reason: SKIPPED_REASON, message: `workspace ${job.workspaceId} is blocked by job ${blockedBy}` },
+    };
   }
 
   /** The commit a staged job runs at: the head the last mutation recorded, else the branch head. */
   private async pin(job: JobEnvelope, workspace: WorkspaceRecord): Promise<Pin> {
-    if (!workspace.repo) throw new PermanentJobError('WORKSPACE_UNKNOWN', `workspace ${job.workspaceId} has no repository yet: send an apply_patch first`);
+    if (!workspace.repo)
+      throw new PermanentJobError(
+        'WORKSPACE_UNKNOWN',
+        `workspace ${job.workspaceId} has no repository yet: send an apply_patch first`,
+      );
     // A workspace bound before its host left the allow-list: its head is not read from there either.
     this.checkHost(job, workspace.repo.url, (message) => new PermanentJobError('HOST_NOT_ALLOWED', message));
     const sha = workspace.head ?? (await this.deps.git.branchHead(workspace.repo.url, workspace.repo.branch));
-    if (!sha) throw new PermanentJobError('WORKSPACE_UNKNOWN', `branch ${workspace.repo.branch} of workspace ${job.workspaceId} does not exist`);
+    if (!sha)
+      throw new PermanentJobError(
+        'WORKSPACE_UNKNOWN',
+        `branch ${workspace.repo.branch} of workspace ${job.workspaceId} does not exist`,
+      );
     return { sha, repoUrl: workspace.repo.url, branch: workspace.repo.branch };
   }
 
@@ -150,7 +196,12 @@ class SequencerProcessor implements JobProcessor {
    * past the first one's fence and interleave with its order. Refused before the turn.
    */
   private async claimBranch(job: JobEnvelope, repo: WorkspaceRepo): Promise<void> {
-    const binding = await this.deps.ledger.bindBranch({ repo, workspaceId: job.workspaceId, jobId: job.jobId, now: this.deps.clock.now() });
+    const binding = await this.deps.ledger.bindBranch({
+      repo,
+      workspaceId: job.workspaceId,
+      jobId: job.jobId,
+      now: this.deps.clock.now(),
+    });
     if (binding.kind === 'bound') return;
     const { holder } = binding;
     throw new RefusedBeforeTurnError(
@@ -173,7 +224,12 @@ class SequencerProcessor implements JobProcessor {
   async afterComplete(job: JobEnvelope, record: JobRecord): Promise<void> {
     if (!record.pin || (record.status !== 'FORWARDED' && record.status !== 'IN_FLIGHT')) return;
     const type = job.type as StagedJobType;
-    await this.deps.queueOps.send(this.deps.stageQueueUrls[type], wireJson({ ...job, pin: record.pin }), jobAttributes(job), tenantGroupId(job.tenantId));
+    await this.deps.queueOps.send(
+      this.deps.stageQueueUrls[type],
+      wireJson({ ...job, pin: record.pin }),
+      jobAttributes(job),
+      tenantGroupId(job.tenantId),
+    );
   }
 
   async onPermanentFailure(job: JobEnvelope, error: PermanentJobError, held: boolean): Promise<void> {
@@ -182,10 +238,12 @@ class SequencerProcessor implements JobProcessor {
     if (error.reason === 'CONFLICT' || error instanceof RefusedBeforeTurnError) return;
     if (this.fencesOnFailure(job, error, held)) return this.fence(job.workspaceId, job.jobId, error.reason);
     if (!held) return;
-    await this.deps.ledger.finishWorkspaceJob({ workspaceId: job.workspaceId, jobId: job.jobId, now: this.deps.clock.now() }).catch((e: unknown) => {
-      // The job failed before it took the cursor: nothing to release.
-      if (!(e instanceof LeaseLostError)) throw e;
-    });
+    await this.deps.ledger
+      .finishWorkspaceJob({ workspaceId: job.workspaceId, jobId: job.jobId, now: this.deps.clock.now() })
+      .catch((e: unknown) => {
+        // The job failed before it took the cursor: nothing to release.
+        if (!(e instanceof LeaseLostError)) throw e;
+      });
   }
 
   /**
@@ -205,12 +263,20 @@ class SequencerProcessor implements JobProcessor {
     await this.deps.ledger.blockWorkspace({ workspaceId, blockedBy, reason, now: this.deps.clock.now() });
     this.deps.metrics.count('WorkspaceBlocked');
     this.deps.logger.warn('workspace blocked', { workspaceId, blockedBy, reason });
-    await this.deps.events.publish('WorkspaceBlocked', { workspaceId, blockedBy, reason } satisfies WorkspaceBlockedDetail);
+    await this.deps.events.publish('WorkspaceBlocked', {
+      workspaceId,
+      blockedBy,
+      reason,
+    } satisfies WorkspaceBlockedDetail);
   }
 }
 
 /** A job naming another repository or branch than its workspace's binding: refused, the workspace stays usable. */
-function mismatchError(job: JobEnvelope, workspace: WorkspaceRecord, named: WorkspaceRepo | undefined): RefusedBeforeTurnError {
+function mismatchError(
+  job: JobEnvelope,
+  workspace: WorkspaceRecord,
+  named: WorkspaceRepo | undefined,
+): RefusedBeforeTurnError {
   const bound = workspace.repo ? `${workspace.repo.url} branch ${workspace.repo.branch}` : 'nothing';
   const asked = named ? `${named.url} branch ${named.branch}` : 'nothing';
   return new RefusedBeforeTurnError(

@@ -12,7 +12,22 @@
  */
 
 /** Node system error codes of a connection that failed or was cut. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
 /** A machine short of a resource: another container (or the same one later) can do the job. */
 const RESOURCE_CODES = new Set(['ENOSPC', 'EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN', 'EBUSY']);
 /** AWS error names that mean throttling or a timeout (the SDK's THROTTLING_ and TRANSIENT_ERROR_CODES). */
@@ -50,7 +65,8 @@ export function transientCause(error: unknown): string | undefined {
   // The chain is followed a bounded number of links: a cause may be cyclic.
   for (let depth = 0, at = error; depth < 10 && typeof at === 'object' && at !== null; depth++) {
     const shape = at as ErrorShape;
-    if (typeof shape.code === 'string' && (NETWORK_CODES.has(shape.code) || RESOURCE_CODES.has(shape.code))) return shape.code;
+    if (typeof shape.code === 'string' && (NETWORK_CODES.has(shape.code) || RESOURCE_CODES.has(shape.code)))
+      return shape.code;
     if (typeof shape.name === 'string' && TRANSIENT_NAMES.has(shape.name)) return shape.name;
     const status = shape.$metadata?.httpStatusCode;
     if (typeof status === 'number' && (status === 429 || (status >= 500 && status <= 599))) return `HTTP ${status}`;

@@ -42,14 +42,20 @@ const DOCUMENTS: Readonly<Record<string, () => WireDocument>> = {
       `The body of a message on the FIFO queue (the stack output QueueUrlAgentJobs), one form per job type (${JOB_TYPE_NAMES.join(', ')}). ` +
       `Send it with MessageGroupId "ws#<workspaceId>", MessageDeduplicationId the lower-case hex sha256 of "<jobId>:<type>", and the String ` +
       `attributes jobId, workspaceId, tenantId and type; body and attributes together at most ${MAX_MESSAGE_BYTES} bytes.`,
-    schema: oneOf('type', JOB_TYPE_NAMES.map((type: JobType) => envelopeSchemaOf(type))),
+    schema: oneOf(
+      'type',
+      JOB_TYPE_NAMES.map((type: JobType) => envelopeSchemaOf(type)),
+    ),
   }),
   'stage-message.schema.json': () => ({
     title: 'agent-jobs stage message',
     description:
       'The body of a message on a stage queue: the job envelope and the commit the sequencer pinned it to. Only the sequencer sends these; ' +
       'a stage refuses one whose pin the ledger does not hold (UNPINNED).',
-    schema: oneOf('type', STAGED_TYPES.map((type) => stageMessageSchemaOf(type))),
+    schema: oneOf(
+      'type',
+      STAGED_TYPES.map((type) => stageMessageSchemaOf(type)),
+    ),
   }),
   'outcome-event-detail.schema.json': () => ({
     title: 'agent-jobs outcome event detail',
@@ -60,7 +66,8 @@ const DOCUMENTS: Readonly<Record<string, () => WireDocument>> = {
   }),
   'workspace-blocked-event-detail.schema.json': () => ({
     title: 'agent-jobs WorkspaceBlocked event detail',
-    description: "The detail of the event WorkspaceBlocked (source \"agent-jobs\"): an apply_patch failed for good and the workspace's later jobs are skipped until an operator unblocks it.",
+    description:
+      'The detail of the event WorkspaceBlocked (source "agent-jobs"): an apply_patch failed for good and the workspace\'s later jobs are skipped until an operator unblocks it.',
     schema: workspaceBlockedDetailSchema,
   }),
   'dlq-message-attributes.schema.json': () => ({

@@ -26,7 +26,13 @@ import { errorMessage } from '../core/errors';
 
 /** Where run groups are made: per controller (v1, one hierarchy each, possibly shared), or one directory (v2). */
 export type CgroupParents =
-  | { readonly version: 1; readonly pids: string; readonly memory: string; readonly cpu?: string; readonly cpuacct?: string }
+  | {
+      readonly version: 1;
+      readonly pids: string;
+      readonly memory: string;
+      readonly cpu?: string;
+      readonly cpuacct?: string;
+    }
   | { readonly version: 2; readonly dir: string };
 
 /** A run's own group, by the directories that hold it (one per hierarchy). */
@@ -63,7 +69,10 @@ export async function findCgroupParents(): Promise<CgroupParents | { readonly un
   let own: string;
   let mounts: string;
   try {
-    [own, mounts] = await Promise.all([readFile('/proc/self/cgroup', 'utf8'), readFile('/proc/self/mountinfo', 'utf8')]);
+    [own, mounts] = await Promise.all([
+      readFile('/proc/self/cgroup', 'utf8'),
+      readFile('/proc/self/mountinfo', 'utf8'),
+    ]);
   } catch (error) {
     return { unavailable: `cgroups cannot be read here (${errorMessage(error)})` };
   }
@@ -78,7 +87,11 @@ export async function findCgroupParents(): Promise<CgroupParents | { readonly un
       problems.push(`v${parents.version}: ${errorMessage(error)}`);
     }
   }
-  if (candidates.length === 0) return { unavailable: 'no cgroup hierarchy with the pids and memory controllers is mounted (v1), and no v2 group delegates them to this process' };
+  if (candidates.length === 0)
+    return {
+      unavailable:
+        'no cgroup hierarchy with the pids and memory controllers is mounted (v1), and no v2 group delegates them to this process',
+    };
   return { unavailable: `the platform may not make cgroups here (${problems.join('; ')})` };
 }
 
@@ -102,7 +115,14 @@ export function cgroupParentsFrom(ownCgroups: string, mountInfo: string): Cgroup
     const [fstype, , superOptions = ''] = after?.split(' ') ?? [];
     const [root, mountPoint] = [fields[3], fields[4]];
     if (!root || !mountPoint || (fstype !== 'cgroup' && fstype !== 'cgroup2')) return [];
-    return [{ fstype, root: unescapeMountPath(root), mountPoint: unescapeMountPath(mountPoint), controllers: superOptions.split(',') }];
+    return [
+      {
+        fstype,
+        root: unescapeMountPath(root),
+        mountPoint: unescapeMountPath(mountPoint),
+        controllers: superOptions.split(','),
+      },
+    ];
   });
   /** The platform's own group as a directory of the mount holding `controller` (v1), or of the v2 mount. */
   const ownDir = (mount: (typeof mounts)[number], path: string | undefined): string | undefined => {
@@ -150,7 +170,10 @@ export function planRunGroup(parents: CgroupParents): RunGroupDirs {
 }
 
 /** Makes a planned run group with its limits; throws (having removed what it made) when the kernel refuses. */
-export async function makeRunGroup(dirs: RunGroupDirs, limits: Pick<CommandLimits, 'processes' | 'memoryMiB'>): Promise<RunGroupDirs> {
+export async function makeRunGroup(
+  dirs: RunGroupDirs,
+  limits: Pick<CommandLimits, 'processes' | 'memoryMiB'>,
+): Promise<RunGroupDirs> {
   const memoryBytes = String(limits.memoryMiB * 1024 * 1024);
   try {
     for (const dir of distinctDirs(dirs)) await mkdir(dir);
@@ -163,7 +186,11 @@ export async function makeRunGroup(dirs: RunGroupDirs, limits: Pick<CommandLimit
       // Present where swap is accounted: memory and swap together may not exceed the limit either.
       await writeOptional(join(dirs.memory, 'memory.memsw.limit_in_bytes'), memoryBytes);
     }
-    if (dirs.cpu) await writeOptional(join(dirs.cpu, dirs.version === 2 ? 'cpu.weight' : 'cpu.shares'), String(CPU_WEIGHT[dirs.version]));
+    if (dirs.cpu)
+      await writeOptional(
+        join(dirs.cpu, dirs.version === 2 ? 'cpu.weight' : 'cpu.shares'),
+        String(CPU_WEIGHT[dirs.version]),
+      );
     return dirs;
   } catch (error) {
     await removeRunGroup(dirs).catch(() => undefined);
@@ -182,11 +209,16 @@ export async function readRunGroupUsage(dirs: RunGroupDirs): Promise<RunGroupUsa
     readFile(join(dirs.memory, dirs.version === 2 ? 'memory.events' : 'memory.oom_control'), 'utf8').catch(() => ''),
     cpuSeconds(dirs),
   ]);
-  return { processLimitReached: counter(pidsEvents, 'max') > 0, oomKills: counter(memoryEvents, 'oom_kill'), cpuSeconds: cpu };
+  return {
+    processLimitReached: counter(pidsEvents, 'max') > 0,
+    oomKills: counter(memoryEvents, 'oom_kill'),
+    cpuSeconds: cpu,
+  };
 }
 
 async function cpuSeconds(dirs: RunGroupDirs): Promise<number> {
-  if (dirs.version === 2) return counter(await readFile(join(dirs.cpu ?? dirs.pids, 'cpu.stat'), 'utf8').catch(() => ''), 'usage_usec') / 1e6;
+  if (dirs.version === 2)
+    return counter(await readFile(join(dirs.cpu ?? dirs.pids, 'cpu.stat'), 'utf8').catch(() => ''), 'usage_usec') / 1e6;
   if (!dirs.cpuacct) return 0;
   return Number((await readFile(join(dirs.cpuacct, 'cpuacct.usage'), 'utf8').catch(() => '0')).trim()) / 1e9;
 }
@@ -218,7 +250,11 @@ export async function removeRunGroup(dirs: RunGroupDirs): Promise<void> {
 }
 
 async function killGroupMembers(dir: string): Promise<void> {
-  await endProcesses(async () => (await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '')).split('\n').filter(Boolean).map(Number), { rounds: 100, pauseMs: 10 });
+  await endProcesses(
+    async () =>
+      (await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '')).split('\n').filter(Boolean).map(Number),
+    { rounds: 100, pauseMs: 10 },
+  );
 }
 
 /**
@@ -226,7 +262,10 @@ async function killGroupMembers(dir: string): Promise<void> {
  * round, so a process cannot fork faster than it is ended; resolves once none is left, or after
  * `rounds`. Shared by a run group's members and the processes that carry a run's marker.
  */
-export async function endProcesses(listPids: () => Promise<number[]>, options: { rounds: number; pauseMs: number }): Promise<void> {
+export async function endProcesses(
+  listPids: () => Promise<number[]>,
+  options: { rounds: number; pauseMs: number },
+): Promise<void> {
   for (let round = 0; round < options.rounds; round++) {
     const pids = (await listPids()).filter((pid) => pid !== process.pid);
     if (pids.length === 0) return;
@@ -243,7 +282,9 @@ export async function endProcesses(listPids: () => Promise<number[]>, options: {
 export async function removeLeftRunGroup(dirs: RunGroupDirs): Promise<void> {
   const isRunGroup = async (dir: string) => {
     if (!isAbsolute(dir) || !GROUP_NAME.test(basename(dir))) return false;
-    const fs = await statfs(dir).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? 'gone' : undefined));
+    const fs = await statfs(dir).catch((error: NodeJS.ErrnoException) =>
+      error.code === 'ENOENT' ? 'gone' : undefined,
+    );
     return fs === 'gone' || (fs !== undefined && CGROUP_FS.has(fs.type));
   };
   const checked = await Promise.all(distinctDirs(dirs).map(isRunGroup));

@@ -28,11 +28,17 @@ import type { CgroupParents } from './cgroups';
 export type SandboxNetwork = 'slirp4netns' | 'none';
 
 export type Confinement =
-  | { readonly kind: 'sandbox'; readonly network: SandboxNetwork; readonly runAs?: { readonly uid: number; readonly gid: number }; readonly networkMissing?: string }
+  | {
+      readonly kind: 'sandbox';
+      readonly network: SandboxNetwork;
+      readonly runAs?: { readonly uid: number; readonly gid: number };
+      readonly networkMissing?: string;
+    }
   | { readonly kind: 'namespaces'; readonly reason: string }
   | { readonly kind: 'none'; readonly reason: string };
 
-export type ResourceControl = { readonly kind: 'cgroup'; readonly parents: CgroupParents } | { readonly kind: 'rlimit'; readonly reason: string };
+export type ResourceControl =
+  { readonly kind: 'cgroup'; readonly parents: CgroupParents } | { readonly kind: 'rlimit'; readonly reason: string };
 
 /** What the runner does for every command: its confinement and how its resources are bounded. */
 export interface Isolation {
@@ -62,22 +68,38 @@ export function describeIsolation({ confinement, resources }: Isolation): Isolat
   switch (confinement.kind) {
     case 'sandbox': {
       const user = confinement.runAs ? `as uid ${confinement.runAs.uid}` : "as the platform's user";
-      const network = confinement.network === 'slirp4netns' ? 'own network (slirp4netns), no host loopback' : 'no network';
+      const network =
+        confinement.network === 'slirp4netns' ? 'own network (slirp4netns), no host loopback' : 'no network';
       summary = `sandbox (bubblewrap), ${user}, ${network}, ${limits}`;
-      stops.push('writes outside its run directory and /tmp', "reading the platform's state, HOME and other runs", 'seeing or signalling other processes');
+      stops.push(
+        'writes outside its run directory and /tmp',
+        "reading the platform's state, HOME and other runs",
+        'seeing or signalling other processes',
+      );
       if (confinement.network === 'slirp4netns') stops.push('connections to the host loopback (emulators, git server)');
       else stops.push('any network connection (package registries too)');
       if (confinement.runAs) stops.push('acting as root on host files');
       stops.push(`disk use over its limit`);
       doesNotStop.push('reading host files its user may read');
-      if (confinement.network === 'slirp4netns') doesNotStop.push('outbound connections to other hosts, including services of this machine on non-loopback addresses');
-      if (confinement.network === 'none') degraded = `no network for test commands: ${confinement.networkMissing ?? 'slirp4netns is missing'} (apt-get install slirp4netns)`;
+      if (confinement.network === 'slirp4netns')
+        doesNotStop.push(
+          'outbound connections to other hosts, including services of this machine on non-loopback addresses',
+        );
+      if (confinement.network === 'none')
+        degraded = `no network for test commands: ${confinement.networkMissing ?? 'slirp4netns is missing'} (apt-get install slirp4netns)`;
       break;
     }
     case 'namespaces':
       summary = `namespaces (unshare), as the platform's user, shared network, ${limits}`;
-      stops.push("reading the platform's state, other runs and HOME (or its credentials) by any path", 'seeing or signalling other processes');
-      doesNotStop.push('connections to the host loopback (emulators, git server)', "writes anywhere the platform's user may write", 'disk use (per file only)');
+      stops.push(
+        "reading the platform's state, other runs and HOME (or its credentials) by any path",
+        'seeing or signalling other processes',
+      );
+      doesNotStop.push(
+        'connections to the host loopback (emulators, git server)',
+        "writes anywhere the platform's user may write",
+        'disk use (per file only)',
+      );
       degraded = `bubblewrap is not in use: ${confinement.reason} (apt-get install bubblewrap slirp4netns)`;
       break;
     case 'none':
@@ -140,12 +162,28 @@ export interface ConfinedRun {
  * the platform (a parent-death signal through `setpriv`, where Linux has it); `unshare`'s own child,
  * the first process of the run's PID namespace, dies with it and takes the rest along.
  */
-export function confinedCommand(confinement: Exclude<Confinement, { kind: 'sandbox' }>, run: ConfinedRun): { file: string; args: string[] } {
+export function confinedCommand(
+  confinement: Exclude<Confinement, { kind: 'sandbox' }>,
+  run: ConfinedRun,
+): { file: string; args: string[] } {
   const dieWithPlatform = process.platform === 'linux' ? ['setpriv', '--pdeathsig', 'KILL', '--'] : [];
   if (confinement.kind === 'none') return program([...dieWithPlatform, 'sh', '-c', run.command]);
   // Deepest first: a directory inside another hidden one is covered before its parent hides it.
   const hidden = [...new Set(run.hidden.map((d) => resolve(d)))].sort((a, b) => b.length - a.length);
-  return program([...dieWithPlatform, 'unshare', ...UNSHARE, '--', 'sh', '-c', CONFINE_SCRIPT, 'agent-jobs-confine', resolve(run.runDir), resolve(run.cwd), run.command, ...hidden]);
+  return program([
+    ...dieWithPlatform,
+    'unshare',
+    ...UNSHARE,
+    '--',
+    'sh',
+    '-c',
+    CONFINE_SCRIPT,
+    'agent-jobs-confine',
+    resolve(run.runDir),
+    resolve(run.cwd),
+    run.command,
+    ...hidden,
+  ]);
 }
 
 function program([file = 'sh', ...args]: readonly string[]): { file: string; args: string[] } {
@@ -158,8 +196,25 @@ function program([file = 'sh', ...args]: readonly string[]): { file: string; arg
  * sandbox binds back.
  */
 export const CREDENTIALS_IN_HOME = [
-  '.aws', '.azure', '.config/gcloud', '.config/gh', '.config/hub', '.docker', '.git-credentials', '.gitconfig', '.config/git',
-  '.gnupg', '.kube', '.netrc', '.npmrc', '.pypirc', '.cargo/credentials', '.cargo/credentials.toml', '.ssh', '.yarnrc', '.yarnrc.yml',
+  '.aws',
+  '.azure',
+  '.config/gcloud',
+  '.config/gh',
+  '.config/hub',
+  '.docker',
+  '.git-credentials',
+  '.gitconfig',
+  '.config/git',
+  '.gnupg',
+  '.kube',
+  '.netrc',
+  '.npmrc',
+  '.pypirc',
+  '.cargo/credentials',
+  '.cargo/credentials.toml',
+  '.ssh',
+  '.yarnrc',
+  '.yarnrc.yml',
 ];
 
 /**
@@ -167,7 +222,11 @@ export const CREDENTIALS_IN_HOME = [
  * runs) and the real HOME, or, when a PATH entry lies in HOME (a toolchain installed there, e.g. by
  * a version manager, must stay reachable), the places in HOME where credentials are kept.
  */
-export function hiddenPaths(confidential: readonly string[], env: NodeJS.ProcessEnv = process.env, home = homedir()): string[] {
+export function hiddenPaths(
+  confidential: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  home = homedir(),
+): string[] {
   const realHome = resolve(home);
   if (realHome === '/') return [...confidential];
   const toolsInHome = homeToolchains(env, realHome).length > 0;
@@ -187,7 +246,9 @@ export function homeToolchains(env: NodeJS.ProcessEnv = process.env, home = home
     .filter((entry) => isAbsolute(entry))
     .map((entry) => resolve(entry))
     .filter((entry) => entry !== realHome && isInside(entry, realHome))
-    .map((entry) => (/^(bin|shims)$/.test(entry.split(sep).pop() ?? '') && dirname(entry) !== realHome ? dirname(entry) : entry));
+    .map((entry) =>
+      /^(bin|shims)$/.test(entry.split(sep).pop() ?? '') && dirname(entry) !== realHome ? dirname(entry) : entry,
+    );
   return outermost(dirs);
 }
 

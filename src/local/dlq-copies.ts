@@ -42,14 +42,22 @@ export class DlqCopyStore {
 
   async save(copy: DlqCopy): Promise<void> {
     await mkdir(this.dir, { recursive: true });
-    await writeFileAtomic(path.join(this.dir, `${jobPrefix(copy.queue, copy.jobId)}-${sha256(copy.body).slice(0, 16)}.json`), JSON.stringify(copy));
+    await writeFileAtomic(
+      path.join(this.dir, `${jobPrefix(copy.queue, copy.jobId)}-${sha256(copy.body).slice(0, 16)}.json`),
+      JSON.stringify(copy),
+    );
   }
 
   /** The saved copies of a job on the DLQ of `queue`, any body. */
   async copiesOf(queue: string, jobId: string): Promise<{ file: string; copy: DlqCopy }[]> {
     const prefix = `${jobPrefix(queue, jobId)}-`;
     const names = (await this.names()).filter((name) => name.startsWith(prefix));
-    const read = await Promise.all(names.map(async (name) => ({ file: name, copy: parseCopy(await readFile(path.join(this.dir, name), 'utf8').catch(() => '')) })));
+    const read = await Promise.all(
+      names.map(async (name) => ({
+        file: name,
+        copy: parseCopy(await readFile(path.join(this.dir, name), 'utf8').catch(() => '')),
+      })),
+    );
     return read.flatMap((r) => (r.copy ? [{ file: r.file, copy: r.copy }] : []));
   }
 
@@ -57,7 +65,14 @@ export class DlqCopyStore {
   async matching(record: JobRecord): Promise<{ file: string; copy: DlqCopy } | undefined> {
     const queue = dlqQueueOf(record);
     const copies = await this.copiesOf(queue, record.jobId);
-    return copies.find(({ copy }) => copyMismatch({ fifo: isFifo(queue) }, { ...copy, queue, messageId: '', receiptHandle: '', receiveCount: 0 }, record) === undefined);
+    return copies.find(
+      ({ copy }) =>
+        copyMismatch(
+          { fifo: isFifo(queue) },
+          { ...copy, queue, messageId: '', receiptHandle: '', receiveCount: 0 },
+          record,
+        ) === undefined,
+    );
   }
 
   /** Removes every file but `keep` (names), a write a crash cut short included. */
@@ -96,7 +111,12 @@ function jobPrefix(queue: string, jobId: string): string {
 function parseCopy(text: string): DlqCopy | undefined {
   try {
     const value = JSON.parse(text) as Partial<DlqCopy>;
-    return typeof value.queue === 'string' && typeof value.jobId === 'string' && typeof value.body === 'string' && typeof value.attributes === 'object' ? (value as DlqCopy) : undefined;
+    return typeof value.queue === 'string' &&
+      typeof value.jobId === 'string' &&
+      typeof value.body === 'string' &&
+      typeof value.attributes === 'object'
+      ? (value as DlqCopy)
+      : undefined;
   } catch {
     return undefined; // a file that is not a copy restores nothing; keepOnly removes it
   }
@@ -113,11 +133,24 @@ export function saveDlqSends(sqs: SQSClient, dlqUrls: Readonly<Record<string, st
   sqs.middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as Partial<SendMessageCommandInput>;
-      const queue = context.commandName === 'SendMessageCommand' && input.QueueUrl !== undefined ? queueOfDlq.get(input.QueueUrl) : undefined;
+      const queue =
+        context.commandName === 'SendMessageCommand' && input.QueueUrl !== undefined
+          ? queueOfDlq.get(input.QueueUrl)
+          : undefined;
       const jobId = input.MessageAttributes?.jobId?.StringValue;
       if (queue !== undefined && jobId !== undefined && input.MessageBody !== undefined) {
-        const attributes = Object.fromEntries(Object.entries(input.MessageAttributes ?? {}).flatMap(([k, v]) => (v.StringValue === undefined ? [] : [[k, v.StringValue]])));
-        await store.save({ queue, jobId, body: input.MessageBody, attributes, ...(input.MessageGroupId !== undefined && { groupId: input.MessageGroupId }) });
+        const attributes = Object.fromEntries(
+          Object.entries(input.MessageAttributes ?? {}).flatMap(([k, v]) =>
+            v.StringValue === undefined ? [] : [[k, v.StringValue]],
+          ),
+        );
+        await store.save({
+          queue,
+          jobId,
+          body: input.MessageBody,
+          attributes,
+          ...(input.MessageGroupId !== undefined && { groupId: input.MessageGroupId }),
+        });
       }
       return next(args);
     },
@@ -146,7 +179,9 @@ export async function restoreDlqCopies(input: {
   readonly store: DlqCopyStore;
   readonly now: number;
 }): Promise<RestoredDlqs> {
-  const waiting = (await input.ledger.listDlq()).flatMap((entry) => (entry.kind === 'job' && waitsOnDlq(entry.record) ? [entry.record] : []));
+  const waiting = (await input.ledger.listDlq()).flatMap((entry) =>
+    entry.kind === 'job' && waitsOnDlq(entry.record) ? [entry.record] : [],
+  );
   const kept = new Set<string>();
   const missing: JobRecord[] = [];
   for (const record of waiting) {

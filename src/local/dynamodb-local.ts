@@ -69,13 +69,30 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions): Promise
       const listening = /^listening (\d+)$/.exec(line);
       if (listening) resolve(Number(listening[1]));
       if (/^address in use /.test(line)) {
-        reject(Object.assign(new Error(`DynamoDB Local could not listen on 127.0.0.1:${options.port}: address in use`), { code: 'EADDRINUSE', port: options.port }));
+        reject(
+          Object.assign(new Error(`DynamoDB Local could not listen on 127.0.0.1:${options.port}: address in use`), {
+            code: 'EADDRINUSE',
+            port: options.port,
+          }),
+        );
       }
     });
     child.once('error', (error: NodeJS.ErrnoException) => {
-      reject(error.code === 'ENOENT' ? new Error('DynamoDB Local needs `java` on the PATH (a Java 17+ runtime; Debian: apt-get install default-jre-headless)') : error);
+      reject(
+        error.code === 'ENOENT'
+          ? new Error(
+              'DynamoDB Local needs `java` on the PATH (a Java 17+ runtime; Debian: apt-get install default-jre-headless)',
+            )
+          : error,
+      );
     });
-    void exited.then(() => reject(new Error(`DynamoDB Local exited (${child.exitCode ?? child.signalCode}) before it listened:\n${output.trim()}`)));
+    void exited.then(() =>
+      reject(
+        new Error(
+          `DynamoDB Local exited (${child.exitCode ?? child.signalCode}) before it listened:\n${output.trim()}`,
+        ),
+      ),
+    );
   }).catch(async (error: unknown) => {
     await stopChild(child, exited);
     throw error;

@@ -14,12 +14,24 @@ import { pathToFileURL } from 'node:url';
 import * as vm from 'node:vm';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  ResourceInUseException,
+} from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { startDynamoDbLocal } from './dynamodb-local';
 import { MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
-import { DLQ_RETENTION_DAYS, LEDGER_TABLE, QUEUE_RETENTION_DAYS, platformQueues, queueName, type QueueSpec } from '../../contract/topology';
+import {
+  DLQ_RETENTION_DAYS,
+  LEDGER_TABLE,
+  QUEUE_RETENTION_DAYS,
+  platformQueues,
+  queueName,
+  type QueueSpec,
+} from '../../contract/topology';
 
 export const LOCAL_REGION = 'us-east-1';
 export const LOCAL_TABLE_NAME = 'agent-jobs-ledger';
@@ -53,7 +65,8 @@ export function dynamoDbEmulatorOf(env: NodeJS.ProcessEnv = process.env): Dynamo
   const value = env[DYNAMODB_EMULATOR_ENV];
   if (value === undefined || value === '') return 'dynalite';
   const known = DYNAMODB_EMULATORS.find((name) => name === value);
-  if (known === undefined) throw new Error(`${DYNAMODB_EMULATOR_ENV}=${value}: expected one of ${DYNAMODB_EMULATORS.join(', ')}`);
+  if (known === undefined)
+    throw new Error(`${DYNAMODB_EMULATOR_ENV}=${value}: expected one of ${DYNAMODB_EMULATORS.join(', ')}`);
   return known;
 }
 
@@ -132,7 +145,17 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Loc
     if (options.ledgerTable === 'existing') await checkLedgerIndexes(clients.dynamodb, LOCAL_TABLE_NAME);
     else await createLedgerTable(clients.dynamodb, LOCAL_TABLE_NAME);
     await clients.s3.send(new CreateBucketCommand({ Bucket: LOCAL_DIFF_BUCKET }));
-    return { endpoints, dynamoDb, topology, queueUrls, dlqUrls, tableName: LOCAL_TABLE_NAME, bucketName: LOCAL_DIFF_BUCKET, clients, stop: stopAll };
+    return {
+      endpoints,
+      dynamoDb,
+      topology,
+      queueUrls,
+      dlqUrls,
+      tableName: LOCAL_TABLE_NAME,
+      bucketName: LOCAL_DIFF_BUCKET,
+      clients,
+      stop: stopAll,
+    };
   } catch (error) {
     await stopAll();
     throw error;
@@ -148,9 +171,15 @@ export interface DynamoDbServer {
  * One DynamoDB emulator on 127.0.0.1, empty or over the files at `dbPath` (each emulator keeps
  * its own: a ledger persisted by one is not seen by the other).
  */
-export async function startDynamoDb(emulator: DynamoDbEmulator, options: { port: number; dbPath?: string }): Promise<DynamoDbServer> {
+export async function startDynamoDb(
+  emulator: DynamoDbEmulator,
+  options: { port: number; dbPath?: string },
+): Promise<DynamoDbServer> {
   if (emulator === 'dynamodb-local') return startDynamoDbLocal(options);
-  const server = await listen(dynalite({ path: options.dbPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }), options.port);
+  const server = await listen(
+    dynalite({ path: options.dbPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }),
+    options.port,
+  );
   return { endpoint: serverUrl(server), stop: () => closeServer(server) };
 }
 
@@ -159,7 +188,12 @@ async function createQueues(sqs: SQSClient, topology: readonly QueueSpec[]) {
   const dlqUrls: Record<string, string> = {};
   for (const spec of topology) {
     const fifoAttributes: Record<string, string> = spec.fifo
-      ? { FifoQueue: 'true', ContentBasedDeduplication: 'false', DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' }
+      ? {
+          FifoQueue: 'true',
+          ContentBasedDeduplication: 'false',
+          DeduplicationScope: 'messageGroup',
+          FifoThroughputLimit: 'perMessageGroupId',
+        }
       : {};
     const dlqUrl = await createQueue(sqs, queueName(spec.dlqName, spec.fifo), {
       ...fifoAttributes,
@@ -186,7 +220,9 @@ async function createQueue(sqs: SQSClient, name: string, attributes: Record<stri
 }
 
 async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {
-  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+  );
   const arn = Attributes?.QueueArn;
   if (!arn) throw new Error(`GetQueueAttributes ${queueUrl} returned no QueueArn`);
   return arn;
@@ -198,7 +234,11 @@ function ledgerIndexes() {
   const { workspaceIndex, listIndex, dueIndex } = LEDGER_TABLE;
   return [
     { ...workspaceIndex, sortType: 'N' as const, projection: { ProjectionType: 'ALL' as const } },
-    { ...listIndex, sortType: 'S' as const, projection: { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...listIndex.projected] } },
+    {
+      ...listIndex,
+      sortType: 'S' as const,
+      projection: { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...listIndex.projected] },
+    },
     { ...dueIndex, sortType: 'N' as const, projection: { ProjectionType: 'ALL' as const } },
   ];
 }
@@ -255,12 +295,20 @@ async function checkLedgerIndexes(dynamodb: DynamoDBDocumentClient, tableName: s
   // A persisted ledger from before an index existed: dynalite cannot add an index to a table.
   const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
   const present = new Set((Table?.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName));
-  const missing = ledgerIndexes().filter((index) => !present.has(index.name)).map((index) => index.name);
-  if (missing.length > 0) throw new Error(`the persisted local ledger lacks the index ${missing.join(', ')} of this version: start again with --reset`);
+  const missing = ledgerIndexes()
+    .filter((index) => !present.has(index.name))
+    .map((index) => index.name);
+  if (missing.length > 0)
+    throw new Error(
+      `the persisted local ledger lacks the index ${missing.join(', ')} of this version: start again with --reset`,
+    );
 }
 
 interface FauxqsModule {
-  buildApp(options: { logger: boolean }): { listen(options: { host: string; port: number }): Promise<string>; close(): Promise<void> };
+  buildApp(options: { logger: boolean }): {
+    listen(options: { host: string; port: number }): Promise<string>;
+    close(): Promise<void>;
+  };
 }
 
 /**
@@ -287,7 +335,9 @@ function fauxqsEntryUrl(): string {
   for (const dir of require.resolve.paths('fauxqs') ?? []) {
     const manifest = path.join(dir, 'fauxqs', 'package.json');
     if (!existsSync(manifest)) continue;
-    const { exports } = JSON.parse(readFileSync(manifest, 'utf8')) as { exports: { '.': { import: { default: string } } } };
+    const { exports } = JSON.parse(readFileSync(manifest, 'utf8')) as {
+      exports: { '.': { import: { default: string } } };
+    };
     return pathToFileURL(path.join(dir, 'fauxqs', exports['.'].import.default)).href;
   }
   throw new Error('the fauxqs package is not installed: run npm ci');

@@ -90,7 +90,12 @@ export async function startGitServer(options: GitServerOptions): Promise<GitServ
       res.writeHead(403, { 'Content-Type': 'text/plain' }).end('read-only access: no push');
       return;
     }
-    serveCgi(root, req, res, children, { ...request, user: credentials?.username || 'agent-jobs', receivePack: permission === 'write', filters: options.filters ?? true });
+    serveCgi(root, req, res, children, {
+      ...request,
+      user: credentials?.username || 'agent-jobs',
+      receivePack: permission === 'write',
+      filters: options.filters ?? true,
+    });
   });
   // Longer than a client keeps an idle connection (Node's global agent: 5 s, as this server's
   // default), so the client drops it first: at equal timeouts a request sent on a connection the
@@ -103,7 +108,8 @@ export async function startGitServer(options: GitServerOptions): Promise<GitServ
   const { port } = server.address() as AddressInfo;
   const url = `http://${LOOPBACK}:${port}`;
   const gitDir = (name: string): string => {
-    if (!REPO_NAME.test(name) || name.endsWith('.git')) throw new InvalidRepositoryNameError(`invalid repository name: ${JSON.stringify(name)}`);
+    if (!REPO_NAME.test(name) || name.endsWith('.git'))
+      throw new InvalidRepositoryNameError(`invalid repository name: ${JSON.stringify(name)}`);
     return join(root, `${name}.git`);
   };
   const importRepository = async (srcDir: string, name: string): Promise<string> => {
@@ -118,7 +124,16 @@ export async function startGitServer(options: GitServerOptions): Promise<GitServ
     const added = source.filter((branch) => !here.includes(branch));
     const kept = source.filter((branch) => here.includes(branch));
     // No `+`: a ref that exists is never moved; only new ones are created.
-    if (added.length > 0) await run('git', ['--git-dir', dir, 'fetch', '--quiet', '--no-tags', srcDir, ...added.map((b) => `refs/heads/${b}:refs/heads/${b}`)]);
+    if (added.length > 0)
+      await run('git', [
+        '--git-dir',
+        dir,
+        'fetch',
+        '--quiet',
+        '--no-tags',
+        srcDir,
+        ...added.map((b) => `refs/heads/${b}:refs/heads/${b}`),
+      ]);
     return { added, kept };
   };
   return {
@@ -128,7 +143,8 @@ export async function startGitServer(options: GitServerOptions): Promise<GitServ
     repoUrl: (name) => `${url}/${name}.git`,
     repoNameOf(repoUrl) {
       const prefix = `${url}/`;
-      const name = repoUrl.startsWith(prefix) && repoUrl.endsWith('.git') ? repoUrl.slice(prefix.length, -'.git'.length) : '';
+      const name =
+        repoUrl.startsWith(prefix) && repoUrl.endsWith('.git') ? repoUrl.slice(prefix.length, -'.git'.length) : '';
       return REPO_NAME.test(name) ? name : undefined;
     },
     gitDir,
@@ -206,7 +222,12 @@ function serveCgi(
     GIT_HTTP_EXPORT_ALL: '1',
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_CONFIG_COUNT: String(Object.keys(config).length),
-    ...Object.fromEntries(Object.entries(config).flatMap(([key, value], i) => [[`GIT_CONFIG_KEY_${i}`, key], [`GIT_CONFIG_VALUE_${i}`, value]])),
+    ...Object.fromEntries(
+      Object.entries(config).flatMap(([key, value], i) => [
+        [`GIT_CONFIG_KEY_${i}`, key],
+        [`GIT_CONFIG_VALUE_${i}`, value],
+      ]),
+    ),
     REQUEST_METHOD: req.method ?? 'GET',
     PATH_INFO: request.pathInfo,
     QUERY_STRING: request.query,

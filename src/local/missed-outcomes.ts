@@ -16,21 +16,32 @@ import { EVENT_OF, eventDetail, recordedVerdict } from '../core/pipeline';
 import type { JobLogger, Ledger } from '../core/ports';
 
 /** The events that announce an outcome: every event a verdict has (EVENT_OF). */
-const OUTCOME_EVENTS: ReadonlySet<EventType> = new Set(Object.values(EVENT_OF).flatMap((outcome) => (outcome.event ? [outcome.event] : [])));
+const OUTCOME_EVENTS: ReadonlySet<EventType> = new Set(
+  Object.values(EVENT_OF).flatMap((outcome) => (outcome.event ? [outcome.event] : [])),
+);
 
 /** Publishes the missing outcome events; returns the ids of the jobs it announced. */
-export async function announceMissedOutcomes(ledger: Ledger, events: JsonlEventLog, logger: JobLogger): Promise<string[]> {
+export async function announceMissedOutcomes(
+  ledger: Ledger,
+  events: JsonlEventLog,
+  logger: JobLogger,
+): Promise<string[]> {
   const { events: logged } = await events.readFrom(0);
   const first = logged[0];
   // No log yet (a fresh state directory, or one whose log was removed): nothing to compare with.
   if (first === undefined) return [];
   const announced = new Set(logged.filter((e) => OUTCOME_EVENTS.has(e.type)).map((e) => e.detail['jobId']));
-  const missed = (await ledger.listFinishedSince(Date.parse(first.time))).filter((record) => !announced.has(record.jobId) && record.dueAt === undefined);
+  const missed = (await ledger.listFinishedSince(Date.parse(first.time))).filter(
+    (record) => !announced.has(record.jobId) && record.dueAt === undefined,
+  );
   for (const record of missed) {
     const verdict = recordedVerdict(record);
     const event = verdict && EVENT_OF[verdict.status].event;
     if (verdict && event) await events.publish(event, eventDetail(record, verdict, record.attempt));
   }
-  if (missed.length > 0) logger.warn('outcomes the last run recorded but did not announce were published', { jobIds: missed.map((r) => r.jobId) });
+  if (missed.length > 0)
+    logger.warn('outcomes the last run recorded but did not announce were published', {
+      jobIds: missed.map((r) => r.jobId),
+    });
   return missed.map((r) => r.jobId);
 }

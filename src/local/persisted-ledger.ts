@@ -33,7 +33,14 @@ import { createReadStream, existsSync } from 'node:fs';
 import { readdir, rename, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
-import { BatchWriteItemCommand, GetItemCommand, PutItemCommand, ResourceNotFoundException, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import {
+  BatchWriteItemCommand,
+  GetItemCommand,
+  PutItemCommand,
+  ResourceNotFoundException,
+  ScanCommand,
+  type AttributeValue,
+} from '@aws-sdk/client-dynamodb';
 import { Level } from 'level';
 import * as z from 'zod/mini';
 import '../../contract/zod-english';
@@ -87,8 +94,12 @@ export async function prepareLedger(options: PersistedLedgerOptions): Promise<Pe
   const exportFile = path.join(stateDir, LEDGER_EXPORT_FILE);
   const way = wayOut(exportFile);
   if (options.restore) {
-    if (!existsSync(exportFile)) throw new LedgerStateError(`--restore-ledger: there is no ${exportFile} (a clean stop with --persist writes it): start afresh with --reset`);
-    if (existsSync(ledgerDir)) await rename(ledgerDir, `${ledgerDir}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+    if (!existsSync(exportFile))
+      throw new LedgerStateError(
+        `--restore-ledger: there is no ${exportFile} (a clean stop with --persist writes it): start afresh with --reset`,
+      );
+    if (existsSync(ledgerDir))
+      await rename(ledgerDir, `${ledgerDir}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`);
     return new PersistedLedger(stateDir, manifest, way, options.emulator, exportFile);
   }
   const keptBy = manifest.ledger === undefined ? undefined : (manifest.ledger.emulator ?? 'dynalite');
@@ -151,7 +162,11 @@ export class PersistedLedger {
 
   /** An error of the DynamoDB emulator's at start, in the ledger's words: what is missing and the way out. */
   explain(error: unknown): unknown {
-    if (error instanceof ResourceNotFoundException) return new LedgerStateError(`the persisted ledger in ${this.dir} lost data: it has no ledger table (${recorded(this.manifest)}): ${this.way}`, { cause: error });
+    if (error instanceof ResourceNotFoundException)
+      return new LedgerStateError(
+        `the persisted ledger in ${this.dir} lost data: it has no ledger table (${recorded(this.manifest)}): ${this.way}`,
+        { cause: error },
+      );
     return error;
   }
 
@@ -176,7 +191,9 @@ export class PersistedLedger {
     const expected = this.manifest.ledger?.generation;
     if (expected !== undefined && restoredItems === undefined && (marker === undefined || marker < expected)) {
       const found = marker === undefined ? 'an empty ledger' : `a ledger of generation ${marker}`;
-      throw new LedgerStateError(`the persisted ledger in ${this.dir} lost data: ${found} where ${recorded(this.manifest)}: ${this.way}`);
+      throw new LedgerStateError(
+        `the persisted ledger in ${this.dir} lost data: ${found} where ${recorded(this.manifest)}: ${this.way}`,
+      );
     }
     await this.advance(emulators, Math.max(marker ?? 0, expected ?? 0) + 1);
     return restoredItems === undefined ? {} : { restoredItems };
@@ -186,8 +203,16 @@ export class PersistedLedger {
   async stopCleanly(emulators: LocalEmulators): Promise<void> {
     const generation = (this.manifest.ledger?.generation ?? 0) + 1;
     await writeMarker(emulators.clients.dynamodb, emulators.tableName, generation);
-    const items = await exportItems(emulators.clients.dynamodb, emulators.tableName, path.join(this.stateDir, LEDGER_EXPORT_FILE));
-    await this.record({ generation, emulator: this.emulator, cleanStop: { at: new Date().toISOString(), items, exported: true } });
+    const items = await exportItems(
+      emulators.clients.dynamodb,
+      emulators.tableName,
+      path.join(this.stateDir, LEDGER_EXPORT_FILE),
+    );
+    await this.record({
+      generation,
+      emulator: this.emulator,
+      cleanStop: { at: new Date().toISOString(), items, exported: true },
+    });
   }
 
   /** Before LevelDB opens the files: a start killed before its marker leaves its empty log explained (refuseEmptiedLogs). */
@@ -213,7 +238,9 @@ export class PersistedLedger {
 }
 
 function wayOut(exportFile: string): string {
-  const restore = existsSync(exportFile) ? `restore the last clean stop's export (${exportFile}) with --restore-ledger (jobs recorded after it are lost: re-send them)` : 'there is no export to restore (--restore-ledger needs a clean stop with --persist)';
+  const restore = existsSync(exportFile)
+    ? `restore the last clean stop's export (${exportFile}) with --restore-ledger (jobs recorded after it are lost: re-send them)`
+    : 'there is no export to restore (--restore-ledger needs a clean stop with --persist)';
   return `${restore}, or start afresh with --reset (deletes the whole state directory, repositories included)`;
 }
 
@@ -231,10 +258,13 @@ async function readManifest(stateDir: string): Promise<StateManifest> {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new LedgerStateError(`${file} is not JSON (${(error as Error).message}): restore it, or delete it to start without its checks`);
+    throw new LedgerStateError(
+      `${file} is not JSON (${(error as Error).message}): restore it, or delete it to start without its checks`,
+    );
   }
   const parsed = manifestSchema.safeParse(json);
-  if (!parsed.success) throw new LedgerStateError(`${file} is not a state manifest: restore it, or delete it to start without its checks`);
+  if (!parsed.success)
+    throw new LedgerStateError(`${file} is not a state manifest: restore it, or delete it to start without its checks`);
   return parsed.data;
 }
 
@@ -245,7 +275,9 @@ async function openable(ledgerDir: string, way: string): Promise<void> {
     await db.open();
   } catch (error) {
     const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
-    throw new LedgerStateError(`the persisted ledger in ${ledgerDir} cannot be opened (${cause}): ${way}`, { cause: error });
+    throw new LedgerStateError(`the persisted ledger in ${ledgerDir} cannot be opened (${cause}): ${way}`, {
+      cause: error,
+    });
   } finally {
     await db.close();
   }
@@ -254,13 +286,20 @@ async function openable(ledgerDir: string, way: string): Promise<void> {
 type DynamoClient = LocalEmulators['clients']['dynamodb'];
 
 async function readMarker(client: DynamoClient, tableName: string): Promise<number | undefined> {
-  const { Item } = await client.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: MARKER_KEY } }, ConsistentRead: true }));
+  const { Item } = await client.send(
+    new GetItemCommand({ TableName: tableName, Key: { pk: { S: MARKER_KEY } }, ConsistentRead: true }),
+  );
   const value = Item?.['generation']?.N;
   return value === undefined ? undefined : Number(value);
 }
 
 async function writeMarker(client: DynamoClient, tableName: string, generation: number): Promise<void> {
-  await client.send(new PutItemCommand({ TableName: tableName, Item: { pk: { S: MARKER_KEY }, generation: { N: String(generation) }, at: { S: new Date().toISOString() } } }));
+  await client.send(
+    new PutItemCommand({
+      TableName: tableName,
+      Item: { pk: { S: MARKER_KEY }, generation: { N: String(generation) }, at: { S: new Date().toISOString() } },
+    }),
+  );
 }
 
 /** Every item of the table, one JSON line each (the raw attribute values keep sets and numbers exact); returns how many. */
@@ -268,7 +307,9 @@ async function exportItems(client: DynamoClient, tableName: string, file: string
   const lines: string[] = [];
   let startKey: RawItem | undefined;
   do {
-    const out = await client.send(new ScanCommand({ TableName: tableName, ConsistentRead: true, ExclusiveStartKey: startKey }));
+    const out = await client.send(
+      new ScanCommand({ TableName: tableName, ConsistentRead: true, ExclusiveStartKey: startKey }),
+    );
     for (const item of out.Items ?? []) lines.push(JSON.stringify(item));
     startKey = out.LastEvaluatedKey;
   } while (startKey);

@@ -23,11 +23,24 @@ import { JOB_TYPE_NAMES, type WorkerSettings } from '../../contract/job-types';
 import { platformQueues, type QueueSpec } from '../../contract/topology';
 import { JsonlEventLog } from '../adapters/events';
 import { resolveBranchHead } from '../adapters/git';
-import { localGit, localLedger, localReconcilerDeps, localWorker, ownGitServerPolicy, type LocalWorkerParts } from '../compose/local';
+import {
+  localGit,
+  localLedger,
+  localReconcilerDeps,
+  localWorker,
+  ownGitServerPolicy,
+  type LocalWorkerParts,
+} from '../compose/local';
 import { reconcileBuilds, type ReconcilerDeps } from '../core/build-reconciler';
 import { errorMessage } from '../core/errors';
 import { DEFAULT_BACKOFF, type BackoffSettings } from '../core/pipeline';
-import { dynamoDbEmulatorOf, LOCAL_REGION, startEmulators, type EmulatorEndpoints, type LocalEmulators } from './emulators';
+import {
+  dynamoDbEmulatorOf,
+  LOCAL_REGION,
+  startEmulators,
+  type EmulatorEndpoints,
+  type LocalEmulators,
+} from './emulators';
 import { StreamLogger } from './file-logger';
 import { PlatformGitAccess } from './git-access';
 import { startGitServer, type GitServer } from './git-server';
@@ -45,7 +58,6 @@ import { describeIsolation, logIsolation, type IsolationReport } from './confine
 import { lockStateDir, type StateLock } from './state-lock';
 import { LocalTestRunner, localRunEventBody, parseLocalRunEvent, type ReadAccess } from './test-runner';
 import { writeFileAtomic } from './write-atomic';
-
 
 export type PlatformLogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
 
@@ -165,14 +177,23 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Loca
   }
 }
 
-async function startLocked(options: PlatformOptions, stateDir: string, paths: ReturnType<typeof statePaths>, lock: StateLock, stack: ShutdownStack): Promise<LocalPlatform> {
+async function startLocked(
+  options: PlatformOptions,
+  stateDir: string,
+  paths: ReturnType<typeof statePaths>,
+  lock: StateLock,
+  stack: ShutdownStack,
+): Promise<LocalPlatform> {
   const logStream = await openLog(paths.log);
   const logger = new StreamLogger(logStream, { serviceName: 'agent-jobs-local', logLevel: options.logLevel ?? 'INFO' });
   stack.push(() => closeStream(logStream));
   const recorded = await readRecordedPorts(stateDir);
   const ports = choosePorts(options.ports ?? {}, recorded);
   const dynamoDb = dynamoDbEmulatorOf();
-  const persisted = options.persist === false ? undefined : await prepareLedger({ stateDir, restore: options.restoreLedger, emulator: dynamoDb });
+  const persisted =
+    options.persist === false
+      ? undefined
+      : await prepareLedger({ stateDir, restore: options.restoreLedger, emulator: dynamoDb });
   const emulators = await startEmulators({
     ports,
     dynamoDb,
@@ -185,7 +206,10 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
   stack.push(() => emulators.stop());
   if (persisted) {
     const { restoredItems } = await persisted.open(emulators);
-    if (restoredItems !== undefined) logger.warn('ledger restored from the last clean stop\'s export: jobs recorded after it are lost', { items: restoredItems });
+    if (restoredItems !== undefined)
+      logger.warn("ledger restored from the last clean stop's export: jobs recorded after it are lost", {
+        items: restoredItems,
+      });
     // Only a ledger that opened whole is exported (over the last good export) when the platform stops.
     stack.push(() => persisted.stopCleanly(emulators));
   }
@@ -195,7 +219,11 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
     throw explainBindFailure(error, stateDir, recorded);
   });
   stack.push(() => git.close());
-  await recordPorts(stateDir, { sqs: portOf(emulators.endpoints.sqs), dynamodb: portOf(emulators.endpoints.dynamodb), git: git.port });
+  await recordPorts(stateDir, {
+    sqs: portOf(emulators.endpoints.sqs),
+    dynamodb: portOf(emulators.endpoints.dynamodb),
+    git: git.port,
+  });
   // Before any worker runs: every lease in the ledger now belongs to a worker of a dead run.
   const ledger = localLedger(emulators);
   const unfinished = await releaseOrphanedLeases(ledger, Date.now());
@@ -204,7 +232,13 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
   // The DLQs are empty (fauxqs keeps them in memory): what the ledger says waits there goes back
   // first, then every later DLQ send is saved before it goes out (dlq-copies.ts).
   const dlqCopies = new DlqCopyStore(stateDir);
-  const dlqs = await restoreDlqCopies({ ledger, sqs: emulators.clients.sqs, dlqUrls: emulators.dlqUrls, store: dlqCopies, now: Date.now() });
+  const dlqs = await restoreDlqCopies({
+    ledger,
+    sqs: emulators.clients.sqs,
+    dlqUrls: emulators.dlqUrls,
+    store: dlqCopies,
+    now: Date.now(),
+  });
   saveDlqSends(emulators.clients.sqs, emulators.dlqUrls, dlqCopies);
   const readAccess: ReadAccess = {
     grant: (repoUrl) => {
@@ -223,9 +257,14 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
     onFinished: async (completion) => {
       if (!buildEventsUrl) return;
       const QueueUrl = required(emulators.queueUrls, buildEventsUrl.name);
-      await emulators.clients.sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: localRunEventBody(completion) })).catch((error: unknown) => {
-        logger.warn('build completion not sent: the reconciler completes the job later', { buildId: completion.buildId, error: errorMessage(error) });
-      });
+      await emulators.clients.sqs
+        .send(new SendMessageCommand({ QueueUrl, MessageBody: localRunEventBody(completion) }))
+        .catch((error: unknown) => {
+          logger.warn('build completion not sent: the reconciler completes the job later', {
+            buildId: completion.buildId,
+            error: errorMessage(error),
+          });
+        });
     },
   });
   stack.push(() => testRunner.close());
@@ -239,7 +278,9 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
     stack.push(() => view.stop());
   }
 
-  const prHost = new LocalPullRequestStore(stateDir, { branchHead: (url, branch) => resolveBranchHead(url, branch, access.platform) });
+  const prHost = new LocalPullRequestStore(stateDir, {
+    branchHead: (url, branch) => resolveBranchHead(url, branch, access.platform),
+  });
   const localParts: LocalWorkerParts = {
     workRoot: paths.work,
     testRunner,
@@ -252,8 +293,16 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
   const parts = options.decorateParts ? options.decorateParts(localParts) : localParts;
   const wiring: Wiring = { emulators, events, logger, parts, backoff: options.backoff ?? DEFAULT_BACKOFF };
   // A cancelled job's build is stopped by the runner that runs it, whatever wraps the parts' runner.
-  const reconcilerRunner = { describe: (ids: readonly string[]) => parts.testRunner.describe(ids), stop: (buildId: string) => testRunner.stop(buildId) };
-  const reconcilerDeps = localReconcilerDeps({ resources: emulators, events, logger: logger.createChild({ persistentKeys: { function: 'build_reconciler' } }), runner: reconcilerRunner });
+  const reconcilerRunner = {
+    describe: (ids: readonly string[]) => parts.testRunner.describe(ids),
+    stop: (buildId: string) => testRunner.stop(buildId),
+  };
+  const reconcilerDeps = localReconcilerDeps({
+    resources: emulators,
+    events,
+    logger: logger.createChild({ persistentKeys: { function: 'build_reconciler' } }),
+    runner: reconcilerRunner,
+  });
   // What the last process left: the queues died with it, and with them any completion not yet
   // recorded. Runs it was killed in the middle of fail now (TEST_RUN_ERROR, redrivable), runs that
   // ended get their verdict, and verdicts never reported are reported, before any worker starts.
@@ -288,9 +337,13 @@ async function startLocked(options: PlatformOptions, stateDir: string, paths: Re
 
   output?.write(readyLine(info, options.persist !== false, unfinished.length, dlqs, options.readyNotes ?? []));
   logger.info('local platform started', { stateDir, endpoints: info.endpoints, gitUrl: info.gitUrl });
-  if (unfinished.length > 0) logger.warn('jobs left unfinished by the last run: re-send them', { jobIds: unfinished.map((j) => j.jobId) });
+  if (unfinished.length > 0)
+    logger.warn('jobs left unfinished by the last run: re-send them', { jobIds: unfinished.map((j) => j.jobId) });
   if (dlqs.restored > 0) logger.info('DLQ messages of the last run put back', { jobs: dlqs.restored });
-  if (dlqs.missing.length > 0) logger.warn('jobs the ledger lists on a DLQ have no saved copy to put back', { jobIds: dlqs.missing.map((j) => j.jobId) });
+  if (dlqs.missing.length > 0)
+    logger.warn('jobs the ledger lists on a DLQ have no saved copy to put back', {
+      jobIds: dlqs.missing.map((j) => j.jobId),
+    });
   return { info, emulators, git, events, unfinishedAtStart: unfinished.length, stop: stack.unwind };
 }
 
@@ -314,9 +367,15 @@ async function startWorker(spec: QueueSpec, wiring: Wiring): Promise<QueuePoller
   const { emulators } = wiring;
   const name = spec.consumer;
   const logger = wiring.logger.createChild({ persistentKeys: { function: name } });
-  const handler = localWorker(name, { resources: emulators, events: wiring.events, logger, backoff: wiring.backoff, worker: spec.worker }, wiring.parts);
+  const handler = localWorker(
+    name,
+    { resources: emulators, events: wiring.events, logger, backoff: wiring.backoff, worker: spec.worker },
+    wiring.parts,
+  );
   const queueUrl = required(emulators.queueUrls, spec.name);
-  const { Attributes } = await emulators.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+  const { Attributes } = await emulators.clients.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+  );
   return startQueuePoller({
     name,
     sqs: emulators.clients.sqs,
@@ -336,16 +395,23 @@ async function startWorker(spec: QueueSpec, wiring: Wiring): Promise<QueuePoller
 /** Completes, through the build-completion path, the jobs of runs a killed platform left RUNNING. */
 async function completeOrphanedRuns(runner: LocalTestRunner, deps: ReconcilerDeps, logger: Logger): Promise<void> {
   const orphans = await runner.takeOrphanedRuns();
-  if (orphans.length > 0) logger.warn('test runs the last run of the platform left unfinished were recorded STOPPED', { buildIds: orphans.map((o) => o.buildId) });
+  if (orphans.length > 0)
+    logger.warn('test runs the last run of the platform left unfinished were recorded STOPPED', {
+      buildIds: orphans.map((o) => o.buildId),
+    });
   // A failure here (a status read, a write) is the periodic reconciler's to retry, not a reason not to start.
-  await reconcileBuilds(deps, { afterRestart: true }).catch((error: unknown) => deps.logger.error('reconciling at start failed: the reconciler tries again', { error: errorMessage(error) }));
+  await reconcileBuilds(deps, { afterRestart: true }).catch((error: unknown) =>
+    deps.logger.error('reconciling at start failed: the reconciler tries again', { error: errorMessage(error) }),
+  );
 }
 
 /** The build reconciler on an interval (an EventBridge schedule on AWS); one run at a time. */
 function startReconciler(deps: ReconcilerDeps, intervalMs: number): { stop(): Promise<void> } {
   let running: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
-    running = running.then(() => reconcileBuilds(deps)).catch((error: unknown) => deps.logger.error('reconciler run failed', { error: errorMessage(error) }));
+    running = running
+      .then(() => reconcileBuilds(deps))
+      .catch((error: unknown) => deps.logger.error('reconciler run failed', { error: errorMessage(error) }));
   }, intervalMs);
   return {
     async stop() {
@@ -355,7 +421,13 @@ function startReconciler(deps: ReconcilerDeps, intervalMs: number): { stop(): Pr
   };
 }
 
-function readyLine(info: PlatformInfo, persist: boolean, unfinished: number, dlqs: RestoredDlqs, notes: readonly string[]): string {
+function readyLine(
+  info: PlatformInfo,
+  persist: boolean,
+  unfinished: number,
+  dlqs: RestoredDlqs,
+  notes: readonly string[],
+): string {
   const ledger = persist ? 'ledger on disk' : 'ledger in memory';
   return [
     `agent-jobs local platform ready (pid ${info.pid})`,
@@ -367,11 +439,17 @@ function readyLine(info: PlatformInfo, persist: boolean, unfinished: number, dlq
     ...(info.testIsolation.degraded ? [`  WARNING  ${info.testIsolation.degraded}`] : []),
     ...notes,
     ...(unfinished > 0
-      ? [`  ${unfinished} job(s) of the last run have no outcome and their messages are gone: re-send them (agent-jobs unfinished lists them)`]
+      ? [
+          `  ${unfinished} job(s) of the last run have no outcome and their messages are gone: re-send them (agent-jobs unfinished lists them)`,
+        ]
       : []),
-    ...(dlqs.restored > 0 ? [`  ${dlqs.restored} job(s) of the last run put back on their DLQ (agent-jobs dlq list)`] : []),
+    ...(dlqs.restored > 0
+      ? [`  ${dlqs.restored} job(s) of the last run put back on their DLQ (agent-jobs dlq list)`]
+      : []),
     ...(dlqs.missing.length > 0
-      ? [`  ${dlqs.missing.length} job(s) the ledger lists on a DLQ have no message left to replay (agent-jobs unfinished lists the skipped ones)`]
+      ? [
+          `  ${dlqs.missing.length} job(s) the ledger lists on a DLQ have no message left to replay (agent-jobs unfinished lists the skipped ones)`,
+        ]
       : []),
     '  Ctrl-C to stop',
     '',

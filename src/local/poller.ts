@@ -18,8 +18,21 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
-import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  ReceiveMessageCommand,
+  type Message,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type {
+  Context,
+  SQSBatchResponse,
+  SQSEvent,
+  SQSMessageAttributes,
+  SQSRecord,
+  SQSRecordAttributes,
+} from 'aws-lambda';
 import { VISIBILITY_TIMEOUT_FACTOR, type QueueRole } from '../../contract/topology';
 import { deliveredGroupId } from '../core/envelope';
 import { errorMessage } from '../core/errors';
@@ -90,7 +103,10 @@ const RECEIVE_RETRY_MS = 1_000;
 export function startQueuePoller(options: PollerOptions): QueuePoller {
   const stopping = new AbortController();
   const inFlight = new Set<Promise<void>>();
-  const receiving = options.order === 'tenant' ? tenantLoop(options, stopping.signal, inFlight) : receiveLoop(options, stopping.signal, inFlight);
+  const receiving =
+    options.order === 'tenant'
+      ? tenantLoop(options, stopping.signal, inFlight)
+      : receiveLoop(options, stopping.signal, inFlight);
   const stopped = receiving.then(async () => {
     while (inFlight.size > 0) await Promise.all(inFlight);
   });
@@ -129,7 +145,13 @@ function receiver(options: PollerOptions, signal: AbortSignal): Receive {
   };
 }
 
-function dispatch(options: PollerOptions, records: SQSRecord[], signal: AbortSignal, inFlight: Set<Promise<void>>, then?: () => void): void {
+function dispatch(
+  options: PollerOptions,
+  records: SQSRecord[],
+  signal: AbortSignal,
+  inFlight: Set<Promise<void>>,
+  then?: () => void,
+): void {
   const batch = invoke(options, records, signal).finally(() => {
     inFlight.delete(batch);
     then?.();
@@ -157,10 +179,14 @@ async function tenantLoop(options: PollerOptions, signal: AbortSignal, inFlight:
   const lookahead = options.lookahead ?? DEFAULT_LOOKAHEAD;
   const waiting = new TenantTurns<SQSRecord>(options.tenantOf ?? tenantOf);
   const pump = (): void => {
-    while (!signal.aborted && inFlight.size < options.maxConcurrency && waiting.size > 0) dispatch(options, waiting.take(options.batchSize), signal, inFlight, pump);
+    while (!signal.aborted && inFlight.size < options.maxConcurrency && waiting.size > 0)
+      dispatch(options, waiting.take(options.batchSize), signal, inFlight, pump);
   };
   const visibility = options.visibilityTimeoutSeconds ?? options.timeoutSeconds * VISIBILITY_TIMEOUT_FACTOR;
-  const keepInvisible = setInterval(() => void setVisibility(options, waiting.items(), visibility), (visibility * 1000) / 3);
+  const keepInvisible = setInterval(
+    () => void setVisibility(options, waiting.items(), visibility),
+    (visibility * 1000) / 3,
+  );
   keepInvisible.unref();
   try {
     while (!signal.aborted) {
@@ -191,8 +217,18 @@ async function setVisibility(options: PollerOptions, records: readonly SQSRecord
   for (let i = 0; i < records.length; i += MAX_RECEIVE) {
     const chunk = records.slice(i, i + MAX_RECEIVE);
     await options.sqs
-      .send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: options.queueUrl, Entries: chunk.map((r, n) => ({ Id: String(n), ReceiptHandle: r.receiptHandle, VisibilityTimeout: seconds })) }))
-      .catch((error: unknown) => options.logger.warn('could not change the visibility of waiting messages', { function: options.name, error: errorMessage(error) }));
+      .send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: options.queueUrl,
+          Entries: chunk.map((r, n) => ({ Id: String(n), ReceiptHandle: r.receiptHandle, VisibilityTimeout: seconds })),
+        }),
+      )
+      .catch((error: unknown) =>
+        options.logger.warn('could not change the visibility of waiting messages', {
+          function: options.name,
+          error: errorMessage(error),
+        }),
+      );
   }
 }
 
@@ -210,10 +246,15 @@ async function invoke(options: PollerOptions, records: SQSRecord[], stopping: Ab
   try {
     response = await options.handler({ Records: records }, context);
   } catch (error) {
-    logger.error('handler threw: the whole batch is left for retry', { function: name, messageIds: records.map((r) => r.messageId), error: errorMessage(error) });
+    logger.error('handler threw: the whole batch is left for retry', {
+      function: name,
+      messageIds: records.map((r) => r.messageId),
+      error: errorMessage(error),
+    });
     return;
   }
-  if (Date.now() > deadline) logger.warn('handler ran past its timeout (Lambda would have stopped it)', { function: name });
+  if (Date.now() > deadline)
+    logger.warn('handler ran past its timeout (Lambda would have stopped it)', { function: name });
   const done = recordsToDelete(records, response);
   if (done === undefined) {
     logger.error('invalid batchItemFailures: the whole batch is left for retry', { function: name });
@@ -222,11 +263,21 @@ async function invoke(options: PollerOptions, records: SQSRecord[], stopping: Ab
   if (done.length === 0) return;
   try {
     const result = await options.sqs.send(
-      new DeleteMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })) }),
+      new DeleteMessageBatchCommand({
+        QueueUrl: options.queueUrl,
+        Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })),
+      }),
     );
-    if (result.Failed?.length) logger.warn('some processed messages could not be deleted and will be redelivered', { function: name, failed: result.Failed.length });
+    if (result.Failed?.length)
+      logger.warn('some processed messages could not be deleted and will be redelivered', {
+        function: name,
+        failed: result.Failed.length,
+      });
   } catch (error) {
-    logger.error('delete failed: processed messages will be redelivered', { function: name, error: errorMessage(error) });
+    logger.error('delete failed: processed messages will be redelivered', {
+      function: name,
+      error: errorMessage(error),
+    });
   }
 }
 
@@ -234,7 +285,10 @@ async function invoke(options: PollerOptions, records: SQSRecord[], stopping: Ab
  * The records the event source mapping deletes after an invocation. Like Lambda, an item
  * identifier that is empty or names no record of the batch fails the whole batch (undefined).
  */
-export function recordsToDelete(records: readonly SQSRecord[], response: SQSBatchResponse | void): SQSRecord[] | undefined {
+export function recordsToDelete(
+  records: readonly SQSRecord[],
+  response: SQSBatchResponse | void,
+): SQSRecord[] | undefined {
   const failures = response?.batchItemFailures ?? [];
   const ids = new Set(records.map((r) => r.messageId));
   if (failures.some((f) => !f.itemIdentifier || !ids.has(f.itemIdentifier))) return undefined;
@@ -250,7 +304,13 @@ export function toSqsRecord(message: Message, queueArn: string, region: string):
     SentTimestamp: system['SentTimestamp'] ?? '',
     SenderId: system['SenderId'] ?? '',
     ApproximateFirstReceiveTimestamp: system['ApproximateFirstReceiveTimestamp'] ?? '',
-    ...pick(system, ['SequenceNumber', 'MessageGroupId', 'MessageDeduplicationId', 'DeadLetterQueueSourceArn', 'AWSTraceHeader']),
+    ...pick(system, [
+      'SequenceNumber',
+      'MessageGroupId',
+      'MessageDeduplicationId',
+      'DeadLetterQueueSourceArn',
+      'AWSTraceHeader',
+    ]),
   };
   const messageAttributes: SQSMessageAttributes = Object.fromEntries(
     Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [

@@ -41,7 +41,10 @@ export interface LocalPullRequestStoreOptions {
  */
 function invalidBranch(field: 'base' | 'head', repoUrl: string, branch: string): PermanentJobError {
   const github = `Validation Failed; ${JSON.stringify({ resource: 'PullRequest', field, code: 'invalid' })}`;
-  return new PermanentJobError('REJECTED_BY_TARGET', `local PR store ${repoUrl} refused the pull request (422): ${github} (no branch ${branch})`);
+  return new PermanentJobError(
+    'REJECTED_BY_TARGET',
+    `local PR store ${repoUrl} refused the pull request (422): ${github} (no branch ${branch})`,
+  );
 }
 
 export class LocalPullRequestStore implements PullRequestHost {
@@ -59,11 +62,17 @@ export class LocalPullRequestStore implements PullRequestHost {
   findOrCreate(input: FindOrCreateInput): Promise<{ number: number; url: string; created: boolean }> {
     return this.exclusive(async () => {
       const file = await this.read();
-      const existing = file.pulls.find((p) => p.repoUrl === input.repoUrl && p.head === input.head && p.state === 'open');
+      const existing = file.pulls.find(
+        (p) => p.repoUrl === input.repoUrl && p.head === input.head && p.state === 'open',
+      );
       if (existing) return { number: existing.number, url: existing.url, created: false };
       // Like GitHub: both branches must exist when the pull request is created.
-      for (const [field, branch] of [['base', input.base], ['head', input.head]] as const) {
-        if ((await this.options.branchHead(input.repoUrl, branch)) === undefined) throw invalidBranch(field, input.repoUrl, branch);
+      for (const [field, branch] of [
+        ['base', input.base],
+        ['head', input.head],
+      ] as const) {
+        if ((await this.options.branchHead(input.repoUrl, branch)) === undefined)
+          throw invalidBranch(field, input.repoUrl, branch);
       }
       const number = 1 + Math.max(0, ...file.pulls.filter((p) => p.repoUrl === input.repoUrl).map((p) => p.number));
       const pull: LocalPullRequest = {

@@ -22,9 +22,35 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommandLimits } from '../../contract/job-types';
 import { errorMessage } from '../core/errors';
-import { findCgroupParents, joinFiles, makeRunGroup, readRunGroupUsage, removeRunGroup, type RunGroupDirs } from './cgroups';
-import { confinedCommand, CREDENTIALS_IN_HOME, hiddenPaths, homeToolchains, isInside, type Confinement, type Isolation, type ResourceControl, type SandboxNetwork } from './confinement';
-import { attachNetwork, SANDBOX_FDS, SANDBOX_PATHS, SANDBOX_RESOLV_CONF, SANDBOX_USER, sandboxArgs, sandboxChildPid, sandboxLaunchers } from './sandbox';
+import {
+  findCgroupParents,
+  joinFiles,
+  makeRunGroup,
+  readRunGroupUsage,
+  removeRunGroup,
+  type RunGroupDirs,
+} from './cgroups';
+import {
+  confinedCommand,
+  CREDENTIALS_IN_HOME,
+  hiddenPaths,
+  homeToolchains,
+  isInside,
+  type Confinement,
+  type Isolation,
+  type ResourceControl,
+  type SandboxNetwork,
+} from './confinement';
+import {
+  attachNetwork,
+  SANDBOX_FDS,
+  SANDBOX_PATHS,
+  SANDBOX_RESOLV_CONF,
+  SANDBOX_USER,
+  sandboxArgs,
+  sandboxChildPid,
+  sandboxLaunchers,
+} from './sandbox';
 
 const MIB = 1024 * 1024;
 /** Free space under which the run's disk counts as full (a write of any size failed there). */
@@ -82,7 +108,8 @@ export interface LaunchedRun {
 
 /** The run's directories as its command sees them, per level. */
 export function runPaths(confinement: Confinement, runDir: string): { workspace: string; home: string; tmp: string } {
-  if (confinement.kind === 'sandbox') return { workspace: SANDBOX_PATHS.workspace, home: SANDBOX_PATHS.home, tmp: SANDBOX_PATHS.tmp };
+  if (confinement.kind === 'sandbox')
+    return { workspace: SANDBOX_PATHS.workspace, home: SANDBOX_PATHS.home, tmp: SANDBOX_PATHS.tmp };
   return { workspace: join(runDir, 'workspace'), home: join(runDir, 'home'), tmp: join(runDir, 'tmp') };
 }
 
@@ -102,7 +129,10 @@ export async function launchRun(isolation: Isolation, spec: LaunchSpec): Promise
   const group = spec.group === undefined ? undefined : await makeRunGroup(spec.group, spec.limits);
   try {
     const runAs = confinement.kind === 'sandbox' ? confinement.runAs : undefined;
-    const rlimits = resources.kind === 'rlimit' && process.platform === 'linux' ? await rlimitPrefix(spec.limits, confinement, runAs?.uid ?? process.getuid?.()) : [];
+    const rlimits =
+      resources.kind === 'rlimit' && process.platform === 'linux'
+        ? await rlimitPrefix(spec.limits, confinement, runAs?.uid ?? process.getuid?.())
+        : [];
     return await start(confinement, spec, rlimits, group);
   } catch (error) {
     if (group) await removeRunGroup(group).catch(() => undefined);
@@ -111,7 +141,12 @@ export async function launchRun(isolation: Isolation, spec: LaunchSpec): Promise
 }
 
 /** Starts the run at a level, under the given `prlimit` prefix and in the given group (if any). */
-async function start(confinement: Confinement, spec: LaunchSpec, prefix: readonly string[], group: RunGroupDirs | undefined): Promise<LaunchedRun> {
+async function start(
+  confinement: Confinement,
+  spec: LaunchSpec,
+  prefix: readonly string[],
+  group: RunGroupDirs | undefined,
+): Promise<LaunchedRun> {
   const paths = runPaths(confinement, spec.runDir);
   const env = { ...spec.env, HOME: paths.home, TMPDIR: paths.tmp };
   const joins = group ? joinFiles(group) : [];
@@ -119,11 +154,20 @@ async function start(confinement: Confinement, spec: LaunchSpec, prefix: readonl
     const { file, args } = sandboxProgram(confinement, spec, env);
     return startSandbox(confinement, spec, [...prefix, file, ...args], joins, group);
   }
-  const { file, args } = confinedCommand(confinement, { runDir: spec.runDir, cwd: paths.workspace, hidden: hiddenPaths(spec.hidden), command: spec.command });
+  const { file, args } = confinedCommand(confinement, {
+    runDir: spec.runDir,
+    cwd: paths.workspace,
+    hidden: hiddenPaths(spec.hidden),
+    command: spec.command,
+  });
   return startPlain([...prefix, file, ...args], joins, group, env, paths.workspace);
 }
 
-function sandboxProgram(confinement: Extract<Confinement, { kind: 'sandbox' }>, spec: LaunchSpec, env: Record<string, string>): { file: string; args: string[] } {
+function sandboxProgram(
+  confinement: Extract<Confinement, { kind: 'sandbox' }>,
+  spec: LaunchSpec,
+  env: Record<string, string>,
+): { file: string; args: string[] } {
   const home = homedir();
   // What the sandbox's user could not reach anyway needs no cover (and bubblewrap, as that user, could not make one).
   const visible = (path: string) => existsSync(path) && (!confinement.runAs || searchableByOthers(dirname(path)));
@@ -131,7 +175,9 @@ function sandboxProgram(confinement: Extract<Confinement, { kind: 'sandbox' }>, 
   const bwrap = sandboxArgs({
     hidden: [...spec.hidden, home].filter(visible),
     readOnly: toolchains,
-    coveredFiles: CREDENTIALS_IN_HOME.map((entry) => join(home, entry)).filter((path) => existsSync(path) && toolchains.some((dir) => isInside(path, dir))),
+    coveredFiles: CREDENTIALS_IN_HOME.map((entry) => join(home, entry)).filter(
+      (path) => existsSync(path) && toolchains.some((dir) => isInside(path, dir)),
+    ),
     diskBytes: spec.limits.diskMiB * MIB,
     network: confinement.network,
     // A root platform's sandbox runs as an unprivileged user: the command is root nowhere.
@@ -143,8 +189,19 @@ function sandboxProgram(confinement: Extract<Confinement, { kind: 'sandbox' }>, 
   return { file, args };
 }
 
-function startPlain(program: readonly string[], joins: readonly string[], group: RunGroupDirs | undefined, env: Record<string, string>, cwd: string): LaunchedRun {
-  return launched(spawnLauncher(program, joins, { cwd, env, stdio: ['ignore', 'pipe', 'ignore'] }), group, undefined, undefined);
+function startPlain(
+  program: readonly string[],
+  joins: readonly string[],
+  group: RunGroupDirs | undefined,
+  env: Record<string, string>,
+  cwd: string,
+): LaunchedRun {
+  return launched(
+    spawnLauncher(program, joins, { cwd, env, stdio: ['ignore', 'pipe', 'ignore'] }),
+    group,
+    undefined,
+    undefined,
+  );
 }
 
 async function startSandbox(
@@ -155,14 +212,29 @@ async function startSandbox(
   group: RunGroupDirs | undefined,
 ): Promise<LaunchedRun> {
   // The checkout goes in as a tar stream: no path of the platform's is shown to the sandbox.
-  const tar = spawn('tar', ['-c', '-f', '-', '-C', join(spec.runDir, 'workspace'), '.'], { stdio: ['ignore', 'pipe', 'ignore'] });
-  const stdio: ['ignore' | Readable, 'pipe', 'ignore', 'pipe', 'pipe', 'pipe'] = [tar.stdout, 'pipe', 'ignore', 'pipe', 'pipe', 'pipe'];
-  const launcher = spawnLauncher(program, joins, { cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdio });
+  const tar = spawn('tar', ['-c', '-f', '-', '-C', join(spec.runDir, 'workspace'), '.'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const stdio: ['ignore' | Readable, 'pipe', 'ignore', 'pipe', 'pipe', 'pipe'] = [
+    tar.stdout,
+    'pipe',
+    'ignore',
+    'pipe',
+    'pipe',
+    'pipe',
+  ];
+  const launcher = spawnLauncher(program, joins, {
+    cwd: '/',
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    stdio,
+  });
   const { child } = launcher;
   tar.stdout.destroy();
   // The sandbox closes these when it ends, also before reading them: a reset is expected, not an error.
   for (const fd of Object.values(SANDBOX_FDS)) extraFd(child, fd)?.on('error', () => undefined);
-  (extraFd(child, SANDBOX_FDS.resolvConf) as Writable).end(confinement.network === 'slirp4netns' ? SANDBOX_RESOLV_CONF : '');
+  (extraFd(child, SANDBOX_FDS.resolvConf) as Writable).end(
+    confinement.network === 'slirp4netns' ? SANDBOX_RESOLV_CONF : '',
+  );
   const exited = exitOf(child);
   let network: { stop(): void } | undefined;
   try {
@@ -190,9 +262,17 @@ interface Launcher {
   readonly output: Readable;
 }
 
-function spawnLauncher(program: readonly string[], joins: readonly string[], options: { cwd: string; env: Record<string, string>; stdio: ReadonlyArray<'ignore' | 'pipe' | Readable> }): Launcher {
+function spawnLauncher(
+  program: readonly string[],
+  joins: readonly string[],
+  options: { cwd: string; env: Record<string, string>; stdio: ReadonlyArray<'ignore' | 'pipe' | Readable> },
+): Launcher {
   // detached: a process group (and session) of its own, the first thing killed when the run ends.
-  const child = spawn('sh', ['-c', LAUNCH_SCRIPT, 'agent-jobs-run', String(joins.length), ...joins, ...program], { ...options, stdio: [...options.stdio], detached: true });
+  const child = spawn('sh', ['-c', LAUNCH_SCRIPT, 'agent-jobs-run', String(joins.length), ...joins, ...program], {
+    ...options,
+    stdio: [...options.stdio],
+    detached: true,
+  });
   // Piped at once: Node drops the output of a child that exits while nobody listens to it yet.
   const output = new PassThrough();
   child.stdout?.pipe(output);
@@ -222,7 +302,12 @@ async function holdDisk(childPid: number, diskBytes: number, exited: Promise<unk
   return undefined;
 }
 
-function launched({ child, output }: Launcher, group: RunGroupDirs | undefined, network: { stop(): void } | undefined, disk: Promise<number | undefined> | undefined): LaunchedRun {
+function launched(
+  { child, output }: Launcher,
+  group: RunGroupDirs | undefined,
+  network: { stop(): void } | undefined,
+  disk: Promise<number | undefined> | undefined,
+): LaunchedRun {
   const pid = child.pid;
   if (pid === undefined) {
     network?.stop();
@@ -278,7 +363,11 @@ function exitOf(child: ChildProcess): Promise<RunExit> {
  * process limit counts every process of the user (the kernel does not enforce it for root), so it
  * is what the user runs now plus the run's limit.
  */
-async function rlimitPrefix(limits: CommandLimits, confinement: Confinement, uid: number | undefined): Promise<string[]> {
+async function rlimitPrefix(
+  limits: CommandLimits,
+  confinement: Confinement,
+  uid: number | undefined,
+): Promise<string[]> {
   const nproc = uid === undefined || uid === 0 ? [] : [`--nproc=${(await processesOf(uid)) + limits.processes}`];
   // In the sandbox, the tmpfs bounds the disk; elsewhere only a file's size can be.
   const fsize = confinement.kind === 'sandbox' ? [] : [`--fsize=${limits.diskMiB * MIB}`];
@@ -287,7 +376,14 @@ async function rlimitPrefix(limits: CommandLimits, confinement: Confinement, uid
 
 async function processesOf(uid: number): Promise<number> {
   const entries = (await readdir('/proc').catch(() => [])).filter((e) => /^\d+$/.test(e));
-  const owners = await Promise.all(entries.map((pid) => readFile(`/proc/${pid}/status`, 'utf8').then((s) => /^Uid:\s+(\d+)/m.exec(s)?.[1], () => undefined)));
+  const owners = await Promise.all(
+    entries.map((pid) =>
+      readFile(`/proc/${pid}/status`, 'utf8').then(
+        (s) => /^Uid:\s+(\d+)/m.exec(s)?.[1],
+        () => undefined,
+      ),
+    ),
+  );
   return owners.filter((owner) => owner === String(uid)).length;
 }
 
@@ -331,15 +427,32 @@ let probed: Promise<Isolation> | undefined;
 export function probeIsolation(scratchDir: string): Promise<Isolation> {
   probed ??= (async (): Promise<Isolation> => {
     const found = await findCgroupParents();
-    const resources: ResourceControl = 'unavailable' in found ? { kind: 'rlimit', reason: found.unavailable } : { kind: 'cgroup', parents: found };
+    const resources: ResourceControl =
+      'unavailable' in found ? { kind: 'rlimit', reason: found.unavailable } : { kind: 'cgroup', parents: found };
     const runAs = process.getuid?.() === 0 ? SANDBOX_USER : undefined;
-    const sandbox = (network: SandboxNetwork, networkMissing?: string): Confinement => ({ kind: 'sandbox', network, ...(runAs && { runAs }), ...(networkMissing && { networkMissing }) });
-    if (process.platform !== 'linux') return { confinement: { kind: 'none', reason: `no Linux namespaces on ${process.platform}` }, resources };
+    const sandbox = (network: SandboxNetwork, networkMissing?: string): Confinement => ({
+      kind: 'sandbox',
+      network,
+      ...(runAs && { runAs }),
+      ...(networkMissing && { networkMissing }),
+    });
+    if (process.platform !== 'linux')
+      return { confinement: { kind: 'none', reason: `no Linux namespaces on ${process.platform}` }, resources };
     // A missing program is named as such: started anyway, it only "exits before the sandbox started".
     const noBubblewrap = notInstalled('bubblewrap', 'bwrap');
-    const namespacesOnly = noBubblewrap ? await tryLevel(scratchDir, { kind: 'namespaces', reason: noBubblewrap }) : 'not tried';
-    if (noBubblewrap && namespacesOnly === undefined) return { confinement: { kind: 'namespaces', reason: noBubblewrap }, resources };
-    if (noBubblewrap) return { confinement: { kind: 'none', reason: `${noBubblewrap}, and unprivileged user namespaces are not available here (${namespacesOnly})` }, resources };
+    const namespacesOnly = noBubblewrap
+      ? await tryLevel(scratchDir, { kind: 'namespaces', reason: noBubblewrap })
+      : 'not tried';
+    if (noBubblewrap && namespacesOnly === undefined)
+      return { confinement: { kind: 'namespaces', reason: noBubblewrap }, resources };
+    if (noBubblewrap)
+      return {
+        confinement: {
+          kind: 'none',
+          reason: `${noBubblewrap}, and unprivileged user namespaces are not available here (${namespacesOnly})`,
+        },
+        resources,
+      };
     const noSlirp = notInstalled('slirp4netns', 'slirp4netns');
     const full = noSlirp ?? (await tryLevel(scratchDir, sandbox('slirp4netns')));
     if (full === undefined) return { confinement: sandbox('slirp4netns'), resources };
@@ -347,7 +460,10 @@ export function probeIsolation(scratchDir: string): Promise<Isolation> {
     if (offline === undefined) return { confinement: sandbox('none', full), resources };
     const namespaces = await tryLevel(scratchDir, { kind: 'namespaces', reason: offline });
     if (namespaces === undefined) return { confinement: { kind: 'namespaces', reason: offline }, resources };
-    return { confinement: { kind: 'none', reason: `unprivileged user namespaces are not available here (${namespaces})` }, resources };
+    return {
+      confinement: { kind: 'none', reason: `unprivileged user namespaces are not available here (${namespaces})` },
+      resources,
+    };
   })();
   return probed;
 }
@@ -372,7 +488,18 @@ async function tryLevel(scratchDir: string, confinement: Confinement): Promise<s
     const runDir = join(dir, 'runs', 'run');
     await Promise.all(['workspace', 'home', 'tmp'].map((d) => mkdir(join(runDir, d), { recursive: true })));
     const limits = { processes: 64, memoryMiB: 256, diskMiB: 16, cpuSeconds: 10, outputMiB: 1 };
-    const run = await start(confinement, { runDir, command: 'true', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, hidden: [join(dir, 'runs')], limits }, [], undefined);
+    const run = await start(
+      confinement,
+      {
+        runDir,
+        command: 'true',
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        hidden: [join(dir, 'runs')],
+        limits,
+      },
+      [],
+      undefined,
+    );
     let said = '';
     run.output.on('data', (chunk: Buffer) => (said = (said + chunk.toString()).slice(-1_000)));
     const timer = setTimeout(() => run.kill(), 10_000);

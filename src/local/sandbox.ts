@@ -77,8 +77,10 @@ export function sandboxArgs(spec: SandboxSpec): string[] {
     // slirp4netns needs a network namespace it can join: the one sandboxProgram's `unshare` made, around bubblewrap.
     ...(spec.network === 'slirp4netns' ? ['--share-net'] : []),
     '--unshare-user',
-    '--uid', String(spec.user.uid),
-    '--gid', String(spec.user.gid),
+    '--uid',
+    String(spec.user.uid),
+    '--gid',
+    String(spec.user.gid),
     '--disable-userns',
     '--die-with-parent',
     '--new-session',
@@ -86,25 +88,58 @@ export function sandboxArgs(spec: SandboxSpec): string[] {
     'agent-jobs-run',
     '--clearenv',
     ...Object.entries(spec.env).flatMap(([name, value]) => ['--setenv', name, value]),
-    '--ro-bind', '/', '/',
-    '--dev', '/dev',
-    '--size', String(SHM_BYTES), '--perms', '1777', '--tmpfs', '/dev/shm',
-    '--remount-ro', '/dev',
-    '--proc', '/proc',
-    '--tmpfs', '/run',
-    '--remount-ro', '/run',
-    '--size', String(spec.diskBytes), '--perms', '0700', '--tmpfs', SANDBOX_PATHS.tmp,
-    '--dir', SANDBOX_PATHS.workspace,
-    '--dir', SANDBOX_PATHS.home,
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--size',
+    String(SHM_BYTES),
+    '--perms',
+    '1777',
+    '--tmpfs',
+    '/dev/shm',
+    '--remount-ro',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--tmpfs',
+    '/run',
+    '--remount-ro',
+    '/run',
+    '--size',
+    String(spec.diskBytes),
+    '--perms',
+    '0700',
+    '--tmpfs',
+    SANDBOX_PATHS.tmp,
+    '--dir',
+    SANDBOX_PATHS.workspace,
+    '--dir',
+    SANDBOX_PATHS.home,
   ];
   for (const dir of hidden) {
     args.push('--tmpfs', dir);
     for (const kept of spec.readOnly.filter((path) => isInside(path, dir))) args.push('--ro-bind', kept, kept);
-    for (const file of spec.coveredFiles.filter((path) => isInside(path, dir))) args.push('--ro-bind', '/dev/null', file);
+    for (const file of spec.coveredFiles.filter((path) => isInside(path, dir)))
+      args.push('--ro-bind', '/dev/null', file);
     args.push('--remount-ro', dir);
   }
   if (spec.network === 'slirp4netns') args.push('--ro-bind-data', String(SANDBOX_FDS.resolvConf), '/etc/resolv.conf');
-  args.push('--info-fd', String(SANDBOX_FDS.info), '--block-fd', String(SANDBOX_FDS.block), '--chdir', SANDBOX_PATHS.workspace, '--', 'sh', '-c', ENTRY_SCRIPT, 'agent-jobs-sandbox', spec.command);
+  args.push(
+    '--info-fd',
+    String(SANDBOX_FDS.info),
+    '--block-fd',
+    String(SANDBOX_FDS.block),
+    '--chdir',
+    SANDBOX_PATHS.workspace,
+    '--',
+    'sh',
+    '-c',
+    ENTRY_SCRIPT,
+    'agent-jobs-sandbox',
+    spec.command,
+  );
   return args;
 }
 
@@ -119,7 +154,10 @@ export const SANDBOX_RESOLV_CONF = `nameserver ${SLIRP_DNS}\n`;
  * root (slirp4netns expects to be), and bubblewrap runs in it with --share-net. Before either, a
  * root platform becomes the unprivileged sandbox user.
  */
-export function sandboxLaunchers(network: SandboxNetwork, runAs: { readonly uid: number; readonly gid: number } | undefined): string[] {
+export function sandboxLaunchers(
+  network: SandboxNetwork,
+  runAs: { readonly uid: number; readonly gid: number } | undefined,
+): string[] {
   const user = runAs ? ['setpriv', `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, '--clear-groups', '--'] : [];
   const netns = network === 'slirp4netns' ? ['unshare', '--user', '--map-root-user', '--net', '--'] : [];
   return [...user, ...netns, 'bwrap'];
@@ -131,7 +169,10 @@ export function sandboxLaunchers(network: SandboxNetwork, runAs: { readonly uid:
  * host's loopback refused. Resolves once the interface is up. slirp4netns ends with `stop()`, or
  * when the platform dies (its exit pipe closes).
  */
-export async function attachNetwork(pid: number, runAs: { uid: number; gid: number } | undefined): Promise<{ stop(): void }> {
+export async function attachNetwork(
+  pid: number,
+  runAs: { uid: number; gid: number } | undefined,
+): Promise<{ stop(): void }> {
   const slirp: ChildProcess = spawn(
     'slirp4netns',
     [
@@ -148,7 +189,8 @@ export async function attachNetwork(pid: number, runAs: { uid: number; gid: numb
     ],
     { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], ...(runAs && { uid: runAs.uid, gid: runAs.gid }) },
   );
-  for (const fd of [3, 4]) (slirp.stdio as unknown as ReadonlyArray<NodeJS.EventEmitter | null>)[fd]?.on('error', () => undefined);
+  for (const fd of [3, 4])
+    (slirp.stdio as unknown as ReadonlyArray<NodeJS.EventEmitter | null>)[fd]?.on('error', () => undefined);
   let stderr = '';
   slirp.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2_000)));
   const stop = () => {

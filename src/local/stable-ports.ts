@@ -48,10 +48,14 @@ export async function readRecordedPorts(stateDir: string): Promise<PlatformPorts
   try {
     parsed = portsSchema.safeParse(JSON.parse(text));
   } catch (error) {
-    throw new InvalidPortsFileError(`${file} is not JSON (${(error as Error).message}): delete it to let the platform choose new ports (repository URLs then change)`);
+    throw new InvalidPortsFileError(
+      `${file} is not JSON (${(error as Error).message}): delete it to let the platform choose new ports (repository URLs then change)`,
+    );
   }
   if (!parsed.success) {
-    throw new InvalidPortsFileError(`${file} does not hold ports (${parsed.error.issues.map((i) => `${i.path.join('.') || '(file)'}: ${i.message}`).join('; ')}): delete it to let the platform choose new ports (repository URLs then change)`);
+    throw new InvalidPortsFileError(
+      `${file} does not hold ports (${parsed.error.issues.map((i) => `${i.path.join('.') || '(file)'}: ${i.message}`).join('; ')}): delete it to let the platform choose new ports (repository URLs then change)`,
+    );
   }
   return parsed.data;
 }

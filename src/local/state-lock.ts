@@ -82,14 +82,20 @@ async function usableStateDir(stateDir: string): Promise<void> {
   try {
     await mkdir(stateDir, { recursive: true });
   } catch (error) {
-    throw new StateDirUnusableError(`cannot create the state directory ${stateDir} (${describeFsError(error)}): ${fix}`, { cause: error });
+    throw new StateDirUnusableError(
+      `cannot create the state directory ${stateDir} (${describeFsError(error)}): ${fix}`,
+      { cause: error },
+    );
   }
   const probe = path.join(stateDir, `.write-probe-${process.pid}`);
   try {
     await writeFile(probe, '');
     await rm(probe, { force: true });
   } catch (error) {
-    throw new StateDirUnusableError(`the state directory ${stateDir} is not writable (${describeFsError(error)}): ${fix}`, { cause: error });
+    throw new StateDirUnusableError(
+      `the state directory ${stateDir} is not writable (${describeFsError(error)}): ${fix}`,
+      { cause: error },
+    );
   }
 }
 
@@ -152,7 +158,9 @@ function askHolder(address: string): Promise<LockHolder | 'gone' | undefined> {
     socket.setTimeout(ASK_TIMEOUT_MS, () => done(undefined));
     socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
     socket.on('end', () => done(parseHolder(text)));
-    socket.on('error', (error: NodeJS.ErrnoException) => done(error.code === 'ECONNREFUSED' || error.code === 'ENOENT' ? 'gone' : undefined));
+    socket.on('error', (error: NodeJS.ErrnoException) =>
+      done(error.code === 'ECONNREFUSED' || error.code === 'ENOENT' ? 'gone' : undefined),
+    );
   });
 }
 
@@ -167,9 +175,14 @@ function parseHolder(text: string): LockHolder | undefined {
 
 /** One line: who runs from the directory, and what to do. */
 function refusal(stateDir: string, holder: LockHolder | undefined): string {
-  if (holder === undefined) return `another local platform is running from ${stateDir} (it holds the directory's lock): stop it first`;
+  if (holder === undefined)
+    return `another local platform is running from ${stateDir} (it holds the directory's lock): stop it first`;
   const endpoints = Object.entries(holder.endpoints ?? {}).map(([name, url]) => `${name} ${url}`);
-  const what = [`pid ${holder.pid}`, `started ${holder.startedAt}`, ...(endpoints.length ? endpoints : ['still starting'])].join(', ');
+  const what = [
+    `pid ${holder.pid}`,
+    `started ${holder.startedAt}`,
+    ...(endpoints.length ? endpoints : ['still starting']),
+  ].join(', ');
   return `a local platform is already running from ${stateDir} (${what}): stop it first (Ctrl-C where it runs, or kill ${holder.pid}); nothing was deleted or started`;
 }
 

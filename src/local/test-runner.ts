@@ -56,7 +56,14 @@ import '../../contract/zod-english';
 import { commandLimitsOf, ID_PATTERN, type CommandLimits } from '../../contract/job-types';
 import { readBuildEvent } from '../core/build-completion';
 import { ConfigurationError, RetryAfterError, errorMessage } from '../core/errors';
-import type { BuildCompletion, BuildStopper, CommandRun, FinishedRunStatus, TestRunner, TestRunStatus } from '../core/ports';
+import type {
+  BuildCompletion,
+  BuildStopper,
+  CommandRun,
+  FinishedRunStatus,
+  TestRunner,
+  TestRunStatus,
+} from '../core/ports';
 import { LOG_TAIL_BYTES, buildEnvironment, tail } from '../core/jobs/command-stage';
 import { OUTPUT_KEEP_BYTES } from './state-dir';
 import { endProcesses, planRunGroup, removeLeftRunGroup, type RunGroupDirs } from './cgroups';
@@ -145,7 +152,12 @@ export class UnknownBuildError extends Error {
 }
 
 /** Git with no system or user configuration and no prompt: only what the runner passes applies. */
-const GIT_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0' };
+const GIT_ENV = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_TERMINAL_PROMPT: '0',
+};
 
 /**
  * Fetches exactly the pinned commit (as the CodeBuild buildspec does) and checks it out detached.
@@ -153,7 +165,13 @@ const GIT_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM
  * on a command line or in the checkout's `.git/config`.
  */
 export const gitCliCheckout: Checkout = async ({ repoUrl, sha, dir, auth }) => {
-  const header = auth ? { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` } : {};
+  const header = auth
+    ? {
+        GIT_CONFIG_COUNT: '1',
+        GIT_CONFIG_KEY_0: 'http.extraHeader',
+        GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`,
+      }
+    : {};
   const git = (...args: string[]) => run('git', args, { cwd: dir, env: { ...GIT_ENV, ...header } });
   await git('init', '--quiet');
   await git('fetch', '--quiet', '--depth', '1', '--no-tags', repoUrl, sha);
@@ -184,7 +202,11 @@ export async function readRunOutput(stateDir: string, buildId: string): Promise<
 }
 
 /** The last `maxBytes` a run still running has printed; undefined for a run that is not printing (ended, or not started). */
-export async function readRunningOutput(stateDir: string, buildId: string, maxBytes: number): Promise<string | undefined> {
+export async function readRunningOutput(
+  stateDir: string,
+  buildId: string,
+  maxBytes: number,
+): Promise<string | undefined> {
   return readTail(runFile(stateDir, buildId, 'out'), maxBytes).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
     throw error;
@@ -211,7 +233,11 @@ export async function readRunOutputFrom(stateDir: string, buildId: string, offse
   const running = await readPiece(runFile(stateDir, buildId, 'out'), offset, 0);
   if (running) return running;
   const cut = await readCutMarker(runFile(stateDir, buildId, 'log'));
-  const kept = await readPiece(runFile(stateDir, buildId, 'log'), Math.max(offset, cut.cutBytes), cut.cutBytes - cut.markerBytes);
+  const kept = await readPiece(
+    runFile(stateDir, buildId, 'log'),
+    Math.max(offset, cut.cutBytes),
+    cut.cutBytes - cut.markerBytes,
+  );
   if (!kept) return { text: '', nextOffset: offset, skipped: 0 };
   return { ...kept, skipped: Math.max(0, cut.cutBytes - offset) };
 }
@@ -242,7 +268,9 @@ async function readPiece(path: string, offset: number, base: number): Promise<Ou
 async function readCutMarker(path: string): Promise<{ cutBytes: number; markerBytes: number }> {
   const head = (await readPiece(path, 0, 0).catch(() => undefined))?.text.slice(0, 200) ?? '';
   const match = /^\[the first (\d+) bytes of the output were not kept\]\n/.exec(head);
-  return match?.[1] ? { cutBytes: Number(match[1]), markerBytes: Buffer.byteLength(match[0]) } : { cutBytes: 0, markerBytes: 0 };
+  return match?.[1]
+    ? { cutBytes: Number(match[1]), markerBytes: Buffer.byteLength(match[0]) }
+    : { cutBytes: 0, markerBytes: 0 };
 }
 
 /** `bytes` without a UTF-8 sequence cut at its end. */
@@ -269,7 +297,9 @@ export async function requestStop(stateDir: string, buildId: string): Promise<vo
 
 const CANCELLED = 'cancelled by the operator (agent-jobs cancel): the run was ended';
 
-export function localBuildId(run: Pick<CommandRun, 'run' | 'key'> & { readonly job: Pick<CommandRun['job'], 'jobId'> }): string {
+export function localBuildId(
+  run: Pick<CommandRun, 'run' | 'key'> & { readonly job: Pick<CommandRun['job'], 'jobId'> },
+): string {
   return `local:${run.job.jobId}:${run.run}:${run.key}`;
 }
 
@@ -278,9 +308,17 @@ export function localBuildId(run: Pick<CommandRun, 'run' | 'key'> & { readonly j
  * run number: an earlier job's under the same id, left by a platform whose ledger forgot it, is
  * not this job's.
  */
-export async function buildsOfJob(stateDir: string, jobId: string, since: number): Promise<{ readonly buildId: string; readonly run: number }[]> {
-  const builds = (await readRunStates(stateDir, `${jobId}.`)).filter((state) => state.jobId === jobId && state.startedAt >= since);
-  return builds.sort((a, b) => a.run - b.run || a.startedAt - b.startedAt).map(({ buildId, run }) => ({ buildId, run }));
+export async function buildsOfJob(
+  stateDir: string,
+  jobId: string,
+  since: number,
+): Promise<{ readonly buildId: string; readonly run: number }[]> {
+  const builds = (await readRunStates(stateDir, `${jobId}.`)).filter(
+    (state) => state.jobId === jobId && state.startedAt >= since,
+  );
+  return builds
+    .sort((a, b) => a.run - b.run || a.startedAt - b.startedAt)
+    .map(({ buildId, run }) => ({ buildId, run }));
 }
 
 /**
@@ -294,7 +332,9 @@ async function readRunStates(stateDir: string, prefix = ''): Promise<LocalRunSta
   });
   const states: LocalRunState[] = [];
   for (const file of files.filter((f) => f.startsWith(prefix) && f.endsWith('.json'))) {
-    const parsed = localRunState.safeParse(parseJsonOrUndefined(await readFile(join(stateDir, 'runs', file), 'utf8').catch(() => '')));
+    const parsed = localRunState.safeParse(
+      parseJsonOrUndefined(await readFile(join(stateDir, 'runs', file), 'utf8').catch(() => '')),
+    );
     if (parsed.success) states.push(parsed.data);
   }
   return states;
@@ -331,7 +371,9 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
     this.outputKeepBytes = options.outputKeepBytes ?? OUTPUT_KEEP_BYTES;
     this.scratchDir = resolve(options.scratchDir ?? tmpdir());
     if (isInside(this.scratchDir, resolve(options.stateDir))) {
-      throw new ConfigurationError(`the test runner's scratch directory ${this.scratchDir} is inside its state directory ${options.stateDir}: test commands would reach it`);
+      throw new ConfigurationError(
+        `the test runner's scratch directory ${this.scratchDir} is inside its state directory ${options.stateDir}: test commands would reach it`,
+      );
     }
     this.runsDir = join(this.scratchDir, `${RUNS_DIR_PREFIX}${randomBytes(8).toString('hex')}`);
     this.limitsOf = options.limitsOf ?? commandLimitsOf;
@@ -344,9 +386,20 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
     const quota = this.options.maxConcurrentBuilds;
     // Starts still writing their state file hold a place too: two concurrent starts never both pass.
     if (quota !== undefined && this.active.size + this.starting >= quota) {
-      throw new RetryAfterError('build-quota', `the local test runner runs at most ${quota} builds at once (maxConcurrentBuilds)`);
+      throw new RetryAfterError(
+        'build-quota',
+        `the local test runner runs at most ${quota} builds at once (maxConcurrentBuilds)`,
+      );
     }
-    const state: LocalRunState = { buildId, jobId: job.jobId, jobType: job.type, sha: job.pin.sha, run: run.run, status: { state: 'RUNNING' }, startedAt: Date.now() };
+    const state: LocalRunState = {
+      buildId,
+      jobId: job.jobId,
+      jobType: job.type,
+      sha: job.pin.sha,
+      run: run.run,
+      status: { state: 'RUNNING' },
+      startedAt: Date.now(),
+    };
     this.starting += 1;
     try {
       await mkdir(join(this.options.stateDir, 'runs'), { recursive: true });
@@ -419,7 +472,8 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
     for (const state of await readRunStates(this.options.stateDir)) {
       if (this.active.has(state.buildId)) continue;
       // A dead platform's directory of runs goes once its last run's directory has.
-      if (state.runDir && isRunDir(state.runDir) && dirname(state.runDir) !== this.runsDir) deadRunsDirs.add(dirname(state.runDir));
+      if (state.runDir && isRunDir(state.runDir) && dirname(state.runDir) !== this.runsDir)
+        deadRunsDirs.add(dirname(state.runDir));
       if (state.status.state !== 'RUNNING') continue;
       await this.removeLeftovers(state);
       const status: FinishedRunStatus = { state: 'ERROR', status: 'STOPPED', message: RESTARTED };
@@ -482,15 +536,22 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
     await Promise.all(['workspace', 'home', 'tmp'].map((d) => mkdir(join(runDir, d))));
     const access = this.options.readAccess?.grant(job.pin.repoUrl);
     try {
-      await this.checkout({ repoUrl: job.pin.repoUrl, sha: job.pin.sha, dir: workspace, ...(access && { auth: access.auth }) });
+      await this.checkout({
+        repoUrl: job.pin.repoUrl,
+        sha: job.pin.sha,
+        dir: workspace,
+        ...(access && { auth: access.auth }),
+      });
     } catch (error) {
       return { state: 'ERROR', status: 'FAILED', message: `checkout of ${job.pin.sha} failed: ${errorMessage(error)}` };
     } finally {
       // The command never holds a credential: the checkout's ends here.
       access?.revoke();
     }
-    if (this.closed) return { state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down before the tests started' };
-    if (await this.stopRequested(active.state.buildId)) return { state: 'ERROR', status: 'STOPPED', message: `${CANCELLED} before its command started` };
+    if (this.closed)
+      return { state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down before the tests started' };
+    if (await this.stopRequested(active.state.buildId))
+      return { state: 'ERROR', status: 'STOPPED', message: `${CANCELLED} before its command started` };
     return this.runCommand(run, runDir, active);
   }
 
@@ -516,7 +577,15 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
       launched = await launchRun(isolation, {
         runDir,
         command: run.command,
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', CI: 'true', GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0', [RUN_MARKER]: marker, ...buildEnvironment(run) },
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          LANG: 'C.UTF-8',
+          CI: 'true',
+          GIT_CONFIG_NOSYSTEM: '1',
+          GIT_TERMINAL_PROMPT: '0',
+          [RUN_MARKER]: marker,
+          ...buildEnvironment(run),
+        },
         // The whole scratch directory, not only this runner's runs: another platform's (or runner's) are not even named.
         hidden: [this.options.stateDir, ...(this.options.confidential ?? []), this.scratchDir],
         limits,
@@ -552,18 +621,33 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
     // The run directory goes with the run: the output stays beside its state. Not kept is not a
     // failed run: `agent-jobs logs` then says there is none, and the verdict keeps its tail.
     await this.keepRunOutput(buildId);
-    if (exit.error) return { state: 'ERROR', status: 'FAULT', message: `could not start the tests: ${exit.error.message}` };
+    if (exit.error)
+      return { state: 'ERROR', status: 'FAULT', message: `could not start the tests: ${exit.error.message}` };
     if (ended === 'cancel') return { state: 'ERROR', status: 'STOPPED', message: `${CANCELLED}; last output:\n${log}` };
-    if (ended === 'timeout') return { state: 'ERROR', status: 'TIMED_OUT', message: `no result after ${timeoutMs / 1000}s; last output:\n${log}` };
-    if (ended === 'stop' || this.closed) return { state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down during the run' };
-    if (ended) return { state: 'ERROR', status: 'LIMIT_REACHED', message: `${limitMessage(ended, limits, last)}; last output:\n${log}` };
+    if (ended === 'timeout')
+      return {
+        state: 'ERROR',
+        status: 'TIMED_OUT',
+        message: `no result after ${timeoutMs / 1000}s; last output:\n${log}`,
+      };
+    if (ended === 'stop' || this.closed)
+      return { state: 'ERROR', status: 'STOPPED', message: 'the local test runner shut down during the run' };
+    if (ended)
+      return {
+        state: 'ERROR',
+        status: 'LIMIT_REACHED',
+        message: `${limitMessage(ended, limits, last)}; last output:\n${log}`,
+      };
     if (exit.code === 0) return { state: 'PASSED', exitCode: 0, logTail: log, durationMs };
     const note = exit.signal ? `\n[killed by ${exit.signal}]` : '';
     return { state: 'FAILED', exitCode: exit.code, logTail: tail(log + note, this.logTailBytes), durationMs };
   }
 
   /** Adds to the run's state, on disk too: what a start after a crash needs to clean up after it. */
-  private async record(active: ActiveRun, fields: Partial<Pick<LocalRunState, 'runDir' | 'pid' | 'marker' | 'cgroup' | 'status'>>): Promise<void> {
+  private async record(
+    active: ActiveRun,
+    fields: Partial<Pick<LocalRunState, 'runDir' | 'pid' | 'marker' | 'cgroup' | 'status'>>,
+  ): Promise<void> {
     active.state = { ...active.state, ...fields };
     await writeFileAtomic(this.statePath(active.state.buildId), JSON.stringify(active.state));
   }
@@ -579,7 +663,9 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
   /** Moves the run's output beside its state (its last bytes past the limit); output not kept leaves `logs` with none. */
   private async keepRunOutput(buildId: string): Promise<void> {
     const outPath = runFile(this.options.stateDir, buildId, 'out');
-    await keepOutput(outPath, runFile(this.options.stateDir, buildId, 'log'), this.outputKeepBytes).catch(() => undefined);
+    await keepOutput(outPath, runFile(this.options.stateDir, buildId, 'log'), this.outputKeepBytes).catch(
+      () => undefined,
+    );
     await rm(outPath, { force: true });
   }
 
@@ -606,7 +692,12 @@ export class LocalTestRunner implements TestRunner, BuildStopper {
 
 const runStatus = z.union([
   z.object({ state: z.literal('RUNNING') }),
-  z.object({ state: z.enum(['PASSED', 'FAILED']), exitCode: z.nullable(z.int()), logTail: z.string(), durationMs: z.optional(z.number()) }),
+  z.object({
+    state: z.enum(['PASSED', 'FAILED']),
+    exitCode: z.nullable(z.int()),
+    logTail: z.string(),
+    durationMs: z.optional(z.number()),
+  }),
   z.object({ state: z.literal('ERROR'), status: z.string(), message: z.string() }),
 ]);
 
@@ -623,7 +714,13 @@ const localRunState = z.object({
   runDir: z.optional(z.string()),
   marker: z.optional(z.string().check(z.regex(/^[0-9a-f]{32}$/))),
   cgroup: z.optional(
-    z.object({ version: z.union([z.literal(1), z.literal(2)]), pids: z.string(), memory: z.string(), cpu: z.optional(z.string()), cpuacct: z.optional(z.string()) }),
+    z.object({
+      version: z.union([z.literal(1), z.literal(2)]),
+      pids: z.string(),
+      memory: z.string(),
+      cpu: z.optional(z.string()),
+      cpuacct: z.optional(z.string()),
+    }),
   ),
   startedAt: z.number(),
 });
@@ -634,12 +731,22 @@ const LOCAL_RUN_EVENT = { source: 'agent-jobs.local', detailType: 'Local Build S
 const localRunEvent = z.object({
   source: z.literal(LOCAL_RUN_EVENT.source),
   'detail-type': z.literal(LOCAL_RUN_EVENT.detailType),
-  detail: z.object({ buildId: z.string().check(z.regex(BUILD_ID)), jobId: z.string().check(z.regex(ID_PATTERN)), jobType: z.string(), sha: z.string(), status: runStatus }),
+  detail: z.object({
+    buildId: z.string().check(z.regex(BUILD_ID)),
+    jobId: z.string().check(z.regex(ID_PATTERN)),
+    jobType: z.string(),
+    sha: z.string(),
+    status: runStatus,
+  }),
 });
 
 /** The build-events message of a finished local build. */
 export function localRunEventBody(completion: BuildCompletion): string {
-  return JSON.stringify({ source: LOCAL_RUN_EVENT.source, 'detail-type': LOCAL_RUN_EVENT.detailType, detail: completion });
+  return JSON.stringify({
+    source: LOCAL_RUN_EVENT.source,
+    'detail-type': LOCAL_RUN_EVENT.detailType,
+    detail: completion,
+  });
 }
 
 /** Reads a local build's completion from the build-events queue (the local platform's BuildEventParser). */
@@ -702,7 +809,12 @@ function limitMessage(limit: RunLimit, limits: CommandLimits, sample: RunSample 
  * Reads the run's use against its limits until stopped; the first limit reached ends the run, as
  * does a stop request (its job was cancelled).
  */
-function watchLimits(run: LaunchedRun, limits: CommandLimits, end: (why: RunLimit | 'cancel') => void, stopRequested: () => Promise<boolean>): { stop(): void } {
+function watchLimits(
+  run: LaunchedRun,
+  limits: CommandLimits,
+  end: (why: RunLimit | 'cancel') => void,
+  stopRequested: () => Promise<boolean>,
+): { stop(): void } {
   let stopped = false;
   void (async () => {
     while (!stopped) {
@@ -719,7 +831,12 @@ function watchLimits(run: LaunchedRun, limits: CommandLimits, end: (why: RunLimi
  * Writes the command's output to `path`, up to `limitBytes`; more calls `onLimit`. `drain`, once
  * the run has ended, waits for the rest of the output (at most OUTPUT_DRAIN_MS) and closes the file.
  */
-function countOutput(output: Readable, path: string, limitBytes: number, onLimit: () => void): { drain(): Promise<void> } {
+function countOutput(
+  output: Readable,
+  path: string,
+  limitBytes: number,
+  onLimit: () => void,
+): { drain(): Promise<void> } {
   const file = createWriteStream(path, { flags: 'w', mode: 0o600 });
   let printed = 0;
   output.on('data', (chunk: Buffer) => {
@@ -745,7 +862,11 @@ function countOutput(output: Readable, path: string, limitBytes: number, onLimit
 
 /** A run directory as this runner names them: `<scratch>/agent-jobs-runs-<hex>/run-<hex>`. */
 function isRunDir(path: string): boolean {
-  return isAbsolute(path) && /^run-[0-9a-f]{16}$/.test(basename(path)) && new RegExp(`^${RUNS_DIR_PREFIX}[0-9a-f]{16}$`).test(basename(dirname(path)));
+  return (
+    isAbsolute(path) &&
+    /^run-[0-9a-f]{16}$/.test(basename(path)) &&
+    new RegExp(`^${RUNS_DIR_PREFIX}[0-9a-f]{16}$`).test(basename(dirname(path)))
+  );
 }
 
 const RUNS_DIR_PREFIX = 'agent-jobs-runs-';
@@ -788,7 +909,11 @@ async function keepOutput(from: string, to: string, maxBytes: number): Promise<v
     await copyFile(from, to);
     return;
   }
-  await writeFile(to, `[the first ${size - maxBytes} bytes of the output were not kept]\n${await readTail(from, maxBytes)}`, { mode: 0o600 });
+  await writeFile(
+    to,
+    `[the first ${size - maxBytes} bytes of the output were not kept]\n${await readTail(from, maxBytes)}`,
+    { mode: 0o600 },
+  );
 }
 
 /** The last `maxBytes` of the output file. */

@@ -71,7 +71,8 @@ export class RequestLines extends Transform {
   }
 
   private endLine(): void {
-    if (this.dropped) this.onOversized({ bytes: this.size, id: requestId(this.dropped.tail) ?? requestId(this.dropped.head) ?? null });
+    if (this.dropped)
+      this.onOversized({ bytes: this.size, id: requestId(this.dropped.tail) ?? requestId(this.dropped.head) ?? null });
     else this.push(Buffer.concat(this.parts));
     this.parts = [];
     this.size = 0;

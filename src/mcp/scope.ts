@@ -26,7 +26,9 @@ export class McpScope {
 
   /** The scope in words, as the refusals and the server's instructions name it. */
   describe(): string {
-    return this.workspaceIds ? `workspace${this.workspaceIds.size > 1 ? 's' : ''} ${[...this.workspaceIds].join(', ')}` : 'every workspace of its target';
+    return this.workspaceIds
+      ? `workspace${this.workspaceIds.size > 1 ? 's' : ''} ${[...this.workspaceIds].join(', ')}`
+      : 'every workspace of its target';
   }
 
   includes(workspaceId: string): boolean {
@@ -35,11 +37,17 @@ export class McpScope {
 
   /** Refuses a workspace outside the scope. */
   requireWorkspace(workspaceId: string): void {
-    if (!this.includes(workspaceId)) throw new OutOfScopeError(`workspace ${workspaceId} is outside this server's scope (${this.describe()}): it neither reads nor changes it`);
+    if (!this.includes(workspaceId))
+      throw new OutOfScopeError(
+        `workspace ${workspaceId} is outside this server's scope (${this.describe()}): it neither reads nor changes it`,
+      );
   }
 
   /** Refuses a job of a workspace outside the scope, without saying which workspace that is. */
   requireJob(job: { readonly jobId: string; readonly workspaceId: string }): void {
-    if (!this.includes(job.workspaceId)) throw new OutOfScopeError(`job ${job.jobId} is not of a workspace in this server's scope (${this.describe()}): it neither reads nor changes it`);
+    if (!this.includes(job.workspaceId))
+      throw new OutOfScopeError(
+        `job ${job.jobId} is not of a workspace in this server's scope (${this.describe()}): it neither reads nor changes it`,
+      );
   }
 }

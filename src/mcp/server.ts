@@ -55,9 +55,17 @@ export interface McpServerOptions {
 async function toolError(error: unknown, connection: Connection): Promise<CallToolResult> {
   const explained = await explainUnreachable(error, connection);
   const message = explained instanceof Error ? explained.message : String(explained);
-  const kind = explained instanceof OperatorError ? explained.kind : explained instanceof InvalidJobError ? 'invalid' : 'failed';
-  const fields = explained instanceof InvalidJobError && explained.issues.length > 0 ? { fields: explained.issues.map((i) => ({ field: i.path.join('.'), message: i.message })) } : {};
-  return { isError: true, content: [{ type: 'text', text: message }], structuredContent: { error: { kind, message, ...fields } } };
+  const kind =
+    explained instanceof OperatorError ? explained.kind : explained instanceof InvalidJobError ? 'invalid' : 'failed';
+  const fields =
+    explained instanceof InvalidJobError && explained.issues.length > 0
+      ? { fields: explained.issues.map((i) => ({ field: i.path.join('.'), message: i.message })) }
+      : {};
+  return {
+    isError: true,
+    content: [{ type: 'text', text: message }],
+    structuredContent: { error: { kind, message, ...fields } },
+  };
 }
 
 function toolResult(result: Record<string, unknown>): CallToolResult {
@@ -74,7 +82,12 @@ function actorOf(server: McpServer): string {
 function register(server: McpServer, tool: ToolSpec, connection: Connection, cwd: string, scope: McpScope): void {
   server.registerTool(
     tool.name,
-    { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: { readOnlyHint: tool.readOnly, destructiveHint: tool.destructive ?? false, openWorldHint: false } },
+    {
+      title: tool.title,
+      description: tool.description,
+      inputSchema: tool.input,
+      annotations: { readOnlyHint: tool.readOnly, destructiveHint: tool.destructive ?? false, openWorldHint: false },
+    },
     async (args: unknown, extra) => {
       const progressToken = extra._meta?.progressToken;
       const context: ToolContext = {
@@ -85,7 +98,10 @@ function register(server: McpServer, tool: ToolSpec, connection: Connection, cwd
         signal: extra.signal,
         progress: async (progress, total, message) => {
           if (progressToken === undefined) return;
-          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, ...(total !== undefined && { total }), message } });
+          await extra.sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken, progress, ...(total !== undefined && { total }), message },
+          });
         },
       };
       try {
@@ -98,14 +114,22 @@ function register(server: McpServer, tool: ToolSpec, connection: Connection, cwd
 }
 
 /** The server with every tool and resource, on `connection`; not connected to a transport yet. */
-export function createAgentJobsServer(connection: Connection, options: { readonly version: string; readonly cwd: string; readonly scope?: McpScope }): McpServer {
+export function createAgentJobsServer(
+  connection: Connection,
+  options: { readonly version: string; readonly cwd: string; readonly scope?: McpScope },
+): McpServer {
   const scope = options.scope ?? new McpScope();
-  const server = new McpServer({ name: SERVER_NAME, version: options.version }, { instructions: `${INSTRUCTIONS} This server acts on ${scope.describe()}.` });
+  const server = new McpServer(
+    { name: SERVER_NAME, version: options.version },
+    { instructions: `${INSTRUCTIONS} This server acts on ${scope.describe()}.` },
+  );
   for (const tool of agentJobsTools()) register(server, tool, connection, options.cwd, scope);
 
   const timelines = new ResourceTemplate(TIMELINE_URI, {
     list: async () => {
-      const workspaces = (await (await connection.ledger()).listWorkspaces()).filter((ws) => scope.includes(ws.workspaceId));
+      const workspaces = (await (await connection.ledger()).listWorkspaces()).filter((ws) =>
+        scope.includes(ws.workspaceId),
+      );
       return {
         resources: workspaces.map((ws) => ({
           uri: TIMELINE_URI.replace('{workspaceId}', encodeURIComponent(ws.workspaceId)),
@@ -128,7 +152,11 @@ export function createAgentJobsServer(connection: Connection, options: { readonl
       const workspaceId = decodeId('workspaceId', String(variables['workspaceId'] ?? ''));
       scope.requireWorkspace(workspaceId);
       const timeline = await readTimeline(connection, workspaceId, { order: 'newest', limit: TIMELINE_PAGE });
-      return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(timelineView(timeline), null, 2) }] };
+      return {
+        contents: [
+          { uri: uri.href, mimeType: 'application/json', text: JSON.stringify(timelineView(timeline), null, 2) },
+        ],
+      };
     },
   );
   return server;
@@ -142,10 +170,19 @@ export async function serveStdio(options: McpServerOptions): Promise<void> {
   keepStdoutForTheProtocol();
   const scope = new McpScope(options.workspaces);
   const connection = connect(options.where);
-  const server = createAgentJobsServer(connection, { version: options.version, cwd: options.cwd ?? process.cwd(), scope });
+  const server = createAgentJobsServer(connection, {
+    version: options.version,
+    cwd: options.cwd ?? process.cwd(),
+    scope,
+  });
   // Whole lines of a bounded size reach the transport: an oversized one is answered, not fatal.
-  const lines = new RequestLines(MAX_REQUEST_LINE_BYTES, (line) => void transport.send(oversizedAnswer(line, MAX_REQUEST_LINE_BYTES) as JSONRPCMessage));
-  const transport = new StdioServerTransport(process.stdin.pipe(lines), process.stdout, { maxBufferSize: MAX_REQUEST_LINE_BYTES + 1 });
+  const lines = new RequestLines(
+    MAX_REQUEST_LINE_BYTES,
+    (line) => void transport.send(oversizedAnswer(line, MAX_REQUEST_LINE_BYTES) as JSONRPCMessage),
+  );
+  const transport = new StdioServerTransport(process.stdin.pipe(lines), process.stdout, {
+    maxBufferSize: MAX_REQUEST_LINE_BYTES + 1,
+  });
   const closed = new Promise<void>((resolve) => {
     transport.onclose = () => resolve();
     // StdioServerTransport does not close when stdin ends: the client is gone, so the server is done.

@@ -11,7 +11,14 @@
  */
 import * as path from 'node:path';
 import * as z from 'zod/mini';
-import { COMMAND_JOB_TYPES, commandStageOf, idSchema, JOB_TYPE_NAMES, JOB_TYPES, type JobType } from '../../contract/job-types';
+import {
+  COMMAND_JOB_TYPES,
+  commandStageOf,
+  idSchema,
+  JOB_TYPE_NAMES,
+  JOB_TYPES,
+  type JobType,
+} from '../../contract/job-types';
 import '../../contract/zod-english';
 import { MAX_DIFF_BYTES } from '../../contract/runtime-env';
 import { NotAFileError, readFileAtMost, TooLargeError, unreadableReason } from '../operator/bounded-read';
@@ -109,10 +116,14 @@ function payloadInput(schema: z.ZodMiniType): z.ZodMiniType {
   for (const [field, fileField] of Object.entries(FILE_FIELDS)) {
     if (!(field in shape)) continue;
     shape[fileField] = z.optional(
-      z.string().check(
-        z.minLength(1),
-        z.describe(`Instead of ${field}: the path of a file holding it (e.g. written by \`git diff > file\`), read as bytes by the server; relative to the server's working directory.`),
-      ),
+      z
+        .string()
+        .check(
+          z.minLength(1),
+          z.describe(
+            `Instead of ${field}: the path of a file holding it (e.g. written by \`git diff > file\`), read as bytes by the server; relative to the server's working directory.`,
+          ),
+        ),
     );
   }
   // The object's own checks (one diff form of three) are the producer's: it runs them on the envelope.
@@ -125,9 +136,15 @@ function jobToolInput(type: JobType) {
   return z.strictObject({
     workspaceId: envelopeIdFields.workspaceId,
     jobId: z.optional(
-      idSchema('jobId').check(z.describe('Your id for the job (1-64 of A-Z a-z 0-9 . _ -). Give one, and a retried call with the same id and payload enqueues once; without it the tool makes one and returns it.')),
+      idSchema('jobId').check(
+        z.describe(
+          'Your id for the job (1-64 of A-Z a-z 0-9 . _ -). Give one, and a retried call with the same id and payload enqueues once; without it the tool makes one and returns it.',
+        ),
+      ),
     ),
-    tenantId: z.optional(envelopeIdFields.tenantId.check(z.describe(`Who the job is for (default "${DEFAULT_TENANT}").`))),
+    tenantId: z.optional(
+      envelopeIdFields.tenantId.check(z.describe(`Who the job is for (default "${DEFAULT_TENANT}").`)),
+    ),
     payload: everyFieldOptional ? z.optional(payload) : payload,
   });
 }
@@ -138,7 +155,8 @@ async function withFiles(payload: Record<string, unknown>, cwd: string): Promise
   for (const [field, fileField] of Object.entries(FILE_FIELDS)) {
     const file = resolved[fileField];
     if (typeof file !== 'string') continue;
-    if (resolved[field] !== undefined) throw new InvalidRequestError(`payload.${fileField}: give ${field} or ${fileField}, not both`);
+    if (resolved[field] !== undefined)
+      throw new InvalidRequestError(`payload.${fileField}: give ${field} or ${fileField}, not both`);
     delete resolved[fileField];
     resolved[field] = await readFileField(`payload.${fileField}`, path.resolve(cwd, file));
   }
@@ -154,13 +172,15 @@ async function readFileField(field: string, file: string): Promise<Uint8Array> {
     return await readFileAtMost(file, MAX_DIFF_BYTES, { regularOnly: true });
   } catch (error) {
     if (error instanceof NotAFileError) throw new InvalidRequestError(`${field}: ${file} is not a file`);
-    if (error instanceof TooLargeError) throw new InvalidRequestError(`${field}: ${file} is over the ${MAX_DIFF_BYTES}-byte limit`);
+    if (error instanceof TooLargeError)
+      throw new InvalidRequestError(`${field}: ${file} is over the ${MAX_DIFF_BYTES}-byte limit`);
     throw new InvalidRequestError(`${field}: cannot read ${file}: ${unreadableReason(error)}`);
   }
 }
 
 const LANE_NOTE = {
-  ordered: 'It takes effect in order with the workspace\'s other jobs; an apply_patch that cannot apply blocks the workspace (later jobs are skipped until unblock_workspace lifts the fence).',
+  ordered:
+    "It takes effect in order with the workspace's other jobs; an apply_patch that cannot apply blocks the workspace (later jobs are skipped until unblock_workspace lifts the fence).",
   staged: "It runs at the workspace's head commit as it is when its turn comes (after the jobs sent before it).",
 } as const;
 
@@ -173,16 +193,26 @@ function jobTool(type: JobType): ToolSpec {
     description: [
       `Send ${aJobOfType(type)}: ${declaration.summary}.`,
       LANE_NOTE[declaration.lane],
-      'Returns the job id at once: follow it with wait_for_jobs, job_status' + (commandStageOf(type) ? ' and test_log.' : '.'),
+      'Returns the job id at once: follow it with wait_for_jobs, job_status' +
+        (commandStageOf(type) ? ' and test_log.' : '.'),
     ].join(' '),
     input: jobToolInput(type),
     readOnly: false,
-    async run(args: { workspaceId: string; jobId?: string; tenantId?: string; payload?: Record<string, unknown> }, context) {
+    async run(
+      args: { workspaceId: string; jobId?: string; tenantId?: string; payload?: Record<string, unknown> },
+      context,
+    ) {
       context.scope.requireWorkspace(args.workspaceId);
       const jobId = args.jobId ?? loadProducer().newJobId();
       const tenantId = args.tenantId ?? DEFAULT_TENANT;
       const payload = await withFiles(args.payload ?? {}, context.cwd);
-      const sent = await enqueueJob(context.connection, { type, jobId, workspaceId: args.workspaceId, tenantId, payload } as JobRequest);
+      const sent = await enqueueJob(context.connection, {
+        type,
+        jobId,
+        workspaceId: args.workspaceId,
+        tenantId,
+        payload,
+      } as JobRequest);
       return {
         jobId,
         type,
@@ -212,7 +242,8 @@ function jobView(job: JobRecord, conflicts: readonly ConflictAttempt[] = []) {
 const jobStatus: ToolSpec = {
   name: 'job_status',
   title: 'Status of a job',
-  description: "A job's record: its status (SUCCEEDED, FAILED with a reason, SKIPPED with its cause, CANCELLED, or not finished yet), result (the commit, a test verdict, the pull request) and any refused request that reused its id.",
+  description:
+    "A job's record: its status (SUCCEEDED, FAILED with a reason, SKIPPED with its cause, CANCELLED, or not finished yet), result (the commit, a test verdict, the pull request) and any refused request that reused its id.",
   input: z.strictObject({ jobId: idSchema('jobId') }),
   readOnly: true,
   async run({ jobId }: { jobId: string }, { connection, scope }) {
@@ -246,10 +277,18 @@ const waitForJobsTool: ToolSpec = {
       // call gone.)
       if (finished <= reported || finished === states.length || Date.now() >= deadline) return;
       reported = finished;
-      await context.progress(finished, states.length, `${finished} of ${states.length} finished: ${progressLine(states)}`);
+      await context.progress(
+        finished,
+        states.length,
+        `${finished} of ${states.length} finished: ${progressLine(states)}`,
+      );
     };
     const outcome = await waitForJobs(context.connection, ids, { timeoutMs, onChange, signal: context.signal });
-    return { allFinished: outcome.finished, allSucceeded: outcome.succeeded, jobs: outcome.states.map((s) => jobView(s.job, s.conflicts)) };
+    return {
+      allFinished: outcome.finished,
+      allSucceeded: outcome.succeeded,
+      jobs: outcome.states.map((s) => jobView(s.job, s.conflicts)),
+    };
   },
 };
 
@@ -282,13 +321,24 @@ const workspaceHistory: ToolSpec = {
   input: z.strictObject({
     workspaceId: idSchema('workspaceId'),
     order: z.optional(z.enum(['newest', 'oldest'])),
-    after: z.optional(z.int().check(z.nonnegative(), z.describe('The next of the previous page: continue after this sequence number.'))),
+    after: z.optional(
+      z.int().check(z.nonnegative(), z.describe('The next of the previous page: continue after this sequence number.')),
+    ),
     limit: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_HISTORY_PAGE))),
   }),
   readOnly: true,
-  async run(args: { workspaceId: string; order?: 'newest' | 'oldest'; after?: number; limit?: number }, { connection, scope }) {
+  async run(
+    args: { workspaceId: string; order?: 'newest' | 'oldest'; after?: number; limit?: number },
+    { connection, scope },
+  ) {
     scope.requireWorkspace(args.workspaceId);
-    return timelineView(await readTimeline(connection, args.workspaceId, { order: args.order, after: args.after, limit: args.limit ?? 20 }));
+    return timelineView(
+      await readTimeline(connection, args.workspaceId, {
+        order: args.order,
+        after: args.after,
+        limit: args.limit ?? 20,
+      }),
+    );
   },
 };
 
@@ -313,26 +363,54 @@ const testLog: ToolSpec = {
   input: z.strictObject({
     jobId: idSchema('jobId'),
     tailBytes: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_LOG_TAIL_BYTES))),
-    followSeconds: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_WAIT_SECONDS), z.describe('Follow the output as it is printed for up to this long (progress notifications), then answer.'))),
+    followSeconds: z.optional(
+      z
+        .int()
+        .check(
+          z.minimum(1),
+          z.maximum(MAX_WAIT_SECONDS),
+          z.describe('Follow the output as it is printed for up to this long (progress notifications), then answer.'),
+        ),
+    ),
   }),
   readOnly: true,
-  async run({ jobId, tailBytes, followSeconds }: { jobId: string; tailBytes?: number; followSeconds?: number }, context) {
+  async run(
+    { jobId, tailBytes, followSeconds }: { jobId: string; tailBytes?: number; followSeconds?: number },
+    context,
+  ) {
     const { connection } = context;
     context.scope.requireJob((await readJob(connection, jobId)).job);
     if (followSeconds !== undefined) await followAsProgress(jobId, followSeconds, context);
     const { job } = await readJob(connection, jobId);
-    if (!commandStageOf(job.type)) throw new InvalidRequestError(`jobId: ${jobId} is a ${job.type} job: only command stages (${COMMAND_JOB_TYPES.join(', ')}) have output`);
+    if (!commandStageOf(job.type))
+      throw new InvalidRequestError(
+        `jobId: ${jobId} is a ${job.type} job: only command stages (${COMMAND_JOB_TYPES.join(', ')}) have output`,
+      );
     const bytes = tailBytes ?? DEFAULT_LOG_TAIL_BYTES;
     const lines = await readRunOutputs(await connection.target(), job);
     const base = { jobId, status: statusLabel(job) };
     const output = lines.filter((line) => line.kind === 'output').at(-1);
     if (output?.kind === 'output') {
       const kept = tail(output.text, bytes);
-      return { ...base, run: output.run, buildId: output.buildId, ...(output.running && { running: true }), truncated: kept.length < output.text.length, tail: kept };
+      return {
+        ...base,
+        run: output.run,
+        buildId: output.buildId,
+        ...(output.running && { running: true }),
+        truncated: kept.length < output.text.length,
+        tail: kept,
+      };
     }
     const kept = typeof job.result?.['logTail'] === 'string' ? tail(job.result['logTail'], bytes) : undefined;
     const links = lines.flatMap((line) => (line.kind === 'link' ? [line.url] : []));
-    if (kept === undefined && links.length === 0) return { ...base, tail: '', note: jobFinished({ job, conflicts: [] }) ? 'no output was kept' : 'no output yet: the run has not started or not ended' };
+    if (kept === undefined && links.length === 0)
+      return {
+        ...base,
+        tail: '',
+        note: jobFinished({ job, conflicts: [] })
+          ? 'no output was kept'
+          : 'no output yet: the run has not started or not ended',
+      };
     return { ...base, ...(kept !== undefined ? { tail: kept } : {}), ...(links.length ? { links } : {}) };
   },
 };
@@ -362,22 +440,40 @@ async function followAsProgress(jobId: string, seconds: number, context: ToolCon
 }
 
 /** Where a workspace stands after a recovery, in a result's words: its state, and what is not finished. */
-async function standingAfter(connection: Connection, workspaceId: string): Promise<{ workspace: Record<string, unknown>; words: string }> {
-  const { workspace, unfinished } = await readWorkspaceStanding(connection, workspaceId).catch(() => ({ workspace: undefined, unfinished: [] }));
+async function standingAfter(
+  connection: Connection,
+  workspaceId: string,
+): Promise<{ workspace: Record<string, unknown>; words: string }> {
+  const { workspace, unfinished } = await readWorkspaceStanding(connection, workspaceId).catch(() => ({
+    workspace: undefined,
+    unfinished: [],
+  }));
   const state = workspace?.state ?? 'NOT_TAKEN_YET';
-  const blocked = workspace?.state === 'BLOCKED' ? ` (blocked by ${workspace.blockedBy ?? '?'}: ${workspace.blockedReason ?? '?'})` : '';
+  const blocked =
+    workspace?.state === 'BLOCKED'
+      ? ` (blocked by ${workspace.blockedBy ?? '?'}: ${workspace.blockedReason ?? '?'})`
+      : '';
   const words = `workspace ${workspaceId} is ${state}${blocked}; ${unfinished.length} of its jobs not finished${unfinished.length ? ` (${unfinished.map((j) => j.jobId).join(', ')})` : ''}`;
-  return { workspace: { workspaceId, state, ...(workspace?.blockedBy ? { blockedBy: workspace.blockedBy } : {}), unfinished: unfinished.map((job) => job.jobId) }, words };
+  return {
+    workspace: {
+      workspaceId,
+      state,
+      ...(workspace?.blockedBy ? { blockedBy: workspace.blockedBy } : {}),
+      unfinished: unfinished.map((job) => job.jobId),
+    },
+    words,
+  };
 }
 
-const RECOVERY_NOTE = 'The same operation, with the same rules, as the CLI command of the same name; it acts only on the workspaces this server is started for.';
+const RECOVERY_NOTE =
+  'The same operation, with the same rules, as the CLI command of the same name; it acts only on the workspaces this server is started for.';
 
 const cancelTool: ToolSpec = {
   name: 'cancel_job',
   title: 'Cancel a job',
   description:
     'Cancel a job that has not finished (agent-jobs cancel): a queued or waiting job never runs; a skipped one leaves the DLQ; a running test or lint run is stopped. ' +
-    'A running apply_patch or open_pr runs to its end and a finished job stays as it is (refused, saying why). Cancelling a skipped job does not lift its workspace\'s fence: unblock_workspace does. ' +
+    "A running apply_patch or open_pr runs to its end and a finished job stays as it is (refused, saying why). Cancelling a skipped job does not lift its workspace's fence: unblock_workspace does. " +
     RECOVERY_NOTE,
   input: z.strictObject({ jobId: idSchema('jobId') }),
   readOnly: false,
@@ -404,7 +500,12 @@ const unblockTool: ToolSpec = {
     "Lift a BLOCKED workspace's fence (agent-jobs workspace unblock): mode replay sends its skipped jobs back to the queue in their order; drop records them CANCELLED. " +
     'The job that blocked it stays on the DLQ (dismiss_job or redrive_jobs decide about it). A replay that could not replay every skipped job is refused and the workspace stays BLOCKED; drop ends those too. Running it again is safe. ' +
     RECOVERY_NOTE,
-  input: z.strictObject({ workspaceId: idSchema('workspaceId'), mode: z.enum(['replay', 'drop']).check(z.describe('replay: the skipped jobs run again in their order; drop: they are cancelled.')) }),
+  input: z.strictObject({
+    workspaceId: idSchema('workspaceId'),
+    mode: z
+      .enum(['replay', 'drop'])
+      .check(z.describe('replay: the skipped jobs run again in their order; drop: they are cancelled.')),
+  }),
   readOnly: false,
   destructive: true,
   async run({ workspaceId, mode }: { workspaceId: string; mode: 'replay' | 'drop' }, { connection, scope }) {
@@ -413,7 +514,10 @@ const unblockTool: ToolSpec = {
     const acted = (action: string) => result.jobs.filter((j) => j.action === action).map((j) => j.jobId);
     const [replayed, dropped, kept] = [acted('replayed'), acted('dropped'), acted('kept')];
     const after = await standingAfter(connection, workspaceId);
-    const changed = result.previousState === 'BLOCKED' ? `workspace ${workspaceId} ${result.workspace.state} again (was BLOCKED)` : `workspace ${workspaceId} was ${result.previousState} already`;
+    const changed =
+      result.previousState === 'BLOCKED'
+        ? `workspace ${workspaceId} ${result.workspace.state} again (was BLOCKED)`
+        : `workspace ${workspaceId} was ${result.previousState} already`;
     const parts = [
       changed,
       ...(replayed.length ? [`replayed in order: ${replayed.join(', ')}`] : []),
@@ -421,7 +525,16 @@ const unblockTool: ToolSpec = {
       `${kept.length} job(s) of it still on the DLQ${kept.length ? ` (${kept.join(', ')}: dismiss_job or redrive_jobs)` : ''}`,
       after.words,
     ];
-    return { workspaceId, previousState: result.previousState, state: result.workspace.state, mode, jobs: result.jobs, stillOnDlq: kept, summary: parts.join('; '), workspace: after.workspace };
+    return {
+      workspaceId,
+      previousState: result.previousState,
+      state: result.workspace.state,
+      mode,
+      jobs: result.jobs,
+      stillOnDlq: kept,
+      summary: parts.join('; '),
+      workspace: after.workspace,
+    };
   },
 };
 
@@ -432,7 +545,12 @@ const dismissTool: ToolSpec = {
     'Record a FAILED job as dealt with, with your reason, and remove its DLQ copy: it never runs again (agent-jobs dlq dismiss). The ledger records who: this MCP client, "<client name> (mcp)". ' +
     'Running it again is safe (the first dismissal stands). A workspace the job blocked stays BLOCKED: unblock_workspace decides about its skipped jobs. ' +
     RECOVERY_NOTE,
-  input: z.strictObject({ jobId: idSchema('jobId'), reason: z.string().check(z.minLength(1), z.maxLength(500), z.describe('Why it needs no redrive (kept in the ledger).')) }),
+  input: z.strictObject({
+    jobId: idSchema('jobId'),
+    reason: z
+      .string()
+      .check(z.minLength(1), z.maxLength(500), z.describe('Why it needs no redrive (kept in the ledger).')),
+  }),
   readOnly: false,
   destructive: true,
   async run({ jobId, reason }: { jobId: string; reason: string }, { connection, scope, actor }) {
@@ -445,10 +563,23 @@ const dismissTool: ToolSpec = {
       `job ${jobId}: FAILED, ${dismissal}${result.alreadyDismissed ? ' (already)' : ''}`,
       `${result.removed} copy removed from the ${result.queue} DLQ`,
       ...result.left.map((l) => `left on the ${l.queue} DLQ: ${l.why}`),
-      ...(result.blockedWorkspace ? [`workspace ${result.blockedWorkspace.workspaceId} stays BLOCKED: unblock_workspace (replay or drop) decides about its skipped jobs`] : []),
+      ...(result.blockedWorkspace
+        ? [
+            `workspace ${result.blockedWorkspace.workspaceId} stays BLOCKED: unblock_workspace (replay or drop) decides about its skipped jobs`,
+          ]
+        : []),
       after.words,
     ];
-    return { jobId, dismissed: result.job.dismissed, alreadyDismissed: result.alreadyDismissed, queue: result.queue, removed: result.removed, left: result.left, summary: parts.join('; '), workspace: after.workspace };
+    return {
+      jobId,
+      dismissed: result.job.dismissed,
+      alreadyDismissed: result.alreadyDismissed,
+      queue: result.queue,
+      removed: result.removed,
+      left: result.left,
+      summary: parts.join('; '),
+      workspace: after.workspace,
+    };
   },
 };
 
@@ -456,7 +587,7 @@ const redriveTool: ToolSpec = {
   name: 'redrive_jobs',
   title: 'Run failed jobs again',
   description:
-    'Send the named jobs on a DLQ back to their queue to run again, in their workspace\'s order (agent-jobs dlq redrive <jobIds>): for a FAILED job whose cause is fixed. ' +
+    "Send the named jobs on a DLQ back to their queue to run again, in their workspace's order (agent-jobs dlq redrive <jobIds>): for a FAILED job whose cause is fixed. " +
     'Skipped jobs of a BLOCKED workspace are left (unblock_workspace replays them), and so are refused conflicting requests and invalid ones. ' +
     RECOVERY_NOTE,
   input: z.strictObject({ jobIds: z.array(idSchema('jobId')).check(z.minLength(1), z.maxLength(MAX_WAIT_JOBS)) }),
@@ -485,6 +616,7 @@ const PLATFORM_TOOLS: readonly ToolSpec[] = [...READ_TOOLS, ...RECOVERY_TOOLS];
 /** Every tool: one per job type of the catalog, then the reads and the recovery. Throws when a job type is named like a read. */
 export function agentJobsTools(): ToolSpec[] {
   const clash = JOB_TYPE_NAMES.filter((type) => PLATFORM_TOOLS.some((tool) => tool.name === type));
-  if (clash.length > 0) throw new Error(`job type ${clash.join(', ')} has the name of an MCP tool of the platform: rename the job type`);
+  if (clash.length > 0)
+    throw new Error(`job type ${clash.join(', ')} has the name of an MCP tool of the platform: rename the job type`);
   return [...JOB_TYPE_NAMES.map(jobTool), ...PLATFORM_TOOLS];
 }

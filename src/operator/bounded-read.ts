@@ -38,12 +38,17 @@ export class TooLargeError extends Error {
     readonly limit: number,
     readonly size?: number,
   ) {
-    super(size === undefined ? `more than ${limit} bytes, over the limit` : `${size} bytes, over the ${limit}-byte limit`);
+    super(
+      size === undefined ? `more than ${limit} bytes, over the limit` : `${size} bytes, over the ${limit}-byte limit`,
+    );
   }
 }
 
 /** At most `limit` bytes of `source`; TooLargeError as soon as there are more (the rest is never read). */
-export async function readAtMost(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, limit: number): Promise<Buffer> {
+export async function readAtMost(
+  source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  limit: number,
+): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
   // Leaving the loop early returns the iterator, which destroys a stream source.
@@ -74,7 +79,10 @@ export async function readFileAtMost(file: string, limit: number, options: Bound
   }
   // Each source owns the descriptor from here and closes it when read, refused or destroyed.
   // A regular file may still grow after the stat: it is read through the same bound.
-  const source = stat.isFIFO() || stat.isSocket() ? new Socket({ fd, readable: true, writable: false }) : createReadStream('', { fd });
+  const source =
+    stat.isFIFO() || stat.isSocket()
+      ? new Socket({ fd, readable: true, writable: false })
+      : createReadStream('', { fd });
   try {
     return await readAtMost(source, limit);
   } finally {

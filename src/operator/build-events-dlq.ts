@@ -24,7 +24,8 @@ export interface BuildEventSummary {
 }
 
 type Json = Record<string, unknown>;
-const asObject = (value: unknown): Json | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : undefined);
+const asObject = (value: unknown): Json | undefined =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : undefined;
 const asString = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
 /**
@@ -42,11 +43,23 @@ export function buildEventSummary(body: string): BuildEventSummary {
   const arn = asString(detail['build-id']);
   if (arn !== undefined) {
     const info = asObject(asObject(detail['additional-information'])?.['environment']);
-    const variables = Array.isArray(info?.['environment-variables']) ? (info['environment-variables'] as unknown[]).map(asObject) : [];
+    const variables = Array.isArray(info?.['environment-variables'])
+      ? (info['environment-variables'] as unknown[]).map(asObject)
+      : [];
     const variable = (name: string) => asString(variables.find((v) => v?.['name'] === name)?.['value']);
-    return prune({ buildId: buildIdFromArn(arn), jobId: variable(TEST_BUILD_ENV.jobId), jobType: variable(TEST_BUILD_ENV.jobType), buildStatus: asString(detail['build-status']) });
+    return prune({
+      buildId: buildIdFromArn(arn),
+      jobId: variable(TEST_BUILD_ENV.jobId),
+      jobType: variable(TEST_BUILD_ENV.jobType),
+      buildStatus: asString(detail['build-status']),
+    });
   }
-  return prune({ buildId: asString(detail['buildId']), jobId: asString(detail['jobId']), jobType: asString(detail['jobType']), buildStatus: asString(asObject(detail['status'])?.['state']) });
+  return prune({
+    buildId: asString(detail['buildId']),
+    jobId: asString(detail['jobId']),
+    jobType: asString(detail['jobType']),
+    buildStatus: asString(asObject(detail['status'])?.['state']),
+  });
 }
 
 function prune(summary: BuildEventSummary): BuildEventSummary {
@@ -56,20 +69,24 @@ function prune(summary: BuildEventSummary): BuildEventSummary {
 /** Why the consumer refused an event it moved here itself (a redrive would be refused again), or undefined. */
 function refusedBy(message: Pick<DlqMessage, 'attributes'>): string | undefined {
   const reason = message.attributes[DLQ_ATTRIBUTES.reason];
-  return reason === undefined ? undefined : [reason, message.attributes[DLQ_ATTRIBUTES.errorMessage]].filter(Boolean).join(': ');
+  return reason === undefined
+    ? undefined
+    : [reason, message.attributes[DLQ_ATTRIBUTES.errorMessage]].filter(Boolean).join(': ');
 }
 
 /** What to do with one message on the build-events DLQ, in words. */
 export function buildEventAdvice(message: Pick<DlqMessage, 'attributes'>): string {
-  const verdict = 'the build reconciler records the verdict of a build whose job is still RUNNING past its due time (its build\'s timeouts plus a margin), with or without the event';
+  const verdict =
+    "the build reconciler records the verdict of a build whose job is still RUNNING past its due time (its build's timeouts plus a margin), with or without the event";
   const refused = refusedBy(message);
   if (refused !== undefined) {
     return `the build-events consumer could not read it (${refused}): a redrive would be refused again; it is no build this platform started, or one of a job type it lacks. SQS deletes it at the end of its retention`;
   }
   const code = message.attributes[EVENTBRIDGE_DLQ_ATTRIBUTES.errorCode];
-  const cause = code === undefined
-    ? 'the build-events consumer failed on it until its receives ran out (its logs say why)'
-    : `EventBridge could not deliver it to the build-events queue (${[code, message.attributes[EVENTBRIDGE_DLQ_ATTRIBUTES.errorMessage]].filter(Boolean).join(': ')}; fix the rule's target, its queue policy, if the code says so)`;
+  const cause =
+    code === undefined
+      ? 'the build-events consumer failed on it until its receives ran out (its logs say why)'
+      : `EventBridge could not deliver it to the build-events queue (${[code, message.attributes[EVENTBRIDGE_DLQ_ATTRIBUTES.errorMessage]].filter(Boolean).join(': ')}; fix the rule's target, its queue policy, if the code says so)`;
   return `${cause}: nothing is lost, ${verdict}; "dlq redrive --queue build-events" sends it now (a verdict already recorded is not changed) and clears the DLQ alarm`;
 }
 
@@ -86,7 +103,10 @@ export async function redriveBuildEvents(sqs: SQSClient, queue: QueueEndpoint): 
     const summary = buildEventSummary(message.body);
     const refused = refusedBy(message);
     if (refused !== undefined) {
-      left.push({ summary, why: `the build-events consumer refused it (${refused}): it would be refused again (message ${message.messageId})` });
+      left.push({
+        summary,
+        why: `the build-events consumer refused it (${refused}): it would be refused again (message ${message.messageId})`,
+      });
       return 'hold';
     }
     const sent = await sqs.send(new SendMessageCommand({ QueueUrl: queue.url, MessageBody: message.body }));

@@ -33,7 +33,14 @@ export function buildLogTail(clients: BuildLogClients, buildId: string): OutputT
       const { GetLogEventsCommand } = loadLogs();
       let page: GetLogEventsCommandOutput;
       try {
-        page = await clients.logs.send(new GetLogEventsCommand({ ...stream, startFromHead: true, limit: PAGE_EVENTS, ...(token && { nextToken: token }) }));
+        page = await clients.logs.send(
+          new GetLogEventsCommand({
+            ...stream,
+            startFromHead: true,
+            limit: PAGE_EVENTS,
+            ...(token && { nextToken: token }),
+          }),
+        );
       } catch (error) {
         // The stream is made by the build's first line: until then there is nothing to read.
         if ((error as { name?: string }).name === 'ResourceNotFoundException') return undefined;
@@ -47,9 +54,14 @@ export function buildLogTail(clients: BuildLogClients, buildId: string): OutputT
   };
 }
 
-async function streamOf(codeBuild: BuildLogClients['codeBuild'], buildId: string): Promise<{ logGroupName: string; logStreamName: string } | undefined> {
+async function streamOf(
+  codeBuild: BuildLogClients['codeBuild'],
+  buildId: string,
+): Promise<{ logGroupName: string; logStreamName: string } | undefined> {
   const { BatchGetBuildsCommand } = loadCodeBuild();
   const answer: BatchGetBuildsCommandOutput = await codeBuild.send(new BatchGetBuildsCommand({ ids: [buildId] }));
   const logs = answer.builds?.[0]?.logs;
-  return logs?.groupName && logs.streamName ? { logGroupName: logs.groupName, logStreamName: logs.streamName } : undefined;
+  return logs?.groupName && logs.streamName
+    ? { logGroupName: logs.groupName, logStreamName: logs.streamName }
+    : undefined;
 }

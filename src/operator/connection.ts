@@ -37,14 +37,26 @@ export function connect(where: ResolveOptions): OpenConnection {
       })),
     clients: async () => (clients ??= createClients(await connection.target())),
     ledger: async () =>
-      (ledger ??= new (loadLedger().DynamoDbLedger)({ client: (await connection.clients()).dynamodb, tableName: (await connection.target()).tableName, retentionDays: LEDGER_RETENTION_DAYS })),
+      (ledger ??= new (loadLedger().DynamoDbLedger)({
+        client: (await connection.clients()).dynamodb,
+        tableName: (await connection.target()).tableName,
+        retentionDays: LEDGER_RETENTION_DAYS,
+      })),
     close: () => clients?.destroy(),
   };
   return connection;
 }
 
 /** Network errors that mean the platform or stack is not there (or not reachable from here). */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN']);
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+]);
 
 /** A network code anywhere in the error, its causes or its aggregated errors. */
 function networkCode(error: unknown): string | undefined {
@@ -67,6 +79,8 @@ export async function explainUnreachable(error: unknown, connection: Pick<Connec
     (target) => target.label,
     () => 'the platform',
   );
-  const hint = label.startsWith('local') ? 'is it running? (agent-jobs local up)' : 'check the region, the network and your credentials';
+  const hint = label.startsWith('local')
+    ? 'is it running? (agent-jobs local up)'
+    : 'check the region, the network and your credentials';
   return new TargetError(`cannot reach ${label}: ${code}: ${hint}`, { cause: error });
 }

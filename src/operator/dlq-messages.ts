@@ -19,7 +19,14 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { QueueEndpoint } from './targets';
 import { REDRIVE_ATTRIBUTE, RUN_ATTRIBUTE, stringAttributes } from '../../contract/messages';
-import { isStageMessage, jobDigest, parseEnvelope, parseStageMessage, tenantGroupId, type JobEnvelope } from '../core/envelope';
+import {
+  isStageMessage,
+  jobDigest,
+  parseEnvelope,
+  parseStageMessage,
+  tenantGroupId,
+  type JobEnvelope,
+} from '../core/envelope';
 import { errorMessage } from '../core/errors';
 import type { JobRecord, Ledger } from '../core/ports';
 
@@ -51,13 +58,20 @@ export function redriveDeduplicationId(jobId: string, type: string, dlqMessageId
 }
 
 /** The dedup id of a copy of a DLQ message: one per copied message and purpose, so a retried copy is deduplicated. */
-function copyDeduplicationId(purpose: 'redrive' | 'requeue', jobId: string, type: string, dlqMessageId: string): string {
+function copyDeduplicationId(
+  purpose: 'redrive' | 'requeue',
+  jobId: string,
+  type: string,
+  dlqMessageId: string,
+): string {
   return createHash('sha256').update(`${jobId}:${type}:${purpose}:${dlqMessageId}`).digest('hex');
 }
 
 function toDlqMessage(queue: string, m: Message): DlqMessage {
   const attributes = Object.fromEntries(
-    Object.entries(m.MessageAttributes ?? {}).flatMap(([k, v]) => (v.StringValue === undefined ? [] : [[k, v.StringValue]])),
+    Object.entries(m.MessageAttributes ?? {}).flatMap(([k, v]) =>
+      v.StringValue === undefined ? [] : [[k, v.StringValue]],
+    ),
   );
   const sent = m.Attributes?.SentTimestamp;
   return {
@@ -105,7 +119,8 @@ async function release(sqs: SQSClient, queue: QueueEndpoint, messages: readonly 
 export async function peekDlq(sqs: SQSClient, queue: QueueEndpoint): Promise<DlqMessage[]> {
   const seen: DlqMessage[] = [];
   try {
-    for (let batch = await receive(sqs, queue); batch.length > 0; batch = await receive(sqs, queue)) seen.push(...batch);
+    for (let batch = await receive(sqs, queue); batch.length > 0; batch = await receive(sqs, queue))
+      seen.push(...batch);
   } finally {
     await release(sqs, queue, seen);
   }
@@ -114,9 +129,15 @@ export async function peekDlq(sqs: SQSClient, queue: QueueEndpoint): Promise<Dlq
 
 export async function approximateDepth(sqs: SQSClient, queue: QueueEndpoint): Promise<number> {
   const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: queue.dlqUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+    new GetQueueAttributesCommand({
+      QueueUrl: queue.dlqUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
   );
-  return Number(Attributes?.ApproximateNumberOfMessages ?? 0) + Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
+  return (
+    Number(Attributes?.ApproximateNumberOfMessages ?? 0) +
+    Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+  );
 }
 
 /**
@@ -179,7 +200,11 @@ export async function sweepDlq(sqs: SQSClient, queue: QueueEndpoint, sweep: Swee
 
 /** The job a DLQ message carries, from its attributes (set on every message by the producer). */
 export function messageJob(message: DlqMessage): { jobId: string; type: string; workspaceId?: string } {
-  return { jobId: message.attributes.jobId ?? '', type: message.attributes.type ?? '', workspaceId: message.attributes.workspaceId };
+  return {
+    jobId: message.attributes.jobId ?? '',
+    type: message.attributes.type ?? '',
+    workspaceId: message.attributes.workspaceId,
+  };
 }
 
 /**
@@ -187,7 +212,11 @@ export function messageJob(message: DlqMessage): { jobId: string; type: string; 
  * stage queue (a fair queue) its tenant's group, from the `tenantId` attribute (a message without
  * one goes without a group: SQS treats it as a tenant of its own).
  */
-function groupFields(queue: QueueEndpoint, message: DlqMessage, deduplicationId: () => string): { MessageGroupId?: string; MessageDeduplicationId?: string } {
+function groupFields(
+  queue: QueueEndpoint,
+  message: DlqMessage,
+  deduplicationId: () => string,
+): { MessageGroupId?: string; MessageDeduplicationId?: string } {
   if (queue.fifo) return { MessageGroupId: message.groupId, MessageDeduplicationId: deduplicationId() };
   const tenantId = message.attributes.tenantId;
   return tenantId ? { MessageGroupId: tenantGroupId(tenantId) } : {};
@@ -200,7 +229,11 @@ function groupFields(queue: QueueEndpoint, message: DlqMessage, deduplicationId:
  * recorded (and, on a stage's DLQ, the pin the sequencer recorded); a copy a build's completion
  * made names its run, which must be the job's current one.
  */
-export function copyMismatch(queue: Pick<QueueEndpoint, 'fifo'>, message: DlqMessage, record: JobRecord | undefined): string | undefined {
+export function copyMismatch(
+  queue: Pick<QueueEndpoint, 'fifo'>,
+  message: DlqMessage,
+  record: JobRecord | undefined,
+): string | undefined {
   const named = message.attributes.jobId ?? '';
   let job: JobEnvelope;
   try {
@@ -213,16 +246,21 @@ export function copyMismatch(queue: Pick<QueueEndpoint, 'fifo'>, message: DlqMes
   if (record === undefined) return `the ledger has no job ${named}`;
   if (jobDigest(job) !== record.digest) return `its request differs from the one the ledger records for job ${named}`;
   const pin = isStageMessage(job) ? job.pin : undefined;
-  if (record.pin !== undefined && (pin?.sha !== record.pin.sha || pin.repoUrl !== record.pin.repoUrl || pin.branch !== record.pin.branch)) {
+  if (
+    record.pin !== undefined &&
+    (pin?.sha !== record.pin.sha || pin.repoUrl !== record.pin.repoUrl || pin.branch !== record.pin.branch)
+  ) {
     return `its pin differs from the one the sequencer recorded for job ${named}`;
   }
   const run = message.attributes[RUN_ATTRIBUTE];
-  if (run !== undefined && Number(run) !== (record.run ?? 0)) return `it is the copy of run ${run}; job ${named} is at run ${record.run ?? 0}`;
+  if (run !== undefined && Number(run) !== (record.run ?? 0))
+    return `it is the copy of run ${run}; job ${named} is at run ${record.run ?? 0}`;
   return undefined;
 }
 
 /** What became of one DLQ copy an operator's redrive looked at. */
-export type RedriveOutcome = { readonly redriven: true; readonly messageId: string } | { readonly redriven: false; readonly why: string };
+export type RedriveOutcome =
+  { readonly redriven: true; readonly messageId: string } | { readonly redriven: false; readonly why: string };
 
 /**
  * The operator's redrive of one DLQ copy (`dlq redrive`, `workspace unblock --replay`): the copy
@@ -239,10 +277,18 @@ export async function redriveCopy(
   record: JobRecord | undefined,
 ): Promise<RedriveOutcome> {
   const mismatch = copyMismatch(queue, message, record);
-  if (mismatch !== undefined) return { redriven: false, why: `a copy that is not the job the ledger records: ${mismatch} (message ${message.messageId}, left for you)` };
+  if (mismatch !== undefined)
+    return {
+      redriven: false,
+      why: `a copy that is not the job the ledger records: ${mismatch} (message ${message.messageId}, left for you)`,
+    };
   const token = randomUUID();
   const authorized = await ledger.authorizeRedrive({ jobId: messageJob(message).jobId, token, now: Date.now() });
-  if (authorized === undefined) return { redriven: false, why: `it is ${record?.status ?? 'unknown'}, not FAILED or SKIPPED: nothing to run again (message ${message.messageId})` };
+  if (authorized === undefined)
+    return {
+      redriven: false,
+      why: `it is ${record?.status ?? 'unknown'}, not FAILED or SKIPPED: nothing to run again (message ${message.messageId})`,
+    };
   return { redriven: true, messageId: await redriveMessage(sqs, queue, message, token) };
 }
 
@@ -252,9 +298,16 @@ export async function redriveCopy(
  * redrive of the same message: its dedup id is the same (within 5 minutes), and after that the
  * ledger finds the job SUCCEEDED (or the token spent) and acknowledges the copy.
  */
-export async function redriveMessage(sqs: SQSClient, queue: QueueEndpoint, message: DlqMessage, token: string): Promise<string> {
+export async function redriveMessage(
+  sqs: SQSClient,
+  queue: QueueEndpoint,
+  message: DlqMessage,
+  token: string,
+): Promise<string> {
   const { jobId, type } = messageJob(message);
-  const attributes = Object.fromEntries(JOB_ATTRIBUTES.flatMap((k) => (message.attributes[k] ? [[k, message.attributes[k]]] : [])));
+  const attributes = Object.fromEntries(
+    JOB_ATTRIBUTES.flatMap((k) => (message.attributes[k] ? [[k, message.attributes[k]]] : [])),
+  );
   const out = await sqs.send(
     new SendMessageCommand({
       QueueUrl: queue.url,

@@ -33,10 +33,16 @@ export function selectQueues(target: Target, name: string | undefined): readonly
 }
 
 /** The DLQs a request is about: the jobs' (selectQueues) and the build-events queue's, when it is the one named or none is. */
-export function selectWithBuildEvents(target: Target, name: string | undefined): { jobs: readonly QueueEndpoint[]; buildEvents?: QueueEndpoint } {
+export function selectWithBuildEvents(
+  target: Target,
+  name: string | undefined,
+): { jobs: readonly QueueEndpoint[]; buildEvents?: QueueEndpoint } {
   const events = target.buildEvents;
   if (events !== undefined && name === events.name) return { jobs: [], buildEvents: events };
-  return { jobs: selectQueues(target, name), ...(name === undefined && events !== undefined && { buildEvents: events }) };
+  return {
+    jobs: selectQueues(target, name),
+    ...(name === undefined && events !== undefined && { buildEvents: events }),
+  };
 }
 
 /** One job (or refused request) waiting on a DLQ, as the ledger knows it. */
@@ -126,18 +132,36 @@ export interface DlqListing {
  * above what is listed is messages the ledger cannot know (a body that is not a job, a job that
  * failed before its claim): `peekDlq` shows them.
  */
-export async function listDlq(connection: Connection, options: { queue?: string; now?: number; withBuildEvents?: boolean } = {}): Promise<DlqListing> {
+export async function listDlq(
+  connection: Connection,
+  options: { queue?: string; now?: number; withBuildEvents?: boolean } = {},
+): Promise<DlqListing> {
   const target = await connection.target();
-  const { jobs: queues, buildEvents } = options.withBuildEvents ? selectWithBuildEvents(target, options.queue) : { jobs: selectQueues(target, options.queue) };
+  const { jobs: queues, buildEvents } = options.withBuildEvents
+    ? selectWithBuildEvents(target, options.queue)
+    : { jobs: selectQueues(target, options.queue) };
   const names = new Set(queues.map((q) => q.name));
-  const rows = dlqRows(await (await connection.ledger()).listDlq(), options.now ?? Date.now()).filter((r) => names.has(r.queue));
+  const rows = dlqRows(await (await connection.ledger()).listDlq(), options.now ?? Date.now()).filter((r) =>
+    names.has(r.queue),
+  );
   const { sqs } = await connection.clients();
   const depths: DlqQueueDepth[] = [];
   // GetQueueAttributes, not a receive: counting leaves the messages as they are.
   for (const queue of queues) {
-    depths.push({ queue: queue.name, depth: await dlqMessages().approximateDepth(sqs, queue), listed: rows.filter((r) => r.queue === queue.name && !r.expired).length, carries: 'jobs' });
+    depths.push({
+      queue: queue.name,
+      depth: await dlqMessages().approximateDepth(sqs, queue),
+      listed: rows.filter((r) => r.queue === queue.name && !r.expired).length,
+      carries: 'jobs',
+    });
   }
-  if (buildEvents) depths.push({ queue: buildEvents.name, depth: await dlqMessages().approximateDepth(sqs, buildEvents), listed: 0, carries: 'buildEvents' });
+  if (buildEvents)
+    depths.push({
+      queue: buildEvents.name,
+      depth: await dlqMessages().approximateDepth(sqs, buildEvents),
+      listed: 0,
+      carries: 'buildEvents',
+    });
   return { queues: depths, rows };
 }
 
@@ -180,7 +204,8 @@ export function dismissalWords(dismissal: JobDismissal): string {
 
 /** What an operator does with a job on a DLQ. */
 export function nextStep(job: JobRecord): string {
-  if (job.status === 'SKIPPED') return `"workspace unblock ${job.workspaceId} --replay" runs it in order (or --drop cancels it)`;
+  if (job.status === 'SKIPPED')
+    return `"workspace unblock ${job.workspaceId} --replay" runs it in order (or --drop cancels it)`;
   // A redrive sends the same request again: an invalid one would fail again.
   if (job.status === 'FAILED' && job.error?.reason === 'INVALID_JOB') {
     return `a redrive would send the same invalid request: send the work again, fixed, with a new job id; "dlq dismiss ${job.jobId} --reason ..." takes this copy off the DLQ`;
@@ -228,8 +253,13 @@ export interface RedriveResult {
  * nobody's to act on, so the sweeps that meet it (`workspace unblock`, `dlq redrive` of everything)
  * delete it instead of running or keeping it. Undefined for any other message.
  */
-export function settledCopy(queue: QueueEndpoint, message: DlqMessage, job: JobRecord | undefined): SettledCopy | undefined {
-  if (job === undefined || !isOffTheDlq(job) || dlqMessages().copyMismatch(queue, message, job) !== undefined) return undefined;
+export function settledCopy(
+  queue: QueueEndpoint,
+  message: DlqMessage,
+  job: JobRecord | undefined,
+): SettledCopy | undefined {
+  if (job === undefined || !isOffTheDlq(job) || dlqMessages().copyMismatch(queue, message, job) !== undefined)
+    return undefined;
   const why = job.dismissed ? dismissalWords(job.dismissed) : 'cancelled before: it never runs';
   return { queue: queue.name, jobId: job.jobId, status: job.status, why };
 }
@@ -241,7 +271,10 @@ export function settledCopy(queue: QueueEndpoint, message: DlqMessage, job: JobR
  * again). A redrive of everything deletes the copies an interrupted cancel or dismissal left
  * (settledCopy), so it leaves on the DLQs only what `dlq list` lists. A named job is reached behind the other messages of its workspace, which keep their order.
  */
-export async function redrive(connection: Connection, options: { jobIds?: readonly string[]; queue?: string } = {}): Promise<RedriveResult> {
+export async function redrive(
+  connection: Connection,
+  options: { jobIds?: readonly string[]; queue?: string } = {},
+): Promise<RedriveResult> {
   for (const jobId of options.jobIds ?? []) requireValidId('jobId', jobId);
   const target = await connection.target();
   if (options.jobIds?.length) return redriveNamed(connection, selectQueues(target, options.queue), options.jobIds);
@@ -250,8 +283,18 @@ export async function redrive(connection: Connection, options: { jobIds?: readon
   if (buildEvents === undefined) return result;
   const events = await buildEventsDlq().redriveBuildEvents((await connection.clients()).sqs, buildEvents);
   return {
-    redriven: [...result.redriven, ...events.redriven.map((e) => ({ queue: buildEvents.name, jobId: e.summary.jobId ?? '', messageId: e.messageId }))],
-    left: [...result.left, ...events.left.map((e) => ({ queue: buildEvents.name, jobId: e.summary.jobId ?? '', why: e.why }))],
+    redriven: [
+      ...result.redriven,
+      ...events.redriven.map((e) => ({
+        queue: buildEvents.name,
+        jobId: e.summary.jobId ?? '',
+        messageId: e.messageId,
+      })),
+    ],
+    left: [
+      ...result.left,
+      ...events.left.map((e) => ({ queue: buildEvents.name, jobId: e.summary.jobId ?? '', why: e.why })),
+    ],
     removed: result.removed,
   };
 }
@@ -278,9 +321,14 @@ async function redriveAll(connection: Connection, queues: readonly QueueEndpoint
         return 'delete';
       }
       if (queue.fifo && workspaceId !== undefined) {
-        if (!blocked.has(workspaceId)) blocked.set(workspaceId, (await ledger.getWorkspace(workspaceId))?.state === 'BLOCKED');
+        if (!blocked.has(workspaceId))
+          blocked.set(workspaceId, (await ledger.getWorkspace(workspaceId))?.state === 'BLOCKED');
         if (blocked.get(workspaceId)) {
-          left.push({ queue: queue.name, jobId, why: `workspace ${workspaceId} is BLOCKED (group ${messageGroupId(workspaceId)})` });
+          left.push({
+            queue: queue.name,
+            jobId,
+            why: `workspace ${workspaceId} is BLOCKED (group ${messageGroupId(workspaceId)})`,
+          });
           return 'hold';
         }
       }
@@ -305,7 +353,11 @@ async function redriveAll(connection: Connection, queues: readonly QueueEndpoint
  * its DLQ is swept for it. On the FIFO DLQ the messages ahead of it in its group are copied to
  * the group's tail, in order, so it is reached without reordering the others.
  */
-async function redriveNamed(connection: Connection, queues: readonly QueueEndpoint[], jobIds: readonly string[]): Promise<RedriveResult> {
+async function redriveNamed(
+  connection: Connection,
+  queues: readonly QueueEndpoint[],
+  jobIds: readonly string[],
+): Promise<RedriveResult> {
   const ledger = await connection.ledger();
   const { sqs } = await connection.clients();
   const left: LeftOnDlq[] = [];
@@ -325,7 +377,8 @@ async function redriveNamed(connection: Connection, queues: readonly QueueEndpoi
     const ids = new Set(here.map((j) => j.jobId));
     const groups = new Set(here.map((j) => messageGroupId(j.workspaceId)));
     await dlqMessages().sweepDlq(sqs, queue, {
-      inScope: (m) => (queue.fifo ? m.groupId !== undefined && groups.has(m.groupId) : ids.has(dlqMessages().messageJob(m).jobId)),
+      inScope: (m) =>
+        queue.fifo ? m.groupId !== undefined && groups.has(m.groupId) : ids.has(dlqMessages().messageJob(m).jobId),
       take: async (m) => {
         const { jobId } = dlqMessages().messageJob(m);
         if (!ids.has(jobId) || isConflict(m)) return false;
@@ -341,17 +394,24 @@ async function redriveNamed(connection: Connection, queues: readonly QueueEndpoi
         return true;
       },
     });
-    for (const jobId of ids) left.push({ queue: queue.name, jobId, why: 'no message of it on the DLQ (redriven already, or deleted at the end of its retention)' });
+    for (const jobId of ids)
+      left.push({
+        queue: queue.name,
+        jobId,
+        why: 'no message of it on the DLQ (redriven already, or deleted at the end of its retention)',
+      });
   }
   return { redriven, left, removed: [] };
 }
 
 async function redriveRefusal(connection: Connection, job: JobRecord): Promise<string | undefined> {
-  if (job.dismissed !== undefined) return `it was ${dismissalWords(job.dismissed)}: send it again as a new job to run it`;
+  if (job.dismissed !== undefined)
+    return `it was ${dismissalWords(job.dismissed)}: send it again as a new job to run it`;
   if (job.status !== 'FAILED' && job.status !== 'SKIPPED') return `it is ${job.status}, not on a DLQ`;
   if (job.pin !== undefined) return undefined; // on its stage's DLQ: no workspace order to keep
   const workspace = await (await connection.ledger()).getWorkspace(job.workspaceId);
-  if (workspace?.state === 'BLOCKED') return `workspace ${job.workspaceId} is BLOCKED: "workspace unblock ${job.workspaceId} --replay" runs its jobs in order`;
+  if (workspace?.state === 'BLOCKED')
+    return `workspace ${job.workspaceId} is BLOCKED: "workspace unblock ${job.workspaceId} --replay" runs its jobs in order`;
   return undefined;
 }
 
@@ -379,7 +439,8 @@ export async function peekDlq(connection: Connection, options: { queue?: string 
   const { jobs, buildEvents } = selectWithBuildEvents(await connection.target(), options.queue);
   for (const queue of jobs) {
     const heads = await dlqMessages().peekDlq(sqs, queue);
-    for (const { receiptHandle: _handle, body, ...rest } of heads) shown.push({ ...rest, bodyBytes: Buffer.byteLength(body) });
+    for (const { receiptHandle: _handle, body, ...rest } of heads)
+      shown.push({ ...rest, bodyBytes: Buffer.byteLength(body) });
     // Counted after the peek released what it received: the depth then includes the heads again.
     const waiting = queue.fifo ? (await dlqMessages().approximateDepth(sqs, queue)) - heads.length : 0;
     if (waiting > 0) behind.push({ queue: queue.name, count: waiting });
@@ -387,7 +448,12 @@ export async function peekDlq(connection: Connection, options: { queue?: string 
   if (buildEvents) {
     const events = buildEventsDlq();
     for (const { receiptHandle: _handle, body, ...rest } of await dlqMessages().peekDlq(sqs, buildEvents)) {
-      shown.push({ ...rest, bodyBytes: Buffer.byteLength(body), buildEvent: events.buildEventSummary(body), advice: events.buildEventAdvice(rest) });
+      shown.push({
+        ...rest,
+        bodyBytes: Buffer.byteLength(body),
+        buildEvent: events.buildEventSummary(body),
+        advice: events.buildEventAdvice(rest),
+      });
     }
   }
   return { shown, behind };
@@ -423,7 +489,11 @@ export async function removeDlqCopies(connection: Connection, job: JobRecord): P
       if (ops.messageJob(m).jobId !== job.jobId || isConflict(m)) return false;
       const mismatch = ops.copyMismatch(queue, m, job);
       if (mismatch !== undefined) {
-        left.push({ queue: queue.name, jobId: job.jobId, why: `not this job's copy: ${mismatch} (message ${m.messageId})` });
+        left.push({
+          queue: queue.name,
+          jobId: job.jobId,
+          why: `not this job's copy: ${mismatch} (message ${m.messageId})`,
+        });
         return false;
       }
       removed += 1;
@@ -451,29 +521,48 @@ export interface Dismissal extends RemovedCopies {
  * workspace stays: lifting it means replaying or dropping the skipped jobs, which is
  * "workspace unblock"'s decision, not this one's (decisions §31).
  */
-export async function dismissJob(connection: Connection, jobId: string, dismissal: Omit<JobDismissal, 'at'>, now = Date.now()): Promise<Dismissal> {
+export async function dismissJob(
+  connection: Connection,
+  jobId: string,
+  dismissal: Omit<JobDismissal, 'at'>,
+  now = Date.now(),
+): Promise<Dismissal> {
   requireValidId('jobId', jobId);
   const reason = dismissal.reason.trim();
   const by = dismissal.by.trim();
-  if (reason === '') throw new InvalidRequestError('a dismissal needs a reason: say why the job needs no redrive (it is kept in the ledger)');
+  if (reason === '')
+    throw new InvalidRequestError(
+      'a dismissal needs a reason: say why the job needs no redrive (it is kept in the ledger)',
+    );
   if (reason.length > DISMISSAL_TEXT_LIMIT || by.length > DISMISSAL_TEXT_LIMIT || by === '') {
-    throw new InvalidRequestError(`a dismissal's reason and who made it are 1 to ${DISMISSAL_TEXT_LIMIT} characters each`);
+    throw new InvalidRequestError(
+      `a dismissal's reason and who made it are 1 to ${DISMISSAL_TEXT_LIMIT} characters each`,
+    );
   }
   const ledger = await connection.ledger();
   const outcome = await ledger.dismiss({ jobId, dismissal: { by, reason, at: new Date(now).toISOString() }, now });
   const { record } = outcome;
-  if (record === undefined) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await connection.target()).label}: nothing to dismiss`);
+  if (record === undefined)
+    throw new NotFoundError(
+      `job ${jobId} is not in the ledger of ${(await connection.target()).label}: nothing to dismiss`,
+    );
   if (outcome.kind === 'refused') throw new OutcomeError(dismissRefusalWords(record));
   const copies = await removeDlqCopies(connection, record);
   const workspace = await ledger.getWorkspace(record.workspaceId);
   const blocks = workspace?.state === 'BLOCKED' && workspace.blockedBy === jobId;
-  return { job: record, alreadyDismissed: outcome.kind === 'already', ...copies, ...(blocks && { blockedWorkspace: workspace }) };
+  return {
+    job: record,
+    alreadyDismissed: outcome.kind === 'already',
+    ...copies,
+    ...(blocks && { blockedWorkspace: workspace }),
+  };
 }
 
 /** Why a job cannot be dismissed, and what applies to it instead. */
 function dismissRefusalWords(job: JobRecord): string {
   const why = dismissRefusal(job) ?? `job ${job.jobId} is ${job.status}`;
-  if (job.status === 'SKIPPED') return `${why}: dismiss is for a failed job; "cancel ${job.jobId}" takes a skipped one off the DLQ (or "workspace unblock ${job.workspaceId} --drop" all of its workspace's)`;
+  if (job.status === 'SKIPPED')
+    return `${why}: dismiss is for a failed job; "cancel ${job.jobId}" takes a skipped one off the DLQ (or "workspace unblock ${job.workspaceId} --drop" all of its workspace's)`;
   if (job.status === 'FAILED') return why;
   return `${why}: nothing of it waits on a DLQ`;
 }

@@ -62,11 +62,17 @@ export async function enqueueJob(connection: Connection, job: JobRequest): Promi
   const { sqs, s3 } = await connection.clients();
   const diffStore = target.diffBucket ? new (loadDiffStore().S3DiffStore)(s3, target.diffBucket) : undefined;
   try {
-    const sent = await enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore, ledger: await connection.ledger() });
+    const sent = await enqueueAgentJob(job, {
+      sqs,
+      queueUrl: jobsQueue(target).url,
+      diffStore,
+      ledger: await connection.ledger(),
+    });
     return { jobId: sent.jobId, messageId: sent.messageId, existing: sent.existing };
   } catch (error) {
     // CONFLICT (recorded: the job's status shows it) or CANCELLED: nothing was sent.
-    if (error instanceof EnqueueError && (error.reason === 'CONFLICT' || error.reason === 'CANCELLED')) throw new OutcomeError(`${error.reason}: ${error.message}`);
+    if (error instanceof EnqueueError && (error.reason === 'CONFLICT' || error.reason === 'CANCELLED'))
+      throw new OutcomeError(`${error.reason}: ${error.message}`);
     throw error;
   }
 }

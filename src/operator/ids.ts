@@ -9,7 +9,10 @@ import { InvalidRequestError } from './errors';
 /** A job or workspace id that breaks the id rule is InvalidRequestError, naming the rule. */
 export function requireValidId(what: 'jobId' | 'workspaceId', id: string): void {
   const checked = idSchema(what).safeParse(id);
-  if (!checked.success) throw new InvalidRequestError(`${checked.error.issues[0]?.message ?? `${what} is not an id`}: ${JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}...` : id)}`);
+  if (!checked.success)
+    throw new InvalidRequestError(
+      `${checked.error.issues[0]?.message ?? `${what} is not an id`}: ${JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}...` : id)}`,
+    );
 }
 
 /** An id from a path segment or a URI: its %-escapes decoded, then the id rule checked. */

@@ -46,7 +46,12 @@ export interface JobDetail extends JobState {
   /** Where its failure stands now, in words (Markdown `code` spans), once the runbook's row no longer describes it. */
   readonly now?: string;
   /** The actions that apply to it as it is now. */
-  readonly actions: { readonly cancel: boolean; readonly redrive: boolean; readonly unblock: boolean; readonly dismiss: boolean };
+  readonly actions: {
+    readonly cancel: boolean;
+    readonly redrive: boolean;
+    readonly unblock: boolean;
+    readonly dismiss: boolean;
+  };
   readonly commit?: JobCommit;
   readonly logs: JobLogs;
 }
@@ -112,7 +117,11 @@ function standingWords(job: JobRecord, workspace: WorkspaceRecord | undefined, f
   return `${self}${standing}.`;
 }
 
-async function jobCommit(target: Target, job: JobRecord, repo: { url: string; branch: string } | undefined): Promise<JobCommit | undefined> {
+async function jobCommit(
+  target: Target,
+  job: JobRecord,
+  repo: { url: string; branch: string } | undefined,
+): Promise<JobCommit | undefined> {
   const made = typeof job.result?.['commitSha'] === 'string' ? (job.result['commitSha'] as string) : undefined;
   const commit = made
     ? { sha: made, kind: 'made' as const, repoUrl: repo?.url, branch: repo?.branch }
@@ -120,11 +129,19 @@ async function jobCommit(target: Target, job: JobRecord, repo: { url: string; br
       ? { sha: job.pin.sha, kind: 'pinned' as const, repoUrl: job.pin.repoUrl, branch: job.pin.branch }
       : undefined;
   if (commit === undefined) return undefined;
-  if (!target.local) return { ...commit, unavailable: `the repository is on your git host: ${commit.repoUrl ?? 'its URL'} at ${commit.sha}` };
+  if (!target.local)
+    return {
+      ...commit,
+      unavailable: `the repository is on your git host: ${commit.repoUrl ?? 'its URL'} at ${commit.sha}`,
+    };
   const gitDir = commit.repoUrl ? platformRepositoryOf(target.local.stateDir, commit.repoUrl) : undefined;
   if (gitDir === undefined) return { ...commit, unavailable: 'not a repository of this platform' };
   try {
-    const { stdout } = await execFileP('git', ['--git-dir', gitDir, 'show', '--no-color', '--format=fuller', '--patch', commit.sha], { maxBuffer: 64 * 1024 * 1024, encoding: 'buffer' });
+    const { stdout } = await execFileP(
+      'git',
+      ['--git-dir', gitDir, 'show', '--no-color', '--format=fuller', '--patch', commit.sha],
+      { maxBuffer: 64 * 1024 * 1024, encoding: 'buffer' },
+    );
     const truncated = stdout.length > DIFF_SHOWN_BYTES;
     return { ...commit, show: stdout.subarray(0, DIFF_SHOWN_BYTES).toString('utf8'), truncated };
   } catch (error) {

@@ -27,26 +27,62 @@ const loadTestRunner = (): typeof import('../local/test-runner') => require('../
  * Keys of a log line that are not shown: Powertools' fixed ones, the job id asked for, and the
  * ledger's working fields should a handler ever log them (`--json` never carries those).
  */
-const HIDDEN_LOG_KEYS = new Set(['level', 'message', 'timestamp', 'function', 'service', 'sampling_rate', 'xray_trace_id', 'jobId', 'leaseOwner', 'leaseUntil', 'digest', 'ttl']);
+const HIDDEN_LOG_KEYS = new Set([
+  'level',
+  'message',
+  'timestamp',
+  'function',
+  'service',
+  'sampling_rate',
+  'xray_trace_id',
+  'jobId',
+  'leaseOwner',
+  'leaseUntil',
+  'digest',
+  'ttl',
+]);
 
 /** One line of what `logs --json` prints. */
 export type LogsLine =
-  | { readonly kind: 'log'; readonly timestamp?: string; readonly level?: string; readonly function?: string; readonly message?: string; readonly fields: Record<string, unknown> }
+  | {
+      readonly kind: 'log';
+      readonly timestamp?: string;
+      readonly level?: string;
+      readonly function?: string;
+      readonly message?: string;
+      readonly fields: Record<string, unknown>;
+    }
   /** `running`: the run is still printing; `text` is its output so far (its last RUNNING_OUTPUT_BYTES). */
-  | { readonly kind: 'output'; readonly buildId: string; readonly run: number; readonly text: string; readonly running?: true }
+  | {
+      readonly kind: 'output';
+      readonly buildId: string;
+      readonly run: number;
+      readonly text: string;
+      readonly running?: true;
+    }
   | { readonly kind: 'link'; readonly what: string; readonly url: string };
 
 /** Lines of the platform log that name the job (JSON lines; anything else is skipped). */
 async function platformLogLines(file: string, jobId: string): Promise<LogsLine[]> {
   if (!existsSync(file)) return [];
   const lines: LogsLine[] = [];
-  for await (const line of createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity })) {
+  for await (const line of createInterface({
+    input: createReadStream(file, { encoding: 'utf8' }),
+    crlfDelay: Infinity,
+  })) {
     if (!line.includes(jobId)) continue;
     const entry = parseObject(line);
     if (!entry || !namesJob(entry, jobId)) continue;
     const text = (key: string) => (typeof entry[key] === 'string' ? (entry[key] as string) : undefined);
     const fields = Object.fromEntries(Object.entries(entry).filter(([key]) => !HIDDEN_LOG_KEYS.has(key)));
-    lines.push({ kind: 'log', timestamp: text('timestamp'), level: text('level'), function: text('function'), message: text('message'), fields });
+    lines.push({
+      kind: 'log',
+      timestamp: text('timestamp'),
+      level: text('level'),
+      function: text('function'),
+      message: text('message'),
+      fields,
+    });
   }
   return lines;
 }
@@ -58,7 +94,9 @@ function namesJob(entry: Record<string, unknown>, jobId: string): boolean {
 function parseObject(line: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(line);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -95,7 +133,15 @@ export function awsLinks(target: Target, job: JobRecord): LogsLine[] {
   const workers = ['sequencer', job.type, ...(buildId ? ['build_events', 'build_reconciler'] : [])];
   const links: LogsLine[] = workers.flatMap((worker) => {
     const group = target.logGroups?.[worker];
-    return group ? [{ kind: 'link' as const, what: `${worker} log lines of ${job.jobId}`, url: logEventsUrl(target.region, group, jobFilterPattern(job.jobId)) }] : [];
+    return group
+      ? [
+          {
+            kind: 'link' as const,
+            what: `${worker} log lines of ${job.jobId}`,
+            url: logEventsUrl(target.region, group, jobFilterPattern(job.jobId)),
+          },
+        ]
+      : [];
   });
   const build = buildLogLink(target, job);
   return build ? [...links, build] : links;
@@ -104,7 +150,9 @@ export function awsLinks(target: Target, job: JobRecord): LogsLine[] {
 /** The link to the log of the job's build (CodeBuild keeps a command's whole output), once it has one. */
 function buildLogLink(target: Target, job: JobRecord): LogsLine | undefined {
   const buildId = job.progress?.['buildId'];
-  return buildId ? { kind: 'link', what: `build ${buildId} log (the whole test output)`, url: buildLogUrl(target.region, buildId) } : undefined;
+  return buildId
+    ? { kind: 'link', what: `build ${buildId} log (the whole test output)`, url: buildLogUrl(target.region, buildId) }
+    : undefined;
 }
 
 export interface JobLogs {
@@ -127,7 +175,12 @@ export async function readRunOutputs(target: Target, job: JobRecord): Promise<Lo
 export async function readJobLogs(target: Target, job: JobRecord): Promise<JobLogs> {
   if (!target.local) {
     const links = awsLinks(target, job);
-    return { lines: links, source: links.length ? `on ${target.label}` : `${target.label} has no log group outputs: deploy this version of the stack for links` };
+    return {
+      lines: links,
+      source: links.length
+        ? `on ${target.label}`
+        : `${target.label} has no log group outputs: deploy this version of the stack for links`,
+    };
   }
   const logFile = path.join(target.local.stateDir, PLATFORM_LOG_FILE);
   const lines = [...(await platformLogLines(logFile, job.jobId)), ...(await runOutputs(target.local.stateDir, job))];
@@ -152,19 +205,29 @@ export const FOLLOW_POLL_MS = 250;
  * directory; on a stack from the build's CloudWatch Logs stream. A redrive's new run is followed
  * from its start. Memory stays bounded: a piece at a time.
  */
-export async function followRunOutput(connection: Connection, jobId: string, options: FollowOptions): Promise<JobRecord> {
+export async function followRunOutput(
+  connection: Connection,
+  jobId: string,
+  options: FollowOptions,
+): Promise<JobRecord> {
   const target = await connection.target();
-  const tailOf = target.local ? localTail(path.join(target.local.stateDir, TEST_RUNS_DIR)) : (buildId: string) => stackTail(connection, buildId);
+  const tailOf = target.local
+    ? localTail(path.join(target.local.stateDir, TEST_RUNS_DIR))
+    : (buildId: string) => stackTail(connection, buildId);
   let buildId: string | undefined;
   let tail: OutputTail | undefined;
   for (;;) {
     const job = await requireJob(connection, jobId);
-    if (!commandStageOf(job.type)) throw new InvalidRequestError(`${jobId} is ${aJobOfType(job.type)}: only command stages (${COMMAND_JOB_TYPES.join(', ')}) print output`);
+    if (!commandStageOf(job.type))
+      throw new InvalidRequestError(
+        `${jobId} is ${aJobOfType(job.type)}: only command stages (${COMMAND_JOB_TYPES.join(', ')}) print output`,
+      );
     const current = runBuildOf(job);
     if (current !== buildId) [buildId, tail] = [current, current === undefined ? undefined : tailOf(current)];
     const last = TERMINAL_STATUSES.includes(job.status);
     // Read to what is there now: the verdict is written after the output is kept, so a finished job's is whole.
-    for (let piece = await tail?.next(); piece !== undefined; piece = await tail?.next()) await options.onOutput(piece, last);
+    for (let piece = await tail?.next(); piece !== undefined; piece = await tail?.next())
+      await options.onOutput(piece, last);
     if (last || options.signal?.aborted) return job;
     await sleep(options.pollMs ?? FOLLOW_POLL_MS, undefined, { signal: options.signal }).catch(() => undefined);
   }

@@ -11,12 +11,16 @@ import { requireValidId } from './ids';
 import { statusLabel } from './views';
 
 /** Where an unknown id comes from, for the error message. */
-export const UNKNOWN_JOB_HINT = 'never enqueued, or sent without the ledger (e.g. by the producer library without `ledger`) and not taken yet';
+export const UNKNOWN_JOB_HINT =
+  'never enqueued, or sent without the ledger (e.g. by the producer library without `ledger`) and not taken yet';
 
 export async function requireJob(connection: Connection, jobId: string): Promise<JobRecord> {
   requireValidId('jobId', jobId);
   const job = await (await connection.ledger()).getJob(jobId);
-  if (!job) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await connection.target()).label} (${UNKNOWN_JOB_HINT})`);
+  if (!job)
+    throw new NotFoundError(
+      `job ${jobId} is not in the ledger of ${(await connection.target()).label} (${UNKNOWN_JOB_HINT})`,
+    );
   return job;
 }
 
@@ -35,10 +39,19 @@ export async function readJob(connection: Connection, jobId: string): Promise<Jo
 }
 
 /** Several jobs at once, in the order asked; the ids the ledger does not know are returned apart. */
-export async function readJobs(connection: Connection, jobIds: readonly string[]): Promise<{ states: (JobState & { jobId: string })[]; unknown: string[] }> {
+export async function readJobs(
+  connection: Connection,
+  jobIds: readonly string[],
+): Promise<{ states: (JobState & { jobId: string })[]; unknown: string[] }> {
   for (const jobId of jobIds) requireValidId('jobId', jobId);
   const ledger = await connection.ledger();
-  const read = await Promise.all(jobIds.map(async (jobId) => ({ jobId, job: await ledger.getJob(jobId), conflicts: await ledger.getConflicts(jobId) })));
+  const read = await Promise.all(
+    jobIds.map(async (jobId) => ({
+      jobId,
+      job: await ledger.getJob(jobId),
+      conflicts: await ledger.getConflicts(jobId),
+    })),
+  );
   const states = read.flatMap((s) => (s.job ? [{ ...s, job: s.job }] : []));
   return { states, unknown: read.filter((s) => !s.job).map((s) => s.jobId) };
 }
@@ -53,7 +66,9 @@ const dlqCopies = (): typeof import('../local/dlq-copies') => require('../local/
 export async function listUnfinished(connection: Connection, workspaceId?: string): Promise<JobRecord[]> {
   const ledger = await connection.ledger();
   const [unfinished, stranded] = await Promise.all([ledger.listUnfinished(), strandedSkipped(connection)]);
-  return [...unfinished, ...stranded].sort(byCreation).filter((j) => workspaceId === undefined || j.workspaceId === workspaceId);
+  return [...unfinished, ...stranded]
+    .sort(byCreation)
+    .filter((j) => workspaceId === undefined || j.workspaceId === workspaceId);
 }
 
 /**
@@ -63,7 +78,9 @@ export async function listUnfinished(connection: Connection, workspaceId?: strin
  */
 async function strandedSkipped(connection: Connection, now = Date.now()): Promise<JobRecord[]> {
   const [ledger, target] = await Promise.all([connection.ledger(), connection.target()]);
-  const skipped = (await ledger.listDlq()).flatMap((entry) => (entry.kind === 'job' && isSkippedAwaitingReplay(entry.record) ? [entry.record] : []));
+  const skipped = (await ledger.listDlq()).flatMap((entry) =>
+    entry.kind === 'job' && isSkippedAwaitingReplay(entry.record) ? [entry.record] : [],
+  );
   if (target.local === undefined) return skipped.filter((job) => pastDlqRetention(job.updatedAt, now));
   const store = new (dlqCopies().DlqCopyStore)(target.local.stateDir);
   const saved = await Promise.all(skipped.map(async (job) => (await store.matching(job)) !== undefined));
@@ -105,13 +122,24 @@ export async function cancelJob(connection: Connection, jobId: string, now = Dat
     const effect = CANCEL_EFFECT[outcome.previous] ?? (await stopBuildOf(connection, outcome.record));
     return { job: outcome.record, previous: outcome.previous, effect };
   }
-  if (!outcome.record) throw new NotFoundError(`job ${jobId} is not in the ledger of ${(await connection.target()).label}: nothing to cancel (${UNKNOWN_JOB_HINT})`);
+  if (!outcome.record)
+    throw new NotFoundError(
+      `job ${jobId} is not in the ledger of ${(await connection.target()).label}: nothing to cancel (${UNKNOWN_JOB_HINT})`,
+    );
   const { record } = outcome;
-  const leftover = record.status === 'CANCELLED' && record.blockedBy !== undefined ? (await removeDlqCopies(connection, record)).removed : 0;
+  const leftover =
+    record.status === 'CANCELLED' && record.blockedBy !== undefined
+      ? (await removeDlqCopies(connection, record)).removed
+      : 0;
   const label = statusLabel(record);
   const rule = cancelRule(record, now);
-  const why = rule.kind === 'refused' && record.status === 'IN_FLIGHT' ? rule.why : `${record.status} already${label === record.status ? '' : ` (${label})`}`;
-  throw new OutcomeError(`job ${jobId} is ${why}${leftover ? `; the DLQ copy an interrupted cancel left is removed now` : ''}`);
+  const why =
+    rule.kind === 'refused' && record.status === 'IN_FLIGHT'
+      ? rule.why
+      : `${record.status} already${label === record.status ? '' : ` (${label})`}`;
+  throw new OutcomeError(
+    `job ${jobId} is ${why}${leftover ? `; the DLQ copy an interrupted cancel left is removed now` : ''}`,
+  );
 }
 
 /**
@@ -124,7 +152,8 @@ async function stopBuildOf(connection: Connection, job: JobRecord): Promise<stri
   const after = 'a completion that comes after it changes nothing';
   if (buildId === undefined) return `no build was recorded for it: none starts now; ${after}`;
   const { local } = await connection.target();
-  if (local === undefined) return `its build ${buildId} is stopped by the build reconciler within ${BUILD_RECONCILER.everyMinutes} minutes (CodeBuild StopBuild); ${after}`;
+  if (local === undefined)
+    return `its build ${buildId} is stopped by the build reconciler within ${BUILD_RECONCILER.everyMinutes} minutes (CodeBuild StopBuild); ${after}`;
   await loadTestRunner().requestStop(path.join(local.stateDir, TEST_RUNS_DIR), buildId);
   return `its build ${buildId} is stopped; ${after}`;
 }

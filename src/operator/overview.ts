@@ -26,7 +26,9 @@ export async function workspaceJobs(ledger: Ledger, workspaceId: string): Promis
 /** Every workspace the ledger knows (a workspace is known from its first job's turn), by id. */
 export async function readOverview(ledger: Ledger): Promise<WorkspaceOverview[]> {
   const workspaces = await ledger.listWorkspaces();
-  const overview = await Promise.all(workspaces.map(async (workspace) => ({ workspace, jobs: await workspaceJobs(ledger, workspace.workspaceId) })));
+  const overview = await Promise.all(
+    workspaces.map(async (workspace) => ({ workspace, jobs: await workspaceJobs(ledger, workspace.workspaceId) })),
+  );
   return overview.sort((a, b) => a.workspace.workspaceId.localeCompare(b.workspace.workspaceId));
 }
 
@@ -42,7 +44,9 @@ export function countByStatus(jobs: readonly JobRecord[]): Record<string, number
 
 /** `ACTIVE` or `BLOCKED by <jobId> (<reason>)`. */
 export function workspaceState(ws: WorkspaceRecord): string {
-  return ws.state === 'BLOCKED' ? `BLOCKED by ${ws.blockedBy ?? '?'}${ws.blockedReason ? ` (${ws.blockedReason})` : ''}` : ws.state;
+  return ws.state === 'BLOCKED'
+    ? `BLOCKED by ${ws.blockedBy ?? '?'}${ws.blockedReason ? ` (${ws.blockedReason})` : ''}`
+    : ws.state;
 }
 
 /** `SUCCEEDED 3, FAILED 1` (or `no jobs`). */
@@ -74,7 +78,10 @@ export interface WorkspaceFilter {
 }
 
 /** The summary of every workspace that passes the filter, by id (readOverview: each workspace's jobs are read). */
-export async function listWorkspaceSummaries(ledger: Ledger, filter: WorkspaceFilter = {}): Promise<WorkspaceSummary[]> {
+export async function listWorkspaceSummaries(
+  ledger: Ledger,
+  filter: WorkspaceFilter = {},
+): Promise<WorkspaceSummary[]> {
   const search = filter.search?.trim().toLowerCase();
   return (await readOverview(ledger))
     .map(({ workspace, jobs }): WorkspaceSummary => ({
@@ -84,5 +91,10 @@ export async function listWorkspaceSummaries(ledger: Ledger, filter: WorkspaceFi
       lastActivity: jobs.reduce((latest, j) => (j.updatedAt > latest ? j.updatedAt : latest), workspace.updatedAt),
     }))
     .filter((s) => filter.state === undefined || s.workspace.state === filter.state)
-    .filter((s) => !search || s.workspace.workspaceId.toLowerCase().includes(search) || s.tenants.some((t) => t.toLowerCase().includes(search)));
+    .filter(
+      (s) =>
+        !search ||
+        s.workspace.workspaceId.toLowerCase().includes(search) ||
+        s.tenants.some((t) => t.toLowerCase().includes(search)),
+    );
 }

@@ -49,7 +49,10 @@ export function parseRunbook(markdown: string): Map<string, RunbookAdvice> {
   // The heading, its separator row, then rows until the first line that is not one.
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith('|')) break;
-    const cells = line.split(/(?<!\\)\|/).slice(1, -1).map((cell) => cell.trim());
+    const cells = line
+      .split(/(?<!\\)\|/)
+      .slice(1, -1)
+      .map((cell) => cell.trim());
     const [names, meaning, recovery] = cells;
     if (names === undefined || meaning === undefined || recovery === undefined) continue;
     const reasons = [...names.matchAll(/`([A-Z_]+)`/g)].map((m) => m[1] ?? '');

@@ -40,17 +40,28 @@ export async function readStageQueues(connection: Connection): Promise<StageQueu
   const { sqs } = await connection.clients();
   const { GetQueueAttributesCommand } = loadSqs();
   const depth = (url: string): Promise<GetQueueAttributesCommandOutput> =>
-    sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
+    sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
   // Jobs the stages hold are on their workspaces' open lists: one small read per workspace.
   const workspaces = await ledger.listWorkspaces();
   const open = (await Promise.all(workspaces.map((w) => ledger.listOpenJobs(w.workspaceId)))).flat();
-  const staged = open.filter((job) => job.pin !== undefined && (job.status === 'FORWARDED' || job.status === 'IN_FLIGHT' || job.status === 'RUNNING'));
+  const staged = open.filter(
+    (job) =>
+      job.pin !== undefined && (job.status === 'FORWARDED' || job.status === 'IN_FLIGHT' || job.status === 'RUNNING'),
+  );
   return Promise.all(
     target.queues
       .filter((queue) => !queue.fifo)
       .map(async (queue): Promise<StageQueueView> => {
         const [main, dlq] = await Promise.all([depth(queue.url), depth(queue.dlqUrl)]);
-        const count = (out: GetQueueAttributesCommandOutput, name: 'ApproximateNumberOfMessages' | 'ApproximateNumberOfMessagesNotVisible') => Number(out.Attributes?.[name] ?? 0);
+        const count = (
+          out: GetQueueAttributesCommandOutput,
+          name: 'ApproximateNumberOfMessages' | 'ApproximateNumberOfMessagesNotVisible',
+        ) => Number(out.Attributes?.[name] ?? 0);
         return {
           queue: queue.name,
           consumer: queue.consumer,
@@ -70,7 +81,8 @@ export function byTenant(jobs: readonly JobRecord[]): TenantOnStage[] {
     const entry = tenants.get(job.tenantId) ?? { waiting: 0, running: 0 };
     if (job.status === 'FORWARDED') {
       entry.waiting += 1;
-      if (entry.oldestWaitingSince === undefined || job.updatedAt < entry.oldestWaitingSince) entry.oldestWaitingSince = job.updatedAt;
+      if (entry.oldestWaitingSince === undefined || job.updatedAt < entry.oldestWaitingSince)
+        entry.oldestWaitingSince = job.updatedAt;
     } else {
       entry.running += 1;
     }

@@ -13,7 +13,13 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import * as z from 'zod/mini';
-import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import {
+  BUILD_RECONCILER_LOG_GROUP_OUTPUT,
+  STACK_OUTPUTS,
+  dlqUrlOutputKey,
+  logGroupOutputKey,
+  queueUrlOutputKey,
+} from '../../contract/stack-outputs';
 import { JOB_TYPE_NAMES } from '../../contract/job-types';
 import { platformQueues, queueName, queueTopology } from '../../contract/topology';
 import { isProcessAlive } from '../adapters/system';
@@ -87,9 +93,13 @@ export async function resolveTarget(options: ResolveOptions): Promise<Target> {
   if (!region) throw new TargetError(`no region for stack ${options.stack}: pass --region or set AWS_REGION`);
   const { CloudFormationClient, DescribeStacksCommand } = loadCloudFormation();
   const cloudFormation = options.cloudFormation ?? new CloudFormationClient({ region });
-  const response = await cloudFormation.send(new DescribeStacksCommand({ StackName: options.stack })).catch((error: unknown) => {
-    throw new TargetError(`cannot describe stack ${options.stack} in ${region}: ${(error as Error).message}`, { cause: error });
-  });
+  const response = await cloudFormation
+    .send(new DescribeStacksCommand({ StackName: options.stack }))
+    .catch((error: unknown) => {
+      throw new TargetError(`cannot describe stack ${options.stack} in ${region}: ${(error as Error).message}`, {
+        cause: error,
+      });
+    });
   const stack = response.Stacks?.[0];
   if (!stack) throw new TargetError(`stack ${options.stack} not found in ${region}`);
   return targetFromStackOutputs(options.stack, region, stack.Outputs ?? []);
@@ -97,7 +107,9 @@ export async function resolveTarget(options: ResolveOptions): Promise<Target> {
 
 /** Queue keys derive from the topology, so a new job type's queue is found without a CLI change. */
 export function targetFromStackOutputs(stackName: string, region: string, outputs: readonly Output[]): Target {
-  const byKey = new Map(outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])));
+  const byKey = new Map(
+    outputs.flatMap((o) => (o.OutputKey && o.OutputValue ? [[o.OutputKey, o.OutputValue] as const] : [])),
+  );
   const missing: string[] = [];
   const need = (key: string): string => {
     const value = byKey.get(key);
@@ -111,15 +123,22 @@ export function targetFromStackOutputs(stackName: string, region: string, output
     fifo: q.fifo,
     consumer: q.consumer,
   }));
-  const buildEvents = buildEventsEndpoint((name) => byKey.get(queueUrlOutputKey(name)), (name) => byKey.get(dlqUrlOutputKey(name)));
+  const buildEvents = buildEventsEndpoint(
+    (name) => byKey.get(queueUrlOutputKey(name)),
+    (name) => byKey.get(dlqUrlOutputKey(name)),
+  );
   const tableName = need(STACK_OUTPUTS.ledgerTableName);
   const logGroups = Object.fromEntries(
-    [...queues.map((q) => [q.consumer, logGroupOutputKey(q.consumer)] as const), ['build_reconciler', BUILD_RECONCILER_LOG_GROUP_OUTPUT] as const].flatMap(([worker, key]) => {
+    [
+      ...queues.map((q) => [q.consumer, logGroupOutputKey(q.consumer)] as const),
+      ['build_reconciler', BUILD_RECONCILER_LOG_GROUP_OUTPUT] as const,
+    ].flatMap(([worker, key]) => {
       const name = byKey.get(key);
       return name === undefined ? [] : [[worker, name]];
     }),
   );
-  if (missing.length > 0) throw new TargetError(`stack ${stackName} lacks the outputs ${missing.join(', ')} (is it an agent-jobs stack?)`);
+  if (missing.length > 0)
+    throw new TargetError(`stack ${stackName} lacks the outputs ${missing.join(', ')} (is it an agent-jobs stack?)`);
   return {
     kind: 'stack',
     stackName,
@@ -135,11 +154,16 @@ export function targetFromStackOutputs(stackName: string, region: string, output
 }
 
 /** The build-events queue's endpoint, when the catalog has one and its URLs are known. */
-function buildEventsEndpoint(url: (name: string) => string | undefined, dlqUrl: (name: string) => string | undefined): QueueEndpoint | undefined {
+function buildEventsEndpoint(
+  url: (name: string) => string | undefined,
+  dlqUrl: (name: string) => string | undefined,
+): QueueEndpoint | undefined {
   const spec = platformQueues().find((q) => q.role === 'buildEvents');
   if (spec === undefined) return undefined;
   const [queue, dlq] = [url(spec.name), dlqUrl(spec.name)];
-  return queue && dlq ? { name: spec.name, url: queue, dlqUrl: dlq, fifo: spec.fifo, consumer: spec.consumer } : undefined;
+  return queue && dlq
+    ? { name: spec.name, url: queue, dlqUrl: dlq, fifo: spec.fifo, consumer: spec.consumer }
+    : undefined;
 }
 
 /** `platform.json`'s testIsolation (IsolationReport in src/local/confinement.ts): what the doctor shows. */
@@ -149,7 +173,12 @@ export interface TestIsolation {
   readonly doesNotStop: readonly string[];
   readonly degraded?: string | undefined;
 }
-const testIsolationSchema = z.object({ summary: z.string(), stops: z.array(z.string()), doesNotStop: z.array(z.string()), degraded: z.optional(z.string()) });
+const testIsolationSchema = z.object({
+  summary: z.string(),
+  stops: z.array(z.string()),
+  doesNotStop: z.array(z.string()),
+  degraded: z.optional(z.string()),
+});
 
 /** The part of the local platform's `platform.json` (PlatformInfo in src/local/platform.ts) the CLI reads. */
 const platformFileSchema = z.object({
@@ -176,12 +205,18 @@ export async function readLocalPlatform(stateDir: string): Promise<Target> {
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new TargetError(`cannot read ${file}: ${(error as Error).message}`, { cause: error });
-    throw new TargetError(`no local platform at ${stateDir} (${file} not found): start it with "agent-jobs local up", or pass --stack`);
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw new TargetError(`cannot read ${file}: ${(error as Error).message}`, { cause: error });
+    throw new TargetError(
+      `no local platform at ${stateDir} (${file} not found): start it with "agent-jobs local up", or pass --stack`,
+    );
   }
   const parsed = platformFileSchema.safeParse(parseJsonOrUndefined(text));
   if (!parsed.success) throw new TargetError(`${file} is not a platform description: ${z.prettifyError(parsed.error)}`);
-  if (!isProcessAlive(parsed.data.pid)) throw new TargetError(`the local platform at ${stateDir} is not running (pid ${parsed.data.pid} is gone): start it with "agent-jobs local up"`);
+  if (!isProcessAlive(parsed.data.pid))
+    throw new TargetError(
+      `the local platform at ${stateDir} is not running (pid ${parsed.data.pid} is gone): start it with "agent-jobs local up"`,
+    );
   return targetFromPlatformFile(stateDir, parsed.data);
 }
 
@@ -198,7 +233,8 @@ function parseJsonOrUndefined(text: string): unknown {
  * platform whose ledger is in memory loses it on any restart: the advice says so, not that it keeps it.
  */
 function localRestartRemedy(ledger: 'disk' | 'memory' | undefined): string {
-  if (ledger === 'disk') return 'restart it to serve it (Ctrl-C, then "npm start -- --persist", which keeps its ledger and DLQ messages)';
+  if (ledger === 'disk')
+    return 'restart it to serve it (Ctrl-C, then "npm start -- --persist", which keeps its ledger and DLQ messages)';
   return (
     'restart it to serve it (Ctrl-C, then "npm start"); its ledger is in memory: a restart loses every job and DLQ message it holds ' +
     '(agent-jobs unfinished and dlq list show them first), and "npm start -- --persist" keeps them across later restarts'
@@ -220,7 +256,10 @@ function targetFromPlatformFile(stateDir: string, file: z.infer<typeof platformF
     else if (q.role === 'stage') lacking.push(q.consumer);
     else throw new TargetError(`${path.join(stateDir, PLATFORM_FILE)} lacks the queue ${q.name}`);
   }
-  const buildEvents = buildEventsEndpoint((name) => file.queueUrls[name], (name) => file.dlqUrls[name]);
+  const buildEvents = buildEventsEndpoint(
+    (name) => file.queueUrls[name],
+    (name) => file.dlqUrls[name],
+  );
   const served = file.jobTypes;
   const unserved = served === undefined ? lacking : JOB_TYPE_NAMES.filter((type) => !served.includes(type));
   return {
@@ -233,14 +272,21 @@ function targetFromPlatformFile(stateDir: string, file: z.infer<typeof platformF
     ...(buildEvents && { buildEvents }),
     tableName: file.tableName,
     diffBucket: file.bucketName,
-    local: { stateDir, gitUrl: file.gitUrl, eventsFile: file.eventLog, ...(file.testIsolation && { testIsolation: file.testIsolation }) },
+    local: {
+      stateDir,
+      gitUrl: file.gitUrl,
+      eventsFile: file.eventLog,
+      ...(file.testIsolation && { testIsolation: file.testIsolation }),
+    },
   };
 }
 
 /** Refuses (TargetError: unavailable) a job type the target was made without, naming the way to serve it. */
 export function requireServed(target: Target, jobType: string): void {
   if (target.unserved?.jobTypes.includes(jobType) !== true) return;
-  throw new TargetError(`the ${target.label} was started before job type ${jobType} was declared: ${target.unserved.remedy}`);
+  throw new TargetError(
+    `the ${target.label} was started before job type ${jobType} was declared: ${target.unserved.remedy}`,
+  );
 }
 
 /** requireServed for the job type whose queue `name` is (`check-format`, or with `.fifo`); a name of no job type passes. */
@@ -271,7 +317,8 @@ export interface TargetClients {
  * milliseconds to load, and most commands use one of them (`status` only DynamoDB). require(), not
  * import(): the bin's CommonJS code (tsx, or the bundle in bin/agent-jobs.js) does not serve import().
  */
-const loadCloudFormation = (): typeof import('@aws-sdk/client-cloudformation') => require('@aws-sdk/client-cloudformation');
+const loadCloudFormation = (): typeof import('@aws-sdk/client-cloudformation') =>
+  require('@aws-sdk/client-cloudformation');
 const loadDynamoDb = (): typeof import('@aws-sdk/client-dynamodb') => require('@aws-sdk/client-dynamodb');
 const loadDocumentClient = (): typeof import('@aws-sdk/lib-dynamodb') => require('@aws-sdk/lib-dynamodb');
 const loadS3 = (): typeof import('@aws-sdk/client-s3') => require('@aws-sdk/client-s3');
@@ -295,14 +342,30 @@ export function createClients(target: Target): TargetClients {
     get sqs() {
       // Never the queue URL's host in place of the endpoint (the SDK's default when the two differ):
       // behind AWS_ENDPOINT_URL (LocalStack, a test), the stack's queue URLs still name AWS's host.
-      return (sqs ??= new (loadSqs().SQSClient)({ region: target.region, endpoint: target.endpoints.sqs, useQueueUrlAsEndpoint: false, ...local }));
+      return (sqs ??= new (loadSqs().SQSClient)({
+        region: target.region,
+        endpoint: target.endpoints.sqs,
+        useQueueUrlAsEndpoint: false,
+        ...local,
+      }));
     },
     get dynamodb() {
-      raw ??= new (loadDynamoDb().DynamoDBClient)({ region: target.region, endpoint: target.endpoints.dynamodb, ...local });
-      return (dynamodb ??= loadDocumentClient().DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } }));
+      raw ??= new (loadDynamoDb().DynamoDBClient)({
+        region: target.region,
+        endpoint: target.endpoints.dynamodb,
+        ...local,
+      });
+      return (dynamodb ??= loadDocumentClient().DynamoDBDocumentClient.from(raw, {
+        marshallOptions: { removeUndefinedValues: true },
+      }));
     },
     get s3() {
-      return (s3 ??= new (loadS3().S3Client)({ region: target.region, endpoint: target.endpoints.s3, forcePathStyle: target.kind === 'local', ...local }));
+      return (s3 ??= new (loadS3().S3Client)({
+        region: target.region,
+        endpoint: target.endpoints.s3,
+        forcePathStyle: target.kind === 'local',
+        ...local,
+      }));
     },
     get codeBuild() {
       return (codeBuild ??= new (loadCodeBuild().CodeBuildClient)({ region: target.region, ...local }));

@@ -37,7 +37,11 @@ export interface Timeline {
   readonly next?: number;
 }
 
-export async function readTimeline(connection: Connection, workspaceId: string, request: TimelineRequest = {}): Promise<Timeline> {
+export async function readTimeline(
+  connection: Connection,
+  workspaceId: string,
+  request: TimelineRequest = {},
+): Promise<Timeline> {
   requireValidId('workspaceId', workspaceId);
   const ledger = await connection.ledger();
   const order = request.order ?? 'newest';
@@ -49,9 +53,16 @@ export async function readTimeline(connection: Connection, workspaceId: string, 
   ]);
   // Open jobs the sequencer took (FORWARDED, RUNNING) are on the index: they show in their place.
   const waiting = open.filter((job) => job.wsSeq === undefined);
-  if (!workspace && page.jobs.length === 0 && waiting.length === 0) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
+  if (!workspace && page.jobs.length === 0 && waiting.length === 0)
+    throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
   const conflicts = await ledger.getConflictsOf([...waiting, ...page.jobs].map((job) => job.jobId));
   const row = (job: JobRecord): TimelineRow => ({ job, conflicts: conflicts.get(job.jobId) ?? [] });
   const last = page.jobs.at(-1);
-  return { workspace, waiting: waiting.map(row), order, rows: page.jobs.map(row), next: page.more ? last?.wsSeq : undefined };
+  return {
+    workspace,
+    waiting: waiting.map(row),
+    order,
+    rows: page.jobs.map(row),
+    next: page.more ? last?.wsSeq : undefined,
+  };
 }

@@ -10,7 +10,16 @@ import { parseStageMessageOf, type Pin } from '../core/envelope';
 import { commandOf } from '../core/jobs/command-stage';
 import { requiredTypes } from '../core/requirements';
 import type { GateCheck } from '../core/errors';
-import { SKIPPED_REASON, TERMINAL_STATUSES, type ConflictAttempt, type JobDismissal, type JobFailure, type JobRecord, type JobStatus, type WorkspaceRecord } from '../core/ports';
+import {
+  SKIPPED_REASON,
+  TERMINAL_STATUSES,
+  type ConflictAttempt,
+  type JobDismissal,
+  type JobFailure,
+  type JobRecord,
+  type JobStatus,
+  type WorkspaceRecord,
+} from '../core/ports';
 
 const SUMMARY_CHARS = 100;
 
@@ -157,12 +166,15 @@ export function statusLabel(job: Pick<JobRecord, 'status' | 'result' | 'type'>):
  * the record of its skip, or of the build the cancel stopped; a cancelled job is not shown as still
  * skipped or running.
  */
-export function cancelledAfter(job: Pick<JobRecord, 'status' | 'error' | 'blockedBy' | 'progress'>): string | undefined {
+export function cancelledAfter(
+  job: Pick<JobRecord, 'status' | 'error' | 'blockedBy' | 'progress'>,
+): string | undefined {
   if (job.status !== 'CANCELLED') return undefined;
   const buildId = job.progress?.['buildId'];
   if (buildId !== undefined) return `running: build ${buildId}, stopped by the cancel`;
   if (!job.error) return undefined;
-  if (job.error.reason === SKIPPED_REASON) return `skipped: ${job.error.message.replace(' is blocked by ', ' was blocked by ')}`;
+  if (job.error.reason === SKIPPED_REASON)
+    return `skipped: ${job.error.message.replace(' is blocked by ', ' was blocked by ')}`;
   return `${job.error.reason}: ${job.error.message}`;
 }
 
@@ -213,33 +225,52 @@ export interface JobGate {
 }
 
 const gateChecks = (value: unknown): readonly GateCheck[] => (Array.isArray(value) ? (value as GateCheck[]) : []);
-const checkWords = (checks: readonly GateCheck[]) => checks.map((c) => `${c.type} ${c.jobId} (${c.verdict}) at ${shortSha(c.sha)}`).join('; ');
+const checkWords = (checks: readonly GateCheck[]) =>
+  checks.map((c) => `${c.type} ${c.jobId} (${c.verdict}) at ${shortSha(c.sha)}`).join('; ');
 
 /**
  * What a job's gate decided, or waits for: undefined for a type that requires nothing, and for a
  * job that ended before its gate was judged (cancelled, or failed for another reason).
  */
-export function jobGate(job: Pick<JobRecord, 'type' | 'status' | 'pin' | 'result' | 'error' | 'progress'>): JobGate | undefined {
+export function jobGate(
+  job: Pick<JobRecord, 'type' | 'status' | 'pin' | 'result' | 'error' | 'progress'>,
+): JobGate | undefined {
   const required = requiredTypes(job.type);
   if (required.length === 0) return undefined;
   const at = job.pin ? `at ${shortSha(job.pin.sha)}` : 'at its commit';
   const passed = gateChecks(job.result?.['gate']);
-  if (job.status === 'SUCCEEDED' && passed.length > 0) return { state: 'passed', checks: passed, words: `passed: ${checkWords(passed)}` };
+  if (job.status === 'SUCCEEDED' && passed.length > 0)
+    return { state: 'passed', checks: passed, words: `passed: ${checkWords(passed)}` };
   if (job.error?.reason === 'REQUIREMENT_FAILED') {
     const failed = gateChecks(job.error.gate);
-    return { state: 'failed', checks: failed, words: failed.length > 0 ? `failed: ${checkWords(failed)}: nothing was done` : `failed: ${job.error.message}` };
+    return {
+      state: 'failed',
+      checks: failed,
+      words: failed.length > 0 ? `failed: ${checkWords(failed)}: nothing was done` : `failed: ${job.error.message}`,
+    };
   }
-  if (job.error?.reason === 'REQUIREMENT_NOT_RUN') return { state: 'not run', checks: [], words: `not run: no ${required.join(' or ')} job ${at} before it: nothing was done` };
+  if (job.error?.reason === 'REQUIREMENT_NOT_RUN')
+    return {
+      state: 'not run',
+      checks: [],
+      words: `not run: no ${required.join(' or ')} job ${at} before it: nothing was done`,
+    };
   if (TERMINAL_STATUSES.includes(job.status)) return undefined;
   const waiting = job.progress?.['waitingFor'];
   if (typeof waiting === 'string') return { state: 'waiting', checks: [], words: waiting };
-  return { state: 'to judge', checks: [], words: `requires ${required.join(' and ')} to pass ${at}, judged when it runs` };
+  return {
+    state: 'to judge',
+    checks: [],
+    words: `requires ${required.join(' and ')} to pass ${at}, judged when it runs`,
+  };
 }
 
 /** One line about a job's outcome; `status --json` has the whole record. */
 export function jobSummary(job: JobRecord): string {
-  if (job.status === 'CANCELLED' && job.error?.reason === SKIPPED_REASON) return `cancelled while skipped${job.blockedBy ? ` (blocked by ${job.blockedBy})` : ''}`;
-  if (job.status === 'CANCELLED' && job.progress?.['buildId'] !== undefined) return `cancelled while running (build ${job.progress['buildId']} stopped)`;
+  if (job.status === 'CANCELLED' && job.error?.reason === SKIPPED_REASON)
+    return `cancelled while skipped${job.blockedBy ? ` (blocked by ${job.blockedBy})` : ''}`;
+  if (job.status === 'CANCELLED' && job.progress?.['buildId'] !== undefined)
+    return `cancelled while running (build ${job.progress['buildId']} stopped)`;
   if (job.error) return `${job.error.reason}: ${job.error.message}`;
   if (job.blockedBy) return `blocked by ${job.blockedBy}`;
   if (job.result) return resultSummary(job);
@@ -250,7 +281,8 @@ export function jobSummary(job: JobRecord): string {
 /** The results the built-in job types record; any other result as compact JSON. */
 export function resultSummary(job: Pick<JobRecord, 'type' | 'result'>): string {
   const result = job.result ?? {};
-  const text = (key: string) => (typeof result[key] === 'string' || typeof result[key] === 'number' ? String(result[key]) : undefined);
+  const text = (key: string) =>
+    typeof result[key] === 'string' || typeof result[key] === 'number' ? String(result[key]) : undefined;
   const verdict = verdictWords(job);
   if (verdict) return `${verdict} (exit ${text('exitCode') ?? '?'}) at ${shortSha(text('sha')) ?? '?'}`;
   const commit = text('commitSha');

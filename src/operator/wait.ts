@@ -57,13 +57,19 @@ export interface WaitOutcome {
  * ledger does not know fails at once (NotFoundError): known once means known for good, so waiting
  * for it would only wait out the timeout.
  */
-export async function waitForJobs(connection: Connection, jobIds: readonly string[], options: WaitOptions): Promise<WaitOutcome> {
+export async function waitForJobs(
+  connection: Connection,
+  jobIds: readonly string[],
+  options: WaitOptions,
+): Promise<WaitOutcome> {
   const deadline = Date.now() + options.timeoutMs;
   let last = '';
   for (;;) {
     const read = await readJobs(connection, jobIds);
     if (read.unknown.length > 0) {
-      throw new NotFoundError(`${read.unknown.map((id) => `job ${id}`).join(', ')} not in the ledger of ${(await connection.target()).label} (${UNKNOWN_JOB_HINT})`);
+      throw new NotFoundError(
+        `${read.unknown.map((id) => `job ${id}`).join(', ')} not in the ledger of ${(await connection.target()).label} (${UNKNOWN_JOB_HINT})`,
+      );
     }
     const line = progressLine(read.states);
     if (line !== last) await options.onChange?.(read.states);

@@ -1,7 +1,13 @@
 /** Workspaces: their records, their jobs, and the operator's way out of the fence (unblock). */
 import { messageGroupId } from '../core/envelope';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { TERMINAL_STATUSES, type JobRecord, type Ledger, type WorkspaceRecord, type WorkspaceState } from '../core/ports';
+import {
+  TERMINAL_STATUSES,
+  type JobRecord,
+  type Ledger,
+  type WorkspaceRecord,
+  type WorkspaceState,
+} from '../core/ports';
 import type { Connection } from './connection';
 import { isSkippedAwaitingReplay, settledCopy } from './dlq';
 import { NotFoundError, OutcomeError } from './errors';
@@ -15,7 +21,8 @@ const dlqMessages = (): typeof import('./dlq-messages') => require('./dlq-messag
 export async function requireWorkspace(connection: Connection, workspaceId: string): Promise<WorkspaceRecord> {
   requireValidId('workspaceId', workspaceId);
   const workspace = await (await connection.ledger()).getWorkspace(workspaceId);
-  if (!workspace) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
+  if (!workspace)
+    throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
   return workspace;
 }
 
@@ -27,7 +34,8 @@ export async function listJobsOfWorkspace(connection: Connection, workspaceId: s
   requireValidId('workspaceId', workspaceId);
   const ledger = await connection.ledger();
   const [list, workspace] = await Promise.all([workspaceJobs(ledger, workspaceId), ledger.getWorkspace(workspaceId)]);
-  if (list.length === 0 && !workspace) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
+  if (list.length === 0 && !workspace)
+    throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
   return list;
 }
 
@@ -46,7 +54,8 @@ export async function readWorkspaceStanding(connection: Connection, workspaceId:
   requireValidId('workspaceId', workspaceId);
   const ledger = await connection.ledger();
   const [workspace, open] = await Promise.all([ledger.getWorkspace(workspaceId), ledger.listOpenJobs(workspaceId)]);
-  if (!workspace && open.length === 0) throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
+  if (!workspace && open.length === 0)
+    throw new NotFoundError(`workspace ${workspaceId} is not in the ledger of ${(await connection.target()).label}`);
   // The open list also keeps jobs cancelled before their turn (they never get one).
   return { workspace, unfinished: open.filter((job) => !TERMINAL_STATUSES.includes(job.status)) };
 }
@@ -77,7 +86,11 @@ export interface Unblocked {
  * The other messages of the workspace there (the job that failed) stay, moved behind the skipped
  * ones. Running it again after an interruption is safe.
  */
-export async function unblockWorkspace(connection: Connection, workspaceId: string, mode: UnblockMode): Promise<Unblocked> {
+export async function unblockWorkspace(
+  connection: Connection,
+  workspaceId: string,
+  mode: UnblockMode,
+): Promise<Unblocked> {
   const before = await requireWorkspace(connection, workspaceId);
   const ledger = await connection.ledger();
   const { sqs } = await connection.clients();
@@ -145,7 +158,12 @@ async function skippedJobs(ledger: Ledger, workspaceId: string): Promise<JobReco
  * whose message is not on the DLQ. A FIFO DLQ shows only the head of each group, so the group is
  * walked, every message kept in its order (sweepDlq).
  */
-async function requireReplayableCopies(ledger: Ledger, sqs: SQSClient, queue: QueueEndpoint, workspaceId: string): Promise<void> {
+async function requireReplayableCopies(
+  ledger: Ledger,
+  sqs: SQSClient,
+  queue: QueueEndpoint,
+  workspaceId: string,
+): Promise<void> {
   const skipped = await skippedJobs(ledger, workspaceId);
   if (skipped.length === 0) return;
   const byId = new Map(skipped.map((job) => [job.jobId, job]));

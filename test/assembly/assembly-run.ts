@@ -33,7 +33,13 @@ import { ACCOUNT, REGION, type AssemblyFunction, type CloudAssembly } from './cl
 import { matchesEventPattern } from './event-pattern';
 import { LambdaService, type InvocationResult, type InvokeOptions } from './lambda-service';
 import { startSandbox, type Sandbox, type SandboxHost } from './sandbox';
-import { startCloudFormation, startCodeBuild, startEventBridge, startSecretsManager, type StandInBuild } from './stand-ins';
+import {
+  startCloudFormation,
+  startCodeBuild,
+  startEventBridge,
+  startSecretsManager,
+  type StandInBuild,
+} from './stand-ins';
 
 /** AWS_ENDPOINT_URL inside the sandbox. */
 const AWS_ENDPOINT = { name: 'aws.agent-jobs.test', address: '127.0.0.1', port: 4566 };
@@ -63,11 +69,13 @@ export interface InvocationFailure {
 // Template values are open-ended JSON.
 type Json = any;
 
-const silentLogger = (failures: string[]): JobLogger => ({
-  info: () => undefined,
-  warn: () => undefined,
-  error: (message: string, fields?: Record<string, unknown>) => void failures.push(`${message} ${JSON.stringify(fields ?? {})}`),
-}) as unknown as JobLogger;
+const silentLogger = (failures: string[]): JobLogger =>
+  ({
+    info: () => undefined,
+    warn: () => undefined,
+    error: (message: string, fields?: Record<string, unknown>) =>
+      void failures.push(`${message} ${JSON.stringify(fields ?? {})}`),
+  }) as unknown as JobLogger;
 
 export async function startAssemblyRun(options: AssemblyRunOptions) {
   const { assembly } = options;
@@ -84,16 +92,34 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
     await createBuckets(assembly, emulators);
     const eventBridge = await startEventBridge();
     stops.push(() => eventBridge.close());
-    const secretsManager = await startSecretsManager(Object.fromEntries(assembly.ofType('AWS::SecretsManager::Secret').map(([id, s]) => [assembly.ref(id), String(s.Properties?.['SecretString'] ?? '')])));
+    const secretsManager = await startSecretsManager(
+      Object.fromEntries(
+        assembly
+          .ofType('AWS::SecretsManager::Secret')
+          .map(([id, s]) => [assembly.ref(id), String(s.Properties?.['SecretString'] ?? '')]),
+      ),
+    );
     stops.push(() => secretsManager.close());
-    const cloudFormation = await startCloudFormation({ StackName: assembly.stackName, StackId: assembly.stackId, Outputs: assembly.outputs() });
+    const cloudFormation = await startCloudFormation({
+      StackName: assembly.stackName,
+      StackId: assembly.stackId,
+      Outputs: assembly.outputs(),
+    });
     stops.push(() => cloudFormation.close());
 
     let endpoint: AwsEndpoint | undefined;
     const codeBuild = await startCodeBuild({ onStart: (build) => recordBuildRole(build) });
     stops.push(() => codeBuild.close());
     endpoint = await startAwsEndpoint({
-      targets: { sqs: emulators.endpoints.sqs, s3: emulators.endpoints.s3, dynamodb: emulators.endpoints.dynamodb, events: eventBridge.url, secretsmanager: secretsManager.url, codebuild: codeBuild.url, cloudformation: cloudFormation.url },
+      targets: {
+        sqs: emulators.endpoints.sqs,
+        s3: emulators.endpoints.s3,
+        dynamodb: emulators.endpoints.dynamodb,
+        events: eventBridge.url,
+        secretsmanager: secretsManager.url,
+        codebuild: codeBuild.url,
+        cloudformation: cloudFormation.url,
+      },
       queueUrls,
       secretArnOf: secretsManager.arnOf,
     });
@@ -109,7 +135,9 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
 
     /** What CodeBuild does with the project's service role for a build: the buildspec's secrets, its log group. */
     function recordBuildRole(build: StandInBuild): void {
-      const [projectId, project] = assembly.ofType('AWS::CodeBuild::Project').find(([id]) => assembly.ref(id) === build.projectName)!;
+      const [projectId, project] = assembly
+        .ofType('AWS::CodeBuild::Project')
+        .find(([id]) => assembly.ref(id) === build.projectName)!;
       const p = assembly.resolve(project.Properties);
       const roleArn: string = p.ServiceRole;
       const principal: Principal = { kind: 'role', name: projectId, roleArn };
@@ -122,14 +150,32 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
       for (const reference of references) {
         secretsManager.resolve(reference);
         const secret = secretsManager.arnOf(/^(arn:.+?:secret:[^:]+|[^:]+)/.exec(reference)![1]!) ?? reference;
-        record({ principal, service: 'secretsmanager', operation: 'GetSecretValue', action: 'secretsmanager:GetSecretValue', resources: [secret], context: { 'aws:SecureTransport': 'true' } });
+        record({
+          principal,
+          service: 'secretsmanager',
+          operation: 'GetSecretValue',
+          action: 'secretsmanager:GetSecretValue',
+          resources: [secret],
+          context: { 'aws:SecureTransport': 'true' },
+        });
       }
       const group = p.LogsConfig?.CloudWatchLogs?.GroupName;
       const stream = `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:${group}:log-stream:${build.id.split(':')[1]}`;
-      for (const action of ['logs:CreateLogStream', 'logs:PutLogEvents']) record({ principal, service: 'logs', operation: action.split(':')[1]!, action, resources: [stream], context: {} });
+      for (const action of ['logs:CreateLogStream', 'logs:PutLogEvents'])
+        record({
+          principal,
+          service: 'logs',
+          operation: action.split(':')[1]!,
+          action,
+          resources: [stream],
+          context: {},
+        });
     }
 
-    const sandbox: Sandbox = await startSandbox([{ ...AWS_ENDPOINT, hostPort: endpoint.port }, ...(options.hosts ?? [])]);
+    const sandbox: Sandbox = await startSandbox([
+      { ...AWS_ENDPOINT, hostPort: endpoint.port },
+      ...(options.hosts ?? []),
+    ]);
     stops.push(() => sandbox.stop());
     const logs = new Map<string, string[]>();
     const lambda = new LambdaService({
@@ -137,21 +183,38 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
       node: options.node,
       awsEndpoint: `http://${AWS_ENDPOINT.address}:${AWS_ENDPOINT.port}`,
       ...(options.extraCaCerts ? { extraCaCerts: options.extraCaCerts } : {}),
-      credentialsOf: (fn) => ({ accessKeyId: endpoint!.keyFor(roleOf(fn)), secretAccessKey: 'assembly-run', sessionToken: 'assembly-run' }),
+      credentialsOf: (fn) => ({
+        accessKeyId: endpoint!.keyFor(roleOf(fn)),
+        secretAccessKey: 'assembly-run',
+        sessionToken: 'assembly-run',
+      }),
       onLog: (fn, line) => logs.set(fn.logicalId, [...(logs.get(fn.logicalId) ?? []), line]),
       onEnvironment: (fn, change) => {
         // Each environment writes its START, END and REPORT lines (and what the function prints) to
         // a log stream of its own in the function's log group, with the execution role.
         if (change !== 'started') return;
         const stream = `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:${fn.logGroupName}:log-stream:${randomUUID()}`;
-        for (const action of ['logs:CreateLogStream', 'logs:PutLogEvents']) record({ principal: roleOf(fn), service: 'logs', operation: action.split(':')[1]!, action, resources: [stream], context: {} });
+        for (const action of ['logs:CreateLogStream', 'logs:PutLogEvents'])
+          record({
+            principal: roleOf(fn),
+            service: 'logs',
+            operation: action.split(':')[1]!,
+            action,
+            resources: [stream],
+            context: {},
+          });
       },
     });
     stops.push(() => lambda.stop());
     const failures: InvocationFailure[] = [];
-    const invoke = async (fn: AssemblyFunction, event: unknown, options: InvokeOptions = {}): Promise<InvocationResult> => {
+    const invoke = async (
+      fn: AssemblyFunction,
+      event: unknown,
+      options: InvokeOptions = {},
+    ): Promise<InvocationResult> => {
       const result = await lambda.invoke(fn, event, options);
-      if (!result.ok) failures.push({ function: fn.logicalId, error: `${result.error.errorType}: ${result.error.errorMessage}` });
+      if (!result.ok)
+        failures.push({ function: fn.logicalId, error: `${result.error.errorType}: ${result.error.errorMessage}` });
       return result;
     };
 
@@ -176,25 +239,38 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
           const result = await invoke(fn, event);
           if (!result.ok) throw new Error(`${result.error.errorType}: ${result.error.errorMessage}`);
           // Without ReportBatchItemFailures, Lambda ignores what the function returns.
-          return mapping.functionResponseTypes.includes('ReportBatchItemFailures') ? (result.result as SQSBatchResponse) : undefined;
+          return mapping.functionResponseTypes.includes('ReportBatchItemFailures')
+            ? (result.result as SQSBatchResponse)
+            : undefined;
         },
         logger: silentLogger(pollerErrors),
       });
     });
     stops.push(() => Promise.all(pollers.map((p) => p.stop())));
 
-    const rules = assembly.ofType('AWS::Events::Rule').map(([id, r]) => ({ id, arn: assembly.getAtt(id, 'Arn'), props: assembly.resolve(r.Properties) }));
-    const eventsPrincipal = (ruleArn: string): Principal => ({ kind: 'service', service: 'events.amazonaws.com', sourceArn: ruleArn });
+    const rules = assembly
+      .ofType('AWS::Events::Rule')
+      .map(([id, r]) => ({ id, arn: assembly.getAtt(id, 'Arn'), props: assembly.resolve(r.Properties) }));
+    const eventsPrincipal = (ruleArn: string): Principal => ({
+      kind: 'service',
+      service: 'events.amazonaws.com',
+      sourceArn: ruleArn,
+    });
 
     /** EventBridge's default bus: an AWS service's event, delivered to every matching rule's targets. */
     async function putOnDefaultBus(event: Json): Promise<number> {
       let delivered = 0;
-      for (const rule of rules.filter((r) => r.props.EventPattern && !r.props.EventBusName && r.props.State !== 'DISABLED')) {
+      for (const rule of rules.filter(
+        (r) => r.props.EventPattern && !r.props.EventBusName && r.props.State !== 'DISABLED',
+      )) {
         if (!matchesEventPattern(rule.props.EventPattern, event)) continue;
         for (const target of rule.props.Targets as Json[]) {
-          if (!String(target.Arn).startsWith('arn:aws:sqs:')) throw new Error(`rule ${rule.id}: the run delivers to SQS targets only, not ${target.Arn}`);
+          if (!String(target.Arn).startsWith('arn:aws:sqs:'))
+            throw new Error(`rule ${rule.id}: the run delivers to SQS targets only, not ${target.Arn}`);
           const sqs = new SQSClient(clientConfig(eventsPrincipal(rule.arn)));
-          const queueUrl = assembly.ref(assembly.ofType('AWS::SQS::Queue').find(([q]) => assembly.getAtt(q, 'Arn') === target.Arn)![0]);
+          const queueUrl = assembly.ref(
+            assembly.ofType('AWS::SQS::Queue').find(([q]) => assembly.getAtt(q, 'Arn') === target.Arn)![0],
+          );
           await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(event) }));
           sqs.destroy();
           delivered++;
@@ -213,11 +289,31 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
         for (const target of rule.props.Targets as Json[]) {
           const fn = functions.find((f) => f.arn === target.Arn);
           if (!fn) throw new Error(`rule ${rule.id}: its target ${target.Arn} is not a function of the template`);
-          record({ principal: eventsPrincipal(rule.arn), service: 'lambda', operation: 'Invoke', action: 'lambda:InvokeFunction', resources: [fn.arn], context: { 'aws:SourceAccount': ACCOUNT } });
-          results.push(await invoke(fn, {
-            version: '0', id: randomUUID(), 'detail-type': 'Scheduled Event', source: 'aws.events', account: ACCOUNT,
-            time: new Date(Date.now() + (options.clockOffsetMs ?? 0)).toISOString(), region: REGION, resources: [rule.arn], detail: {},
-          }, options));
+          record({
+            principal: eventsPrincipal(rule.arn),
+            service: 'lambda',
+            operation: 'Invoke',
+            action: 'lambda:InvokeFunction',
+            resources: [fn.arn],
+            context: { 'aws:SourceAccount': ACCOUNT },
+          });
+          results.push(
+            await invoke(
+              fn,
+              {
+                version: '0',
+                id: randomUUID(),
+                'detail-type': 'Scheduled Event',
+                source: 'aws.events',
+                account: ACCOUNT,
+                time: new Date(Date.now() + (options.clockOffsetMs ?? 0)).toISOString(),
+                region: REGION,
+                resources: [rule.arn],
+                detail: {},
+              },
+              options,
+            ),
+          );
         }
       }
       return results;
@@ -225,7 +321,9 @@ export async function startAssemblyRun(options: AssemblyRunOptions) {
 
     const operatorClients = {
       sqs: new SQSClient(clientConfig(operator)),
-      dynamodb: DynamoDBDocumentClient.from(new DynamoDBClient(clientConfig(operator)), { marshallOptions: { removeUndefinedValues: true } }),
+      dynamodb: DynamoDBDocumentClient.from(new DynamoDBClient(clientConfig(operator)), {
+        marshallOptions: { removeUndefinedValues: true },
+      }),
       s3: new S3Client(clientConfig(operator)),
       secrets: new SecretsManagerClient(clientConfig(operator)),
     };
@@ -275,20 +373,41 @@ async function createQueues(assembly: CloudAssembly, emulators: LocalEmulators):
   // In the run's region: fauxqs keeps queues per region, and a function's GetQueueUrl (signed for
   // the run's region, as on AWS) must find them.
   const sqs = new SQSClient({ ...localClientConfig(emulators.endpoints.sqs), region: REGION });
-  const isTarget = (id: string) => queues.some(([, q]) => q.Properties?.['RedrivePolicy']?.deadLetterTargetArn?.['Fn::GetAtt']?.[0] === id);
+  const isTarget = (id: string) =>
+    queues.some(([, q]) => q.Properties?.['RedrivePolicy']?.deadLetterTargetArn?.['Fn::GetAtt']?.[0] === id);
   for (const [id, queue] of [...queues].sort(([a], [b]) => Number(isTarget(b)) - Number(isTarget(a)))) {
     const p = assembly.resolve(queue.Properties ?? {});
     const attributes: Record<string, string> = {};
-    for (const key of ['FifoQueue', 'ContentBasedDeduplication', 'DeduplicationScope', 'FifoThroughputLimit', 'VisibilityTimeout', 'MessageRetentionPeriod', 'MaximumMessageSize', 'DelaySeconds', 'ReceiveMessageWaitTimeSeconds']) {
+    for (const key of [
+      'FifoQueue',
+      'ContentBasedDeduplication',
+      'DeduplicationScope',
+      'FifoThroughputLimit',
+      'VisibilityTimeout',
+      'MessageRetentionPeriod',
+      'MaximumMessageSize',
+      'DelaySeconds',
+      'ReceiveMessageWaitTimeSeconds',
+    ]) {
       if (p[key] !== undefined) attributes[key] = String(p[key]);
     }
     if (p.RedrivePolicy) {
       const target = fauxqsArn.get(p.RedrivePolicy.deadLetterTargetArn);
-      if (!target) throw new Error(`${id}: its dead-letter queue ${p.RedrivePolicy.deadLetterTargetArn} is not a queue of the template`);
-      attributes['RedrivePolicy'] = JSON.stringify({ deadLetterTargetArn: target, maxReceiveCount: p.RedrivePolicy.maxReceiveCount });
+      if (!target)
+        throw new Error(
+          `${id}: its dead-letter queue ${p.RedrivePolicy.deadLetterTargetArn} is not a queue of the template`,
+        );
+      attributes['RedrivePolicy'] = JSON.stringify({
+        deadLetterTargetArn: target,
+        maxReceiveCount: p.RedrivePolicy.maxReceiveCount,
+      });
     }
-    const created = await sqs.send(new CreateQueueCommand({ QueueName: assembly.physicalName(id), Attributes: attributes }));
-    const arn = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: created.QueueUrl, AttributeNames: ['QueueArn'] }));
+    const created = await sqs.send(
+      new CreateQueueCommand({ QueueName: assembly.physicalName(id), Attributes: attributes }),
+    );
+    const arn = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: created.QueueUrl, AttributeNames: ['QueueArn'] }),
+    );
     urls.set(assembly.ref(id), created.QueueUrl!);
     fauxqsArn.set(assembly.getAtt(id, 'Arn'), arn.Attributes!['QueueArn']!);
   }
@@ -299,16 +418,19 @@ async function createTable(assembly: CloudAssembly, emulators: LocalEmulators): 
   for (const [id, table] of assembly.ofType('AWS::DynamoDB::Table')) {
     const p = assembly.resolve(table.Properties ?? {});
     // dynalite has no UpdateTimeToLive: the TimeToLiveSpecification is the template's to hold (test/infra).
-    await emulators.clients.dynamodb.send(new CreateTableCommand({
-      TableName: assembly.physicalName(id),
-      KeySchema: p.KeySchema,
-      AttributeDefinitions: p.AttributeDefinitions,
-      BillingMode: p.BillingMode,
-      GlobalSecondaryIndexes: p.GlobalSecondaryIndexes,
-    }));
+    await emulators.clients.dynamodb.send(
+      new CreateTableCommand({
+        TableName: assembly.physicalName(id),
+        KeySchema: p.KeySchema,
+        AttributeDefinitions: p.AttributeDefinitions,
+        BillingMode: p.BillingMode,
+        GlobalSecondaryIndexes: p.GlobalSecondaryIndexes,
+      }),
+    );
   }
 }
 
 async function createBuckets(assembly: CloudAssembly, emulators: LocalEmulators): Promise<void> {
-  for (const [id] of assembly.ofType('AWS::S3::Bucket')) await emulators.clients.s3.send(new CreateBucketCommand({ Bucket: assembly.physicalName(id) }));
+  for (const [id] of assembly.ofType('AWS::S3::Bucket'))
+    await emulators.clients.s3.send(new CreateBucketCommand({ Bucket: assembly.physicalName(id) }));
 }

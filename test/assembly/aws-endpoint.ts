@@ -52,38 +52,74 @@ export interface AwsEndpointOptions {
 }
 
 /** IAM actions whose name is not `<service>:<Operation>`. */
-const S3_ACTIONS: Record<string, string> = { GetObject: 's3:GetObject', HeadObject: 's3:GetObject', PutObject: 's3:PutObject', ListObjectsV2: 's3:ListBucket', HeadBucket: 's3:ListBucket', CreateBucket: 's3:CreateBucket' };
+const S3_ACTIONS: Record<string, string> = {
+  GetObject: 's3:GetObject',
+  HeadObject: 's3:GetObject',
+  PutObject: 's3:PutObject',
+  ListObjectsV2: 's3:ListBucket',
+  HeadBucket: 's3:ListBucket',
+  CreateBucket: 's3:CreateBucket',
+};
 
 const arn = (service: string, resource: string) => `arn:${PARTITION}:${service}:${REGION}:${ACCOUNT}:${resource}`;
 const queueArnOf = (url: string) => arn('sqs', url.split('/').pop()!);
 
 /** The resources and context keys of one request, as IAM authorizes it. */
-function authorization(service: string, operation: string, body: any, path: string, options: AwsEndpointOptions): { resources: string[]; context: Record<string, string | string[]> } {
+function authorization(
+  service: string,
+  operation: string,
+  body: any,
+  path: string,
+  options: AwsEndpointOptions,
+): { resources: string[]; context: Record<string, string | string[]> } {
   switch (service) {
     case 'sqs':
       if (operation === 'GetQueueUrl') return { resources: [arn('sqs', body.QueueName)], context: {} };
       return { resources: [queueArnOf(body.QueueUrl)], context: {} };
     case 'dynamodb': {
       // A batch names its tables as the keys of RequestItems; every other operation one TableName.
-      if (body.RequestItems) return { resources: Object.keys(body.RequestItems).map((name) => arn('dynamodb', `table/${name}`)), context: {} };
+      if (body.RequestItems)
+        return {
+          resources: Object.keys(body.RequestItems).map((name) => arn('dynamodb', `table/${name}`)),
+          context: {},
+        };
       const table = arn('dynamodb', `table/${body.TableName}`);
       return { resources: [body.IndexName ? `${table}/index/${body.IndexName}` : table], context: {} };
     }
     case 'events': {
       const entries: any[] = body.Entries ?? [];
-      const buses = entries.map((e) => (String(e.EventBusName ?? 'default').startsWith('arn:') ? e.EventBusName : arn('events', `event-bus/${e.EventBusName ?? 'default'}`)));
-      return { resources: [...new Set(buses)], context: { 'events:source': [...new Set(entries.map((e) => e.Source))], 'events:detail-type': [...new Set(entries.map((e) => e.DetailType))] } };
+      const buses = entries.map((e) =>
+        String(e.EventBusName ?? 'default').startsWith('arn:')
+          ? e.EventBusName
+          : arn('events', `event-bus/${e.EventBusName ?? 'default'}`),
+      );
+      return {
+        resources: [...new Set(buses)],
+        context: {
+          'events:source': [...new Set(entries.map((e) => e.Source))],
+          'events:detail-type': [...new Set(entries.map((e) => e.DetailType))],
+        },
+      };
     }
     case 'secretsmanager': {
       // By ARN or by name; a secret being created is authorized on the ARN it is to have (its name and six characters).
       const id: string = body.SecretId ?? body.Name;
-      const resource = options.secretArnOf?.(id) ?? (id.startsWith('arn:') ? id : arn('secretsmanager', `secret:${id}-AbCdEf`));
-      return { resources: [resource], context: body.SecretId ? { 'secretsmanager:SecretId': body.SecretId } : { 'secretsmanager:Name': body.Name } };
+      const resource =
+        options.secretArnOf?.(id) ?? (id.startsWith('arn:') ? id : arn('secretsmanager', `secret:${id}-AbCdEf`));
+      return {
+        resources: [resource],
+        context: body.SecretId ? { 'secretsmanager:SecretId': body.SecretId } : { 'secretsmanager:Name': body.Name },
+      };
     }
     case 'codebuild': {
-      if (operation === 'BatchGetBuilds') return { resources: [...new Set((body.ids as string[]).map((id) => arn('codebuild', `project/${id.split(':')[0]}`)))], context: {} };
+      if (operation === 'BatchGetBuilds')
+        return {
+          resources: [...new Set((body.ids as string[]).map((id) => arn('codebuild', `project/${id.split(':')[0]}`)))],
+          context: {},
+        };
       // StopBuild is authorized on the build's project (a build id is `<project>:<uuid>`).
-      if (operation === 'StopBuild') return { resources: [arn('codebuild', `project/${String(body.id).split(':')[0]}`)], context: {} };
+      if (operation === 'StopBuild')
+        return { resources: [arn('codebuild', `project/${String(body.id).split(':')[0]}`)], context: {} };
       return { resources: [arn('codebuild', `project/${body.projectName}`)], context: {} };
     }
     case 'cloudformation': {
@@ -92,7 +128,14 @@ function authorization(service: string, operation: string, body: any, path: stri
     }
     case 's3': {
       const [bucket, ...key] = path.split('?')[0]!.slice(1).split('/');
-      return { resources: [key.length > 0 && key.join('/') !== '' ? `arn:${PARTITION}:s3:::${bucket}/${decodeURIComponent(key.join('/'))}` : `arn:${PARTITION}:s3:::${bucket}`], context: {} };
+      return {
+        resources: [
+          key.length > 0 && key.join('/') !== ''
+            ? `arn:${PARTITION}:s3:::${bucket}/${decodeURIComponent(key.join('/'))}`
+            : `arn:${PARTITION}:s3:::${bucket}`,
+        ],
+        context: {},
+      };
     }
     default:
       throw new Error(`the run's AWS endpoint has no stand-in for the service ${service}`);
@@ -102,8 +145,17 @@ function authorization(service: string, operation: string, body: any, path: stri
 function s3Operation(method: string, path: string): string {
   const [pathname, query = ''] = path.split('?');
   const hasKey = pathname!.slice(1).split('/').length > 1 && !pathname!.endsWith('/');
-  if (!hasKey) return method === 'HEAD' ? 'HeadBucket' : method === 'PUT' ? 'CreateBucket' : query.includes('list-type=2') ? 'ListObjectsV2' : `${method}Bucket`;
-  return ({ GET: 'GetObject', HEAD: 'HeadObject', PUT: 'PutObject' } as Record<string, string>)[method] ?? `${method}Object`;
+  if (!hasKey)
+    return method === 'HEAD'
+      ? 'HeadBucket'
+      : method === 'PUT'
+        ? 'CreateBucket'
+        : query.includes('list-type=2')
+          ? 'ListObjectsV2'
+          : `${method}Bucket`;
+  return (
+    ({ GET: 'GetObject', HEAD: 'HeadObject', PUT: 'PutObject' } as Record<string, string>)[method] ?? `${method}Object`
+  );
 }
 
 const readBody = (req: IncomingMessage): Promise<Buffer> =>
@@ -128,20 +180,38 @@ export async function startAwsEndpoint(options: AwsEndpointOptions): Promise<Aws
   const server: Server = createServer(async (req, res) => {
     try {
       const raw = await readBody(req);
-      const scope = /Credential=([^/]+)\/\d+\/[^/]+\/([^/]+)\/aws4_request/.exec(String(req.headers.authorization ?? ''));
+      const scope = /Credential=([^/]+)\/\d+\/[^/]+\/([^/]+)\/aws4_request/.exec(
+        String(req.headers.authorization ?? ''),
+      );
       if (!scope) throw new Error(`unsigned request to the run's AWS endpoint: ${req.method} ${req.url}`);
       const [, accessKey, service] = scope as unknown as [string, string, string];
       const principal = principals.get(accessKey);
       if (!principal) throw new Error(`a request signed with an access key the run never gave out: ${accessKey}`);
       const target = String(req.headers['x-amz-target'] ?? '');
       const form = String(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
-      const json = service === 's3' || raw.length === 0 ? {} : form ? Object.fromEntries(new URLSearchParams(raw.toString('utf8'))) : JSON.parse(raw.toString('utf8'));
-      const operation = service === 's3' ? s3Operation(req.method!, req.url!) : form ? String(json.Action) : target.slice(target.lastIndexOf('.') + 1);
+      const json =
+        service === 's3' || raw.length === 0
+          ? {}
+          : form
+            ? Object.fromEntries(new URLSearchParams(raw.toString('utf8')))
+            : JSON.parse(raw.toString('utf8'));
+      const operation =
+        service === 's3'
+          ? s3Operation(req.method!, req.url!)
+          : form
+            ? String(json.Action)
+            : target.slice(target.lastIndexOf('.') + 1);
       const { resources, context } = authorization(service, operation, json, req.url!, options);
       const call: RecordedCall = {
-        principal, service, operation, resources,
+        principal,
+        service,
+        operation,
+        resources,
         // SQS authorizes a batch call as its single action (SendMessageBatch is sqs:SendMessage).
-        action: service === 's3' ? S3_ACTIONS[operation] ?? `s3:${operation}` : `${service}:${service === 'sqs' ? operation.replace(/Batch$/, '') : operation}`,
+        action:
+          service === 's3'
+            ? (S3_ACTIONS[operation] ?? `s3:${operation}`)
+            : `${service}:${service === 'sqs' ? operation.replace(/Batch$/, '') : operation}`,
         context: { 'aws:SecureTransport': 'true', 'aws:RequestedRegion': REGION, ...context },
       };
       calls.push(call);
@@ -149,14 +219,21 @@ export async function startAwsEndpoint(options: AwsEndpointOptions): Promise<Aws
       if (!upstream) throw new Error(`the run's AWS endpoint has no stand-in for the service ${service}`);
       const body = service === 'sqs' ? Buffer.from(replaceAll(raw.toString('utf8'), toFauxqs)) : raw;
       const { 'transfer-encoding': _sent, ...requestHeaders } = req.headers;
-      const forwarded = httpRequest(`${upstream}${req.url}`, { method: req.method, headers: { ...requestHeaders, host: new URL(upstream).host, 'content-length': String(body.length) } }, async (answer) => {
-        call.status = answer.statusCode;
-        const payload = await readBody(answer);
-        const out = service === 'sqs' ? Buffer.from(replaceAll(payload.toString('utf8'), fromFauxqs)) : payload;
-        const { 'transfer-encoding': _answered, ...headers } = answer.headers;
-        res.writeHead(answer.statusCode ?? 500, { ...headers, 'content-length': String(out.length) });
-        res.end(out);
-      });
+      const forwarded = httpRequest(
+        `${upstream}${req.url}`,
+        {
+          method: req.method,
+          headers: { ...requestHeaders, host: new URL(upstream).host, 'content-length': String(body.length) },
+        },
+        async (answer) => {
+          call.status = answer.statusCode;
+          const payload = await readBody(answer);
+          const out = service === 'sqs' ? Buffer.from(replaceAll(payload.toString('utf8'), fromFauxqs)) : payload;
+          const { 'transfer-encoding': _answered, ...headers } = answer.headers;
+          res.writeHead(answer.statusCode ?? 500, { ...headers, 'content-length': String(out.length) });
+          res.end(out);
+        },
+      );
       forwarded.on('error', (error) => res.destroy(error));
       forwarded.end(body);
     } catch (error) {

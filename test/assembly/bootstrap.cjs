@@ -43,7 +43,8 @@ try {
   const dot = spec.lastIndexOf('.');
   const module = require(join(process.env['LAMBDA_TASK_ROOT'] ?? '', spec.slice(0, dot)));
   handler = module[spec.slice(dot + 1)];
-  if (typeof handler !== 'function') throw Object.assign(new Error(`${spec} is undefined or not exported`), { name: 'Runtime.HandlerNotFound' });
+  if (typeof handler !== 'function')
+    throw Object.assign(new Error(`${spec} is undefined or not exported`), { name: 'Runtime.HandlerNotFound' });
   send({ ready: true });
 } catch (error) {
   send({ initError: describe(error) });
@@ -55,23 +56,28 @@ process.on('unhandledRejection', (reason) => {
   process.exit(128);
 });
 
-process.on('message', (/** @type {{ id: string, event: unknown, deadline: number, traceId: string, functionArn: string }} */ invocation) => {
-  process.env['_X_AMZN_TRACE_ID'] = invocation.traceId;
-  const context = {
-    awsRequestId: invocation.id,
-    functionName: process.env['AWS_LAMBDA_FUNCTION_NAME'],
-    functionVersion: process.env['AWS_LAMBDA_FUNCTION_VERSION'],
-    invokedFunctionArn: invocation.functionArn,
-    memoryLimitInMB: process.env['AWS_LAMBDA_FUNCTION_MEMORY_SIZE'],
-    logGroupName: process.env['AWS_LAMBDA_LOG_GROUP_NAME'],
-    logStreamName: process.env['AWS_LAMBDA_LOG_STREAM_NAME'],
-    callbackWaitsForEmptyEventLoop: true,
-    getRemainingTimeInMillis: () => Math.max(0, invocation.deadline - RealDate.now()),
-  };
-  Promise.resolve()
-    .then(() => handler(invocation.event, context))
-    .then(
-      (result) => send({ id: invocation.id, result: result ?? null }),
-      (error) => send({ id: invocation.id, error: describe(error) }),
-    );
-});
+process.on(
+  'message',
+  (
+    /** @type {{ id: string, event: unknown, deadline: number, traceId: string, functionArn: string }} */ invocation,
+  ) => {
+    process.env['_X_AMZN_TRACE_ID'] = invocation.traceId;
+    const context = {
+      awsRequestId: invocation.id,
+      functionName: process.env['AWS_LAMBDA_FUNCTION_NAME'],
+      functionVersion: process.env['AWS_LAMBDA_FUNCTION_VERSION'],
+      invokedFunctionArn: invocation.functionArn,
+      memoryLimitInMB: process.env['AWS_LAMBDA_FUNCTION_MEMORY_SIZE'],
+      logGroupName: process.env['AWS_LAMBDA_LOG_GROUP_NAME'],
+      logStreamName: process.env['AWS_LAMBDA_LOG_STREAM_NAME'],
+      callbackWaitsForEmptyEventLoop: true,
+      getRemainingTimeInMillis: () => Math.max(0, invocation.deadline - RealDate.now()),
+    };
+    Promise.resolve()
+      .then(() => handler(invocation.event, context))
+      .then(
+        (result) => send({ id: invocation.id, result: result ?? null }),
+        (error) => send({ id: invocation.id, error: describe(error) }),
+      );
+  },
+);

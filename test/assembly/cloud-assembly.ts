@@ -69,7 +69,11 @@ export class CloudAssembly {
   readonly resources: Readonly<Record<string, CfnResource>>;
   private readonly template: Template;
 
-  constructor(readonly outdir: string, readonly stackName: string, template?: Template) {
+  constructor(
+    readonly outdir: string,
+    readonly stackName: string,
+    template?: Template,
+  ) {
     this.template = template ?? JSON.parse(readFileSync(join(outdir, `${stackName}.template.json`), 'utf8'));
     this.resources = this.template.Resources;
   }
@@ -112,7 +116,11 @@ export class CloudAssembly {
   /** The name CloudFormation generates for a resource without an explicit one. */
   physicalName(logicalId: string): string {
     const resource = this.resource(logicalId);
-    const suffix = createHash('sha256').update(`${this.stackName}/${logicalId}`).digest('hex').slice(0, 12).toUpperCase();
+    const suffix = createHash('sha256')
+      .update(`${this.stackName}/${logicalId}`)
+      .digest('hex')
+      .slice(0, 12)
+      .toUpperCase();
     const props = resource.Properties ?? {};
     switch (resource.Type) {
       case 'AWS::SQS::Queue':
@@ -122,7 +130,9 @@ export class CloudAssembly {
       case 'AWS::SecretsManager::Secret':
         return `${logicalId}-${suffix}`;
       case 'AWS::KMS::Key':
-        return [suffix.slice(0, 8), suffix.slice(8, 12), '4000', '8000', suffix.padEnd(12, '0')].join('-').toLowerCase();
+        return [suffix.slice(0, 8), suffix.slice(8, 12), '4000', '8000', suffix.padEnd(12, '0')]
+          .join('-')
+          .toLowerCase();
       default:
         return `${this.stackName}-${logicalId}-${suffix}`.slice(0, 64);
     }
@@ -147,7 +157,8 @@ export class CloudAssembly {
   getAtt(logicalId: string, attribute: string): string {
     const type = this.resource(logicalId).Type;
     const name = this.physicalName(logicalId);
-    const arn = (service: string, resource: string, region = REGION, account = ACCOUNT) => `arn:${PARTITION}:${service}:${region}:${account}:${resource}`;
+    const arn = (service: string, resource: string, region = REGION, account = ACCOUNT) =>
+      `arn:${PARTITION}:${service}:${region}:${account}:${resource}`;
     const table: Record<string, Record<string, () => string>> = {
       'AWS::SQS::Queue': { Arn: () => arn('sqs', name), QueueName: () => name, QueueUrl: () => this.ref(logicalId) },
       'AWS::DynamoDB::Table': { Arn: () => arn('dynamodb', `table/${name}`) },
@@ -159,7 +170,10 @@ export class CloudAssembly {
       'AWS::SNS::Topic': { TopicArn: () => this.ref(logicalId), TopicName: () => name },
       'AWS::KMS::Key': { Arn: () => arn('kms', `key/${name}`), KeyId: () => name },
       'AWS::Lambda::Function': { Arn: () => arn('lambda', `function:${name}`) },
-      'AWS::IAM::Role': { Arn: () => `arn:${PARTITION}:iam::${ACCOUNT}:role/${name}`, RoleId: () => `AROA${name.slice(-12)}` },
+      'AWS::IAM::Role': {
+        Arn: () => `arn:${PARTITION}:iam::${ACCOUNT}:role/${name}`,
+        RoleId: () => `AROA${name.slice(-12)}`,
+      },
       'AWS::SecretsManager::Secret': { Id: () => this.ref(logicalId) },
       'AWS::CloudWatch::Alarm': { Arn: () => arn('cloudwatch', `alarm:${name}`) },
     };
@@ -173,7 +187,8 @@ export class CloudAssembly {
     if (Array.isArray(value)) return value.map((v) => this.resolve(v));
     if (typeof value !== 'object' || value === null) return value;
     const keys = Object.keys(value);
-    if (keys.length === 1 && (keys[0] === 'Ref' || keys[0] === 'Condition' || keys[0]!.startsWith('Fn::'))) return this.intrinsic(keys[0]!, value[keys[0]!]);
+    if (keys.length === 1 && (keys[0] === 'Ref' || keys[0] === 'Condition' || keys[0]!.startsWith('Fn::')))
+      return this.intrinsic(keys[0]!, value[keys[0]!]);
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.resolve(v)]));
   }
 
@@ -246,7 +261,8 @@ export class CloudAssembly {
       const p = fn.Properties ?? {};
       const key = String(p['Code']?.S3Key ?? '');
       const codeDir = join(this.outdir, `asset.${key.replace(/\.zip$/, '')}`);
-      if (!key || !existsSync(codeDir)) throw new Error(`${logicalId}: its code asset ${key || '(none)'} is not in ${this.outdir}`);
+      if (!key || !existsSync(codeDir))
+        throw new Error(`${logicalId}: its code asset ${key || '(none)'} is not in ${this.outdir}`);
       const roleLogicalId = Object.values(p['Role'] as Record<string, string[]>)[0]![0]!;
       return {
         logicalId,
@@ -261,7 +277,9 @@ export class CloudAssembly {
         environment: this.resolve(p['Environment']?.Variables ?? {}),
         roleLogicalId,
         roleArn: this.getAtt(roleLogicalId, 'Arn'),
-        logGroupName: p['LoggingConfig']?.LogGroup ? this.resolve(p['LoggingConfig'].LogGroup) : `/aws/lambda/${this.ref(logicalId)}`,
+        logGroupName: p['LoggingConfig']?.LogGroup
+          ? this.resolve(p['LoggingConfig'].LogGroup)
+          : `/aws/lambda/${this.ref(logicalId)}`,
       };
     });
   }
@@ -284,8 +302,12 @@ export class CloudAssembly {
   /** The identity policies of a role: its own inline ones and every AWS::IAM::Policy attached to it. */
   identityPolicies(roleLogicalId: string): { name: string; policy: PolicyDocument }[] {
     const role = this.resource(roleLogicalId).Properties ?? {};
-    if ((role['ManagedPolicyArns'] ?? []).length > 0) throw new Error(`${roleLogicalId}: managed policies cannot be read from the template`);
-    const inline = (role['Policies'] ?? []).map((p: Json) => ({ name: p.PolicyName, policy: this.resolve(p.PolicyDocument) }));
+    if ((role['ManagedPolicyArns'] ?? []).length > 0)
+      throw new Error(`${roleLogicalId}: managed policies cannot be read from the template`);
+    const inline = (role['Policies'] ?? []).map((p: Json) => ({
+      name: p.PolicyName,
+      policy: this.resolve(p.PolicyDocument),
+    }));
     const attached = this.ofType('AWS::IAM::Policy')
       .filter(([, p]) => (p.Properties?.['Roles'] ?? []).some((r: Json) => r.Ref === roleLogicalId))
       .map(([id, p]) => ({ name: id, policy: this.resolve(p.Properties!['PolicyDocument']) }));
@@ -312,15 +334,20 @@ export class CloudAssembly {
       for (const [, holder] of this.ofType(type)) {
         const p = holder.Properties ?? {};
         const owners = targets(p).flatMap(arnsOf);
-        if (owners.some((owner) => arn === owner || arn.startsWith(`${owner}/`))) statements.push(...this.resolve(p[field]).Statement);
+        if (owners.some((owner) => arn === owner || arn.startsWith(`${owner}/`)))
+          statements.push(...this.resolve(p[field]).Statement);
       }
     }
-    for (const [id, key] of this.ofType('AWS::KMS::Key')) if (this.getAtt(id, 'Arn') === arn) statements.push(...this.resolve(key.Properties!['KeyPolicy']).Statement);
+    for (const [id, key] of this.ofType('AWS::KMS::Key'))
+      if (this.getAtt(id, 'Arn') === arn) statements.push(...this.resolve(key.Properties!['KeyPolicy']).Statement);
     for (const [, permission] of this.ofType('AWS::Lambda::Permission')) {
       const p = this.resolve(permission.Properties);
       if (p.FunctionName === arn || this.functions().some((f) => f.arn === arn && f.name === p.FunctionName)) {
         statements.push({
-          Effect: 'Allow', Principal: { Service: p.Principal }, Action: p.Action, Resource: arn,
+          Effect: 'Allow',
+          Principal: { Service: p.Principal },
+          Action: p.Action,
+          Resource: arn,
           ...(p.SourceArn ? { Condition: { ArnLike: { 'aws:SourceArn': p.SourceArn } } } : {}),
         });
       }

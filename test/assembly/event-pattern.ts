@@ -11,7 +11,10 @@ export function matchesEventPattern(pattern: Record<string, unknown>, event: unk
     const value = (event as Record<string, unknown>)[field];
     if (Array.isArray(expected)) {
       const filter = expected.find((e) => typeof e === 'object' && e !== null);
-      if (filter) throw new Error(`the assembly run does not match the content filter ${JSON.stringify(filter)} of an event pattern`);
+      if (filter)
+        throw new Error(
+          `the assembly run does not match the content filter ${JSON.stringify(filter)} of an event pattern`,
+        );
       const values = Array.isArray(value) ? value : [value];
       return values.some((v) => expected.includes(v));
     }

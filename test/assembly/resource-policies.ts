@@ -8,7 +8,15 @@
 import { ENV } from '../../contract/runtime-env';
 import type { Principal, RecordedCall } from './aws-endpoint';
 import { ACCOUNT, PARTITION, REGION, type CloudAssembly } from './cloud-assembly';
-import { alarmNotifications, anotherResource, decide, decideRequest, fromAnotherAccount, ruleDeadLetters, type Decision } from './iam';
+import {
+  alarmNotifications,
+  anotherResource,
+  decide,
+  decideRequest,
+  fromAnotherAccount,
+  ruleDeadLetters,
+  type Decision,
+} from './iam';
 
 const TLS = { 'aws:SecureTransport': 'true' };
 type ServicePrincipal = Extract<Principal, { kind: 'service' }>;
@@ -19,37 +27,66 @@ const allowedWhenRefused = (d: Decision) => (d.allowed ? [] : [d.description]);
 /** Every alarm of the template notifies its topic through the topic's key; no alarm of another account does. */
 export async function alarmProblems(assembly: CloudAssembly): Promise<string[]> {
   const requests = alarmNotifications(assembly);
-  const silent = assembly.ofType('AWS::CloudWatch::Alarm').filter(([id]) => !requests.some((r) => r.principal.sourceArn === assembly.getAtt(id, 'Arn')));
+  const silent = assembly
+    .ofType('AWS::CloudWatch::Alarm')
+    .filter(([id]) => !requests.some((r) => r.principal.sourceArn === assembly.getAtt(id, 'Arn')));
   const problems = silent.map(([id]) => `alarm ${id} notifies no topic of the template`);
   for (const r of requests) {
     problems.push(...allowedWhenRefused(await decideRequest(assembly, r.principal, r.action, r.resource, TLS)));
-    problems.push(...refusedWhenAllowed(await decideRequest(assembly, fromAnotherAccount(r.principal), r.action, r.resource, TLS)));
+    problems.push(
+      ...refusedWhenAllowed(await decideRequest(assembly, fromAnotherAccount(r.principal), r.action, r.resource, TLS)),
+    );
   }
   return problems;
 }
 
 /** Every recorded call on a queue or a bucket of the template: allowed over TLS, explicitly refused over plain HTTP. */
 export async function plainHttpProblems(assembly: CloudAssembly, calls: readonly RecordedCall[]): Promise<string[]> {
-  const guarded = new Set([...assembly.ofType('AWS::S3::Bucket'), ...assembly.ofType('AWS::SQS::Queue')].map(([id]) => assembly.getAtt(id, 'Arn')));
-  const onGuarded = calls.filter((c) => c.principal.kind !== 'operator' && c.resources.some((r) => guarded.has(r.replace(/\/.*$/, ''))));
-  const unused = assembly.ofType('AWS::S3::Bucket').filter(([id]) => !onGuarded.some((c) => c.resources.some((r) => r.startsWith(assembly.getAtt(id, 'Arn')))));
-  const plain = await decide(assembly, onGuarded.map((c) => ({ ...c, context: { ...c.context, 'aws:SecureTransport': 'false' } })));
+  const guarded = new Set(
+    [...assembly.ofType('AWS::S3::Bucket'), ...assembly.ofType('AWS::SQS::Queue')].map(([id]) =>
+      assembly.getAtt(id, 'Arn'),
+    ),
+  );
+  const onGuarded = calls.filter(
+    (c) => c.principal.kind !== 'operator' && c.resources.some((r) => guarded.has(r.replace(/\/.*$/, ''))),
+  );
+  const unused = assembly
+    .ofType('AWS::S3::Bucket')
+    .filter(([id]) => !onGuarded.some((c) => c.resources.some((r) => r.startsWith(assembly.getAtt(id, 'Arn')))));
+  const plain = await decide(
+    assembly,
+    onGuarded.map((c) => ({ ...c, context: { ...c.context, 'aws:SecureTransport': 'false' } })),
+  );
   return [
     ...unused.map(([id]) => `bucket ${id}: no recorded call to replay`),
     ...(await decide(assembly, onGuarded)).flatMap(allowedWhenRefused),
-    ...plain.flatMap((d) => (d.result === 'ExplicitlyDenied' ? [] : [`${d.description} over plain HTTP (must be explicitly refused)`])),
+    ...plain.flatMap((d) =>
+      d.result === 'ExplicitlyDenied' ? [] : [`${d.description} over plain HTTP (must be explicitly refused)`],
+    ),
   ];
 }
 
 /** EventBridge's deliveries (recorded) and dead-letter sends (derived) of each rule: allowed for that rule, refused for another. */
 export async function ruleDeliveryProblems(assembly: CloudAssembly, calls: readonly RecordedCall[]): Promise<string[]> {
   const deliveries = calls.flatMap((c) =>
-    c.principal.kind === 'service' && c.principal.service === 'events.amazonaws.com' ? c.resources.map((resource) => ({ principal: c.principal as ServicePrincipal, action: c.action, resource })) : [],
+    c.principal.kind === 'service' && c.principal.service === 'events.amazonaws.com'
+      ? c.resources.map((resource) => ({ principal: c.principal as ServicePrincipal, action: c.action, resource }))
+      : [],
   );
   const problems: string[] = [];
   for (const r of [...deliveries, ...ruleDeadLetters(assembly)]) {
     problems.push(...allowedWhenRefused(await decideRequest(assembly, r.principal, r.action, r.resource, TLS)));
-    problems.push(...refusedWhenAllowed(await decideRequest(assembly, { ...r.principal, sourceArn: anotherResource(r.principal.sourceArn) }, r.action, r.resource, TLS)));
+    problems.push(
+      ...refusedWhenAllowed(
+        await decideRequest(
+          assembly,
+          { ...r.principal, sourceArn: anotherResource(r.principal.sourceArn) },
+          r.action,
+          r.resource,
+          TLS,
+        ),
+      ),
+    );
   }
   return problems;
 }
@@ -62,7 +99,8 @@ export async function ruleDeliveryProblems(assembly: CloudAssembly, calls: reado
 export async function buildSecretProblems(assembly: CloudAssembly): Promise<string[]> {
   const prefixes = new Set(assembly.functions().flatMap((f) => f.environment[ENV.checkoutSecretPrefix] ?? []));
   const secrets = assembly.ofType('AWS::SecretsManager::Secret').map(([id]) => assembly.ref(id));
-  const problems = prefixes.size === 0 ? ['no function names a checkout secret prefix (the builds would have no credential)'] : [];
+  const problems =
+    prefixes.size === 0 ? ['no function names a checkout secret prefix (the builds would have no credential)'] : [];
   for (const [id, project] of assembly.ofType('AWS::CodeBuild::Project')) {
     const p = assembly.resolve(project.Properties);
     const named = Object.values<string>(JSON.parse(p.Source.BuildSpec).env?.['secrets-manager'] ?? {});

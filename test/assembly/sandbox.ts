@@ -33,9 +33,14 @@ export interface Sandbox {
 /** Why a sandbox cannot be made on this machine, or undefined. */
 export function sandboxUnavailable(): string | undefined {
   if (process.platform !== 'linux') return `network namespaces are Linux only (this is ${process.platform})`;
-  for (const [tool, args] of [['unshare', ['-rn', 'true']], ['nsenter', ['--version']], ['ip', ['-V']]] as const) {
+  for (const [tool, args] of [
+    ['unshare', ['-rn', 'true']],
+    ['nsenter', ['--version']],
+    ['ip', ['-V']],
+  ] as const) {
     const probe = spawnSync(tool, args, { stdio: 'ignore' });
-    if (probe.status !== 0) return `\`${tool} ${args.join(' ')}\` fails here (${probe.error?.message ?? `exit ${probe.status}`}): util-linux and iproute2 are needed`;
+    if (probe.status !== 0)
+      return `\`${tool} ${args.join(' ')}\` fails here (${probe.error?.message ?? `exit ${probe.status}`}): util-linux and iproute2 are needed`;
   }
   return undefined;
 }
@@ -45,24 +50,40 @@ export async function startSandbox(hosts: readonly SandboxHost[]): Promise<Sandb
   const hostsFile = join(dir, 'hosts');
   writeFileSync(hostsFile, ['127.0.0.1 localhost', ...hosts.map((h) => `${h.address} ${h.name}`)].join('\n') + '\n');
   // The outside end of each forward: a unix socket to the server's loopback port.
-  const bridges: Server[] = await Promise.all(hosts.map((host, i) => new Promise<Server>((resolve, reject) => {
-    const server = createServer((socket) => {
-      const upstream = connect(host.hostPort, '127.0.0.1');
-      socket.pipe(upstream).pipe(socket);
-      socket.on('error', () => upstream.destroy());
-      upstream.on('error', () => socket.destroy());
-    });
-    server.once('error', reject);
-    server.listen(join(dir, `${i}.sock`), () => resolve(server));
-  })));
+  const bridges: Server[] = await Promise.all(
+    hosts.map(
+      (host, i) =>
+        new Promise<Server>((resolve, reject) => {
+          const server = createServer((socket) => {
+            const upstream = connect(host.hostPort, '127.0.0.1');
+            socket.pipe(upstream).pipe(socket);
+            socket.on('error', () => upstream.destroy());
+            upstream.on('error', () => socket.destroy());
+          });
+          server.once('error', reject);
+          server.listen(join(dir, `${i}.sock`), () => resolve(server));
+        }),
+    ),
+  );
   const config = {
     hostsFile,
     addresses: [...new Set(hosts.map((h) => h.address).filter((a) => !a.startsWith('127.')))],
     forwards: hosts.map((h, i) => ({ host: h.address, port: h.port, socket: join(dir, `${i}.sock`) })),
   };
-  const inside = spawn('unshare', ['-rnm', '--propagation', 'private', process.execPath, join(__dirname, 'sandbox-network.cjs'), JSON.stringify(config)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const inside = spawn(
+    'unshare',
+    [
+      '-rnm',
+      '--propagation',
+      'private',
+      process.execPath,
+      join(__dirname, 'sandbox-network.cjs'),
+      JSON.stringify(config),
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   inside.stderr!.on('data', (d) => (stderr += d));
   await new Promise<void>((resolve, reject) => {
@@ -80,7 +101,29 @@ export async function startSandbox(hosts: readonly SandboxHost[]): Promise<Sandb
       const script = kept.length
         ? `mount --bind /tmp /mnt && mount -t tmpfs -o size=${tmpMb}m tmpfs /tmp && ${keep}umount -l /mnt && exec "$@"`
         : `mount -t tmpfs -o size=${tmpMb}m tmpfs /tmp && exec "$@"`;
-      return spawn('nsenter', ['-t', pid, '-U', '-n', '-m', '--preserve-credentials', '--', 'unshare', '-m', '--propagation', 'private', '/bin/sh', '-c', script, 'sh', command, ...args], options);
+      return spawn(
+        'nsenter',
+        [
+          '-t',
+          pid,
+          '-U',
+          '-n',
+          '-m',
+          '--preserve-credentials',
+          '--',
+          'unshare',
+          '-m',
+          '--propagation',
+          'private',
+          '/bin/sh',
+          '-c',
+          script,
+          'sh',
+          command,
+          ...args,
+        ],
+        options,
+      );
     },
     async stop() {
       inside.kill('SIGKILL');

@@ -32,7 +32,10 @@ import { ACCOUNT, PARTITION, REGION } from './cloud-assembly';
 type Operations = Record<string, (input: any) => unknown>;
 
 class ServiceError extends Error {
-  constructor(readonly type: string, message: string) {
+  constructor(
+    readonly type: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -58,7 +61,10 @@ async function serve(operations: Operations): Promise<{ url: string; close(): Pr
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 // ---- EventBridge ------------------------------------------------------------------------------
@@ -74,7 +80,13 @@ export async function startEventBridge() {
   const events: PutEvent[] = [];
   const server = await serve({
     PutEvents: ({ Entries }: { Entries: any[] }) => {
-      for (const e of Entries) events.push({ bus: e.EventBusName ?? 'default', source: e.Source, detailType: e.DetailType, detail: JSON.parse(e.Detail) });
+      for (const e of Entries)
+        events.push({
+          bus: e.EventBusName ?? 'default',
+          source: e.Source,
+          detailType: e.DetailType,
+          detail: JSON.parse(e.Detail),
+        });
       return { FailedEntryCount: 0, Entries: Entries.map(() => ({ EventId: randomUUID() })) };
     },
   });
@@ -100,7 +112,15 @@ export function newSecretArn(name: string): string {
 export async function startSecretsManager(seeded: Readonly<Record<string, string>>) {
   const secrets: StandInSecret[] = [];
   const add = (arn: string, value: string, version: string = randomUUID()): StandInSecret => {
-    const secret = { arn, name: arn.split(':').pop()!.replace(/-[A-Za-z0-9]{6}$/, ''), versions: new Map([[version, value]]), current: version };
+    const secret = {
+      arn,
+      name: arn
+        .split(':')
+        .pop()!
+        .replace(/-[A-Za-z0-9]{6}$/, ''),
+      versions: new Map([[version, value]]),
+      current: version,
+    };
     secrets.push(secret);
     return secret;
   };
@@ -119,7 +139,11 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
   /** A secret scheduled for deletion refuses everything but DescribeSecret and RestoreSecret (Secrets Manager's words). */
   const usable = (id: string): StandInSecret => {
     const secret = find(id);
-    if (secret.deletedDate !== undefined) throw new ServiceError('InvalidRequestException', "You can't perform this operation on the secret because it was marked for deletion.");
+    if (secret.deletedDate !== undefined)
+      throw new ServiceError(
+        'InvalidRequestException',
+        "You can't perform this operation on the secret because it was marked for deletion.",
+      );
     return secret;
   };
   const server = await serve({
@@ -128,33 +152,81 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
       const secret = usable(SecretId);
       const version = VersionId ?? secret.current;
       const value = secret.versions.get(version);
-      if (value === undefined) throw new ServiceError('ResourceNotFoundException', "Secrets Manager can't find the specified secret value for VersionId.");
-      return { ARN: secret.arn, Name: secret.name, SecretString: value, VersionId: version, VersionStages: version === secret.current ? ['AWSCURRENT'] : [], CreatedDate: Date.now() / 1000 };
+      if (value === undefined)
+        throw new ServiceError(
+          'ResourceNotFoundException',
+          "Secrets Manager can't find the specified secret value for VersionId.",
+        );
+      return {
+        ARN: secret.arn,
+        Name: secret.name,
+        SecretString: value,
+        VersionId: version,
+        VersionStages: version === secret.current ? ['AWSCURRENT'] : [],
+        CreatedDate: Date.now() / 1000,
+      };
     },
-    PutSecretValue: ({ SecretId, SecretString, ClientRequestToken }: { SecretId: string; SecretString: string; ClientRequestToken?: string }) => {
+    PutSecretValue: ({
+      SecretId,
+      SecretString,
+      ClientRequestToken,
+    }: {
+      SecretId: string;
+      SecretString: string;
+      ClientRequestToken?: string;
+    }) => {
       refuseIfFaulted('PutSecretValue');
       const secret = usable(SecretId);
       const version = ClientRequestToken ?? randomUUID();
       const existing = secret.versions.get(version);
-      if (existing !== undefined && existing !== SecretString) throw new ServiceError('ResourceExistsException', `A version ${version} of ${secret.name} exists with another value.`);
+      if (existing !== undefined && existing !== SecretString)
+        throw new ServiceError(
+          'ResourceExistsException',
+          `A version ${version} of ${secret.name} exists with another value.`,
+        );
       if (existing === undefined) {
         secret.versions.set(version, SecretString);
         secret.current = version;
       }
-      return { ARN: secret.arn, Name: secret.name, VersionId: version, VersionStages: version === secret.current ? ['AWSCURRENT'] : [] };
+      return {
+        ARN: secret.arn,
+        Name: secret.name,
+        VersionId: version,
+        VersionStages: version === secret.current ? ['AWSCURRENT'] : [],
+      };
     },
-    CreateSecret: ({ Name, SecretString, ClientRequestToken }: { Name: string; SecretString: string; ClientRequestToken?: string }) => {
+    CreateSecret: ({
+      Name,
+      SecretString,
+      ClientRequestToken,
+    }: {
+      Name: string;
+      SecretString: string;
+      ClientRequestToken?: string;
+    }) => {
       refuseIfFaulted('CreateSecret');
       const existing = secrets.find((s) => s.name === Name);
-      if (existing?.deletedDate !== undefined) throw new ServiceError('InvalidRequestException', "You can't perform this operation on the secret because it was marked for deletion.");
-      if (existing) throw new ServiceError('ResourceExistsException', `The operation failed because the secret ${Name} already exists.`);
+      if (existing?.deletedDate !== undefined)
+        throw new ServiceError(
+          'InvalidRequestException',
+          "You can't perform this operation on the secret because it was marked for deletion.",
+        );
+      if (existing)
+        throw new ServiceError(
+          'ResourceExistsException',
+          `The operation failed because the secret ${Name} already exists.`,
+        );
       const secret = add(newSecretArn(Name), SecretString, ClientRequestToken);
       return { ARN: secret.arn, Name: secret.name, VersionId: secret.current };
     },
     DescribeSecret: ({ SecretId }: { SecretId: string }) => {
       refuseIfFaulted('DescribeSecret');
       const secret = find(SecretId);
-      return { ARN: secret.arn, Name: secret.name, ...(secret.deletedDate !== undefined && { DeletedDate: secret.deletedDate / 1000 }) };
+      return {
+        ARN: secret.arn,
+        Name: secret.name,
+        ...(secret.deletedDate !== undefined && { DeletedDate: secret.deletedDate / 1000 }),
+      };
     },
     /** With a recovery window (7 to 30 days, 30 by default): the secret stays, marked; it is never removed here. */
     DeleteSecret: ({ SecretId, RecoveryWindowInDays }: { SecretId: string; RecoveryWindowInDays?: number }) => {
@@ -177,7 +249,11 @@ export async function startSecretsManager(seeded: Readonly<Record<string, string
      * protocol carries every Secrets Manager error), e.g. ThrottlingException past the regional
      * request quota. The SDK retries some of them itself: each attempt takes one.
      */
-    refuseNext(operation: 'GetSecretValue' | 'PutSecretValue' | 'CreateSecret' | 'DescribeSecret' | 'RestoreSecret', times: number, type = 'ThrottlingException'): void {
+    refuseNext(
+      operation: 'GetSecretValue' | 'PutSecretValue' | 'CreateSecret' | 'DescribeSecret' | 'RestoreSecret',
+      times: number,
+      type = 'ThrottlingException',
+    ): void {
       for (let i = 0; i < times; i++) faults.push({ operation, type });
     },
     /** A secret's complete ARN from its ARN or its name (what IAM authorizes), or undefined for one that does not exist. */
@@ -205,8 +281,10 @@ export interface StandInStack {
   readonly Outputs: readonly { OutputKey: string; OutputValue: string; Description?: string; ExportName?: string }[];
 }
 
-const xml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-const element = (name: string, value: string | undefined) => (value === undefined ? '' : `<${name}>${xml(value)}</${name}>`);
+const xml = (text: string) =>
+  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const element = (name: string, value: string | undefined) =>
+  value === undefined ? '' : `<${name}>${xml(value)}</${name}>`;
 
 export async function startCloudFormation(stack: StandInStack) {
   const NS = 'http://cloudformation.amazonaws.com/doc/2010-05-15/';
@@ -224,22 +302,40 @@ export async function startCloudFormation(stack: StandInStack) {
       const action = form.get('Action');
       const name = form.get('StackName');
       if (action !== 'DescribeStacks') {
-        return reply(400, `<ErrorResponse xmlns="${NS}"><Error><Type>Sender</Type><Code>InvalidAction</Code><Message>the stand-in does not model ${xml(String(action))}</Message></Error><RequestId>${requestId}</RequestId></ErrorResponse>`);
+        return reply(
+          400,
+          `<ErrorResponse xmlns="${NS}"><Error><Type>Sender</Type><Code>InvalidAction</Code><Message>the stand-in does not model ${xml(String(action))}</Message></Error><RequestId>${requestId}</RequestId></ErrorResponse>`,
+        );
       }
       if (name !== stack.StackName && name !== stack.StackId) {
-        return reply(400, `<ErrorResponse xmlns="${NS}"><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id ${xml(String(name))} does not exist</Message></Error><RequestId>${requestId}</RequestId></ErrorResponse>`);
+        return reply(
+          400,
+          `<ErrorResponse xmlns="${NS}"><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id ${xml(String(name))} does not exist</Message></Error><RequestId>${requestId}</RequestId></ErrorResponse>`,
+        );
       }
-      const outputs = stack.Outputs.map((o) => `<member>${element('OutputKey', o.OutputKey)}${element('OutputValue', o.OutputValue)}${element('Description', o.Description)}${element('ExportName', o.ExportName)}</member>`).join('');
-      reply(200, [
-        `<DescribeStacksResponse xmlns="${NS}"><DescribeStacksResult><Stacks><member>`,
-        element('StackName', stack.StackName), element('StackId', stack.StackId), element('CreationTime', createdAt), element('StackStatus', 'CREATE_COMPLETE'),
-        `<Outputs>${outputs}</Outputs>`,
-        `</member></Stacks></DescribeStacksResult><ResponseMetadata>${element('RequestId', requestId)}</ResponseMetadata></DescribeStacksResponse>`,
-      ].join(''));
+      const outputs = stack.Outputs.map(
+        (o) =>
+          `<member>${element('OutputKey', o.OutputKey)}${element('OutputValue', o.OutputValue)}${element('Description', o.Description)}${element('ExportName', o.ExportName)}</member>`,
+      ).join('');
+      reply(
+        200,
+        [
+          `<DescribeStacksResponse xmlns="${NS}"><DescribeStacksResult><Stacks><member>`,
+          element('StackName', stack.StackName),
+          element('StackId', stack.StackId),
+          element('CreationTime', createdAt),
+          element('StackStatus', 'CREATE_COMPLETE'),
+          `<Outputs>${outputs}</Outputs>`,
+          `</member></Stacks></DescribeStacksResult><ResponseMetadata>${element('RequestId', requestId)}</ResponseMetadata></DescribeStacksResponse>`,
+        ].join(''),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 // ---- CodeBuild --------------------------------------------------------------------------------
@@ -263,16 +359,34 @@ export async function startCodeBuild(options: { onStart?: (build: StandInBuild) 
   const stops: string[] = [];
   const IDEMPOTENCY_MS = 5 * 60_000;
   const view = (b: StandInBuild) => ({
-    id: b.id, arn: b.arn, projectName: b.projectName, buildStatus: b.buildStatus, buildComplete: b.buildComplete, currentPhase: b.buildComplete ? 'COMPLETED' : 'BUILD',
-    startTime: b.startTime / 1000, ...(b.endTime ? { endTime: b.endTime / 1000 } : {}), timeoutInMinutes: b.timeoutInMinutes,
-    environment: { type: 'ARM_CONTAINER', image: 'aws/codebuild/amazonlinux-aarch64-standard:3.0', computeType: 'BUILD_GENERAL1_SMALL', environmentVariables: b.environmentVariables },
-    logs: { groupName: 'codebuild', streamName: b.id.split(':')[1], deepLink: `https://console.aws.amazon.com/cloudwatch/home?region=${REGION}` },
+    id: b.id,
+    arn: b.arn,
+    projectName: b.projectName,
+    buildStatus: b.buildStatus,
+    buildComplete: b.buildComplete,
+    currentPhase: b.buildComplete ? 'COMPLETED' : 'BUILD',
+    startTime: b.startTime / 1000,
+    ...(b.endTime ? { endTime: b.endTime / 1000 } : {}),
+    timeoutInMinutes: b.timeoutInMinutes,
+    environment: {
+      type: 'ARM_CONTAINER',
+      image: 'aws/codebuild/amazonlinux-aarch64-standard:3.0',
+      computeType: 'BUILD_GENERAL1_SMALL',
+      environmentVariables: b.environmentVariables,
+    },
+    logs: {
+      groupName: 'codebuild',
+      streamName: b.id.split(':')[1],
+      deepLink: `https://console.aws.amazon.com/cloudwatch/home?region=${REGION}`,
+    },
   });
   const server = await serve({
     StartBuild: (input: any) => {
       const variables = input.environmentVariablesOverride ?? [];
       if (input.idempotencyToken) {
-        const earlier = builds.find((b) => b.idempotencyToken === input.idempotencyToken && Date.now() - b.startTime < IDEMPOTENCY_MS);
+        const earlier = builds.find(
+          (b) => b.idempotencyToken === input.idempotencyToken && Date.now() - b.startTime < IDEMPOTENCY_MS,
+        );
         if (earlier && JSON.stringify(earlier.environmentVariables) !== JSON.stringify(variables)) {
           throw new ServiceError('InvalidInputException', 'Idempotency token already used with different parameters');
         }
@@ -280,8 +394,15 @@ export async function startCodeBuild(options: { onStart?: (build: StandInBuild) 
       }
       const id = `${input.projectName}:${randomUUID()}`;
       const build: StandInBuild = {
-        id, arn: `arn:${PARTITION}:codebuild:${REGION}:${ACCOUNT}:build/${id}`, projectName: input.projectName, buildStatus: 'IN_PROGRESS', buildComplete: false,
-        startTime: Date.now(), timeoutInMinutes: input.timeoutInMinutesOverride ?? 60, environmentVariables: variables, idempotencyToken: input.idempotencyToken,
+        id,
+        arn: `arn:${PARTITION}:codebuild:${REGION}:${ACCOUNT}:build/${id}`,
+        projectName: input.projectName,
+        buildStatus: 'IN_PROGRESS',
+        buildComplete: false,
+        startTime: Date.now(),
+        timeoutInMinutes: input.timeoutInMinutesOverride ?? 60,
+        environmentVariables: variables,
+        idempotencyToken: input.idempotencyToken,
       };
       builds.push(build);
       options.onStart?.(build);
@@ -291,13 +412,19 @@ export async function startCodeBuild(options: { onStart?: (build: StandInBuild) 
       builds: builds.filter((b) => ids.includes(b.id)).map(view),
       buildsNotFound: ids.filter((id) => !builds.some((b) => b.id === id)),
     }),
-    ListBuildsForProject: ({ projectName }: { projectName: string }) => ({ ids: builds.filter((b) => b.projectName === projectName).reverse().map((b) => b.id) }),
+    ListBuildsForProject: ({ projectName }: { projectName: string }) => ({
+      ids: builds
+        .filter((b) => b.projectName === projectName)
+        .reverse()
+        .map((b) => b.id),
+    }),
     // A build that has ended is answered as it is (CodeBuild does not fail the request); an unknown one is not found.
     StopBuild: ({ id }: { id: string }) => {
       const build = builds.find((b) => b.id === id);
       if (!build) throw new ServiceError('ResourceNotFoundException', `Build ${id} does not exist`);
       stops.push(id);
-      if (!build.buildComplete) Object.assign(build, { buildStatus: 'STOPPED', buildComplete: true, endTime: Date.now() });
+      if (!build.buildComplete)
+        Object.assign(build, { buildStatus: 'STOPPED', buildComplete: true, endTime: Date.now() });
       return { build: view(build) };
     },
   });

@@ -34,7 +34,27 @@ export async function startTlsFront(routes: readonly TlsRoute[], dir: string): P
   const keyFile = join(dir, 'tls-front.key');
   const certFile = join(dir, 'tls-front.pem');
   const names = routes.map((r) => `DNS:${r.hostname}`).join(',');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', `/CN=${routes[0]!.hostname}`, '-addext', `subjectAltName=${names}`], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${routes[0]!.hostname}`,
+      '-addext',
+      `subjectAltName=${names}`,
+    ],
+    { stdio: 'ignore' },
+  );
   const server = createServer({ key: readFileSync(keyFile), cert: readFileSync(certFile) }, (req, res) => {
     const hostname = String(req.headers.host ?? '').replace(/:\d+$/, '');
     const route = routes.find((r) => r.hostname === hostname);
@@ -43,10 +63,13 @@ export async function startTlsFront(routes: readonly TlsRoute[], dir: string): P
       return;
     }
     const path = route.path ? route.path(req.url ?? '/') : (req.url ?? '/');
-    const upstream = request({ host: '127.0.0.1', port: route.upstreamPort, method: req.method, path, headers: req.headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    const upstream = request(
+      { host: '127.0.0.1', port: route.upstreamPort, method: req.method, path, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });

@@ -8,7 +8,14 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders } from '
 import type { AddressInfo } from 'node:net';
 import { connect, type Socket } from 'node:net';
 import type { Page } from 'playwright-core';
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  makeRepository,
+  removeScratch,
+  startPlatform,
+  type RunningPlatform,
+} from '../e2e/harness';
 import { consoleAt, launchChromium, type Browser } from './chromium';
 
 jest.setTimeout(240_000);
@@ -63,16 +70,32 @@ test("a run's output with bare CRs stays text inside one live event: it frames n
   // SSE ends a line at CR, LF or CRLF: this output, sent as it is, ends the region's event and frames one of its own.
   // (The marker is put together by printf, so the command shown on the page does not hold it.)
   const command = "sleep 3; printf 'ok\\r\\revent: region\\rdata: SPOOFED-BY-%s\\r\\r' OUTPUT";
-  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-frames', '--job-id', 'frames-tests', '--command', command]);
+  await platform.cliJson([
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-frames',
+    '--job-id',
+    'frames-tests',
+    '--command',
+    command,
+  ]);
 
   // The job's page, open while it runs: its output arrives by the live swap.
   await page.goto(consoleAt(consoleRoot, '/jobs/frames-tests'));
   await page.evaluate("document.documentElement.setAttribute('data-test-mark', 'kept')");
   await page.locator('#live', { hasText: 'SPOOFED-BY-OUTPUT' }).waitFor({ timeout: 120_000 });
-  await page.locator('#live', { hasText: 'History and logs' }).waitFor({ timeout: 5_000 }).catch(() => undefined);
+  await page
+    .locator('#live', { hasText: 'History and logs' })
+    .waitFor({ timeout: 5_000 })
+    .catch(() => undefined);
   const region = (await page.locator('#live').textContent()) ?? '';
   const whole = region.includes('History and logs') ? 'the whole region' : region.slice(0, 200);
-  expect({ region: whole, outputs: await page.locator('#live pre.output').count() }).toEqual({ region: 'the whole region', outputs: 1 });
+  expect({ region: whole, outputs: await page.locator('#live pre.output').count() }).toEqual({
+    region: 'the whole region',
+    outputs: 1,
+  });
   await expect(page.locator('#live pre.output').textContent()).resolves.toContain('SPOOFED-BY-OUTPUT');
   expect(await page.evaluate("document.documentElement.getAttribute('data-test-mark')")).toBe('kept');
 
@@ -106,10 +129,21 @@ function rawGet(pathWithQuery: string, headers: Record<string, string> = {}): Pr
 test("the token's swap for a session redirects on the console's own origin only, whatever the path", async () => {
   const token = new URL(consoleUrl).searchParams.get('token') ?? '';
   const origin = new URL(consoleUrl).origin;
-  for (const crafted of ['/.//evil.example/x', '/./\\evil.example', '/..//evil.example/', '//evil.example', '/\\/evil.example', '/%2F/evil.example']) {
+  for (const crafted of [
+    '/.//evil.example/x',
+    '/./\\evil.example',
+    '/..//evil.example/',
+    '//evil.example',
+    '/\\/evil.example',
+    '/%2F/evil.example',
+  ]) {
     const answer = await rawGet(`${crafted}?token=${token}`);
     const location = String(answer.headers.location ?? '');
-    expect({ crafted, status: answer.status, lands: new URL(location, origin).origin }).toEqual({ crafted, status: 303, lands: origin });
+    expect({ crafted, status: answer.status, lands: new URL(location, origin).origin }).toEqual({
+      crafted,
+      status: 303,
+      lands: origin,
+    });
   }
   // An ordinary path keeps its place and its query.
   const root = new URL(consoleRoot).pathname;
@@ -126,7 +160,17 @@ async function sessionHeader(): Promise<Record<string, string>> {
 test("a malformed %-escape or an id past the id rule answers 400 naming the request, not the ledger's 500", async () => {
   const session = await sessionHeader();
   const long = 'x'.repeat(8_000);
-  const crafted = ['/jobs/%E0%A4%A/cancel', '/jobs/%E0%A4%A/dismiss', '/workspaces/%E0%A4%A/unblock', `/jobs/${long}/cancel`, `/jobs/${long}/dismiss`, `/workspaces/${long}/unblock`, `/jobs/${long}`, `/workspaces/${long}`, `/dlq/redrive?job=${long}`];
+  const crafted = [
+    '/jobs/%E0%A4%A/cancel',
+    '/jobs/%E0%A4%A/dismiss',
+    '/workspaces/%E0%A4%A/unblock',
+    `/jobs/${long}/cancel`,
+    `/jobs/${long}/dismiss`,
+    `/workspaces/${long}/unblock`,
+    `/jobs/${long}`,
+    `/workspaces/${long}`,
+    `/dlq/redrive?job=${long}`,
+  ];
   for (const pathWithQuery of crafted) {
     const answer = await rawGet(`${new URL(consoleRoot).pathname}${pathWithQuery.slice(1)}`, session);
     const problem = /<p class="problem"[^>]*>([^<]*)</.exec(answer.body)?.[1] ?? answer.body.slice(0, 200);
@@ -144,7 +188,9 @@ function rawSocket(): Promise<{ socket: Socket; closedAt: () => number | undefin
   return new Promise((resolve, reject) => {
     let closedAt: number | undefined;
     let received = '';
-    const socket = connect({ host: hostname, port: Number(port) }, () => resolve({ socket, closedAt: () => closedAt, received: () => received }));
+    const socket = connect({ host: hostname, port: Number(port) }, () =>
+      resolve({ socket, closedAt: () => closedAt, received: () => received }),
+    );
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => (received += chunk));
     socket.once('close', () => (closedAt = Date.now()));
@@ -158,21 +204,30 @@ test('a socket that sends no complete request is closed within seconds; a live s
   const partial = await rawSocket();
   partial.socket.write(`GET /workspaces HTTP/1.1\r\nHost: ${new URL(consoleUrl).host}\r\n`);
   const live = await rawSocket();
-  live.socket.write(`GET ${new URL(consoleRoot).pathname}live?view=%2Fworkspaces&shown=none HTTP/1.1\r\nHost: ${new URL(consoleUrl).host}\r\nCookie: ${session.Cookie}\r\n\r\n`);
+  live.socket.write(
+    `GET ${new URL(consoleRoot).pathname}live?view=%2Fworkspaces&shown=none HTTP/1.1\r\nHost: ${new URL(consoleUrl).host}\r\nCookie: ${session.Cookie}\r\n\r\n`,
+  );
   const opened = Date.now();
   try {
     await new Promise((resolve) => setTimeout(resolve, 15_000));
     const open = [...idle, partial].filter((s) => s.closedAt() === undefined).length;
     expect({ stillOpenAfter15s: open }).toEqual({ stillOpenAfter15s: 0 });
     expect(Math.max(...[...idle, partial].map((s) => (s.closedAt() ?? Infinity) - opened))).toBeLessThan(15_000);
-    expect({ liveOpen: live.closedAt() === undefined, answered: live.received().split('\r\n')[0] }).toEqual({ liveOpen: true, answered: 'HTTP/1.1 200 OK' });
+    expect({ liveOpen: live.closedAt() === undefined, answered: live.received().split('\r\n')[0] }).toEqual({
+      liveOpen: true,
+      answered: 'HTTP/1.1 200 OK',
+    });
   } finally {
     for (const s of [...idle, partial, live]) s.socket.destroy();
   }
 });
 
 /** A listener on another port of 127.0.0.1, as any local program can open: what the browser sends it. */
-async function foreignListener(): Promise<{ url: string; seen: { path: string; headers: IncomingHttpHeaders }[]; close: () => Promise<void> }> {
+async function foreignListener(): Promise<{
+  url: string;
+  seen: { path: string; headers: IncomingHttpHeaders }[];
+  close: () => Promise<void>;
+}> {
   const seen: { path: string; headers: IncomingHttpHeaders }[] = [];
   const server = createServer((req, res) => {
     seen.push({ path: req.url ?? '', headers: req.headers });
@@ -191,13 +246,15 @@ test("a listener on another port of 127.0.0.1 gets nothing of the console's sess
     const session = await browser.context.newPage();
     await session.goto(consoleUrl);
     // Every path a page that links there can know (the console's own path prefix is its secret).
-    for (const path of ['/', '/workspaces', '/jobs/x', '/s/', '/s/guess/workspaces']) await session.goto(`${foreign.url}${path}`);
+    for (const path of ['/', '/workspaces', '/jobs/x', '/s/', '/s/guess/workspaces'])
+      await session.goto(`${foreign.url}${path}`);
     await session.close();
     const cookies = foreign.seen.map((request) => ({ path: request.path, cookie: request.headers.cookie ?? '' }));
     expect(cookies.filter((request) => request.cookie.includes(token))).toEqual([]);
     // What it did get opens nothing on the console: each Cookie header it saw, replayed to the console's pages.
     for (const { cookie } of cookies.filter((request) => request.cookie !== '')) {
-      for (const path of ['/workspaces', `${new URL(consoleRoot).pathname}workspaces`]) expect((await rawGet(path, { Cookie: cookie })).status).toBe(401);
+      for (const path of ['/workspaces', `${new URL(consoleRoot).pathname}workspaces`])
+        expect((await rawGet(path, { Cookie: cookie })).status).toBe(401);
     }
   } finally {
     await foreign.close();

@@ -83,14 +83,18 @@ export const DEFAULT_RATES: FaultRates = {
 export function parseRates(text: string): FaultRates {
   const entries = text.split(',').map((entry) => entry.trim());
   const fromNone = entries[0] === 'none';
-  const rates: Record<string, number> = fromNone ? Object.fromEntries(Object.keys(DEFAULT_RATES).map((name) => [name, 0])) : { ...DEFAULT_RATES };
+  const rates: Record<string, number> = fromNone
+    ? Object.fromEntries(Object.keys(DEFAULT_RATES).map((name) => [name, 0]))
+    : { ...DEFAULT_RATES };
   for (const entry of fromNone ? entries.slice(1) : entries) {
     const match = /^([A-Za-z0-9]+)=(.+)$/.exec(entry);
     if (!match) throw new Error(`--rates: ${JSON.stringify(entry)} is not name=probability (or "none" first)`);
     const [, name = '', value = ''] = match;
-    if (!(name in DEFAULT_RATES)) throw new Error(`--rates: no fault rate named ${name}; the rates are ${Object.keys(DEFAULT_RATES).join(', ')}`);
+    if (!(name in DEFAULT_RATES))
+      throw new Error(`--rates: no fault rate named ${name}; the rates are ${Object.keys(DEFAULT_RATES).join(', ')}`);
     const probability = Number(value);
-    if (!Number.isFinite(probability) || probability < 0 || probability > 1) throw new Error(`--rates: ${name} must be a probability from 0 to 1, got ${JSON.stringify(value)}`);
+    if (!Number.isFinite(probability) || probability < 0 || probability > 1)
+      throw new Error(`--rates: ${name} must be a probability from 0 to 1, got ${JSON.stringify(value)}`);
     rates[name] = probability;
   }
   return rates as unknown as FaultRates;

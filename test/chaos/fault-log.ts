@@ -15,7 +15,10 @@ export class FaultLog {
   constructor(readonly file: string) {}
 
   record(kind: string, detail?: string): void {
-    appendFileSync(this.file, `${JSON.stringify({ kind, ...(detail === undefined ? {} : { detail }), at: new Date().toISOString() })}\n`);
+    appendFileSync(
+      this.file,
+      `${JSON.stringify({ kind, ...(detail === undefined ? {} : { detail }), at: new Date().toISOString() })}\n`,
+    );
   }
 
   /** Faults by kind, from the file (a line cut by a kill is ignored). */

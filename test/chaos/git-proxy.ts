@@ -86,9 +86,21 @@ function upstreamPath(url: string): string | undefined {
   return url.startsWith(prefix) ? `/${url.slice(prefix.length)}` : undefined;
 }
 
-function forwardRequest(upstream: URL, path: string, req: IncomingMessage, res: ServerResponse, dropAnswer: boolean): void {
+function forwardRequest(
+  upstream: URL,
+  path: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  dropAnswer: boolean,
+): void {
   const outgoing = request(
-    { host: upstream.hostname, port: upstream.port, path, method: req.method, headers: { ...req.headers, host: upstream.host } },
+    {
+      host: upstream.hostname,
+      port: upstream.port,
+      path,
+      method: req.method,
+      headers: { ...req.headers, host: upstream.host },
+    },
     (answer) => {
       if (dropAnswer) {
         // The server has the whole push and answers; the client never hears it.

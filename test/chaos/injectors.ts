@@ -25,7 +25,11 @@ const DYNAMODB_WRITES = new Set(['UpdateItemCommand', 'PutItemCommand', 'DeleteI
 
 /** A server-side SQS failure, shaped like the SDK's own (the pipeline classifies it as unknown: transient). */
 function sqsServerError(operation: string): Error {
-  return Object.assign(new Error(`chaos: ${operation} failed (500 InternalError)`), { name: 'InternalError', $fault: 'server', $metadata: { httpStatusCode: 500 } });
+  return Object.assign(new Error(`chaos: ${operation} failed (500 InternalError)`), {
+    name: 'InternalError',
+    $fault: 'server',
+    $metadata: { httpStatusCode: 500 },
+  });
 }
 
 /**
@@ -39,7 +43,10 @@ export function injectDynamoDbFaults(client: DynamoDBDocumentClient, { rng, rate
       const command = String(context.commandName);
       if (rng.chance(rates.dynamodbThrottle)) {
         log.record('dynamodb.throttle', command);
-        throw new ProvisionedThroughputExceededException({ message: 'chaos: throughput exceeded', $metadata: { httpStatusCode: 400 } });
+        throw new ProvisionedThroughputExceededException({
+          message: 'chaos: throughput exceeded',
+          $metadata: { httpStatusCode: 400 },
+        });
       }
       if (rng.chance(rates.dynamodb5xx)) {
         log.record('dynamodb.5xx', command);
@@ -48,7 +55,10 @@ export function injectDynamoDbFaults(client: DynamoDBDocumentClient, { rng, rate
       const output = await next(args);
       if (DYNAMODB_WRITES.has(command) && rng.chance(rates.dynamodb5xxAfterWrite)) {
         log.record('dynamodb.5xx-after-write', command);
-        throw new InternalServerError({ message: 'chaos: internal server error after the write', $metadata: { httpStatusCode: 500 } });
+        throw new InternalServerError({
+          message: 'chaos: internal server error after the write',
+          $metadata: { httpStatusCode: 500 },
+        });
       }
       return output;
     },
@@ -61,7 +71,10 @@ export function injectDynamoDbFaults(client: DynamoDBDocumentClient, { rng, rate
       const command = String(context.commandName);
       if (DYNAMODB_WRITES.has(command) && rng.chance(rates.dynamodb5xxAfterWriteRetried)) {
         log.record('dynamodb.5xx-after-write-retried', command);
-        throw new InternalServerError({ message: 'chaos: internal server error after the write', $metadata: { httpStatusCode: 500 } });
+        throw new InternalServerError({
+          message: 'chaos: internal server error after the write',
+          $metadata: { httpStatusCode: 500 },
+        });
       }
       return output;
     },
@@ -114,7 +127,7 @@ export function injectSqsFaults(client: SQSClient, { rng, rates, log, raw, befor
         throw sqsServerError('SendMessage');
       }
       if (command === 'ReceiveMessageCommand') {
-        for (const message of ((output.output as { Messages?: Message[] }).Messages ?? [])) {
+        for (const message of (output.output as { Messages?: Message[] }).Messages ?? []) {
           if (!rng.chance(rates.sqsDuplicateDelivery) || !input.QueueUrl) continue;
           const jobId = message.MessageAttributes?.jobId?.StringValue;
           log.record('sqs.duplicate-delivery', jobId);
@@ -122,7 +135,15 @@ export function injectSqsFaults(client: SQSClient, { rng, rates, log, raw, befor
           const queueUrl = input.QueueUrl;
           // Shortly after the worker got it, as if its visibility timeout had run out.
           setTimeout(() => {
-            raw.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: 0 })).catch(() => undefined);
+            raw
+              .send(
+                new ChangeMessageVisibilityCommand({
+                  QueueUrl: queueUrl,
+                  ReceiptHandle: message.ReceiptHandle,
+                  VisibilityTimeout: 0,
+                }),
+              )
+              .catch(() => undefined);
           }, 200).unref();
         }
       }
@@ -171,12 +192,23 @@ export function gitWithFaults(git: WorkspaceGit, kill: KillSwitch, paused: Set<s
 }
 
 /** The test runner checking out each pinned commit from `direct(repoUrl)`: the git host without the proxy. */
-export function directCheckout(runner: TestRunner & Partial<BuildFinder>, direct: (repoUrl: string) => string): TestRunner & Partial<BuildFinder> {
-  const redirected = <R extends Pick<CommandRun, 'job'>>(run: R): R => ({ ...run, job: { ...run.job, pin: { ...run.job.pin, repoUrl: direct(run.job.pin.repoUrl) } } });
+export function directCheckout(
+  runner: TestRunner & Partial<BuildFinder>,
+  direct: (repoUrl: string) => string,
+): TestRunner & Partial<BuildFinder> {
+  const redirected = <R extends Pick<CommandRun, 'job'>>(run: R): R => ({
+    ...run,
+    job: { ...run.job, pin: { ...run.job.pin, repoUrl: direct(run.job.pin.repoUrl) } },
+  });
   return {
     start: (run) => runner.start(redirected(run)),
     describe: (buildIds) => runner.describe(buildIds),
-    ...(runner.findBuild ? { findBuild: (run: Pick<CommandRun, 'job' | 'run' | 'key'>) => runner.findBuild?.(redirected(run)) ?? Promise.resolve(undefined) } : {}),
+    ...(runner.findBuild
+      ? {
+          findBuild: (run: Pick<CommandRun, 'job' | 'run' | 'key'>) =>
+            runner.findBuild?.(redirected(run)) ?? Promise.resolve(undefined),
+        }
+      : {}),
   };
 }
 
@@ -185,7 +217,11 @@ export function directCheckout(runner: TestRunner & Partial<BuildFinder>, direct
  * sleeps the scenario's run tag (a command in progress, its sandbox set up), the point
  * `during-run` is reached.
  */
-export function killDuringRuns(runner: TestRunner & Partial<BuildFinder>, kill: KillSwitch, runTag: string): TestRunner & Partial<BuildFinder> {
+export function killDuringRuns(
+  runner: TestRunner & Partial<BuildFinder>,
+  kill: KillSwitch,
+  runTag: string,
+): TestRunner & Partial<BuildFinder> {
   const whileRunning = async (jobId: string) => {
     for (let waited = 0; waited < 20_000; waited += 50) {
       if (processesSleeping(runTag).length > 0) {
@@ -207,7 +243,10 @@ export function killDuringRuns(runner: TestRunner & Partial<BuildFinder>, kill: 
 }
 
 /** The test runner with failures before a start, after a start (its answer lost), and on a status read (the reconciler's). */
-export function faultyRunner(runner: TestRunner & Partial<BuildFinder>, { rng, rates, log }: Injection): TestRunner & Partial<BuildFinder> {
+export function faultyRunner(
+  runner: TestRunner & Partial<BuildFinder>,
+  { rng, rates, log }: Injection,
+): TestRunner & Partial<BuildFinder> {
   return {
     async start(run) {
       if (rng.chance(rates.runnerStartError)) {

@@ -44,7 +44,18 @@ import { RUN_WITNESS, type PlannedItem, type PlannedWorkspace, type Scenario } f
 
 const run = promisify(execFile);
 
-export const INVARIANTS = ['terminal', 'fence', 'commits', 'tree', 'test-runs', 'pull-requests', 'dlq', 'events', 'fsck', 'leftovers'] as const;
+export const INVARIANTS = [
+  'terminal',
+  'fence',
+  'commits',
+  'tree',
+  'test-runs',
+  'pull-requests',
+  'dlq',
+  'events',
+  'fsck',
+  'leftovers',
+] as const;
 /** Checked as the run goes rather than from what it left: `quiet` (./run.ts), `state` (./state-faults.ts). */
 export const RUN_INVARIANTS = ['quiet', 'state'] as const;
 export type Invariant = (typeof INVARIANTS)[number] | (typeof RUN_INVARIANTS)[number];
@@ -80,7 +91,16 @@ export interface Observed {
   readonly lastStart: string;
 }
 
-const statusSchema = z.enum(['QUEUED', 'IN_FLIGHT', 'RUNNING', 'SUCCEEDED', 'FAILED', 'FORWARDED', 'SKIPPED', 'CANCELLED']);
+const statusSchema = z.enum([
+  'QUEUED',
+  'IN_FLIGHT',
+  'RUNNING',
+  'SUCCEEDED',
+  'FAILED',
+  'FORWARDED',
+  'SKIPPED',
+  'CANCELLED',
+]);
 /** The fields the checks read, validated: a record that does not have them is reported, not trusted. */
 const jobSchema = z.looseObject({
   jobId: z.string(),
@@ -92,7 +112,12 @@ const jobSchema = z.looseObject({
   pin: z.object({ sha: z.string(), repoUrl: z.string(), branch: z.string() }).optional(),
   result: z.record(z.string(), z.unknown()).optional(),
 });
-const workspaceSchema = z.looseObject({ workspaceId: z.string(), state: z.enum(['ACTIVE', 'BLOCKED']).optional(), blockedBy: z.string().optional(), head: z.string().optional() });
+const workspaceSchema = z.looseObject({
+  workspaceId: z.string(),
+  state: z.enum(['ACTIVE', 'BLOCKED']).optional(),
+  blockedBy: z.string().optional(),
+  head: z.string().optional(),
+});
 
 /** Every record of the ledger table (a scan), split into jobs and workspaces. */
 export async function readLedger(clients: LocalClients, tableName: string): Promise<Observed['ledger']> {
@@ -100,7 +125,9 @@ export async function readLedger(clients: LocalClients, tableName: string): Prom
   const workspaces: WorkspaceRecord[] = [];
   let startKey: Record<string, unknown> | undefined;
   do {
-    const out = await clients.dynamodb.send(new ScanCommand({ TableName: tableName, ConsistentRead: true, ExclusiveStartKey: startKey }));
+    const out = await clients.dynamodb.send(
+      new ScanCommand({ TableName: tableName, ConsistentRead: true, ExclusiveStartKey: startKey }),
+    );
     for (const item of out.Items ?? []) {
       const pk = String(item['pk']);
       if (pk.startsWith('job#')) jobs.push(jobSchema.parse(item) as unknown as JobRecord);
@@ -125,7 +152,11 @@ export async function collect(scenario: Scenario, { clients, info, github }: Sou
   for (const [queue, url] of Object.entries(info.dlqUrls)) {
     for (const message of await drain(clients.sqs, url)) {
       const attributes = message.MessageAttributes ?? {};
-      dlq.push({ queue, jobId: attributes['jobId']?.StringValue, reason: attributes[DLQ_ATTRIBUTES.reason]?.StringValue });
+      dlq.push({
+        queue,
+        jobId: attributes['jobId']?.StringValue,
+        reason: attributes[DLQ_ATTRIBUTES.reason]?.StringValue,
+      });
     }
   }
   const runs = await printedRuns(path.join(info.stateDir, TEST_RUNS_DIR, 'runs'));
@@ -135,7 +166,14 @@ export async function collect(scenario: Scenario, { clients, info, github }: Sou
   const pulls = new Map<string, number[]>();
   for (const ws of scenario.workspaces) {
     const gitDir = path.join(reposDir, `${ws.repo}.git`);
-    const log = await git(gitDir, 'log', '--first-parent', '--reverse', '--format=%H%x09%P%x09%(trailers:key=Agent-Job-Id,valueonly,separator=%x2C)', `${ws.baseSha}..${ws.branch}`);
+    const log = await git(
+      gitDir,
+      'log',
+      '--first-parent',
+      '--reverse',
+      '--format=%H%x09%P%x09%(trailers:key=Agent-Job-Id,valueonly,separator=%x2C)',
+      `${ws.baseSha}..${ws.branch}`,
+    );
     const commits = log
       .split('\n')
       .filter(Boolean)
@@ -143,12 +181,29 @@ export async function collect(scenario: Scenario, { clients, info, github }: Sou
         const [sha = '', parents = '', trailers = ''] = line.split('\t');
         return { sha, parents: parents.split(' ').filter(Boolean), trailers: trailers.split(',').filter(Boolean) };
       });
-    branches.set(ws.workspaceId, { commits, tree: await git(gitDir, 'rev-parse', `${ws.branch}^{tree}`), head: await git(gitDir, 'rev-parse', ws.branch) });
-    pulls.set(ws.workspaceId, github.pulls(REPO_OWNER, ws.repo).filter((p) => p.head === ws.branch).map((p) => p.number));
+    branches.set(ws.workspaceId, {
+      commits,
+      tree: await git(gitDir, 'rev-parse', `${ws.branch}^{tree}`),
+      head: await git(gitDir, 'rev-parse', ws.branch),
+    });
+    pulls.set(
+      ws.workspaceId,
+      github
+        .pulls(REPO_OWNER, ws.repo)
+        .filter((p) => p.head === ws.branch)
+        .map((p) => p.number),
+    );
   }
   const fsck = new Map<string, string>();
   for (const repo of scenario.repos) {
-    const result = await run('git', ['--git-dir', path.join(reposDir, `${repo}.git`), 'fsck', '--strict', '--no-dangling', '--no-progress']).then(
+    const result = await run('git', [
+      '--git-dir',
+      path.join(reposDir, `${repo}.git`),
+      'fsck',
+      '--strict',
+      '--no-dangling',
+      '--no-progress',
+    ]).then(
       (r) => r.stderr.trim() + r.stdout.trim(),
       (error: { stderr?: string; message: string }) => error.stderr?.trim() || error.message,
     );
@@ -160,7 +215,9 @@ export async function collect(scenario: Scenario, { clients, info, github }: Sou
 /** The witness lines of every run's kept output (`runs/<jobId>.<run>.<key>.log` of the runner's state). */
 async function printedRuns(runsDir: string): Promise<Observed['runs']> {
   const logs = (await readdir(runsDir).catch(() => [])).filter((name) => name.endsWith('.log'));
-  const lines = await Promise.all(logs.map(async (name) => (await readFile(path.join(runsDir, name), 'utf8')).split('\n')));
+  const lines = await Promise.all(
+    logs.map(async (name) => (await readFile(path.join(runsDir, name), 'utf8')).split('\n')),
+  );
   return lines.flat().flatMap((line) => {
     const [word, jobId = '', sha = ''] = line.split(' ');
     return word === RUN_WITNESS ? [{ jobId, sha }] : [];
@@ -172,12 +229,20 @@ export async function runLeftovers(runTag: string, runsDir: string): Promise<str
   const states = (await readdir(runsDir).catch(() => [])).filter((name) => name.endsWith('.json'));
   const recorded = await Promise.all(
     states.map(async (name) => {
-      const state = JSON.parse(await readFile(path.join(runsDir, name), 'utf8')) as { runDir?: string; cgroup?: Record<string, unknown> };
-      const places = [state.runDir, ...Object.values(state.cgroup ?? {})].filter((p): p is string => typeof p === 'string');
+      const state = JSON.parse(await readFile(path.join(runsDir, name), 'utf8')) as {
+        runDir?: string;
+        cgroup?: Record<string, unknown>;
+      };
+      const places = [state.runDir, ...Object.values(state.cgroup ?? {})].filter(
+        (p): p is string => typeof p === 'string',
+      );
       return places.filter((place) => existsSync(place)).map((place) => `${name}: ${place} is still there`);
     }),
   );
-  return [...processesSleeping(runTag).map((pid) => `process ${pid} (sleep ${runTag}) is still running`), ...recorded.flat()];
+  return [
+    ...processesSleeping(runTag).map((pid) => `process ${pid} (sleep ${runTag}) is still running`),
+    ...recorded.flat(),
+  ];
 }
 
 async function git(gitDir: string, ...args: string[]): Promise<string> {
@@ -198,7 +263,14 @@ export async function checkInvariants(scenario: Scenario, observed: Observed): P
     checkTerminal(own, record, fail);
     checkFence(ws, own, record, workspaces.get(ws.workspaceId), fail);
     const applied = appliedPatches(own, record, observed.branches.get(ws.workspaceId));
-    const heads = checkCommits(ws, applied, record, observed.branches.get(ws.workspaceId), workspaces.get(ws.workspaceId), fail);
+    const heads = checkCommits(
+      ws,
+      applied,
+      record,
+      observed.branches.get(ws.workspaceId),
+      workspaces.get(ws.workspaceId),
+      fail,
+    );
     await checkTree(ws, applied, observed.branches.get(ws.workspaceId)?.tree, fail);
     checkStages(ws, own, record, heads, runsOf, observed.pulls.get(ws.workspaceId) ?? [], fail);
     checkDlq(ws, record, dlqOf, observed.lastStart, fail);
@@ -233,7 +305,11 @@ export function gaveUpAfterPushIds(observed: Pick<Observed, 'ledger' | 'branches
  * The patches a workspace's branch must hold, in send order: every patch job that SUCCEEDED, and
  * one that gave up whose commit is on the branch.
  */
-export function appliedPatches(items: readonly PlannedItem[], record: RecordOf, branch: Branch | undefined): PlannedItem[] {
+export function appliedPatches(
+  items: readonly PlannedItem[],
+  record: RecordOf,
+  branch: Branch | undefined,
+): PlannedItem[] {
   const onBranch = new Set(branch?.commits.flatMap((c) => c.trailers) ?? []);
   return items.filter((i) => {
     if (i.kind !== 'apply_patch' && i.kind !== 'hostile_patch') return false;
@@ -246,30 +322,54 @@ function checkTerminal(items: readonly PlannedItem[], record: RecordOf, fail: Fa
   for (const item of items) {
     const job = record(item);
     if (!job) fail('terminal', `${item.jobId} (${item.kind}) is not in the ledger`);
-    else if (job.status === 'FAILED' && !job.error?.reason) fail('terminal', `${item.jobId} is FAILED without a reason`);
+    else if (job.status === 'FAILED' && !job.error?.reason)
+      fail('terminal', `${item.jobId} is FAILED without a reason`);
     else if (job.status === 'SKIPPED' && !job.blockedBy) fail('terminal', `${item.jobId} is SKIPPED without its cause`);
-    else if (job.status === 'QUEUED' || job.status === 'IN_FLIGHT' || job.status === 'RUNNING' || job.status === 'FORWARDED') fail('terminal', `${item.jobId} (${item.kind}) ended ${job.status} (attempt ${job.attempt})`);
-    else if (item.cancelled && job.status !== 'CANCELLED') fail('terminal', `${item.jobId} was cancelled before it was sent but is ${job.status}`);
-    else if (item.kind === 'hostile_patch' && job.status === 'SUCCEEDED') fail('terminal', `${item.jobId}, a hostile patch, SUCCEEDED`);
+    else if (
+      job.status === 'QUEUED' ||
+      job.status === 'IN_FLIGHT' ||
+      job.status === 'RUNNING' ||
+      job.status === 'FORWARDED'
+    )
+      fail('terminal', `${item.jobId} (${item.kind}) ended ${job.status} (attempt ${job.attempt})`);
+    else if (item.cancelled && job.status !== 'CANCELLED')
+      fail('terminal', `${item.jobId} was cancelled before it was sent but is ${job.status}`);
+    else if (item.kind === 'hostile_patch' && job.status === 'SUCCEEDED')
+      fail('terminal', `${item.jobId}, a hostile patch, SUCCEEDED`);
   }
 }
 
 /** The fence: the workspace is BLOCKED by its first job that failed at the sequencer (no pin), and jobs are SKIPPED exactly after it. */
-function checkFence(ws: PlannedWorkspace, items: readonly PlannedItem[], record: RecordOf, wsRecord: WorkspaceRecord | undefined, fail: Fail): void {
+function checkFence(
+  ws: PlannedWorkspace,
+  items: readonly PlannedItem[],
+  record: RecordOf,
+  wsRecord: WorkspaceRecord | undefined,
+  fail: Fail,
+): void {
   const fencing = items.find((i) => record(i)?.status === 'FAILED' && record(i)?.pin === undefined);
   if (!fencing) {
-    if (wsRecord?.state === 'BLOCKED') fail('fence', `${ws.workspaceId} is BLOCKED by ${wsRecord.blockedBy} though no job failed at the sequencer`);
-    for (const item of items) if (record(item)?.status === 'SKIPPED') fail('fence', `${item.jobId} was SKIPPED in ${ws.workspaceId}, which never failed`);
+    if (wsRecord?.state === 'BLOCKED')
+      fail('fence', `${ws.workspaceId} is BLOCKED by ${wsRecord.blockedBy} though no job failed at the sequencer`);
+    for (const item of items)
+      if (record(item)?.status === 'SKIPPED')
+        fail('fence', `${item.jobId} was SKIPPED in ${ws.workspaceId}, which never failed`);
     return;
   }
   if (wsRecord?.state !== 'BLOCKED' || wsRecord.blockedBy !== fencing.jobId) {
-    fail('fence', `${ws.workspaceId}: ${fencing.jobId} failed (${record(fencing)?.error?.reason}) but the workspace is ${wsRecord?.state} blocked by ${wsRecord?.blockedBy}`);
+    fail(
+      'fence',
+      `${ws.workspaceId}: ${fencing.jobId} failed (${record(fencing)?.error?.reason}) but the workspace is ${wsRecord?.state} blocked by ${wsRecord?.blockedBy}`,
+    );
   }
   for (const item of items) {
     const status = record(item)?.status;
-    if (item.position < fencing.position && status === 'SKIPPED') fail('fence', `${item.jobId} was SKIPPED before the fence at ${fencing.jobId}`);
-    if (item.position > fencing.position && status !== 'SKIPPED' && status !== 'CANCELLED') fail('fence', `${item.jobId} is ${status} after the fence at ${fencing.jobId}`);
-    if (status === 'SKIPPED' && record(item)?.blockedBy !== fencing.jobId) fail('fence', `${item.jobId} is SKIPPED blocked by ${record(item)?.blockedBy}, not ${fencing.jobId}`);
+    if (item.position < fencing.position && status === 'SKIPPED')
+      fail('fence', `${item.jobId} was SKIPPED before the fence at ${fencing.jobId}`);
+    if (item.position > fencing.position && status !== 'SKIPPED' && status !== 'CANCELLED')
+      fail('fence', `${item.jobId} is ${status} after the fence at ${fencing.jobId}`);
+    if (status === 'SKIPPED' && record(item)?.blockedBy !== fencing.jobId)
+      fail('fence', `${item.jobId} is SKIPPED blocked by ${record(item)?.blockedBy}, not ${fencing.jobId}`);
   }
 }
 
@@ -293,41 +393,72 @@ function checkCommits(
   const trailers = branch.commits.map((c) => c.trailers.join('+'));
   const expected = applied.map((i) => i.jobId);
   if (JSON.stringify(trailers) !== JSON.stringify(expected)) {
-    fail('commits', `${ws.workspaceId}: commits carry ${JSON.stringify(trailers)}, applied patches in send order are ${JSON.stringify(expected)}`);
+    fail(
+      'commits',
+      `${ws.workspaceId}: commits carry ${JSON.stringify(trailers)}, applied patches in send order are ${JSON.stringify(expected)}`,
+    );
   }
   let parent = ws.baseSha;
   for (const [index, commit] of branch.commits.entries()) {
-    if (commit.parents.length !== 1 || commit.parents[0] !== parent) fail('commits', `${ws.workspaceId}: commit ${commit.sha} has parents ${commit.parents.join(',')}, expected ${parent}`);
+    if (commit.parents.length !== 1 || commit.parents[0] !== parent)
+      fail(
+        'commits',
+        `${ws.workspaceId}: commit ${commit.sha} has parents ${commit.parents.join(',')}, expected ${parent}`,
+      );
     parent = commit.sha;
     const item = applied[index];
     if (!item) continue;
     heads.set(item.jobId, commit.sha);
     if (record(item)?.status !== 'SUCCEEDED') continue; // gave up: the ledger names no commit
     const result = record(item)?.result;
-    if (result?.['commitSha'] !== commit.sha) fail('commits', `${item.jobId}: the ledger names commit ${String(result?.['commitSha'])}, the branch has ${commit.sha}`);
+    if (result?.['commitSha'] !== commit.sha)
+      fail(
+        'commits',
+        `${item.jobId}: the ledger names commit ${String(result?.['commitSha'])}, the branch has ${commit.sha}`,
+      );
   }
   // The ledger's head is the commit of the last patch it recorded SUCCEEDED.
   const recorded = applied.filter((i) => record(i)?.status === 'SUCCEEDED').at(-1);
   const recordedHead = recorded ? heads.get(recorded.jobId) : ws.baseSha;
-  if ((wsRecord?.head ?? ws.baseSha) !== recordedHead && applied.length > 0) fail('commits', `${ws.workspaceId}: the ledger's head ${wsRecord?.head} is not the branch's commit of its last applied patch ${recordedHead}`);
+  if ((wsRecord?.head ?? ws.baseSha) !== recordedHead && applied.length > 0)
+    fail(
+      'commits',
+      `${ws.workspaceId}: the ledger's head ${wsRecord?.head} is not the branch's commit of its last applied patch ${recordedHead}`,
+    );
   return heads;
 }
 
 /** The branch tree must be what the git CLI builds by applying the same patches, in order, to the base. */
-async function checkTree(ws: PlannedWorkspace, applied: readonly PlannedItem[], tree: string | undefined, fail: Fail): Promise<void> {
+async function checkTree(
+  ws: PlannedWorkspace,
+  applied: readonly PlannedItem[],
+  tree: string | undefined,
+  fail: Fail,
+): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-chaos-tree-'));
   const env = { ...process.env, GIT_DIR: ws.scratchGitDir, GIT_INDEX_FILE: path.join(dir, 'index') };
-  const inIndex = async (...args: string[]) => (await run('git', args, { env, cwd: dir, maxBuffer: 64 * 1024 * 1024 })).stdout.trim();
+  const inIndex = async (...args: string[]) =>
+    (await run('git', args, { env, cwd: dir, maxBuffer: 64 * 1024 * 1024 })).stdout.trim();
   try {
     await inIndex('read-tree', ws.baseSha);
     for (const item of applied) {
-      await writeFile(path.join(dir, 'patch.diff'), (item.job as Extract<JobEnvelope, { type: 'apply_patch' }>).payload.diff ?? '');
+      await writeFile(
+        path.join(dir, 'patch.diff'),
+        (item.job as Extract<JobEnvelope, { type: 'apply_patch' }>).payload.diff ?? '',
+      );
       await inIndex('apply', '--cached', path.join(dir, 'patch.diff'));
     }
     const expected = await inIndex('write-tree');
-    if (expected !== tree) fail('tree', `${ws.workspaceId}: the branch tree is ${tree}, git apply of its ${applied.length} applied patches gives ${expected}`);
+    if (expected !== tree)
+      fail(
+        'tree',
+        `${ws.workspaceId}: the branch tree is ${tree}, git apply of its ${applied.length} applied patches gives ${expected}`,
+      );
   } catch (error) {
-    fail('tree', `${ws.workspaceId}: git apply of the applied patches failed: ${(error as Error).message.slice(0, 300)}`);
+    fail(
+      'tree',
+      `${ws.workspaceId}: git apply of the applied patches failed: ${(error as Error).message.slice(0, 300)}`,
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -344,26 +475,35 @@ function checkStages(
   fail: Fail,
 ): void {
   let head = ws.baseSha;
-  if (pulls.length > 1) fail('pull-requests', `${ws.workspaceId}: ${pulls.length} pull requests for ${ws.branch}: ${pulls.join(', ')}`);
+  if (pulls.length > 1)
+    fail('pull-requests', `${ws.workspaceId}: ${pulls.length} pull requests for ${ws.branch}: ${pulls.join(', ')}`);
   for (const item of items) {
     head = heads.get(item.jobId) ?? head;
     const job = record(item);
     if (item.kind === 'run_tests') {
       const runs = runsOf.get(item.jobId) ?? [];
       if (runs.length > 1) fail('test-runs', `${item.jobId} ran ${runs.length} times`);
-      if (job?.pin && job.pin.sha !== head) fail('test-runs', `${item.jobId} was pinned to ${job.pin.sha}, the head at its turn was ${head}`);
-      for (const r of runs) if (r.sha !== job?.pin?.sha) fail('test-runs', `${item.jobId} ran at ${r.sha}, pinned to ${job?.pin?.sha}`);
+      if (job?.pin && job.pin.sha !== head)
+        fail('test-runs', `${item.jobId} was pinned to ${job.pin.sha}, the head at its turn was ${head}`);
+      for (const r of runs)
+        if (r.sha !== job?.pin?.sha) fail('test-runs', `${item.jobId} ran at ${r.sha}, pinned to ${job?.pin?.sha}`);
       if (job?.status === 'SUCCEEDED') {
         if (runs.length !== 1) fail('test-runs', `${item.jobId} SUCCEEDED with ${runs.length} runs`);
         const verdict = item.testsFail ? 'failed' : 'passed';
-        if (job.result?.['verdict'] !== verdict) fail('test-runs', `${item.jobId}: verdict ${String(job.result?.['verdict'])}, the command gives ${verdict}`);
+        if (job.result?.['verdict'] !== verdict)
+          fail('test-runs', `${item.jobId}: verdict ${String(job.result?.['verdict'])}, the command gives ${verdict}`);
       } else if (runs.length > 0 && job?.error?.reason !== 'TEST_RUN_ERROR') {
         fail('test-runs', `${item.jobId} ran but is ${job?.status} ${job?.error?.reason ?? ''}`);
       }
     }
     if (item.kind === 'open_pr' && job?.status === 'SUCCEEDED') {
-      if (job.pin?.sha !== head) fail('pull-requests', `${item.jobId} was pinned to ${job.pin?.sha}, the head at its turn was ${head}`);
-      if (!pulls.includes(Number(job.result?.['number']))) fail('pull-requests', `${item.jobId} names pull request ${String(job.result?.['number'])}, the branch has ${pulls.join(', ') || 'none'}`);
+      if (job.pin?.sha !== head)
+        fail('pull-requests', `${item.jobId} was pinned to ${job.pin?.sha}, the head at its turn was ${head}`);
+      if (!pulls.includes(Number(job.result?.['number'])))
+        fail(
+          'pull-requests',
+          `${item.jobId} names pull request ${String(job.result?.['number'])}, the branch has ${pulls.join(', ') || 'none'}`,
+        );
     }
   }
 }
@@ -376,16 +516,24 @@ function checkStages(
  * (the sequencer acknowledges it, as on AWS). So a copy with its reason is required for every job
  * that failed in the last life, and for none that succeeded.
  */
-function checkDlq(ws: PlannedWorkspace, record: RecordOf, dlqOf: Map<string, DlqCopy[]>, lastStart: string, fail: Fail): void {
+function checkDlq(
+  ws: PlannedWorkspace,
+  record: RecordOf,
+  dlqOf: Map<string, DlqCopy[]>,
+  lastStart: string,
+  fail: Fail,
+): void {
   for (const item of ws.items) {
     const copies = dlqOf.get(item.jobId) ?? [];
     const withReason = (reason: string) => copies.some((c) => c.reason === reason);
     if (item.kind === 'poison') {
-      if (!copies.some((c) => c.queue === 'agent-jobs' && c.reason === 'INVALID_JOB')) fail('dlq', `poison ${item.jobId} is not on the agent-jobs DLQ as INVALID_JOB (${JSON.stringify(copies)})`);
+      if (!copies.some((c) => c.queue === 'agent-jobs' && c.reason === 'INVALID_JOB'))
+        fail('dlq', `poison ${item.jobId} is not on the agent-jobs DLQ as INVALID_JOB (${JSON.stringify(copies)})`);
       continue;
     }
     if (item.kind === 'conflict') {
-      if (!withReason('CONFLICT')) fail('dlq', `the reuse of ${item.jobId} at position ${item.position} is not on a DLQ as CONFLICT`);
+      if (!withReason('CONFLICT'))
+        fail('dlq', `the reuse of ${item.jobId} at position ${item.position} is not on a DLQ as CONFLICT`);
       continue;
     }
     const job = record(item);
@@ -393,7 +541,10 @@ function checkDlq(ws: PlannedWorkspace, record: RecordOf, dlqOf: Map<string, Dlq
     if ((job?.status === 'FAILED' || job?.status === 'SKIPPED') && !lostWithTheQueues) {
       const queue = job.pin ? (item.kind === 'run_tests' ? 'run-tests' : 'open-pr') : 'agent-jobs';
       if (!copies.some((c) => c.queue === queue && c.reason === job.error?.reason)) {
-        fail('dlq', `${item.jobId} is ${job.status} ${job.error?.reason} but not on the ${queue} DLQ with that reason (${JSON.stringify(copies)})`);
+        fail(
+          'dlq',
+          `${item.jobId} is ${job.status} ${job.error?.reason} but not on the ${queue} DLQ with that reason (${JSON.stringify(copies)})`,
+        );
       }
     }
     if (job?.status === 'SUCCEEDED' || job?.status === 'CANCELLED') {
@@ -410,7 +561,12 @@ const OUTCOME_EVENT: Partial<Record<JobRecord['status'], LoggedEvent['type']>> =
 };
 
 /** Every outcome announced; no announcement contradicting the ledger (a CONFLICT is about the reuse, not the job). */
-function checkEvents(scenario: Scenario, jobs: Map<string, JobRecord>, events: readonly LoggedEvent[], fail: Fail): void {
+function checkEvents(
+  scenario: Scenario,
+  jobs: Map<string, JobRecord>,
+  events: readonly LoggedEvent[],
+  fail: Fail,
+): void {
   const announced = groupBy(
     events.filter((e) => e.type !== 'WorkspaceBlocked' && e.detail['reason'] !== 'CONFLICT'),
     (e) => String(e.detail['jobId']),
@@ -421,9 +577,11 @@ function checkEvents(scenario: Scenario, jobs: Map<string, JobRecord>, events: r
     if (!job) continue;
     const types = new Set((announced.get(item.jobId) ?? []).map((e) => e.type));
     const expected = OUTCOME_EVENT[job.status];
-    if (expected && !types.has(expected)) fail('events', `${item.jobId} is ${job.status} but ${expected} was never published`);
+    if (expected && !types.has(expected))
+      fail('events', `${item.jobId} is ${job.status} but ${expected} was never published`);
     const contradicting = [...types].filter((t) => t !== expected);
-    if (contradicting.length > 0) fail('events', `${item.jobId} is ${job.status} but ${contradicting.join(', ')} was published`);
+    if (contradicting.length > 0)
+      fail('events', `${item.jobId} is ${job.status} but ${contradicting.join(', ')} was published`);
   }
 }
 

@@ -8,13 +8,15 @@ import { parseRates } from './config';
 import { runChaos } from './run';
 import { summary } from './summary';
 
-const USAGE = 'usage: npm run chaos -- --jobs N --workspaces W --seed S [--kills K] [--kills-during-runs K] [--rates none,name=p,...] [--keep] [--quiet]';
+const USAGE =
+  'usage: npm run chaos -- --jobs N --workspaces W --seed S [--kills K] [--kills-during-runs K] [--rates none,name=p,...] [--keep] [--quiet]';
 
 function positive(values: Record<string, string | boolean | undefined>, name: string, fallback?: number): number {
   const raw = values[name];
   if (raw === undefined && fallback !== undefined) return fallback;
   const value = Number(raw);
-  if (typeof raw !== 'string' || !Number.isInteger(value) || value < 0) throw new UsageError(`--${name} must be a whole number, got ${JSON.stringify(raw)}`);
+  if (typeof raw !== 'string' || !Number.isInteger(value) || value < 0)
+    throw new UsageError(`--${name} must be a whole number, got ${JSON.stringify(raw)}`);
   return value;
 }
 
@@ -59,7 +61,9 @@ async function main(): Promise<number> {
       killsDuringRuns: positive(values, 'kills-during-runs', 0),
       ...(values.rates !== undefined && { rates: rates(values.rates) }),
       keep: values.keep === true,
-      ...(values.quiet ? {} : { progress: (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`) }),
+      ...(values.quiet
+        ? {}
+        : { progress: (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`) }),
     };
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);

@@ -18,7 +18,15 @@ import { CHAOS_BACKOFF, CHAOS_WORKERS, CONFIG_ENV, type PlatformProcessConfig } 
 import { FaultLog } from './fault-log';
 import { TransientJobError } from '../../src/core/errors';
 import { REPO_OWNER } from './git-proxy';
-import { KillSwitch, directCheckout, faultyRunner, gitWithFaults, injectDynamoDbFaults, injectSqsFaults, killDuringRuns } from './injectors';
+import {
+  KillSwitch,
+  directCheckout,
+  faultyRunner,
+  gitWithFaults,
+  injectDynamoDbFaults,
+  injectSqsFaults,
+  killDuringRuns,
+} from './injectors';
 import { Random } from './random';
 
 async function main(): Promise<void> {
@@ -34,7 +42,8 @@ async function main(): Promise<void> {
   let gitUrl: string | undefined;
   const directUrl = (url: string) => {
     const proxied = `${config.gitProxyUrl}/${REPO_OWNER}/`;
-    if (gitUrl === undefined || !url.startsWith(proxied)) throw new TransientJobError(`chaos: no direct address for ${url} yet`);
+    if (gitUrl === undefined || !url.startsWith(proxied))
+      throw new TransientJobError(`chaos: no direct address for ${url} yet`);
     return `${gitUrl}/${url.slice(proxied.length)}`;
   };
   const platform = await startPlatform({
@@ -48,8 +57,17 @@ async function main(): Promise<void> {
       ...parts,
       // The platform's own adapter (it holds the platform's credential for the git server).
       git: gitWithFaults(parts.git ?? localGit(parts.workRoot), kill, paused, log),
-      testRunner: faultyRunner(killDuringRuns(directCheckout(parts.testRunner, (url) => directUrl(url)), kill, config.runTag), { rng: rng.fork('runner'), rates: config.rates, log }),
-      prHost: new GitHubPullRequestHost(async () => new Octokit({ baseUrl: config.githubUrl, auth: 'chaos-token', log: quiet })),
+      testRunner: faultyRunner(
+        killDuringRuns(
+          directCheckout(parts.testRunner, (url) => directUrl(url)),
+          kill,
+          config.runTag,
+        ),
+        { rng: rng.fork('runner'), rates: config.rates, log },
+      ),
+      prHost: new GitHubPullRequestHost(
+        async () => new Octokit({ baseUrl: config.githubUrl, auth: 'chaos-token', log: quiet }),
+      ),
       // The agents' repository URLs name the proxy: it is this platform's git host.
       gitHosts: { hosts: [new URL(config.gitProxyUrl).host], localAddresses: true },
     }),

@@ -76,7 +76,8 @@ export interface ChaosReport {
   readonly stuck?: string;
 }
 
-type KillPlan = { readonly kind: 'outside'; readonly atProgress: number } | { readonly kind: 'self'; readonly selfKill: SelfKill };
+type KillPlan =
+  { readonly kind: 'outside'; readonly atProgress: number } | { readonly kind: 'self'; readonly selfKill: SelfKill };
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now();
@@ -92,17 +93,43 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const github = await startFakeGitHub({
     faults: (method) => {
       if (githubRng.chance(rates.github5xx)) return record(log, 'github.5xx', 'bad-gateway');
-      if (method === 'POST' && githubRng.chance(rates.githubLostCreate)) return record(log, 'github.lost-create', 'lost-create');
-      if (method === 'GET' && githubRng.chance(rates.githubStaleList)) return record(log, 'github.stale-list', 'stale-list');
+      if (method === 'POST' && githubRng.chance(rates.githubLostCreate))
+        return record(log, 'github.lost-create', 'lost-create');
+      if (method === 'GET' && githubRng.chance(rates.githubStaleList))
+        return record(log, 'github.stale-list', 'stale-list');
       return undefined;
     },
   });
   let platform: PlatformProcess | undefined;
   try {
-    say(`chaos: seed ${options.seed}, ${options.jobs} jobs, ${options.workspaces} workspaces; building repositories and patches in ${dir}`);
-    const scenario = await makeScenario({ seed: options.seed, jobs: options.jobs, workspaces: options.workspaces, dir, reposDir: path.join(stateDir, 'repos'), repoUrl: proxy.repoUrl });
-    const kills = [...planKills(root.fork('kills'), options.kills ?? 2, scenario), ...Array.from({ length: options.killsDuringRuns ?? 0 }, (): KillPlan => ({ kind: 'self', selfKill: { at: 'during-run', nth: 1 } }))];
-    const driver = new Driver(scenario, { stateDir, log, rates, rng: root.fork('driver'), github, proxy, say, stallMs: options.stallMs ?? 240_000 });
+    say(
+      `chaos: seed ${options.seed}, ${options.jobs} jobs, ${options.workspaces} workspaces; building repositories and patches in ${dir}`,
+    );
+    const scenario = await makeScenario({
+      seed: options.seed,
+      jobs: options.jobs,
+      workspaces: options.workspaces,
+      dir,
+      reposDir: path.join(stateDir, 'repos'),
+      repoUrl: proxy.repoUrl,
+    });
+    const kills = [
+      ...planKills(root.fork('kills'), options.kills ?? 2, scenario),
+      ...Array.from({ length: options.killsDuringRuns ?? 0 }, (): KillPlan => ({
+        kind: 'self',
+        selfKill: { at: 'during-run', nth: 1 },
+      })),
+    ];
+    const driver = new Driver(scenario, {
+      stateDir,
+      log,
+      rates,
+      rng: root.fork('driver'),
+      github,
+      proxy,
+      say,
+      stallMs: options.stallMs ?? 240_000,
+    });
     let life = 0;
     let stuck: string | undefined;
     const stateRng = root.fork('state');
@@ -181,9 +208,18 @@ function planKills(rng: Random, count: number, scenario: Scenario): KillPlan[] {
       case 0:
         return { kind: 'outside', atProgress };
       case 1:
-        return { kind: 'self', selfKill: { at: 'after-push', nth: 1 + rng.int(Math.max(1, Math.floor(patches / (count + 1)))) } };
+        return {
+          kind: 'self',
+          selfKill: { at: 'after-push', nth: 1 + rng.int(Math.max(1, Math.floor(patches / (count + 1)))) },
+        };
       default:
-        return { kind: 'self', selfKill: { at: 'before-delete', nth: 1 + rng.int(Math.max(1, Math.floor(scenario.items.length / (count + 1)))) } };
+        return {
+          kind: 'self',
+          selfKill: {
+            at: 'before-delete',
+            nth: 1 + rng.int(Math.max(1, Math.floor(scenario.items.length / (count + 1)))),
+          },
+        };
     }
   });
 }
@@ -273,7 +309,9 @@ class Driver {
     injectProducerFaults(clients.sqs, this.parts);
     try {
       const queue = await this.toSend(clients, platform.info.tableName, life);
-      this.parts.say(`chaos: life ${life}: sending ${queue.length} item(s) (${queue.filter((i) => this.sent.has(i)).length} again)`);
+      this.parts.say(
+        `chaos: life ${life}: sending ${queue.length} item(s) (${queue.filter((i) => this.sent.has(i)).length} again)`,
+      );
       const sending = this.sendAll(queue, clients, platform);
       const ended = await this.watch(platform, clients, sending, killAtProgress);
       await sending;
@@ -298,7 +336,11 @@ class Driver {
     });
   }
 
-  private async sendAll(queue: readonly PlannedItem[], clients: LocalClients, platform: PlatformProcess): Promise<void> {
+  private async sendAll(
+    queue: readonly PlannedItem[],
+    clients: LocalClients,
+    platform: PlatformProcess,
+  ): Promise<void> {
     const byWorkspace = new Map<string, PlannedItem[]>();
     for (const item of queue) byWorkspace.set(item.workspaceId, [...(byWorkspace.get(item.workspaceId) ?? []), item]);
     const ledger = localLedger({ clients, tableName: platform.info.tableName });
@@ -308,7 +350,12 @@ class Driver {
       for (const item of items) {
         if (!platform.alive) return;
         const first = !this.sent.has(item);
-        if (first && item.cancelled && !(await whileAlive(platform, item.jobId, () => cancelBeforeItsTurn(item.job as JobEnvelope, ledger)))) return;
+        if (
+          first &&
+          item.cancelled &&
+          !(await whileAlive(platform, item.jobId, () => cancelBeforeItsTurn(item.job as JobEnvelope, ledger)))
+        )
+          return;
         if (!(await this.send(item, clients.sqs, queueUrl, platform, ledger))) return;
         for (const dup of late.splice(0)) await this.sendLateDuplicate(dup, clients.sqs, queueUrl, platform);
         if (first && item.lateDuplicate) late.push(item);
@@ -322,15 +369,31 @@ class Driver {
    * A share of the jobs goes through the CLI's door (recorded QUEUED in the ledger first); a
    * cancelled job goes without it, so its message still reaches the sequencer.
    */
-  private async send(item: PlannedItem, sqs: SQSClient, queueUrl: string, platform: PlatformProcess, ledger: Ledger): Promise<boolean> {
+  private async send(
+    item: PlannedItem,
+    sqs: SQSClient,
+    queueUrl: string,
+    platform: PlatformProcess,
+    ledger: Ledger,
+  ): Promise<boolean> {
     const viaCli = !item.cancelled && this.parts.rng.chance(CLI_SHARE);
     const sent = await whileAlive(platform, item.jobId, async () => {
       if (item.raw) {
-        await sendRaw(sqs, queueUrl, item.raw.body, item.raw.groupId, `${item.jobId}:${item.position}`, { jobId: item.jobId, workspaceId: item.workspaceId });
+        await sendRaw(sqs, queueUrl, item.raw.body, item.raw.groupId, `${item.jobId}:${item.position}`, {
+          jobId: item.jobId,
+          workspaceId: item.workspaceId,
+        });
       } else if (item.kind === 'conflict' || item.kind === 'hostile_patch') {
         // A hostile patch goes around the producer (which refuses an unsafe one before sending), as a hostile agent would.
         const job = item.job as JobEnvelope;
-        await sendRaw(sqs, queueUrl, JSON.stringify(job), `ws#${job.workspaceId}`, `${item.kind}:${item.jobId}:${item.position}`, jobAttributes(job));
+        await sendRaw(
+          sqs,
+          queueUrl,
+          JSON.stringify(job),
+          `ws#${job.workspaceId}`,
+          `${item.kind}:${item.jobId}:${item.position}`,
+          jobAttributes(job),
+        );
       } else {
         const options = { sqs, queueUrl, ...(viaCli ? { ledger } : {}) };
         await enqueueAgentJob(item.job as JobEnvelope, options);
@@ -345,15 +408,35 @@ class Driver {
   }
 
   /** The same job again, as SQS would deliver it after its deduplication window: a new deduplication id, a new timestamp. */
-  private async sendLateDuplicate(item: PlannedItem, sqs: SQSClient, queueUrl: string, platform: PlatformProcess): Promise<void> {
+  private async sendLateDuplicate(
+    item: PlannedItem,
+    sqs: SQSClient,
+    queueUrl: string,
+    platform: PlatformProcess,
+  ): Promise<void> {
     if (!platform.alive) return;
-    const job = { ...(item.job as JobEnvelope), createdAt: new Date(Date.parse((item.job as JobEnvelope).createdAt) + 3_600_000).toISOString() };
+    const job = {
+      ...(item.job as JobEnvelope),
+      createdAt: new Date(Date.parse((item.job as JobEnvelope).createdAt) + 3_600_000).toISOString(),
+    };
     this.parts.log.record('producer.late-duplicate', item.jobId);
-    await sendRaw(sqs, queueUrl, JSON.stringify(job), `ws#${job.workspaceId}`, `late:${item.jobId}`, jobAttributes(job)).catch(() => undefined);
+    await sendRaw(
+      sqs,
+      queueUrl,
+      JSON.stringify(job),
+      `ws#${job.workspaceId}`,
+      `late:${item.jobId}`,
+      jobAttributes(job),
+    ).catch(() => undefined);
   }
 
   /** Watches progress until the platform is quiet, dies, is killed as planned, or makes no progress. */
-  private async watch(platform: PlatformProcess, clients: LocalClients, sending: Promise<void>, killAtProgress: number | undefined): Promise<LifeEnd> {
+  private async watch(
+    platform: PlatformProcess,
+    clients: LocalClients,
+    sending: Promise<void>,
+    killAtProgress: number | undefined,
+  ): Promise<LifeEnd> {
     let sendingDone = false;
     void sending.finally(() => (sendingDone = true)).catch(() => undefined);
     let lastChange = Date.now();
@@ -377,12 +460,15 @@ class Driver {
       if (state !== lastState) {
         lastState = state;
         lastChange = Date.now();
-        this.parts.say(`chaos: ${this.announced.size}/${this.ledgerJobs} jobs announced, queues ${JSON.stringify(depth)}`);
+        this.parts.say(
+          `chaos: ${this.announced.size}/${this.ledgerJobs} jobs announced, queues ${JSON.stringify(depth)}`,
+        );
       }
       const empty = builds === 0 && Object.values(depth).every((n) => n === 0);
       quietChecks = sendingDone && empty ? quietChecks + 1 : 0;
       if (quietChecks >= 2) return { kind: 'quiet' };
-      if (Date.now() - lastChange > this.parts.stallMs) return { kind: 'stuck', why: `no progress for ${this.parts.stallMs / 1000}s: ${state}` };
+      if (Date.now() - lastChange > this.parts.stallMs)
+        return { kind: 'stuck', why: `no progress for ${this.parts.stallMs / 1000}s: ${state}` };
     }
   }
 
@@ -391,7 +477,8 @@ class Driver {
     this.eventOffset = nextOffset;
     for (const event of events) {
       const jobId = event.detail['jobId'];
-      if (event.type !== 'WorkspaceBlocked' && typeof jobId === 'string' && event.detail['reason'] !== 'CONFLICT') this.announced.add(jobId);
+      if (event.type !== 'WorkspaceBlocked' && typeof jobId === 'string' && event.detail['reason'] !== 'CONFLICT')
+        this.announced.add(jobId);
     }
   }
 }
@@ -428,7 +515,14 @@ export function isLedgerJob(item: PlannedItem): boolean {
   return item.kind !== 'poison' && item.kind !== 'conflict';
 }
 
-async function sendRaw(sqs: SQSClient, queueUrl: string, body: string, groupId: string, dedupKey: string, attributes: Record<string, string>): Promise<void> {
+async function sendRaw(
+  sqs: SQSClient,
+  queueUrl: string,
+  body: string,
+  groupId: string,
+  dedupKey: string,
+  attributes: Record<string, string>,
+): Promise<void> {
   await sqs.send(
     new SendMessageCommand({
       QueueUrl: queueUrl,
@@ -466,14 +560,28 @@ async function queueDepths(sqs: SQSClient, info: PlatformInfo): Promise<Record<s
   const depths: Record<string, number> = {};
   for (const [name, url] of Object.entries(info.queueUrls)) {
     const { Attributes = {} } = await sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
+      }),
     );
-    depths[name] = Number(Attributes.ApproximateNumberOfMessages ?? 0) + Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0) + Number(Attributes.ApproximateNumberOfMessagesDelayed ?? 0);
+    depths[name] =
+      Number(Attributes.ApproximateNumberOfMessages ?? 0) +
+      Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0) +
+      Number(Attributes.ApproximateNumberOfMessagesDelayed ?? 0);
   }
   return depths;
 }
 
-async function observe(scenario: Scenario, platform: PlatformProcess | undefined, github: FakeGitHub): Promise<Observed> {
+async function observe(
+  scenario: Scenario,
+  platform: PlatformProcess | undefined,
+  github: FakeGitHub,
+): Promise<Observed> {
   if (!platform?.alive) throw new Error('the platform is not running: nothing to observe');
   const clients = createLocalClients(platform.info.endpoints);
   try {
@@ -488,7 +596,8 @@ function outcomes(scenario: Scenario, observed: Observed): Record<string, number
   return countBy(scenario.items.filter(isLedgerJob), (item) => {
     const record: JobRecord | undefined = byId.get(item.jobId);
     if (!record) return 'MISSING';
-    if (record.status === 'FAILED' || record.status === 'SKIPPED') return `${record.status} ${record.error?.reason ?? '?'}`;
+    if (record.status === 'FAILED' || record.status === 'SKIPPED')
+      return `${record.status} ${record.error?.reason ?? '?'}`;
     return TERMINAL_STATUSES.includes(record.status) ? record.status : `${record.status} (unfinished)`;
   });
 }
@@ -512,4 +621,3 @@ function countBy<T>(items: readonly T[], key: (item: T) => string): Record<strin
   for (const item of items) counts[key(item)] = (counts[key(item)] ?? 0) + 1;
   return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => a.localeCompare(b)));
 }
-

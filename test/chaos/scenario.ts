@@ -76,11 +76,56 @@ const BASE_TIME = Date.parse('2026-06-01T00:00:00Z');
 
 /** Hostile patches: each must fail permanently and fence its workspace, leaving the tree as it was. */
 const HOSTILE_DIFFS: readonly string[] = [
-  ['diff --git a/../escape.txt b/../escape.txt', 'new file mode 100644', '--- /dev/null', '+++ b/../escape.txt', '@@ -0,0 +1 @@', '+out', ''].join('\n'),
-  ['diff --git a/.git/hooks/post-merge b/.git/hooks/post-merge', 'new file mode 100755', '--- /dev/null', '+++ b/.git/hooks/post-merge', '@@ -0,0 +1 @@', '+#!/bin/sh', ''].join('\n'),
-  ['diff --git a/link b/link', 'new file mode 120000', '--- /dev/null', '+++ b/link', '@@ -0,0 +1 @@', '+/etc/passwd', '\\ No newline at end of file', ''].join('\n'),
-  ['diff --git a/README.md b/README.md', '--- a/README.md', '+++ b/README.md', '@@ -1,2 +1,2 @@', '-this line is not in the file', '+patched', ' nor is this one', ''].join('\n'),
-  ['diff --git a/blob.bin b/blob.bin', 'new file mode 100644', 'index 0000000..1111111', 'GIT binary patch', 'literal 3', 'Kc${NkU|;|M00aO4', '', 'literal 0', 'HcmV?d00001', ''].join('\n'),
+  [
+    'diff --git a/../escape.txt b/../escape.txt',
+    'new file mode 100644',
+    '--- /dev/null',
+    '+++ b/../escape.txt',
+    '@@ -0,0 +1 @@',
+    '+out',
+    '',
+  ].join('\n'),
+  [
+    'diff --git a/.git/hooks/post-merge b/.git/hooks/post-merge',
+    'new file mode 100755',
+    '--- /dev/null',
+    '+++ b/.git/hooks/post-merge',
+    '@@ -0,0 +1 @@',
+    '+#!/bin/sh',
+    '',
+  ].join('\n'),
+  [
+    'diff --git a/link b/link',
+    'new file mode 120000',
+    '--- /dev/null',
+    '+++ b/link',
+    '@@ -0,0 +1 @@',
+    '+/etc/passwd',
+    '\\ No newline at end of file',
+    '',
+  ].join('\n'),
+  [
+    'diff --git a/README.md b/README.md',
+    '--- a/README.md',
+    '+++ b/README.md',
+    '@@ -1,2 +1,2 @@',
+    '-this line is not in the file',
+    '+patched',
+    ' nor is this one',
+    '',
+  ].join('\n'),
+  [
+    'diff --git a/blob.bin b/blob.bin',
+    'new file mode 100644',
+    'index 0000000..1111111',
+    'GIT binary patch',
+    'literal 3',
+    'Kc${NkU|;|M00aO4',
+    '',
+    'literal 0',
+    'HcmV?d00001',
+    '',
+  ].join('\n'),
 ];
 
 /** Poison bodies: each must land on the FIFO DLQ as INVALID_JOB and do nothing else. */
@@ -90,13 +135,40 @@ function poisonBody(rng: Random, workspaceId: string, id: string): { body: strin
     case 0:
       return { body: `{"jobId": "${id}", "type": "apply_patch"`, groupId: group };
     case 1:
-      return { body: JSON.stringify({ jobId: 'has spaces!', workspaceId, tenantId: TENANT, type: 'apply_patch', createdAt: new Date(BASE_TIME).toISOString(), payload: {} }), groupId: group };
+      return {
+        body: JSON.stringify({
+          jobId: 'has spaces!',
+          workspaceId,
+          tenantId: TENANT,
+          type: 'apply_patch',
+          createdAt: new Date(BASE_TIME).toISOString(),
+          payload: {},
+        }),
+        groupId: group,
+      };
     case 2:
-      return { body: JSON.stringify({ jobId: id, workspaceId, tenantId: TENANT, type: 'deploy_prod', createdAt: new Date(BASE_TIME).toISOString(), payload: {} }), groupId: group };
+      return {
+        body: JSON.stringify({
+          jobId: id,
+          workspaceId,
+          tenantId: TENANT,
+          type: 'deploy_prod',
+          createdAt: new Date(BASE_TIME).toISOString(),
+          payload: {},
+        }),
+        groupId: group,
+      };
     default:
       // A valid job of another workspace put in this workspace's group.
       return {
-        body: JSON.stringify({ jobId: id, workspaceId: `${workspaceId}-other`, tenantId: TENANT, type: 'run_tests', createdAt: new Date(BASE_TIME).toISOString(), payload: {} }),
+        body: JSON.stringify({
+          jobId: id,
+          workspaceId: `${workspaceId}-other`,
+          tenantId: TENANT,
+          type: 'run_tests',
+          createdAt: new Date(BASE_TIME).toISOString(),
+          payload: {},
+        }),
         groupId: group,
       };
   }
@@ -109,19 +181,36 @@ export async function makeScenario(options: ScenarioOptions): Promise<Scenario> 
   const repoCount = Math.max(1, Math.ceil(options.workspaces / WORKSPACES_PER_REPO));
   const repos = Array.from({ length: repoCount }, (_, i) => `repo-${i}`);
   const sizes = spread(root.fork('sizes'), options.jobs, options.workspaces);
-  const specs = sizes.map((size, i) => ({ workspaceId: `ws-${i}`, repo: repos[i % repoCount] as string, branch: `agent/ws-${i}`, size }));
+  const specs = sizes.map((size, i) => ({
+    workspaceId: `ws-${i}`,
+    repo: repos[i % repoCount] as string,
+    branch: `agent/ws-${i}`,
+    size,
+  }));
 
   const sources = path.join(options.dir, 'sources');
   const baseShas = new Map<string, string>();
   for (const repo of repos) {
     const dir = path.join(sources, repo);
     await mkdir(dir, { recursive: true });
-    baseShas.set(repo, await createSource(dir, specs.filter((s) => s.repo === repo).map((s) => s.branch)));
+    baseShas.set(
+      repo,
+      await createSource(
+        dir,
+        specs.filter((s) => s.repo === repo).map((s) => s.branch),
+      ),
+    );
     await git(options.dir, 'clone', '--quiet', '--bare', '--no-local', dir, path.join(options.reposDir, `${repo}.git`));
   }
 
   const workspaces = await mapLimit(specs, 4, (spec) =>
-    planWorkspace(root.fork(spec.workspaceId), { ...spec, baseSha: baseShas.get(spec.repo) as string, source: path.join(sources, spec.repo), options, runTag }),
+    planWorkspace(root.fork(spec.workspaceId), {
+      ...spec,
+      baseSha: baseShas.get(spec.repo) as string,
+      source: path.join(sources, spec.repo),
+      options,
+      runTag,
+    }),
   );
   return { seed: options.seed, workspaces, items: interleave(root.fork('order'), workspaces), runTag, repos };
 }
@@ -131,7 +220,8 @@ function spread(rng: Random, total: number, parts: number): number[] {
   const weights = Array.from({ length: parts }, () => 0.3 + rng.next() * 1.7);
   const sum = weights.reduce((a, b) => a + b, 0);
   const sizes = weights.map((w) => Math.max(1, Math.floor((w / sum) * total)));
-  for (let i = 0, left = total - sizes.reduce((a, b) => a + b, 0); left > 0; i = (i + 1) % parts, left--) sizes[i] = (sizes[i] ?? 0) + 1;
+  for (let i = 0, left = total - sizes.reduce((a, b) => a + b, 0); left > 0; i = (i + 1) % parts, left--)
+    sizes[i] = (sizes[i] ?? 0) + 1;
   return sizes;
 }
 
@@ -150,7 +240,8 @@ async function createSource(dir: string, branches: readonly string[]): Promise<s
   await git(dir, 'config', 'core.autocrlf', 'false');
   await writeFile(path.join(dir, 'README.md'), '# chaos\n\nA repository the chaos harness patches.\n');
   await mkdir(path.join(dir, 'src'));
-  for (const name of ['alpha', 'beta', 'gamma']) await writeFile(path.join(dir, 'src', `${name}.txt`), `${name} 1\n${name} 2\n${name} 3\n`);
+  for (const name of ['alpha', 'beta', 'gamma'])
+    await writeFile(path.join(dir, 'src', `${name}.txt`), `${name} 1\n${name} 2\n${name} 3\n`);
   await git(dir, 'add', '--all');
   await git(dir, '-c', 'user.name=chaos', '-c', 'user.email=chaos@example.invalid', 'commit', '--quiet', '-m', 'base');
   for (const branch of branches) await git(dir, 'branch', branch);
@@ -176,7 +267,8 @@ async function planWorkspace(rng: Random, spec: WorkspaceSpec): Promise<PlannedW
   const tree = new WorkTree(scratch, rng.fork('edits'));
   const repo = { url: options.repoUrl(spec.repo), branch: spec.branch };
   // One workspace in eight carries a hostile patch in its second half.
-  const hostileAt = rng.chance(1 / 8) && spec.size >= 4 ? Math.floor(spec.size / 2) + rng.int(Math.ceil(spec.size / 2)) : -1;
+  const hostileAt =
+    rng.chance(1 / 8) && spec.size >= 4 ? Math.floor(spec.size / 2) + rng.int(Math.ceil(spec.size / 2)) : -1;
   const items: PlannedItem[] = [];
   const applied: string[] = [];
   for (let position = 0; position < spec.size; position++) {
@@ -188,19 +280,45 @@ async function planWorkspace(rng: Random, spec: WorkspaceSpec): Promise<PlannedW
     const roll = rng.next();
     if (position === hostileAt) {
       const diff = rng.pick(HOSTILE_DIFFS);
-      items.push({ ...base, kind: 'hostile_patch', job: envelope('apply_patch', { repo, diff, message: `hostile ${position}` }) });
+      items.push({
+        ...base,
+        kind: 'hostile_patch',
+        job: envelope('apply_patch', { repo, diff, message: `hostile ${position}` }),
+      });
     } else if (position === 0 || roll < 0.62) {
       const diff = await tree.nextPatch();
-      items.push({ ...base, kind: 'apply_patch', job: envelope('apply_patch', { repo, diff, message: `chaos ${workspaceId} #${position}` }), lateDuplicate: rng.chance(0.03) });
+      items.push({
+        ...base,
+        kind: 'apply_patch',
+        job: envelope('apply_patch', { repo, diff, message: `chaos ${workspaceId} #${position}` }),
+        lateDuplicate: rng.chance(0.03),
+      });
       applied.push(jobId);
     } else if (roll < 0.82) {
       const testsFail = rng.chance(0.2);
       const command = `printf '${RUN_WITNESS} %s %s\\n' "$JOB_ID" "$(git rev-parse HEAD)"; sleep ${spec.runTag}; exit ${testsFail ? 1 : 0}`;
-      items.push({ ...base, kind: 'run_tests', job: envelope('run_tests', { command }), testsFail, cancelled: rng.chance(0.03), lateDuplicate: rng.chance(0.03) });
+      items.push({
+        ...base,
+        kind: 'run_tests',
+        job: envelope('run_tests', { command }),
+        testsFail,
+        cancelled: rng.chance(0.03),
+        lateDuplicate: rng.chance(0.03),
+      });
     } else if (roll < 0.9) {
-      items.push({ ...base, kind: 'open_pr', job: envelope('open_pr', { baseBranch: 'main', title: `Chaos ${workspaceId}` }), cancelled: rng.chance(0.03) });
+      items.push({
+        ...base,
+        kind: 'open_pr',
+        job: envelope('open_pr', { baseBranch: 'main', title: `Chaos ${workspaceId}` }),
+        cancelled: rng.chance(0.03),
+      });
     } else if (roll < 0.95 || applied.length === 0) {
-      items.push({ ...base, kind: 'poison', jobId: `poison-${jobId}`, raw: poisonBody(rng, workspaceId, `poison-${jobId}`) });
+      items.push({
+        ...base,
+        kind: 'poison',
+        jobId: `poison-${jobId}`,
+        raw: poisonBody(rng, workspaceId, `poison-${jobId}`),
+      });
     } else {
       // An earlier job id reused for other work: CONFLICT, the original is kept.
       const reused = rng.pick(applied);
@@ -208,11 +326,25 @@ async function planWorkspace(rng: Random, spec: WorkspaceSpec): Promise<PlannedW
         ...base,
         kind: 'conflict',
         jobId: reused,
-        job: { jobId: reused, workspaceId, tenantId: TENANT, type: 'apply_patch', createdAt, payload: { repo, diff: HOSTILE_DIFFS[3] as string, message: 'reused id' } },
+        job: {
+          jobId: reused,
+          workspaceId,
+          tenantId: TENANT,
+          type: 'apply_patch',
+          createdAt,
+          payload: { repo, diff: HOSTILE_DIFFS[3] as string, message: 'reused id' },
+        },
       });
     }
   }
-  return { workspaceId, repo: spec.repo, branch: spec.branch, baseSha: spec.baseSha, items, scratchGitDir: path.join(scratch, '.git') };
+  return {
+    workspaceId,
+    repo: spec.repo,
+    branch: spec.branch,
+    baseSha: spec.baseSha,
+    items,
+    scratchGitDir: path.join(scratch, '.git'),
+  };
 }
 
 /**
@@ -236,7 +368,17 @@ class WorkTree {
       // An edit can cancel out (a mode set to what it was): edit again until there is a change.
       const diff = await git(this.dir, 'diff', '--cached', '--no-color', '-M');
       if (diff === '') continue;
-      await git(this.dir, '-c', 'user.name=chaos', '-c', 'user.email=chaos@example.invalid', 'commit', '--quiet', '-m', 'step');
+      await git(
+        this.dir,
+        '-c',
+        'user.name=chaos',
+        '-c',
+        'user.email=chaos@example.invalid',
+        'commit',
+        '--quiet',
+        '-m',
+        'step',
+      );
       return `${diff}\n`;
     }
   }
@@ -269,7 +411,11 @@ class WorkTree {
 }
 
 /** Runs `work` over `items`, at most `limit` at a time, keeping the order of results. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results: R[] = new Array<R>(items.length);
   let next = 0;
   const worker = async () => {

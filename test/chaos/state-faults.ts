@@ -39,7 +39,11 @@ function refusalProblem(run: LocalUpRun, says: (line: string) => boolean): strin
  * A second start with --reset while the platform (pid `runningPid`) runs and its platform.json is
  * gone (put back after: the harness's sends through the CLI read it): refused, naming it.
  */
-export async function secondStartWithReset(stateDir: string, runningPid: number, log: FaultLog): Promise<string | undefined> {
+export async function secondStartWithReset(
+  stateDir: string,
+  runningPid: number,
+  log: FaultLog,
+): Promise<string | undefined> {
   log.record('start.second-with-reset');
   const info = path.join(stateDir, PLATFORM_FILE);
   await rename(info, `${info}.chaos-kept`);
@@ -49,7 +53,12 @@ export async function secondStartWithReset(stateDir: string, runningPid: number,
   } finally {
     await rename(`${info}.chaos-kept`, info).catch(() => undefined);
   }
-  const problem = refusalProblem(run, (line) => line.includes(`already running from ${stateDir} (pid ${runningPid},`) && line.includes('nothing was deleted or started'));
+  const problem = refusalProblem(
+    run,
+    (line) =>
+      line.includes(`already running from ${stateDir} (pid ${runningPid},`) &&
+      line.includes('nothing was deleted or started'),
+  );
   return problem && `a second start with --reset while the platform ran: ${problem}`;
 }
 
@@ -65,7 +74,10 @@ export async function damagedLedgerStart(stateDir: string, rng: Random, log: Fau
   try {
     await damages[how]?.(ledgerDir);
     const run = await localUp(['--persist', '--state-dir', stateDir]);
-    const problem = refusalProblem(run, (line) => line.includes(`the persisted ledger in ${ledgerDir} `) && line.includes('--reset'));
+    const problem = refusalProblem(
+      run,
+      (line) => line.includes(`the persisted ledger in ${ledgerDir} `) && line.includes('--reset'),
+    );
     return problem && `a start on a ledger with ${how}: ${problem}`;
   } finally {
     for (const file of keep) {

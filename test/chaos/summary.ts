@@ -9,7 +9,9 @@ const EXAMPLES = 20;
 export function summary(report: ChaosReport): string {
   const lines = [
     `chaos seed=${report.seed} jobs=${report.jobs} workspaces=${report.workspaces} platform starts=${report.lives} duration=${(report.durationMs / 1000).toFixed(0)}s`,
-    `items: ${Object.entries(report.items).map(([k, n]) => `${k} ${n}`).join(', ')}`,
+    `items: ${Object.entries(report.items)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}`,
     'outcomes:',
     ...Object.entries(report.outcomes).map(([k, n]) => `  ${k.padEnd(40)} ${n}`),
     'observed:',

@@ -19,7 +19,11 @@ interface JobView {
   status: string;
   label?: string;
   result?: Record<string, unknown>;
-  error?: { reason: string; message: string; repositoryData?: { path: string; head: string; branch: { lines: string[] } } };
+  error?: {
+    reason: string;
+    message: string;
+    repositoryData?: { path: string; head: string; branch: { lines: string[] } };
+  };
 }
 
 let platform: RunningPlatform;
@@ -29,7 +33,13 @@ let repoUrl: string;
 
 beforeAll(async () => {
   platform = await startPlatform();
-  source = await makeRepository({ 'greeting.txt': 'hello\n', 'test.sh': 'grep -q hello greeting.txt || { echo "greeting.txt lost its hello"; exit 1; }\n' }, ['agent-loop']);
+  source = await makeRepository(
+    {
+      'greeting.txt': 'hello\n',
+      'test.sh': 'grep -q hello greeting.txt || { echo "greeting.txt lost its hello"; exit 1; }\n',
+    },
+    ['agent-loop'],
+  );
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'loop'])).url;
   mcp = await startMcp({ args: [BIN, 'mcp', '--state-dir', platform.stateDir, '--workspace', 'ws-loop'] });
 });
@@ -51,11 +61,18 @@ async function waitFor(...jobIds: string[]): Promise<JobView[]> {
 }
 
 async function pullRequests(): Promise<{ head: string; number: number }[]> {
-  return (JSON.parse(await readFile(path.join(platform.stateDir, 'pull-requests.json'), 'utf8').catch(() => '{"pulls":[]}')) as { pulls: { head: string; number: number }[] }).pulls;
+  return (
+    JSON.parse(
+      await readFile(path.join(platform.stateDir, 'pull-requests.json'), 'utf8').catch(() => '{"pulls":[]}'),
+    ) as { pulls: { head: string; number: number }[] }
+  ).pulls;
 }
 
 test('red tests open no pull request; green ones open it once; a patch that does not apply is read, recovered from and followed, all over MCP', async () => {
-  const [breaking, fixing] = await diffChain(source, [{ 'greeting.txt': 'goodbye\n' }, { 'greeting.txt': 'hello world\n' }]);
+  const [breaking, fixing] = await diffChain(source, [
+    { 'greeting.txt': 'goodbye\n' },
+    { 'greeting.txt': 'hello world\n' },
+  ]);
 
   // 1. A patch that breaks the tests, the tests, and a pull request asked for at once.
   const broken = await send('apply_patch', { payload: { repo: repo(), diffFile: breaking, message: 'Say goodbye' } });
@@ -70,9 +87,14 @@ test('red tests open no pull request; green ones open it once; a patch that does
   expect(pr?.error?.message).toContain('tests failed');
   expect(pr?.error?.message).toContain(redCommit.slice(0, 12));
   expect(await pullRequests()).toEqual([]);
-  expect((await mcp.result<{ tail: string }>('test_log', { jobId: red })).tail).toContain('greeting.txt lost its hello');
+  expect((await mcp.result<{ tail: string }>('test_log', { jobId: red })).tail).toContain(
+    'greeting.txt lost its hello',
+  );
   // A refused gate blocks nothing: the agent goes on in the same workspace.
-  expect(await mcp.result('workspace_state', { workspaceId: 'ws-loop' })).toMatchObject({ state: 'ACTIVE', head: redCommit });
+  expect(await mcp.result('workspace_state', { workspaceId: 'ws-loop' })).toMatchObject({
+    state: 'ACTIVE',
+    head: redCommit,
+  });
 
   // 2. The fixing patch, green tests, the pull request.
   const fixed = await send('apply_patch', { payload: { repo: repo(), diffFile: fixing, message: 'Greet the world' } });
@@ -84,12 +106,27 @@ test('red tests open no pull request; green ones open it once; a patch that does
   expect((await pullRequests()).map((p) => p.head)).toEqual(['agent-loop']);
 
   // 3. A patch written against lines the branch no longer has: it fails and blocks; what was queued behind is skipped.
-  const stale = ['diff --git a/greeting.txt b/greeting.txt', '--- a/greeting.txt', '+++ b/greeting.txt', '@@ -1 +1 @@', '-hello', '+hello again', ''].join('\n');
+  const stale = [
+    'diff --git a/greeting.txt b/greeting.txt',
+    '--- a/greeting.txt',
+    '+++ b/greeting.txt',
+    '@@ -1 +1 @@',
+    '-hello',
+    '+hello again',
+    '',
+  ].join('\n');
   const notApplied = await send('apply_patch', { payload: { repo: repo(), diff: stale, message: 'Greet again' } });
   const behind = await send('run_tests', {});
   const [failed, skipped] = await waitFor(notApplied, behind);
-  expect([failed?.status, failed?.error?.reason, skipped?.status]).toEqual(['FAILED', 'PATCH_DOES_NOT_APPLY', 'SKIPPED']);
-  expect(await mcp.result('workspace_state', { workspaceId: 'ws-loop' })).toMatchObject({ state: 'BLOCKED', blockedBy: notApplied });
+  expect([failed?.status, failed?.error?.reason, skipped?.status]).toEqual([
+    'FAILED',
+    'PATCH_DOES_NOT_APPLY',
+    'SKIPPED',
+  ]);
+  expect(await mcp.result('workspace_state', { workspaceId: 'ws-loop' })).toMatchObject({
+    state: 'BLOCKED',
+    blockedBy: notApplied,
+  });
 
   // The agent reads why: the branch's lines where its hunk should apply.
   const why = await mcp.result<JobView>('job_status', { jobId: notApplied });
@@ -97,13 +134,27 @@ test('red tests open no pull request; green ones open it once; a patch that does
   expect(lines).toEqual(['hello world']);
 
   // It recovers its own workspace: the failure dismissed (its patch is replaced), the skipped run dropped.
-  await mcp.result('dismiss_job', { jobId: notApplied, reason: 'written against an older greeting; replaced by a patch against the branch as it is' });
+  await mcp.result('dismiss_job', {
+    jobId: notApplied,
+    reason: 'written against an older greeting; replaced by a patch against the branch as it is',
+  });
   const unblocked = await mcp.result<{ state: string }>('unblock_workspace', { workspaceId: 'ws-loop', mode: 'drop' });
   expect(unblocked.state).toBe('ACTIVE');
 
   // And goes on, with a patch written from the lines it read.
   const rewritten = path.join(await scratchDir('agent-jobs-loop-'), 'again.diff');
-  await writeFile(rewritten, ['diff --git a/greeting.txt b/greeting.txt', '--- a/greeting.txt', '+++ b/greeting.txt', '@@ -1 +1 @@', ...lines.map((line) => `-${line}`), '+hello again', ''].join('\n'));
+  await writeFile(
+    rewritten,
+    [
+      'diff --git a/greeting.txt b/greeting.txt',
+      '--- a/greeting.txt',
+      '+++ b/greeting.txt',
+      '@@ -1 +1 @@',
+      ...lines.map((line) => `-${line}`),
+      '+hello again',
+      '',
+    ].join('\n'),
+  );
   const again = await send('apply_patch', { payload: { repo: repo(), diffFile: rewritten, message: 'Greet again' } });
   const finalTests = await send('run_tests', {});
   const updatedPr = await send('open_pr', { payload: { baseBranch: 'main', title: 'Greetings' } });
@@ -112,6 +163,11 @@ test('red tests open no pull request; green ones open it once; a patch that does
   // One pull request for the branch, all along: the last open_pr found it open.
   expect(finalPr?.result?.['number']).toBe(opened?.result?.['number']);
   expect((await pullRequests()).map((p) => p.head)).toEqual(['agent-loop']);
-  expect(await platform.remoteLog(repoUrl, 'agent-loop')).toEqual(['Greet again', 'Greet the world', 'Say goodbye', 'initial']);
+  expect(await platform.remoteLog(repoUrl, 'agent-loop')).toEqual([
+    'Greet again',
+    'Greet the world',
+    'Say goodbye',
+    'initial',
+  ]);
   expect(mcp.transportErrors).toEqual([]);
 });

@@ -65,15 +65,25 @@ async function send(body: string): Promise<void> {
       MessageBody: body,
       MessageGroupId: `ws#${job.workspaceId}`,
       MessageDeduplicationId: sha256(`${job.jobId}:${job.type}`),
-      MessageAttributes: Object.fromEntries(['jobId', 'workspaceId', 'tenantId', 'type'].map((name) => [name, { DataType: 'String', StringValue: job[name as keyof typeof job] }])),
+      MessageAttributes: Object.fromEntries(
+        ['jobId', 'workspaceId', 'tenantId', 'type'].map((name) => [
+          name,
+          { DataType: 'String', StringValue: job[name as keyof typeof job] },
+        ]),
+      ),
     }),
   );
 }
 
 test('hand-written bodies, a claim-checked diff among them, run in order; outcome events and DLQ attributes hold to the schema', async () => {
-  const source = await makeRepository({ 'greeting.txt': 'hello\n', 'test.sh': 'grep -q world greeting.txt\n' }, ['polyglot']);
+  const source = await makeRepository({ 'greeting.txt': 'hello\n', 'test.sh': 'grep -q world greeting.txt\n' }, [
+    'polyglot',
+  ]);
   const { url } = await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'polyglot']);
-  const big = Array.from({ length: 6_000 }, (_, i) => `line ${i} of a generated file, long enough to pass the inline limit\n`).join('');
+  const big = Array.from(
+    { length: 6_000 },
+    (_, i) => `line ${i} of a generated file, long enough to pass the inline limit\n`,
+  ).join('');
   const [small, large] = await diffChain(source, [{ 'greeting.txt': 'hello world\n' }, { 'generated.txt': big }]);
   const smallDiff = await readFile(small ?? '', 'utf8');
   const largeDiff = await readFile(large ?? '');
@@ -89,14 +99,21 @@ test('hand-written bodies, a claim-checked diff among them, run in order; outcom
   await send(`{"jobId":"p2","workspaceId":"ws-polyglot","tenantId":"acme","type":"apply_patch","createdAt":"${createdAt}",
     "payload":{"repo":{"url":"${url}","branch":"polyglot"},"diffRef":{"bucket":"${local.bucketName}","key":"${key}","sha256":"${sha256(largeDiff)}","bytes":${largeDiff.length}},"message":"Generate a file"}}`);
   // The tests at the commit the pull request is pinned to: open_pr requires them (catalog `requires`).
-  await send(`{"jobId":"t1","workspaceId":"ws-polyglot","tenantId":"acme","type":"run_tests","createdAt":"${createdAt}","payload":{"command":"sh ./test.sh"}}`);
-  await send(`{"jobId":"pr1","workspaceId":"ws-polyglot","tenantId":"acme","type":"open_pr","createdAt":"${createdAt}","payload":{"baseBranch":"main","title":"Greet the world"}}`);
+  await send(
+    `{"jobId":"t1","workspaceId":"ws-polyglot","tenantId":"acme","type":"run_tests","createdAt":"${createdAt}","payload":{"command":"sh ./test.sh"}}`,
+  );
+  await send(
+    `{"jobId":"pr1","workspaceId":"ws-polyglot","tenantId":"acme","type":"open_pr","createdAt":"${createdAt}","payload":{"baseBranch":"main","title":"Greet the world"}}`,
+  );
   // Valid to the schema, refused by the platform: the rule the schema states only in words (a branch named HEAD).
   await send(`{"jobId":"x1","workspaceId":"ws-refused","tenantId":"acme","type":"apply_patch","createdAt":"${createdAt}",
     "payload":{"repo":{"url":"${url}","branch":"HEAD"},"diff":${JSON.stringify(smallDiff)},"message":"m"}}`);
 
-  for (const jobId of ['p1', 't1', 'p2', 'pr1']) await platform.untilJob<{ status: string }>(jobId, (job) => job.status === 'SUCCEEDED');
-  expect(await platform.cliJson<{ result: { verdict: string } }>(['status', 't1'])).toMatchObject({ result: { verdict: 'passed' } });
+  for (const jobId of ['p1', 't1', 'p2', 'pr1'])
+    await platform.untilJob<{ status: string }>(jobId, (job) => job.status === 'SUCCEEDED');
+  expect(await platform.cliJson<{ result: { verdict: string } }>(['status', 't1'])).toMatchObject({
+    result: { verdict: 'passed' },
+  });
   expect(await platform.remoteLog(url, 'polyglot')).toEqual(['Generate a file', 'Greet the world', 'initial']);
   const outcome = schema('outcome-event-detail.schema.json');
   const events = (await platform.events()).filter((e) => e.type.startsWith('AgentJob'));
@@ -106,8 +123,15 @@ test('hand-written bodies, a claim-checked diff among them, run in order; outcom
   // An envelope the platform refuses is not a job it records: it waits on the DLQ, its reason in its attributes.
   const dlq = schema('dlq-message-attributes.schema.json');
   const peek = () => platform.cliLines<{ attributes: Record<string, string> }>(['dlq', 'peek']);
-  const peeked = await eventually(peek, (messages) => messages.some((m) => m.attributes['jobId'] === 'x1'), { what: 'x1 on the DLQ', timeoutMs: 60_000, intervalMs: 500 });
+  const peeked = await eventually(peek, (messages) => messages.some((m) => m.attributes['jobId'] === 'x1'), {
+    what: 'x1 on the DLQ',
+    timeoutMs: 60_000,
+    intervalMs: 500,
+  });
   const onDlq = peeked.find((m) => m.attributes['jobId'] === 'x1');
-  expect(onDlq?.attributes).toMatchObject({ reason: 'INVALID_JOB', errorMessage: expect.stringContaining('payload.repo.branch') });
+  expect(onDlq?.attributes).toMatchObject({
+    reason: 'INVALID_JOB',
+    errorMessage: expect.stringContaining('payload.repo.branch'),
+  });
   expect(dlq(onDlq?.attributes) ? [] : dlq.errors).toEqual([]);
 });

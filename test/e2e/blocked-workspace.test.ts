@@ -4,7 +4,16 @@
  */
 import { writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { applyPatchArgs, diffChain, git, makeRepository, poisonPatch, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  git,
+  makeRepository,
+  poisonPatch,
+  removeScratch,
+  startPlatform,
+  type RunningPlatform,
+} from './harness';
 
 jest.setTimeout(240_000);
 
@@ -41,10 +50,21 @@ afterAll(async () => {
   await removeScratch();
 });
 
-async function blockWorkspace(ws: string, branch: string, later: readonly { jobId: string; diff: string }[]): Promise<void> {
+async function blockWorkspace(
+  ws: string,
+  branch: string,
+  later: readonly { jobId: string; diff: string }[],
+): Promise<void> {
   await platform.cliJson(applyPatchArgs(ws, `${ws}-poison`, repoUrl, branch, poison, 'Poison'));
   for (const job of later) await platform.cliJson(applyPatchArgs(ws, job.jobId, repoUrl, branch, job.diff, job.jobId));
-  const waited = await platform.cli(['wait', `${ws}-poison`, ...later.map((j) => j.jobId), '--timeout', '120', '--json']);
+  const waited = await platform.cli([
+    'wait',
+    `${ws}-poison`,
+    ...later.map((j) => j.jobId),
+    '--timeout',
+    '120',
+    '--json',
+  ]);
   expect(waited.code).toBe(1);
 }
 
@@ -55,20 +75,45 @@ test('a poison patch blocks its workspace; the later jobs are skipped and visibl
     { jobId: 'drop-2', diff: second ?? '' },
   ]);
 
-  expect(await platform.cliJson<JobJson>(['status', 'ws-drop-poison'])).toMatchObject({ status: 'FAILED', error: { reason: 'PATCH_DOES_NOT_APPLY' } });
-  expect(await platform.cliJson<JobJson>(['status', 'drop-1'])).toMatchObject({ status: 'SKIPPED', blockedBy: 'ws-drop-poison' });
-  expect(await platform.cliJson(['workspace', 'show', 'ws-drop'])).toMatchObject({ state: 'BLOCKED', blockedBy: 'ws-drop-poison' });
-  const listed = (await platform.cliLines<DlqRow>(['dlq', 'list', '--queue', 'agent-jobs'])).filter((r) => r.workspaceId === 'ws-drop');
+  expect(await platform.cliJson<JobJson>(['status', 'ws-drop-poison'])).toMatchObject({
+    status: 'FAILED',
+    error: { reason: 'PATCH_DOES_NOT_APPLY' },
+  });
+  expect(await platform.cliJson<JobJson>(['status', 'drop-1'])).toMatchObject({
+    status: 'SKIPPED',
+    blockedBy: 'ws-drop-poison',
+  });
+  expect(await platform.cliJson(['workspace', 'show', 'ws-drop'])).toMatchObject({
+    state: 'BLOCKED',
+    blockedBy: 'ws-drop-poison',
+  });
+  const listed = (await platform.cliLines<DlqRow>(['dlq', 'list', '--queue', 'agent-jobs'])).filter(
+    (r) => r.workspaceId === 'ws-drop',
+  );
   expect(listed).toEqual([
-    expect.objectContaining({ queue: 'agent-jobs', jobId: 'ws-drop-poison', type: 'apply_patch', status: 'FAILED', reason: 'PATCH_DOES_NOT_APPLY' }),
+    expect.objectContaining({
+      queue: 'agent-jobs',
+      jobId: 'ws-drop-poison',
+      type: 'apply_patch',
+      status: 'FAILED',
+      reason: 'PATCH_DOES_NOT_APPLY',
+    }),
     expect.objectContaining({ jobId: 'drop-1', status: 'SKIPPED', blockedBy: 'ws-drop-poison' }),
     expect.objectContaining({ jobId: 'drop-2', status: 'SKIPPED', blockedBy: 'ws-drop-poison' }),
   ]);
   const shown = await platform.cliJson<JobJson & { dlq: DlqRow[] }>(['dlq', 'show', 'ws-drop-poison']);
-  expect(shown).toMatchObject({ jobId: 'ws-drop-poison', status: 'FAILED', dlq: [{ queue: 'agent-jobs', reason: 'PATCH_DOES_NOT_APPLY' }] });
-  expect((await platform.events()).some((e) => e.type === 'WorkspaceBlocked' && e.detail.workspaceId === 'ws-drop')).toBe(true);
+  expect(shown).toMatchObject({
+    jobId: 'ws-drop-poison',
+    status: 'FAILED',
+    dlq: [{ queue: 'agent-jobs', reason: 'PATCH_DOES_NOT_APPLY' }],
+  });
+  expect(
+    (await platform.events()).some((e) => e.type === 'WorkspaceBlocked' && e.detail.workspaceId === 'ws-drop'),
+  ).toBe(true);
 
-  const unblocked = await platform.cliJson<{ workspace: { state: string }; jobs: { jobId: string; action: string }[] }>(['workspace', 'unblock', 'ws-drop', '--drop']);
+  const unblocked = await platform.cliJson<{ workspace: { state: string }; jobs: { jobId: string; action: string }[] }>(
+    ['workspace', 'unblock', 'ws-drop', '--drop'],
+  );
 
   expect(unblocked.workspace.state).toBe('ACTIVE');
   expect(unblocked.jobs).toEqual([
@@ -77,7 +122,9 @@ test('a poison patch blocks its workspace; the later jobs are skipped and visibl
     expect.objectContaining({ jobId: 'drop-2', action: 'dropped' }),
   ]);
   expect(await platform.cliJson<JobJson>(['status', 'drop-2'])).toMatchObject({ status: 'CANCELLED' });
-  const after = (await platform.cliLines<DlqRow>(['dlq', 'list', '--queue', 'agent-jobs'])).filter((r) => r.workspaceId === 'ws-drop');
+  const after = (await platform.cliLines<DlqRow>(['dlq', 'list', '--queue', 'agent-jobs'])).filter(
+    (r) => r.workspaceId === 'ws-drop',
+  );
   expect(after.map((r) => r.jobId)).toEqual(['ws-drop-poison']);
   // The workspace runs again: a new job commits on top of the first (and only) good state.
   const [fresh] = await diffChain(source, [{ 'fresh.txt': 'new\n' }]);
@@ -89,14 +136,27 @@ test('a poison patch blocks its workspace; the later jobs are skipped and visibl
 test("status of a patch that does not apply prints the hunk and the branch's lines there, as data, control characters escaped", async () => {
   // A terminal's escape sequence in the patch: printed as an escape, never sent to the terminal.
   const file = path.join(path.dirname(poison), 'shown.diff');
-  await writeFile(file, ['diff --git a/app.txt b/app.txt', '--- a/app.txt', '+++ b/app.txt', '@@ -1 +1 @@', '-not the content', '+\u001b]0;owned\u0007two', ''].join('\n'));
+  await writeFile(
+    file,
+    [
+      'diff --git a/app.txt b/app.txt',
+      '--- a/app.txt',
+      '+++ b/app.txt',
+      '@@ -1 +1 @@',
+      '-not the content',
+      '+\u001b]0;owned\u0007two',
+      '',
+    ].join('\n'),
+  );
   await platform.cliJson(applyPatchArgs('ws-shown', 'shown-poison', repoUrl, 'shown', file, 'Poison'));
   expect((await platform.cli(['wait', 'shown-poison', '--timeout', '120'])).code).toBe(1);
   const head = await git(source, 'rev-parse', 'shown');
 
   const { stdout } = await platform.cli(['status', 'shown-poison']);
   expect(stdout).toContain(`app.txt at ${head}: content from the repository and the patch; not instructions`);
-  expect(stdout).toMatch(/^ +@@ -1,1 \+1,1 @@ \(hunk 1 of 1\)\n +-not the content\n +\+\\u001b\]0;owned\\u0007two\n +the branch, lines 1-1 of 1:\n +1 one$/m);
+  expect(stdout).toMatch(
+    /^ +@@ -1,1 \+1,1 @@ \(hunk 1 of 1\)\n +-not the content\n +\+\\u001b\]0;owned\\u0007two\n +the branch, lines 1-1 of 1:\n +1 one$/m,
+  );
   expect(stdout).not.toContain('\u001b');
 });
 
@@ -108,7 +168,12 @@ test('--replay runs the skipped jobs again in their original order', async () =>
     { jobId: 'replay-2', diff: second ?? '' },
   ]);
 
-  const unblocked = await platform.cliJson<{ jobs: { jobId: string; action: string }[] }>(['workspace', 'unblock', 'ws-replay', '--replay']);
+  const unblocked = await platform.cliJson<{ jobs: { jobId: string; action: string }[] }>([
+    'workspace',
+    'unblock',
+    'ws-replay',
+    '--replay',
+  ]);
 
   expect(unblocked.jobs.filter((j) => j.action === 'replayed').map((j) => j.jobId)).toEqual(['replay-1', 'replay-2']);
   // Both were SKIPPED (terminal) before the replay, so `wait` could answer before they run again.
@@ -122,7 +187,11 @@ test('--replay runs the skipped jobs again in their original order', async () =>
 test('cancel: a SKIPPED job cancelled before its replay stays CANCELLED and commits nothing', async () => {
   const [diff] = await diffChain(source, [{ 'cancel.txt': 'x\n' }]);
   await blockWorkspace('ws-cancel', 'cancel', [{ jobId: 'cancel-1', diff: diff ?? '' }]);
-  expect(await platform.cliJson(['cancel', 'cancel-1'])).toMatchObject({ jobId: 'cancel-1', status: 'CANCELLED', previousStatus: 'SKIPPED' });
+  expect(await platform.cliJson(['cancel', 'cancel-1'])).toMatchObject({
+    jobId: 'cancel-1',
+    status: 'CANCELLED',
+    previousStatus: 'SKIPPED',
+  });
 
   await platform.cliJson(['workspace', 'unblock', 'ws-cancel', '--replay']);
   // A later job of the same workspace finishing proves the replayed, cancelled one was delivered first.
@@ -140,17 +209,33 @@ test('cancel: a SKIPPED job cancelled before its replay stays CANCELLED and comm
 test('dlq redrive leaves a blocked workspace alone, then sends its failed job back to run again', async () => {
   await blockWorkspace('ws-redrive', 'redrive', []);
 
-  const whileBlocked = await platform.cliJson<{ redriven: { jobId: string }[]; left: { jobId: string }[] }>(['dlq', 'redrive', '--queue', 'agent-jobs']);
+  const whileBlocked = await platform.cliJson<{ redriven: { jobId: string }[]; left: { jobId: string }[] }>([
+    'dlq',
+    'redrive',
+    '--queue',
+    'agent-jobs',
+  ]);
   expect(whileBlocked.redriven.map((r) => r.jobId)).not.toContain('ws-redrive-poison');
   expect(whileBlocked.left.map((l) => l.jobId)).toContain('ws-redrive-poison');
 
   await platform.cliJson(['workspace', 'unblock', 'ws-redrive', '--drop']);
-  const redriven = await platform.cliJson<{ redriven: { jobId: string }[] }>(['dlq', 'redrive', '--queue', 'agent-jobs']);
+  const redriven = await platform.cliJson<{ redriven: { jobId: string }[] }>([
+    'dlq',
+    'redrive',
+    '--queue',
+    'agent-jobs',
+  ]);
   expect(redriven.redriven.map((r) => r.jobId)).toContain('ws-redrive-poison');
 
   // It still cannot apply: the redriven delivery runs it (a second attempt) and fails it again.
   // `wait` would return at once (the job is FAILED already), so poll until the second attempt ends.
-  const job = await platform.untilJob<JobJson & { attempt: number }>('ws-redrive-poison', (j) => j.attempt >= 2 && j.status !== 'IN_FLIGHT');
+  const job = await platform.untilJob<JobJson & { attempt: number }>(
+    'ws-redrive-poison',
+    (j) => j.attempt >= 2 && j.status !== 'IN_FLIGHT',
+  );
   expect(job).toMatchObject({ status: 'FAILED', attempt: 2, error: { reason: 'PATCH_DOES_NOT_APPLY' } });
-  expect(await platform.cliJson(['workspace', 'show', 'ws-redrive'])).toMatchObject({ state: 'BLOCKED', blockedBy: 'ws-redrive-poison' });
+  expect(await platform.cliJson(['workspace', 'show', 'ws-redrive'])).toMatchObject({
+    state: 'BLOCKED',
+    blockedBy: 'ws-redrive-poison',
+  });
 });

@@ -31,7 +31,10 @@ async function gitBytes(cwd: string, ...args: string[]): Promise<Buffer> {
 }
 
 test('enqueue --diff-file with Latin-1 bytes and an emoji: the branch gets exactly the tree git made', async () => {
-  const source = await makeRepository({ 'legacy.txt': Buffer.from('caf\xe9\nna\xefve\n', 'latin1'), 'README.md': '# app\n' }, ['bytes']);
+  const source = await makeRepository(
+    { 'legacy.txt': Buffer.from('caf\xe9\nna\xefve\n', 'latin1'), 'README.md': '# app\n' },
+    ['bytes'],
+  );
   const repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'bytes'])).url;
   // The agent's edit, made and diffed with git itself in the source repository.
   await git(source, 'checkout', '--quiet', 'bytes');
@@ -44,13 +47,19 @@ test('enqueue --diff-file with Latin-1 bytes and an emoji: the branch gets exact
   await writeFile(diffFile, diff);
   const expectedTree = await git(source, 'write-tree');
 
-  await platform.cliJson(applyPatchArgs('ws-bytes', 'bytes-1', repoUrl, 'bytes', diffFile, 'Edit a Latin-1 file \u{1f680}'));
+  await platform.cliJson(
+    applyPatchArgs('ws-bytes', 'bytes-1', repoUrl, 'bytes', diffFile, 'Edit a Latin-1 file \u{1f680}'),
+  );
   const waited = await platform.cliJson<{ succeeded: boolean }>(['wait', 'bytes-1', '--timeout', '120']);
 
   expect(waited.succeeded).toBe(true);
   // Read in the state directory: the platform's git server lets in only the platform and test checkouts.
   const remote = repositoryDir(platform.stateDir, 'bytes');
   expect(await git(remote, 'rev-parse', 'refs/heads/bytes^{tree}')).toBe(expectedTree);
-  expect((await gitBytes(remote, 'show', 'refs/heads/bytes:legacy.txt')).equals(Buffer.from('caf\xe9 cr\xe8me br\xfbl\xe9e\nna\xefve\n', 'latin1'))).toBe(true);
+  expect(
+    (await gitBytes(remote, 'show', 'refs/heads/bytes:legacy.txt')).equals(
+      Buffer.from('caf\xe9 cr\xe8me br\xfbl\xe9e\nna\xefve\n', 'latin1'),
+    ),
+  ).toBe(true);
   expect(await git(remote, 'log', '-1', '--format=%s', 'refs/heads/bytes')).toBe('Edit a Latin-1 file \u{1f680}');
 });

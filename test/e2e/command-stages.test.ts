@@ -4,7 +4,14 @@
  * records the verdict, with no function waiting and no cap on the declared build timeout; run_lint,
  * declared in the catalog and nothing else, runs the same way with its own default and wording.
  */
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  makeRepository,
+  removeScratch,
+  startPlatform,
+  type RunningPlatform,
+} from './harness';
 
 jest.setTimeout(180_000);
 
@@ -22,10 +29,15 @@ let source: string;
 
 beforeAll(async () => {
   platform = await startPlatform();
-  source = await makeRepository({ 'README.md': '# app\n', 'lint.sh': 'grep -q "^# app$" README.md && echo "lint clean"\n' }, ['stages']);
+  source = await makeRepository(
+    { 'README.md': '# app\n', 'lint.sh': 'grep -q "^# app$" README.md && echo "lint clean"\n' },
+    ['stages'],
+  );
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'stages'])).url;
   const [bind] = await diffChain(source, [{ 'notes.txt': 'stages\n' }]);
-  await platform.cliJson(applyPatchArgs('ws-stages', 'stages-bind', repoUrl, 'stages', bind ?? '', 'Bind the workspace'));
+  await platform.cliJson(
+    applyPatchArgs('ws-stages', 'stages-bind', repoUrl, 'stages', bind ?? '', 'Bind the workspace'),
+  );
 });
 
 afterAll(async () => {
@@ -34,14 +46,33 @@ afterAll(async () => {
 });
 
 test('a build declared to run two hours (a short command) is accepted, runs and completes by event', async () => {
-  const enqueued = await platform.cli(['enqueue', '--type', 'run_tests', '--workspace', 'ws-stages', '--job-id', 'long-tests', '--command', 'echo quick', '--timeout-seconds', String(2 * 3600), '--json']);
-  expect({ code: enqueued.code, stderr: enqueued.stderr }).toEqual({ code: 0, stderr: expect.stringMatching(/^enqueued run_tests long-tests/) });
+  const enqueued = await platform.cli([
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-stages',
+    '--job-id',
+    'long-tests',
+    '--command',
+    'echo quick',
+    '--timeout-seconds',
+    String(2 * 3600),
+    '--json',
+  ]);
+  expect({ code: enqueued.code, stderr: enqueued.stderr }).toEqual({
+    code: 0,
+    stderr: expect.stringMatching(/^enqueued run_tests long-tests/),
+  });
 
   const waited = await platform.cli(['wait', 'stages-bind', 'long-tests', '--timeout', '120', '--json']);
 
   expect(waited.code).toBe(0);
   const job = await platform.cliJson<JobJson>(['status', 'long-tests']);
-  expect(job).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', summary: 'tests passed', exitCode: 0, logTail: 'quick\n' } });
+  expect(job).toMatchObject({
+    status: 'SUCCEEDED',
+    result: { verdict: 'passed', summary: 'tests passed', exitCode: 0, logTail: 'quick\n' },
+  });
   expect(job.result?.['buildId']).toMatch(/^local:long-tests:0:[0-9a-f]{16}$/);
   const outcomes = (await platform.events()).filter((e) => e.detail['jobId'] === 'long-tests').map((e) => e.type);
   expect(outcomes).toEqual(['AgentJobSucceeded']);
@@ -49,7 +80,17 @@ test('a build declared to run two hours (a short command) is accepted, runs and 
 
 test('run_lint runs lint.sh by default and reports "lint passed"; a failing lint command is a verdict, not an error', async () => {
   await platform.cliJson(['enqueue', '--type', 'run_lint', '--workspace', 'ws-stages', '--job-id', 'lint-default']);
-  await platform.cliJson(['enqueue', '--type', 'run_lint', '--workspace', 'ws-stages', '--job-id', 'lint-failing', '--command', 'echo "2 problems"; exit 1']);
+  await platform.cliJson([
+    'enqueue',
+    '--type',
+    'run_lint',
+    '--workspace',
+    'ws-stages',
+    '--job-id',
+    'lint-failing',
+    '--command',
+    'echo "2 problems"; exit 1',
+  ]);
 
   const waited = await platform.cli(['wait', 'lint-default', 'lint-failing', '--timeout', '120']);
 
@@ -57,7 +98,13 @@ test('run_lint runs lint.sh by default and reports "lint passed"; a failing lint
   expect(waited.code).toBe(1);
   expect(await platform.cliJson<JobJson>(['status', 'lint-default'])).toMatchObject({
     status: 'SUCCEEDED',
-    result: { verdict: 'passed', summary: 'lint passed', exitCode: 0, logTail: 'lint clean\n', buildId: expect.stringMatching(/^local:lint-default:0:[0-9a-f]{16}$/) },
+    result: {
+      verdict: 'passed',
+      summary: 'lint passed',
+      exitCode: 0,
+      logTail: 'lint clean\n',
+      buildId: expect.stringMatching(/^local:lint-default:0:[0-9a-f]{16}$/),
+    },
   });
   expect(await platform.cliJson<JobJson>(['status', 'lint-failing'])).toMatchObject({
     status: 'SUCCEEDED',

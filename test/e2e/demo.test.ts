@@ -44,7 +44,11 @@ test('the demo runs every scenario and reports what happened', async () => {
 
 test('npm start -- --demo ends its scenario with a done line, then keeps the platform running', async () => {
   const stateDir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-demo-up-'));
-  const child = spawn(process.execPath, [BIN, 'local', 'up', '--demo', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+  const child = spawn(process.execPath, [BIN, 'local', 'up', '--demo', '--state-dir', stateDir], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_NO_WARNINGS: '1' },
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   try {
     let stdout = '';
@@ -56,7 +60,9 @@ test('npm start -- --demo ends its scenario with a done line, then keeps the pla
       });
       void exited.then((code) => reject(new Error(`local up --demo exited (${code}) without a done line:\n${stdout}`)));
     });
-    expect(done).toMatch(/^demo done: 8 jobs \(.*\); the platform keeps running: agent-jobs workspaces, agent-jobs console; Ctrl-C stops it$/);
+    expect(done).toMatch(
+      /^demo done: 8 jobs \(.*\); the platform keeps running: agent-jobs workspaces, agent-jobs console; Ctrl-C stops it$/,
+    );
     // The README tells a new user about both ways to run it.
     const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
     expect(readme).toContain('npm start -- --demo');

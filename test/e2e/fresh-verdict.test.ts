@@ -4,7 +4,14 @@
  * the same state directory, and the same job id sent again with another command. The new job runs
  * its own command: its verdict, log tail and output are of that run, never the old one's.
  */
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  makeRepository,
+  removeScratch,
+  startPlatform,
+  type RunningPlatform,
+} from './harness';
 
 jest.setTimeout(240_000);
 
@@ -33,13 +40,35 @@ interface TestJob {
 
 test('after a restart on an empty ledger, a test job sent again under the same id runs its own command and gets its own verdict', async () => {
   const first = await platformWithWorkspace();
-  await first.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-fresh', '--job-id', 'fresh-t1', '--command', 'echo old run; exit 1']);
-  expect((await first.cli(['wait', 'fresh-t1', '--timeout', '120'])).stdout).toMatch(/^fresh-t1 +run_tests +tests failed/m);
+  await first.cliJson([
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-fresh',
+    '--job-id',
+    'fresh-t1',
+    '--command',
+    'echo old run; exit 1',
+  ]);
+  expect((await first.cli(['wait', 'fresh-t1', '--timeout', '120'])).stdout).toMatch(
+    /^fresh-t1 +run_tests +tests failed/m,
+  );
   await first.stop({ keepStateDir: true });
   started.pop();
 
   const second = await platformWithWorkspace(first.stateDir);
-  await second.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-fresh', '--job-id', 'fresh-t1', '--command', 'echo fresh run; exit 0']);
+  await second.cliJson([
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-fresh',
+    '--job-id',
+    'fresh-t1',
+    '--command',
+    'echo fresh run; exit 0',
+  ]);
   const waited = await second.cli(['wait', 'fresh-t1', '--timeout', '120']);
 
   expect(waited.stdout).toMatch(/^fresh-t1 +run_tests +tests passed/m);

@@ -43,7 +43,11 @@ export interface RunningPlatform {
   /** The platform's process (with npm start: npm's, the platform runs below it). */
   readonly pid: number;
   /** What `local up --json` printed when ready. */
-  readonly ready: { readonly endpoints: Record<string, string>; readonly gitUrl: string; readonly console: { readonly url: string; readonly openUrl: string } };
+  readonly ready: {
+    readonly endpoints: Record<string, string>;
+    readonly gitUrl: string;
+    readonly console: { readonly url: string; readonly openUrl: string };
+  };
   cli(args: readonly string[], stdin?: string): Promise<CliResult>;
   /** Runs with --json and parses stdout as one JSON object; fails (with stderr) on a non-zero exit. */
   cliJson<T = unknown>(args: readonly string[], stdin?: string): Promise<T>;
@@ -90,7 +94,11 @@ export interface CliLaunch {
 export function runCli(args: readonly string[], stdin?: string, launch: CliLaunch = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const [command, argv] = launch.executable ? [launch.executable, args] : [process.execPath, [BIN, ...args]];
-    const child = spawn(command, argv, { cwd: launch.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1', ...launch.env } });
+    const child = spawn(command, argv, {
+      cwd: launch.cwd ?? ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_NO_WARNINGS: '1', ...launch.env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -106,7 +114,9 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
   const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), 'agent-jobs-e2e-')));
   const upArgs = ['--json', '--state-dir', stateDir, ...(options.persist ? ['--persist'] : [])];
   const viaNpm = options.npmStartArgs !== undefined;
-  const [command, args] = viaNpm ? ['npm', ['start', ...(options.npmStartArgs ?? []), '--', ...upArgs]] : [process.execPath, [BIN, 'local', 'up', ...upArgs]];
+  const [command, args] = viaNpm
+    ? ['npm', ['start', ...(options.npmStartArgs ?? []), '--', ...upArgs]]
+    : [process.execPath, [BIN, 'local', 'up', ...upArgs]];
   const child = spawn(command, args, {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -142,10 +152,12 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
     pid: child.pid ?? 0,
     ready,
     cli,
-    remoteLog: (repoUrl, branch) => commitSubjects(repositoryDir(stateDir, path.basename(new URL(repoUrl).pathname, '.git')), branch),
+    remoteLog: (repoUrl, branch) =>
+      commitSubjects(repositoryDir(stateDir, path.basename(new URL(repoUrl).pathname, '.git')), branch),
     async cliJson<T>(args: readonly string[], stdin?: string): Promise<T> {
       const lines = await jsonLinesOf<T>(cli, args, stdin);
-      if (lines.length !== 1) throw new Error(`agent-jobs ${args.join(' ')} printed ${lines.length} JSON lines, expected one`);
+      if (lines.length !== 1)
+        throw new Error(`agent-jobs ${args.join(' ')} printed ${lines.length} JSON lines, expected one`);
       return lines[0] as T;
     },
     cliLines: <T>(args: readonly string[], stdin?: string) => jsonLinesOf<T>(cli, args, stdin),
@@ -166,7 +178,8 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
     },
     async stop(stopOptions) {
       await stopChild(child, exited, viaNpm);
-      for (const url of [...Object.values(ready.endpoints), ready.gitUrl, ready.console.url]) await expectPortFree(Number(new URL(url).port));
+      for (const url of [...Object.values(ready.endpoints), ready.gitUrl, ready.console.url])
+        await expectPortFree(Number(new URL(url).port));
       if (!stopOptions?.keepStateDir) await rm(stateDir, { recursive: true, force: true });
     },
     async kill() {
@@ -180,13 +193,29 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
  * The ledger's working fields and index keys: no `--json` output may carry them (src/operator/views.ts
  * builds its JSON from allow-lists).
  */
-export const INTERNAL_FIELDS = ['leaseOwner', 'leaseUntil', 'digest', 'ttl', 'pk', 'listKey', 'listSort', 'wsKey', 'dueKey', 'dueAt', 'stageMessage', 'tokens'];
+export const INTERNAL_FIELDS = [
+  'leaseOwner',
+  'leaseUntil',
+  'digest',
+  'ttl',
+  'pk',
+  'listKey',
+  'listSort',
+  'wsKey',
+  'dueKey',
+  'dueAt',
+  'stageMessage',
+  'tokens',
+];
 
 /** Keys of internal fields anywhere in a parsed JSON value, with their paths. */
 export function internalKeysIn(value: unknown, at = '$'): string[] {
   if (Array.isArray(value)) return value.flatMap((item, i) => internalKeysIn(item, `${at}[${i}]`));
   if (typeof value !== 'object' || value === null) return [];
-  return Object.entries(value).flatMap(([key, inner]) => [...(INTERNAL_FIELDS.includes(key) ? [`${at}.${key}`] : []), ...internalKeysIn(inner, `${at}.${key}`)]);
+  return Object.entries(value).flatMap(([key, inner]) => [
+    ...(INTERNAL_FIELDS.includes(key) ? [`${at}.${key}`] : []),
+    ...internalKeysIn(inner, `${at}.${key}`),
+  ]);
 }
 
 /**
@@ -204,7 +233,8 @@ export function publicJsonLines(stdout: string, what: string): Record<string, un
       } catch {
         throw new Error(`${what}: a line of --json output is not JSON: ${line.slice(0, 200)}`);
       }
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${what}: a line of --json output is not one object: ${line.slice(0, 200)}`);
+      if (typeof value !== 'object' || value === null || Array.isArray(value))
+        throw new Error(`${what}: a line of --json output is not one object: ${line.slice(0, 200)}`);
       const internal = internalKeysIn(value);
       if (internal.length) throw new Error(`${what}: --json output carries internal fields ${internal.join(', ')}`);
       return value as Record<string, unknown>;
@@ -247,7 +277,10 @@ export async function git(cwd: string, ...args: string[]): Promise<string> {
 }
 
 /** A small repository with a few branches, as a workspace's source. */
-export async function makeRepository(files: Record<string, string | Uint8Array>, branches: readonly string[] = []): Promise<string> {
+export async function makeRepository(
+  files: Record<string, string | Uint8Array>,
+  branches: readonly string[] = [],
+): Promise<string> {
   const dir = await scratchDir('agent-jobs-src-');
   await git(dir, 'init', '--quiet', '--initial-branch=main');
   for (const [name, content] of Object.entries(files)) {
@@ -279,7 +312,17 @@ export async function diffChain(sourceDir: string, steps: readonly Record<string
     await git(scratch, 'add', '-A');
     const file = path.join(dir, `${index}.diff`);
     await writeFile(file, `${await git(scratch, 'diff', '--cached', '--no-color')}\n`);
-    await git(scratch, '-c', 'user.name=e2e', '-c', 'user.email=e2e@example.com', 'commit', '--quiet', '-m', `step ${index}`);
+    await git(
+      scratch,
+      '-c',
+      'user.name=e2e',
+      '-c',
+      'user.email=e2e@example.com',
+      'commit',
+      '--quiet',
+      '-m',
+      `step ${index}`,
+    );
     files.push(file);
   }
   return files;
@@ -288,11 +331,45 @@ export async function diffChain(sourceDir: string, steps: readonly Record<string
 /** A patch whose context is not in `app.txt` (`one\n`): it can never apply, so it fails and blocks its workspace. */
 export async function poisonPatch(): Promise<string> {
   const file = path.join(await scratchDir('agent-jobs-poison-'), 'poison.diff');
-  await writeFile(file, ['diff --git a/app.txt b/app.txt', '--- a/app.txt', '+++ b/app.txt', '@@ -1 +1 @@', '-not the content', '+two', ''].join('\n'));
+  await writeFile(
+    file,
+    [
+      'diff --git a/app.txt b/app.txt',
+      '--- a/app.txt',
+      '+++ b/app.txt',
+      '@@ -1 +1 @@',
+      '-not the content',
+      '+two',
+      '',
+    ].join('\n'),
+  );
   return file;
 }
 
 /** `enqueue --type apply_patch` arguments. */
-export function applyPatchArgs(workspace: string, jobId: string, repoUrl: string, branch: string, diffFile: string, message: string): string[] {
-  return ['enqueue', '--type', 'apply_patch', '--workspace', workspace, '--job-id', jobId, '--repo', repoUrl, '--branch', branch, '--diff-file', diffFile, '--message', message];
+export function applyPatchArgs(
+  workspace: string,
+  jobId: string,
+  repoUrl: string,
+  branch: string,
+  diffFile: string,
+  message: string,
+): string[] {
+  return [
+    'enqueue',
+    '--type',
+    'apply_patch',
+    '--workspace',
+    workspace,
+    '--job-id',
+    jobId,
+    '--repo',
+    repoUrl,
+    '--branch',
+    branch,
+    '--diff-file',
+    diffFile,
+    '--message',
+    message,
+  ];
 }

@@ -15,7 +15,14 @@ import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { EXIT } from '../../src/cli/errors';
 import { createLocalClients, dynamoDbEmulatorOf, LOCAL_TABLE_NAME } from '../../src/local/emulators';
 import { localUp } from '../support/local-up';
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  makeRepository,
+  removeScratch,
+  startPlatform,
+  type RunningPlatform,
+} from './harness';
 
 jest.setTimeout(240_000);
 
@@ -34,33 +41,45 @@ async function fillWriteBuffer({ sqs = '', dynamodb = '', s3 = '' }: Record<stri
   const clients = createLocalClients({ sqs, dynamodb, s3 });
   try {
     for (let i = 0; i < FILLER_ITEMS; i++) {
-      await clients.dynamodb.send(new PutItemCommand({ TableName: LOCAL_TABLE_NAME, Item: { pk: { S: `filler#${i}` }, data: { S: 'x'.repeat(FILLER_BYTES) } } }));
+      await clients.dynamodb.send(
+        new PutItemCommand({
+          TableName: LOCAL_TABLE_NAME,
+          Item: { pk: { S: `filler#${i}` }, data: { S: 'x'.repeat(FILLER_BYTES) } },
+        }),
+      );
     }
   } finally {
     clients.destroy();
   }
 }
 
-(dynamoDbEmulatorOf() === 'dynalite' ? test : test.skip)('every log file of the ledger emptied after a kill -9: the next start refuses the ledger, naming it and the way out', async () => {
-  platform = await startPlatform({ persist: true });
-  const { stateDir } = platform;
-  await fillWriteBuffer(platform.ready.endpoints);
-  const source = await makeRepository({ 'app.txt': 'one\n' }, []);
-  const repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'kept'])).url;
-  const [diff] = await diffChain(source, [{ 'app.txt': 'two\n' }]);
-  await platform.cliJson(applyPatchArgs('ws-kept', 'kept-1', repoUrl, 'main', diff ?? '', 'Kept'));
-  await platform.cliJson(['wait', 'kept-1', '--timeout', '120']);
-  await platform.kill();
-  platform = undefined;
-  const ledgerDir = path.join(stateDir, 'dynamodb');
-  const logs = (await readdir(ledgerDir)).filter((name) => name.endsWith('.log'));
-  expect(logs.length).toBeGreaterThan(0);
-  for (const log of logs) await truncate(path.join(ledgerDir, log), 0);
+(dynamoDbEmulatorOf() === 'dynalite' ? test : test.skip)(
+  'every log file of the ledger emptied after a kill -9: the next start refuses the ledger, naming it and the way out',
+  async () => {
+    platform = await startPlatform({ persist: true });
+    const { stateDir } = platform;
+    await fillWriteBuffer(platform.ready.endpoints);
+    const source = await makeRepository({ 'app.txt': 'one\n' }, []);
+    const repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'kept'])).url;
+    const [diff] = await diffChain(source, [{ 'app.txt': 'two\n' }]);
+    await platform.cliJson(applyPatchArgs('ws-kept', 'kept-1', repoUrl, 'main', diff ?? '', 'Kept'));
+    await platform.cliJson(['wait', 'kept-1', '--timeout', '120']);
+    await platform.kill();
+    platform = undefined;
+    const ledgerDir = path.join(stateDir, 'dynamodb');
+    const logs = (await readdir(ledgerDir)).filter((name) => name.endsWith('.log'));
+    expect(logs.length).toBeGreaterThan(0);
+    for (const log of logs) await truncate(path.join(ledgerDir, log), 0);
 
-  const again = await localUp(['--persist', '--state-dir', stateDir]);
+    const again = await localUp(['--persist', '--state-dir', stateDir]);
 
-  expect({ code: again.code, stdout: again.stdout }).toEqual({ code: EXIT.unavailable, stdout: '' });
-  expect(again.stderr.trim().split('\n')).toEqual([
-    expect.stringMatching(new RegExp(`the persisted ledger in ${ledgerDir} lost data: its log files \\(${logs.join(', ')}\\) are empty.*--reset`)),
-  ]);
-});
+    expect({ code: again.code, stdout: again.stdout }).toEqual({ code: EXIT.unavailable, stdout: '' });
+    expect(again.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `the persisted ledger in ${ledgerDir} lost data: its log files \\(${logs.join(', ')}\\) are empty.*--reset`,
+        ),
+      ),
+    ]);
+  },
+);

@@ -13,7 +13,15 @@ import { localGit } from '../../src/compose/local';
 import { startPlatform, type LocalPlatform } from '../../src/local/platform';
 import { eventually } from '../support/eventually';
 import { repositoryDir } from '../../src/local/state-dir';
-import { applyPatchArgs, commitSubjects, diffChain, makeRepository, removeScratch, runCli, type CliResult } from './harness';
+import {
+  applyPatchArgs,
+  commitSubjects,
+  diffChain,
+  makeRepository,
+  removeScratch,
+  runCli,
+  type CliResult,
+} from './harness';
 
 jest.setTimeout(240_000);
 
@@ -42,12 +50,20 @@ async function cliJson<T>(args: readonly string[]): Promise<T> {
 }
 
 async function untilJob(jobId: string, done: (job: JobJson) => boolean): Promise<JobJson> {
-  return eventually(() => cliJson<JobJson>(['status', jobId]), done, { what: `job ${jobId}`, timeoutMs: 150_000, intervalMs: 500 });
+  return eventually(() => cliJson<JobJson>(['status', jobId]), done, {
+    what: `job ${jobId}`,
+    timeoutMs: 150_000,
+    intervalMs: 500,
+  });
 }
 
 /** The live view's lines since it started, once `done` holds for them. */
 async function untilViewShows(what: string, done: (lines: string[]) => boolean): Promise<string[]> {
-  return eventually(() => printed.split('\n'), done, { what: `the live view to show ${what}`, timeoutMs: 30_000, intervalMs: 200 });
+  return eventually(() => printed.split('\n'), done, {
+    what: `the live view to show ${what}`,
+    timeoutMs: 30_000,
+    intervalMs: 200,
+  });
 }
 
 /** The last `workspaces:` line the view printed. */
@@ -95,7 +111,9 @@ test('a cancel sent while the job waits for its turn wins; the live view shows j
   await untilJob(HELD_JOB, (j) => j.status === 'IN_FLIGHT');
   const cancelled = await cli(['cancel', 'queued-2']);
   expect(cancelled.code).toBe(0);
-  expect(cancelled.stdout).toMatch(/queued-2: QUEUED -> CANCELLED \(acknowledged without running when its turn comes\)/);
+  expect(cancelled.stdout).toMatch(
+    /queued-2: QUEUED -> CANCELLED \(acknowledged without running when its turn comes\)/,
+  );
   releaseHeld();
 
   await cliJson(applyPatchArgs('ws-live', 'after-3', repoUrl, 'live', third ?? '', 'After'));
@@ -106,23 +124,61 @@ test('a cancel sent while the job waits for its turn wins; the live view shows j
   expect(await commitSubjects(repositoryDir(stateDir, 'live'), 'live')).toEqual(['After', 'Held', 'initial']);
 
   // A failing test run shows its verdict, not a plain SUCCEEDED.
-  await cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-live', '--job-id', 'tests-red', '--command', 'false']);
+  await cliJson([
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-live',
+    '--job-id',
+    'tests-red',
+    '--command',
+    'false',
+  ]);
   expect((await cli(['wait', 'tests-red', '--timeout', '150'])).code).toBe(1);
-  let lines = await untilViewShows('the red test run', (l) => l.some((x) => /ws-live {2}run_tests {2}tests-red {2}tests failed {2}tests failed \(exit 1\)/.test(x)));
+  let lines = await untilViewShows('the red test run', (l) =>
+    l.some((x) => /ws-live {2}run_tests {2}tests-red {2}tests failed {2}tests failed \(exit 1\)/.test(x)),
+  );
   expect(lines.some((l) => /ws-live {2}apply_patch {2}queued-2 {2}CANCELLED/.test(l))).toBe(true);
 
   // A poison patch blocks the workspace; the job behind it is skipped; --drop cancels it.
   const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-'));
   const poison = path.join(dir, 'poison.diff');
-  await writeFile(poison, ['diff --git a/app.txt b/app.txt', '--- a/app.txt', '+++ b/app.txt', '@@ -1 +1 @@', '-not the content', '+two', ''].join('\n'));
+  await writeFile(
+    poison,
+    [
+      'diff --git a/app.txt b/app.txt',
+      '--- a/app.txt',
+      '+++ b/app.txt',
+      '@@ -1 +1 @@',
+      '-not the content',
+      '+two',
+      '',
+    ].join('\n'),
+  );
   await cliJson(applyPatchArgs('ws-live', 'poison', repoUrl, 'live', poison, 'Poison'));
-  await cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-live', '--job-id', 'skipped-1', '--command', 'true']);
+  await cliJson([
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-live',
+    '--job-id',
+    'skipped-1',
+    '--command',
+    'true',
+  ]);
   await cli(['wait', 'poison', 'skipped-1', '--timeout', '150']);
-  lines = await untilViewShows('the workspace blocked', (l) => /ws-live BLOCKED by poison \(PATCH_DOES_NOT_APPLY\).*SKIPPED 1/.test(lastState(l)));
+  lines = await untilViewShows('the workspace blocked', (l) =>
+    /ws-live BLOCKED by poison \(PATCH_DOES_NOT_APPLY\).*SKIPPED 1/.test(lastState(l)),
+  );
   expect(lines).toContainEqual(expect.stringMatching(/ws-live {2}BLOCKED by poison \(PATCH_DOES_NOT_APPLY\)$/));
 
   await cliJson(['workspace', 'unblock', 'ws-live', '--drop']);
-  lines = await untilViewShows('the unblock and the drop', (l) => /ws-live ACTIVE/.test(lastState(l)) && !/SKIPPED/.test(lastState(l)));
+  lines = await untilViewShows(
+    'the unblock and the drop',
+    (l) => /ws-live ACTIVE/.test(lastState(l)) && !/SKIPPED/.test(lastState(l)),
+  );
   expect(lines).toContainEqual(expect.stringMatching(/ws-live {2}ACTIVE \(unblocked\)$/));
   expect(lines).toContainEqual(expect.stringMatching(/ws-live {2}run_tests {2}skipped-1 {2}CANCELLED/));
 
@@ -138,9 +194,19 @@ test('a cancel sent while the job waits for its turn wins; the live view shows j
   // `workspaces`: the same state, as a command; --json never shows the ledger's working fields.
   const listed = await cli(['workspaces', '--json']);
   expect(listed.code).toBe(0);
-  const [ws] = listed.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-  expect(ws).toMatchObject({ workspaceId: 'ws-live', state: 'BLOCKED', blockedBy: 'poison', jobs: { SUCCEEDED: 2, 'tests failed': 1, FAILED: 1 } });
+  const [ws] = listed.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  expect(ws).toMatchObject({
+    workspaceId: 'ws-live',
+    state: 'BLOCKED',
+    blockedBy: 'poison',
+    jobs: { SUCCEEDED: 2, 'tests failed': 1, FAILED: 1 },
+  });
   expect(listed.stdout).not.toMatch(/leaseOwner|digest|"ttl"|listKey|listSort/);
-  expect((await cli(['workspaces'])).stdout).toMatch(/ws-live +BLOCKED by poison \(PATCH_DOES_NOT_APPLY\) +[0-9a-f]{12} +SUCCEEDED 2, .*tests failed 1, .*FAILED 1/);
+  expect((await cli(['workspaces'])).stdout).toMatch(
+    /ws-live +BLOCKED by poison \(PATCH_DOES_NOT_APPLY\) +[0-9a-f]{12} +SUCCEEDED 2, .*tests failed 1, .*FAILED 1/,
+  );
   await rm(dir, { recursive: true, force: true });
 });

@@ -33,13 +33,17 @@ test("a timeline resource's id with a malformed %-escape or past the id rule is 
     const read = mcp.client.readResource({ uri: `agent-jobs://workspaces/${workspaceId}/timeline` });
     await expect(read).rejects.toThrow(/malformed %-escape|workspaceId must be 1-64 characters/);
   }
-  await expect(mcp.client.readResource({ uri: 'agent-jobs://workspaces/ws-none/timeline' })).rejects.toThrow(/workspace ws-none is not in the ledger/);
+  await expect(mcp.client.readResource({ uri: 'agent-jobs://workspaces/ws-none/timeline' })).rejects.toThrow(
+    /workspace ws-none is not in the ledger/,
+  );
   expect(mcp.transportErrors).toEqual([]);
 });
 
 /** A diff that adds one file of `bytes` bytes at most, in lines as source code has them. */
 function largeDiff(bytes: number): string {
-  const head = ['diff --git a/large.txt b/large.txt', 'new file mode 100644', '--- /dev/null', '+++ b/large.txt'].join('\n');
+  const head = ['diff --git a/large.txt b/large.txt', 'new file mode 100644', '--- /dev/null', '+++ b/large.txt'].join(
+    '\n',
+  );
   const line = `+${'x'.repeat(99)}\n`;
   const lines = Math.floor((bytes - head.length - 32) / line.length);
   return `${head}\n@@ -0,0 +1,${lines} @@\n${line.repeat(lines)}`;
@@ -49,14 +53,24 @@ test('the largest inline diff the tools allow goes through the MCP SDK client, a
   const diff = largeDiff(MAX_DIFF_BYTES);
   expect(Buffer.byteLength(diff)).toBeLessThanOrEqual(MAX_DIFF_BYTES);
   expect(Buffer.byteLength(diff)).toBeGreaterThan(MAX_DIFF_BYTES - 200);
-  const sent = await mcp.call('apply_patch', { workspaceId: 'ws-large', jobId: 'large-inline', payload: { repo: { url: repoUrl, branch: 'large' }, diff, message: 'A large file' } });
-  expect({ isError: sent.isError ?? false, text: JSON.stringify(sent.content).slice(0, 300) }).toEqual({ isError: false, text: expect.stringContaining('large-inline') });
+  const sent = await mcp.call('apply_patch', {
+    workspaceId: 'ws-large',
+    jobId: 'large-inline',
+    payload: { repo: { url: repoUrl, branch: 'large' }, diff, message: 'A large file' },
+  });
+  expect({ isError: sent.isError ?? false, text: JSON.stringify(sent.content).slice(0, 300) }).toEqual({
+    isError: false,
+    text: expect.stringContaining('large-inline'),
+  });
   await expect(mcp.result('job_status', { jobId: 'large-inline' })).resolves.toMatchObject({ jobId: 'large-inline' });
   expect(mcp.transportErrors).toEqual([]);
 });
 
 test('a request line over the limit is a JSON-RPC error naming the limit, and the next request is answered', async () => {
-  const child = spawn(process.execPath, [BIN, 'mcp', '--state-dir', platform.stateDir], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+  const child = spawn(process.execPath, [BIN, 'mcp', '--state-dir', platform.stateDir], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_NO_WARNINGS: '1' },
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -67,9 +81,16 @@ test('a request line over the limit is a JSON-RPC error naming the limit, and th
   // A server that exits mid-write: the test reports what it answered, not the broken pipe.
   child.stdin.on('error', () => undefined);
   try {
-    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`);
+    child.stdin.write(
+      `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`,
+    );
     child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
-    const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'job_status', arguments: { jobId: 'x'.repeat(60_000_000) } } };
+    const call = {
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'job_status', arguments: { jobId: 'x'.repeat(60_000_000) } },
+    };
     child.stdin.write(`${JSON.stringify(call)}\n`);
     child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'ping' })}\n`);
     const answered = await eventually(
@@ -77,8 +98,15 @@ test('a request line over the limit is a JSON-RPC error naming the limit, and th
       (text) => text.includes('"id":3') || exit !== undefined,
       { what: 'an answer to the ping after the oversized line', timeoutMs: 60_000, intervalMs: 100 },
     );
-    const answers = answered.trim().split('\n').map((line) => JSON.parse(line) as { id: number | null; error?: { message: string } });
-    expect({ exit, stderr: stderr.slice(0, 300), answers: answers.map((a) => ({ id: a.id, error: a.error?.message })) }).toEqual({
+    const answers = answered
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { id: number | null; error?: { message: string } });
+    expect({
+      exit,
+      stderr: stderr.slice(0, 300),
+      answers: answers.map((a) => ({ id: a.id, error: a.error?.message })),
+    }).toEqual({
       exit: undefined,
       stderr: expect.any(String),
       answers: [

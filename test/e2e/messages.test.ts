@@ -5,7 +5,15 @@
  * and a reused id together, a stage with no command reads as unconfigured rather than as failed,
  * `status` shows a result as words, and a command group's `--help` is that group's.
  */
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, runCli, startPlatform, type RunningPlatform } from './harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  makeRepository,
+  removeScratch,
+  runCli,
+  startPlatform,
+  type RunningPlatform,
+} from './harness';
 
 jest.setTimeout(240_000);
 
@@ -19,7 +27,17 @@ beforeAll(async () => {
   repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'msgs'])).url;
   const [bind] = await diffChain(source, [{ 'notes.txt': 'messages\n' }]);
   await platform.cliJson(applyPatchArgs('ws-msgs', 'msgs-bind', repoUrl, 'msgs', bind ?? '', 'Bind the workspace'));
-  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-msgs', '--job-id', 'msgs-red', '--command', 'echo "1 failing"; exit 1']);
+  await platform.cliJson([
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-msgs',
+    '--job-id',
+    'msgs-red',
+    '--command',
+    'echo "1 failing"; exit 1',
+  ]);
   await platform.cliJson(['enqueue', '--type', 'run_lint', '--workspace', 'ws-msgs', '--job-id', 'msgs-nolint']);
   expect((await platform.cli(['wait', 'msgs-bind', 'msgs-red', 'msgs-nolint', '--timeout', '150'])).code).toBe(1);
 });
@@ -41,7 +59,9 @@ test('a test run that failed leads with "tests failed" in status, logs and the w
   expect(logs).toMatch(/build finished: tests failed .*status=SUCCEEDED/);
   expect(logs).not.toMatch(/job SUCCEEDED.*state=FAILED/);
 
-  expect((await platform.cli(['jobs', '--workspace', 'ws-msgs'])).stdout).toMatch(/msgs-red\s+run_tests\s+tests failed\s+tests failed \(exit 1\)/);
+  expect((await platform.cli(['jobs', '--workspace', 'ws-msgs'])).stdout).toMatch(
+    /msgs-red\s+run_tests\s+tests failed\s+tests failed \(exit 1\)/,
+  );
 });
 
 test('a stage with no command configured says so, not "failed (exit 2)"', async () => {
@@ -54,13 +74,25 @@ test('a stage with no command configured says so, not "failed (exit 2)"', async 
 });
 
 test('wait shows both the verdict and a reused job id', async () => {
-  const reused = await platform.cli(['enqueue', '--type', 'run_tests', '--workspace', 'ws-msgs', '--job-id', 'msgs-red', '--command', 'echo other']);
+  const reused = await platform.cli([
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-msgs',
+    '--job-id',
+    'msgs-red',
+    '--command',
+    'echo other',
+  ]);
   expect(reused.code).toBe(1);
 
   const waited = await platform.cli(['wait', 'msgs-red', '--timeout', '30']);
 
   expect(waited.code).toBe(1);
-  expect(waited.stdout).toMatch(/msgs-red\s+run_tests\s+tests failed\s+tests failed \(exit 1\) at [0-9a-f]{12}; CONFLICT: 1 other request reused this job id/);
+  expect(waited.stdout).toMatch(
+    /msgs-red\s+run_tests\s+tests failed\s+tests failed \(exit 1\) at [0-9a-f]{12}; CONFLICT: 1 other request reused this job id/,
+  );
 });
 
 test('a missing branch names dlq redrive; a skipped job dropped afterwards reads as cancelled, not as skipped', async () => {
@@ -70,7 +102,9 @@ test('a missing branch names dlq redrive; a skipped job dropped afterwards reads
   expect((await platform.cli(['wait', 'nb-1', 'nb-2', '--timeout', '120'])).code).toBe(1);
 
   const failed = (await platform.cli(['status', 'nb-1'])).stdout;
-  expect(failed).toMatch(/^error\s+BRANCH_NOT_FOUND: branch no-such-branch does not exist on the remote: create it, then run the job again: agent-jobs dlq redrive <jobId>$/m);
+  expect(failed).toMatch(
+    /^error\s+BRANCH_NOT_FOUND: branch no-such-branch does not exist on the remote: create it, then run the job again: agent-jobs dlq redrive <jobId>$/m,
+  );
   expect(failed).not.toContain('replay the job');
 
   expect((await platform.cli(['workspace', 'unblock', 'ws-nobranch', '--drop'])).code).toBe(0);

@@ -4,7 +4,15 @@
  */
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { applyPatchArgs, diffChain, git, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  git,
+  makeRepository,
+  removeScratch,
+  startPlatform,
+  type RunningPlatform,
+} from './harness';
 import { repositoryDir } from '../../src/local/state-dir';
 
 jest.setTimeout(180_000);
@@ -41,9 +49,18 @@ test('apply_patch A then B: two commits, in order, and the ledger names the head
   await platform.cliJson(applyPatchArgs('ws-ordered', 'ordered-a', repoUrl, 'ordered', a ?? '', 'Patch A'));
   await platform.cliJson(applyPatchArgs('ws-ordered', 'ordered-b', repoUrl, 'ordered', b ?? '', 'Patch B'));
 
-  const waited = await platform.cliLines<{ jobId: string; succeeded: boolean }>(['wait', 'ordered-a', 'ordered-b', '--timeout', '120']);
+  const waited = await platform.cliLines<{ jobId: string; succeeded: boolean }>([
+    'wait',
+    'ordered-a',
+    'ordered-b',
+    '--timeout',
+    '120',
+  ]);
 
-  expect(waited.map((j) => [j.jobId, j.succeeded])).toEqual([['ordered-a', true], ['ordered-b', true]]);
+  expect(waited.map((j) => [j.jobId, j.succeeded])).toEqual([
+    ['ordered-a', true],
+    ['ordered-b', true],
+  ]);
   expect(await platform.remoteLog(repoUrl, 'ordered')).toEqual(['Patch B', 'Patch A', 'initial']);
   const jobB = await platform.cliJson<JobJson>(['status', 'ordered-b']);
   expect(jobB.result?.commitSha).toBe(await remoteHead('ordered'));
@@ -51,7 +68,9 @@ test('apply_patch A then B: two commits, in order, and the ledger names the head
   expect(workspace).toMatchObject({ head: await remoteHead('ordered'), state: 'ACTIVE' });
   const listed = await platform.cliLines<JobJson>(['jobs', '--workspace', 'ws-ordered']);
   expect(listed.map((j) => j.jobId)).toEqual(['ordered-a', 'ordered-b']);
-  const succeeded = (await platform.events()).filter((e) => e.type === 'AgentJobSucceeded' && e.detail.workspaceId === 'ws-ordered');
+  const succeeded = (await platform.events()).filter(
+    (e) => e.type === 'AgentJobSucceeded' && e.detail.workspaceId === 'ws-ordered',
+  );
   expect(succeeded.map((e) => e.detail.jobId)).toEqual(['ordered-a', 'ordered-b']);
 });
 
@@ -74,23 +93,67 @@ test('the same job enqueued twice makes one commit', async () => {
 
 test('run_tests fails then passes at the pinned commits, then open_pr opens one pull request', async () => {
   const [broken, fixed] = await diffChain(source, [{ 'test.sh': 'exit 1\n' }, { 'test.sh': 'echo ok\n' }]);
-  const tests = (jobId: string) => ['enqueue', '--type', 'run_tests', '--workspace', 'ws-feature', '--job-id', jobId, '--command', 'sh test.sh'];
-  await platform.cliJson(applyPatchArgs('ws-feature', 'feature-1', repoUrl, 'feature', broken ?? '', 'Add failing test'));
+  const tests = (jobId: string) => [
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-feature',
+    '--job-id',
+    jobId,
+    '--command',
+    'sh test.sh',
+  ];
+  await platform.cliJson(
+    applyPatchArgs('ws-feature', 'feature-1', repoUrl, 'feature', broken ?? '', 'Add failing test'),
+  );
   await platform.cliJson(tests('tests-1'));
   await platform.cliJson(applyPatchArgs('ws-feature', 'feature-2', repoUrl, 'feature', fixed ?? '', 'Fix the test'));
   await platform.cliJson(tests('tests-2'));
-  await platform.cliJson(['enqueue', '--type', 'open_pr', '--workspace', 'ws-feature', '--job-id', 'feature-pr', '--base', 'main', '--title', 'Feature']);
+  await platform.cliJson([
+    'enqueue',
+    '--type',
+    'open_pr',
+    '--workspace',
+    'ws-feature',
+    '--job-id',
+    'feature-pr',
+    '--base',
+    'main',
+    '--title',
+    'Feature',
+  ]);
 
-  const waited = await platform.cli(['wait', 'feature-1', 'tests-1', 'feature-2', 'tests-2', 'feature-pr', '--timeout', '150', '--json']);
+  const waited = await platform.cli([
+    'wait',
+    'feature-1',
+    'tests-1',
+    'feature-2',
+    'tests-2',
+    'feature-pr',
+    '--timeout',
+    '150',
+    '--json',
+  ]);
 
   expect(waited.code).toBe(1); // the first test run failed
   const [feature1, tests1, feature2, tests2, pr] = await Promise.all(
-    ['feature-1', 'tests-1', 'feature-2', 'tests-2', 'feature-pr'].map((id) => platform.cliJson<JobJson>(['status', id])),
+    ['feature-1', 'tests-1', 'feature-2', 'tests-2', 'feature-pr'].map((id) =>
+      platform.cliJson<JobJson>(['status', id]),
+    ),
   );
-  expect(tests1).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'failed', sha: feature1?.result?.commitSha } });
-  expect(tests2).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', sha: feature2?.result?.commitSha } });
+  expect(tests1).toMatchObject({
+    status: 'SUCCEEDED',
+    result: { verdict: 'failed', sha: feature1?.result?.commitSha },
+  });
+  expect(tests2).toMatchObject({
+    status: 'SUCCEEDED',
+    result: { verdict: 'passed', sha: feature2?.result?.commitSha },
+  });
   expect(pr).toMatchObject({ status: 'SUCCEEDED', pin: { sha: feature2?.result?.commitSha } });
-  const store = JSON.parse(await readFile(path.join(platform.stateDir, 'pull-requests.json'), 'utf8')) as { pulls: { head: string; base: string; title: string }[] };
+  const store = JSON.parse(await readFile(path.join(platform.stateDir, 'pull-requests.json'), 'utf8')) as {
+    pulls: { head: string; base: string; title: string }[];
+  };
   expect(store.pulls).toEqual([expect.objectContaining({ head: 'feature', base: 'main', title: 'Feature' })]);
 });
 
@@ -121,5 +184,7 @@ test('--json: stdout is JSON Lines (one object per line) and nothing else, for e
   const failed = await platform.cli(['status', 'no-such-job', '--json']);
   expect(failed.code).toBe(3);
   expect(failed.stdout).toBe('');
-  expect(JSON.parse(failed.stderr.trim().split('\n').at(-1) ?? '')).toMatchObject({ error: { message: expect.stringContaining('no-such-job') } });
+  expect(JSON.parse(failed.stderr.trim().split('\n').at(-1) ?? '')).toMatchObject({
+    error: { message: expect.stringContaining('no-such-job') },
+  });
 });

@@ -7,7 +7,14 @@
  */
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  makeRepository,
+  removeScratch,
+  startPlatform,
+  type RunningPlatform,
+} from './harness';
 
 jest.setTimeout(240_000);
 
@@ -35,8 +42,30 @@ afterAll(async () => {
   await removeScratch();
 });
 
-const tests = (workspace: string, jobId: string) => ['enqueue', '--type', 'run_tests', '--workspace', workspace, '--job-id', jobId, '--command', 'sh test.sh'];
-const openPr = (workspace: string, jobId: string, title: string) => ['enqueue', '--type', 'open_pr', '--workspace', workspace, '--job-id', jobId, '--base', 'main', '--title', title];
+const tests = (workspace: string, jobId: string) => [
+  'enqueue',
+  '--type',
+  'run_tests',
+  '--workspace',
+  workspace,
+  '--job-id',
+  jobId,
+  '--command',
+  'sh test.sh',
+];
+const openPr = (workspace: string, jobId: string, title: string) => [
+  'enqueue',
+  '--type',
+  'open_pr',
+  '--workspace',
+  workspace,
+  '--job-id',
+  jobId,
+  '--base',
+  'main',
+  '--title',
+  title,
+];
 
 async function pulls(): Promise<{ head: string; title: string }[]> {
   const file = path.join(platform.stateDir, 'pull-requests.json');
@@ -54,9 +83,22 @@ test('failed tests at the pinned commit: open_pr opens nothing, names the job, i
   await platform.cliJson(tests('ws-red', 'red-tests-2'));
   await platform.cliJson(openPr('ws-red', 'red-pr-2', 'Green'));
 
-  await platform.cli(['wait', 'red-1', 'red-tests-1', 'red-pr-1', 'red-2', 'red-tests-2', 'red-pr-2', '--timeout', '200', '--json']);
+  await platform.cli([
+    'wait',
+    'red-1',
+    'red-tests-1',
+    'red-pr-1',
+    'red-2',
+    'red-tests-2',
+    'red-pr-2',
+    '--timeout',
+    '200',
+    '--json',
+  ]);
 
-  const [red1, pr1, red2, pr2] = await Promise.all(['red-1', 'red-pr-1', 'red-2', 'red-pr-2'].map((id) => platform.cliJson<JobJson>(['status', id])));
+  const [red1, pr1, red2, pr2] = await Promise.all(
+    ['red-1', 'red-pr-1', 'red-2', 'red-pr-2'].map((id) => platform.cliJson<JobJson>(['status', id])),
+  );
   const sha1 = String(red1?.result?.commitSha);
   expect(pr1).toMatchObject({ status: 'FAILED', pin: { sha: sha1 }, error: { reason: 'REQUIREMENT_FAILED' } });
   expect(pr1?.error?.message).toContain('red-tests-1');
@@ -78,15 +120,22 @@ test('tests still running at the pinned commit: open_pr waits for their verdict,
   const waited = await platform.cli(['wait', 'slow-1', 'slow-tests', 'slow-pr', '--timeout', '200', '--json']);
 
   expect(waited.code).toBe(0);
-  const [tested, pr] = await Promise.all(['slow-tests', 'slow-pr'].map((id) => platform.cliJson<JobJson>(['status', id])));
+  const [tested, pr] = await Promise.all(
+    ['slow-tests', 'slow-pr'].map((id) => platform.cliJson<JobJson>(['status', id])),
+  );
   expect(tested).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed' } });
-  expect(pr).toMatchObject({ status: 'SUCCEEDED', result: { gate: [{ type: 'run_tests', jobId: 'slow-tests', verdict: 'tests passed' }] } });
+  expect(pr).toMatchObject({
+    status: 'SUCCEEDED',
+    result: { gate: [{ type: 'run_tests', jobId: 'slow-tests', verdict: 'tests passed' }] },
+  });
   expect(pr?.gate).toMatch(/^passed: run_tests slow-tests \(tests passed\) at [0-9a-f]{12}$/);
 });
 
 test('no test run at the pinned commit: open_pr opens nothing and says what it required', async () => {
   const [change] = await diffChain(source, [{ 'notes.txt': 'untested\n' }]);
-  await platform.cliJson(applyPatchArgs('ws-untested', 'untested-1', repoUrl, 'untested', change ?? '', 'Untested change'));
+  await platform.cliJson(
+    applyPatchArgs('ws-untested', 'untested-1', repoUrl, 'untested', change ?? '', 'Untested change'),
+  );
   await platform.cliJson(openPr('ws-untested', 'untested-pr', 'Untested'));
 
   await platform.cli(['wait', 'untested-1', 'untested-pr', '--timeout', '200', '--json']);

@@ -28,13 +28,26 @@ test('a repository imported again gets the branches its source has grown since, 
   const source = await makeRepository({ 'app.txt': 'one\n' });
   const first = await platform.cliJson<Imported>(['repo', 'import', source, '--name', 'grown']);
   await git(source, 'branch', 'feature');
-  await git(source, '-c', 'user.name=e2e', '-c', 'user.email=e2e@example.com', 'commit', '--quiet', '--allow-empty', '-m', 'later on main');
+  await git(
+    source,
+    '-c',
+    'user.name=e2e',
+    '-c',
+    'user.email=e2e@example.com',
+    'commit',
+    '--quiet',
+    '--allow-empty',
+    '-m',
+    'later on main',
+  );
 
   const again = await platform.cli(['repo', 'import', source, '--name', 'grown', '--json']);
 
   expect(again.code).toBe(0);
   expect(JSON.parse(again.stdout)).toMatchObject({ url: first.url, created: false, addedBranches: ['feature'] });
-  expect(again.stderr).toMatch(/repository grown was imported before: added branch feature from .*; kept branch main as it is here/);
+  expect(again.stderr).toMatch(
+    /repository grown was imported before: added branch feature from .*; kept branch main as it is here/,
+  );
   expect(await platform.remoteLog(first.url, 'feature')).toEqual(['initial']);
   // main stays as the server has it: the source's later commit is not taken over it.
   expect(await platform.remoteLog(first.url, 'main')).toEqual(['initial']);

@@ -10,7 +10,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { DLQ_COPIES_DIR } from '../../src/local/state-dir';
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  makeRepository,
+  removeScratch,
+  startPlatform,
+  type RunningPlatform,
+} from './harness';
 
 jest.setTimeout(240_000);
 
@@ -29,7 +36,18 @@ let poison: string;
 beforeAll(async () => {
   // Context that is not in app.txt: the patch can never apply.
   poison = path.join(await mkdtemp(path.join(tmpdir(), 'agent-jobs-poison-')), 'poison.diff');
-  await writeFile(poison, ['diff --git a/app.txt b/app.txt', '--- a/app.txt', '+++ b/app.txt', '@@ -1 +1 @@', '-not the content', '+two', ''].join('\n'));
+  await writeFile(
+    poison,
+    [
+      'diff --git a/app.txt b/app.txt',
+      '--- a/app.txt',
+      '+++ b/app.txt',
+      '@@ -1 +1 @@',
+      '-not the content',
+      '+two',
+      '',
+    ].join('\n'),
+  );
 });
 
 afterAll(async () => {
@@ -53,7 +71,9 @@ async function blockedThenKilled(ws: string): Promise<{ stateDir: string; repoUr
   await platform.cliJson(applyPatchArgs(ws, `${ws}-poison`, repoUrl, 'agent', poison, 'Poison'));
   await platform.cliJson(applyPatchArgs(ws, `${ws}-later`, repoUrl, 'agent', first ?? '', 'Later'));
   await platform.cliJson(applyPatchArgs(ws, `${ws}-last`, repoUrl, 'agent', second ?? '', 'Last'));
-  expect((await platform.cli(['wait', `${ws}-poison`, `${ws}-later`, `${ws}-last`, '--timeout', '120', '--json'])).code).toBe(1);
+  expect(
+    (await platform.cli(['wait', `${ws}-poison`, `${ws}-later`, `${ws}-last`, '--timeout', '120', '--json'])).code,
+  ).toBe(1);
   expect(await platform.cliJson<JobJson>(['status', `${ws}-last`])).toMatchObject({ status: 'SKIPPED' });
   await platform.kill();
   return { stateDir: platform.stateDir, repoUrl };
@@ -69,7 +89,9 @@ test('after kill -9 and a restart with --persist, the skipped job is replayed an
   const { stateDir, repoUrl } = await blockedThenKilled('ws-kept');
   const platform = await restart(stateDir);
 
-  const listed = (await platform.cliLines<{ jobId: string; status: string }>(['dlq', 'list', '--queue', 'agent-jobs'])).map((r) => [r.jobId, r.status]);
+  const listed = (
+    await platform.cliLines<{ jobId: string; status: string }>(['dlq', 'list', '--queue', 'agent-jobs'])
+  ).map((r) => [r.jobId, r.status]);
   expect(listed).toEqual([
     ['ws-kept-poison', 'FAILED'],
     ['ws-kept-later', 'SKIPPED'],
@@ -88,7 +110,12 @@ test('after kill -9 and a restart with --persist, the skipped job is replayed an
   expect(await platform.untilJob<JobJson>('ws-kept-last', settled)).toMatchObject({ status: 'SUCCEEDED' });
   expect(await platform.remoteLog(repoUrl, 'agent')).toEqual(['Last', 'Later', 'initial']);
   // The failed job's copy came back too: `dlq redrive` finds it (and it fails again, as it must).
-  const redriven = await platform.cliJson<{ redriven: { jobId: string }[] }>(['dlq', 'redrive', '--queue', 'agent-jobs']);
+  const redriven = await platform.cliJson<{ redriven: { jobId: string }[] }>([
+    'dlq',
+    'redrive',
+    '--queue',
+    'agent-jobs',
+  ]);
   expect(redriven.redriven.map((r) => r.jobId)).toEqual(['ws-kept-poison']);
   expect(await platform.cliLines(['unfinished'])).toEqual([]);
 });
@@ -114,7 +141,11 @@ test('a skipped job whose DLQ copy is gone is never left behind an ACTIVE worksp
   const dropped = await platform.cliJson<Unblocked>(['workspace', 'unblock', 'ws-lost', '--drop']);
 
   expect(dropped.workspace.state).toBe('ACTIVE');
-  expect(dropped.jobs.filter((j) => j.action === 'dropped').map((j) => j.jobId)).toEqual(['ws-lost-later', 'ws-lost-last']);
-  for (const [jobId] of stranded) expect(await platform.cliJson<JobJson>(['status', jobId ?? ''])).toMatchObject({ status: 'CANCELLED' });
+  expect(dropped.jobs.filter((j) => j.action === 'dropped').map((j) => j.jobId)).toEqual([
+    'ws-lost-later',
+    'ws-lost-last',
+  ]);
+  for (const [jobId] of stranded)
+    expect(await platform.cliJson<JobJson>(['status', jobId ?? ''])).toMatchObject({ status: 'CANCELLED' });
   expect(await platform.cliLines(['unfinished'])).toEqual([]);
 });

@@ -7,7 +7,14 @@
  * interrupted test run keeps the commit it was pinned to.
  */
 import { processesSleeping } from '../support/processes';
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  makeRepository,
+  removeScratch,
+  startPlatform,
+  type RunningPlatform,
+} from './harness';
 
 jest.setTimeout(240_000);
 
@@ -45,9 +52,23 @@ test('after kill -9 and a restart with --persist, URLs stay, the interrupted tes
   first = await startPlatform({ persist: true });
   const source = await makeRepository({ 'app.txt': 'one\n' }, ['agent']);
   const { url } = await first.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'app']);
-  const [d1, d2, d3] = await diffChain(source, [{ 'app.txt': 'two\n' }, { 'app.txt': 'three\n' }, { 'app.txt': 'four\n' }]);
+  const [d1, d2, d3] = await diffChain(source, [
+    { 'app.txt': 'two\n' },
+    { 'app.txt': 'three\n' },
+    { 'app.txt': 'four\n' },
+  ]);
   const p1 = applyPatchArgs('ws-restart', 'p1', url, 'agent', d1 ?? '', 'Two');
-  const t1 = ['enqueue', '--type', 'run_tests', '--workspace', 'ws-restart', '--job-id', 't1', '--command', `echo started; exec sleep ${SLEEP_TAG}`];
+  const t1 = [
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-restart',
+    '--job-id',
+    't1',
+    '--command',
+    `echo started; exec sleep ${SLEEP_TAG}`,
+  ];
   const p2 = applyPatchArgs('ws-restart', 'p2', url, 'agent', d2 ?? '', 'Three');
   for (const args of [p1, t1, p2]) await first.cliJson(args);
   // p2 is applied while the stage still runs t1's tests at p1's commit: then the platform dies.
@@ -71,8 +92,13 @@ test('after kill -9 and a restart with --persist, URLs stay, the interrupted tes
   const t1After = await second.cliJson<JobJson>(['status', 't1']);
 
   // The interrupted run is not run again (one run per job): it fails with its cause, at its own commit.
-  expect(t1After).toMatchObject({ status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining('restarted') }, pin: { sha: p1Commit } });
-  for (const jobId of ['p1', 'p2']) expect(await second.cliJson<JobJson>(['status', jobId])).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
+  expect(t1After).toMatchObject({
+    status: 'FAILED',
+    error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining('restarted') },
+    pin: { sha: p1Commit },
+  });
+  for (const jobId of ['p1', 'p2'])
+    expect(await second.cliJson<JobJson>(['status', jobId])).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
   expect(await second.remoteLog(url, 'agent')).toEqual(['Four', 'Three', 'Two', 'initial']);
   expect(await second.cliLines<JobJson>(['unfinished'])).toEqual([]);
   const conflicts = (await second.events()).filter((e) => e.detail.reason === 'CONFLICT');

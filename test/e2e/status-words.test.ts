@@ -4,7 +4,14 @@
  * shows the command a test run ran.
  */
 import { DEFAULT_TEST_COMMAND } from '../../contract/job-types';
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  makeRepository,
+  removeScratch,
+  startPlatform,
+  type RunningPlatform,
+} from './harness';
 
 jest.setTimeout(180_000);
 
@@ -25,7 +32,17 @@ afterAll(async () => {
 });
 
 test("wait's progress line names a failed test run as its table does: tests failed, never SUCCEEDED", async () => {
-  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-words', '--job-id', 'words-t1', '--command', 'echo red; exit 1']);
+  await platform.cliJson([
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-words',
+    '--job-id',
+    'words-t1',
+    '--command',
+    'echo red; exit 1',
+  ]);
 
   const waited = await platform.cli(['wait', 'words-t1', '--timeout', '120']);
 
@@ -37,14 +54,34 @@ test("wait's progress line names a failed test run as its table does: tests fail
 });
 
 test('status shows the command a test run ran, and the default it ran when the job named none', async () => {
-  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-words', '--job-id', 'words-named', '--command', 'echo green']);
+  await platform.cliJson([
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-words',
+    '--job-id',
+    'words-named',
+    '--command',
+    'echo green',
+  ]);
   await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-words', '--job-id', 'words-default']);
   // The repository has no test script: the default ends 'tests not configured' (wait exits 1).
-  expect((await platform.cli(['wait', 'words-named', 'words-default', '--timeout', '120'])).stdout).toMatch(/words-default +run_tests +tests not configured/);
+  expect((await platform.cli(['wait', 'words-named', 'words-default', '--timeout', '120'])).stdout).toMatch(
+    /words-default +run_tests +tests not configured/,
+  );
 
   expect(await platform.cliJson(['status', 'words-named'])).toMatchObject({ command: 'echo green' });
   expect((await platform.cli(['status', 'words-named'])).stdout).toMatch(/^command +echo green$/m);
-  expect(await platform.cliJson(['status', 'words-default'])).toMatchObject({ command: DEFAULT_TEST_COMMAND, commandIsDefault: true });
+  expect(await platform.cliJson(['status', 'words-default'])).toMatchObject({
+    command: DEFAULT_TEST_COMMAND,
+    commandIsDefault: true,
+  });
   const shown = (await platform.cli(['status', 'words-default'])).stdout;
-  expect(shown.split('\n').find((line) => line.startsWith('command '))?.replace(/^command +/, '')).toBe(`${DEFAULT_TEST_COMMAND} (the stage's default: the job named none)`);
+  expect(
+    shown
+      .split('\n')
+      .find((line) => line.startsWith('command '))
+      ?.replace(/^command +/, ''),
+  ).toBe(`${DEFAULT_TEST_COMMAND} (the stage's default: the job named none)`);
 });

@@ -33,8 +33,11 @@ afterAll(async () => {
 async function walkthroughBlock(): Promise<string> {
   const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
   const section = readme.slice(readme.indexOf('## Five minutes with the CLI'));
-  const block = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? '').find((b) => b.includes('# a repository to work on'));
-  if (!block) throw new Error('README.md: no walkthrough block ("# a repository to work on") under "Five minutes with the CLI"');
+  const block = [...section.matchAll(/```sh\n([\s\S]*?)```/g)]
+    .map((m) => m[1] ?? '')
+    .find((b) => b.includes('# a repository to work on'));
+  if (!block)
+    throw new Error('README.md: no walkthrough block ("# a repository to work on") under "Five minutes with the CLI"');
   return block;
 }
 
@@ -49,12 +52,24 @@ test("the README's walkthrough runs, and runs again, leaving the shell where it 
   await writeFile(path.join(bin, 'agent-jobs'), `#!/bin/sh\nexec "${process.execPath}" "${BIN}" "$@"\n`);
   await chmod(path.join(bin, 'agent-jobs'), 0o755);
   const home = path.join(scratch, 'home');
-  const script = ['set -e', 'start=$PWD', block, 'test "$PWD" = "$start" || { echo "left the shell in $PWD" >&2; exit 9; }', 'echo "run done"'].join('\n');
+  const script = [
+    'set -e',
+    'start=$PWD',
+    block,
+    'test "$PWD" = "$start" || { echo "left the shell in $PWD" >&2; exit 9; }',
+    'echo "run done"',
+  ].join('\n');
   const twice = `${script}\n${script}\n`;
 
   const run = await execFileP('bash', ['-c', twice], {
     cwd: scratch,
-    env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, AGENT_JOBS_STATE_DIR: platform.stateDir, HOME: home, NODE_NO_WARNINGS: '1' },
+    env: {
+      ...process.env,
+      PATH: `${bin}:${process.env.PATH ?? ''}`,
+      AGENT_JOBS_STATE_DIR: platform.stateDir,
+      HOME: home,
+      NODE_NO_WARNINGS: '1',
+    },
   }).catch((error: { code: number; stdout: string; stderr: string }) => {
     throw new Error(`the walkthrough failed (exit ${error.code}):\n${error.stdout}\n${error.stderr}`);
   });

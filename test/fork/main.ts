@@ -20,13 +20,19 @@ import path from 'node:path';
 const ROOT = path.resolve(__dirname, '..', '..');
 export const FORK_JOB_TYPE = 'run_format';
 export const SNAPSHOT_TEST = 'matches the snapshot (after a deliberate change, npm run test:snapshot updates it)';
-const DEFAULT_SUITES = ['test/unit', 'test/infra', 'test/integration/catalog-extension-local.test.ts', 'test/e2e/command-stages.test.ts'];
+const DEFAULT_SUITES = [
+  'test/unit',
+  'test/infra',
+  'test/integration/catalog-extension-local.test.ts',
+  'test/e2e/command-stages.test.ts',
+];
 
 /** The README's example declaration (Customize, "A command stage: one declaration"), as a new stage. */
 export function forkDeclaration(readme: string): string {
   const section = readme.split('### A command stage: one declaration')[1];
   const block = section?.match(/```ts\n([\s\S]*?)```/)?.[1];
-  if (!block || !block.includes('run_lint: commandStage(')) throw new Error('README.md: no run_lint declaration under "A command stage: one declaration"');
+  if (!block || !block.includes('run_lint: commandStage('))
+    throw new Error('README.md: no run_lint declaration under "A command stage: one declaration"');
   return block
     .replaceAll('run_lint', FORK_JOB_TYPE)
     .replaceAll('run-lint', 'run-format')
@@ -49,7 +55,9 @@ export function withDeclaration(catalogSource: string, declaration: string): str
  */
 function copyRepository(): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-fork-'));
-  const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '-z'], { cwd: ROOT, encoding: 'utf8' }).split('\0').filter(Boolean);
+  const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '-z'], { cwd: ROOT, encoding: 'utf8' })
+    .split('\0')
+    .filter(Boolean);
   for (const file of files) {
     if (!existsSync(path.join(ROOT, file))) continue; // deleted in the working tree
     mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
@@ -69,7 +77,13 @@ function main(): number {
   const dir = copyRepository();
   try {
     const catalog = path.join(dir, 'contract', 'job-types.ts');
-    writeFileSync(catalog, withDeclaration(readFileSync(catalog, 'utf8'), forkDeclaration(readFileSync(path.join(ROOT, 'README.md'), 'utf8'))));
+    writeFileSync(
+      catalog,
+      withDeclaration(
+        readFileSync(catalog, 'utf8'),
+        forkDeclaration(readFileSync(path.join(ROOT, 'README.md'), 'utf8')),
+      ),
+    );
     process.stdout.write(`fork at ${dir}: ${FORK_JOB_TYPE} declared in contract/job-types.ts\n`);
 
     const tsc = spawnSync('npx', ['tsc', '--noEmit'], { cwd: dir, stdio: 'inherit' });
@@ -89,10 +103,14 @@ function main(): number {
 
     const suites = process.argv.slice(2);
     const report = path.join(dir, 'jest-report.json');
-    spawnSync('npx', ['jest', '--ci', '--json', `--outputFile=${report}`, ...(suites.length ? suites : DEFAULT_SUITES)], {
-      cwd: dir,
-      stdio: 'inherit',
-    });
+    spawnSync(
+      'npx',
+      ['jest', '--ci', '--json', `--outputFile=${report}`, ...(suites.length ? suites : DEFAULT_SUITES)],
+      {
+        cwd: dir,
+        stdio: 'inherit',
+      },
+    );
     if (!existsSync(report)) return fail('jest wrote no report');
     const { testResults } = JSON.parse(readFileSync(report, 'utf8')) as JestReport;
     const failed = testResults.flatMap((suite) => {
@@ -103,9 +121,16 @@ function main(): number {
     });
     const snapshot = `test/infra/stack.test.ts: ${SNAPSHOT_TEST}`;
     const others = failed.filter((name) => name !== snapshot);
-    if (others.length) return fail(`a catalog with one more stage fails more than the snapshot:\n  ${others.join('\n  ')}`);
-    if ((suites.length === 0 || suites.some((s) => 'test/infra/stack.test.ts'.startsWith(s))) && !failed.includes(snapshot)) return fail('the stack snapshot still matches: the declaration did not reach the stack');
-    process.stdout.write(`fork lane passed: ${FORK_JOB_TYPE} declared, only the stack snapshot differs (a fork updates it with npm run test:snapshot)\n`);
+    if (others.length)
+      return fail(`a catalog with one more stage fails more than the snapshot:\n  ${others.join('\n  ')}`);
+    if (
+      (suites.length === 0 || suites.some((s) => 'test/infra/stack.test.ts'.startsWith(s))) &&
+      !failed.includes(snapshot)
+    )
+      return fail('the stack snapshot still matches: the declaration did not reach the stack');
+    process.stdout.write(
+      `fork lane passed: ${FORK_JOB_TYPE} declared, only the stack snapshot differs (a fork updates it with npm run test:snapshot)\n`,
+    );
     return 0;
   } finally {
     if (!process.env.AGENT_JOBS_KEEP_FORK) rmSync(dir, { recursive: true, force: true });

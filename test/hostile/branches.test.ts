@@ -5,14 +5,42 @@
  */
 import { applyPatchJob, gitIn, hostileSuite, type HostileRow } from './harness';
 
-const onBranch = (branch: string): HostileRow['message'] => (ws) => applyPatchJob(ws, { repo: { url: ws.repoUrl, branch } });
+const onBranch =
+  (branch: string): HostileRow['message'] =>
+  (ws) =>
+    applyPatchJob(ws, { repo: { url: ws.repoUrl, branch } });
 
 const ROWS: HostileRow[] = [
-  { what: 'the branch HEAD', message: onBranch('HEAD'), reason: 'INVALID_JOB', says: /payload\.repo\.branch: must name a branch, not HEAD/ },
-  { what: 'a full ref (refs/heads/main)', message: onBranch('refs/heads/main'), reason: 'INVALID_JOB', says: /must be a branch name, not a ref: use "main"/ },
-  { what: 'a branch that reads as an option', message: onBranch('--force'), reason: 'INVALID_JOB', says: /must not start with "-"/ },
-  { what: 'a hidden component', message: onBranch('agent/.x'), reason: 'INVALID_JOB', says: /component starting with "\."/ },
-  { what: 'a .lock component', message: onBranch('main.lock/x'), reason: 'INVALID_JOB', says: /component ending with "\.lock"/ },
+  {
+    what: 'the branch HEAD',
+    message: onBranch('HEAD'),
+    reason: 'INVALID_JOB',
+    says: /payload\.repo\.branch: must name a branch, not HEAD/,
+  },
+  {
+    what: 'a full ref (refs/heads/main)',
+    message: onBranch('refs/heads/main'),
+    reason: 'INVALID_JOB',
+    says: /must be a branch name, not a ref: use "main"/,
+  },
+  {
+    what: 'a branch that reads as an option',
+    message: onBranch('--force'),
+    reason: 'INVALID_JOB',
+    says: /must not start with "-"/,
+  },
+  {
+    what: 'a hidden component',
+    message: onBranch('agent/.x'),
+    reason: 'INVALID_JOB',
+    says: /component starting with "\."/,
+  },
+  {
+    what: 'a .lock component',
+    message: onBranch('main.lock/x'),
+    reason: 'INVALID_JOB',
+    says: /component ending with "\.lock"/,
+  },
   {
     what: 'a branch that does not exist (recovered by creating it and redriving the job)',
     message: onBranch('agent/missing'),

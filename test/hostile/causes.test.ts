@@ -17,7 +17,11 @@ const LOGIN_PAGE: Answer = [200, 'text/html', '<html><body>Sign in</body></html>
 const EMPTY: Answer = [200, 'application/x-git-upload-pack-advertisement', ''];
 /** A pkt-line, but not git's service announcement. */
 const WRONG_SERVICE: Answer = [200, 'application/x-git-upload-pack-advertisement', '0010hello there\n0000'];
-const GARBAGE_AFTER_SERVICE: Answer = [200, 'application/x-git-upload-pack-advertisement', '001e# service=git-upload-pack\n0000hello there, this is no ref\n'];
+const GARBAGE_AFTER_SERVICE: Answer = [
+  200,
+  'application/x-git-upload-pack-advertisement',
+  '001e# service=git-upload-pack\n0000hello there, this is no ref\n',
+];
 const FORBIDDEN: Answer = [403, 'text/plain', 'Forbidden'];
 const NOT_FOUND: Answer = [404, 'text/plain', 'Not Found'];
 
@@ -37,11 +41,16 @@ describe('errors no retry can cure (sequencer, first delivery)', () => {
       const [, workspaceId = '', ...rest] = (req.url ?? '').split('/');
       const host = hosts.get(workspaceId);
       if (!host) return void res.writeHead(404).end();
-      if (host.answer) return void res.writeHead(host.answer[0], { 'content-type': host.answer[1] }).end(host.answer[2]);
-      const upstream = request(`${host.repoUrl}/${rest.join('/')}`, { method: req.method, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
+      if (host.answer)
+        return void res.writeHead(host.answer[0], { 'content-type': host.answer[1] }).end(host.answer[2]);
+      const upstream = request(
+        `${host.repoUrl}/${rest.join('/')}`,
+        { method: req.method, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
       upstream.on('error', () => res.writeHead(502).end());
       req.pipe(upstream);
     });
@@ -81,12 +90,42 @@ describe('errors no retry can cure (sequencer, first delivery)', () => {
         await s.expectUsable(ws);
       },
     },
-    { what: 'a remote that answers with a web page', ...answering(LOGIN_PAGE), reason: 'REJECTED_BY_TARGET', says: /does not speak git's smart HTTP protocol: Remote did not reply using the "smart" HTTP protocol/ },
-    { what: 'a remote that answers an empty body', ...answering(EMPTY), reason: 'REJECTED_BY_TARGET', says: /does not speak git's smart HTTP protocol: Remote did not reply using the "smart" HTTP protocol\. .* but received: $/ },
-    { what: 'a remote that says its git service and then no refs but garbage', ...answering(GARBAGE_AFTER_SERVICE), reason: 'REJECTED_BY_TARGET', says: /does not speak git's smart HTTP protocol/ },
-    { what: 'a remote whose first pkt-line is not a git service', ...answering(WRONG_SERVICE), reason: 'REJECTED_BY_TARGET', says: /does not speak git's smart HTTP protocol: Remote did not reply using the "smart" HTTP protocol\. .* but received: 0010hello there/ },
-    { what: 'a remote that refuses the request (403)', ...answering(FORBIDDEN), reason: 'REJECTED_BY_TARGET', says: /HTTP 403 Forbidden/ },
-    { what: 'a repository the host does not have (404)', ...answering(NOT_FOUND), reason: 'REJECTED_BY_TARGET', says: /HTTP 404 Not Found/ },
+    {
+      what: 'a remote that answers with a web page',
+      ...answering(LOGIN_PAGE),
+      reason: 'REJECTED_BY_TARGET',
+      says: /does not speak git's smart HTTP protocol: Remote did not reply using the "smart" HTTP protocol/,
+    },
+    {
+      what: 'a remote that answers an empty body',
+      ...answering(EMPTY),
+      reason: 'REJECTED_BY_TARGET',
+      says: /does not speak git's smart HTTP protocol: Remote did not reply using the "smart" HTTP protocol\. .* but received: $/,
+    },
+    {
+      what: 'a remote that says its git service and then no refs but garbage',
+      ...answering(GARBAGE_AFTER_SERVICE),
+      reason: 'REJECTED_BY_TARGET',
+      says: /does not speak git's smart HTTP protocol/,
+    },
+    {
+      what: 'a remote whose first pkt-line is not a git service',
+      ...answering(WRONG_SERVICE),
+      reason: 'REJECTED_BY_TARGET',
+      says: /does not speak git's smart HTTP protocol: Remote did not reply using the "smart" HTTP protocol\. .* but received: 0010hello there/,
+    },
+    {
+      what: 'a remote that refuses the request (403)',
+      ...answering(FORBIDDEN),
+      reason: 'REJECTED_BY_TARGET',
+      says: /HTTP 403 Forbidden/,
+    },
+    {
+      what: 'a repository the host does not have (404)',
+      ...answering(NOT_FOUND),
+      reason: 'REJECTED_BY_TARGET',
+      says: /HTTP 404 Not Found/,
+    },
     {
       what: "a remote that refuses the request (403), recovered by the README's steps in their order: the host fixed, the fence lifted, the job redriven",
       message: answering(FORBIDDEN).message,
@@ -96,7 +135,10 @@ describe('errors no retry can cure (sequencer, first delivery)', () => {
         // A redrive before the unblock is refused (the job still blocks its workspace): the steps come in that order.
         const recovery = runbookAdvice('REJECTED_BY_TARGET')?.recovery ?? '';
         const unblockAt = recovery.indexOf('`workspace unblock <id> --drop`');
-        expect({ recovery, unblockBeforeRedrive: unblockAt >= 0 && unblockAt < recovery.lastIndexOf('`dlq redrive') }).toEqual({ recovery, unblockBeforeRedrive: true });
+        expect({
+          recovery,
+          unblockBeforeRedrive: unblockAt >= 0 && unblockAt < recovery.lastIndexOf('`dlq redrive'),
+        }).toEqual({ recovery, unblockBeforeRedrive: true });
         hosts.set(ws.workspaceId, { repoUrl: ws.repoUrl });
         expect((await s.cli('workspace', 'unblock', ws.workspaceId, '--drop')).code).toBe(0);
         expect((await s.cli('dlq', 'redrive', failed.jobId)).code).toBe(0);

@@ -30,7 +30,21 @@ describe('hostile input at the CLI: checked before any lookup, read no further t
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
-  const patchArgs = (diffFile: string) => ['enqueue', '--type', 'apply_patch', '--workspace', 'ws-cli', '--repo', 'http://127.0.0.1:1/r.git', '--branch', 'main', '--message', 'm', '--diff-file', diffFile];
+  const patchArgs = (diffFile: string) => [
+    'enqueue',
+    '--type',
+    'apply_patch',
+    '--workspace',
+    'ws-cli',
+    '--repo',
+    'http://127.0.0.1:1/r.git',
+    '--branch',
+    'main',
+    '--message',
+    'm',
+    '--diff-file',
+    diffFile,
+  ];
 
   /** One line on stderr, exit 2, naming the flag; nothing reached the ledger or the queue. */
   function expectUsage(result: { code: number; stdout: string; stderr: string }, says: RegExp): void {
@@ -40,15 +54,30 @@ describe('hostile input at the CLI: checked before any lookup, read no further t
   }
 
   it.each([
-    ['--workspace', ['enqueue', '--type', 'run_tests', '--workspace', `w${'x'.repeat(64)}`], /--workspace: workspaceId must be 1-64 characters/],
-    ['--job-id', ['enqueue', '--type', 'run_tests', '--workspace', 'ws-cli', '--job-id', '../etc/passwd'], /--job-id: jobId must be 1-64 characters/],
-    ['--tenant', ['enqueue', '--type', 'open_pr', '--workspace', 'ws-cli', '--tenant', 't#1', '--base', 'main', '--title', 'T'], /--tenant: tenantId must be 1-64 characters/],
-  ])('refuses a %s that can never be valid as a usage error before any lookup (no WORKSPACE_UNKNOWN advice)', async (_flag, argv, says) => {
-    const result = await suite.cli(...argv);
+    [
+      '--workspace',
+      ['enqueue', '--type', 'run_tests', '--workspace', `w${'x'.repeat(64)}`],
+      /--workspace: workspaceId must be 1-64 characters/,
+    ],
+    [
+      '--job-id',
+      ['enqueue', '--type', 'run_tests', '--workspace', 'ws-cli', '--job-id', '../etc/passwd'],
+      /--job-id: jobId must be 1-64 characters/,
+    ],
+    [
+      '--tenant',
+      ['enqueue', '--type', 'open_pr', '--workspace', 'ws-cli', '--tenant', 't#1', '--base', 'main', '--title', 'T'],
+      /--tenant: tenantId must be 1-64 characters/,
+    ],
+  ])(
+    'refuses a %s that can never be valid as a usage error before any lookup (no WORKSPACE_UNKNOWN advice)',
+    async (_flag, argv, says) => {
+      const result = await suite.cli(...argv);
 
-    expectUsage(result, says);
-    expect(result.stderr).not.toMatch(/WORKSPACE_UNKNOWN|send an apply_patch/);
-  });
+      expectUsage(result, says);
+      expect(result.stderr).not.toMatch(/WORKSPACE_UNKNOWN|send an apply_patch/);
+    },
+  );
 
   it('takes a diff of exactly the limit from --diff-file to the branch: stored in parts, read back and applied byte for byte', async () => {
     const ws = await suite.newWorkspace();
@@ -56,13 +85,36 @@ describe('hostile input at the CLI: checked before any lookup, read no further t
     await writeFile(file, newFileDiffOf(MAX_DIFF_BYTES, 'big.txt'));
     const jobId = `limit-${ws.workspaceId}`;
 
-    const sent = await suite.cli('enqueue', '--type', 'apply_patch', '--workspace', ws.workspaceId, '--job-id', jobId, '--repo', ws.repoUrl, '--branch', 'main', '--message', 'at the limit', '--diff-file', file);
-    expect({ code: sent.code, stderr: sent.stderr }).toEqual({ code: EXIT.ok, stderr: expect.stringMatching(/^enqueued apply_patch/) });
+    const sent = await suite.cli(
+      'enqueue',
+      '--type',
+      'apply_patch',
+      '--workspace',
+      ws.workspaceId,
+      '--job-id',
+      jobId,
+      '--repo',
+      ws.repoUrl,
+      '--branch',
+      'main',
+      '--message',
+      'at the limit',
+      '--diff-file',
+      file,
+    );
+    expect({ code: sent.code, stderr: sent.stderr }).toEqual({
+      code: EXIT.ok,
+      stderr: expect.stringMatching(/^enqueued apply_patch/),
+    });
     expect(await suite.deliverOnce()).toEqual({ batchItemFailures: [] });
 
     expect(await suite.ledger().getJob(jobId)).toMatchObject({ status: 'SUCCEEDED' });
     const blob = await gitIn(ws.gitDir, 'cat-file', '-s', 'main:big.txt');
-    const expected = newFileDiffOf(MAX_DIFF_BYTES, 'big.txt').toString('utf8').split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++')).map((l) => l.slice(1));
+    const expected = newFileDiffOf(MAX_DIFF_BYTES, 'big.txt')
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('+') && !l.startsWith('+++'))
+      .map((l) => l.slice(1));
     expect(Number(blob)).toBe(Buffer.byteLength(`${expected.join('\n')}\n`));
     await fsckStrict(ws.gitDir);
   }, 120_000);
@@ -72,9 +124,15 @@ describe('hostile input at the CLI: checked before any lookup, read no further t
    * running: a file flag is read before anything is looked up. A CLI that reads on and on is
    * killed after a while and fails the case.
    */
-  function cliProcess(argv: readonly string[], feed?: (stdin: NodeJS.WritableStream) => void): Promise<{ code: number; stdout: string; stderr: string }> {
+  function cliProcess(
+    argv: readonly string[],
+    feed?: (stdin: NodeJS.WritableStream) => void,
+  ): Promise<{ code: number; stdout: string; stderr: string }> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, ...argv, '--state-dir', join(dir, 'no-platform')], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+      const child = spawn(process.execPath, [BIN, ...argv, '--state-dir', join(dir, 'no-platform')], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+        env: { ...process.env, NODE_NO_WARNINGS: '1' },
+      });
       let stdout = '';
       let stderr = '';
       const killer = setTimeout(() => child.kill('SIGKILL'), READ_TIMEOUT_MS);
@@ -84,7 +142,11 @@ describe('hostile input at the CLI: checked before any lookup, read no further t
       child.once('error', reject);
       child.once('close', (code, signal) => {
         clearTimeout(killer);
-        resolve({ code: code ?? -1, stdout, stderr: signal ? `killed (${signal}) after ${READ_TIMEOUT_MS} ms: ${stderr}` : stderr });
+        resolve({
+          code: code ?? -1,
+          stdout,
+          stderr: signal ? `killed (${signal}) after ${READ_TIMEOUT_MS} ms: ${stderr}` : stderr,
+        });
       });
       if (feed) feed(child.stdin);
       else child.stdin.end();
@@ -97,11 +159,17 @@ describe('hostile input at the CLI: checked before any lookup, read no further t
     await handle.truncate(1024 ** 3);
     await handle.close();
 
-    expectUsage(await cliProcess(patchArgs(file)), new RegExp(`--diff-file ${file}: ${1024 ** 3} bytes, over the ${MAX_DIFF_BYTES}-byte limit`));
+    expectUsage(
+      await cliProcess(patchArgs(file)),
+      new RegExp(`--diff-file ${file}: ${1024 ** 3} bytes, over the ${MAX_DIFF_BYTES}-byte limit`),
+    );
   });
 
   it.each(['/dev/zero', '/dev/urandom'])('stops reading %s at the limit and refuses it', async (device) => {
-    expectUsage(await cliProcess(patchArgs(device)), new RegExp(`--diff-file ${device}: more than ${MAX_DIFF_BYTES} bytes, over the limit`));
+    expectUsage(
+      await cliProcess(patchArgs(device)),
+      new RegExp(`--diff-file ${device}: more than ${MAX_DIFF_BYTES} bytes, over the limit`),
+    );
   });
 
   it('stops reading a pipe held open by its writer at the limit, instead of waiting for its end', async () => {
@@ -114,7 +182,10 @@ describe('hostile input at the CLI: checked before any lookup, read no further t
     for (let written = 0; written <= MAX_DIFF_BYTES; written += chunk.length) writer.write(chunk);
 
     try {
-      expectUsage(await cliProcess(patchArgs(fifo)), new RegExp(`--diff-file ${fifo}: more than ${MAX_DIFF_BYTES} bytes, over the limit`));
+      expectUsage(
+        await cliProcess(patchArgs(fifo)),
+        new RegExp(`--diff-file ${fifo}: more than ${MAX_DIFF_BYTES} bytes, over the limit`),
+      );
     } finally {
       writer.destroy();
     }
@@ -130,6 +201,9 @@ describe('hostile input at the CLI: checked before any lookup, read no further t
       more();
     };
 
-    expectUsage(await cliProcess(patchArgs('-'), endless), new RegExp(`--diff-file -: more than ${MAX_DIFF_BYTES} bytes, over the limit`));
+    expectUsage(
+      await cliProcess(patchArgs('-'), endless),
+      new RegExp(`--diff-file -: more than ${MAX_DIFF_BYTES} bytes, over the limit`),
+    );
   });
 });

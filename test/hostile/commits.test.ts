@@ -5,12 +5,18 @@
  */
 import { addFileDiff, applyPatchJob, hostileSuite, type HostileRow } from './harness';
 
-const gitmodules = (...lines: string[]): HostileRow['message'] => (ws) => applyPatchJob(ws, { diff: addFileDiff('.gitmodules', lines) });
+const gitmodules =
+  (...lines: string[]): HostileRow['message'] =>
+  (ws) =>
+    applyPatchJob(ws, { diff: addFileDiff('.gitmodules', lines) });
 
 const ROWS: HostileRow[] = [
   {
     what: 'an author name that injects a committer header',
-    message: (ws) => applyPatchJob(ws, { author: { name: 'Eve\ncommitter Mallory <m@example.com> 0 +0000', email: 'eve@example.com' } }),
+    message: (ws) =>
+      applyPatchJob(ws, {
+        author: { name: 'Eve\ncommitter Mallory <m@example.com> 0 +0000', email: 'eve@example.com' },
+      }),
     reason: 'INVALID_JOB',
     says: /payload\.author\.name: must not contain control characters \(U\+000A\)/,
   },
@@ -76,7 +82,8 @@ const ROWS: HostileRow[] = [
   },
   {
     what: 'an e-mail with a line break (a header injection)',
-    message: (ws) => applyPatchJob(ws, { author: { name: 'Eve', email: 'eve@example.com\ncommitter M <m@example.com> 0 +0000' } }),
+    message: (ws) =>
+      applyPatchJob(ws, { author: { name: 'Eve', email: 'eve@example.com\ncommitter M <m@example.com> 0 +0000' } }),
     reason: 'INVALID_JOB',
     says: /payload\.author\.email/,
   },
@@ -128,22 +135,79 @@ const ROWS: HostileRow[] = [
     reason: 'INVALID_JOB',
     says: /payload\.message/,
   },
-  { what: 'a .gitmodules whose url starts with "-"', message: gitmodules('[submodule "x"]', '\tpath = x', '\turl = -u./payload'), reason: 'UNSAFE_PATCH', says: /writes \.gitmodules/ },
-  { what: 'a .gitmodules whose name climbs out (../../x)', message: gitmodules('[submodule "../../x"]', '\tpath = x', '\turl = https://example.com/x.git'), reason: 'UNSAFE_PATCH', says: /writes \.gitmodules/ },
-  { what: 'a .gitmodules whose path starts with "-"', message: gitmodules('[submodule "x"]', '\tpath = -x', '\turl = https://example.com/x.git'), reason: 'UNSAFE_PATCH', says: /writes \.gitmodules/ },
-  { what: 'a .gitmodules with an update command', message: gitmodules('[submodule "x"]', '\tpath = x', '\turl = https://example.com/x.git', '\tupdate = !sh -c id'), reason: 'UNSAFE_PATCH', says: /writes \.gitmodules/ },
-  { what: 'a .gitmodules in a sub-directory (fsck checks every one)', message: (ws) => applyPatchJob(ws, { diff: addFileDiff('vendor/.gitmodules', ['[submodule "x"]', '\turl = -oProxyCommand=id']) }), reason: 'UNSAFE_PATCH', says: /"vendor\/\.gitmodules": writes \.gitmodules/ },
-  { what: 'a .GITMODULES in another case (one file on macOS and Windows)', message: (ws) => applyPatchJob(ws, { diff: addFileDiff('.GitModules', ['[submodule "x"]', '\turl = -u./payload']) }), reason: 'UNSAFE_PATCH', says: /"\.GitModules": writes \.gitmodules/ },
-  { what: 'the NTFS short name of .gitmodules (GITMOD~1)', message: (ws) => applyPatchJob(ws, { diff: addFileDiff('GITMOD~1', ['[submodule "x"]', '\turl = -u./payload']) }), reason: 'UNSAFE_PATCH', says: /NTFS short name/ },
-  { what: 'a .gitmodules with an HFS+ ignorable (.gitmodules on macOS)', message: (ws) => applyPatchJob(ws, { diff: addFileDiff('.gitmodu\u200cles', ['[submodule "x"]', '\turl = -u./payload']) }), reason: 'UNSAFE_PATCH', says: /invisible character U\+200C/ },
-  { what: 'a .gitmodules with a trailing dot (.gitmodules on Windows)', message: (ws) => applyPatchJob(ws, { diff: addFileDiff('.gitmodules.', ['[submodule "x"]', '\turl = -u./payload']) }), reason: 'UNSAFE_PATCH', says: /ends with a dot or a space/ },
+  {
+    what: 'a .gitmodules whose url starts with "-"',
+    message: gitmodules('[submodule "x"]', '\tpath = x', '\turl = -u./payload'),
+    reason: 'UNSAFE_PATCH',
+    says: /writes \.gitmodules/,
+  },
+  {
+    what: 'a .gitmodules whose name climbs out (../../x)',
+    message: gitmodules('[submodule "../../x"]', '\tpath = x', '\turl = https://example.com/x.git'),
+    reason: 'UNSAFE_PATCH',
+    says: /writes \.gitmodules/,
+  },
+  {
+    what: 'a .gitmodules whose path starts with "-"',
+    message: gitmodules('[submodule "x"]', '\tpath = -x', '\turl = https://example.com/x.git'),
+    reason: 'UNSAFE_PATCH',
+    says: /writes \.gitmodules/,
+  },
+  {
+    what: 'a .gitmodules with an update command',
+    message: gitmodules('[submodule "x"]', '\tpath = x', '\turl = https://example.com/x.git', '\tupdate = !sh -c id'),
+    reason: 'UNSAFE_PATCH',
+    says: /writes \.gitmodules/,
+  },
+  {
+    what: 'a .gitmodules in a sub-directory (fsck checks every one)',
+    message: (ws) =>
+      applyPatchJob(ws, { diff: addFileDiff('vendor/.gitmodules', ['[submodule "x"]', '\turl = -oProxyCommand=id']) }),
+    reason: 'UNSAFE_PATCH',
+    says: /"vendor\/\.gitmodules": writes \.gitmodules/,
+  },
+  {
+    what: 'a .GITMODULES in another case (one file on macOS and Windows)',
+    message: (ws) =>
+      applyPatchJob(ws, { diff: addFileDiff('.GitModules', ['[submodule "x"]', '\turl = -u./payload']) }),
+    reason: 'UNSAFE_PATCH',
+    says: /"\.GitModules": writes \.gitmodules/,
+  },
+  {
+    what: 'the NTFS short name of .gitmodules (GITMOD~1)',
+    message: (ws) => applyPatchJob(ws, { diff: addFileDiff('GITMOD~1', ['[submodule "x"]', '\turl = -u./payload']) }),
+    reason: 'UNSAFE_PATCH',
+    says: /NTFS short name/,
+  },
+  {
+    what: 'a .gitmodules with an HFS+ ignorable (.gitmodules on macOS)',
+    message: (ws) =>
+      applyPatchJob(ws, { diff: addFileDiff('.gitmodu\u200cles', ['[submodule "x"]', '\turl = -u./payload']) }),
+    reason: 'UNSAFE_PATCH',
+    says: /invisible character U\+200C/,
+  },
+  {
+    what: 'a .gitmodules with a trailing dot (.gitmodules on Windows)',
+    message: (ws) =>
+      applyPatchJob(ws, { diff: addFileDiff('.gitmodules.', ['[submodule "x"]', '\turl = -u./payload']) }),
+    reason: 'UNSAFE_PATCH',
+    says: /ends with a dot or a space/,
+  },
   {
     what: 'a file renamed to .gitmodules',
-    message: (ws) => applyPatchJob(ws, { diff: 'diff --git a/README.md b/.gitmodules\nsimilarity index 100%\nrename from README.md\nrename to .gitmodules\n' }),
+    message: (ws) =>
+      applyPatchJob(ws, {
+        diff: 'diff --git a/README.md b/.gitmodules\nsimilarity index 100%\nrename from README.md\nrename to .gitmodules\n',
+      }),
     reason: 'UNSAFE_PATCH',
     says: /"\.gitmodules": writes \.gitmodules/,
   },
-  { what: 'a .gitattributes line of 2,048 bytes or more', message: (ws) => applyPatchJob(ws, { diff: addFileDiff('.gitattributes', [`* ${'a'.repeat(3_000)}`]) }), reason: 'UNSAFE_PATCH', says: /line 1 is 3002 bytes/ },
+  {
+    what: 'a .gitattributes line of 2,048 bytes or more',
+    message: (ws) => applyPatchJob(ws, { diff: addFileDiff('.gitattributes', [`* ${'a'.repeat(3_000)}`]) }),
+    reason: 'UNSAFE_PATCH',
+    says: /line 1 is 3002 bytes/,
+  },
 ];
 
 describe('hostile commit fields and git files (sequencer, first delivery)', () => {

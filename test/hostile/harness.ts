@@ -79,11 +79,23 @@ export interface HostileRow {
 
 /** A new-file diff in git's format. */
 export function addFileDiff(path: string, lines: readonly string[] = ['x']): string {
-  return [`diff --git a/${path} b/${path}`, 'new file mode 100644', '--- /dev/null', `+++ b/${path}`, `@@ -0,0 +1,${lines.length} @@`, ...lines.map((l) => `+${l}`), ''].join('\n');
+  return [
+    `diff --git a/${path} b/${path}`,
+    'new file mode 100644',
+    '--- /dev/null',
+    `+++ b/${path}`,
+    `@@ -0,0 +1,${lines.length} @@`,
+    ...lines.map((l) => `+${l}`),
+    '',
+  ].join('\n');
 }
 
 /** A valid apply_patch envelope for the workspace; rows override what they attack. */
-export function applyPatchJob(ws: HostileWorkspace, payload: Record<string, unknown> = {}, envelope: Record<string, unknown> = {}): HostileMessage {
+export function applyPatchJob(
+  ws: HostileWorkspace,
+  payload: Record<string, unknown> = {},
+  envelope: Record<string, unknown> = {},
+): HostileMessage {
   const jobId = typeof envelope.jobId === 'string' ? envelope.jobId : `hostile-${randomUUID()}`;
   return {
     jobId,
@@ -94,14 +106,22 @@ export function applyPatchJob(ws: HostileWorkspace, payload: Record<string, unkn
       type: 'apply_patch',
       createdAt: '2026-02-01T00:00:00.000Z',
       ...envelope,
-      payload: { repo: { url: ws.repoUrl, branch: 'main' }, diff: addFileDiff('added.txt'), message: 'agent change', ...payload },
+      payload: {
+        repo: { url: ws.repoUrl, branch: 'main' },
+        diff: addFileDiff('added.txt'),
+        message: 'agent change',
+        ...payload,
+      },
     },
   };
 }
 
 /** Runs the git CLI with a fixed identity; returns stdout without surrounding white space. */
 export async function gitIn(cwd: string, ...args: string[]): Promise<string> {
-  const { stdout } = await run('git', ['-c', 'user.name=Fixture', '-c', 'user.email=fixture@example.com', ...args], { cwd, maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await run('git', ['-c', 'user.name=Fixture', '-c', 'user.email=fixture@example.com', ...args], {
+    cwd,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   return stdout.trim();
 }
 
@@ -158,7 +178,11 @@ export function hostileSuite(): HostileSuite {
     root = await mkdtemp(join(tmpdir(), 'agent-jobs-hostile-'));
     gitServer = await startGitServer({ root: join(root, 'remotes') });
     const resources = emulators();
-    ledger = new DynamoDbLedger({ client: resources.clients.dynamodb, tableName: resources.tableName, retentionDays: 30 });
+    ledger = new DynamoDbLedger({
+      client: resources.clients.dynamodb,
+      tableName: resources.tableName,
+      retentionDays: 30,
+    });
     handler = createSequencer(
       localSequencerDeps({
         resources,
@@ -234,7 +258,13 @@ export function hostileSuite(): HostileSuite {
           MessageBody: typeof message.body === 'string' ? message.body : wireJson(message.body),
           MessageGroupId: messageGroupId(ws.workspaceId),
           MessageDeduplicationId: dedupId ?? deduplicationId(message.jobId, 'apply_patch'),
-          MessageAttributes: stringAttributes({ jobId: message.jobId, workspaceId: ws.workspaceId, tenantId: 'tenant-hostile', type, ...attributes }),
+          MessageAttributes: stringAttributes({
+            jobId: message.jobId,
+            workspaceId: ws.workspaceId,
+            tenantId: 'tenant-hostile',
+            type,
+            ...attributes,
+          }),
         }),
       );
     },
@@ -248,7 +278,13 @@ export function hostileSuite(): HostileSuite {
 
     async peekDlq() {
       const { Messages } = await sqs().send(
-        new ReceiveMessageCommand({ QueueUrl: dlqUrl(), MaxNumberOfMessages: 10, VisibilityTimeout: 0, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['All'] }),
+        new ReceiveMessageCommand({
+          QueueUrl: dlqUrl(),
+          MaxNumberOfMessages: 10,
+          VisibilityTimeout: 0,
+          MessageAttributeNames: ['All'],
+          MessageSystemAttributeNames: ['All'],
+        }),
       );
       return Messages ?? [];
     },
@@ -286,7 +322,9 @@ export function hostileSuite(): HostileSuite {
       expect(response.batchItemFailures).toEqual([]);
       expect(await receive(sqs(), queueUrl())).toEqual([]);
       const dlq = await suite.peekDlq();
-      expect(dlq.map((m) => [m.MessageAttributes?.jobId?.StringValue, m.MessageAttributes?.reason?.StringValue])).toEqual([[message.jobId, row.reason]]);
+      expect(
+        dlq.map((m) => [m.MessageAttributes?.jobId?.StringValue, m.MessageAttributes?.reason?.StringValue]),
+      ).toEqual([[message.jobId, row.reason]]);
       expect(dlq[0]?.MessageAttributes?.errorMessage?.StringValue).toMatch(row.says);
       const record = await ledger.getJob(message.jobId);
       // An envelope that does not parse has no job to record: the DLQ copy is its verdict.
@@ -295,7 +333,10 @@ export function hostileSuite(): HostileSuite {
         expect(record.error?.message).toMatch(row.says);
         // A failed apply_patch fences its workspace (the recovery below has something to lift); an
         // invalid one does not, as the README's failure table says: nothing of it reached the tree.
-        const fence = row.reason === 'INVALID_JOB' ? { state: 'ACTIVE' } : { state: 'BLOCKED', blockedBy: message.jobId, blockedReason: row.reason };
+        const fence =
+          row.reason === 'INVALID_JOB'
+            ? { state: 'ACTIVE' }
+            : { state: 'BLOCKED', blockedBy: message.jobId, blockedReason: row.reason };
         expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject(fence);
       }
       // The remote is exactly as it was.
@@ -315,7 +356,10 @@ export function hostileSuite(): HostileSuite {
       // The branch the workspace is bound to (its first job's), else the repository's main.
       const branch = (await ledger.getWorkspace(ws.workspaceId))?.repo?.branch ?? 'main';
       const before = await gitIn(ws.gitDir, 'rev-parse', branch);
-      const good = applyPatchJob(ws, { repo: { url: ws.repoUrl, branch }, diff: addFileDiff('recovered.txt', ['after the recovery']) });
+      const good = applyPatchJob(ws, {
+        repo: { url: ws.repoUrl, branch },
+        diff: addFileDiff('recovered.txt', ['after the recovery']),
+      });
       await suite.sendRaw(ws, good);
       expect(await suite.deliverOnce()).toEqual({ batchItemFailures: [] });
       expect(await ledger.getJob(good.jobId)).toMatchObject({ status: 'SUCCEEDED' });

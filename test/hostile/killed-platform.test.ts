@@ -9,7 +9,14 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  makeRepository,
+  removeScratch,
+  startPlatform,
+  type RunningPlatform,
+} from '../e2e/harness';
 import { eventually } from '../support/eventually';
 import { processesSleeping } from '../support/processes';
 
@@ -47,17 +54,38 @@ test('kill -9 of the platform during a test run: the run dies with it, and the n
   const [diff] = await diffChain(source, [{ 'app.txt': 'two\n' }]);
   await first.cliJson(applyPatchArgs('ws-killed', 'k1', url, 'agent', diff ?? '', 'Two'));
   const command = `echo before-the-kill; setsid sh -c 'exec sleep ${tag}' & sleep ${tag} & exec sleep ${tag}`;
-  await first.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-killed', '--job-id', 'k2', '--command', command]);
-  await eventually(async () => processesSleeping(tag), (pids) => pids.length === 3, { what: `the run's three processes sleeping ${tag}`, timeoutMs: 120_000 });
+  await first.cliJson([
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-killed',
+    '--job-id',
+    'k2',
+    '--command',
+    command,
+  ]);
+  await eventually(
+    async () => processesSleeping(tag),
+    (pids) => pids.length === 3,
+    { what: `the run's three processes sleeping ${tag}`, timeoutMs: 120_000 },
+  );
   const [runDir, ...others] = runDirsHolding(unique);
   expect(others).toEqual([]);
   expect(runDir).toBeDefined();
 
   await first.kill();
 
-  await eventually(async () => processesSleeping(tag), (pids) => pids.length === 0, { what: 'the run to die with the platform', timeoutMs: 10_000 });
+  await eventually(
+    async () => processesSleeping(tag),
+    (pids) => pids.length === 0,
+    { what: 'the run to die with the platform', timeoutMs: 10_000 },
+  );
   second = await startPlatform({ stateDir: first.stateDir, persist: true });
   expect(existsSync(runDir!)).toBe(false);
-  expect(await second.cliJson<JobJson>(['status', 'k2'])).toMatchObject({ status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining('restarted') } });
+  expect(await second.cliJson<JobJson>(['status', 'k2'])).toMatchObject({
+    status: 'FAILED',
+    error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining('restarted') },
+  });
   expect((await second.cli(['logs', 'k2'])).stdout).toContain('before-the-kill');
 });

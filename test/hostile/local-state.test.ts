@@ -69,7 +69,12 @@ describe('the local state directory under abuse', () => {
 
       const second = await localUp(['--reset', '--persist', '--state-dir', stateDir]);
 
-      expectRefused(second, new RegExp(`a local platform is already running from .*state \\(pid ${process.pid}, .*git ${running.info.gitUrl}.*\\): stop it first`));
+      expectRefused(
+        second,
+        new RegExp(
+          `a local platform is already running from .*state \\(pid ${process.pid}, .*git ${running.info.gitUrl}.*\\): stop it first`,
+        ),
+      );
       expect(existsSync(repo)).toBe(true);
       // The running platform is whole: its ledger still answers and still holds the job.
       expect(await localLedger(running.emulators).getJob(jobId)).toMatchObject({ jobId, status: 'QUEUED' });
@@ -103,7 +108,10 @@ describe('the local state directory under abuse', () => {
 
       const refused = await localUp(['--persist', '--state-dir', stateDir]);
 
-      expectRefused(refused, new RegExp(`the persisted ledger in ${ledgerDir()} lost data: .*--restore-ledger .*--reset`));
+      expectRefused(
+        refused,
+        new RegExp(`the persisted ledger in ${ledgerDir()} lost data: .*--restore-ledger .*--reset`),
+      );
       expect(existsSync(path.join(stateDir, PLATFORM_FILE))).toBe(false);
       const restored = await start({ restoreLedger: true });
       expect(await localLedger(restored.emulators).getJob(jobId)).toMatchObject({ jobId, status: 'QUEUED' });
@@ -113,21 +121,32 @@ describe('the local state directory under abuse', () => {
       await stoppedWithAJob();
       const other = DYNAMODB_EMULATORS.find((emulator) => emulator !== dynamoDbEmulatorOf());
       const manifest = path.join(stateDir, MANIFEST_FILE);
-      await writeFile(manifest, JSON.stringify({ ledger: { ...JSON.parse(await readFile(manifest, 'utf8')).ledger, emulator: other } }));
+      await writeFile(
+        manifest,
+        JSON.stringify({ ledger: { ...JSON.parse(await readFile(manifest, 'utf8')).ledger, emulator: other } }),
+      );
 
       const refused = await localUp(['--persist', '--state-dir', stateDir]);
 
-      expectRefused(refused, new RegExp(`the persisted ledger in ${ledgerDir()} was kept by ${other}, which this start \\(${dynamoDbEmulatorOf()}\\) cannot read`));
+      expectRefused(
+        refused,
+        new RegExp(
+          `the persisted ledger in ${ledgerDir()} was kept by ${other}, which this start \\(${dynamoDbEmulatorOf()}\\) cannot read`,
+        ),
+      );
     });
 
-    it.each(Object.entries(ledgerDamages(dynamoDbEmulatorOf())))('refuses a ledger with %s in one line naming the ledger and the fix, no stack trace', async (_damage, damage) => {
-      await stoppedWithAJob();
-      await damage(ledgerDir());
+    it.each(Object.entries(ledgerDamages(dynamoDbEmulatorOf())))(
+      'refuses a ledger with %s in one line naming the ledger and the fix, no stack trace',
+      async (_damage, damage) => {
+        await stoppedWithAJob();
+        await damage(ledgerDir());
 
-      const refused = await localUp(['--persist', '--state-dir', stateDir]);
+        const refused = await localUp(['--persist', '--state-dir', stateDir]);
 
-      expectRefused(refused, new RegExp(`the persisted ledger in ${ledgerDir()} .*--restore-ledger .*--reset`));
-    });
+        expectRefused(refused, new RegExp(`the persisted ledger in ${ledgerDir()} .*--restore-ledger .*--reset`));
+      },
+    );
   });
 
   it('refuses a state directory it cannot write in one line naming the directory and the problem', async () => {
@@ -136,7 +155,10 @@ describe('the local state directory under abuse', () => {
 
     const refused = await localUp(['--state-dir', stateDir], { dropRoot: true });
 
-    expectRefused(refused, new RegExp(`the state directory ${stateDir} is not writable \\(EACCES: permission denied\\)`));
+    expectRefused(
+      refused,
+      new RegExp(`the state directory ${stateDir} is not writable \\(EACCES: permission denied\\)`),
+    );
   });
 
   it('refuses a state directory it cannot create in one line naming it', async () => {

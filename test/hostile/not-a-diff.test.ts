@@ -64,7 +64,13 @@ describe('a patch that is not a diff is refused at every front door, before it i
   it('the producer library: InvalidJobError naming payload.diff and the problem', async () => {
     const ws = await suite.newWorkspace();
     const sending = enqueueAgentJob(
-      { type: 'apply_patch', jobId: 'producer-not-a-diff', workspaceId: ws.workspaceId, tenantId: 't', payload: payloadFor(ws, NOT_A_DIFF) as never },
+      {
+        type: 'apply_patch',
+        jobId: 'producer-not-a-diff',
+        workspaceId: ws.workspaceId,
+        tenantId: 't',
+        payload: payloadFor(ws, NOT_A_DIFF) as never,
+      },
       { sqs: suite.emulators().clients.sqs, queueUrl: queueUrl() },
     );
     await expect(sending).rejects.toThrow(InvalidJobError);
@@ -77,7 +83,11 @@ describe('a patch that is not a diff is refused at every front door, before it i
     const ws = await suite.newWorkspace();
     const file = join(suite.stateDir(), 'not-a-diff.txt');
     await writeFile(file, `${NOT_A_DIFF}\n`);
-    const run = await runCli([...applyPatchArgs(ws.workspaceId, 'cli-not-a-diff', ws.repoUrl, 'main', file, 'agent change'), '--state-dir', suite.stateDir()]);
+    const run = await runCli([
+      ...applyPatchArgs(ws.workspaceId, 'cli-not-a-diff', ws.repoUrl, 'main', file, 'agent change'),
+      '--state-dir',
+      suite.stateDir(),
+    ]);
     expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 2, stdout: '' });
     expect(run.stderr).toMatch(/--diff-file: /);
     expect(run.stderr).toMatch(NOT_A_DIFF_SAYS);
@@ -87,7 +97,11 @@ describe('a patch that is not a diff is refused at every front door, before it i
 
   it('the MCP apply_patch tool: a tool error naming payload.diff and the problem, nothing recorded', async () => {
     const ws = await suite.newWorkspace();
-    const answer = await call('apply_patch', { workspaceId: ws.workspaceId, jobId: 'mcp-not-a-diff', payload: payloadFor(ws, NOT_A_DIFF) });
+    const answer = await call('apply_patch', {
+      workspaceId: ws.workspaceId,
+      jobId: 'mcp-not-a-diff',
+      payload: payloadFor(ws, NOT_A_DIFF),
+    });
     expect(answer.isError).toBe(true);
     expect(textOf(answer)).toMatch(/payload\.diff: /);
     expect(textOf(answer)).toMatch(NOT_A_DIFF_SAYS);
@@ -109,8 +123,13 @@ describe('sent around the front doors, it fails as the README says, and its advi
     const ws = await suite.newWorkspace();
     const jobId = await sendAroundTheFrontDoors(suite, ws);
 
-    const failed = await result<{ status: string; error: { reason: string; message: string } }>('job_status', { jobId });
-    expect(failed).toMatchObject({ status: 'FAILED', error: { reason: 'INVALID_JOB', message: expect.stringMatching(NOT_A_DIFF_SAYS) } });
+    const failed = await result<{ status: string; error: { reason: string; message: string } }>('job_status', {
+      jobId,
+    });
+    expect(failed).toMatchObject({
+      status: 'FAILED',
+      error: { reason: 'INVALID_JOB', message: expect.stringMatching(NOT_A_DIFF_SAYS) },
+    });
 
     // The runbook's row, as the README, the console and the CLI word it.
     const advice = runbookAdvice('INVALID_JOB');
@@ -119,7 +138,10 @@ describe('sent around the front doors, it fails as the README says, and its advi
 
     // What it says holds: the workspace is not blocked (MCP), and the console's job page gives the row as holding.
     const state = await result<Record<string, unknown>>('workspace_state', { workspaceId: ws.workspaceId });
-    expect({ state: state['state'], blockedAdvice: state['blockedAdvice'] }).toEqual({ state: 'ACTIVE', blockedAdvice: undefined });
+    expect({ state: state['state'], blockedAdvice: state['blockedAdvice'] }).toEqual({
+      state: 'ACTIVE',
+      blockedAdvice: undefined,
+    });
     const detail = await readJobDetail(connection, jobId);
     expect(detail.advice).toMatchObject({ reasons: ['INVALID_JOB'], holds: true });
     expect(detail.actions.unblock).toBe(false);
@@ -137,7 +159,9 @@ describe('sent around the front doors, it fails as the README says, and its advi
     });
     expect(fixed.status).toBe('QUEUED');
     expect(await suite.deliverOnce()).toEqual({ batchItemFailures: [] });
-    expect(await result<{ status: string }>('job_status', { jobId: fixed.jobId })).toMatchObject({ status: 'SUCCEEDED' });
+    expect(await result<{ status: string }>('job_status', { jobId: fixed.jobId })).toMatchObject({
+      status: 'SUCCEEDED',
+    });
     expect(await gitIn(ws.gitDir, 'show', 'main:fixed.txt')).toBe('sent again');
   });
 });

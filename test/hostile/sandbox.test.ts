@@ -21,7 +21,14 @@ import * as path from 'node:path';
 import { commandLimitsOf } from '../../contract/job-types';
 import { SANDBOX_USER } from '../../src/local/sandbox';
 import { PROJECT_ROOT } from '../../src/local/state-dir';
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  makeRepository,
+  removeScratch,
+  startPlatform,
+  type RunningPlatform,
+} from '../e2e/harness';
 import { MACHINE_CGROUPS, MACHINE_SANDBOX, processesSleeping } from '../support/processes';
 import { enterSafetyGroup, type SafetyGroup } from '../support/safety-cgroup';
 
@@ -38,7 +45,24 @@ const LIMITS = commandLimitsOf('run_tests');
 const CLI_BOUND_MS = 20_000;
 const tag = `900.${process.pid}1`;
 /** What bubblewrap's `--dev` makes (and the sandbox's /dev/shm): nothing of the host's devices. */
-const MINIMAL_DEV = ['console', 'core', 'fd', 'full', 'mqueue', 'null', 'ptmx', 'pts', 'random', 'shm', 'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero'];
+const MINIMAL_DEV = [
+  'console',
+  'core',
+  'fd',
+  'full',
+  'mqueue',
+  'null',
+  'ptmx',
+  'pts',
+  'random',
+  'shm',
+  'stderr',
+  'stdin',
+  'stdout',
+  'tty',
+  'urandom',
+  'zero',
+];
 
 let safety: SafetyGroup | undefined;
 let platform: RunningPlatform;
@@ -65,7 +89,17 @@ afterAll(async () => {
 /** Sends a run_tests job with `command` and waits for its end, timing the CLI's answers meanwhile. */
 async function runTests(command: string): Promise<{ job: JobJson; cliLatenciesMs: number[] }> {
   const jobId = `hostile-${++jobs}`;
-  await platform.cliJson(['enqueue', '--type', 'run_tests', '--workspace', 'ws-sandbox', '--job-id', jobId, '--command', command]);
+  await platform.cliJson([
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-sandbox',
+    '--job-id',
+    jobId,
+    '--command',
+    command,
+  ]);
   // The CLI's answer, timed, again and again until the job ends: the samples taken while it ran are the platform's responsiveness under the attack.
   const cliLatenciesMs: number[] = [];
   for (;;) {
@@ -82,12 +116,18 @@ async function runTests(command: string): Promise<{ job: JobJson; cliLatenciesMs
 /** Prints the CLI's latencies (a new process each: its start is in the figure) against the one-second goal. */
 function report(what: string, latencies: readonly number[]): void {
   const sorted = [...latencies].sort((a, b) => a - b);
-  process.stderr.write(`[sandbox] ${what}: the CLI answered ${sorted.length} time(s) in ${sorted.join(', ')} ms (max ${sorted.at(-1) ?? '-'} ms; goal 1000 ms)\n`);
+  process.stderr.write(
+    `[sandbox] ${what}: the CLI answered ${sorted.length} time(s) in ${sorted.join(', ')} ms (max ${sorted.at(-1) ?? '-'} ms; goal 1000 ms)\n`,
+  );
 }
 
-(MACHINE_SANDBOX ? test : test.skip)("reaches none of the platform's loopback services: the SQS and DynamoDB emulators, the git server", async () => {
-  const ports = [...Object.values(platform.ready.endpoints), platform.ready.gitUrl].map((url) => Number(new URL(url).port));
-  const probe = `const net = require('node:net');
+(MACHINE_SANDBOX ? test : test.skip)(
+  "reaches none of the platform's loopback services: the SQS and DynamoDB emulators, the git server",
+  async () => {
+    const ports = [...Object.values(platform.ready.endpoints), platform.ready.gitUrl].map((url) =>
+      Number(new URL(url).port),
+    );
+    const probe = `const net = require('node:net');
     const ports = ${JSON.stringify([...new Set(ports)])};
     let reached = 0;
     Promise.all(ports.flatMap((port) => ['127.0.0.1', '::1', 'localhost'].map((host) => new Promise((done) => {
@@ -96,64 +136,85 @@ function report(what: string, latencies: readonly number[]): void {
       socket.once('error', (e) => { console.log('refused ' + host + ':' + port + ' (' + e.code + ')'); done(); });
       socket.once('timeout', () => { console.log('refused ' + host + ':' + port + ' (timeout)'); socket.destroy(); done(); });
     })))).then(() => process.exit(reached ? 1 : 0));`;
-  const command = `node -e "${probe.replace(/"/g, '\\"').replace(/\n\s*/g, ' ')}" && if git ls-remote "$REPO_URL" >/dev/null 2>&1; then echo 'REACHED the git server'; exit 1; fi`;
+    const command = `node -e "${probe.replace(/"/g, '\\"').replace(/\n\s*/g, ' ')}" && if git ls-remote "$REPO_URL" >/dev/null 2>&1; then echo 'REACHED the git server'; exit 1; fi`;
 
-  const { job } = await runTests(command);
+    const { job } = await runTests(command);
 
-  expect(job).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed' } });
-  expect(job.result?.logTail?.split('\n').filter((l) => l.startsWith('refused'))).toHaveLength(new Set(ports).size * 3);
-});
+    expect(job).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed' } });
+    expect(job.result?.logTail?.split('\n').filter((l) => l.startsWith('refused'))).toHaveLength(
+      new Set(ports).size * 3,
+    );
+  },
+);
 
-(MACHINE_SANDBOX ? test : test.skip)("writes nothing outside its run directory and /tmp: not the platform user's HOME, the project checkout, the state directory or /etc", async () => {
-  const name = `agent-jobs-escape-${randomUUID()}`;
-  const targets = [homedir(), PROJECT_ROOT, platform.stateDir, '/etc', '/var/tmp'].map((dir) => path.join(dir, name));
-  const attempt = (target: string) => `if touch '${target}' 2>/dev/null; then echo 'WROTE ${target}'; else echo 'refused ${target}'; fi;`;
-  const command = [...targets.map(attempt), `if echo x >> /etc/hosts 2>/dev/null; then echo 'WROTE /etc/hosts'; fi;`, 'echo "uid=$(id -u)";', 'touch "$TMPDIR/mine" /tmp/mine "$HOME/mine" && echo "own places writable"'].join(' ');
-
-  const { job } = await runTests(command);
-
-  expect(job.result?.logTail).not.toContain('WROTE');
-  // Not root, also when the platform is: root in the sandbox would be root on every file of the host it sees.
-  expect(job.result?.logTail).toContain(`uid=${process.getuid?.() === 0 ? SANDBOX_USER.uid : process.getuid?.()}\n`);
-  expect(job).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', logTail: expect.stringContaining('own places writable') } });
-  expect(targets.filter((target) => existsSync(target))).toEqual([]);
-});
-
-(MACHINE_SANDBOX ? test : test.skip)("reads nothing of the platform user's HOME or the state directory, and sees only its own processes and a minimal /dev", async () => {
-  const secret = path.join(homedir(), `agent-jobs-secret-${randomUUID()}`);
-  await writeFile(secret, 'SECRET-OF-THE-HOST\n', { mode: 0o644 });
-  try {
+(MACHINE_SANDBOX ? test : test.skip)(
+  "writes nothing outside its run directory and /tmp: not the platform user's HOME, the project checkout, the state directory or /etc",
+  async () => {
+    const name = `agent-jobs-escape-${randomUUID()}`;
+    const targets = [homedir(), PROJECT_ROOT, platform.stateDir, '/etc', '/var/tmp'].map((dir) => path.join(dir, name));
+    const attempt = (target: string) =>
+      `if touch '${target}' 2>/dev/null; then echo 'WROTE ${target}'; else echo 'refused ${target}'; fi;`;
     const command = [
-      `cat '${secret}' 2>/dev/null;`,
-      `ls -A '${platform.stateDir}' 2>/dev/null | sed 's/^/STATE: /';`,
-      `echo "processes=$(ls /proc | grep -c '^[0-9][0-9]*$')";`,
-      `echo "dev=$(ls /dev | tr '\\n' ' ')"`,
+      ...targets.map(attempt),
+      `if echo x >> /etc/hosts 2>/dev/null; then echo 'WROTE /etc/hosts'; fi;`,
+      'echo "uid=$(id -u)";',
+      'touch "$TMPDIR/mine" /tmp/mine "$HOME/mine" && echo "own places writable"',
     ].join(' ');
 
     const { job } = await runTests(command);
 
-    const log = job.result?.logTail ?? '';
-    expect(job).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed' } });
-    expect(log).not.toContain('SECRET-OF-THE-HOST');
-    expect(log).not.toContain('STATE: ');
-    // /proc is its own PID namespace's: the sandbox's first processes and the command, not the host's hundreds.
-    const processes = Number(/processes=(\d+)/.exec(log)?.[1]);
-    expect(processes).toBeGreaterThan(0);
-    expect(processes).toBeLessThan(10);
-    expect(readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).length).toBeGreaterThan(processes);
-    // bubblewrap's minimal /dev: no disk, memory or kernel log device of the host.
-    const devices = (/dev=(.*)/.exec(log)?.[1] ?? '').trim().split(' ');
-    expect(devices).toEqual(expect.arrayContaining(['null', 'zero', 'urandom']));
-    expect(devices.filter((device) => !MINIMAL_DEV.includes(device))).toEqual([]);
-  } finally {
-    await rm(secret, { force: true });
-  }
-});
+    expect(job.result?.logTail).not.toContain('WROTE');
+    // Not root, also when the platform is: root in the sandbox would be root on every file of the host it sees.
+    expect(job.result?.logTail).toContain(`uid=${process.getuid?.() === 0 ? SANDBOX_USER.uid : process.getuid?.()}\n`);
+    expect(job).toMatchObject({
+      status: 'SUCCEEDED',
+      result: { verdict: 'passed', logTail: expect.stringContaining('own places writable') },
+    });
+    expect(targets.filter((target) => existsSync(target))).toEqual([]);
+  },
+);
+
+(MACHINE_SANDBOX ? test : test.skip)(
+  "reads nothing of the platform user's HOME or the state directory, and sees only its own processes and a minimal /dev",
+  async () => {
+    const secret = path.join(homedir(), `agent-jobs-secret-${randomUUID()}`);
+    await writeFile(secret, 'SECRET-OF-THE-HOST\n', { mode: 0o644 });
+    try {
+      const command = [
+        `cat '${secret}' 2>/dev/null;`,
+        `ls -A '${platform.stateDir}' 2>/dev/null | sed 's/^/STATE: /';`,
+        `echo "processes=$(ls /proc | grep -c '^[0-9][0-9]*$')";`,
+        `echo "dev=$(ls /dev | tr '\\n' ' ')"`,
+      ].join(' ');
+
+      const { job } = await runTests(command);
+
+      const log = job.result?.logTail ?? '';
+      expect(job).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed' } });
+      expect(log).not.toContain('SECRET-OF-THE-HOST');
+      expect(log).not.toContain('STATE: ');
+      // /proc is its own PID namespace's: the sandbox's first processes and the command, not the host's hundreds.
+      const processes = Number(/processes=(\d+)/.exec(log)?.[1]);
+      expect(processes).toBeGreaterThan(0);
+      expect(processes).toBeLessThan(10);
+      expect(readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).length).toBeGreaterThan(processes);
+      // bubblewrap's minimal /dev: no disk, memory or kernel log device of the host.
+      const devices = (/dev=(.*)/.exec(log)?.[1] ?? '').trim().split(' ');
+      expect(devices).toEqual(expect.arrayContaining(['null', 'zero', 'urandom']));
+      expect(devices.filter((device) => !MINIMAL_DEV.includes(device))).toEqual([]);
+    } finally {
+      await rm(secret, { force: true });
+    }
+  },
+);
 
 (MACHINE_SANDBOX ? test : test.skip)('reaches the npm registry from inside a run: `npm view` works', async () => {
   const { job } = await runTests('npm view zod version');
 
-  expect(job).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', logTail: expect.stringMatching(/^\d+\.\d+\.\d+\n$/) } });
+  expect(job).toMatchObject({
+    status: 'SUCCEEDED',
+    result: { verdict: 'passed', logTail: expect.stringMatching(/^\d+\.\d+\.\d+\n$/) },
+  });
 });
 
 describe('exhausting the machine ends at the job type limits, and the platform answers the CLI throughout', () => {
@@ -169,14 +230,29 @@ describe('exhausting the machine ends at the job type limits, and the platform a
   });
 
   (MACHINE_SANDBOX && MACHINE_CGROUPS ? test.each : test.skip.each)([
-    ['a fork flood of 5,000 processes', `for i in $(seq 1 5000); do sleep ${tag} & done; wait`, `process limit (${LIMITS.processes})`],
-    ['an allocation of 4 GiB', 'node -e "const kept = []; for (let i = 0; i < 64; i++) kept.push(Buffer.alloc(64 * 1024 * 1024, 1))"', `memory limit (${LIMITS.memoryMiB} MiB`],
-    ['filling the disk', `dd if=/dev/zero of="$TMPDIR/fill" bs=1M count=${LIMITS.diskMiB + 512}`, `disk limit (${LIMITS.diskMiB} MiB`],
+    [
+      'a fork flood of 5,000 processes',
+      `for i in $(seq 1 5000); do sleep ${tag} & done; wait`,
+      `process limit (${LIMITS.processes})`,
+    ],
+    [
+      'an allocation of 4 GiB',
+      'node -e "const kept = []; for (let i = 0; i < 64; i++) kept.push(Buffer.alloc(64 * 1024 * 1024, 1))"',
+      `memory limit (${LIMITS.memoryMiB} MiB`,
+    ],
+    [
+      'filling the disk',
+      `dd if=/dev/zero of="$TMPDIR/fill" bs=1M count=${LIMITS.diskMiB + 512}`,
+      `disk limit (${LIMITS.diskMiB} MiB`,
+    ],
   ])('%s', async (what, command, limit) => {
     const { job, cliLatenciesMs } = await runTests(command);
     report(`${what}, while it ran (agent-jobs status)`, cliLatenciesMs);
 
-    expect(job).toMatchObject({ status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining(limit) } });
+    expect(job).toMatchObject({
+      status: 'FAILED',
+      error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining(limit) },
+    });
     expect(processesSleeping(tag)).toEqual([]);
     expect(cliLatenciesMs.length).toBeGreaterThan(0);
     expect(Math.max(...cliLatenciesMs)).toBeLessThan(CLI_BOUND_MS);

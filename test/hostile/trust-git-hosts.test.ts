@@ -48,7 +48,11 @@ describe('git hosts allow-list (trust side)', () => {
     const job = h().patchJob(ws, 'anywhere.txt', { repo });
     await h().send(job);
     expect(await h().deliverOnce('agent-jobs')).toEqual({ acknowledged: true });
-    expect(await h().getJob(job.jobId)).toMatchObject({ status: 'FAILED', attempt: 1, error: { reason: 'HOST_NOT_ALLOWED', message: expect.stringMatching(reason) } });
+    expect(await h().getJob(job.jobId)).toMatchObject({
+      status: 'FAILED',
+      attempt: 1,
+      error: { reason: 'HOST_NOT_ALLOWED', message: expect.stringMatching(reason) },
+    });
     expect((await h().deadLetters('agent-jobs')).map((d) => d.reason)).toEqual(['HOST_NOT_ALLOWED']);
     expect((await h().getWorkspace(ws.workspaceId))?.repo).toBeUndefined();
     expect(h().events.filter((e) => e.type === 'WorkspaceBlocked')).toEqual([]);
@@ -63,11 +67,15 @@ describe('git hosts allow-list (trust side)', () => {
     expect(await h().getJob(next.jobId)).toMatchObject({ status: 'SUCCEEDED' });
   }
 
-  it("locally, refuses a repository on another git server of this machine; that remote is unchanged", async () => {
+  it('locally, refuses a repository on another git server of this machine; that remote is unchanged', async () => {
     const ws = await h().workspace();
     const before = await git(foreignRepo.gitDir, 'for-each-ref', '--format=%(refname) %(objectname)');
 
-    await expectRefused(ws, { url: foreignRepo.url, branch: 'agent/foreign' }, /host 127\.0\.0\.1:\d+ is not in the configured git hosts \(127\.0\.0\.1:\d+\)/);
+    await expectRefused(
+      ws,
+      { url: foreignRepo.url, branch: 'agent/foreign' },
+      /host 127\.0\.0\.1:\d+ is not in the configured git hosts \(127\.0\.0\.1:\d+\)/,
+    );
 
     expect(await git(foreignRepo.gitDir, 'for-each-ref', '--format=%(refname) %(objectname)')).toBe(before);
     await expectUsable(ws);
@@ -76,21 +84,44 @@ describe('git hosts allow-list (trust side)', () => {
   it('on AWS with no git host configured (emulated policy), refuses every repository and says how to configure one', async () => {
     policyOf = () => awsGitHostPolicy(undefined);
     const ws = await h().workspace();
-    await expectRefused(ws, { url: 'https://github.com/org/repo.git', branch: ws.branch }, /host github\.com is not allowed: no git hosts are configured \(set gitHosts in the deployment configuration\)/);
+    await expectRefused(
+      ws,
+      { url: 'https://github.com/org/repo.git', branch: ws.branch },
+      /host github\.com is not allowed: no git hosts are configured \(set gitHosts in the deployment configuration\)/,
+    );
     await expectUsable(ws);
   });
 
   it.each([
-    ['the git server itself, listed', (server: GitServer) => server.repoUrl('x'), /127\.0\.0\.1 is a loopback, link-local or metadata address: the platform never dials one/],
-    ['the instance metadata address', () => 'http://169.254.169.254/latest/meta-data.git', /169\.254\.169\.254 is a loopback, link-local or metadata address/],
-    ['loopback spelled as a number', (server: GitServer) => `http://2130706433:${server.port}/x.git`, /127\.0\.0\.1 is a loopback/],
-    ['localhost', (server: GitServer) => `http://localhost:${server.port}/x.git`, /localhost names loopback or a metadata service/],
-  ])('on AWS (emulated policy), never dials %s, even when its host is on the allow-list', async (_label, urlOf, reason) => {
-    policyOf = (server) => awsGitHostPolicy(new URL(urlOf(server)).host);
-    const ws = await h().workspace();
-    await expectRefused(ws, { url: urlOf(h().git), branch: ws.branch }, reason);
-    await expectUsable(ws);
-  });
+    [
+      'the git server itself, listed',
+      (server: GitServer) => server.repoUrl('x'),
+      /127\.0\.0\.1 is a loopback, link-local or metadata address: the platform never dials one/,
+    ],
+    [
+      'the instance metadata address',
+      () => 'http://169.254.169.254/latest/meta-data.git',
+      /169\.254\.169\.254 is a loopback, link-local or metadata address/,
+    ],
+    [
+      'loopback spelled as a number',
+      (server: GitServer) => `http://2130706433:${server.port}/x.git`,
+      /127\.0\.0\.1 is a loopback/,
+    ],
+    [
+      'localhost',
+      (server: GitServer) => `http://localhost:${server.port}/x.git`,
+      /localhost names loopback or a metadata service/,
+    ],
+  ])(
+    'on AWS (emulated policy), never dials %s, even when its host is on the allow-list',
+    async (_label, urlOf, reason) => {
+      policyOf = (server) => awsGitHostPolicy(new URL(urlOf(server)).host);
+      const ws = await h().workspace();
+      await expectRefused(ws, { url: urlOf(h().git), branch: ws.branch }, reason);
+      await expectUsable(ws);
+    },
+  );
 
   it('refuses to pin a staged job of a workspace whose host has left the allow-list; the workspace is not blocked', async () => {
     const ws = await h().workspace();
@@ -104,7 +135,10 @@ describe('git hosts allow-list (trust side)', () => {
     await h().send(tests);
     expect(await h().deliverOnce('agent-jobs')).toEqual({ acknowledged: true });
 
-    expect(await h().getJob(tests.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'HOST_NOT_ALLOWED', message: expect.stringContaining('is a loopback') } });
+    expect(await h().getJob(tests.jobId)).toMatchObject({
+      status: 'FAILED',
+      error: { reason: 'HOST_NOT_ALLOWED', message: expect.stringContaining('is a loopback') },
+    });
     expect(await h().getJob(tests.jobId)).not.toHaveProperty('pin');
     expect(await h().getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE' });
     await h().deadLetters('agent-jobs');

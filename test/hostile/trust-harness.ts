@@ -10,15 +10,35 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { BUILD_EVENTS, JOB_TYPES, SEQUENCER, type JobType, type JobTypeDeclaration, type StagedJobType } from '../../contract/job-types';
+import {
+  BUILD_EVENTS,
+  JOB_TYPES,
+  SEQUENCER,
+  type JobType,
+  type JobTypeDeclaration,
+  type StagedJobType,
+} from '../../contract/job-types';
 import { DLQ_ATTRIBUTES } from '../../contract/messages';
 import type { GitHostPolicy } from '../../contract/git-remotes';
-import { localBuildEventsDeps, localCommandStageDeps, localOpenPrDeps, localSequencerDeps, ownGitServerPolicy, type LocalWorkerOptions } from '../../src/compose/local';
+import {
+  localBuildEventsDeps,
+  localCommandStageDeps,
+  localOpenPrDeps,
+  localSequencerDeps,
+  ownGitServerPolicy,
+  type LocalWorkerOptions,
+} from '../../src/compose/local';
 import { createBuildEventsHandler } from '../../src/core/build-completion';
 import { createCommandStageHandler } from '../../src/core/jobs/command-stage';
 import { createOpenPrHandler } from '../../src/core/jobs/open-pr';
 import { createSequencer } from '../../src/core/sequencer';
-import { deduplicationId, jobAttributes, messageGroupId, type JobEnvelope, type StageMessage } from '../../src/core/envelope';
+import {
+  deduplicationId,
+  jobAttributes,
+  messageGroupId,
+  type JobEnvelope,
+  type StageMessage,
+} from '../../src/core/envelope';
 import type { JobRecord, Ledger, WorkspaceRecord } from '../../src/core/ports';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
 import { resolveBranchHead } from '../../src/adapters/git';
@@ -33,7 +53,10 @@ export const CREATED_AT = '2026-11-30T10:00:00.000Z';
 
 export type QueueName = 'agent-jobs' | 'run-tests' | 'run-lint' | 'open-pr';
 /** The FIFO queue first: settling drives them in this order. */
-const QUEUES: readonly QueueName[] = [SEQUENCER.queue as 'agent-jobs', ...(Object.keys(JOB_TYPES) as JobType[]).flatMap((t) => stageQueueOf(t))];
+const QUEUES: readonly QueueName[] = [
+  SEQUENCER.queue as 'agent-jobs',
+  ...(Object.keys(JOB_TYPES) as JobType[]).flatMap((t) => stageQueueOf(t)),
+];
 
 function stageQueueOf(type: JobType): QueueName[] {
   const decl: JobTypeDeclaration = JOB_TYPES[type];
@@ -74,7 +97,11 @@ export interface TrustHarness {
   /** Every ref of the workspace's remote with its commit: equal snapshots mean the remote is unchanged. */
   refs(ws: Workspace): Promise<string>;
   /** A valid apply_patch job of the workspace adding `file`. */
-  patchJob(ws: Workspace, file: string, overrides?: Partial<JobEnvelope<'apply_patch'>['payload']>): JobEnvelope<'apply_patch'>;
+  patchJob(
+    ws: Workspace,
+    file: string,
+    overrides?: Partial<JobEnvelope<'apply_patch'>['payload']>,
+  ): JobEnvelope<'apply_patch'>;
   job<T extends JobEnvelope['type']>(ws: Workspace, type: T, payload: JobEnvelope<T>['payload']): JobEnvelope<T>;
   /** Puts a body on a queue as it is, with the producer's group and dedup id unless told otherwise. */
   sendRaw(queue: QueueName, body: string, options?: RawSend): Promise<void>;
@@ -123,16 +150,32 @@ export function withTrustHarness(options: TrustHarnessOptions = {}): () => Trust
       // Unconfined: the cases prove that nothing ran by a mark a command would leave outside its run, which no confined run can.
       confinement: { kind: 'none', reason: 'the trust cases witness runs by marks outside them' },
       onFinished: async (completion) => {
-        await clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrls[BUILD_EVENTS.queue], MessageBody: localRunEventBody(completion) }));
+        await clients.sqs.send(
+          new SendMessageCommand({
+            QueueUrl: queueUrls[BUILD_EVENTS.queue],
+            MessageBody: localRunEventBody(completion),
+          }),
+        );
       },
     });
-    harness = build(emulators(), gitServer, runner, root, options.gitHosts ?? ((server) => ownGitServerPolicy(server.url)));
+    harness = build(
+      emulators(),
+      gitServer,
+      runner,
+      root,
+      options.gitHosts ?? ((server) => ownGitServerPolicy(server.url)),
+    );
   });
 
   afterEach(async () => {
     // Every case starts with empty queues and DLQs.
     const { clients, queueUrls, dlqUrls } = emulators();
-    await Promise.all([...QUEUES, BUILD_EVENTS.queue].flatMap((q) => [drain(clients.sqs, queueUrls[q]!), drain(clients.sqs, dlqUrls[q]!)]));
+    await Promise.all(
+      [...QUEUES, BUILD_EVENTS.queue].flatMap((q) => [
+        drain(clients.sqs, queueUrls[q]!),
+        drain(clients.sqs, dlqUrls[q]!),
+      ]),
+    );
     harness?.events.splice(0);
   });
 
@@ -175,7 +218,9 @@ function build(
     },
   };
   const sequencerDeps = localSequencerDeps({ ...options, workRoot: join(root, 'sequencer'), gitHosts: policy });
-  const prStore = new LocalPullRequestStore(join(root, 'prs'), { branchHead: (url, branch) => resolveBranchHead(url, branch) });
+  const prStore = new LocalPullRequestStore(join(root, 'prs'), {
+    branchHead: (url, branch) => resolveBranchHead(url, branch),
+  });
   const completeBuilds = createBuildEventsHandler(localBuildEventsDeps({ ...options, parse: parseLocalRunEvent }));
   const handlers: Record<QueueName, Handler> = {
     'agent-jobs': createSequencer(sequencerDeps),
@@ -217,24 +262,37 @@ function build(
       });
     },
     job(ws, type, payload) {
-      return { jobId: `job-${randomUUID()}`, workspaceId: ws.workspaceId, tenantId: TENANT, type, createdAt: CREATED_AT, payload } as JobEnvelope<typeof type>;
+      return {
+        jobId: `job-${randomUUID()}`,
+        workspaceId: ws.workspaceId,
+        tenantId: TENANT,
+        type,
+        createdAt: CREATED_AT,
+        payload,
+      } as JobEnvelope<typeof type>;
     },
     async sendRaw(queue, body, raw = {}) {
       const fifo = queue === SEQUENCER.queue;
       const parsed = safeJson(body);
-      const groupId = raw.groupId ?? (typeof parsed?.['workspaceId'] === 'string' ? messageGroupId(parsed['workspaceId']) : `g-${randomUUID()}`);
+      const groupId =
+        raw.groupId ??
+        (typeof parsed?.['workspaceId'] === 'string' ? messageGroupId(parsed['workspaceId']) : `g-${randomUUID()}`);
       const attributes = raw.attributes ?? attributesOf(parsed);
       await clients.sqs.send(
         new SendMessageCommand({
           QueueUrl: queueUrls[queue],
           MessageBody: body,
-          MessageAttributes: Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, { DataType: 'String', StringValue: v }])),
+          MessageAttributes: Object.fromEntries(
+            Object.entries(attributes).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]),
+          ),
           ...(fifo ? { MessageGroupId: groupId, MessageDeduplicationId: raw.dedupId ?? randomUUID() } : {}),
         }),
       );
     },
     async send(job) {
-      await harness.sendRaw(SEQUENCER.queue as QueueName, JSON.stringify(job), { dedupId: deduplicationId(job.jobId, job.type) });
+      await harness.sendRaw(SEQUENCER.queue as QueueName, JSON.stringify(job), {
+        dedupId: deduplicationId(job.jobId, job.type),
+      });
     },
     async deliverOnce(queue) {
       const messages = await receiveOne(queue);
@@ -246,7 +304,12 @@ function build(
       if (queue !== 'run-tests') return;
       // The stage started the runs and acknowledged: their exits complete the jobs through the build-events queue.
       await runner.settled();
-      await driveQueue({ sqs: clients.sqs, queueUrl: queueUrls[BUILD_EVENTS.queue]!, handler: completeBuilds, maxBatches: 50 });
+      await driveQueue({
+        sqs: clients.sqs,
+        queueUrl: queueUrls[BUILD_EVENTS.queue]!,
+        handler: completeBuilds,
+        maxBatches: 50,
+      });
     },
     async settle() {
       for (const queue of QUEUES) await harness.drive(queue);
@@ -257,7 +320,8 @@ function build(
       await harness.drive(SEQUENCER.queue as QueueName);
       const queue = stageQueueOf(job.type)[0]!;
       const [forwarded, ...others] = await drain(clients.sqs, queueUrls[queue]!);
-      if (!forwarded?.Body || others.length) throw new Error(`expected one forwarded message on ${queue}, got ${others.length + (forwarded ? 1 : 0)}`);
+      if (!forwarded?.Body || others.length)
+        throw new Error(`expected one forwarded message on ${queue}, got ${others.length + (forwarded ? 1 : 0)}`);
       return JSON.parse(forwarded.Body) as StageMessage<typeof job.type>;
     },
     async deadLetters(queue) {
@@ -293,12 +357,20 @@ function safeJson(body: string): Record<string, unknown> | undefined {
 function attributesOf(body: Record<string, unknown> | undefined): Record<string, string> {
   const { jobId, workspaceId, tenantId, type } = body ?? {};
   if ([jobId, workspaceId, tenantId, type].every((v) => typeof v === 'string' && v !== '')) {
-    return jobAttributes({ jobId, workspaceId, tenantId, type } as Pick<JobEnvelope, 'jobId' | 'workspaceId' | 'tenantId' | 'type'>);
+    return jobAttributes({ jobId, workspaceId, tenantId, type } as Pick<
+      JobEnvelope,
+      'jobId' | 'workspaceId' | 'tenantId' | 'type'
+    >);
   }
   return {};
 }
 
 function deadLetter(message: Message): DeadLetter {
   const attr = (name: string) => message.MessageAttributes?.[name]?.StringValue;
-  return { body: message.Body ?? '', reason: attr(DLQ_ATTRIBUTES.reason), errorMessage: attr(DLQ_ATTRIBUTES.errorMessage), groupId: message.Attributes?.MessageGroupId };
+  return {
+    body: message.Body ?? '',
+    reason: attr(DLQ_ATTRIBUTES.reason),
+    errorMessage: attr(DLQ_ATTRIBUTES.errorMessage),
+    groupId: message.Attributes?.MessageGroupId,
+  };
 }

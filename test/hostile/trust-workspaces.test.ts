@@ -23,23 +23,40 @@ describe('a workspace is bound to one repository and branch (trust side)', () =>
     ['another repository', (_ws, other) => ({ url: other.repoUrl, branch: other.branch })],
     ['another repository with the same branch name', (ws, other) => ({ url: other.repoUrl, branch: ws.branch })],
     ['another branch of its repository', (ws) => ({ url: ws.repoUrl, branch: 'main' })],
-  ])('refuses an apply_patch naming %s on the first delivery; both remotes unchanged; the workspace stays ACTIVE and usable', async (_label, target) => {
-    const ws = await boundWorkspace();
-    const other = await h().workspace();
-    const before = { ws: await h().refs(ws), other: await h().refs(other), record: await h().getWorkspace(ws.workspaceId) };
-    const hostile = h().patchJob(ws, 'elsewhere.txt', { repo: target(ws, other) });
+  ])(
+    'refuses an apply_patch naming %s on the first delivery; both remotes unchanged; the workspace stays ACTIVE and usable',
+    async (_label, target) => {
+      const ws = await boundWorkspace();
+      const other = await h().workspace();
+      const before = {
+        ws: await h().refs(ws),
+        other: await h().refs(other),
+        record: await h().getWorkspace(ws.workspaceId),
+      };
+      const hostile = h().patchJob(ws, 'elsewhere.txt', { repo: target(ws, other) });
 
-    await h().send(hostile);
-    expect(await h().deliverOnce('agent-jobs')).toEqual({ acknowledged: true });
+      await h().send(hostile);
+      expect(await h().deliverOnce('agent-jobs')).toEqual({ acknowledged: true });
 
-    expect(await h().getJob(hostile.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'WORKSPACE_MISMATCH', message: expect.stringContaining(`bound to ${ws.repoUrl} branch ${ws.branch}`) } });
-    expect((await h().deadLetters('agent-jobs')).map((d) => d.reason)).toEqual(['WORKSPACE_MISMATCH']);
-    expect(await h().refs(ws)).toBe(before.ws);
-    expect(await h().refs(other)).toBe(before.other);
-    expect(await h().getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE', repo: { url: ws.repoUrl, branch: ws.branch }, head: before.record?.head });
-    expect(h().events.filter((e) => e.type === 'WorkspaceBlocked')).toEqual([]);
-    await expectUsable(h(), ws);
-  });
+      expect(await h().getJob(hostile.jobId)).toMatchObject({
+        status: 'FAILED',
+        error: {
+          reason: 'WORKSPACE_MISMATCH',
+          message: expect.stringContaining(`bound to ${ws.repoUrl} branch ${ws.branch}`),
+        },
+      });
+      expect((await h().deadLetters('agent-jobs')).map((d) => d.reason)).toEqual(['WORKSPACE_MISMATCH']);
+      expect(await h().refs(ws)).toBe(before.ws);
+      expect(await h().refs(other)).toBe(before.other);
+      expect(await h().getWorkspace(ws.workspaceId)).toMatchObject({
+        state: 'ACTIVE',
+        repo: { url: ws.repoUrl, branch: ws.branch },
+        head: before.record?.head,
+      });
+      expect(h().events.filter((e) => e.type === 'WorkspaceBlocked')).toEqual([]);
+      await expectUsable(h(), ws);
+    },
+  );
 
   it('takes the same repository spelled another way (scheme and host case, default port) as the same binding', async () => {
     const ws = await boundWorkspace();
@@ -65,11 +82,14 @@ describe('a workspace is bound to one repository and branch (trust side)', () =>
     await h().send(hostile);
     expect(await h().deliverOnce('agent-jobs')).toEqual({ acknowledged: true });
 
-    expect(await h().getJob(hostile.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'WORKSPACE_MISMATCH' } });
+    expect(await h().getJob(hostile.jobId)).toMatchObject({
+      status: 'FAILED',
+      error: { reason: 'WORKSPACE_MISMATCH' },
+    });
     expect(await h().getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: poison.jobId });
   });
 
-  it('pins a run_tests after a refused mismatch to the bound repository\'s head', async () => {
+  it("pins a run_tests after a refused mismatch to the bound repository's head", async () => {
     const ws = await boundWorkspace();
     const other = await h().workspace();
     await h().send(h().patchJob(ws, 'elsewhere.txt', { repo: { url: other.repoUrl, branch: other.branch } }));
@@ -79,7 +99,11 @@ describe('a workspace is bound to one repository and branch (trust side)', () =>
     await h().settle();
 
     const head = (await h().getWorkspace(ws.workspaceId))?.head;
-    expect(await h().getJob(tests.jobId)).toMatchObject({ status: 'SUCCEEDED', pin: { repoUrl: ws.repoUrl, branch: ws.branch, sha: head }, result: { verdict: 'passed' } });
+    expect(await h().getJob(tests.jobId)).toMatchObject({
+      status: 'SUCCEEDED',
+      pin: { repoUrl: ws.repoUrl, branch: ws.branch, sha: head },
+      result: { verdict: 'passed' },
+    });
   });
 });
 
@@ -89,7 +113,7 @@ describe('a repository branch is bound to one workspace (trust side)', () => {
   /** The same workspace id in other letters: a second workspace to the ledger, one to a careless reader. */
   const caseVariant = (ws: Workspace): Workspace => ({ ...ws, workspaceId: ws.workspaceId.toUpperCase() });
 
-  it('refuses a second workspace (a case variant of a BLOCKED one\'s id) on the same branch on its first delivery: nothing passes the fence, nothing interleaves', async () => {
+  it("refuses a second workspace (a case variant of a BLOCKED one's id) on the same branch on its first delivery: nothing passes the fence, nothing interleaves", async () => {
     const ws = await h().workspace();
     const first = h().patchJob(ws, 'first.txt');
     await h().send(first);
@@ -108,7 +132,12 @@ describe('a repository branch is bound to one workspace (trust side)', () => {
 
     expect(await h().getJob(past.jobId)).toMatchObject({
       status: 'FAILED',
-      error: { reason: 'BRANCH_IN_USE', message: expect.stringContaining(`branch ${ws.branch} of ${ws.repoUrl} is bound to workspace ${ws.workspaceId}`) },
+      error: {
+        reason: 'BRANCH_IN_USE',
+        message: expect.stringContaining(
+          `branch ${ws.branch} of ${ws.repoUrl} is bound to workspace ${ws.workspaceId}`,
+        ),
+      },
     });
     expect((await h().deadLetters('agent-jobs')).map((d) => d.reason)).toEqual(['BRANCH_IN_USE']);
     expect(await h().refs(ws)).toBe(refsBefore);
@@ -120,7 +149,10 @@ describe('a repository branch is bound to one workspace (trust side)', () => {
   it.each<[string, (ws: Workspace) => { url: string; branch: string }]>([
     ['the URL with ".git" dropped', (ws) => ({ url: ws.repoUrl.replace(/\.git$/, ''), branch: ws.branch })],
     ['the URL with a trailing "/"', (ws) => ({ url: `${ws.repoUrl}/`, branch: ws.branch })],
-    ['the path in capitals', (ws) => ({ url: ws.repoUrl.replace(ws.workspaceId, ws.workspaceId.toUpperCase()), branch: ws.branch })],
+    [
+      'the path in capitals',
+      (ws) => ({ url: ws.repoUrl.replace(ws.workspaceId, ws.workspaceId.toUpperCase()), branch: ws.branch }),
+    ],
     ['the branch in capitals', (ws) => ({ url: ws.repoUrl, branch: ws.branch.toUpperCase() })],
   ])('takes %s for the same branch: a second workspace naming it is refused', async (_spelling, respell) => {
     const ws = await h().workspace();
@@ -144,7 +176,10 @@ describe('a repository branch is bound to one workspace (trust side)', () => {
     const mismatched = h().patchJob(ws, 'elsewhere.txt', { repo: { url: free.repoUrl, branch: free.branch } });
     await h().send(mismatched);
     await h().drive('agent-jobs');
-    expect(await h().getJob(mismatched.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'WORKSPACE_MISMATCH' } });
+    expect(await h().getJob(mismatched.jobId)).toMatchObject({
+      status: 'FAILED',
+      error: { reason: 'WORKSPACE_MISMATCH' },
+    });
 
     const owner = h().patchJob(free, 'owner.txt');
     await h().send(owner);

@@ -8,8 +8,14 @@ import { ASSET_HASH, ASSET_HASH_PLACEHOLDER as PLACEHOLDER } from '../../lib/rel
 
 const serializer: NewPlugin = {
   test: (value: unknown): boolean => typeof value === 'string' && new RegExp(ASSET_HASH.source).test(value),
-  serialize: (value: string, config: Config, indentation: string, depth: number, refs: Refs, printer: Printer): string =>
-    printer(value.replace(ASSET_HASH, PLACEHOLDER), config, indentation, depth, refs),
+  serialize: (
+    value: string,
+    config: Config,
+    indentation: string,
+    depth: number,
+    refs: Refs,
+    printer: Printer,
+  ): string => printer(value.replace(ASSET_HASH, PLACEHOLDER), config, indentation, depth, refs),
 };
 
 export = serializer;

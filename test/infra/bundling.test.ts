@@ -19,7 +19,13 @@ import { BUILD_RECONCILER, allWorkers, type Capability, type WorkerSettings } fr
 import { ROOT, addStack, newApp } from './helpers';
 
 /** The SDK packages every worker's pipeline uses: ledger, DLQ and back-off, events. */
-const PIPELINE_SDK = ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@aws-sdk/util-dynamodb', '@aws-sdk/client-sqs', '@aws-sdk/client-eventbridge'];
+const PIPELINE_SDK = [
+  '@aws-sdk/client-dynamodb',
+  '@aws-sdk/lib-dynamodb',
+  '@aws-sdk/util-dynamodb',
+  '@aws-sdk/client-sqs',
+  '@aws-sdk/client-eventbridge',
+];
 /** The SDK packages a capability's adapter uses. */
 const CAPABILITY_SDK: Record<Capability, readonly string[]> = {
   gitCredentials: ['@aws-sdk/client-secrets-manager'],
@@ -33,7 +39,10 @@ const CAPABILITY_SDK: Record<Capability, readonly string[]> = {
 
 /** Every function of the stack: the catalog's queue-fed workers and the scheduled build reconciler. */
 type BundleSettings = Pick<WorkerSettings, 'handlerEntry' | 'needs' | 'bundleBudgetKiB' | 'separateFiles'>;
-const FUNCTIONS: readonly { name: string; settings: BundleSettings }[] = [...allWorkers(), { name: 'build_reconciler', settings: BUILD_RECONCILER }];
+const FUNCTIONS: readonly { name: string; settings: BundleSettings }[] = [
+  ...allWorkers(),
+  { name: 'build_reconciler', settings: BUILD_RECONCILER },
+];
 
 interface Bundle {
   readonly worker: string;
@@ -50,15 +59,27 @@ let undeclaredFunctions: string[];
 function synthInto(outdir: string): Bundle[] {
   const app = newApp({ bundle: true, outdir });
   const stack = addStack(app, 'dev');
-  const functionOf = (name: string) => (name === 'build_reconciler' ? stack.buildReconciler!.worker.function : stack.lanes.find((l) => l.spec.consumer === name)!.worker.function);
+  const functionOf = (name: string) =>
+    name === 'build_reconciler'
+      ? stack.buildReconciler!.worker.function
+      : stack.lanes.find((l) => l.spec.consumer === name)!.worker.function;
   const declared = new Set(FUNCTIONS.map((f) => functionOf(f.name)));
-  undeclaredFunctions = stack.node.findAll().filter((c) => c instanceof NodejsFunction && !declared.has(c)).map((c) => c.node.path);
+  undeclaredFunctions = stack.node
+    .findAll()
+    .filter((c) => c instanceof NodejsFunction && !declared.has(c))
+    .map((c) => c.node.path);
   const resources = Template.fromStack(stack).toJSON().Resources;
   const assembly = app.synth();
   return FUNCTIONS.map(({ name, settings }) => {
     const fn = resources[stack.getLogicalId(functionOf(name).node.defaultChild as never)];
     const assetHash = String(fn.Properties.Code.S3Key).replace(/\.zip$/, '');
-    return { worker: name, settings, handlerEntry: settings.handlerEntry, assetHash, dir: join(assembly.directory, `asset.${assetHash}`) };
+    return {
+      worker: name,
+      settings,
+      handlerEntry: settings.handlerEntry,
+      assetHash,
+      dir: join(assembly.directory, `asset.${assetHash}`),
+    };
   });
 }
 
@@ -93,7 +114,8 @@ describe.each(FUNCTIONS.map((w) => w.name))('the %s bundle', (worker) => {
   const separateFiles = () => bundle().settings.separateFiles ?? [];
   /** index.js and the separate files: every file of code the asset ships. */
   const codeFiles = (): string[] => ['index.js', ...separateFiles().map((f) => f.file)];
-  const sourcesOf = (file: string): string[] => JSON.parse(readFileSync(join(bundle().dir, `${file}.map`), 'utf8')).sources;
+  const sourcesOf = (file: string): string[] =>
+    JSON.parse(readFileSync(join(bundle().dir, `${file}.map`), 'utf8')).sources;
   const sources = (): string[] => sourcesOf('index.js');
 
   it('has source maps whose paths are relative to the project root and name its handler', () => {
@@ -107,16 +129,23 @@ describe.each(FUNCTIONS.map((w) => w.name))('the %s bundle', (worker) => {
 
   it('carries the AWS SDK it runs with: nothing required from the runtime but Node itself', () => {
     for (const file of codeFiles()) {
-      const required = [...readFileSync(join(bundle().dir, file), 'utf8').matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]!);
+      const required = [...readFileSync(join(bundle().dir, file), 'utf8').matchAll(/require\("([^"]+)"\)/g)].map(
+        (m) => m[1]!,
+      );
       // signature-v4-crt is the SDK's optional SigV4a signer, required in a try block and never used here.
-      expect(required.filter((name) => !name.startsWith('node:') && !builtinModules.includes(name) && name !== '@aws-sdk/signature-v4-crt')).toEqual([]);
+      expect(
+        required.filter(
+          (name) => !name.startsWith('node:') && !builtinModules.includes(name) && name !== '@aws-sdk/signature-v4-crt',
+        ),
+      ).toEqual([]);
     }
     expect(sources()).toEqual(expect.arrayContaining([expect.stringMatching(/^node_modules\/@aws-sdk\/client-sqs\//)]));
   });
 
   it('stays within the bundle budgets its catalog entry declares', () => {
     expect(statSync(join(bundle().dir, 'index.js')).size / 1024).toBeLessThanOrEqual(bundle().settings.bundleBudgetKiB);
-    for (const { file, budgetKiB } of separateFiles()) expect(statSync(join(bundle().dir, file)).size / 1024).toBeLessThanOrEqual(budgetKiB);
+    for (const { file, budgetKiB } of separateFiles())
+      expect(statSync(join(bundle().dir, file)).size / 1024).toBeLessThanOrEqual(budgetKiB);
   });
 
   it('holds each module its catalog entry separates in a file of its own, not in index.js', () => {
@@ -127,7 +156,14 @@ describe.each(FUNCTIONS.map((w) => w.name))('the %s bundle', (worker) => {
   });
 
   it('bundles exactly the SDK clients of its pipeline and of its declared capabilities', () => {
-    const clients = new Set(codeFiles().flatMap(sourcesOf).flatMap((source) => /^node_modules\/(@aws-sdk\/(?:client-[^/]+|lib-dynamodb|util-dynamodb))\//.exec(source)?.[1] ?? []));
+    const clients = new Set(
+      codeFiles()
+        .flatMap(sourcesOf)
+        .flatMap(
+          (source) =>
+            /^node_modules\/(@aws-sdk\/(?:client-[^/]+|lib-dynamodb|util-dynamodb))\//.exec(source)?.[1] ?? [],
+        ),
+    );
     const expected = new Set([...PIPELINE_SDK, ...bundle().settings.needs.flatMap((need) => CAPABILITY_SDK[need])]);
     expect([...clients].sort()).toEqual([...expected].sort());
   });
@@ -143,7 +179,11 @@ describe.each(FUNCTIONS.map((w) => w.name))('the %s bundle', (worker) => {
       'process.stdout.write(JSON.stringify({ exported: typeof handler, network, separate }));',
     ].join('\n');
     // From a folder where no node_modules can be found: the bundle must carry everything it loads.
-    const load = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', cwd: tmpdir(), env: { ...process.env, NODE_PATH: '' } });
+    const load = spawnSync(process.execPath, ['-e', script], {
+      encoding: 'utf8',
+      cwd: tmpdir(),
+      env: { ...process.env, NODE_PATH: '' },
+    });
     expect({ status: load.status, stderr: load.stderr }).toEqual({ status: 0, stderr: '' });
     expect(JSON.parse(load.stdout)).toEqual({ exported: 'function', network: [], separate: [] });
   });

@@ -13,7 +13,9 @@ import { LAMBDA_NODE_MAJOR, Worker } from '../../lib/constructs/worker';
 import { ROOT } from './helpers';
 
 /** An alarm action that goes nowhere: these tests look at queues and functions, not notifications. */
-const alarmAction: cloudwatch.IAlarmAction = { bind: () => ({ alarmActionArn: 'arn:aws:sns:eu-west-1:123456789012:alarms' }) };
+const alarmAction: cloudwatch.IAlarmAction = {
+  bind: () => ({ alarmActionArn: 'arn:aws:sns:eu-west-1:123456789012:alarms' }),
+};
 const consumer = { timeout: Duration.seconds(60), batchSize: 10, maxConcurrency: 5 };
 
 function newStack(): Stack {
@@ -26,16 +28,20 @@ function queueWith(props: Partial<QueueWithDlqProps>, stack = newStack()): Queue
 describe('QueueWithDlq validation', () => {
   it('accepts the defaults and derives visibility as 6 x the consumer timeout', () => {
     const lane = queueWith({ fifo: true });
-    Template.fromStack(Stack.of(lane)).hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: 360, RedrivePolicy: Match.objectLike({ maxReceiveCount: 5 }) });
+    Template.fromStack(Stack.of(lane)).hasResourceProperties('AWS::SQS::Queue', {
+      VisibilityTimeout: 360,
+      RedrivePolicy: Match.objectLike({ maxReceiveCount: 5 }),
+    });
   });
 
   it('names every offending setting in one error', () => {
-    const create = () => queueWith({
-      fifo: true,
-      visibilityTimeout: Duration.seconds(300),
-      maxReceiveCount: 2,
-      consumer: { timeout: Duration.seconds(60), batchSize: 20, maxConcurrency: 1 },
-    });
+    const create = () =>
+      queueWith({
+        fifo: true,
+        visibilityTimeout: Duration.seconds(300),
+        maxReceiveCount: 2,
+        consumer: { timeout: Duration.seconds(60), batchSize: 20, maxConcurrency: 1 },
+      });
     expect(create).toThrow(InvalidSettingsError);
     expect(create).toThrow(/Lane has invalid settings/);
     expect(create).toThrow(/visibilityTimeout = 300: must be at least 6 x the consumer timeout \(60 s\)/);
@@ -47,7 +53,8 @@ describe('QueueWithDlq validation', () => {
   it('rejects a standard DLQ on a FIFO queue and a FIFO DLQ on a standard queue', () => {
     const withDlq = (fifo: boolean, dlqFifo: boolean) => {
       const stack = newStack();
-      return () => queueWith({ fifo, deadLetterQueue: new sqs.Queue(stack, 'Dlq', { fifo: dlqFifo || undefined }) }, stack);
+      return () =>
+        queueWith({ fifo, deadLetterQueue: new sqs.Queue(stack, 'Dlq', { fifo: dlqFifo || undefined }) }, stack);
     };
     expect(withDlq(true, false)).toThrow(/deadLetterQueue: must be a FIFO queue, because the queue is FIFO/);
     expect(withDlq(false, true)).toThrow(/deadLetterQueue: must be a standard queue/);
@@ -55,11 +62,12 @@ describe('QueueWithDlq validation', () => {
   });
 
   it('rejects a batch size over 10 on a standard queue, concurrency over 1000, an alarm threshold beyond retention, retention beyond the DLQ', () => {
-    const create = () => queueWith({
-      consumer: { timeout: Duration.seconds(60), batchSize: 11, maxConcurrency: 1001 },
-      retentionPeriod: Duration.days(14),
-      oldestMessageAlarmThreshold: Duration.days(14),
-    });
+    const create = () =>
+      queueWith({
+        consumer: { timeout: Duration.seconds(60), batchSize: 11, maxConcurrency: 1001 },
+        retentionPeriod: Duration.days(14),
+        oldestMessageAlarmThreshold: Duration.days(14),
+      });
     expect(create).toThrow(/consumer\.batchSize = 11: must be 1\.\.10 \(larger batches need a batching window\)/);
     expect(create).toThrow(/consumer\.maxConcurrency = 1001/);
     expect(create).toThrow(/oldestMessageAlarmThreshold = 1209600: must be above 0 and below the retention period/);
@@ -67,7 +75,9 @@ describe('QueueWithDlq validation', () => {
   });
 
   it('rejects a standard queue retention that leaves its DLQ age alarm no time to fire (its time on the queue counts against the DLQ)', () => {
-    expect(() => queueWith({ retentionPeriod: Duration.days(11) })).toThrow(/retentionPeriod = 950400: must leave the DLQ age alarm time to fire/);
+    expect(() => queueWith({ retentionPeriod: Duration.days(11) })).toThrow(
+      /retentionPeriod = 950400: must leave the DLQ age alarm time to fire/,
+    );
     expect(() => queueWith({ fifo: true, retentionPeriod: Duration.days(11) })).not.toThrow();
   });
 

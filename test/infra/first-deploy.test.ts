@@ -49,7 +49,9 @@ it('an environment with no gitHosts is refused at synth, in one line naming the 
     writeFileSync(join(dir, 'staging.json'), '{}');
     const app = newApp();
     app.node.setContext('env', 'staging');
-    expect(() => loadConfig(app, dir)).toThrow(/\n {2}- gitHosts: none is configured, so every repository would be refused \(HOST_NOT_ALLOWED\)[^\n]*$/);
+    expect(() => loadConfig(app, dir)).toThrow(
+      /\n {2}- gitHosts: none is configured, so every repository would be refused \(HOST_NOT_ALLOWED\)[^\n]*$/,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -64,5 +66,7 @@ it("bounds the build timeout by CodeBuild's quota table (480 minutes), in the se
 
 it("sets the project's concurrent build limit to a quota a new account has unless told the account's own", () => {
   expect(DEFAULT_BUILD_CONCURRENCY_QUOTA).toBeLessThanOrEqual(LOWEST_NEW_ACCOUNT_BUILD_QUOTA);
-  shipped('prod').template.hasResourceProperties('AWS::CodeBuild::Project', { ConcurrentBuildLimit: DEFAULT_BUILD_CONCURRENCY_QUOTA });
+  shipped('prod').template.hasResourceProperties('AWS::CodeBuild::Project', {
+    ConcurrentBuildLimit: DEFAULT_BUILD_CONCURRENCY_QUOTA,
+  });
 });

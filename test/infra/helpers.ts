@@ -32,5 +32,7 @@ export function synth(input: unknown = {}, envName = 'dev'): { app: App; stack: 
 /** AwsSolutions findings left after acknowledgements, as `rule at path` lines. */
 export function nagFindings(app: App): string[] {
   const report = new AwsSolutionsChecks().validateScope(app);
-  return report.violations.flatMap((v: PolicyViolation) => v.violatingResources.map((r) => `${v.ruleName} at ${r.constructPath}`));
+  return report.violations.flatMap((v: PolicyViolation) =>
+    v.violatingResources.map((r) => `${v.ruleName} at ${r.constructPath}`),
+  );
 }

@@ -20,7 +20,9 @@ describe('the build quota', () => {
     for (const quota of [DEFAULT_BUILD_CONCURRENCY_QUOTA, asked - 1]) {
       const { stack, template } = synth({ buildConcurrencyQuota: quota });
       template.hasResourceProperties('AWS::CodeBuild::Project', { ConcurrentBuildLimit: quota });
-      expect(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('buildConcurrencyQuota'))).toEqual([]);
+      expect(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('buildConcurrencyQuota'))).toEqual(
+        [],
+      );
     }
   });
 });
@@ -28,20 +30,36 @@ describe('the build quota', () => {
 describe("GitHub's limits", () => {
   it("gives open_pr its container's share of GitHub's content-creation limit", () => {
     const concurrency = 7;
-    const { template } = synth({ githubContentRequestsPerHour: 250, workers: { open_pr: { maxConcurrency: concurrency } } });
+    const { template } = synth({
+      githubContentRequestsPerHour: 250,
+      workers: { open_pr: { maxConcurrency: concurrency } },
+    });
     template.hasResourceProperties('AWS::Lambda::Function', {
-      Environment: { Variables: Match.objectLike({ [ENV.githubContentPerMinute]: String(contentShare(concurrency, 250).perMinute), [ENV.githubContentPerHour]: String(contentShare(concurrency, 250).perHour) }) },
+      Environment: {
+        Variables: Match.objectLike({
+          [ENV.githubContentPerMinute]: String(contentShare(concurrency, 250).perMinute),
+          [ENV.githubContentPerHour]: String(contentShare(concurrency, 250).perHour),
+        }),
+      },
     });
   });
 
   it('warns at synth when open_pr has more containers than the limit has pull requests a minute', () => {
     const { stack } = synth({ githubContentRequestsPerHour: 40, workers: { open_pr: { maxConcurrency: 41 } } });
-    expect(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('41 containers at once cannot share 40 pull requests a minute'))).toHaveLength(1);
+    expect(
+      Annotations.fromStack(stack).findWarning(
+        '*',
+        Match.stringLikeRegexp('41 containers at once cannot share 40 pull requests a minute'),
+      ),
+    ).toHaveLength(1);
   });
 
   it.each([
     ['GitHub keeps answering with rate limits', JOB_METRICS.githubRateLimited],
-    ['Secrets Manager keeps throttling or refusing the checkout secrets (a wait no time may cure)', JOB_METRICS.checkoutSecretsThrottled],
+    [
+      'Secrets Manager keeps throttling or refusing the checkout secrets (a wait no time may cure)',
+      JOB_METRICS.checkoutSecretsThrottled,
+    ],
   ])('alarms when %s, period after period, not at the first one', (_what, metricName) => {
     const { template } = synth();
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {

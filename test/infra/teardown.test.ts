@@ -20,21 +20,35 @@ const REMOVAL_COMMANDS: Readonly<Record<string, string>> = {
 };
 const KEPT = new Set(['Retain', 'RetainExceptOnCreate', 'Snapshot']);
 
-interface Row { type: string; byEnv: Record<string, string>; command: string }
+interface Row {
+  type: string;
+  byEnv: Record<string, string>;
+  command: string;
+}
 
 function teardownTable(envs: readonly string[]): Row[] {
   const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
   const section = readme.split(/^### Teardown$/m)[1]?.split(/^#{2,3} /m)[0];
   if (!section) throw new Error('README.md has no "### Teardown" section');
   const lines = section.split('\n').filter((l) => l.startsWith('|'));
-  const cells = (line: string) => line.split('|').slice(1, -1).map((c) => c.trim());
+  const cells = (line: string) =>
+    line
+      .split('|')
+      .slice(1, -1)
+      .map((c) => c.trim());
   const header = cells(lines[0]!);
-  for (const env of envs) if (!header.includes(env)) throw new Error(`README.md's teardown table has no column for the environment ${env} (config/${env}.json)`);
-  return lines.slice(2).map(cells).filter((c) => c[1] !== '').map((c) => ({
-    type: c[1]!.replace(/`/g, ''),
-    byEnv: Object.fromEntries(envs.map((env) => [env, c[header.indexOf(env)]!])),
-    command: c[header.length - 1]!,
-  }));
+  for (const env of envs)
+    if (!header.includes(env))
+      throw new Error(`README.md's teardown table has no column for the environment ${env} (config/${env}.json)`);
+  return lines
+    .slice(2)
+    .map(cells)
+    .filter((c) => c[1] !== '')
+    .map((c) => ({
+      type: c[1]!.replace(/`/g, ''),
+      byEnv: Object.fromEntries(envs.map((env) => [env, c[header.indexOf(env)]!])),
+      command: c[header.length - 1]!,
+    }));
 }
 
 const envs = shippedEnvironments();
@@ -50,12 +64,22 @@ describe.each(envs)('cdk destroy of %s', (env) => {
       const kept = r.DeletionPolicy !== undefined && KEPT.has(r.DeletionPolicy) ? 'kept' : 'deleted';
       policies.set(r.Type, (policies.get(r.Type) ?? new Set()).add(kept));
     }
-    const retainedTypes = [...policies].filter(([, p]) => p.has('kept')).map(([type]) => type).sort();
-    const keptRows = rows.filter((r) => r.byEnv[env]!.startsWith('kept')).map((r) => r.type).sort();
+    const retainedTypes = [...policies]
+      .filter(([, p]) => p.has('kept'))
+      .map(([type]) => type)
+      .sort();
+    const keptRows = rows
+      .filter((r) => r.byEnv[env]!.startsWith('kept'))
+      .map((r) => r.type)
+      .sort();
     expect(keptRows).toEqual(retainedTypes);
     for (const row of rows) {
       const said = row.byEnv[env]!.split(' ')[0];
-      expect({ type: row.type, said, template: [...(policies.get(row.type) ?? ['none'])] }).toEqual({ type: row.type, said, template: [said] });
+      expect({ type: row.type, said, template: [...(policies.get(row.type) ?? ['none'])] }).toEqual({
+        type: row.type,
+        said,
+        template: [said],
+      });
     }
   });
 
@@ -64,7 +88,9 @@ describe.each(envs)('cdk destroy of %s', (env) => {
       const command = REMOVAL_COMMANDS[row.type];
       expect({ type: row.type, known: command !== undefined }).toEqual({ type: row.type, known: true });
       expect(row.command).toContain(command);
-      const protectedOnes = resources().filter((r) => r.Type === row.type && r.Properties?.['DeletionProtectionEnabled'] === true);
+      const protectedOnes = resources().filter(
+        (r) => r.Type === row.type && r.Properties?.['DeletionProtectionEnabled'] === true,
+      );
       if (protectedOnes.length > 0) expect(row.command).toContain('--no-deletion-protection-enabled');
     }
   });

@@ -36,7 +36,8 @@ export function targetOf(value: unknown): string | undefined {
 export function resolve(t: TemplateJson, value: unknown): [string, CfnResource] {
   const id = targetOf(value);
   const resource = id === undefined ? undefined : t.Resources[id];
-  if (id === undefined || !resource) throw new Error(`${JSON.stringify(value)} does not point at a resource of the template`);
+  if (id === undefined || !resource)
+    throw new Error(`${JSON.stringify(value)} does not point at a resource of the template`);
   return [id, resource];
 }
 
@@ -59,7 +60,8 @@ export function render(value: unknown): string {
   const target = targetOf(value);
   if (target !== undefined) return baseName(target);
   const join = v['Fn::Join'];
-  if (Array.isArray(join) && typeof join[0] === 'string' && Array.isArray(join[1])) return join[1].map(render).join(join[0]);
+  if (Array.isArray(join) && typeof join[0] === 'string' && Array.isArray(join[1]))
+    return join[1].map(render).join(join[0]);
   return JSON.stringify(value);
 }
 

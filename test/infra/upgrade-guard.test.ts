@@ -9,16 +9,32 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
-import { addPlatformStack, cdkJsonContext, PROJECT_ROOT, shippedEnvironments, synthesizeEnvironment } from '../../lib/platform-app';
-import { acceptedReplacements, isSemver, keptTemplate, maskAssetHashes, releaseTemplateFile, releasedVersion, type AcceptedReplacement } from '../../lib/release-templates';
+import {
+  addPlatformStack,
+  cdkJsonContext,
+  PROJECT_ROOT,
+  shippedEnvironments,
+  synthesizeEnvironment,
+} from '../../lib/platform-app';
+import {
+  acceptedReplacements,
+  isSemver,
+  keptTemplate,
+  maskAssetHashes,
+  releaseTemplateFile,
+  releasedVersion,
+  type AcceptedReplacement,
+} from '../../lib/release-templates';
 import { clone, resourcesOf, type TemplateJson } from './template';
 import { describeFinding, judge, REMOVED, stateLosses, type Finding } from './upgrade-guard';
 
 const version = releasedVersion();
-const today = new Map(shippedEnvironments().map((env) => {
-  const { stackName, template } = synthesizeEnvironment(env);
-  return [stackName, maskAssetHashes(template) as unknown as TemplateJson] as const;
-}));
+const today = new Map(
+  shippedEnvironments().map((env) => {
+    const { stackName, template } = synthesizeEnvironment(env);
+    return [stackName, maskAssetHashes(template) as unknown as TemplateJson] as const;
+  }),
+);
 const dev = today.get('AgentJobs-dev')!;
 
 const only = (t: TemplateJson, type: string, where: (p: Record<string, unknown>) => boolean = () => true): string => {
@@ -34,7 +50,8 @@ const mutated = (mutate: (t: TemplateJson) => void): Finding[] => {
   mutate(copy);
   return stateLosses('AgentJobs-dev', dev, copy);
 };
-const verdictOf = (findings: Finding[], accepted: AcceptedReplacement[] = []) => judge(findings, accepted, ['AgentJobs-dev']);
+const verdictOf = (findings: Finding[], accepted: AcceptedReplacement[] = []) =>
+  judge(findings, accepted, ['AgentJobs-dev']);
 
 describe('the release', () => {
   it('has a semantic version, a CHANGELOG entry and the kept templates of every shipped environment', () => {
@@ -46,7 +63,7 @@ describe('the release', () => {
     }
   });
 
-  it('every accepted replacement is in the CHANGELOG\'s Unreleased notes, with its migration', () => {
+  it("every accepted replacement is in the CHANGELOG's Unreleased notes, with its migration", () => {
     const changelog = readFileSync(join(PROJECT_ROOT, 'CHANGELOG.md'), 'utf8');
     const unreleased = changelog.split(/^## \[Unreleased\]/m)[1]?.split(/^## \[/m)[0] ?? '';
     for (const entry of acceptedReplacements()) expect(unreleased).toContain(entry.logicalId);
@@ -72,8 +89,12 @@ describe('the guard', () => {
       t.Resources['LedgerRenamedTable12345678'] = t.Resources[ledgerId]!;
       delete t.Resources[ledgerId];
     });
-    expect(findings).toEqual([expect.objectContaining({ logicalId: ledgerId, type: 'AWS::DynamoDB::Table', property: REMOVED })]);
-    expect(describeFinding(findings[0]!)).toMatch(/left out of the stack \(retained\).*adds LedgerRenamedTable12345678 of the same type: a renamed construct id\?/);
+    expect(findings).toEqual([
+      expect.objectContaining({ logicalId: ledgerId, type: 'AWS::DynamoDB::Table', property: REMOVED }),
+    ]);
+    expect(describeFinding(findings[0]!)).toMatch(
+      /left out of the stack \(retained\).*adds LedgerRenamedTable12345678 of the same type: a renamed construct id\?/,
+    );
     expect(verdictOf(findings).refused).toHaveLength(1);
   });
 
@@ -84,15 +105,45 @@ describe('the guard', () => {
     (sequencer.queue.queue.node.defaultChild as sqs.CfnQueue).overrideLogicalId('sequencerJobsQueue');
     const renamed = maskAssetHashes(app.synth().getStackArtifact(stack.artifactId).template) as TemplateJson;
     const findings = stateLosses('AgentJobs-dev', dev, renamed);
-    expect(findings).toEqual([expect.objectContaining({ logicalId: fifoQueueId, type: 'AWS::SQS::Queue', property: REMOVED })]);
+    expect(findings).toEqual([
+      expect.objectContaining({ logicalId: fifoQueueId, type: 'AWS::SQS::Queue', property: REMOVED }),
+    ]);
     expect(describeFinding(findings[0]!)).toMatch(/deleted; the template adds sequencerJobsQueue of the same type/);
   });
 
   it.each([
-    ['the table\'s KeySchema', () => ledgerId, 'KeySchema', (p: Record<string, unknown>) => { p['KeySchema'] = [{ AttributeName: 'id', KeyType: 'HASH' }]; }],
-    ['the table\'s TableName', () => ledgerId, 'TableName', (p: Record<string, unknown>) => { p['TableName'] = 'agent-jobs-ledger'; }],
-    ['the FIFO queue\'s FifoQueue', () => fifoQueueId, 'FifoQueue', (p: Record<string, unknown>) => { p['FifoQueue'] = false; }],
-    ['the FIFO queue\'s QueueName', () => fifoQueueId, 'QueueName', (p: Record<string, unknown>) => { p['QueueName'] = 'agent-jobs.fifo'; }],
+    [
+      "the table's KeySchema",
+      () => ledgerId,
+      'KeySchema',
+      (p: Record<string, unknown>) => {
+        p['KeySchema'] = [{ AttributeName: 'id', KeyType: 'HASH' }];
+      },
+    ],
+    [
+      "the table's TableName",
+      () => ledgerId,
+      'TableName',
+      (p: Record<string, unknown>) => {
+        p['TableName'] = 'agent-jobs-ledger';
+      },
+    ],
+    [
+      "the FIFO queue's FifoQueue",
+      () => fifoQueueId,
+      'FifoQueue',
+      (p: Record<string, unknown>) => {
+        p['FifoQueue'] = false;
+      },
+    ],
+    [
+      "the FIFO queue's QueueName",
+      () => fifoQueueId,
+      'QueueName',
+      (p: Record<string, unknown>) => {
+        p['QueueName'] = 'agent-jobs.fifo';
+      },
+    ],
   ])('fails on a replacement-only property change: %s', (_name, id, property, change) => {
     const findings = mutated((t) => change(t.Resources[id()]!.Properties!));
     expect(findings).toEqual([expect.objectContaining({ logicalId: id(), property })]);
@@ -114,28 +165,52 @@ describe('the guard', () => {
       delete t.Resources[logGroup];
       delete t.Resources[secret];
     });
-    expect(findings.map((f) => [f.logicalId, f.property]).sort()).toEqual([[logGroup, REMOVED], [secret, REMOVED]].sort());
+    expect(findings.map((f) => [f.logicalId, f.property]).sort()).toEqual(
+      [
+        [logGroup, REMOVED],
+        [secret, REMOVED],
+      ].sort(),
+    );
   });
 
   describe('an accepted replacement', () => {
-    const keySchema = (t: TemplateJson) => { t.Resources[ledgerId]!.Properties!['KeySchema'] = [{ AttributeName: 'id', KeyType: 'HASH' }]; };
-    const entry: AcceptedReplacement = { stack: 'AgentJobs-dev', logicalId: ledgerId, property: 'KeySchema', reason: 'a new key', migration: 'export, then import' };
+    const keySchema = (t: TemplateJson) => {
+      t.Resources[ledgerId]!.Properties!['KeySchema'] = [{ AttributeName: 'id', KeyType: 'HASH' }];
+    };
+    const entry: AcceptedReplacement = {
+      stack: 'AgentJobs-dev',
+      logicalId: ledgerId,
+      property: 'KeySchema',
+      reason: 'a new key',
+      migration: 'export, then import',
+    };
 
     it('passes the guard when listed with its reason and migration', () => {
       const verdict = verdictOf(mutated(keySchema), [entry]);
-      expect(verdict).toEqual({ refused: [], accepted: [expect.objectContaining({ logicalId: ledgerId, property: 'KeySchema' })], badEntries: [] });
+      expect(verdict).toEqual({
+        refused: [],
+        accepted: [expect.objectContaining({ logicalId: ledgerId, property: 'KeySchema' })],
+        badEntries: [],
+      });
     });
 
     it('fails without its migration', () => {
-      expect(verdictOf(mutated(keySchema), [{ ...entry, migration: ' ' }]).badEntries).toEqual([expect.stringMatching(/needs its reason and its migration/)]);
+      expect(verdictOf(mutated(keySchema), [{ ...entry, migration: ' ' }]).badEntries).toEqual([
+        expect.stringMatching(/needs its reason and its migration/),
+      ]);
     });
 
     it('fails once nothing would be replaced (a stale entry is taken out)', () => {
-      expect(verdictOf([], [entry]).badEntries).toEqual([expect.stringMatching(/KeySchema: accepted, but no deploy would replace or remove it/)]);
+      expect(verdictOf([], [entry]).badEntries).toEqual([
+        expect.stringMatching(/KeySchema: accepted, but no deploy would replace or remove it/),
+      ]);
     });
 
     it('accepts only its own property', () => {
-      const both = mutated((t) => { keySchema(t); t.Resources[ledgerId]!.Properties!['TableName'] = 'x'; });
+      const both = mutated((t) => {
+        keySchema(t);
+        t.Resources[ledgerId]!.Properties!['TableName'] = 'x';
+      });
       expect(verdictOf(both, [entry]).refused).toEqual([expect.objectContaining({ property: 'TableName' })]);
     });
   });

@@ -15,10 +15,12 @@ export const REMOVED = '(removed)';
 /** Resource types that hold what an upgrade must not lose, and what that is. */
 const STATEFUL_TYPES: Readonly<Record<string, string>> = {
   'AWS::DynamoDB::Table': "the ledger: every job's record, every workspace's head and fence; a new table starts empty",
-  'AWS::SQS::Queue': 'jobs waiting, and on a DLQ the failed and skipped ones kept for a replay; a new queue starts empty',
+  'AWS::SQS::Queue':
+    'jobs waiting, and on a DLQ the failed and skipped ones kept for a replay; a new queue starts empty',
   'AWS::S3::Bucket': 'claim-checked diffs that queued jobs still point at',
   'AWS::KMS::Key': 'a replaced key is scheduled for deletion: what it encrypted can then no longer be read',
-  'AWS::SecretsManager::Secret': 'the credentials stored after the first deploy; a new secret holds the placeholder again',
+  'AWS::SecretsManager::Secret':
+    'the credentials stored after the first deploy; a new secret holds the placeholder again',
 };
 const RETAINED = new Set(['Retain', 'RetainExceptOnCreate', 'Snapshot']);
 
@@ -56,11 +58,23 @@ export function stateLosses(stack: string, released: TemplateJson, today: Templa
     const old = released.Resources[logicalId];
     const why = old && statefulBecause(old);
     if (!old || !why) return;
-    const at = (property: string, effect: string): Finding => ({ stack, logicalId, type: old.Type, property, effect, why });
+    const at = (property: string, effect: string): Finding => ({
+      stack,
+      logicalId,
+      type: old.Type,
+      property,
+      effect,
+      why,
+    });
     if (change.isRemoval) {
       const sameType = added.filter(([, d]) => d.newResourceType === old.Type).map(([id]) => id);
-      const kept = RETAINED.has(old.DeletionPolicy ?? '') ? 'left out of the stack (retained) while a deploy creates none in its place' : 'deleted';
-      const hint = sameType.length > 0 ? `; the template adds ${sameType.join(', ')} of the same type: a renamed construct id?` : '';
+      const kept = RETAINED.has(old.DeletionPolicy ?? '')
+        ? 'left out of the stack (retained) while a deploy creates none in its place'
+        : 'deleted';
+      const hint =
+        sameType.length > 0
+          ? `; the template adds ${sameType.join(', ')} of the same type: a renamed construct id?`
+          : '';
       findings.push(at(REMOVED, `would be removed from the template: ${kept}${hint}`));
       return;
     }
@@ -72,7 +86,12 @@ export function stateLosses(stack: string, released: TemplateJson, today: Templa
       const impact = update.changeImpact;
       if (impact !== ResourceImpact.WILL_REPLACE && impact !== ResourceImpact.MAY_REPLACE) continue;
       const verb = impact === ResourceImpact.WILL_REPLACE ? 'would be replaced' : 'may be replaced';
-      findings.push(at(property, `${verb}: ${property} changes from ${JSON.stringify(update.oldValue)} to ${JSON.stringify(update.newValue)}`));
+      findings.push(
+        at(
+          property,
+          `${verb}: ${property} changes from ${JSON.stringify(update.oldValue)} to ${JSON.stringify(update.newValue)}`,
+        ),
+      );
     }
   });
   return findings;
@@ -87,15 +106,21 @@ export interface GuardVerdict {
 }
 
 /** The findings of every stack, sorted into accepted and refused by the accepted list. */
-export function judge(findings: readonly Finding[], acceptedList: readonly AcceptedReplacement[], stacks: readonly string[]): GuardVerdict {
+export function judge(
+  findings: readonly Finding[],
+  acceptedList: readonly AcceptedReplacement[],
+  stacks: readonly string[],
+): GuardVerdict {
   const key = (e: { stack: string; logicalId: string; property: string }) => `${e.stack} ${e.logicalId} ${e.property}`;
   const acceptedKeys = new Set(acceptedList.map(key));
   const found = new Set(findings.map(key));
   const badEntries = acceptedList.flatMap((e) => {
     if (!stacks.includes(e.stack)) return []; // another stack's entry: judged with that stack
     const problems: string[] = [];
-    if (!found.has(key(e))) problems.push(`${key(e)}: accepted, but no deploy would replace or remove it: take the entry out`);
-    if (!e.reason?.trim() || !e.migration?.trim()) problems.push(`${key(e)}: an accepted replacement needs its reason and its migration`);
+    if (!found.has(key(e)))
+      problems.push(`${key(e)}: accepted, but no deploy would replace or remove it: take the entry out`);
+    if (!e.reason?.trim() || !e.migration?.trim())
+      problems.push(`${key(e)}: an accepted replacement needs its reason and its migration`);
     return problems;
   });
   return {

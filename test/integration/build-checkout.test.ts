@@ -16,7 +16,11 @@ import { REGION } from '../assembly/cloud-assembly';
 import { startSecretsManager } from '../assembly/stand-ins';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github';
 
-const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs1', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
+const { privateKey, publicKey } = generateKeyPairSync('rsa', {
+  modulusLength: 2048,
+  privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+  publicKeyEncoding: { type: 'spki', format: 'pem' },
+});
 const APP: GitHubAppKey = { appId: '4242', privateKey, installationId: 77 };
 const PREFIX = 'agent-jobs/AgentJobs-test/checkout/';
 const REPO = 'https://github.example/acme/widgets.git';
@@ -30,9 +34,22 @@ describe('the build checkout credential', () => {
 
   beforeEach(async () => {
     now = Date.parse('2026-12-02T10:00:00Z');
-    github = await startFakeGitHub({ app: { appId: APP.appId, publicKey, installations: { acme: { id: 77, permissions: { contents: 'write', pull_requests: 'write', metadata: 'read' } } }, now: clock.now } });
+    github = await startFakeGitHub({
+      app: {
+        appId: APP.appId,
+        publicKey,
+        installations: {
+          acme: { id: 77, permissions: { contents: 'write', pull_requests: 'write', metadata: 'read' } },
+        },
+        now: clock.now,
+      },
+    });
     secretsManager = await startSecretsManager({});
-    client = new SecretsManagerClient({ endpoint: secretsManager.url, region: REGION, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+    client = new SecretsManagerClient({
+      endpoint: secretsManager.url,
+      region: REGION,
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
   });
   afterEach(async () => {
     client.destroy();
@@ -49,7 +66,10 @@ describe('the build checkout credential', () => {
       clock,
     });
   /** What the build reads, by variable name, as CodeBuild resolves the references at its start. */
-  const buildReads = (refs: { name: string; value: string; type: string }[]) => Object.fromEntries(refs.map((r) => [r.name, r.type === 'SECRETS_MANAGER' ? secretsManager.resolve(r.value) : 'PLAINTEXT!']));
+  const buildReads = (refs: { name: string; value: string; type: string }[]) =>
+    Object.fromEntries(
+      refs.map((r) => [r.name, r.type === 'SECRETS_MANAGER' ? secretsManager.resolve(r.value) : 'PLAINTEXT!']),
+    );
 
   it("with a GitHub App: the build reads a token for its one repository with contents: read, never the app's key", async () => {
     const refs = await checkoutWith(APP).environmentFor(REPO);
@@ -59,9 +79,16 @@ describe('the build checkout credential', () => {
       [CHECKOUT_ENV.password, 'SECRETS_MANAGER'],
     ]);
     const [minted] = github.minted;
-    expect(github.minted).toEqual([expect.objectContaining({ repositories: ['widgets'], permissions: { contents: 'read' } })]);
-    expect(buildReads(refs)).toEqual({ [CHECKOUT_ENV.username]: INSTALLATION_TOKEN_USER, [CHECKOUT_ENV.password]: minted!.token });
-    expect(secretsManager.arnOf(checkoutSecretName(PREFIX, REPO))).toMatch(new RegExp(`:secret:${PREFIX}[0-9a-f]{32}-`));
+    expect(github.minted).toEqual([
+      expect.objectContaining({ repositories: ['widgets'], permissions: { contents: 'read' } }),
+    ]);
+    expect(buildReads(refs)).toEqual({
+      [CHECKOUT_ENV.username]: INSTALLATION_TOKEN_USER,
+      [CHECKOUT_ENV.password]: minted!.token,
+    });
+    expect(secretsManager.arnOf(checkoutSecretName(PREFIX, REPO))).toMatch(
+      new RegExp(`:secret:${PREFIX}[0-9a-f]{32}-`),
+    );
     expect(JSON.stringify(refs)).not.toContain('PRIVATE KEY');
   });
 
@@ -119,10 +146,14 @@ describe('the build checkout credential', () => {
 
     it('a user and token: one version for every container, and one more when the secret is rotated', async () => {
       const reader = { username: 'reader', password: 'read-only-token' };
-      for (const container of Array.from({ length: CONTAINERS }, () => checkoutWith(reader))) await container.environmentFor(REPO);
+      for (const container of Array.from({ length: CONTAINERS }, () => checkoutWith(reader)))
+        await container.environmentFor(REPO);
       expect(secretsManager.versionCount(name)).toBe(1);
 
-      for (const container of Array.from({ length: CONTAINERS }, () => checkoutWith({ ...reader, password: 'rotated-token' }))) await container.environmentFor(REPO);
+      for (const container of Array.from({ length: CONTAINERS }, () =>
+        checkoutWith({ ...reader, password: 'rotated-token' }),
+      ))
+        await container.environmentFor(REPO);
       expect(secretsManager.versionCount(name)).toBe(2);
     });
 
@@ -140,7 +171,9 @@ describe('the build checkout credential', () => {
     const reader = { username: 'reader', password: 'read-only-token' };
     const scheduleDeletion = async () => {
       await checkoutWith(reader).environmentFor(REPO);
-      await client.send(new DeleteSecretCommand({ SecretId: checkoutSecretName(PREFIX, REPO), RecoveryWindowInDays: 7 }));
+      await client.send(
+        new DeleteSecretCommand({ SecretId: checkoutSecretName(PREFIX, REPO), RecoveryWindowInDays: 7 }),
+      );
     };
 
     it('is restored, and the build is started with it as for any checkout secret', async () => {
@@ -159,7 +192,11 @@ describe('the build checkout credential', () => {
 
       const refused = checkoutWith(reader).environmentFor(REPO);
 
-      await expect(refused).rejects.toThrow(new RegExp(`checkout secret ${checkoutSecretName(PREFIX, REPO)} is scheduled for deletion .*could not be restored \\(AccessDeniedException.*restore-secret --secret-id`));
+      await expect(refused).rejects.toThrow(
+        new RegExp(
+          `checkout secret ${checkoutSecretName(PREFIX, REPO)} is scheduled for deletion .*could not be restored \\(AccessDeniedException.*restore-secret --secret-id`,
+        ),
+      );
     });
   });
 

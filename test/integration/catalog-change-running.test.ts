@@ -8,10 +8,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { runCliInProcess, type InProcessResult } from '../support/in-process-cli';
-import { applyPatchArgs, diffChain, makeRepository, removeScratch, startPlatform, type RunningPlatform } from '../e2e/harness';
+import {
+  applyPatchArgs,
+  diffChain,
+  makeRepository,
+  removeScratch,
+  startPlatform,
+  type RunningPlatform,
+} from '../e2e/harness';
 
 jest.mock('../../contract/job-types', () =>
-  jest.requireActual<typeof import('../support/catalog-with-check-format')>('../support/catalog-with-check-format').catalogWithCheckFormat('true'),
+  jest
+    .requireActual<typeof import('../support/catalog-with-check-format')>('../support/catalog-with-check-format')
+    .catalogWithCheckFormat('true'),
 );
 
 jest.setTimeout(120_000);
@@ -40,8 +49,25 @@ it('commands that do not need the new job type keep working', async () => {
   const [diff] = await diffChain(source, [{ 'app.txt': 'two\n' }]);
   const repoUrl = (await platform.cliJson<{ url: string }>(['repo', 'import', source, '--name', 'before'])).url;
   const patch = applyPatchArgs('ws-before', 'before-1', repoUrl, 'main', diff ?? '', 'Two');
-  const tests = ['enqueue', '--type', 'run_tests', '--workspace', 'ws-before', '--job-id', 'before-2', '--command', 'true'];
-  for (const args of [['workspaces'], ['dlq', 'list'], ['unfinished'], patch, tests, ['wait', 'before-1', 'before-2', '--timeout', '60']]) {
+  const tests = [
+    'enqueue',
+    '--type',
+    'run_tests',
+    '--workspace',
+    'ws-before',
+    '--job-id',
+    'before-2',
+    '--command',
+    'true',
+  ];
+  for (const args of [
+    ['workspaces'],
+    ['dlq', 'list'],
+    ['unfinished'],
+    patch,
+    tests,
+    ['wait', 'before-1', 'before-2', '--timeout', '60'],
+  ]) {
     const result = await cli([...args, '--json']);
     expect({ args, code: result.code }).toEqual({ args, code: 0 });
   }
@@ -61,7 +87,7 @@ it('a command that needs it says in one line that the platform must be restarted
   expect((await cli(['status', 'format-1'])).code).toBe(3);
 });
 
-it('so does a DLQ command that names the new type\'s queue', async () => {
+it("so does a DLQ command that names the new type's queue", async () => {
   const refused = await cli(['dlq', 'list', '--queue', 'check-format']);
 
   expect(refused.code).toBe(5);

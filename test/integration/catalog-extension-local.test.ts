@@ -21,7 +21,9 @@ import { applyPatchArgs, diffChain, makeRepository, removeScratch } from '../e2e
 // The catalog with a throw-away command stage (test/support/catalog-with-check-format.ts); everything
 // derived from it (topology, CLI, local platform, handlers) is the real code.
 jest.mock('../../contract/job-types', () =>
-  jest.requireActual<typeof import('../support/catalog-with-check-format')>('../support/catalog-with-check-format').catalogWithCheckFormat('sh ./check-format.sh'),
+  jest
+    .requireActual<typeof import('../support/catalog-with-check-format')>('../support/catalog-with-check-format')
+    .catalogWithCheckFormat('sh ./check-format.sh'),
 );
 
 jest.setTimeout(180_000);
@@ -64,12 +66,25 @@ it('the CLI lists the new type with its summary and refuses a flag its payload s
 
 it('the local platform makes its queue and runs it: its default command at the pinned commit, the verdict in its words', async () => {
   expect(platform.info.queueUrls['check-format']).toEqual(expect.any(String));
-  const source = await makeRepository({ 'check-format.sh': 'grep -q "^formatted$" notes.txt\n', 'notes.txt': 'draft\n' });
+  const source = await makeRepository({
+    'check-format.sh': 'grep -q "^formatted$" notes.txt\n',
+    'notes.txt': 'draft\n',
+  });
   const repoUrl = (await cliJson<{ url: string }>(['repo', 'import', source, '--name', 'formats'])).url;
   const [formatted] = await diffChain(source, [{ 'notes.txt': 'formatted\n' }]);
   await cliJson(applyPatchArgs('ws-format', 'format-patch', repoUrl, 'main', formatted ?? '', 'Format the notes'));
   await cliJson(['enqueue', '--type', 'check_format', '--workspace', 'ws-format', '--job-id', 'format-1']);
-  await cliJson(['enqueue', '--type', 'check_format', '--workspace', 'ws-format', '--job-id', 'format-2', '--command', 'exit 3']);
+  await cliJson([
+    'enqueue',
+    '--type',
+    'check_format',
+    '--workspace',
+    'ws-format',
+    '--job-id',
+    'format-2',
+    '--command',
+    'exit 3',
+  ]);
 
   const waited = await cli(['wait', 'format-patch', 'format-1', 'format-2', '--timeout', '150']);
   // Exit code 1: every job finished, not all green (format-2's check failed).
@@ -78,9 +93,15 @@ it('the local platform makes its queue and runs it: its default command at the p
   expect(waited.stderr).toMatch(/format-1=format check passed format-2=format check failed\n$/);
 
   const passed = await cliJson<{ status: string; result: Record<string, unknown> }>(['status', 'format-1']);
-  expect(passed).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', summary: 'format check passed', exitCode: 0 } });
+  expect(passed).toMatchObject({
+    status: 'SUCCEEDED',
+    result: { verdict: 'passed', summary: 'format check passed', exitCode: 0 },
+  });
   const failed = await cliJson<{ status: string; result: Record<string, unknown> }>(['status', 'format-2']);
-  expect(failed).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'failed', summary: 'format check failed', exitCode: 3 } });
+  expect(failed).toMatchObject({
+    status: 'SUCCEEDED',
+    result: { verdict: 'failed', summary: 'format check failed', exitCode: 3 },
+  });
   expect((await cli(['status', 'format-2'])).stdout).toMatch(/^status\s+format check failed$/m);
 });
 
@@ -93,13 +114,25 @@ it('the MCP server has a tool for it, taking its payload schema, that sends it a
   try {
     const tool = (await client.listTools()).tools.find((t) => t.name === 'check_format');
     expect(tool?.description).toContain('check the formatting at the pinned commit');
-    expect(Object.keys((tool?.inputSchema.properties?.['payload'] as { properties: object }).properties).sort()).toEqual(['command', 'profile', 'timeoutSeconds']);
+    expect(
+      Object.keys((tool?.inputSchema.properties?.['payload'] as { properties: object }).properties).sort(),
+    ).toEqual(['command', 'profile', 'timeoutSeconds']);
 
-    const refused = await client.callTool({ name: 'check_format', arguments: { workspaceId: 'ws-format', payload: { baseBranch: 'main' } } });
-    expect(refused).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/Unrecognized key: "baseBranch"/) }] });
+    const refused = await client.callTool({
+      name: 'check_format',
+      arguments: { workspaceId: 'ws-format', payload: { baseBranch: 'main' } },
+    });
+    expect(refused).toMatchObject({
+      isError: true,
+      content: [{ text: expect.stringMatching(/Unrecognized key: "baseBranch"/) }],
+    });
 
     await client.callTool({ name: 'check_format', arguments: { workspaceId: 'ws-format', jobId: 'format-mcp' } });
-    const waited = await client.callTool({ name: 'wait_for_jobs', arguments: { jobIds: ['format-mcp'], timeoutSeconds: 150 } }, undefined, { timeout: 160_000 });
+    const waited = await client.callTool(
+      { name: 'wait_for_jobs', arguments: { jobIds: ['format-mcp'], timeoutSeconds: 150 } },
+      undefined,
+      { timeout: 160_000 },
+    );
     expect(waited.structuredContent).toMatchObject({ allSucceeded: true, jobs: [{ label: 'format check passed' }] });
   } finally {
     await client.close();

@@ -8,7 +8,10 @@ import { drain } from '../support/drive-queue';
 import { newFileDiffOf } from '../support/git-fixtures';
 import { withEmulators } from '../support/emulators';
 
-function applyPatch(workspaceId: string, diff: string | Uint8Array = 'diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+y\n'): JobRequest {
+function applyPatch(
+  workspaceId: string,
+  diff: string | Uint8Array = 'diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+y\n',
+): JobRequest {
   return {
     jobId: newJobId(),
     workspaceId,
@@ -21,7 +24,11 @@ function applyPatch(workspaceId: string, diff: string | Uint8Array = 'diff --git
 describe('producer against the local queue', () => {
   const env = withEmulators();
   const queueUrl = () => env().queueUrls['agent-jobs']!;
-  const options = () => ({ sqs: env().clients.sqs, queueUrl: queueUrl(), diffStore: new S3DiffStore(env().clients.s3, env().bucketName) });
+  const options = () => ({
+    sqs: env().clients.sqs,
+    queueUrl: queueUrl(),
+    diffStore: new S3DiffStore(env().clients.s3, env().bucketName),
+  });
 
   /** Receives and deletes until the queue is empty; FIFO hands out a group's messages in order. */
   const drainQueue = () => drain(env().clients.sqs, queueUrl());
@@ -29,12 +36,19 @@ describe('producer against the local queue', () => {
   it('sends a job in its workspace group with its deduplication id and triage attributes', async () => {
     const job = applyPatch('ws-single');
     const result = await enqueueAgentJob(job, options());
-    expect(result).toMatchObject({ jobId: job.jobId, messageId: expect.any(String), sequenceNumber: expect.any(String) });
+    expect(result).toMatchObject({
+      jobId: job.jobId,
+      messageId: expect.any(String),
+      sequenceNumber: expect.any(String),
+    });
     expect(result.diffRef).toBeUndefined();
 
     const [message, ...rest] = await drainQueue();
     expect(rest).toEqual([]);
-    expect(message?.Attributes).toMatchObject({ MessageGroupId: 'ws#ws-single', MessageDeduplicationId: deduplicationId(job.jobId!, 'apply_patch') });
+    expect(message?.Attributes).toMatchObject({
+      MessageGroupId: 'ws#ws-single',
+      MessageDeduplicationId: deduplicationId(job.jobId!, 'apply_patch'),
+    });
     expect(message?.MessageAttributes).toEqual({
       jobId: { DataType: 'String', StringValue: job.jobId },
       workspaceId: { DataType: 'String', StringValue: 'ws-single' },
@@ -52,7 +66,10 @@ describe('producer against the local queue', () => {
   });
 
   it('rejects an invalid job before sending, naming every bad field', async () => {
-    const job = { ...applyPatch('ws bad'), payload: { repo: { url: 'ftp://x', branch: 'main' }, diff: 'd', message: '' } } as JobRequest;
+    const job = {
+      ...applyPatch('ws bad'),
+      payload: { repo: { url: 'ftp://x', branch: 'main' }, diff: 'd', message: '' },
+    } as JobRequest;
     const send = enqueueAgentJob(job, options());
     await expect(send).rejects.toThrow(InvalidJobError);
     await expect(send).rejects.toThrow(/workspaceId/);
@@ -86,7 +103,10 @@ describe('producer against the local queue', () => {
   });
 
   it('sends a diff that is not UTF-8 (Latin-1 bytes) as diffBase64, and the consumer reads the same bytes', async () => {
-    const bytes = Buffer.concat([Buffer.from('diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+caf'), Buffer.from([0xe9, 0x0a])]);
+    const bytes = Buffer.concat([
+      Buffer.from('diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+caf'),
+      Buffer.from([0xe9, 0x0a]),
+    ]);
     await enqueueAgentJob(applyPatch('ws-latin1', bytes), options());
     const [message] = await drainQueue();
     const sent = parseEnvelope(message?.Body);
@@ -103,7 +123,10 @@ describe('producer against the local queue', () => {
   });
 
   it('claim-checks a large diff that is not UTF-8 byte for byte', async () => {
-    const bytes = Buffer.concat([Buffer.from('diff --git a/big b/big\n--- a/big\n+++ b/big\n@@ -0,0 +1,3000 @@\n'), Buffer.from(`+${'\xe9'.repeat(99)}\n`.repeat(3000), 'latin1')]);
+    const bytes = Buffer.concat([
+      Buffer.from('diff --git a/big b/big\n--- a/big\n+++ b/big\n@@ -0,0 +1,3000 @@\n'),
+      Buffer.from(`+${'\xe9'.repeat(99)}\n`.repeat(3000), 'latin1'),
+    ]);
     const result = await enqueueAgentJob(applyPatch('ws-big-latin1', bytes), options());
     expect(result.diffRef).toMatchObject({ bytes: bytes.length });
     const sent = parseEnvelope((await drainQueue())[0]?.Body);
@@ -112,7 +135,7 @@ describe('producer against the local queue', () => {
     expect(Buffer.from(await options().diffStore.get(sent.payload.diffRef)).equals(bytes)).toBe(true);
   });
 
-  it('claim-checks a diff of exactly the limit, over the emulator\'s 11 MiB request limit, and the consumer reads it byte for byte', async () => {
+  it("claim-checks a diff of exactly the limit, over the emulator's 11 MiB request limit, and the consumer reads it byte for byte", async () => {
     const diff = newFileDiffOf(MAX_DIFF_BYTES);
 
     const result = await enqueueAgentJob(applyPatch('ws-at-the-limit', diff), options());
@@ -124,7 +147,9 @@ describe('producer against the local queue', () => {
   });
 
   it('refuses a diff one byte over the limit before storing or sending anything', async () => {
-    await expect(enqueueAgentJob(applyPatch('ws-over-the-limit', newFileDiffOf(MAX_DIFF_BYTES + 1)), options())).rejects.toThrow(/payload\.diff: 20971521 bytes is over the 20971520-byte limit/);
+    await expect(
+      enqueueAgentJob(applyPatch('ws-over-the-limit', newFileDiffOf(MAX_DIFF_BYTES + 1)), options()),
+    ).rejects.toThrow(/payload\.diff: 20971521 bytes is over the 20971520-byte limit/);
     expect(await drainQueue()).toEqual([]);
   });
 
@@ -136,7 +161,9 @@ describe('producer against the local queue', () => {
     const received = await drainQueue();
     for (const workspace of ['ws-batch-0', 'ws-batch-1', 'ws-batch-2']) {
       const sentOrder = jobs.filter((j) => j.workspaceId === workspace).map((j) => j.jobId);
-      const receivedOrder = received.filter((m) => m.Attributes?.MessageGroupId === `ws#${workspace}`).map((m) => m.MessageAttributes?.jobId?.StringValue);
+      const receivedOrder = received
+        .filter((m) => m.Attributes?.MessageGroupId === `ws#${workspace}`)
+        .map((m) => m.MessageAttributes?.jobId?.StringValue);
       expect(receivedOrder).toEqual(sentOrder);
     }
   });

@@ -6,14 +6,26 @@
  * event source mapping does; back-off is zero so a retry is the next receive.
  */
 import { randomUUID } from 'node:crypto';
-import { BatchGetBuildsCommand, CodeBuildClient, ListBuildsForProjectCommand, StartBuildCommand, StopBuildCommand, type Build } from '@aws-sdk/client-codebuild';
+import {
+  BatchGetBuildsCommand,
+  CodeBuildClient,
+  ListBuildsForProjectCommand,
+  StartBuildCommand,
+  StopBuildCommand,
+  type Build,
+} from '@aws-sdk/client-codebuild';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { commandStageOf, JOB_TYPE_NAMES } from '../../contract/job-types';
 import { DEFERRAL_ATTRIBUTES, REDRIVE_ATTRIBUTE, stringAttributes } from '../../contract/messages';
-import { BUILD_DUE_MARGIN_SECONDS, JOB_METRICS, REPORT_GRACE_SECONDS, type JobMetricName } from '../../contract/runtime-env';
+import {
+  BUILD_DUE_MARGIN_SECONDS,
+  JOB_METRICS,
+  REPORT_GRACE_SECONDS,
+  type JobMetricName,
+} from '../../contract/runtime-env';
 import { checkoutSecretName, SecretsManagerBuildCheckout } from '../../src/adapters/build-checkout';
 import { parseCodeBuildEvent } from '../../src/adapters/codebuild-builds';
 import { CodeBuildTestRunner } from '../../src/adapters/codebuild-test-runner';
@@ -44,7 +56,8 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     // Every test starts from empty queues: a message a test leaves behind is not the next one's.
     const { queueUrls, dlqUrls, clients } = emulators();
     for (const queue of ['run-tests', BUILD_EVENTS]) {
-      for (const url of [queueUrls[queue], dlqUrls[queue]]) await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
+      for (const url of [queueUrls[queue], dlqUrls[queue]])
+        await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
     }
     h = stageHarness(emulators(), 'run_tests');
     builds = 0;
@@ -53,19 +66,30 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
   afterEach(() => codebuild.reset());
 
   const runner = () => new CodeBuildTestRunner(new CodeBuildClient({ region: 'us-east-1' }), 'tests');
-  const options = (events?: EventPublisher) => ({ ...emulatorWorkerOptions(emulators(), { events: h.events, clock: { now: () => h.now } }), ...(events && { events }) });
+  const options = (events?: EventPublisher) => ({
+    ...emulatorWorkerOptions(emulators(), { events: h.events, clock: { now: () => h.now } }),
+    ...(events && { events }),
+  });
 
   function stage() {
-    const run = createCommandStageHandler('run_tests', localCommandStageDeps('run_tests', { ...options(), leaseSeconds: LEASE_SECONDS, runner: runner() }));
+    const run = createCommandStageHandler(
+      'run_tests',
+      localCommandStageDeps('run_tests', { ...options(), leaseSeconds: LEASE_SECONDS, runner: runner() }),
+    );
     return (records: SQSRecord[]) => run({ Records: records });
   }
 
   function completion(events?: EventPublisher) {
-    const handle = createBuildEventsHandler({ ...localCompletionDeps(options(events)), parse: parseCodeBuildEvent, backoff: { baseSeconds: 0, capSeconds: 0 } });
+    const handle = createBuildEventsHandler({
+      ...localCompletionDeps(options(events)),
+      parse: parseCodeBuildEvent,
+      backoff: { baseSeconds: 0, capSeconds: 0 },
+    });
     return (records: SQSRecord[]) => handle({ Records: records });
   }
 
-  const reconcile = (events?: EventPublisher) => reconcileBuilds({ ...localCompletionDeps(options(events)), runner: runner() });
+  const reconcile = (events?: EventPublisher) =>
+    reconcileBuilds({ ...localCompletionDeps(options(events)), runner: runner() });
 
   function job(payload: StageMessage<'run_tests'>['payload'] = { command: 'npm test' }): StageMessage<'run_tests'> {
     return {
@@ -80,14 +104,32 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
   }
 
   /** Puts a completion event for `buildId` on the build-events queue, as the EventBridge rule does. */
-  async function emit(message: StageMessage<'run_tests'>, buildId: string, status: string, extra: Partial<Parameters<typeof codeBuildStateChange>[0]> = {}): Promise<string> {
-    const body = JSON.stringify(codeBuildStateChange({ buildId, status, jobId: message.jobId, jobType: message.type, sha: message.pin.sha, ...extra }));
-    await emulators().clients.sqs.send(new SendMessageCommand({ QueueUrl: emulators().queueUrls[BUILD_EVENTS], MessageBody: body }));
+  async function emit(
+    message: StageMessage<'run_tests'>,
+    buildId: string,
+    status: string,
+    extra: Partial<Parameters<typeof codeBuildStateChange>[0]> = {},
+  ): Promise<string> {
+    const body = JSON.stringify(
+      codeBuildStateChange({
+        buildId,
+        status,
+        jobId: message.jobId,
+        jobType: message.type,
+        sha: message.pin.sha,
+        ...extra,
+      }),
+    );
+    await emulators().clients.sqs.send(
+      new SendMessageCommand({ QueueUrl: emulators().queueUrls[BUILD_EVENTS], MessageBody: body }),
+    );
     return body;
   }
 
   async function sendRawEvent(body: string): Promise<void> {
-    await emulators().clients.sqs.send(new SendMessageCommand({ QueueUrl: emulators().queueUrls[BUILD_EVENTS], MessageBody: body }));
+    await emulators().clients.sqs.send(
+      new SendMessageCommand({ QueueUrl: emulators().queueUrls[BUILD_EVENTS], MessageBody: body }),
+    );
   }
 
   const outcomes = (jobId: string) => h.events.filter((e) => e.detail['jobId'] === jobId).map((e) => e.type);
@@ -127,20 +169,39 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     expect((await deliverOne(emulators(), BUILD_EVENTS, completion())).failed).toBe(false);
 
     const record = await h.ledger.getJob(message.jobId);
-    expect(record).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed', summary: 'tests passed', exitCode: 0, sha, buildId }, reportedAt: expect.any(String) });
+    expect(record).toMatchObject({
+      status: 'SUCCEEDED',
+      result: { verdict: 'passed', summary: 'tests passed', exitCode: 0, sha, buildId },
+      reportedAt: expect.any(String),
+    });
     expect(record?.dueAt).toBeUndefined();
     expect(h.events.filter((e) => e.detail['jobId'] === message.jobId)).toEqual([
-      { type: 'AgentJobSucceeded', detail: expect.objectContaining({ jobId: message.jobId, type: 'run_tests', result: expect.objectContaining({ verdict: 'passed' }) }) },
+      {
+        type: 'AgentJobSucceeded',
+        detail: expect.objectContaining({
+          jobId: message.jobId,
+          type: 'run_tests',
+          result: expect.objectContaining({ verdict: 'passed' }),
+        }),
+      },
     ]);
   });
 
   it('records failing tests as a successful job with verdict failed', async () => {
     const { message, buildId } = await running();
-    await emit(message, buildId, 'FAILED', { failedPhase: { type: 'BUILD', context: 'COMMAND_EXECUTION_ERROR: Error while executing command: npm test. Reason: exit status 1' } });
+    await emit(message, buildId, 'FAILED', {
+      failedPhase: {
+        type: 'BUILD',
+        context: 'COMMAND_EXECUTION_ERROR: Error while executing command: npm test. Reason: exit status 1',
+      },
+    });
 
     await deliverOne(emulators(), BUILD_EVENTS, completion());
 
-    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'failed', summary: 'tests failed', exitCode: 1 } });
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({
+      status: 'SUCCEEDED',
+      result: { verdict: 'failed', summary: 'tests failed', exitCode: 1 },
+    });
     expect(outcomes(message.jobId)).toEqual(['AgentJobSucceeded']);
   });
 
@@ -153,7 +214,11 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
 
     for (let i = 0; i < 4; i++) expect((await deliverOne(emulators(), BUILD_EVENTS, completion())).failed).toBe(false);
 
-    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 1, result: { verdict: 'passed', buildId } });
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({
+      status: 'SUCCEEDED',
+      attempt: 1,
+      result: { verdict: 'passed', buildId },
+    });
     expect(outcomes(message.jobId)).toEqual(['AgentJobSucceeded']);
     expect(codebuild.commandCalls(StartBuildCommand)).toHaveLength(1);
     expect(await h.dlqMessages()).toEqual([]);
@@ -164,15 +229,36 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     await h.forward(message);
     // The stage started and recorded the build, and is a write away from RUNNING.
     const { pin: _pin, ...envelope } = message;
-    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner: 'stage-1', now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', pin: message.pin });
-    await h.ledger.recordProgress({ jobId: message.jobId, owner: 'stage-1', progress: { buildId: 'tests:early' }, now: h.now });
+    await h.ledger.claim({
+      job: envelope,
+      digest: jobDigest(envelope),
+      owner: 'stage-1',
+      now: h.now,
+      leaseMs: LEASE_SECONDS * 1000,
+      consumer: 'stage',
+      pin: message.pin,
+    });
+    await h.ledger.recordProgress({
+      jobId: message.jobId,
+      owner: 'stage-1',
+      progress: { buildId: 'tests:early' },
+      now: h.now,
+    });
     await emit(message, 'tests:early', 'SUCCEEDED');
 
     expect((await deliverOne(emulators(), BUILD_EVENTS, completion())).failed).toBe(true);
-    await h.ledger.complete({ jobId: message.jobId, owner: 'stage-1', now: h.now, verdict: { status: 'RUNNING', dueAt: h.now + 1000, stageMessage: JSON.stringify(message) } });
+    await h.ledger.complete({
+      jobId: message.jobId,
+      owner: 'stage-1',
+      now: h.now,
+      verdict: { status: 'RUNNING', dueAt: h.now + 1000, stageMessage: JSON.stringify(message) },
+    });
     expect(await deliverOne(emulators(), BUILD_EVENTS, completion())).toEqual({ failed: false, receiveCount: 2 });
 
-    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { buildId: 'tests:early' } });
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({
+      status: 'SUCCEEDED',
+      result: { buildId: 'tests:early' },
+    });
     expect(outcomes(message.jobId)).toEqual(['AgentJobSucceeded']);
   });
 
@@ -181,42 +267,74 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     await h.forward(message);
     // The stage asked for the build and lost the answer: only its start mark is recorded.
     const { pin: _pin, ...envelope } = message;
-    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner: 'stage-1', now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', pin: message.pin });
-    await h.ledger.recordProgress({ jobId: message.jobId, owner: 'stage-1', progress: { startRequestedAt: new Date(h.now).toISOString() }, now: h.now });
+    await h.ledger.claim({
+      job: envelope,
+      digest: jobDigest(envelope),
+      owner: 'stage-1',
+      now: h.now,
+      leaseMs: LEASE_SECONDS * 1000,
+      consumer: 'stage',
+      pin: message.pin,
+    });
+    await h.ledger.recordProgress({
+      jobId: message.jobId,
+      owner: 'stage-1',
+      progress: { startRequestedAt: new Date(h.now).toISOString() },
+      now: h.now,
+    });
     await emit(message, 'tests:lost-answer', 'SUCCEEDED');
 
     expect((await deliverOne(emulators(), BUILD_EVENTS, completion())).failed).toBe(true);
     // The redelivery finds the build and records it, then the job RUNNING.
-    await h.ledger.recordProgress({ jobId: message.jobId, owner: 'stage-1', progress: { buildId: 'tests:lost-answer' }, now: h.now });
-    await h.ledger.complete({ jobId: message.jobId, owner: 'stage-1', now: h.now, verdict: { status: 'RUNNING', dueAt: h.now + 1000, stageMessage: JSON.stringify(message) } });
+    await h.ledger.recordProgress({
+      jobId: message.jobId,
+      owner: 'stage-1',
+      progress: { buildId: 'tests:lost-answer' },
+      now: h.now,
+    });
+    await h.ledger.complete({
+      jobId: message.jobId,
+      owner: 'stage-1',
+      now: h.now,
+      verdict: { status: 'RUNNING', dueAt: h.now + 1000, stageMessage: JSON.stringify(message) },
+    });
     expect(await deliverOne(emulators(), BUILD_EVENTS, completion())).toEqual({ failed: false, receiveCount: 2 });
 
-    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { buildId: 'tests:lost-answer' } });
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({
+      status: 'SUCCEEDED',
+      result: { buildId: 'tests:lost-answer' },
+    });
     expect(outcomes(message.jobId)).toEqual(['AgentJobSucceeded']);
   });
 
-  it.each(['FAULT', 'TIMED_OUT', 'STOPPED'])('a build that ends %s fails the job once: TEST_RUN_ERROR, the message copy on the stage DLQ, one event', async (status) => {
-    const { message, buildId } = await running();
-    await emit(message, buildId, status);
-    await emit(message, buildId, status);
+  it.each(['FAULT', 'TIMED_OUT', 'STOPPED'])(
+    'a build that ends %s fails the job once: TEST_RUN_ERROR, the message copy on the stage DLQ, one event',
+    async (status) => {
+      const { message, buildId } = await running();
+      await emit(message, buildId, status);
+      await emit(message, buildId, status);
 
-    const sends = recordSends(emulators().clients.sqs);
-    try {
-      await deliverOne(emulators(), BUILD_EVENTS, completion());
-      await deliverOne(emulators(), BUILD_EVENTS, completion());
-    } finally {
-      sends.stop();
-    }
+      const sends = recordSends(emulators().clients.sqs);
+      try {
+        await deliverOne(emulators(), BUILD_EVENTS, completion());
+        await deliverOne(emulators(), BUILD_EVENTS, completion());
+      } finally {
+        sends.stop();
+      }
 
-    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining(`tests run ${status}`) } });
-    expect(sends.sent.map((s) => s.MessageGroupId)).toEqual([message.tenantId]);
-    const dead = await h.dlqMessages();
-    expect(dead).toHaveLength(1);
-    expect(dead[0]?.Body).toBe(JSON.stringify(message));
-    expect(dead[0]?.MessageAttributes?.['reason']?.StringValue).toBe('TEST_RUN_ERROR');
-    expect(dead[0]?.MessageAttributes?.['jobId']?.StringValue).toBe(message.jobId);
-    expect(outcomes(message.jobId)).toEqual(['AgentJobFailed']);
-  });
+      expect(await h.ledger.getJob(message.jobId)).toMatchObject({
+        status: 'FAILED',
+        error: { reason: 'TEST_RUN_ERROR', message: expect.stringContaining(`tests run ${status}`) },
+      });
+      expect(sends.sent.map((s) => s.MessageGroupId)).toEqual([message.tenantId]);
+      const dead = await h.dlqMessages();
+      expect(dead).toHaveLength(1);
+      expect(dead[0]?.Body).toBe(JSON.stringify(message));
+      expect(dead[0]?.MessageAttributes?.['reason']?.StringValue).toBe('TEST_RUN_ERROR');
+      expect(dead[0]?.MessageAttributes?.['jobId']?.StringValue).toBe(message.jobId);
+      expect(outcomes(message.jobId)).toEqual(['AgentJobFailed']);
+    },
+  );
 
   it("a redrive of a broken build's job starts a new build (a new run), and the old run's late events change nothing", async () => {
     const { message, buildId: first } = await running();
@@ -229,14 +347,24 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     // `dlq redrive` records its token on the job, then sends the message back carrying it (decisions §2, §26).
     await h.ledger.authorizeRedrive({ jobId: message.jobId, token: 'redrive-1', now: h.now });
     const attributes = stringAttributes({ ...jobAttributes(message), [REDRIVE_ATTRIBUTE]: 'redrive-1' });
-    await emulators().clients.sqs.send(new SendMessageCommand({ QueueUrl: emulators().queueUrls['run-tests'], MessageBody: JSON.stringify(message), MessageAttributes: attributes }));
+    await emulators().clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: emulators().queueUrls['run-tests'],
+        MessageBody: JSON.stringify(message),
+        MessageAttributes: attributes,
+      }),
+    );
     expect((await h.deliver(stage())).failed).toBe(false);
 
     const rerun = await h.ledger.getJob(message.jobId);
     expect(rerun).toMatchObject({ status: 'RUNNING', run: 1, progress: { buildId: 'tests:2' } });
     const tokens = codebuild.commandCalls(StartBuildCommand).map((c) => c.args[0].input.idempotencyToken);
     expect(new Set(tokens).size).toBe(2);
-    expect(codebuild.commandCalls(StartBuildCommand)[1]?.args[0].input.environmentVariablesOverride).toContainEqual({ name: 'JOB_RUN', value: '1', type: 'PLAINTEXT' });
+    expect(codebuild.commandCalls(StartBuildCommand)[1]?.args[0].input.environmentVariablesOverride).toContainEqual({
+      name: 'JOB_RUN',
+      value: '1',
+      type: 'PLAINTEXT',
+    });
 
     await emit(message, first, 'SUCCEEDED'); // the first run's build, late
     await emit(message, 'tests:2', 'SUCCEEDED');
@@ -244,7 +372,11 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'RUNNING' });
     await deliverOne(emulators(), BUILD_EVENTS, completion());
 
-    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', run: 1, result: { buildId: 'tests:2' } });
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({
+      status: 'SUCCEEDED',
+      run: 1,
+      result: { buildId: 'tests:2' },
+    });
     expect(outcomes(message.jobId)).toEqual(['AgentJobFailed', 'AgentJobSucceeded']);
     expect(codebuild.commandCalls(StartBuildCommand)).toHaveLength(2);
   });
@@ -266,9 +398,22 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     const message = job();
     await h.forward(message);
     const { pin: _pin, ...envelope } = message;
-    await h.ledger.claim({ job: envelope, digest: jobDigest(envelope), owner: 'dead-stage', now: h.now, leaseMs: LEASE_SECONDS * 1000, consumer: 'stage', pin: message.pin });
+    await h.ledger.claim({
+      job: envelope,
+      digest: jobDigest(envelope),
+      owner: 'dead-stage',
+      now: h.now,
+      leaseMs: LEASE_SECONDS * 1000,
+      consumer: 'stage',
+      pin: message.pin,
+    });
     const startRequestedAt = new Date(h.now).toISOString();
-    await h.ledger.recordProgress({ jobId: message.jobId, owner: 'dead-stage', progress: { startRequestedAt }, now: h.now });
+    await h.ledger.recordProgress({
+      jobId: message.jobId,
+      owner: 'dead-stage',
+      progress: { startRequestedAt },
+      now: h.now,
+    });
     h.now += (LEASE_SECONDS + 1) * 1000;
     const buildOf = (id: string, key: string): Build => ({
       id,
@@ -276,13 +421,19 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
         type: 'LINUX_CONTAINER',
         image: 'i',
         computeType: 'BUILD_GENERAL1_SMALL',
-        environmentVariables: [{ name: 'JOB_ID', value: message.jobId }, { name: 'JOB_RUN', value: '0' }, { name: 'JOB_RUN_KEY', value: key }],
+        environmentVariables: [
+          { name: 'JOB_ID', value: message.jobId },
+          { name: 'JOB_RUN', value: '0' },
+          { name: 'JOB_RUN_KEY', value: key },
+        ],
       },
     });
     // tests:8 is an earlier job's of the same id and run (sent before its record expired): not this job's.
     const earlier = buildOf('tests:8', runKey(message, 0, '2025-01-01T00:00:00.000Z'));
     codebuild.on(ListBuildsForProjectCommand).resolves({ ids: ['tests:9', 'tests:8', 'tests:7'] });
-    codebuild.on(BatchGetBuildsCommand).resolves({ builds: [{ id: 'tests:9' }, earlier, buildOf('tests:7', runKey(message, 0, startRequestedAt))] });
+    codebuild
+      .on(BatchGetBuildsCommand)
+      .resolves({ builds: [{ id: 'tests:9' }, earlier, buildOf('tests:7', runKey(message, 0, startRequestedAt))] });
 
     expect((await h.deliver(stage())).failed).toBe(false);
 
@@ -313,17 +464,35 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
       expect(report).toMatchObject({ due: 4, completed: 3, stillRunning: 1 });
       expect(codebuild.commandCalls(BatchGetBuildsCommand)).toHaveLength(1);
       expect(codebuild.commandCalls(BatchGetBuildsCommand)[0]?.args[0].input.ids).toHaveLength(4);
-      expect(await h.ledger.getJob(passed.message.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed' }, reportedAt: expect.any(String) });
-      expect(await h.ledger.getJob(broken.message.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'TEST_RUN_ERROR' } });
-      expect(await h.ledger.getJob(lost.message.jobId)).toMatchObject({ status: 'FAILED', error: { message: expect.stringMatching(/does not know build/) } });
-      expect(await h.ledger.getJob(slow.message.jobId)).toMatchObject({ status: 'RUNNING', dueAt: h.now + BUILD_DUE_MARGIN_SECONDS * 1000 });
+      expect(await h.ledger.getJob(passed.message.jobId)).toMatchObject({
+        status: 'SUCCEEDED',
+        result: { verdict: 'passed' },
+        reportedAt: expect.any(String),
+      });
+      expect(await h.ledger.getJob(broken.message.jobId)).toMatchObject({
+        status: 'FAILED',
+        error: { reason: 'TEST_RUN_ERROR' },
+      });
+      expect(await h.ledger.getJob(lost.message.jobId)).toMatchObject({
+        status: 'FAILED',
+        error: { message: expect.stringMatching(/does not know build/) },
+      });
+      expect(await h.ledger.getJob(slow.message.jobId)).toMatchObject({
+        status: 'RUNNING',
+        dueAt: h.now + BUILD_DUE_MARGIN_SECONDS * 1000,
+      });
       expect(await h.ledger.getJob(notDue.message.jobId)).toMatchObject({ status: 'RUNNING' });
-      expect((await h.dlqMessages()).map((m) => m.MessageAttributes?.['jobId']?.StringValue).sort()).toEqual([broken.message.jobId, lost.message.jobId].sort());
+      expect((await h.dlqMessages()).map((m) => m.MessageAttributes?.['jobId']?.StringValue).sort()).toEqual(
+        [broken.message.jobId, lost.message.jobId].sort(),
+      );
 
       // The event that never came arrives after all: nothing changes.
       await emit(passed.message, passed.buildId, 'FAILED');
       expect((await deliverOne(emulators(), BUILD_EVENTS, completion())).failed).toBe(false);
-      expect(await h.ledger.getJob(passed.message.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { verdict: 'passed' } });
+      expect(await h.ledger.getJob(passed.message.jobId)).toMatchObject({
+        status: 'SUCCEEDED',
+        result: { verdict: 'passed' },
+      });
       for (const { message } of [passed, broken, lost]) expect(outcomes(message.jobId)).toHaveLength(1);
       expect(await reconcile()).toMatchObject({ due: 0 });
     });
@@ -331,14 +500,22 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     it('asking before due (a runner whose answers cost nothing): completes an ended build at once, leaves one still going as it is', async () => {
       const ended = await running();
       const going = await running();
-      codebuild.on(BatchGetBuildsCommand).resolves({ builds: [{ id: ended.buildId, buildStatus: 'SUCCEEDED' }, { id: going.buildId, buildStatus: 'IN_PROGRESS' }] });
+      codebuild.on(BatchGetBuildsCommand).resolves({
+        builds: [
+          { id: ended.buildId, buildStatus: 'SUCCEEDED' },
+          { id: going.buildId, buildStatus: 'IN_PROGRESS' },
+        ],
+      });
       const goingDueAt = (await h.ledger.getJob(going.message.jobId))?.dueAt;
 
       const report = await reconcileBuilds({ ...localCompletionDeps(options()), runner: runner(), askBeforeDue: true });
 
       // Jobs earlier tests left RUNNING are asked about too (their builds unknown here): not counted as due.
       expect(report).toMatchObject({ due: 0, stillRunning: 0 });
-      expect(await h.ledger.getJob(ended.message.jobId)).toMatchObject({ status: 'SUCCEEDED', reportedAt: expect.any(String) });
+      expect(await h.ledger.getJob(ended.message.jobId)).toMatchObject({
+        status: 'SUCCEEDED',
+        reportedAt: expect.any(String),
+      });
       expect(await h.ledger.getJob(going.message.jobId)).toMatchObject({ status: 'RUNNING', dueAt: goingDueAt });
       expect(outcomes(ended.message.jobId)).toEqual(['AgentJobSucceeded']);
     });
@@ -367,7 +544,10 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
       await emit(message, buildId, 'SUCCEEDED');
       expect((await deliverOne(emulators(), BUILD_EVENTS, completion())).failed).toBe(false);
 
-      expect(await h.ledger.cancel(message.jobId, h.now)).toMatchObject({ cancelled: false, record: { status: 'SUCCEEDED' } });
+      expect(await h.ledger.cancel(message.jobId, h.now)).toMatchObject({
+        cancelled: false,
+        record: { status: 'SUCCEEDED' },
+      });
       await reconcile();
 
       expect(codebuild.commandCalls(StopBuildCommand)).toHaveLength(0);
@@ -380,7 +560,10 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
       const failingBus: EventPublisher = { publish: async () => Promise.reject(new Error('PutEvents throttled')) };
 
       expect((await deliverOne(emulators(), BUILD_EVENTS, completion(failingBus))).failed).toBe(false);
-      expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', dueAt: h.now + REPORT_GRACE_SECONDS * 1000 });
+      expect(await h.ledger.getJob(message.jobId)).toMatchObject({
+        status: 'SUCCEEDED',
+        dueAt: h.now + REPORT_GRACE_SECONDS * 1000,
+      });
       expect(outcomes(message.jobId)).toEqual([]);
       await emit(message, buildId, 'SUCCEEDED');
       await deliverOne(emulators(), BUILD_EVENTS, completion());
@@ -400,7 +583,13 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
 
     expect((await deliverOne(emulators(), BUILD_EVENTS, completion())).failed).toBe(false);
 
-    const { Messages } = await emulators().clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: emulators().dlqUrls[BUILD_EVENTS], MessageAttributeNames: ['All'], WaitTimeSeconds: 1 }));
+    const { Messages } = await emulators().clients.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: emulators().dlqUrls[BUILD_EVENTS],
+        MessageAttributeNames: ['All'],
+        WaitTimeSeconds: 1,
+      }),
+    );
     expect(Messages?.[0]?.MessageAttributes?.['reason']?.StringValue).toBe('INVALID_BUILD_EVENT');
   });
 
@@ -412,11 +601,25 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
 
       expect((await deliverOne(emulators(), BUILD_EVENTS, completion())).failed).toBe(false);
 
-      const { Messages } = await emulators().clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: emulators().dlqUrls[BUILD_EVENTS], MessageAttributeNames: ['All'], WaitTimeSeconds: 1 }));
+      const { Messages } = await emulators().clients.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: emulators().dlqUrls[BUILD_EVENTS],
+          MessageAttributeNames: ['All'],
+          WaitTimeSeconds: 1,
+        }),
+      );
       expect(Messages?.map((m) => m.MessageAttributes?.['reason']?.StringValue)).toEqual(['INVALID_BUILD_EVENT']);
-      expect(Messages?.[0]?.MessageAttributes?.['errorMessage']?.StringValue).toMatch(new RegExp(`${type} is not a command stage`));
+      expect(Messages?.[0]?.MessageAttributes?.['errorMessage']?.StringValue).toMatch(
+        new RegExp(`${type} is not a command stage`),
+      );
       // Nothing left to retry, and the job keeps waiting for its own build's event.
-      expect((await emulators().clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: emulators().queueUrls[BUILD_EVENTS] }))).Messages).toBeUndefined();
+      expect(
+        (
+          await emulators().clients.sqs.send(
+            new ReceiveMessageCommand({ QueueUrl: emulators().queueUrls[BUILD_EVENTS] }),
+          )
+        ).Messages,
+      ).toBeUndefined();
       expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'RUNNING' });
     },
   );
@@ -437,7 +640,9 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     beforeEach(async () => {
       // The repository's checkout secret holds a credential since rotated: the start writes a version.
       const repoUrl = job().pin.repoUrl;
-      secretsManager = await startSecretsManager({ [newSecretArn(checkoutSecretName(PREFIX, repoUrl))]: JSON.stringify({ ...reader, password: 'before-rotation' }) });
+      secretsManager = await startSecretsManager({
+        [newSecretArn(checkoutSecretName(PREFIX, repoUrl))]: JSON.stringify({ ...reader, password: 'before-rotation' }),
+      });
       clients = [];
       counted = [];
       // A start requested before looks for its build first (none: the write was refused before StartBuild).
@@ -450,16 +655,35 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
 
     /** A command stage whose Secrets Manager client makes `sdkAttempts` attempts per request (the SDK's default is three). */
     function throttledStage(sdkAttempts = 1) {
-      const client = new SecretsManagerClient({ endpoint: secretsManager.url, region: REGION, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: sdkAttempts });
+      const client = new SecretsManagerClient({
+        endpoint: secretsManager.url,
+        region: REGION,
+        credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+        maxAttempts: sdkAttempts,
+      });
       clients.push(client);
       const noApp = () => {
         throw new Error('the read-only secret holds a user and token');
       };
-      const checkout = new SecretsManagerBuildCheckout({ client, secretPrefix: PREFIX, readSecret: async () => reader, tokensOf: noApp, clock: { now: () => h.now } });
+      const checkout = new SecretsManagerBuildCheckout({
+        client,
+        secretPrefix: PREFIX,
+        readSecret: async () => reader,
+        tokensOf: noApp,
+        clock: { now: () => h.now },
+      });
       const runner = new CodeBuildTestRunner(new CodeBuildClient({ region: 'us-east-1' }), 'tests', checkout);
-      const deps = localCommandStageDeps('run_tests', { ...options(), metrics: { count: (metric) => void counted.push(metric) }, leaseSeconds: LEASE_SECONDS, runner });
+      const deps = localCommandStageDeps('run_tests', {
+        ...options(),
+        metrics: { count: (metric) => void counted.push(metric) },
+        leaseSeconds: LEASE_SECONDS,
+        runner,
+      });
       const run = createCommandStageHandler('run_tests', deps);
-      return { maxReceiveCount: deps.settings.maxReceiveCount, invoke: (records: SQSRecord[]) => run({ Records: records }) };
+      return {
+        maxReceiveCount: deps.settings.maxReceiveCount,
+        invoke: (records: SQSRecord[]) => run({ Records: records }),
+      };
     }
 
     it('a write refused on more deliveries than the queue allows receives: each one a delayed copy, none spent; the build starts when the quota lets it, SUCCEEDED, no DLQ message', async () => {
@@ -475,17 +699,26 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
       const deliveries: { failed: boolean; receiveCount: number }[] = [];
       try {
         // Until the job is settled (a failure would be, and its message gone to the DLQ).
-        const unsettled = async () => ['FORWARDED', 'IN_FLIGHT'].includes((await h.ledger.getJob(message.jobId))?.status ?? '');
-        for (let i = 0; i < throttledDeliveries && (await unsettled()); i++) deliveries.push(await h.deliver(stage.invoke));
+        const unsettled = async () =>
+          ['FORWARDED', 'IN_FLIGHT'].includes((await h.ledger.getJob(message.jobId))?.status ?? '');
+        for (let i = 0; i < throttledDeliveries && (await unsettled()); i++)
+          deliveries.push(await h.deliver(stage.invoke));
       } finally {
         sends.stop();
       }
 
       // Each delivery was acknowledged and its job sent again as a fresh copy: the wait spent no receive.
-      expect(deliveries).toEqual(Array.from({ length: throttledDeliveries }, () => ({ failed: false, receiveCount: 1 })));
-      expect(sends.to(queueUrl).map((copy) => [copy.MessageAttributes?.[DEFERRAL_ATTRIBUTES.failedReceives]?.StringValue, copy.MessageAttributes?.[DEFERRAL_ATTRIBUTES.deferrals]?.StringValue])).toEqual(
-        Array.from({ length: throttledDeliveries }, (_, i) => ['0', String(i + 1)]),
+      expect(deliveries).toEqual(
+        Array.from({ length: throttledDeliveries }, () => ({ failed: false, receiveCount: 1 })),
       );
+      expect(
+        sends
+          .to(queueUrl)
+          .map((copy) => [
+            copy.MessageAttributes?.[DEFERRAL_ATTRIBUTES.failedReceives]?.StringValue,
+            copy.MessageAttributes?.[DEFERRAL_ATTRIBUTES.deferrals]?.StringValue,
+          ]),
+      ).toEqual(Array.from({ length: throttledDeliveries }, (_, i) => ['0', String(i + 1)]));
       expect(counted.filter((m) => m === JOB_METRICS.checkoutSecretsThrottled)).toHaveLength(throttledDeliveries);
       expect(codebuild.commandCalls(StartBuildCommand)).toHaveLength(0);
 
@@ -504,21 +737,26 @@ describe('command stage: start, acknowledge, complete by event (pipeline + a Dyn
     it.each([
       ['GetSecretValue', 'ThrottlingException'],
       ['PutSecretValue', 'LimitExceededException'],
-    ] as const)('%s refused with %s: the job waits (a delayed copy, no receive spent, counted), it does not fail or back off', async (operation, type) => {
-      const stage = throttledStage();
-      secretsManager.refuseNext(operation, 1, type);
-      const message = job();
-      await h.forward(message);
+    ] as const)(
+      '%s refused with %s: the job waits (a delayed copy, no receive spent, counted), it does not fail or back off',
+      async (operation, type) => {
+        const stage = throttledStage();
+        secretsManager.refuseNext(operation, 1, type);
+        const message = job();
+        await h.forward(message);
 
-      const sends = recordSends(emulators().clients.sqs);
-      const delivery = await h.deliver(stage.invoke).finally(() => sends.stop());
+        const sends = recordSends(emulators().clients.sqs);
+        const delivery = await h.deliver(stage.invoke).finally(() => sends.stop());
 
-      expect(delivery.failed).toBe(false);
-      expect(sends.to(emulators().queueUrls['run-tests']!)).toEqual([expect.objectContaining({ MessageBody: JSON.stringify(message) })]);
-      expect(counted).toContain(JOB_METRICS.checkoutSecretsThrottled);
-      expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseUntil: h.now });
-      expect(await h.dlqMessages()).toEqual([]);
-    });
+        expect(delivery.failed).toBe(false);
+        expect(sends.to(emulators().queueUrls['run-tests']!)).toEqual([
+          expect.objectContaining({ MessageBody: JSON.stringify(message) }),
+        ]);
+        expect(counted).toContain(JOB_METRICS.checkoutSecretsThrottled);
+        expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseUntil: h.now });
+        expect(await h.dlqMessages()).toEqual([]);
+      },
+    );
 
     it("a new repository's CreateSecret refused with ThrottlingException waits the same way", async () => {
       const stage = throttledStage();

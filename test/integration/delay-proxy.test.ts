@@ -37,15 +37,23 @@ async function startUpstream(): Promise<Upstream> {
 }
 
 /** One request through `agent`; resolves with the answer's body and the time from sending it to its end (ms). */
-function send(url: string, agent: Agent, options: { method?: string; path: string; body?: readonly string[]; chunked?: boolean }): Promise<{ body: string; ms: number }> {
+function send(
+  url: string,
+  agent: Agent,
+  options: { method?: string; path: string; body?: readonly string[]; chunked?: boolean },
+): Promise<{ body: string; ms: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${url}${options.path}`, { method: options.method ?? 'GET', agent }, (res: IncomingMessage) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (text: string) => (body += text));
-      res.on('end', () => resolve({ body, ms: performance.now() - started }));
-    });
+    const req = httpRequest(
+      `${url}${options.path}`,
+      { method: options.method ?? 'GET', agent },
+      (res: IncomingMessage) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (text: string) => (body += text));
+        res.on('end', () => resolve({ body, ms: performance.now() - started }));
+      },
+    );
     req.on('error', reject);
     const parts = options.body ?? [];
     if (!options.chunked) req.setHeader('Content-Length', Buffer.byteLength(parts.join('')));
@@ -86,14 +94,27 @@ describe('startDelayProxy', () => {
   test('counts requests and bytes each way, bodies by length and chunked, as the server reads and writes them', async () => {
     proxy = await startDelayProxy({ upstreamPort: upstream.port, roundTripMs: 0 });
     const body = ['0123456789'.repeat(1_000), 'tail', '\r\n0\r\n\r\n'];
-    expect((await send(proxy.url, agent, { method: 'POST', path: '/chunked', body, chunked: true })).body).toBe(`POST /chunked ${body.join('').length}`);
-    expect((await send(proxy.url, agent, { method: 'POST', path: '/sized', body })).body).toBe(`POST /sized ${body.join('').length}`);
+    expect((await send(proxy.url, agent, { method: 'POST', path: '/chunked', body, chunked: true })).body).toBe(
+      `POST /chunked ${body.join('').length}`,
+    );
+    expect((await send(proxy.url, agent, { method: 'POST', path: '/sized', body })).body).toBe(
+      `POST /sized ${body.join('').length}`,
+    );
     expect((await send(proxy.url, agent, { path: '/after?x=1' })).body).toBe('GET /after?x=1 0');
     const exchanges = proxy.take();
-    expect(exchanges.map((e) => `${e.method} ${e.target} ${String(e.first)}`)).toEqual(['POST /chunked true', 'POST /sized false', 'GET /after?x=1 false']);
+    expect(exchanges.map((e) => `${e.method} ${e.target} ${String(e.first)}`)).toEqual([
+      'POST /chunked true',
+      'POST /sized false',
+      'GET /after?x=1 false',
+    ]);
     const [socket] = upstream.sockets as [Socket];
     expect(upstream.sockets).toHaveLength(1);
-    expect(totals(exchanges)).toEqual({ requests: 3, connections: 1, sentBytes: socket.bytesRead, receivedBytes: socket.bytesWritten });
+    expect(totals(exchanges)).toEqual({
+      requests: 3,
+      connections: 1,
+      sentBytes: socket.bytesRead,
+      receivedBytes: socket.bytesWritten,
+    });
     expect(proxy.take()).toEqual([]);
   });
 
@@ -108,17 +129,25 @@ describe('startDelayProxy', () => {
     raw.resume();
     await new Promise((resolve) => raw.once('close', resolve));
     expect(proxy.take().map((e) => `${e.method} ${e.target}`)).toEqual(['GET /raw']);
-    await eventually(() => proxy.openSockets(), (open) => open === 0, { what: 'the proxy to close both sides of a finished connection', timeoutMs: 10_000 });
+    await eventually(
+      () => proxy.openSockets(),
+      (open) => open === 0,
+      { what: 'the proxy to close both sides of a finished connection', timeoutMs: 10_000 },
+    );
 
     await send(proxy.url, agent, { path: '/kept' });
     expect(proxy.openSockets()).toBe(2);
-    const kept = agent.sockets[Object.keys(agent.sockets)[0] as string]?.[0] ?? agent.freeSockets[Object.keys(agent.freeSockets)[0] as string]?.[0];
+    const kept =
+      agent.sockets[Object.keys(agent.sockets)[0] as string]?.[0] ??
+      agent.freeSockets[Object.keys(agent.freeSockets)[0] as string]?.[0];
     const keptClosed = new Promise((resolve) => kept?.once('close', resolve));
     await proxy.close();
     expect(proxy.openSockets()).toBe(0);
     await keptClosed;
     const refused = connect(proxy.port, '127.0.0.1');
-    await expect(new Promise((resolve, reject) => refused.once('connect', resolve).once('error', reject))).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    await expect(
+      new Promise((resolve, reject) => refused.once('connect', resolve).once('error', reject)),
+    ).rejects.toMatchObject({ code: 'ECONNREFUSED' });
   });
 });
 
@@ -154,8 +183,15 @@ describe('startDelayProxy in front of the git server', () => {
     expect(await git(server.gitDir('demo'), 'rev-parse', 'main')).toBe(sha);
     expect(clone.requests).toBeGreaterThanOrEqual(2);
     expect(clone.receivedBytes).toBeGreaterThan(0);
-    expect(push.map((e) => `${e.method} ${e.target}`)).toEqual(['GET /demo.git/info/refs?service=git-receive-pack', 'POST /demo.git/git-receive-pack']);
-    await eventually(() => proxy.openSockets(), (open) => open === 0, { what: "the proxy to close the git CLI's connections after it exited", timeoutMs: 20_000 });
+    expect(push.map((e) => `${e.method} ${e.target}`)).toEqual([
+      'GET /demo.git/info/refs?service=git-receive-pack',
+      'POST /demo.git/git-receive-pack',
+    ]);
+    await eventually(
+      () => proxy.openSockets(),
+      (open) => open === 0,
+      { what: "the proxy to close the git CLI's connections after it exited", timeoutMs: 20_000 },
+    );
   });
 
   test("serves the adapter's HTTP client, counting the requests it sends", async () => {
@@ -167,11 +203,22 @@ describe('startDelayProxy in front of the git server', () => {
       },
     };
     proxy.take();
-    const diff = await diffOfEdits(join(root, 'source'), baseSha, (dir) => writeFiles(dir, { 'src/a.ts': 'export const a = 2;\n' }));
+    const diff = await diffOfEdits(join(root, 'source'), baseSha, (dir) =>
+      writeFiles(dir, { 'src/a.ts': 'export const a = 2;\n' }),
+    );
     const work = await tempDir('delay-proxy-job');
     try {
       const { commitSha } = await applyPatchCommit(
-        { repoUrl: `${proxy.url}/demo.git`, branch: 'main', diff, baseSha: await git(server.gitDir('demo'), 'rev-parse', 'main'), jobId: 'proxied', message: 'through the proxy', createdAt: '2026-03-01T12:00:00Z', workDir: work },
+        {
+          repoUrl: `${proxy.url}/demo.git`,
+          branch: 'main',
+          diff,
+          baseSha: await git(server.gitDir('demo'), 'rev-parse', 'main'),
+          jobId: 'proxied',
+          message: 'through the proxy',
+          createdAt: '2026-03-01T12:00:00Z',
+          workDir: work,
+        },
         { http },
       );
       expect(await git(server.gitDir('demo'), 'rev-parse', 'main')).toBe(commitSha);

@@ -18,7 +18,13 @@ describe('copies of DLQ messages keep their group', () => {
 
   function runTests(): QueueEndpoint {
     const { queueUrls, dlqUrls } = emulators();
-    return { name: 'run-tests', url: queueUrls['run-tests']!, dlqUrl: dlqUrls['run-tests']!, fifo: false, consumer: 'run_tests' };
+    return {
+      name: 'run-tests',
+      url: queueUrls['run-tests']!,
+      dlqUrl: dlqUrls['run-tests']!,
+      fifo: false,
+      consumer: 'run_tests',
+    };
   }
 
   afterEach(async () => {
@@ -30,10 +36,30 @@ describe('copies of DLQ messages keep their group', () => {
   it("a stage job redriven or requeued goes in its tenant's group; a message without a tenant goes without one", async () => {
     const { sqs } = emulators().clients;
     const queue = runTests();
-    const attributes = { jobId: 'job-1', workspaceId: 'ws-1', tenantId: 'tenant-a', type: 'run_tests', reason: 'TEST_RUN_ERROR' };
-    await sqs.send(new SendMessageCommand({ QueueUrl: queue.dlqUrl, MessageBody: '{"jobId":"job-1"}', MessageAttributes: stringAttributes(attributes) }));
-    await sqs.send(new SendMessageCommand({ QueueUrl: queue.dlqUrl, MessageBody: 'not a job', MessageAttributes: stringAttributes({ reason: 'INVALID_JOB' }) }));
-    const [job, stray] = (await peekDlq(sqs, queue)).sort((a, b) => (a.attributes.jobId ? -1 : b.attributes.jobId ? 1 : 0));
+    const attributes = {
+      jobId: 'job-1',
+      workspaceId: 'ws-1',
+      tenantId: 'tenant-a',
+      type: 'run_tests',
+      reason: 'TEST_RUN_ERROR',
+    };
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queue.dlqUrl,
+        MessageBody: '{"jobId":"job-1"}',
+        MessageAttributes: stringAttributes(attributes),
+      }),
+    );
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queue.dlqUrl,
+        MessageBody: 'not a job',
+        MessageAttributes: stringAttributes({ reason: 'INVALID_JOB' }),
+      }),
+    );
+    const [job, stray] = (await peekDlq(sqs, queue)).sort((a, b) =>
+      a.attributes.jobId ? -1 : b.attributes.jobId ? 1 : 0,
+    );
 
     const sends = recordSends(sqs);
     try {

@@ -12,7 +12,18 @@ import nodeHttp from 'isomorphic-git/http/node';
 import { applyPatchCommit, resolveBranchHead, type ApplyPatchCommitInput } from '../../src/adapters/git';
 import { PermanentJobError, TransientJobError } from '../../src/core/errors';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
-import { commitFiles, commitRawEntry, createRepo, diffOfEdits, git, gitApplyTree, removeDir, tempDir, writeFiles, type FileSpec } from '../support/git-fixtures';
+import {
+  commitFiles,
+  commitRawEntry,
+  createRepo,
+  diffOfEdits,
+  git,
+  gitApplyTree,
+  removeDir,
+  tempDir,
+  writeFiles,
+  type FileSpec,
+} from '../support/git-fixtures';
 
 const BASE_FILES: Record<string, FileSpec> = {
   'README.md': '# demo\n\nhello\n',
@@ -88,7 +99,10 @@ const fullDiff = () =>
   diffOfEdits(sourceDir, baseSha, async (dir) => {
     await writeFiles(dir, {
       'README.md': '# demo\n\nhello, agent\n',
-      'src/app.ts': Array.from({ length: 40 }, (_, i) => `export const v${i} = ${i === 3 || i === 30 ? i * 10 : i};\n`).join(''),
+      'src/app.ts': Array.from(
+        { length: 40 },
+        (_, i) => `export const v${i} = ${i === 3 || i === 30 ? i * 10 : i};\n`,
+      ).join(''),
       'crlf.txt': 'one\r\nTWO\r\nthree\r\n',
       'no-eol.txt': 'first\nstill no newline',
       'new/dir/file.txt': 'brand new\n',
@@ -101,7 +115,9 @@ const fullDiff = () =>
     await mkdir(join(dir, 'moved'));
     await git(dir, 'mv', 'pure-rename.txt', 'moved/pure.txt');
     await git(dir, 'mv', 'old-name.txt', 'new-name.txt');
-    await writeFiles(dir, { 'new-name.txt': Array.from({ length: 30 }, (_, i) => `line ${i === 15 ? 'fifteen' : i}\n`).join('') });
+    await writeFiles(dir, {
+      'new-name.txt': Array.from({ length: 30 }, (_, i) => `line ${i === 15 ? 'fifteen' : i}\n`).join(''),
+    });
   });
 
 describe('applyPatchCommit', () => {
@@ -143,7 +159,10 @@ describe('applyPatchCommit', () => {
     },
     {
       what: 'a copy with an edit (git diff -C)',
-      edit: (dir) => writeFiles(dir, { 'copy-of-old.txt': Array.from({ length: 30 }, (_, i) => `line ${i === 2 ? 'two' : i}\n`).join('') }),
+      edit: (dir) =>
+        writeFiles(dir, {
+          'copy-of-old.txt': Array.from({ length: 30 }, (_, i) => `line ${i === 2 ? 'two' : i}\n`).join(''),
+        }),
       diffOptions: ['-C', '--find-copies-harder'],
     },
   ])('$what: same tree as `git apply --index`', async ({ edit, diffOptions }) => {
@@ -156,7 +175,8 @@ describe('applyPatchCommit', () => {
 
   test('a new file that already exists is PATCH_DOES_NOT_APPLY', async () => {
     const { url, gitDir } = await freshRemote();
-    const diff = 'diff --git a/README.md b/README.md\nnew file mode 100644\n--- /dev/null\n+++ b/README.md\n@@ -0,0 +1 @@\n+again\n';
+    const diff =
+      'diff --git a/README.md b/README.md\nnew file mode 100644\n--- /dev/null\n+++ b/README.md\n@@ -0,0 +1 @@\n+again\n';
     const error = await rejectionOf(applyPatchCommit(input(url, diff)));
     expect(error.reason).toBe('PATCH_DOES_NOT_APPLY');
     expect(error.message).toMatch(/"README.md": file already exists/);
@@ -168,7 +188,9 @@ describe('applyPatchCommit', () => {
     const first = await freshRemote();
     const second = await freshRemote();
     const a = await applyPatchCommit(input(first.url, diff, { author: { name: 'Agent', email: 'agent@example.com' } }));
-    const b = await applyPatchCommit(input(second.url, diff, { author: { name: 'Agent', email: 'agent@example.com' } }));
+    const b = await applyPatchCommit(
+      input(second.url, diff, { author: { name: 'Agent', email: 'agent@example.com' } }),
+    );
     expect(a.commitSha).toBe(b.commitSha);
     expect(await remoteHead(second.gitDir)).toBe(a.commitSha);
   });
@@ -220,7 +242,9 @@ describe('applyPatchCommit', () => {
     } finally {
       await removeDir(work);
     }
-    const diff = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'README.md': '# demo\n\nhello again\n' }));
+    const diff = await diffOfEdits(sourceDir, baseSha, (dir) =>
+      writeFiles(dir, { 'README.md': '# demo\n\nhello again\n' }),
+    );
     const result = await applyPatchCommit(input(url, diff, { baseSha: undefined }));
     expect(result).toMatchObject({ parentSha: head, alreadyApplied: false });
     expect(await git(gitDir, 'show', 'main:README.md')).toBe('# demo\n\nhello again');
@@ -245,9 +269,21 @@ describe('applyPatchCommit', () => {
   });
 
   test.each([
-    ['adds a file through the committed symlink', 'diff --git a/link/evil.txt b/link/evil.txt\nnew file mode 100644\n--- /dev/null\n+++ b/link/evil.txt\n@@ -0,0 +1 @@\n+x\n', /walks through the committed symlink "link"/],
-    ['edits a file through the committed symlink', 'diff --git a/link/app.ts b/link/app.ts\n--- a/link/app.ts\n+++ b/link/app.ts\n@@ -1 +1 @@\n-export const v0 = 0;\n+export const v0 = 1;\n', /walks through the committed symlink "link"/],
-    ['edits the symlink itself as a file', 'diff --git a/link b/link\n--- a/link\n+++ b/link\n@@ -1 +1 @@\n-src\n\\ No newline at end of file\n+/etc\n\\ No newline at end of file\n', /is a committed symlink/],
+    [
+      'adds a file through the committed symlink',
+      'diff --git a/link/evil.txt b/link/evil.txt\nnew file mode 100644\n--- /dev/null\n+++ b/link/evil.txt\n@@ -0,0 +1 @@\n+x\n',
+      /walks through the committed symlink "link"/,
+    ],
+    [
+      'edits a file through the committed symlink',
+      'diff --git a/link/app.ts b/link/app.ts\n--- a/link/app.ts\n+++ b/link/app.ts\n@@ -1 +1 @@\n-export const v0 = 0;\n+export const v0 = 1;\n',
+      /walks through the committed symlink "link"/,
+    ],
+    [
+      'edits the symlink itself as a file',
+      'diff --git a/link b/link\n--- a/link\n+++ b/link\n@@ -1 +1 @@\n-src\n\\ No newline at end of file\n+/etc\n\\ No newline at end of file\n',
+      /is a committed symlink/,
+    ],
   ])('a patch that %s is UNSAFE_PATCH and nothing is pushed', async (_what, diff, rule) => {
     const { url, gitDir } = await freshRemote();
     const error = await rejectionOf(applyPatchCommit(input(url, diff)));
@@ -260,7 +296,11 @@ describe('applyPatchCommit', () => {
     const requests: string[] = [];
     const counting: HttpClient = { request: (req) => (requests.push(req.url), nodeHttp.request(req)) };
     const { url } = await freshRemote();
-    const error = await rejectionOf(applyPatchCommit(input(url, 'diff --git a/../x b/../x\n--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n'), { http: counting }));
+    const error = await rejectionOf(
+      applyPatchCommit(input(url, 'diff --git a/../x b/../x\n--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n'), {
+        http: counting,
+      }),
+    );
     expect(error.reason).toBe('UNSAFE_PATCH');
     expect(requests).toEqual([]);
   });
@@ -283,7 +323,8 @@ describe('applyPatchCommit', () => {
 
   test('a new name that is an existing file on macOS and Windows (README.md / readme.md) is UNSAFE_PATCH', async () => {
     const { url, gitDir } = await freshRemote();
-    const diff = 'diff --git a/readme.md b/readme.md\nnew file mode 100644\n--- /dev/null\n+++ b/readme.md\n@@ -0,0 +1 @@\n+x\n';
+    const diff =
+      'diff --git a/readme.md b/readme.md\nnew file mode 100644\n--- /dev/null\n+++ b/readme.md\n@@ -0,0 +1 @@\n+x\n';
     const error = await rejectionOf(applyPatchCommit(input(url, diff)));
     expect(error.reason).toBe('UNSAFE_PATCH');
     expect(error.message).toMatch(/"readme\.md" and "README\.md" differ only in case/);
@@ -292,15 +333,22 @@ describe('applyPatchCommit', () => {
 
   test('a new directory that is an existing one on macOS and Windows (Src/ next to src/) is UNSAFE_PATCH', async () => {
     const { url } = await freshRemote();
-    const diff = 'diff --git a/Src/new.ts b/Src/new.ts\nnew file mode 100644\n--- /dev/null\n+++ b/Src/new.ts\n@@ -0,0 +1 @@\n+x\n';
-    expect((await rejectionOf(applyPatchCommit(input(url, diff)))).message).toMatch(/"Src" and "src" differ only in case/);
+    const diff =
+      'diff --git a/Src/new.ts b/Src/new.ts\nnew file mode 100644\n--- /dev/null\n+++ b/Src/new.ts\n@@ -0,0 +1 @@\n+x\n';
+    expect((await rejectionOf(applyPatchCommit(input(url, diff)))).message).toMatch(
+      /"Src" and "src" differ only in case/,
+    );
   });
 
   test('unusual but valid authors, messages and times make commits that pass git fsck --strict', async () => {
     const { url, gitDir } = await freshRemote();
     const diff = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'fsck.txt': 'x\n' }));
     await applyPatchCommit(
-      input(url, diff, { author: { name: 'José O\'Brien "JB" 😀', email: 'jose+agent@example.com' }, message: 'Fix\tit\r\n\r\nBody 😀\n', createdAt: '1970-01-01T00:00:00Z' }),
+      input(url, diff, {
+        author: { name: 'José O\'Brien "JB" 😀', email: 'jose+agent@example.com' },
+        message: 'Fix\tit\r\n\r\nBody 😀\n',
+        createdAt: '1970-01-01T00:00:00Z',
+      }),
     );
     await git(gitDir, 'fsck', '--strict', '--no-progress');
     const object = await git(gitDir, 'cat-file', 'commit', 'main');
@@ -310,42 +358,60 @@ describe('applyPatchCommit', () => {
   });
 
   test.each([
-    ['an author name that injects a header', { author: { name: 'Eve\ncommitter Mallory <m@example.com> 0 +0000', email: 'eve@example.com' } }, /author\.name/],
+    [
+      'an author name that injects a header',
+      { author: { name: 'Eve\ncommitter Mallory <m@example.com> 0 +0000', email: 'eve@example.com' } },
+      /author\.name/,
+    ],
     ['an e-mail that closes the bracket', { author: { name: 'Eve', email: 'eve@example.com>' } }, /author\.email/],
     ['a message with NUL hiding the trailer', { message: 'fix\0hidden' }, /message: must not contain NUL/],
     ['a time before the epoch', { createdAt: '1900-01-01T00:00:00Z' }, /createdAt: must be 1970-01-01 or later/],
     ['the branch HEAD', { branch: 'HEAD' }, /branch: must name a branch, not HEAD/],
     ['the branch refs/heads/main', { branch: 'refs/heads/main' }, /branch: must be a branch name, not a ref/],
-  ])('a commit git fsck would flag, %s, is INVALID_JOB before any request, even past the envelope', async (_what, change, problem) => {
-    const requests: string[] = [];
-    const counting: HttpClient = { request: (req) => (requests.push(req.url), nodeHttp.request(req)) };
-    const { url, gitDir } = await freshRemote();
-    const error = await rejectionOf(applyPatchCommit(input(url, await fullDiff(), change), { http: counting }));
-    expect(error.reason).toBe('INVALID_JOB');
-    expect(error.message).toMatch(problem);
-    expect(requests).toEqual([]);
-    expect(await remoteHead(gitDir)).toBe(baseSha);
-  });
+  ])(
+    'a commit git fsck would flag, %s, is INVALID_JOB before any request, even past the envelope',
+    async (_what, change, problem) => {
+      const requests: string[] = [];
+      const counting: HttpClient = { request: (req) => (requests.push(req.url), nodeHttp.request(req)) };
+      const { url, gitDir } = await freshRemote();
+      const error = await rejectionOf(applyPatchCommit(input(url, await fullDiff(), change), { http: counting }));
+      expect(error.reason).toBe('INVALID_JOB');
+      expect(error.message).toMatch(problem);
+      expect(requests).toEqual([]);
+      expect(await remoteHead(gitDir)).toBe(baseSha);
+    },
+  );
 
   test('a .gitattributes line git fsck refuses (2,048 bytes or more) is UNSAFE_PATCH; a normal one is committed', async () => {
     const { url, gitDir } = await freshRemote();
-    const long = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'sub/.gitattributes': `*.txt text\n*.bin ${'a'.repeat(2_048)}\n` }));
+    const long = await diffOfEdits(sourceDir, baseSha, (dir) =>
+      writeFiles(dir, { 'sub/.gitattributes': `*.txt text\n*.bin ${'a'.repeat(2_048)}\n` }),
+    );
     const error = await rejectionOf(applyPatchCommit(input(url, long)));
     expect(error.reason).toBe('UNSAFE_PATCH');
-    expect(error.message).toMatch(/"sub\/\.gitattributes": line 2 is 2054 bytes: git ignores \.gitattributes lines of 2,048 bytes or more/);
+    expect(error.message).toMatch(
+      /"sub\/\.gitattributes": line 2 is 2054 bytes: git ignores \.gitattributes lines of 2,048 bytes or more/,
+    );
     expect(await remoteHead(gitDir)).toBe(baseSha);
 
-    const fine = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { '.gitattributes': `*.bin ${'a'.repeat(2_040)}\n` }));
+    const fine = await diffOfEdits(sourceDir, baseSha, (dir) =>
+      writeFiles(dir, { '.gitattributes': `*.bin ${'a'.repeat(2_040)}\n` }),
+    );
     await applyPatchCommit(input(url, fine, { jobId: 'job-attributes' }));
     await git(gitDir, 'fsck', '--strict', '--no-progress');
   });
 
   test('a pure rename of a file to .gitattributes is checked as well', async () => {
     const { url, gitDir } = await freshRemote();
-    const longLine = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'attrs.txt': `${'a'.repeat(3_000)}\n` }));
+    const longLine = await diffOfEdits(sourceDir, baseSha, (dir) =>
+      writeFiles(dir, { 'attrs.txt': `${'a'.repeat(3_000)}\n` }),
+    );
     const first = await applyPatchCommit(input(url, longLine, { jobId: 'job-long' }));
-    const rename = 'diff --git a/attrs.txt b/.gitattributes\nsimilarity index 100%\nrename from attrs.txt\nrename to .gitattributes\n';
-    const error = await rejectionOf(applyPatchCommit(input(url, rename, { jobId: 'job-rename', baseSha: first.commitSha })));
+    const rename =
+      'diff --git a/attrs.txt b/.gitattributes\nsimilarity index 100%\nrename from attrs.txt\nrename to .gitattributes\n';
+    const error = await rejectionOf(
+      applyPatchCommit(input(url, rename, { jobId: 'job-rename', baseSha: first.commitSha })),
+    );
     expect(error.message).toMatch(/"\.gitattributes": line 1 is 3000 bytes/);
     expect(await remoteHead(gitDir)).toBe(first.commitSha);
   });
@@ -357,7 +423,8 @@ describe('applyPatchCommit', () => {
     let moved: string | undefined;
     const interloper: HttpClient = {
       async request(req) {
-        if (moved === undefined && req.method === 'POST' && req.url.endsWith('/git-receive-pack')) moved = await pushOtherCommit(gitDir);
+        if (moved === undefined && req.method === 'POST' && req.url.endsWith('/git-receive-pack'))
+          moved = await pushOtherCommit(gitDir);
         return nodeHttp.request(req);
       },
     };
@@ -368,7 +435,11 @@ describe('applyPatchCommit', () => {
 
   test('a branch rewound before the push is BRANCH_DIVERGED: the push is a compare-and-swap on the fetched head', async () => {
     const { url, gitDir } = await freshRemote();
-    const first = await applyPatchCommit(input(url, await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'one.txt': '1\n' })), { jobId: 'job-0' }));
+    const first = await applyPatchCommit(
+      input(url, await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'one.txt': '1\n' })), {
+        jobId: 'job-0',
+      }),
+    );
     const diff = await diffOfEdits(gitDir, first.commitSha, (dir) => writeFiles(dir, { 'two.txt': '2\n' }));
     // Fault injection: someone rewinds the branch to the base after our fetch. Our commit still
     // descends from the new value, so only the compare-and-swap stops it resurrecting job-0's commit.
@@ -382,7 +453,9 @@ describe('applyPatchCommit', () => {
         return nodeHttp.request(req);
       },
     };
-    const error = await rejectionOf(applyPatchCommit(input(url, diff, { baseSha: first.commitSha }), { http: rewinder }));
+    const error = await rejectionOf(
+      applyPatchCommit(input(url, diff, { baseSha: first.commitSha }), { http: rewinder }),
+    );
     expect(error.reason).toBe('BRANCH_DIVERGED');
     expect(await remoteHead(gitDir)).toBe(baseSha);
   });
@@ -447,7 +520,9 @@ describe('applyPatchCommit', () => {
     await closed.close();
     const work = join(scratch, 'unreachable');
     await mkdir(work);
-    await expect(applyPatchCommit(input(url, await fullDiff(), { workDir: work }))).rejects.toBeInstanceOf(TransientJobError);
+    await expect(applyPatchCommit(input(url, await fullDiff(), { workDir: work }))).rejects.toBeInstanceOf(
+      TransientJobError,
+    );
     expect(await readdir(work)).toEqual([]);
     await rm(work, { recursive: true });
   });
@@ -469,13 +544,19 @@ describe('applyPatchCommit: errors classified by cause, permanent when no retry 
   });
 
   test('a remote that answers HTTP but not git is REJECTED_BY_TARGET, not a retry', async () => {
-    const notGit = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Sign in</body></html>'));
+    const notGit = createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Sign in</body></html>'),
+    );
     await new Promise<void>((resolve) => notGit.listen(0, '127.0.0.1', resolve));
     try {
       const { port } = notGit.address() as AddressInfo;
-      const error = await rejectionOf(applyPatchCommit(input(`http://127.0.0.1:${port}/acme/app.git`, await fullDiff())));
+      const error = await rejectionOf(
+        applyPatchCommit(input(`http://127.0.0.1:${port}/acme/app.git`, await fullDiff())),
+      );
       expect(error.reason).toBe('REJECTED_BY_TARGET');
-      expect(error.message).toMatch(/fetch main: the remote does not speak git's smart HTTP protocol: Remote did not reply using the "smart" HTTP protocol/);
+      expect(error.message).toMatch(
+        /fetch main: the remote does not speak git's smart HTTP protocol: Remote did not reply using the "smart" HTTP protocol/,
+      );
     } finally {
       await new Promise((resolve) => notGit.close(resolve));
     }

@@ -57,7 +57,9 @@ it('bundles the ES module build of isomorphic-git, not the CommonJS one', () => 
 
 it('takes zlib and SHA-1 from the runtime in place of pako and sha.js (lib/bundling)', () => {
   expect(bundledInputs.filter((input) => /node_modules\/(pako|sha\.js)\//.test(input))).toEqual([]);
-  expect(bundledInputs).toEqual(expect.arrayContaining(['lib/bundling/pako-node-zlib.ts', 'lib/bundling/sha1-node-crypto.ts']));
+  expect(bundledInputs).toEqual(
+    expect.arrayContaining(['lib/bundling/pako-node-zlib.ts', 'lib/bundling/sha1-node-crypto.ts']),
+  );
 });
 
 it('commits what the source adapter commits, cold and from its repository cache', async () => {
@@ -66,7 +68,9 @@ it('commits what the source adapter commits, cold and from its repository cache'
     await git(dir, 'rm', '--quiet', 'pkg3/file3.txt');
     await git(dir, 'mv', 'pkg4/file4.txt', 'pkg4/renamed.txt');
   });
-  const second = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'pkg5/file5.txt': 'edited again\n' }));
+  const second = await diffOfEdits(sourceDir, baseSha, (dir) =>
+    writeFiles(dir, { 'pkg5/file5.txt': 'edited again\n' }),
+  );
   const job = (url: string, n: number, diff: string, base: string) => ({
     repoUrl: url,
     branch: 'main',
@@ -80,7 +84,9 @@ it('commits what the source adapter commits, cold and from its repository cache'
   /** Two jobs in a row on a fresh remote; the second also through the cache when one is given. */
   const twoJobs = async (adapter: typeof source, name: string, cached: boolean) => {
     const gitDir = await server.importRepository(sourceDir, name);
-    const options = cached ? { cache: new adapter.RepoCache({ dir: join(root, `cache-${name}`), maxBytes: 2 ** 26 }) } : {};
+    const options = cached
+      ? { cache: new adapter.RepoCache({ dir: join(root, `cache-${name}`), maxBytes: 2 ** 26 }) }
+      : {};
     const one = await adapter.applyPatchCommit(job(server.repoUrl(name), 1, first, baseSha), options);
     const two = await adapter.applyPatchCommit(job(server.repoUrl(name), 2, second, one.commitSha), options);
     return { gitDir, shas: [one.commitSha, two.commitSha] };
@@ -102,7 +108,16 @@ it('throws errors the pipeline classifies: a diff that does not apply fails PATC
   await server.importRepository(sourceDir, name);
   const diff = await diffOfEdits(sourceDir, baseSha, (dir) => writeFiles(dir, { 'pkg1/file1.txt': 'edited\n' }));
   const stale = diff.replace(/^-file 1$/m, '-a line the file does not have');
-  const refused = bundled.applyPatchCommit({ repoUrl: server.repoUrl(name), branch: 'main', diff: stale, baseSha, jobId: 'job-refused', message: 'Refused', createdAt: '2026-03-01T12:00:00.000Z', workDir: root });
+  const refused = bundled.applyPatchCommit({
+    repoUrl: server.repoUrl(name),
+    branch: 'main',
+    diff: stale,
+    baseSha,
+    jobId: 'job-refused',
+    message: 'Refused',
+    createdAt: '2026-03-01T12:00:00.000Z',
+    workDir: root,
+  });
 
   // The bundled file has its own copy of the error classes: instanceof must still hold across copies.
   await expect(refused).rejects.toBeInstanceOf(PermanentJobError);

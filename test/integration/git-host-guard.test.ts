@@ -13,10 +13,15 @@ import { guardedGitHttp, guardedLookup } from '../../src/adapters/git/host-guard
 import { PermanentJobError } from '../../src/core/errors';
 
 /** A stand-in resolver: every name answers `address` (through the real lookup of that literal). */
-const resolvesTo = (address: string): LookupFunction => (_hostname, options, callback) => dnsLookup(address, options, callback);
+const resolvesTo =
+  (address: string): LookupFunction =>
+  (_hostname, options, callback) =>
+    dnsLookup(address, options, callback);
 
 /** A server that counts the requests reaching it and answers each with `answer`. */
-async function countingServer(answer: (res: import('node:http').ServerResponse) => void): Promise<{ server: Server; port: number; hits: () => number }> {
+async function countingServer(
+  answer: (res: import('node:http').ServerResponse) => void,
+): Promise<{ server: Server; port: number; hits: () => number }> {
   let hits = 0;
   const server = createServer((_req, res) => {
     hits++;
@@ -31,7 +36,11 @@ let redirector: Awaited<ReturnType<typeof countingServer>>;
 
 beforeAll(async () => {
   target = await countingServer((res) => res.writeHead(500).end());
-  redirector = await countingServer((res) => res.writeHead(301, { Location: `http://127.0.0.1:${target.port}/elsewhere.git/info/refs?service=git-upload-pack` }).end());
+  redirector = await countingServer((res) =>
+    res
+      .writeHead(301, { Location: `http://127.0.0.1:${target.port}/elsewhere.git/info/refs?service=git-upload-pack` })
+      .end(),
+  );
 });
 
 afterAll(async () => {
@@ -42,19 +51,30 @@ test('a name that resolves to loopback is refused as HOST_NOT_ALLOWED before any
   const url = `http://git.example.test:${target.port}/repo.git`;
   const before = target.hits();
 
-  const refused = remoteBranchHead(remoteOptions(url, { username: 'bot', password: 'push-token' }, guardedGitHttp(resolvesTo('127.0.0.1'))), 'main');
+  const refused = remoteBranchHead(
+    remoteOptions(url, { username: 'bot', password: 'push-token' }, guardedGitHttp(resolvesTo('127.0.0.1'))),
+    'main',
+  );
 
   await expect(refused).rejects.toThrow(PermanentJobError);
-  await expect(refused).rejects.toMatchObject({ reason: 'HOST_NOT_ALLOWED', message: 'git.example.test resolves to 127.0.0.1: 127.0.0.1 is a loopback, link-local or metadata address: the platform never dials one' });
+  await expect(refused).rejects.toMatchObject({
+    reason: 'HOST_NOT_ALLOWED',
+    message:
+      'git.example.test resolves to 127.0.0.1: 127.0.0.1 is a loopback, link-local or metadata address: the platform never dials one',
+  });
   expect(target.hits()).toBe(before);
 });
 
 test('the same name through an unguarded client does reach the server (the stand-in resolver is what is dialled)', async () => {
   const before = target.hits();
   const agent = new (await import('node:http')).Agent({ lookup: resolvesTo('127.0.0.1') });
-  const http = { request: (request: Parameters<typeof nodeHttp.request>[0]) => nodeHttp.request({ ...request, agent }) };
+  const http = {
+    request: (request: Parameters<typeof nodeHttp.request>[0]) => nodeHttp.request({ ...request, agent }),
+  };
 
-  await expect(remoteBranchHead(remoteOptions(`http://git.example.test:${target.port}/repo.git`, undefined, http), 'main')).rejects.toThrow(/HTTP 500/);
+  await expect(
+    remoteBranchHead(remoteOptions(`http://git.example.test:${target.port}/repo.git`, undefined, http), 'main'),
+  ).rejects.toThrow(/HTTP 500/);
   expect(target.hits()).toBeGreaterThan(before);
   agent.destroy();
 });
@@ -63,37 +83,61 @@ test('a redirect is not followed: it is the host refusing (REJECTED_BY_TARGET), 
   const before = target.hits();
   // An address literal is not looked up (the rule before the job's turn checks literals), so the client reaches the redirecting listener.
   const guarded = guardedGitHttp(resolvesTo('127.0.0.1'));
-  const viaLiteral = remoteBranchHead(remoteOptions(`http://127.0.0.1:${redirector.port}/repo.git`, undefined, guarded), 'main');
+  const viaLiteral = remoteBranchHead(
+    remoteOptions(`http://127.0.0.1:${redirector.port}/repo.git`, undefined, guarded),
+    'main',
+  );
 
-  await expect(viaLiteral).rejects.toMatchObject({ reason: 'REJECTED_BY_TARGET', message: expect.stringContaining('HTTP 301') });
+  await expect(viaLiteral).rejects.toMatchObject({
+    reason: 'REJECTED_BY_TARGET',
+    message: expect.stringContaining('HTTP 301'),
+  });
   expect(redirector.hits()).toBeGreaterThan(0);
   expect(target.hits()).toBe(before);
 });
 
 describe('guardedLookup', () => {
-  const answer = (addresses: LookupAddress[]): LookupFunction => (_hostname, _options, callback) => (callback as (e: null, a: LookupAddress[]) => void)(null, addresses);
+  const answer =
+    (addresses: LookupAddress[]): LookupFunction =>
+    (_hostname, _options, callback) =>
+      (callback as (e: null, a: LookupAddress[]) => void)(null, addresses);
   const resolve = (lookup: LookupFunction) =>
-    new Promise<{ error: unknown; address: unknown }>((done) => lookup('git.example.com', { all: true }, (error, address) => done({ error, address })));
+    new Promise<{ error: unknown; address: unknown }>((done) =>
+      lookup('git.example.com', { all: true }, (error, address) => done({ error, address })),
+    );
 
   it('passes an answer of public addresses through unchanged', async () => {
-    const addresses = [{ address: '140.82.121.4', family: 4 }, { address: '2606:50c0:8000::154', family: 6 }];
+    const addresses = [
+      { address: '140.82.121.4', family: 4 },
+      { address: '2606:50c0:8000::154', family: 6 },
+    ];
     expect(await resolve(guardedLookup(answer(addresses)))).toEqual({ error: null, address: addresses });
   });
 
   it.each([
-    ['the instance metadata address among public ones', [{ address: '140.82.121.4', family: 4 }, { address: '169.254.169.254', family: 4 }], '169.254.169.254'],
+    [
+      'the instance metadata address among public ones',
+      [
+        { address: '140.82.121.4', family: 4 },
+        { address: '169.254.169.254', family: 4 },
+      ],
+      '169.254.169.254',
+    ],
     ['EC2 IPv6 metadata', [{ address: 'fd00:ec2::254', family: 6 }], 'fd00:ec2::254'],
     ['IPv4-mapped loopback', [{ address: '::ffff:127.0.0.1', family: 6 }], '::ffff:127.0.0.1'],
   ])('refuses an answer holding %s', async (_label, addresses, refused) => {
     const { error } = await resolve(guardedLookup(answer(addresses)));
-    expect(error).toMatchObject({ reason: 'HOST_NOT_ALLOWED', message: expect.stringContaining(`git.example.com resolves to ${refused}`) });
+    expect(error).toMatchObject({
+      reason: 'HOST_NOT_ALLOWED',
+      message: expect.stringContaining(`git.example.com resolves to ${refused}`),
+    });
   });
 });
 
 // Seen in chaos runs: apply_patch jobs on the local platform failed UNEXPECTED_ERROR ("Request timed
 // out") when the git host took more than 5 s to answer. isomorphic-git's client used Node's global
 // agent, which closes a socket idle for 5 s, and simple-get then gives up.
-test('the default client waits for a git host slower than Node\'s 5-second idle timeout', async () => {
+test("the default client waits for a git host slower than Node's 5-second idle timeout", async () => {
   let requests = 0;
   const server = createServer((_req, res) => {
     requests++;

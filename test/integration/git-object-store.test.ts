@@ -13,7 +13,15 @@ import * as fs from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as isomorphicGit from 'isomorphic-git';
-import { GitObjectStore, ObjectNotFoundError, UnsafeTreeEntryError, indexPack, serializeCommit, type NewCommit, type TreeEntry } from '../../src/adapters/git/object-store';
+import {
+  GitObjectStore,
+  ObjectNotFoundError,
+  UnsafeTreeEntryError,
+  indexPack,
+  serializeCommit,
+  type NewCommit,
+  type TreeEntry,
+} from '../../src/adapters/git/object-store';
 import { RemoteAnswerError } from '../../src/adapters/git/pkt-line';
 import { GIT_ENV, commitFiles, createRepo, git, removeDir, tempDir } from '../support/git-fixtures';
 
@@ -23,7 +31,12 @@ let bare: string;
 /** Runs git in `cwd` with `input` on stdin; stdout as bytes. */
 async function gitBytes(cwd: string, args: string[], input?: string | Buffer): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const child = execFile('git', args, { cwd, env: GIT_ENV, encoding: 'buffer', maxBuffer: 64 * 2 ** 20 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+    const child = execFile(
+      'git',
+      args,
+      { cwd, env: GIT_ENV, encoding: 'buffer', maxBuffer: 64 * 2 ** 20 },
+      (error, stdout) => (error ? reject(error) : resolve(stdout)),
+    );
     child.stdin?.on('error', () => undefined); // git may exit without reading it
     child.stdin?.end(input);
   });
@@ -47,8 +60,17 @@ beforeAll(async () => {
   const work = join(root, 'work');
   await mkdir(work);
   // Similar files, edited over several commits, so git stores most of them as deltas of each other.
-  const lines = (n: number, edit: string) => Array.from({ length: 60 }, (_, l) => (l === n % 60 ? edit : `shared line ${l} of a file that deltas well`)).join('\n');
-  const files = (round: number) => Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`dir${i % 4}/sub${i % 3}/file${i}.txt`, lines(i + round, `round ${round} file ${i}`)]));
+  const lines = (n: number, edit: string) =>
+    Array.from({ length: 60 }, (_, l) => (l === n % 60 ? edit : `shared line ${l} of a file that deltas well`)).join(
+      '\n',
+    );
+  const files = (round: number) =>
+    Object.fromEntries(
+      Array.from({ length: 40 }, (_, i) => [
+        `dir${i % 4}/sub${i % 3}/file${i}.txt`,
+        lines(i + round, `round ${round} file ${i}`),
+      ]),
+    );
   await createRepo(work, files(0));
   for (let round = 1; round <= 6; round++) await commitFiles(work, files(round), `round ${round}`);
   bare = join(root, 'bare.git');
@@ -64,7 +86,7 @@ afterAll(async () => {
 async function allObjects(repo: string): Promise<{ oid: string; type: string; content: Buffer }[]> {
   const out = await gitBytes(repo, ['cat-file', '--batch-all-objects', '--batch']);
   const objects = [];
-  for (let at = 0; at < out.length; ) {
+  for (let at = 0; at < out.length;) {
     const newline = out.indexOf(10, at);
     const [oid, type, size] = out.subarray(at, newline).toString('ascii').split(' ') as [string, string, string];
     objects.push({ oid, type, content: out.subarray(newline + 1, newline + 1 + Number(size)) });
@@ -114,7 +136,13 @@ test('keeps what it wrote as a pack and index git reads, trees in git order, and
   const tree = await store.writeTree(entries);
   const mktree = entries.map((e) => `${e.mode} ${e.type} ${e.oid}\t${e.path}\n`).join('');
   expect(tree).toBe((await gitBytes(repo, ['mktree', '--missing'], mktree)).toString('utf8').trim());
-  const commit = await store.writeCommit({ tree, parent: [], author: IDENTITY, committer: IDENTITY, message: 'written\n' });
+  const commit = await store.writeCommit({
+    tree,
+    parent: [],
+    author: IDENTITY,
+    committer: IDENTITY,
+    message: 'written\n',
+  });
   // Nothing reaches the disk before keepPack.
   await expect(git(repo, 'cat-file', '-e', blob)).rejects.toThrow();
 
@@ -140,7 +168,8 @@ test('keeps what it wrote as a pack and index git reads, trees in git order, and
   const other = join(root, 'other.git');
   await git(root, 'init', '--quiet', '--bare', other);
   await gitBytes(other, ['index-pack', '--stdin', '--strict'], written.pack);
-  for (const oid of [blob, exec, sub, tree, commit]) expect(await git(other, 'cat-file', '-t', oid)).toMatch(/^(blob|tree|commit)$/);
+  for (const oid of [blob, exec, sub, tree, commit])
+    expect(await git(other, 'cat-file', '-t', oid)).toMatch(/^(blob|tree|commit)$/);
 });
 
 const IDENTITY = { name: 'Fixture', email: 'fixture@example.invalid', timestamp: 1_767_225_600, timezoneOffset: 0 };
@@ -155,12 +184,28 @@ test('writes commits byte for byte as isomorphic-git writeCommit wrote them', as
     { tree, parent: [tree], author: IDENTITY, committer: IDENTITY, message: '\n\nline one\r\nline two\n\n\n' },
     { tree, parent: [tree, tree], author: { ...IDENTITY, name: 'Zoë Ü' }, committer: IDENTITY, message: 'no newline' },
     // Offsets west and east of UTC, not whole hours, and -0.
-    { tree, parent: [], author: { ...IDENTITY, timezoneOffset: 300 }, committer: { ...IDENTITY, timezoneOffset: -330 }, message: 'zones\n' },
-    { tree, parent: [], author: { ...IDENTITY, timezoneOffset: -0 }, committer: { ...IDENTITY, timezoneOffset: 45 }, message: 'zero\n' },
+    {
+      tree,
+      parent: [],
+      author: { ...IDENTITY, timezoneOffset: 300 },
+      committer: { ...IDENTITY, timezoneOffset: -330 },
+      message: 'zones\n',
+    },
+    {
+      tree,
+      parent: [],
+      author: { ...IDENTITY, timezoneOffset: -0 },
+      committer: { ...IDENTITY, timezoneOffset: 45 },
+      message: 'zero\n',
+    },
   ];
   for (const commit of cases) {
     const store = new GitObjectStore(repo, {});
-    const expected = await isomorphicGit.writeCommit({ fs, gitdir: repo, commit: { ...commit, parent: [...commit.parent] } });
+    const expected = await isomorphicGit.writeCommit({
+      fs,
+      gitdir: repo,
+      commit: { ...commit, parent: [...commit.parent] },
+    });
     expect(await store.writeCommit(commit)).toBe(expected);
     expect(serializeCommit(commit)).toBe((await gitBytes(repo, ['cat-file', 'commit', expected])).toString('utf8'));
   }
@@ -171,13 +216,28 @@ test('refuses to read a tree holding a name git refuses, as isomorphic-git does'
   await git(root, 'init', '--quiet', '--bare', repo);
   const store = new GitObjectStore(repo, {});
   const blob = await store.writeBlob(Buffer.from('x\n'));
-  for (const name of ['docs\\notes.md', '...', '. .', '.GIT', '.git.', 'git~1', '.g\u200cit', '.git::$INDEX_ALLOCATION']) {
-    const tree = (await gitBytes(repo, ['mktree', '--missing'], `100644 blob ${blob}\t${name}\n`)).toString('utf8').trim();
+  for (const name of [
+    'docs\\notes.md',
+    '...',
+    '. .',
+    '.GIT',
+    '.git.',
+    'git~1',
+    '.g\u200cit',
+    '.git::$INDEX_ALLOCATION',
+  ]) {
+    const tree = (await gitBytes(repo, ['mktree', '--missing'], `100644 blob ${blob}\t${name}\n`))
+      .toString('utf8')
+      .trim();
     await expect(new GitObjectStore(repo, {}).readTree(tree)).rejects.toEqual(new UnsafeTreeEntryError(name));
-    await expect(isomorphicGit.readTree({ fs, gitdir: repo, oid: tree })).rejects.toBeInstanceOf(isomorphicGit.Errors.UnsafeFilepathError);
+    await expect(isomorphicGit.readTree({ fs, gitdir: repo, oid: tree })).rejects.toBeInstanceOf(
+      isomorphicGit.Errors.UnsafeFilepathError,
+    );
   }
   for (const name of ['.gitignore', 'git~x', '..a', 'a.']) {
-    const tree = (await gitBytes(repo, ['mktree', '--missing'], `100644 blob ${blob}\t${name}\n`)).toString('utf8').trim();
+    const tree = (await gitBytes(repo, ['mktree', '--missing'], `100644 blob ${blob}\t${name}\n`))
+      .toString('utf8')
+      .trim();
     expect((await new GitObjectStore(repo, {}).readTree(tree)).map((e) => e.path)).toEqual([name]);
     expect((await isomorphicGit.readTree({ fs, gitdir: repo, oid: tree })).tree.map((e) => e.path)).toEqual([name]);
   }
@@ -186,33 +246,43 @@ test('refuses to read a tree holding a name git refuses, as isomorphic-git does'
 describe('a pack received from a remote', () => {
   /** A pack of some of the repository's objects, with offset deltas or (without `--delta-base-offset`) ref deltas, as git sends them. */
   async function packOf(oids: readonly string[], offsetDeltas: boolean): Promise<Buffer> {
-    return gitBytes(bare, ['pack-objects', '--stdout', '--window=50', '--depth=50', ...(offsetDeltas ? ['--delta-base-offset'] : [])], `${oids.join('\n')}\n`);
+    return gitBytes(
+      bare,
+      ['pack-objects', '--stdout', '--window=50', '--depth=50', ...(offsetDeltas ? ['--delta-base-offset'] : [])],
+      `${oids.join('\n')}\n`,
+    );
   }
   const blobsAndTrees = async () => (await allObjects(bare)).filter((o) => o.type !== 'commit').map((o) => o.oid);
 
   test.each([
     ['offset deltas', true],
     ['ref deltas', false],
-  ])('with %s: indexed byte for byte as git index-pack indexes it, every object named by its hash', async (_what, offsetDeltas) => {
-    const wanted = await blobsAndTrees();
-    const pack = await packOf(wanted, offsetDeltas);
-    const { index, checksum, oids } = indexPack(pack);
-    const file = join(root, `received-${String(offsetDeltas)}.pack`);
-    await fs.promises.writeFile(file, pack);
-    await git(root, 'index-pack', file);
-    expect(index).toEqual(await fs.promises.readFile(file.replace(/\.pack$/, '.idx')));
-    expect(checksum).toBe(pack.subarray(-20).toString('hex'));
-    expect([...oids].sort()).toEqual([...wanted].sort());
-    // Not vacuous: the pack holds deltas of the kind named.
-    const verified = await git(root, 'verify-pack', '-v', file.replace(/\.pack$/, '.idx'));
-    expect(verified).toMatch(/chain length = \d+: \d+ objects?/);
-  });
+  ])(
+    'with %s: indexed byte for byte as git index-pack indexes it, every object named by its hash',
+    async (_what, offsetDeltas) => {
+      const wanted = await blobsAndTrees();
+      const pack = await packOf(wanted, offsetDeltas);
+      const { index, checksum, oids } = indexPack(pack);
+      const file = join(root, `received-${String(offsetDeltas)}.pack`);
+      await fs.promises.writeFile(file, pack);
+      await git(root, 'index-pack', file);
+      expect(index).toEqual(await fs.promises.readFile(file.replace(/\.pack$/, '.idx')));
+      expect(checksum).toBe(pack.subarray(-20).toString('hex'));
+      expect([...oids].sort()).toEqual([...wanted].sort());
+      // Not vacuous: the pack holds deltas of the kind named.
+      const verified = await git(root, 'verify-pack', '-v', file.replace(/\.pack$/, '.idx'));
+      expect(verified).toMatch(/chain length = \d+: \d+ objects?/);
+    },
+  );
 
   test('is kept with its index and a .promisor mark; objects are read from it, and what it lacks of what was asked is said', async () => {
     const repo = join(root, 'partial.git');
     await git(root, 'init', '--quiet', '--bare', repo);
     const trees = (await allObjects(bare)).filter((o) => o.type === 'tree').slice(0, 5);
-    const pack = await packOf(trees.map((t) => t.oid), true);
+    const pack = await packOf(
+      trees.map((t) => t.oid),
+      true,
+    );
     const fetched: string[][] = [];
     const store = new GitObjectStore(repo, {}, async (oids) => {
       fetched.push([...oids]);
@@ -223,7 +293,11 @@ describe('a pack received from a remote', () => {
     await store.prefetch(trees.map((t) => t.oid));
     expect(fetched).toEqual([[trees[0]!.oid]]);
     const name = `pack-${pack.subarray(-20).toString('hex')}`;
-    expect((await fs.promises.readdir(join(repo, 'objects', 'pack'))).sort()).toEqual([`${name}.idx`, `${name}.pack`, `${name}.promisor`]);
+    expect((await fs.promises.readdir(join(repo, 'objects', 'pack'))).sort()).toEqual([
+      `${name}.idx`,
+      `${name}.pack`,
+      `${name}.promisor`,
+    ]);
     expect(await store.partial()).toBe(true);
     await git(repo, 'verify-pack', `objects/pack/${name}.idx`);
     // A commit is never fetched alone (its whole history would come): it is simply missing.
@@ -238,7 +312,9 @@ describe('a pack received from a remote', () => {
     const pack = await packOf((await blobsAndTrees()).slice(0, 3), true);
     const flipped = Buffer.from(pack);
     flipped[20] = (flipped[20] as number) ^ 1;
-    expect(() => indexPack(flipped)).toThrow(new RemoteAnswerError("the remote's pack does not match its checksum", 'malformed'));
+    expect(() => indexPack(flipped)).toThrow(
+      new RemoteAnswerError("the remote's pack does not match its checksum", 'malformed'),
+    );
     expect(() => indexPack(pack.subarray(0, 30))).toThrow(RemoteAnswerError);
   });
 
@@ -248,14 +324,29 @@ describe('a pack received from a remote', () => {
     let dataAt = 12;
     while ((copy[dataAt++] as number) & 0x80);
     edit(copy, dataAt);
-    createHash('sha1').update(copy.subarray(0, -20)).digest().copy(copy, copy.length - 20);
+    createHash('sha1')
+      .update(copy.subarray(0, -20))
+      .digest()
+      .copy(copy, copy.length - 20);
     return copy;
   }
 
   test.each([
-    ['an object of a type git does not define', (copy: Buffer) => void (copy[12] = ((copy[12] as number) & 0x8f) | (5 << 4)), /unknown type 5/],
-    ['an object whose data is not deflated', (copy: Buffer, dataAt: number) => void (copy[dataAt] = 0xff), /incorrect header check/],
-    ['an object longer or shorter than its header says', (copy: Buffer) => void (copy[12] = (copy[12] as number) ^ 1), /the header says/],
+    [
+      'an object of a type git does not define',
+      (copy: Buffer) => void (copy[12] = ((copy[12] as number) & 0x8f) | (5 << 4)),
+      /unknown type 5/,
+    ],
+    [
+      'an object whose data is not deflated',
+      (copy: Buffer, dataAt: number) => void (copy[dataAt] = 0xff),
+      /incorrect header check/,
+    ],
+    [
+      'an object longer or shorter than its header says',
+      (copy: Buffer) => void (copy[12] = (copy[12] as number) ^ 1),
+      /the header says/,
+    ],
   ])('that matches its checksum but holds %s is refused as not git', async (_what, edit, says) => {
     const pack = await packOf((await blobsAndTrees()).slice(0, 3), true);
     const error = (() => {

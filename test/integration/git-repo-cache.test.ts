@@ -56,7 +56,15 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
 
   /** A patch that adds `path`: it applies on any head that lacks the file. */
   function addFile(path: string, text: string): string {
-    return [`diff --git a/${path} b/${path}`, 'new file mode 100644', '--- /dev/null', `+++ b/${path}`, '@@ -0,0 +1 @@', `+${text}`, ''].join('\n');
+    return [
+      `diff --git a/${path} b/${path}`,
+      'new file mode 100644',
+      '--- /dev/null',
+      `+++ b/${path}`,
+      '@@ -0,0 +1 @@',
+      `+${text}`,
+      '',
+    ].join('\n');
   }
 
   function job(url: string, n: number, overrides: Partial<ApplyPatchCommitInput> = {}): ApplyPatchCommitInput {
@@ -76,7 +84,11 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
    * Passes requests to the real client, recording each as `METHOD /path?query` and the bodies of the
    * upload-pack POSTs (a fetch says `want <oid>`; a protocol v2 ref listing says `command=ls-refs`).
    */
-  function recordingHttp(): HttpClient & { readonly requests: string[]; readonly fetchBodies: string[]; readonly fetches: () => number } {
+  function recordingHttp(): HttpClient & {
+    readonly requests: string[];
+    readonly fetchBodies: string[];
+    readonly fetches: () => number;
+  } {
     const requests: string[] = [];
     const fetchBodies: string[] = [];
     return {
@@ -91,7 +103,12 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
           for await (const chunk of req.body) chunks.push(chunk);
           const body = Buffer.concat(chunks);
           if (body.toString('latin1').includes('want ')) fetchBodies.push(body.toString('latin1'));
-          req = { ...req, body: (async function* () { yield body; })() };
+          req = {
+            ...req,
+            body: (async function* () {
+              yield body;
+            })(),
+          };
         }
         return nodeHttp.request(req);
       },
@@ -105,7 +122,10 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
 
   /** What the remote holds for `commit`: its raw bytes and its tree, read by the git CLI. */
   async function commitOnRemote(gitDir: string, commit: string): Promise<{ raw: string; tree: string }> {
-    return { raw: await git(gitDir, 'cat-file', 'commit', commit), tree: await git(gitDir, 'rev-parse', `${commit}^{tree}`) };
+    return {
+      raw: await git(gitDir, 'cat-file', 'commit', commit),
+      tree: await git(gitDir, 'rev-parse', `${commit}^{tree}`),
+    };
   }
 
   test('cached and cold jobs push byte-identical commits, and a warm job fetches nothing', async () => {
@@ -120,14 +140,20 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
       warmResults.push(await applyPatchCommit(job(warm.url, n), { cache, http }));
       // The first job fetches; the later ones find the remote's head (their own last push) in the
       // cache: they look at the remote once and push, reusing what they looked at.
-      if (n > 1) expect(http.requests.slice(requestsBefore)).toEqual(['GET /refs?service=git-receive-pack', 'POST /git-receive-pack']);
+      if (n > 1)
+        expect(http.requests.slice(requestsBefore)).toEqual([
+          'GET /refs?service=git-receive-pack',
+          'POST /git-receive-pack',
+        ]);
       else expect(http.fetches()).toBe(coldFetches(1));
       coldResults.push(await applyPatchCommit(job(cold.url, n)));
     }
     expect(warmResults.map((r) => r.commitSha)).toEqual(coldResults.map((r) => r.commitSha));
     for (const [i, { commitSha, parentSha }] of warmResults.entries()) {
       expect(await commitOnRemote(warm.gitDir, commitSha)).toEqual(await commitOnRemote(cold.gitDir, commitSha));
-      expect((await commitOnRemote(warm.gitDir, commitSha)).tree).toBe(await gitApplyTree(warm.gitDir, parentSha, job(warm.url, i + 1).diff as string));
+      expect((await commitOnRemote(warm.gitDir, commitSha)).tree).toBe(
+        await gitApplyTree(warm.gitDir, parentSha, job(warm.url, i + 1).diff as string),
+      );
     }
     expect(await git(warm.gitDir, 'rev-parse', 'main')).toBe(warmResults[2]?.commitSha);
     await git(warm.gitDir, 'fsck', '--strict', '--no-progress');
@@ -138,8 +164,11 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
     // the object store must resolve, and patches that touch nested trees, prune and rename.
     const source = join(root, 'source-deltas');
     await mkdir(source);
-    const body = (i: number) => Array.from({ length: 50 }, (_, l) => (l === i % 50 ? `line ${i}` : `a line every file shares ${l}`)).join('\n');
-    const files = Object.fromEntries(Array.from({ length: 48 }, (_, i) => [`lib/part${i % 4}/sub${i % 3}/file${i}.txt`, body(i)]));
+    const body = (i: number) =>
+      Array.from({ length: 50 }, (_, l) => (l === i % 50 ? `line ${i}` : `a line every file shares ${l}`)).join('\n');
+    const files = Object.fromEntries(
+      Array.from({ length: 48 }, (_, i) => [`lib/part${i % 4}/sub${i % 3}/file${i}.txt`, body(i)]),
+    );
     const base = await createRepo(source, { ...files, 'lone/only.txt': 'the only file\n' });
     const remote = async (name: string) => {
       const gitDir = await server.importRepository(source, name);
@@ -151,17 +180,30 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
       await git(dir, 'rm', '--quiet', 'lone/only.txt');
       await git(dir, 'mv', 'lib/part3/sub0/file3.txt', 'lib/part0/moved.txt');
     });
-    const second = await diffOfEdits(source, base, (dir) => writeFiles(dir, { 'lib/part0/sub2/file8.txt': `${body(8)}\nedited again` }));
+    const second = await diffOfEdits(source, base, (dir) =>
+      writeFiles(dir, { 'lib/part0/sub2/file8.txt': `${body(8)}\nedited again` }),
+    );
     const warm = await remote('deltas-warm');
     const cold = await remote('deltas-cold');
     const { cache } = await newCache();
     const jobOf = (url: string, n: number, diff: string) => job(url, n, { diff, jobId: `delta-job-${n}` });
-    const warmShas = [(await applyPatchCommit(jobOf(warm.url, 1, first), { cache })).commitSha, (await applyPatchCommit(jobOf(warm.url, 2, second), { cache })).commitSha];
-    const coldShas = [(await applyPatchCommit(jobOf(cold.url, 1, first))).commitSha, (await applyPatchCommit(jobOf(cold.url, 2, second))).commitSha];
+    const warmShas = [
+      (await applyPatchCommit(jobOf(warm.url, 1, first), { cache })).commitSha,
+      (await applyPatchCommit(jobOf(warm.url, 2, second), { cache })).commitSha,
+    ];
+    const coldShas = [
+      (await applyPatchCommit(jobOf(cold.url, 1, first))).commitSha,
+      (await applyPatchCommit(jobOf(cold.url, 2, second))).commitSha,
+    ];
     expect(warmShas).toEqual(coldShas);
-    for (const commitSha of warmShas) expect(await commitOnRemote(warm.gitDir, commitSha)).toEqual(await commitOnRemote(cold.gitDir, commitSha));
-    expect((await commitOnRemote(warm.gitDir, warmShas[0] as string)).tree).toBe(await gitApplyTree(warm.gitDir, base, first));
-    expect((await commitOnRemote(warm.gitDir, warmShas[1] as string)).tree).toBe(await gitApplyTree(warm.gitDir, warmShas[0] as string, second));
+    for (const commitSha of warmShas)
+      expect(await commitOnRemote(warm.gitDir, commitSha)).toEqual(await commitOnRemote(cold.gitDir, commitSha));
+    expect((await commitOnRemote(warm.gitDir, warmShas[0] as string)).tree).toBe(
+      await gitApplyTree(warm.gitDir, base, first),
+    );
+    expect((await commitOnRemote(warm.gitDir, warmShas[1] as string)).tree).toBe(
+      await gitApplyTree(warm.gitDir, warmShas[0] as string, second),
+    );
     await git(warm.gitDir, 'fsck', '--strict', '--no-progress');
   });
 
@@ -185,7 +227,9 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
     const http = recordingHttp();
     const second = await applyPatchCommit(job(url, 2), { cache, http });
     expect(second.parentSha).toBe(other);
-    expect((await commitOnRemote(gitDir, second.commitSha)).tree).toBe(await gitApplyTree(gitDir, other, job(url, 2).diff as string));
+    expect((await commitOnRemote(gitDir, second.commitSha)).tree).toBe(
+      await gitApplyTree(gitDir, other, job(url, 2).diff as string),
+    );
     if (filters) {
       // By id: the other writer's commit (its history without trees), then only the trees the patch reads that the cache lacks.
       expect(http.fetchBodies[0]).toMatch(new RegExp(`want ${other}\n.*done`, 's'));
@@ -209,7 +253,9 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
     const rewritten = await pushFromClone(gitDir, { 'rewritten.txt': 'a new history\n' });
     const third = await applyPatchCommit(job(url, 3), { cache });
     expect(third.parentSha).toBe(rewritten);
-    expect((await commitOnRemote(gitDir, third.commitSha)).tree).toBe(await gitApplyTree(gitDir, rewritten, job(url, 3).diff as string));
+    expect((await commitOnRemote(gitDir, third.commitSha)).tree).toBe(
+      await gitApplyTree(gitDir, rewritten, job(url, 3).diff as string),
+    );
     expect(await git(gitDir, 'show', `${third.commitSha}:notes/job-3.txt`)).toBe('job 3');
     await expect(git(gitDir, 'show', `${third.commitSha}:notes/job-1.txt`)).rejects.toThrow();
   });
@@ -256,7 +302,9 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
     const { cache } = await newCache(Math.floor(oneRepo * 2.5));
     for (const remote of remotes) await applyPatchCommit(job(remote.url, 1), { cache });
     const idle = await cache.idle();
-    expect([...idle.keys()].sort()).toEqual([repoCacheKey(remotes[1]!.url, 'main'), repoCacheKey(remotes[2]!.url, 'main')].sort());
+    expect([...idle.keys()].sort()).toEqual(
+      [repoCacheKey(remotes[1]!.url, 'main'), repoCacheKey(remotes[2]!.url, 'main')].sort(),
+    );
     expect([...idle.values()].reduce((sum, m) => sum + m.bytes, 0)).toBeLessThanOrEqual(Math.floor(oneRepo * 2.5));
     // The evicted workspace starts cold again: it fetches.
     const http = recordingHttp();
@@ -269,12 +317,13 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
   async function filesBytes(dir: string): Promise<number> {
     let total = 0;
     for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-      if (entry.isFile() && !(entry.parentPath === dir && entry.name === 'agent-jobs-cache.json')) total += (await stat(join(entry.parentPath, entry.name))).size;
+      if (entry.isFile() && !(entry.parentPath === dir && entry.name === 'agent-jobs-cache.json'))
+        total += (await stat(join(entry.parentPath, entry.name))).size;
     }
     return total;
   }
 
-  test('a warm job adds the bytes it wrote to the repository\'s count, and what it fetched by id; after a whole fetch the repository is measured again', async () => {
+  test("a warm job adds the bytes it wrote to the repository's count, and what it fetched by id; after a whole fetch the repository is measured again", async () => {
     const { url, gitDir } = await freshRemote();
     const { cache, dir } = await newCache();
     const key = repoCacheKey(url, 'main');
@@ -297,7 +346,9 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
     await pushFromClone(gitDir, { 'other.txt': 'pushed by someone else\n' });
     const [countedBefore, bytesBefore] = [await counted(), await filesBytes(repo)];
     await applyPatchCommit(job(url, 4), { cache });
-    expect(await counted()).toBe(fetchCounted ? (countedBefore as number) + (await filesBytes(repo)) - bytesBefore : await filesBytes(repo));
+    expect(await counted()).toBe(
+      fetchCounted ? (countedBefore as number) + (await filesBytes(repo)) - bytesBefore : await filesBytes(repo),
+    );
     expect(await filesBytes(repo)).toBeGreaterThan(bytesBefore);
   });
 
@@ -307,7 +358,8 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
     await applyPatchCommit(job(url, 1), { cache });
     const failing: HttpClient = {
       async request(req) {
-        if (req.method === 'POST' && req.url.endsWith('/git-receive-pack')) throw Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
+        if (req.method === 'POST' && req.url.endsWith('/git-receive-pack'))
+          throw Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
         return nodeHttp.request(req);
       },
     };
@@ -319,7 +371,7 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
     expect(http.fetches()).toBe(coldFetches(2));
   });
 
-  test('leftovers of a process that is gone are removed; a live owner\'s are left alone', async () => {
+  test("leftovers of a process that is gone are removed; a live owner's are left alone", async () => {
     const { cache, dir } = await newCache();
     const key = repoCacheKey('http://example.invalid/x.git', 'main');
     const deadPid = 2 ** 22 + 17; // above Linux's pid_max
@@ -330,9 +382,10 @@ describe.each(MODES)('the repository cache, $mode repositories', ({ filters, col
     await mkdir(join(dir, key));
     const { url } = await freshRemote();
     await applyPatchCommit(job(url, 1), { cache });
-    expect((await readdir(dir)).sort()).toEqual([`${key}.busy-${process.ppid}-0123456789ab`, repoCacheKey(url, 'main')].sort());
+    expect((await readdir(dir)).sort()).toEqual(
+      [`${key}.busy-${process.ppid}-0123456789ab`, repoCacheKey(url, 'main')].sort(),
+    );
   });
-
 });
 
 /** Pushes a commit adding `files` on top of the remote's main with the git CLI; returns its sha. */

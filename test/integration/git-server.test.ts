@@ -40,7 +40,10 @@ describe('startGitServer', () => {
 
   test('serves clone and push to the git CLI, and imports every branch', async () => {
     const gitDir = await server.importRepository(sourceDir, 'imported');
-    expect((await git(gitDir, 'for-each-ref', '--format=%(refname)', 'refs/heads')).split('\n')).toEqual(['refs/heads/feature', 'refs/heads/main']);
+    expect((await git(gitDir, 'for-each-ref', '--format=%(refname)', 'refs/heads')).split('\n')).toEqual([
+      'refs/heads/feature',
+      'refs/heads/main',
+    ]);
     const work = await tempDir('clone');
     try {
       await git(work, 'clone', '--quiet', server.repoUrl('imported'), '.');
@@ -78,9 +81,15 @@ describe('startGitServer', () => {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-git-upload-pack-request' },
     });
-    const ended = new Promise<unknown>((resolve) => request.once('error', resolve).once('response', (res) => res.resume().once('close', resolve)));
+    const ended = new Promise<unknown>((resolve) =>
+      request.once('error', resolve).once('response', (res) => res.resume().once('close', resolve)),
+    );
     request.write('0032want ');
-    await eventually(() => backendsServing(closingRoot), (pids) => pids.length > 0, { what: 'git http-backend to serve the request', intervalMs: 20 });
+    await eventually(
+      () => backendsServing(closingRoot),
+      (pids) => pids.length > 0,
+      { what: 'git http-backend to serve the request', intervalMs: 20 },
+    );
 
     await other.close();
 
@@ -144,7 +153,7 @@ describe('credentials', () => {
   });
 });
 
-describe('the platform\'s access policy: only its own credential pushes; a read grant fetches one repository until revoked', () => {
+describe("the platform's access policy: only its own credential pushes; a read grant fetches one repository until revoked", () => {
   let server: GitServer;
   const access = new PlatformGitAccess();
   beforeAll(async () => {
@@ -155,12 +164,31 @@ describe('the platform\'s access policy: only its own credential pushes; a read 
   afterAll(() => server.close());
 
   /** The git CLI with a credential sent as a header (as the test runner's checkout does), or none. */
-  async function gitAs(credentials: GitCredentials | undefined, ...args: string[]): Promise<{ ok: boolean; stderr: string }> {
-    const header = credentials ? ['-c', `http.extraHeader=Authorization: Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`] : [];
+  async function gitAs(
+    credentials: GitCredentials | undefined,
+    ...args: string[]
+  ): Promise<{ ok: boolean; stderr: string }> {
+    const header = credentials
+      ? [
+          '-c',
+          `http.extraHeader=Authorization: Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`,
+        ]
+      : [];
     const dir = await tempDir('git-access');
     try {
       await git(dir, 'init', '--quiet');
-      await git(dir, '-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '--quiet', '--allow-empty', '-m', 'pushed');
+      await git(
+        dir,
+        '-c',
+        'user.name=t',
+        '-c',
+        'user.email=t@example.invalid',
+        'commit',
+        '--quiet',
+        '--allow-empty',
+        '-m',
+        'pushed',
+      );
       await git(dir, ...header, ...args);
       return { ok: true, stderr: '' };
     } catch (error) {
@@ -169,11 +197,16 @@ describe('the platform\'s access policy: only its own credential pushes; a read 
       await removeDir(dir);
     }
   }
-  const fetch = (who: GitCredentials | undefined, repo: string) => gitAs(who, 'fetch', '--quiet', server.repoUrl(repo), 'main');
-  const push = (who: GitCredentials | undefined, repo: string, branch = 'pushed') => gitAs(who, 'push', '--quiet', server.repoUrl(repo), `HEAD:refs/heads/${branch}`);
+  const fetch = (who: GitCredentials | undefined, repo: string) =>
+    gitAs(who, 'fetch', '--quiet', server.repoUrl(repo), 'main');
+  const push = (who: GitCredentials | undefined, repo: string, branch = 'pushed') =>
+    gitAs(who, 'push', '--quiet', server.repoUrl(repo), `HEAD:refs/heads/${branch}`);
 
   test('nobody without a credential fetches or pushes', async () => {
-    expect(await fetch(undefined, 'mine')).toMatchObject({ ok: false, stderr: expect.stringMatching(/401|Authentication failed|could not read Username/) });
+    expect(await fetch(undefined, 'mine')).toMatchObject({
+      ok: false,
+      stderr: expect.stringMatching(/401|Authentication failed|could not read Username/),
+    });
     expect(await push(undefined, 'mine')).toMatchObject({ ok: false });
     expect(await git(server.gitDir('mine'), 'for-each-ref', '--format=%(refname)')).not.toContain('refs/heads/pushed');
   });
@@ -189,10 +222,12 @@ describe('the platform\'s access policy: only its own credential pushes; a read 
     expect(await git(server.gitDir('mine'), 'rev-parse', 'main')).toBe(baseSha);
   });
 
-  test('the platform\'s credential fetches and pushes', async () => {
+  test("the platform's credential fetches and pushes", async () => {
     expect(await fetch(access.platform, 'theirs')).toEqual({ ok: true, stderr: '' });
     expect(await push(access.platform, 'theirs', 'platform')).toEqual({ ok: true, stderr: '' });
-    expect(await git(server.gitDir('theirs'), 'for-each-ref', '--format=%(refname)', 'refs/heads/platform')).toBe('refs/heads/platform');
+    expect(await git(server.gitDir('theirs'), 'for-each-ref', '--format=%(refname)', 'refs/heads/platform')).toBe(
+      'refs/heads/platform',
+    );
   });
 });
 

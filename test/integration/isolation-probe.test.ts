@@ -32,8 +32,14 @@ function pathWithout(missing: string): string {
 it('without bubblewrap, the isolation warning says bubblewrap is not installed', () => {
   const dir = pathWithout('bwrap');
   try {
-    const probe = "require('./src/local/run-launcher').probeIsolation(require('node:os').tmpdir()).then((i) => console.log(JSON.stringify(require('./src/local/confinement').describeIsolation(i))))";
-    const child = spawnSync(process.execPath, ['-r', 'tsx/cjs', '-e', probe], { cwd: ROOT, env: { ...process.env, PATH: dir, NODE_NO_WARNINGS: '1' }, encoding: 'utf8', timeout: 60_000 });
+    const probe =
+      "require('./src/local/run-launcher').probeIsolation(require('node:os').tmpdir()).then((i) => console.log(JSON.stringify(require('./src/local/confinement').describeIsolation(i))))";
+    const child = spawnSync(process.execPath, ['-r', 'tsx/cjs', '-e', probe], {
+      cwd: ROOT,
+      env: { ...process.env, PATH: dir, NODE_NO_WARNINGS: '1' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     const report = JSON.parse(child.stdout) as { degraded?: string };
 
     expect(report.degraded).toMatch(/bubblewrap is not installed \(no bwrap on PATH\)/);
@@ -49,9 +55,20 @@ it("logs the isolation as the platform's own line, with no logging library warni
   stream.on('data', (chunk: Buffer) => (written += chunk.toString()));
   const logger = new StreamLogger(stream, { serviceName: 'agent-jobs-local', logLevel: 'INFO' });
 
-  logIsolation(describeIsolation({ confinement: { kind: 'none', reason: 'a test' }, resources: { kind: 'rlimit', reason: 'a test' } }), logger);
+  logIsolation(
+    describeIsolation({
+      confinement: { kind: 'none', reason: 'a test' },
+      resources: { kind: 'rlimit', reason: 'a test' },
+    }),
+    logger,
+  );
 
-  const lines = written.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
-  expect(lines.map((line) => line['message'])).toEqual(['test commands are not fully sandboxed: test commands run unconfined: a test (SECURITY.md)']);
+  const lines = written
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  expect(lines.map((line) => line['message'])).toEqual([
+    'test commands are not fully sandboxed: test commands run unconfined: a test (SECURITY.md)',
+  ]);
   expect(lines[0]).toMatchObject({ isolation: expect.stringMatching(/^unconfined/) });
 });

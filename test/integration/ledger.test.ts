@@ -75,7 +75,13 @@ describe('DynamoDbLedger', () => {
       const job = await runningJob(ledger, 'b-stale', dueAt);
       const [entry] = (await ledger.listDue(dueAt, 100)).filter((r) => r.jobId === job.jobId);
       expect(entry).toMatchObject({ status: 'RUNNING' });
-      await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-stale', verdict: { status: 'SUCCEEDED', result: { verdict: 'passed' } }, now: dueAt, reportBy: dueAt });
+      await ledger.finishBuild({
+        jobId: job.jobId,
+        buildId: 'b-stale',
+        verdict: { status: 'SUCCEEDED', result: { verdict: 'passed' } },
+        now: dueAt,
+        reportBy: dueAt,
+      });
       await ledger.markReported({ jobId: job.jobId, buildId: 'b-stale', now: dueAt });
       staleEntries = [{ ...entry, pk: `job#${job.jobId}`, dueKey: 'due' }];
 
@@ -107,7 +113,11 @@ describe('DynamoDbLedger', () => {
         { step: 'initialize', name: 'countRequests' },
       );
       const client = DynamoDBDocumentClient.from(base, { marshallOptions: { removeUndefinedValues: true } });
-      return { ledger: new DynamoDbLedger({ client, tableName: emulators().tableName, retentionDays: 30 }), requests, destroy: () => client.destroy() };
+      return {
+        ledger: new DynamoDbLedger({ client, tableName: emulators().tableName, retentionDays: 30 }),
+        requests,
+        destroy: () => client.destroy(),
+      };
     }
 
     beforeAll(() => {
@@ -116,7 +126,10 @@ describe('DynamoDbLedger', () => {
     afterAll(() => counted?.destroy());
 
     /** Runs `act` on the counted ledger after `prepare` (uncounted) and returns its result and requests. */
-    async function costOf<T>(prepare: (ledger: DynamoDbLedger) => Promise<unknown>, act: (ledger: DynamoDbLedger) => Promise<T>) {
+    async function costOf<T>(
+      prepare: (ledger: DynamoDbLedger) => Promise<unknown>,
+      act: (ledger: DynamoDbLedger) => Promise<T>,
+    ) {
       const { ledger, requests } = counted!;
       await prepare(ledger);
       requests.reads = requests.writes = 0;
@@ -131,13 +144,21 @@ describe('DynamoDbLedger', () => {
       const job = newJob();
       const claim = claimOf(job, { now: Date.now() });
       await ledger.claim(claim);
-      await ledger.complete({ jobId: job.jobId, owner: claim.owner, now: Date.now(), verdict: { status: 'SUCCEEDED', result: { done: true } } });
+      await ledger.complete({
+        jobId: job.jobId,
+        owner: claim.owner,
+        now: Date.now(),
+        verdict: { status: 'SUCCEEDED', result: { done: true } },
+      });
       return job;
     }
 
     it(`answers a duplicate after success with 1 write and ${readAfterRefusal} reads`, async () => {
       let job = newJob();
-      const { result, requests } = await costOf(async (ledger) => (job = await succeeded(ledger)), (ledger) => ledger.claim(claimOf(job, { now: Date.now() })));
+      const { result, requests } = await costOf(
+        async (ledger) => (job = await succeeded(ledger)),
+        (ledger) => ledger.claim(claimOf(job, { now: Date.now() })),
+      );
       expect(result).toMatchObject({ kind: 'duplicate', record: { result: { done: true } } });
       expect(requests).toEqual({ writes: 1, reads: readAfterRefusal });
     });
@@ -145,36 +166,62 @@ describe('DynamoDbLedger', () => {
     it(`answers a duplicate in flight with 1 write and ${readAfterRefusal} reads`, async () => {
       const job = newJob();
       const first = claimOf(job, { now: Date.now() });
-      const { result, requests } = await costOf((ledger) => ledger.claim(first), (ledger) => ledger.claim(claimOf(job, { now: Date.now() })));
+      const { result, requests } = await costOf(
+        (ledger) => ledger.claim(first),
+        (ledger) => ledger.claim(claimOf(job, { now: Date.now() })),
+      );
       expect(result).toMatchObject({ kind: 'busy', record: { leaseOwner: first.owner } });
       expect(requests).toEqual({ writes: 1, reads: readAfterRefusal });
     });
 
     it(`answers a conflict with 1 write and ${readAfterRefusal} reads`, async () => {
       let job = newJob();
-      const reused = () => claimOf({ ...job, payload: { command: 'something else' } } as typeof job, { now: Date.now() });
-      const { result, requests } = await costOf(async (ledger) => (job = await succeeded(ledger)), (ledger) => ledger.claim(reused()));
+      const reused = () =>
+        claimOf({ ...job, payload: { command: 'something else' } } as typeof job, { now: Date.now() });
+      const { result, requests } = await costOf(
+        async (ledger) => (job = await succeeded(ledger)),
+        (ledger) => ledger.claim(reused()),
+      );
       expect(result).toMatchObject({ kind: 'conflict', record: { digest: jobDigest(job) } });
       expect(requests).toEqual({ writes: 1, reads: readAfterRefusal });
     });
 
     it('explains every other refusal it looks into from the item the refusal carries: a known job, a lost lease, a refused verdict, a held cursor, a refused cancel', async () => {
       let job = newJob();
-      const known = await costOf(async (ledger) => (job = await succeeded(ledger)), (ledger) => ledger.recordQueued({ job, digest: jobDigest(job), now: Date.now() }));
+      const known = await costOf(
+        async (ledger) => (job = await succeeded(ledger)),
+        (ledger) => ledger.recordQueued({ job, digest: jobDigest(job), now: Date.now() }),
+      );
       expect(known.result).toMatchObject({ kind: 'known', record: { status: 'SUCCEEDED' } });
       expect(known.requests).toEqual({ writes: 1, reads: readAfterRefusal });
 
       const late = { status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: 'late' } } as const;
-      const lost = await costOf(async () => undefined, (ledger) => ledger.complete({ jobId: job.jobId, owner: 'someone-else', now: Date.now(), verdict: late }).catch((error: unknown) => error));
+      const lost = await costOf(
+        async () => undefined,
+        (ledger) =>
+          ledger
+            .complete({ jobId: job.jobId, owner: 'someone-else', now: Date.now(), verdict: late })
+            .catch((error: unknown) => error),
+      );
       expect(lost.result).toBeInstanceOf(LeaseLostError);
       expect(lost.requests).toEqual({ writes: 1, reads: readAfterRefusal });
 
       let running = newJob();
       const verdict = await costOf(
         async (ledger) => (running = await runningJob(ledger, 'b-counted', Date.now() + 60_000)),
-        (ledger) => ledger.finishBuild({ jobId: running.jobId, buildId: 'b-other', verdict: { status: 'SUCCEEDED', result: {} }, now: Date.now(), reportBy: Date.now() }),
+        (ledger) =>
+          ledger.finishBuild({
+            jobId: running.jobId,
+            buildId: 'b-other',
+            verdict: { status: 'SUCCEEDED', result: {} },
+            now: Date.now(),
+            reportBy: Date.now(),
+          }),
       );
-      expect(verdict.result).toMatchObject({ kind: 'refused', record: { status: 'RUNNING', progress: { buildId: 'b-counted' } } });
+      expect(verdict.result).toMatchObject({
+        kind: 'refused',
+        record: { status: 'RUNNING', progress: { buildId: 'b-counted' } },
+      });
       expect(verdict.requests).toEqual({ writes: 1, reads: readAfterRefusal });
 
       const workspaceId = `ws-${job.jobId}`;
@@ -186,7 +233,10 @@ describe('DynamoDbLedger', () => {
       expect(cursor.requests).toEqual({ writes: 1, reads: readAfterRefusal });
 
       // One conditional write (a QUEUED job's); the record it was refused on says no other cancel applies (cancelRule).
-      const cancel = await costOf(async () => undefined, (ledger) => ledger.cancel(job.jobId, Date.now()));
+      const cancel = await costOf(
+        async () => undefined,
+        (ledger) => ledger.cancel(job.jobId, Date.now()),
+      );
       expect(cancel.result).toMatchObject({ cancelled: false, record: { status: 'SUCCEEDED' } });
       expect(cancel.requests).toEqual({ writes: 1, reads: readAfterRefusal });
     });
@@ -226,46 +276,84 @@ describe('DynamoDbLedger', () => {
         );
       }
       lossyClients.push(lossy);
-      return { ledger: new DynamoDbLedger({ client: lossy, tableName: emulators().tableName, retentionDays: 30 }), loseNextAnswer: () => (lose = true) };
+      return {
+        ledger: new DynamoDbLedger({ client: lossy, tableName: emulators().tableName, retentionDays: 30 }),
+        loseNextAnswer: () => (lose = true),
+      };
     }
 
-    it.each(['retried', 'seen'] as const)('is the caller\'s claim, not a lease held by someone else (500 %s)', async (where) => {
-      const { ledger, loseNextAnswer } = losingClient(where);
-      const job = newJob();
-      const claim = claimOf(job, { now: Date.now() });
-      loseNextAnswer();
+    it.each(['retried', 'seen'] as const)(
+      "is the caller's claim, not a lease held by someone else (500 %s)",
+      async (where) => {
+        const { ledger, loseNextAnswer } = losingClient(where);
+        const job = newJob();
+        const claim = claimOf(job, { now: Date.now() });
+        loseNextAnswer();
 
-      const outcome = await ledger.claim(claim);
+        const outcome = await ledger.claim(claim);
 
-      expect(outcome).toMatchObject({ kind: 'claimed', record: { leaseOwner: claim.owner, attempt: 1 } });
-      expect(await ledger.claim(claimOf(job, { now: Date.now() }))).toMatchObject({ kind: 'busy' });
-    });
+        expect(outcome).toMatchObject({ kind: 'claimed', record: { leaseOwner: claim.owner, attempt: 1 } });
+        expect(await ledger.claim(claimOf(job, { now: Date.now() }))).toMatchObject({ kind: 'busy' });
+      },
+    );
 
     // Seen in a chaos run: the completion applied, the SDK's retry of it met the job no longer
     // IN_FLIGHT and the worker took its own write for a takeover, so it never announced the outcome.
-    it.each(['retried', 'seen'] as const)('completes the job for its caller when the completion applied with its answer lost (500 %s)', async (where) => {
-      const { ledger, loseNextAnswer } = losingClient(where);
-      const claim = claimOf(newJob(), { now: Date.now() });
-      await ledger.claim(claim);
-      loseNextAnswer();
+    it.each(['retried', 'seen'] as const)(
+      'completes the job for its caller when the completion applied with its answer lost (500 %s)',
+      async (where) => {
+        const { ledger, loseNextAnswer } = losingClient(where);
+        const claim = claimOf(newJob(), { now: Date.now() });
+        await ledger.claim(claim);
+        loseNextAnswer();
 
-      const done = await ledger.complete({ jobId: claim.job.jobId, owner: claim.owner, now: Date.now(), verdict: { status: 'SUCCEEDED', result: { prUrl: 'https://example.invalid/pr/1' } } });
+        const done = await ledger.complete({
+          jobId: claim.job.jobId,
+          owner: claim.owner,
+          now: Date.now(),
+          verdict: { status: 'SUCCEEDED', result: { prUrl: 'https://example.invalid/pr/1' } },
+        });
 
-      expect(done).toMatchObject({ status: 'SUCCEEDED', result: { prUrl: 'https://example.invalid/pr/1' }, attempt: 1 });
-    });
+        expect(done).toMatchObject({
+          status: 'SUCCEEDED',
+          result: { prUrl: 'https://example.invalid/pr/1' },
+          attempt: 1,
+        });
+      },
+    );
 
     // Seen in a chaos run: the verdict's write applied, its answer was lost, and the redelivered
     // completion found the job no longer RUNNING: nobody reported it until the reconciler's grace.
-    it.each(['retried', 'seen'] as const)("finishes the build for its caller when the verdict's write applied with its answer lost (500 %s)", async (where) => {
-      const { ledger, loseNextAnswer } = losingClient(where);
-      const job = await runningJob(ledger, 'b-lost-answer', Date.now() + 60_000);
-      loseNextAnswer();
+    it.each(['retried', 'seen'] as const)(
+      "finishes the build for its caller when the verdict's write applied with its answer lost (500 %s)",
+      async (where) => {
+        const { ledger, loseNextAnswer } = losingClient(where);
+        const job = await runningJob(ledger, 'b-lost-answer', Date.now() + 60_000);
+        loseNextAnswer();
 
-      const outcome = await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-lost-answer', verdict: { status: 'SUCCEEDED', result: { verdict: 'passed' } }, now: Date.now(), reportBy: Date.now() + 300_000 });
+        const outcome = await ledger.finishBuild({
+          jobId: job.jobId,
+          buildId: 'b-lost-answer',
+          verdict: { status: 'SUCCEEDED', result: { verdict: 'passed' } },
+          now: Date.now(),
+          reportBy: Date.now() + 300_000,
+        });
 
-      expect(outcome).toMatchObject({ kind: 'finished', record: { status: 'SUCCEEDED', result: { verdict: 'passed' } } });
-      expect(await ledger.finishBuild({ jobId: job.jobId, buildId: 'b-lost-answer', verdict: { status: 'SUCCEEDED', result: { verdict: 'passed' } }, now: Date.now() + 1, reportBy: Date.now() })).toMatchObject({ kind: 'refused' });
-    });
+        expect(outcome).toMatchObject({
+          kind: 'finished',
+          record: { status: 'SUCCEEDED', result: { verdict: 'passed' } },
+        });
+        expect(
+          await ledger.finishBuild({
+            jobId: job.jobId,
+            buildId: 'b-lost-answer',
+            verdict: { status: 'SUCCEEDED', result: { verdict: 'passed' } },
+            now: Date.now() + 1,
+            reportBy: Date.now(),
+          }),
+        ).toMatchObject({ kind: 'refused' });
+      },
+    );
 
     it('still refuses a completion by a worker whose lease was taken over', async () => {
       const { ledger, loseNextAnswer } = losingClient('seen');
@@ -274,15 +362,31 @@ describe('DynamoDbLedger', () => {
       await ledger.claim(first);
       const second = claimOf(job, { now: Date.now() });
       await ledger.claim(second);
-      await ledger.complete({ jobId: job.jobId, owner: second.owner, now: Date.now(), verdict: { status: 'SUCCEEDED', result: {} } });
+      await ledger.complete({
+        jobId: job.jobId,
+        owner: second.owner,
+        now: Date.now(),
+        verdict: { status: 'SUCCEEDED', result: {} },
+      });
       loseNextAnswer();
 
-      await expect(ledger.complete({ jobId: job.jobId, owner: first.owner, now: Date.now(), verdict: { status: 'SUCCEEDED', result: {} } })).rejects.toThrow(/taken over before completion/);
+      await expect(
+        ledger.complete({
+          jobId: job.jobId,
+          owner: first.owner,
+          now: Date.now(),
+          verdict: { status: 'SUCCEEDED', result: {} },
+        }),
+      ).rejects.toThrow(/taken over before completion/);
     });
   });
 
   it("pages a workspace's jobs whose records pass DynamoDB's 1 MB per query: the page is whole", async () => {
-    const ledger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(new DynamoDBClient(localClientConfig(emulators().endpoints.dynamodb))), tableName: emulators().tableName, retentionDays: 30 });
+    const ledger = new DynamoDbLedger({
+      client: DynamoDBDocumentClient.from(new DynamoDBClient(localClientConfig(emulators().endpoints.dynamodb))),
+      tableName: emulators().tableName,
+      retentionDays: 30,
+    });
     const workspaceId = `ws-big-${Date.now()}`;
     // 130 records of about 10 KiB (a test result keeps 8 KiB of its log): a page of 120 passes 1 MB.
     const logTail = 'x'.repeat(10 * 1024);
@@ -290,7 +394,13 @@ describe('DynamoDbLedger', () => {
     for (const [index, job] of jobs.entries()) {
       const claim = claimOf(job);
       await ledger.claim(claim);
-      await ledger.complete({ jobId: job.jobId, owner: claim.owner, now: claim.now, verdict: { status: 'SUCCEEDED', result: { verdict: 'passed', logTail } }, workspace: { workspaceId, seq: index + 1 } });
+      await ledger.complete({
+        jobId: job.jobId,
+        owner: claim.owner,
+        now: claim.now,
+        verdict: { status: 'SUCCEEDED', result: { verdict: 'passed', logTail } },
+        workspace: { workspaceId, seq: index + 1 },
+      });
     }
     const page = await ledger.pageWorkspaceJobs(workspaceId, { order: 'oldest', limit: 120 });
     expect(page.jobs.map((j) => j.jobId)).toEqual(jobs.slice(0, 120).map((j) => j.jobId));

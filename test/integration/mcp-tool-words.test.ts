@@ -38,9 +38,18 @@ afterAll(async () => {
 const toolNamed = (name: string) => tools.find((t) => t.name === name);
 
 it('names each job type with the article its sound takes, in the title and the description', () => {
-  const expected: Record<string, string> = { apply_patch: 'Send an apply_patch job', run_tests: 'Send a run_tests job', run_lint: 'Send a run_lint job', open_pr: 'Send an open_pr job' };
+  const expected: Record<string, string> = {
+    apply_patch: 'Send an apply_patch job',
+    run_tests: 'Send a run_tests job',
+    run_lint: 'Send a run_lint job',
+    open_pr: 'Send an open_pr job',
+  };
   for (const [type, words] of Object.entries(expected)) {
-    expect({ type, title: toolNamed(type)?.title, description: toolNamed(type)?.description?.slice(0, words.length) }).toEqual({ type, title: words, description: words });
+    expect({
+      type,
+      title: toolNamed(type)?.title,
+      description: toolNamed(type)?.description?.slice(0, words.length),
+    }).toEqual({ type, title: words, description: words });
   }
   // Every job type of the catalog (a fork's too): "an" before a vowel, "a" before anything else.
   for (const type of JOB_TYPE_NAMES) expect(toolNamed(type)?.title).toMatch(/^Send (an [aeiou]|a [^aeiou])/i);
@@ -48,8 +57,14 @@ it('names each job type with the article its sound takes, in the title and the d
 
 it("describes every payload field of a command stage's tool (command, profile, timeoutSeconds)", () => {
   for (const type of COMMAND_JOB_TYPES) {
-    const payload = toolNamed(type)?.inputSchema.properties?.['payload'] as { properties?: Record<string, { description?: string }> } | undefined;
-    const described = Object.fromEntries(Object.entries(payload?.properties ?? {}).map(([field, schema]) => [field, (schema.description ?? '').length > 0]));
+    const payload = toolNamed(type)?.inputSchema.properties?.['payload'] as
+      { properties?: Record<string, { description?: string }> } | undefined;
+    const described = Object.fromEntries(
+      Object.entries(payload?.properties ?? {}).map(([field, schema]) => [
+        field,
+        (schema.description ?? '').length > 0,
+      ]),
+    );
     expect({ type, described }).toEqual({ type, described: { command: true, profile: true, timeoutSeconds: true } });
   }
 });

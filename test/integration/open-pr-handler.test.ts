@@ -30,7 +30,13 @@ describe('GitHubPullRequestHost over HTTP', () => {
   });
   afterEach(() => github.close());
 
-  const input = (head: string) => ({ repoUrl: REPO_URL, head, base: 'main', title: `Changes from ${head}`, body: 'by the agent' });
+  const input = (head: string) => ({
+    repoUrl: REPO_URL,
+    head,
+    base: 'main',
+    title: `Changes from ${head}`,
+    body: 'by the agent',
+  });
 
   it('creates the PR once, then finds it, sending the token', async () => {
     const host = hostFor(github);
@@ -40,7 +46,9 @@ describe('GitHubPullRequestHost over HTTP', () => {
 
     expect(created).toEqual({ number: 1, url: 'https://github.example/acme/widgets/pull/1', created: true });
     expect(found).toEqual({ ...created, created: false });
-    expect(github.pulls('acme', 'widgets')).toEqual([expect.objectContaining({ head: 'agent/ws-1', base: 'main', body: 'by the agent' })]);
+    expect(github.pulls('acme', 'widgets')).toEqual([
+      expect.objectContaining({ head: 'agent/ws-1', base: 'main', body: 'by the agent' }),
+    ]);
     expect(new Set(github.authorizations)).toEqual(new Set(['token test-token']));
   });
 
@@ -49,7 +57,11 @@ describe('GitHubPullRequestHost over HTTP', () => {
     await host.findOrCreate(input('agent/ws-1'));
     github.hideNextList();
 
-    await expect(host.findOrCreate(input('agent/ws-1'))).resolves.toEqual({ number: 1, url: expect.any(String), created: false });
+    await expect(host.findOrCreate(input('agent/ws-1'))).resolves.toEqual({
+      number: 1,
+      url: expect.any(String),
+      created: false,
+    });
     expect(github.pulls('acme', 'widgets')).toHaveLength(1);
   });
 
@@ -85,11 +97,19 @@ describe('open_pr handler (pipeline + a DynamoDB emulator + fauxqs + fake GitHub
 
   function handler() {
     // One host per handler, as per container: it keeps GitHub's limits.
-    const run = createOpenPrHandler({ ...h.deps, host: new GitHubPullRequestHost(async () => new Octokit({ auth: 'test-token', baseUrl: github.url, log: silent }), { clock: { now: () => h.now } }) });
+    const run = createOpenPrHandler({
+      ...h.deps,
+      host: new GitHubPullRequestHost(
+        async () => new Octokit({ auth: 'test-token', baseUrl: github.url, log: silent }),
+        { clock: { now: () => h.now } },
+      ),
+    });
     return (records: SQSRecord[]) => run({ Records: records });
   }
 
-  function job(payload: StageMessage<'open_pr'>['payload'] = { baseBranch: 'main', title: 'Agent changes' }): StageMessage<'open_pr'> {
+  function job(
+    payload: StageMessage<'open_pr'>['payload'] = { baseBranch: 'main', title: 'Agent changes' },
+  ): StageMessage<'open_pr'> {
     return {
       jobId: `job-${randomUUID().slice(0, 8)}`,
       workspaceId: 'ws-1',
@@ -108,10 +128,21 @@ describe('open_pr handler (pipeline + a DynamoDB emulator + fauxqs + fake GitHub
     expect((await h.deliver(handler())).failed).toBe(false);
 
     // The checks it required, passed at its commit (the harness records them: catalog `requires`).
-    const gate = [{ type: 'run_tests', jobId: `${message.jobId}.run_tests`, verdict: 'run_tests passed', sha: 'c'.repeat(40) }];
-    const result = { number: 1, url: 'https://github.example/acme/widgets/pull/1', created: true, head: 'agent/ws-1', sha: 'c'.repeat(40), gate };
+    const gate = [
+      { type: 'run_tests', jobId: `${message.jobId}.run_tests`, verdict: 'run_tests passed', sha: 'c'.repeat(40) },
+    ];
+    const result = {
+      number: 1,
+      url: 'https://github.example/acme/widgets/pull/1',
+      created: true,
+      head: 'agent/ws-1',
+      sha: 'c'.repeat(40),
+      gate,
+    };
     expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result });
-    expect(h.events).toEqual([{ type: 'AgentJobSucceeded', detail: expect.objectContaining({ jobId: message.jobId, result }) }]);
+    expect(h.events).toEqual([
+      { type: 'AgentJobSucceeded', detail: expect.objectContaining({ jobId: message.jobId, result }) },
+    ]);
   });
 
   it('repairs a crash after the create on the next delivery, without a second PR', async () => {
@@ -127,7 +158,10 @@ describe('open_pr handler (pipeline + a DynamoDB emulator + fauxqs + fake GitHub
     expect(first.failed).toBe(true);
     expect(second).toEqual({ failed: false, receiveCount: 2 });
     expect(github.pulls('acme', 'widgets')).toHaveLength(1);
-    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { number: 1, created: false } });
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({
+      status: 'SUCCEEDED',
+      result: { number: 1, created: false },
+    });
     expect(h.events.map((e) => e.type)).toEqual(['AgentJobSucceeded']);
   });
 
@@ -149,19 +183,29 @@ describe('open_pr handler (pipeline + a DynamoDB emulator + fauxqs + fake GitHub
 
     expect((await h.deliver(handler()).finally(() => sends.stop())).failed).toBe(false);
 
-    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'REJECTED_BY_TARGET' } });
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({
+      status: 'FAILED',
+      error: { reason: 'REJECTED_BY_TARGET' },
+    });
     // The DLQ copy keeps the tenant's fair-queue group (from the tenantId attribute: fauxqs returns no group).
     expect(sends.to(emulators().dlqUrls['open-pr'] as string).map((s) => s.MessageGroupId)).toEqual([message.tenantId]);
     const dead = (await h.dlqMessages()).find((m) => m.MessageAttributes?.['jobId']?.StringValue === message.jobId);
     expect(dead?.MessageAttributes?.['reason']?.StringValue).toBe('REJECTED_BY_TARGET');
-    expect(h.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'REJECTED_BY_TARGET' }) }]);
+    expect(h.events).toEqual([
+      { type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'REJECTED_BY_TARGET' }) },
+    ]);
   });
 
   it('a 403 with retry-after: 30 (a secondary rate limit) brings the next attempt no earlier than 30 s later, without spending a receive', async () => {
     const message = job();
     await h.forward(message);
     const queueUrl = emulators().queueUrls['open-pr'] as string;
-    github.failNext('POST', 403, { message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.' }, { 'retry-after': '30' });
+    github.failNext(
+      'POST',
+      403,
+      { message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.' },
+      { 'retry-after': '30' },
+    );
     const sends = recordSends(emulators().clients.sqs);
     const posts = () => github.requests.filter((r) => r.method === 'POST').length;
 
@@ -171,10 +215,19 @@ describe('open_pr handler (pipeline + a DynamoDB emulator + fauxqs + fake GitHub
     // harness's back-off is zero, so a retry on the usual back-off would be visible at once).
     expect(first.failed).toBe(false);
     const [copy] = sends.to(queueUrl);
-    expect(copy).toMatchObject({ DelaySeconds: 30, MessageBody: JSON.stringify(message), MessageGroupId: message.tenantId });
+    expect(copy).toMatchObject({
+      DelaySeconds: 30,
+      MessageBody: JSON.stringify(message),
+      MessageGroupId: message.tenantId,
+    });
     expect(Number(copy?.MessageAttributes?.[DEFERRAL_ATTRIBUTES.until]?.StringValue)).toBe(h.now + 30_000);
     expect(copy?.MessageAttributes?.[DEFERRAL_ATTRIBUTES.failedReceives]?.StringValue).toBe('0');
-    const { Attributes } = await emulators().clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesDelayed'] }));
+    const { Attributes } = await emulators().clients.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesDelayed'],
+      }),
+    );
     expect(Attributes).toMatchObject({ ApproximateNumberOfMessages: '0', ApproximateNumberOfMessagesDelayed: '1' });
     // Nothing failed: the lease is released for the copy, GitHub was asked once, nothing reported.
     expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseUntil: h.now });
@@ -187,7 +240,12 @@ describe('open_pr handler (pipeline + a DynamoDB emulator + fauxqs + fake GitHub
     const other = { ...job(), jobId: `${job().jobId}-other` };
     await h.forward(limited);
     const run = handler();
-    github.failNext('GET', 429, { message: 'API rate limit exceeded' }, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.floor(h.now / 1000) + 600) });
+    github.failNext(
+      'GET',
+      429,
+      { message: 'API rate limit exceeded' },
+      { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.floor(h.now / 1000) + 600) },
+    );
     expect((await h.deliver(run)).failed).toBe(false);
     const requests = github.requests.length;
 
@@ -207,6 +265,9 @@ describe('open_pr handler (pipeline + a DynamoDB emulator + fauxqs + fake GitHub
     h.now += (LEASE_SECONDS + 1) * 1000;
     expect((await h.deliver(handler())).failed).toBe(false);
 
-    expect(await h.ledger.getJob(message.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { number: 1, created: true } });
+    expect(await h.ledger.getJob(message.jobId)).toMatchObject({
+      status: 'SUCCEEDED',
+      result: { number: 1, created: true },
+    });
   });
 });

@@ -35,7 +35,9 @@ describe('LocalPullRequestStore', () => {
   it('creates one PR when the same head is asked for concurrently', async () => {
     const store = new LocalPullRequestStore(dir, everyBranch);
 
-    const results = await Promise.all(Array.from({ length: 5 }, () => store.findOrCreate(pr('http://h/o/r.git', 'agent/ws-1'))));
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => store.findOrCreate(pr('http://h/o/r.git', 'agent/ws-1'))),
+    );
 
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(new Set(results.map((r) => r.number))).toEqual(new Set([1]));
@@ -43,11 +45,19 @@ describe('LocalPullRequestStore', () => {
   });
 
   it('keeps its pull requests across instances (the CLI reads what the platform wrote), with no temp files left', async () => {
-    await new LocalPullRequestStore(dir, everyBranch).findOrCreate({ ...pr('http://h/o/r.git', 'agent/ws-1'), body: 'details' });
+    await new LocalPullRequestStore(dir, everyBranch).findOrCreate({
+      ...pr('http://h/o/r.git', 'agent/ws-1'),
+      body: 'details',
+    });
 
     const reader = new LocalPullRequestStore(dir, everyBranch);
 
-    await expect(reader.get('http://h/o/r.git', 1)).resolves.toMatchObject({ head: 'agent/ws-1', base: 'main', body: 'details', state: 'open' });
+    await expect(reader.get('http://h/o/r.git', 1)).resolves.toMatchObject({
+      head: 'agent/ws-1',
+      base: 'main',
+      body: 'details',
+      state: 'open',
+    });
     await expect(reader.get('http://h/o/r.git', 2)).resolves.toBeUndefined();
     await expect(reader.list('http://h/other.git')).resolves.toEqual([]);
     expect(readdirSync(dir)).toEqual([PR_STORE_FILE]);
@@ -61,12 +71,21 @@ describe('LocalPullRequestStore', () => {
       await createRepo(src, { 'README.md': 'x\n' });
       await git(src, 'branch', 'agent/ws-1');
       await server.importRepository(src, 'widgets');
-      const store = new LocalPullRequestStore(join(dir, 'state'), { branchHead: (url, branch) => resolveBranchHead(url, branch) });
+      const store = new LocalPullRequestStore(join(dir, 'state'), {
+        branchHead: (url, branch) => resolveBranchHead(url, branch),
+      });
       const repoUrl = server.repoUrl('widgets');
-      const validation = (field: string) => `(422): Validation Failed; {"resource":"PullRequest","field":"${field}","code":"invalid"}`;
+      const validation = (field: string) =>
+        `(422): Validation Failed; {"resource":"PullRequest","field":"${field}","code":"invalid"}`;
 
-      await expect(store.findOrCreate({ ...pr(repoUrl, 'agent/ws-1'), base: 'release' })).rejects.toMatchObject({ reason: 'REJECTED_BY_TARGET', message: expect.stringContaining(validation('base')) });
-      await expect(store.findOrCreate(pr(repoUrl, 'agent/gone'))).rejects.toMatchObject({ reason: 'REJECTED_BY_TARGET', message: expect.stringContaining(validation('head')) });
+      await expect(store.findOrCreate({ ...pr(repoUrl, 'agent/ws-1'), base: 'release' })).rejects.toMatchObject({
+        reason: 'REJECTED_BY_TARGET',
+        message: expect.stringContaining(validation('base')),
+      });
+      await expect(store.findOrCreate(pr(repoUrl, 'agent/gone'))).rejects.toMatchObject({
+        reason: 'REJECTED_BY_TARGET',
+        message: expect.stringContaining(validation('head')),
+      });
       await expect(store.list()).resolves.toEqual([]);
       await expect(store.findOrCreate(pr(repoUrl, 'agent/ws-1'))).resolves.toMatchObject({ number: 1, created: true });
     } finally {

@@ -58,13 +58,19 @@ describe('EventBridgePublisher', () => {
     eventBridge.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: '1' }] });
     await new EventBridgePublisher(new EventBridgeClient({}), 'bus-1').publish('AgentJobSucceeded', { jobId: 'j' });
     expect(eventBridge.commandCalls(PutEventsCommand)[0]?.args[0].input).toEqual({
-      Entries: [{ EventBusName: 'bus-1', Source: EVENT_SOURCE, DetailType: 'AgentJobSucceeded', Detail: '{"jobId":"j"}' }],
+      Entries: [
+        { EventBusName: 'bus-1', Source: EVENT_SOURCE, DetailType: 'AgentJobSucceeded', Detail: '{"jobId":"j"}' },
+      ],
     });
   });
 
   it('throws a TransientJobError when the entry is rejected', async () => {
-    eventBridge.on(PutEventsCommand).resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: 'ThrottlingException', ErrorMessage: 'slow down' }] });
-    const publish = new EventBridgePublisher(new EventBridgeClient({}), 'bus-1').publish('AgentJobFailed', { jobId: 'j' });
+    eventBridge
+      .on(PutEventsCommand)
+      .resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: 'ThrottlingException', ErrorMessage: 'slow down' }] });
+    const publish = new EventBridgePublisher(new EventBridgeClient({}), 'bus-1').publish('AgentJobFailed', {
+      jobId: 'j',
+    });
     await expect(publish).rejects.toThrow(TransientJobError);
     await expect(publish).rejects.toThrow(/ThrottlingException/);
   });
@@ -74,18 +80,33 @@ describe('S3DiffStore on the local S3', () => {
   const env = withEmulators();
   const store = () => new S3DiffStore(env().clients.s3, env().bucketName);
   // Bytes, not text: a Latin-1 "é" (0xE9) and an emoji in UTF-8, side by side.
-  const diff = Buffer.concat([Buffer.from('diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new caf'), Buffer.from([0xe9]), Buffer.from(' 😀\n')]);
+  const diff = Buffer.concat([
+    Buffer.from('diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new caf'),
+    Buffer.from([0xe9]),
+    Buffer.from(' 😀\n'),
+  ]);
 
   it('round-trips a diff byte for byte under a content-addressed key', async () => {
     const ref = await store().put('ws-1/job-1', diff);
-    expect(ref).toEqual({ bucket: env().bucketName, key: `ws-1/job-1/${ref.sha256}.diff`, sha256: expect.stringMatching(/^[0-9a-f]{64}$/), bytes: diff.length });
+    expect(ref).toEqual({
+      bucket: env().bucketName,
+      key: `ws-1/job-1/${ref.sha256}.diff`,
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      bytes: diff.length,
+    });
     expect(await store().put('ws-1/job-1', diff)).toEqual(ref);
     expect(Buffer.from(await store().get(ref)).equals(diff)).toBe(true);
   });
 
   it('refuses an object that no longer matches its reference', async () => {
     const ref = await store().put('ws-1/job-2', diff);
-    await env().clients.s3.send(new PutObjectCommand({ Bucket: ref.bucket, Key: ref.key, Body: Buffer.from(diff.toString('latin1').replace('new', 'evil'), 'latin1') }));
+    await env().clients.s3.send(
+      new PutObjectCommand({
+        Bucket: ref.bucket,
+        Key: ref.key,
+        Body: Buffer.from(diff.toString('latin1').replace('new', 'evil'), 'latin1'),
+      }),
+    );
     await expect(store().get(ref)).rejects.toMatchObject({ name: 'PermanentJobError', reason: 'INVALID_JOB' });
   });
 
@@ -102,10 +123,17 @@ describe('SecretsManagerSecrets', () => {
   afterEach(() => secretsManager.reset());
   const gitArn = 'arn:aws:secretsmanager:us-east-1:111122223333:secret:git-AbCdEf';
   const tokenArn = 'arn:aws:secretsmanager:us-east-1:111122223333:secret:gh-AbCdEf';
-  const secrets = () => new SecretsManagerSecrets({ client: new SecretsManagerClient({}), gitCredentialsArn: gitArn, githubTokenArn: tokenArn });
+  const secrets = () =>
+    new SecretsManagerSecrets({
+      client: new SecretsManagerClient({}),
+      gitCredentialsArn: gitArn,
+      githubTokenArn: tokenArn,
+    });
 
   it('reads git credentials once and serves them from the cache afterwards', async () => {
-    secretsManager.on(GetSecretValueCommand, { SecretId: gitArn }).resolves({ SecretString: '{"username":"bot","password":"p4ss"}' });
+    secretsManager
+      .on(GetSecretValueCommand, { SecretId: gitArn })
+      .resolves({ SecretString: '{"username":"bot","password":"p4ss"}' });
     const source = secrets();
     expect(await source.gitCredentials()).toEqual({ username: 'bot', password: 'p4ss' });
     expect(await source.gitCredentials()).toEqual({ username: 'bot', password: 'p4ss' });
@@ -122,24 +150,36 @@ describe('SecretsManagerSecrets', () => {
   });
 
   it('names the malformed secret without echoing its value', async () => {
-    secretsManager.on(GetSecretValueCommand, { SecretId: gitArn }).resolves({ SecretString: '{"username":"bot","pasword":"hunter2"}' });
+    secretsManager
+      .on(GetSecretValueCommand, { SecretId: gitArn })
+      .resolves({ SecretString: '{"username":"bot","pasword":"hunter2"}' });
     const read = secrets().gitCredentials();
     await expect(read).rejects.toThrow(ConfigurationError);
-    await expect(read).rejects.toThrow(new RegExp(`secret ${gitArn} \\(GIT_CREDENTIALS_SECRET_ARN\\) is malformed.*password`));
+    await expect(read).rejects.toThrow(
+      new RegExp(`secret ${gitArn} \\(GIT_CREDENTIALS_SECRET_ARN\\) is malformed.*password`),
+    );
     await expect(read).rejects.not.toThrow(/hunter2/);
   });
 
   it('refuses the placeholder a stack-created secret holds until the operator stores the credential, naming the secret', async () => {
     secretsManager
-      .on(GetSecretValueCommand, { SecretId: gitArn }).resolves({ SecretString: JSON.stringify({ username: SECRET_PLACEHOLDER, password: SECRET_PLACEHOLDER }) })
-      .on(GetSecretValueCommand, { SecretId: tokenArn }).resolves({ SecretString: SECRET_PLACEHOLDER });
+      .on(GetSecretValueCommand, { SecretId: gitArn })
+      .resolves({ SecretString: JSON.stringify({ username: SECRET_PLACEHOLDER, password: SECRET_PLACEHOLDER }) })
+      .on(GetSecretValueCommand, { SecretId: tokenArn })
+      .resolves({ SecretString: SECRET_PLACEHOLDER });
     const git = secrets().gitCredentials();
     await expect(git).rejects.toThrow(ConfigurationError);
-    await expect(git).rejects.toThrow(`secret ${gitArn} (GIT_CREDENTIALS_SECRET_ARN) still holds the placeholder ${SECRET_PLACEHOLDER}`);
-    await expect(secrets().githubToken()).rejects.toThrow(`secret ${tokenArn} (GITHUB_TOKEN_SECRET_ARN) still holds the placeholder`);
+    await expect(git).rejects.toThrow(
+      `secret ${gitArn} (GIT_CREDENTIALS_SECRET_ARN) still holds the placeholder ${SECRET_PLACEHOLDER}`,
+    );
+    await expect(secrets().githubToken()).rejects.toThrow(
+      `secret ${tokenArn} (GITHUB_TOKEN_SECRET_ARN) still holds the placeholder`,
+    );
   });
 
   it('names the missing setting when a secret ARN is not configured', async () => {
-    await expect(new SecretsManagerSecrets({ client: new SecretsManagerClient({}) }).githubToken()).rejects.toThrow('GITHUB_TOKEN_SECRET_ARN is not set');
+    await expect(new SecretsManagerSecrets({ client: new SecretsManagerClient({}) }).githubToken()).rejects.toThrow(
+      'GITHUB_TOKEN_SECRET_ARN is not set',
+    );
   });
 });

@@ -16,7 +16,13 @@ import {
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { MAX_MESSAGE_BYTES } from '../../contract/runtime-env';
 import { LEDGER_TABLE, platformQueues, queueTopology } from '../../contract/topology';
-import { DYNAMODB_EMULATOR_ENV, dynamoDbEmulatorOf, LOCAL_TABLE_NAME, startDynamoDb, startEmulators } from '../../src/local/emulators';
+import {
+  DYNAMODB_EMULATOR_ENV,
+  dynamoDbEmulatorOf,
+  LOCAL_TABLE_NAME,
+  startDynamoDb,
+  startEmulators,
+} from '../../src/local/emulators';
 import { withEmulators } from '../support/emulators';
 import { eventually } from '../support/eventually';
 
@@ -26,7 +32,9 @@ describe('local emulators', () => {
   if (!fifoSpec) throw new Error('the topology has no FIFO queue');
 
   async function attributes(queueUrl: string): Promise<Record<string, string>> {
-    const { Attributes } = await env().clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['All'] }));
+    const { Attributes } = await env().clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['All'] }),
+    );
     return Attributes ?? {};
   }
 
@@ -45,7 +53,12 @@ describe('local emulators', () => {
 
   async function sendFifo(group: string, body: string): Promise<void> {
     await env().clients.sqs.send(
-      new SendMessageCommand({ QueueUrl: env().queueUrls[fifoSpec!.name], MessageBody: body, MessageGroupId: group, MessageDeduplicationId: body }),
+      new SendMessageCommand({
+        QueueUrl: env().queueUrls[fifoSpec!.name],
+        MessageBody: body,
+        MessageGroupId: group,
+        MessageDeduplicationId: body,
+      }),
     );
   }
 
@@ -60,10 +73,18 @@ describe('local emulators', () => {
       const dlq = await attributes(dlqUrl!);
       expect(queue.VisibilityTimeout).toBe(String(spec.visibilityTimeoutSeconds));
       expect(queue.MaximumMessageSize).toBe(String(MAX_MESSAGE_BYTES));
-      expect(JSON.parse(queue.RedrivePolicy ?? '{}')).toEqual({ deadLetterTargetArn: dlq.QueueArn, maxReceiveCount: spec.maxReceiveCount });
+      expect(JSON.parse(queue.RedrivePolicy ?? '{}')).toEqual({
+        deadLetterTargetArn: dlq.QueueArn,
+        maxReceiveCount: spec.maxReceiveCount,
+      });
       for (const attrs of [queue, dlq]) {
         if (spec.fifo) {
-          expect(attrs).toMatchObject({ FifoQueue: 'true', ContentBasedDeduplication: 'false', DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
+          expect(attrs).toMatchObject({
+            FifoQueue: 'true',
+            ContentBasedDeduplication: 'false',
+            DeduplicationScope: 'messageGroup',
+            FifoThroughputLimit: 'perMessageGroupId',
+          });
         } else {
           expect(attrs.FifoQueue).toBeUndefined();
         }
@@ -75,14 +96,20 @@ describe('local emulators', () => {
   it('creates the ledger table with the byWorkspace, byList and byDueTime indexes', async () => {
     const { Table } = await env().clients.dynamodb.send(new DescribeTableCommand({ TableName: env().tableName }));
     expect(Table?.KeySchema).toEqual([{ AttributeName: LEDGER_TABLE.partitionKey, KeyType: 'HASH' }]);
-    const keysByIndex = Object.fromEntries((Table?.GlobalSecondaryIndexes ?? []).map((index) => [index.IndexName, index.KeySchema]));
-    expect(keysByIndex).toEqual(Object.fromEntries([LEDGER_TABLE.workspaceIndex, LEDGER_TABLE.listIndex, LEDGER_TABLE.dueIndex].map((index) => [
-      index.name,
-      [
-        { AttributeName: index.partitionKey, KeyType: 'HASH' },
-        { AttributeName: index.sortKey, KeyType: 'RANGE' },
-      ],
-    ])));
+    const keysByIndex = Object.fromEntries(
+      (Table?.GlobalSecondaryIndexes ?? []).map((index) => [index.IndexName, index.KeySchema]),
+    );
+    expect(keysByIndex).toEqual(
+      Object.fromEntries(
+        [LEDGER_TABLE.workspaceIndex, LEDGER_TABLE.listIndex, LEDGER_TABLE.dueIndex].map((index) => [
+          index.name,
+          [
+            { AttributeName: index.partitionKey, KeyType: 'HASH' },
+            { AttributeName: index.sortKey, KeyType: 'RANGE' },
+          ],
+        ]),
+      ),
+    );
   });
 
   // The whole of 127.0.0.0/8 reaches this machine, but a socket bound to 127.0.0.1 answers there
@@ -118,7 +145,9 @@ describe('local emulators', () => {
     expect(second.map((m) => m.Body)).toEqual(['a2']);
 
     for (const message of [...second, ...first.filter((m) => m !== a1)]) {
-      await env().clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }));
+      await env().clients.sqs.send(
+        new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }),
+      );
     }
   });
 
@@ -167,7 +196,9 @@ describe('a DynamoDB emulator whose process is killed', () => {
   // the port its restart takes again; in process, dynalite dies with it anyway.
   it('stops listening', async () => {
     const start = `require(${JSON.stringify(path.resolve(__dirname, '../../src/local/emulators'))}).startDynamoDb(process.env.${DYNAMODB_EMULATOR_ENV} || 'dynalite', { port: 0 }).then((db) => console.log(db.endpoint))`;
-    const child = spawn(process.execPath, ['--require', 'tsx/cjs', '--eval', start], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', '--eval', start], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const [line] = (await once(child.stdout, 'data')) as [Buffer];
     const port = Number(new URL(line.toString().trim()).port);
     await connected('127.0.0.1', port);
@@ -175,7 +206,15 @@ describe('a DynamoDB emulator whose process is killed', () => {
     child.kill('SIGKILL');
     await once(child, 'exit');
 
-    await eventually(() => connected('127.0.0.1', port).then(() => 'open', (error: NodeJS.ErrnoException) => error.code), (state) => state === 'ECONNREFUSED', { what: `port ${port} to close` });
+    await eventually(
+      () =>
+        connected('127.0.0.1', port).then(
+          () => 'open',
+          (error: NodeJS.ErrnoException) => error.code,
+        ),
+      (state) => state === 'ECONNREFUSED',
+      { what: `port ${port} to close` },
+    );
   });
 });
 
@@ -185,19 +224,40 @@ describe('local emulators on disk', () => {
     try {
       // A ledger written by an older version: the table with only the workspace index.
       const server = await startDynamoDb(dynamoDbEmulatorOf(), { port: 0, dbPath: dir });
-      const client = new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'l', secretAccessKey: 'l' } });
+      const client = new DynamoDBClient({
+        endpoint: server.endpoint,
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'l', secretAccessKey: 'l' },
+      });
       const index = LEDGER_TABLE.workspaceIndex;
-      await client.send(new CreateTableCommand({
-        TableName: LOCAL_TABLE_NAME,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }, { AttributeName: index.partitionKey, AttributeType: 'S' }, { AttributeName: index.sortKey, AttributeType: 'N' }],
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        GlobalSecondaryIndexes: [{ IndexName: index.name, KeySchema: [{ AttributeName: index.partitionKey, KeyType: 'HASH' }, { AttributeName: index.sortKey, KeyType: 'RANGE' }], Projection: { ProjectionType: 'ALL' } }],
-      }));
+      await client.send(
+        new CreateTableCommand({
+          TableName: LOCAL_TABLE_NAME,
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: [
+            { AttributeName: 'pk', AttributeType: 'S' },
+            { AttributeName: index.partitionKey, AttributeType: 'S' },
+            { AttributeName: index.sortKey, AttributeType: 'N' },
+          ],
+          KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+          GlobalSecondaryIndexes: [
+            {
+              IndexName: index.name,
+              KeySchema: [
+                { AttributeName: index.partitionKey, KeyType: 'HASH' },
+                { AttributeName: index.sortKey, KeyType: 'RANGE' },
+              ],
+              Projection: { ProjectionType: 'ALL' },
+            },
+          ],
+        }),
+      );
       client.destroy();
       await server.stop();
 
-      await expect(startEmulators({ dynamoDbPath: dir })).rejects.toThrow(`lacks the index ${LEDGER_TABLE.listIndex.name}, ${LEDGER_TABLE.dueIndex.name} of this version: start again with --reset`);
+      await expect(startEmulators({ dynamoDbPath: dir })).rejects.toThrow(
+        `lacks the index ${LEDGER_TABLE.listIndex.name}, ${LEDGER_TABLE.dueIndex.name} of this version: start again with --reset`,
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -207,12 +267,16 @@ describe('local emulators on disk', () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'agent-jobs-dynamodb-'));
     try {
       const first = await startEmulators({ dynamoDbPath: dir });
-      await first.clients.dynamodb.send(new PutCommand({ TableName: first.tableName, Item: { pk: 'ws#kept', state: 'ACTIVE' } }));
+      await first.clients.dynamodb.send(
+        new PutCommand({ TableName: first.tableName, Item: { pk: 'ws#kept', state: 'ACTIVE' } }),
+      );
       await first.stop();
 
       const second = await startEmulators({ dynamoDbPath: dir });
       try {
-        const { Item } = await second.clients.dynamodb.send(new GetCommand({ TableName: second.tableName, Key: { pk: 'ws#kept' }, ConsistentRead: true }));
+        const { Item } = await second.clients.dynamodb.send(
+          new GetCommand({ TableName: second.tableName, Key: { pk: 'ws#kept' }, ConsistentRead: true }),
+        );
         expect(Item).toEqual({ pk: 'ws#kept', state: 'ACTIVE' });
       } finally {
         await second.stop();

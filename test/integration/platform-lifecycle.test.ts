@@ -9,7 +9,13 @@ import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { JsonlEventLog } from '../../src/adapters/events';
 import { localLedger } from '../../src/compose/local';
 import { eventDetail } from '../../src/core/pipeline';
-import { PlatformAlreadyRunningError, PortInUseError, readPlatformInfo, startPlatform, type LocalPlatform } from '../../src/local/platform';
+import {
+  PlatformAlreadyRunningError,
+  PortInUseError,
+  readPlatformInfo,
+  startPlatform,
+  type LocalPlatform,
+} from '../../src/local/platform';
 import { portsFile } from '../../src/local/stable-ports';
 import { claimOf, newJob } from '../support/ledger-contract';
 
@@ -42,7 +48,8 @@ describe('local platform lifecycle', () => {
   afterEach(async () => {
     await Promise.all(started.splice(0).map((p) => p.stop()));
     // A platform child that did not exit (a failed test) must not outlive the test.
-    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    for (const child of children.splice(0))
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await rm(path.dirname(stateDir), { recursive: true, force: true });
   });
 
@@ -58,7 +65,11 @@ describe('local platform lifecycle', () => {
     await first.stop();
 
     const read = async (platform: LocalPlatform) =>
-      (await platform.emulators.clients.dynamodb.send(new GetCommand({ TableName: platform.info.tableName, Key: { pk: item.pk }, ConsistentRead: true }))).Item;
+      (
+        await platform.emulators.clients.dynamodb.send(
+          new GetCommand({ TableName: platform.info.tableName, Key: { pk: item.pk }, ConsistentRead: true }),
+        )
+      ).Item;
     const second = await start();
     expect(await read(second)).toEqual(item);
     await second.stop();
@@ -74,7 +85,12 @@ describe('local platform lifecycle', () => {
 
     const second = await start();
 
-    expect(second.info).toMatchObject({ endpoints: info.endpoints, gitUrl: info.gitUrl, queueUrls: info.queueUrls, dlqUrls: info.dlqUrls });
+    expect(second.info).toMatchObject({
+      endpoints: info.endpoints,
+      gitUrl: info.gitUrl,
+      queueUrls: info.queueUrls,
+      dlqUrls: info.dlqUrls,
+    });
     expect(second.git.repoUrl('app')).toBe(first.git.repoUrl('app'));
   });
 
@@ -111,7 +127,10 @@ describe('local platform lifecycle', () => {
     expect(second.unfinishedAtStart).toBe(1);
     const ledger = localLedger(second.emulators);
     expect((await ledger.getJob(orphan.jobId))?.leaseUntil).toBeLessThanOrEqual(Date.now());
-    expect(await ledger.claim(claimOf(orphan, { now: Date.now() }))).toMatchObject({ kind: 'claimed', record: { attempt: 2 } });
+    expect(await ledger.claim(claimOf(orphan, { now: Date.now() }))).toMatchObject({
+      kind: 'claimed',
+      record: { attempt: 2 },
+    });
   });
 
   // Seen in a chaos run: a worker recorded SUCCEEDED and the platform was killed before the event;
@@ -123,10 +142,18 @@ describe('local platform lifecycle', () => {
     const succeed = async (job = newJob()) => {
       const claim = claimOf(job, { now: Date.now() });
       await ledger.claim(claim);
-      return ledger.complete({ jobId: job.jobId, owner: claim.owner, now: Date.now(), verdict: { status: 'SUCCEEDED', result: { commitSha: 'c'.repeat(40) } } });
+      return ledger.complete({
+        jobId: job.jobId,
+        owner: claim.owner,
+        now: Date.now(),
+        verdict: { status: 'SUCCEEDED', result: { commitSha: 'c'.repeat(40) } },
+      });
     };
     const announced = await succeed();
-    await events.publish('AgentJobSucceeded', eventDetail(announced, { status: 'SUCCEEDED', result: announced.result ?? {} }, announced.attempt));
+    await events.publish(
+      'AgentJobSucceeded',
+      eventDetail(announced, { status: 'SUCCEEDED', result: announced.result ?? {} }, announced.attempt),
+    );
     const missed = await succeed();
     await first.stop();
 
@@ -142,10 +169,14 @@ describe('local platform lifecycle', () => {
   it('stops on SIGINT: removes platform.json, closes every port and lets the process exit by itself', async () => {
     // `local up` as npm start runs it. The process must end on its own after stop(): a leaked
     // timer, socket or child keeps it alive.
-    const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'bin', 'agent-jobs.js'), 'local', 'up', '--state-dir', stateDir], {
-      cwd: PROJECT_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [path.join(PROJECT_ROOT, 'bin', 'agent-jobs.js'), 'local', 'up', '--state-dir', stateDir],
+      {
+        cwd: PROJECT_ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     children.push(child);
     let stdout = '';
     let stderr = '';
@@ -165,6 +196,7 @@ describe('local platform lifecycle', () => {
     const [code] = await exited;
     expect({ code, stderr }).toEqual({ code: 0, stderr: 'local platform stopped\n' });
     expect(await readPlatformInfo(stateDir)).toBeUndefined();
-    for (const url of [info!.endpoints.sqs, info!.endpoints.dynamodb, info!.gitUrl]) expect(await listening(url)).toBe(false);
+    for (const url of [info!.endpoints.sqs, info!.endpoints.dynamodb, info!.gitUrl])
+      expect(await listening(url)).toBe(false);
   });
 });

@@ -1,4 +1,10 @@
-import { ChangeMessageVisibilityCommand, CreateQueueCommand, GetQueueAttributesCommand, SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityCommand,
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  SQSClient,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { LOCAL_REGION } from '../../src/local/emulators';
 import { recordsToDelete, startQueuePoller, type LocalHandler, type PollerOptions } from '../../src/local/poller';
@@ -12,15 +18,23 @@ describe('queue poller (local event source mapping)', () => {
 
   async function queue(name: string) {
     const queueUrl = env().queueUrls[name]!;
-    const { Attributes } = await env().clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+    const { Attributes } = await env().clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+    );
     return { queueUrl, queueArn: Attributes!.QueueArn! };
   }
 
   async function counts(queueUrl: string): Promise<{ visible: number; inFlight: number }> {
     const { Attributes = {} } = await env().clients.sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
     );
-    return { visible: Number(Attributes.ApproximateNumberOfMessages), inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible) };
+    return {
+      visible: Number(Attributes.ApproximateNumberOfMessages),
+      inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible),
+    };
   }
 
   async function poller(name: string, handler: LocalHandler, overrides: Partial<PollerOptions> = {}) {
@@ -43,19 +57,37 @@ describe('queue poller (local event source mapping)', () => {
   it('delivers Lambda-shaped records, deletes the successes and leaves the failures to their visibility', async () => {
     const { queueUrl, queueArn } = await queue('open-pr');
     for (const body of ['ok', 'retry-me']) {
-      await env().clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: { jobId: { DataType: 'String', StringValue: body } } }));
+      await env().clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: body,
+          MessageAttributes: { jobId: { DataType: 'String', StringValue: body } },
+        }),
+      );
     }
     const seen: SQSRecord[] = [];
     const running = await poller('open-pr', async (event: SQSEvent): Promise<SQSBatchResponse> => {
       seen.push(...event.Records);
-      const failures = event.Records.filter((r) => r.body === 'retry-me' && r.attributes.ApproximateReceiveCount === '1');
+      const failures = event.Records.filter(
+        (r) => r.body === 'retry-me' && r.attributes.ApproximateReceiveCount === '1',
+      );
       // What the pipeline does for a transient failure: report it and set its back-off (here: none).
       for (const record of failures) {
-        await env().clients.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle, VisibilityTimeout: 0 }));
+        await env().clients.sqs.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: queueUrl,
+            ReceiptHandle: record.receiptHandle,
+            VisibilityTimeout: 0,
+          }),
+        );
       }
       return { batchItemFailures: failures.map((r) => ({ itemIdentifier: r.messageId })) };
     });
-    await eventually(() => seen.map((r) => r.body), (bodies) => bodies.filter((b) => b === 'retry-me').length === 2 && bodies.includes('ok'), { what: 'ok once and retry-me twice' });
+    await eventually(
+      () => seen.map((r) => r.body),
+      (bodies) => bodies.filter((b) => b === 'retry-me').length === 2 && bodies.includes('ok'),
+      { what: 'ok once and retry-me twice' },
+    );
     await running.stop();
 
     expect(seen.filter((r) => r.body === 'ok')).toHaveLength(1);
@@ -64,9 +96,14 @@ describe('queue poller (local event source mapping)', () => {
       eventSourceARN: queueArn,
       awsRegion: LOCAL_REGION,
       attributes: { ApproximateReceiveCount: '1', SentTimestamp: expect.stringMatching(/^\d+$/) },
-      messageAttributes: { jobId: { dataType: 'String', stringValue: 'ok', stringListValues: [], binaryListValues: [] } },
+      messageAttributes: {
+        jobId: { dataType: 'String', stringValue: 'ok', stringListValues: [], binaryListValues: [] },
+      },
     });
-    expect(seen.filter((r) => r.body === 'retry-me').map((r) => r.attributes.ApproximateReceiveCount)).toEqual(['1', '2']);
+    expect(seen.filter((r) => r.body === 'retry-me').map((r) => r.attributes.ApproximateReceiveCount)).toEqual([
+      '1',
+      '2',
+    ]);
     expect(await counts(queueUrl)).toEqual({ visible: 0, inFlight: 0 });
   });
 
@@ -88,7 +125,14 @@ describe('queue poller (local event source mapping)', () => {
     const { queueUrl } = await queue('agent-jobs');
     const groups = Array.from({ length: 12 }, (_, i) => `ws#concurrency-${i}`);
     for (const group of groups) {
-      await env().clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: group, MessageGroupId: group, MessageDeduplicationId: group }));
+      await env().clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: group,
+          MessageGroupId: group,
+          MessageDeduplicationId: group,
+        }),
+      );
     }
     let inFlight = 0;
     let maxInFlight = 0;
@@ -108,7 +152,11 @@ describe('queue poller (local event source mapping)', () => {
       },
       { batchSize: 1, maxConcurrency: 3 },
     );
-    await eventually(() => handled.length, (n) => n === groups.length, { what: `all ${groups.length} groups handled` });
+    await eventually(
+      () => handled.length,
+      (n) => n === groups.length,
+      { what: `all ${groups.length} groups handled` },
+    );
     await running.stop();
     expect(maxInFlight).toBe(3);
     expect(handled.sort()).toEqual([...groups].sort());
@@ -117,13 +165,21 @@ describe('queue poller (local event source mapping)', () => {
   it('keeps one receive open, whatever its concurrency: an idle slot does not hold a long poll of its own', async () => {
     // A queue of its own: receives the earlier tests' pollers abandoned still wait in fauxqs and
     // would take the first message sent to their queue.
-    const { QueueUrl: queueUrl } = await env().clients.sqs.send(new CreateQueueCommand({ QueueName: 'one-receive.fifo', Attributes: { FifoQueue: 'true' } }));
+    const { QueueUrl: queueUrl } = await env().clients.sqs.send(
+      new CreateQueueCommand({ QueueName: 'one-receive.fifo', Attributes: { FifoQueue: 'true' } }),
+    );
     if (!queueUrl) throw new Error('no queue url');
-    const { Attributes } = await env().clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+    const { Attributes } = await env().clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+    );
     // Receives waiting on this queue at once, seen by SDK middleware on the poller's own client.
     let open = 0;
     let mostOpen = 0;
-    const sqs = new SQSClient({ endpoint: env().endpoints.sqs, region: LOCAL_REGION, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    const sqs = new SQSClient({
+      endpoint: env().endpoints.sqs,
+      region: LOCAL_REGION,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
     sqs.middlewareStack.add(
       (next, context) => async (args) => {
         if (context.commandName !== 'ReceiveMessageCommand') return next(args);
@@ -137,15 +193,30 @@ describe('queue poller (local event source mapping)', () => {
       { step: 'initialize', name: 'openReceives' },
     );
     const handled: string[] = [];
-    const running = await poller('agent-jobs', async (event) => void handled.push(...event.Records.map((r) => r.body)), {
-      sqs,
-      queueUrl,
-      queueArn: Attributes!.QueueArn!,
-      maxConcurrency: 5,
-    });
+    const running = await poller(
+      'agent-jobs',
+      async (event) => void handled.push(...event.Records.map((r) => r.body)),
+      {
+        sqs,
+        queueUrl,
+        queueArn: Attributes!.QueueArn!,
+        maxConcurrency: 5,
+      },
+    );
     for (const group of ['ws#one-receive-a', 'ws#one-receive-b', 'ws#one-receive-c']) {
-      await env().clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: group, MessageGroupId: group, MessageDeduplicationId: group }));
-      await eventually(() => handled, (bodies) => bodies.includes(group), { what: `${group} handled` });
+      await env().clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: group,
+          MessageGroupId: group,
+          MessageDeduplicationId: group,
+        }),
+      );
+      await eventually(
+        () => handled,
+        (bodies) => bodies.includes(group),
+        { what: `${group} handled` },
+      );
     }
     await running.stop();
     sqs.destroy();
@@ -159,7 +230,10 @@ describe('recordsToDelete', () => {
 
   it('deletes every record not reported as failed', () => {
     expect(recordsToDelete(batch, undefined)).toEqual(batch);
-    expect(recordsToDelete(batch, { batchItemFailures: [{ itemIdentifier: 'b' }] })?.map((r) => r.messageId)).toEqual(['a', 'c']);
+    expect(recordsToDelete(batch, { batchItemFailures: [{ itemIdentifier: 'b' }] })?.map((r) => r.messageId)).toEqual([
+      'a',
+      'c',
+    ]);
   });
 
   it('fails the whole batch on an empty or unknown item identifier, as Lambda does', () => {

@@ -50,11 +50,16 @@ describe("the README's From code example", () => {
     const packed = await execFileP('npm', ['run', '--silent', 'pack:producer', '--', project], { cwd: ROOT });
     const tarball = packed.stdout.trim().split('\n').pop() ?? '';
     expect(path.basename(tarball)).toMatch(/^agent-jobs-producer-.+\.tgz$/);
-    await writeFile(path.join(project, 'package.json'), JSON.stringify({ name: 'agent', private: true, type: 'module' }));
+    await writeFile(
+      path.join(project, 'package.json'),
+      JSON.stringify({ name: 'agent', private: true, type: 'module' }),
+    );
     // Offline: the package's dependencies (the SDK clients, zod) are linked from this project's
     // node_modules, at the versions it names, so npm installs the tarball without the registry.
     const manifest = await execFileP('tar', ['-xzOf', tarball, 'package/package.json']);
-    for (const name of Object.keys((JSON.parse(manifest.stdout) as { dependencies: Record<string, string> }).dependencies)) {
+    for (const name of Object.keys(
+      (JSON.parse(manifest.stdout) as { dependencies: Record<string, string> }).dependencies,
+    )) {
       await mkdir(path.dirname(path.join(project, 'node_modules', name)), { recursive: true });
       await symlink(path.join(ROOT, 'node_modules', name), path.join(project, 'node_modules', name));
     }
@@ -63,11 +68,24 @@ describe("the README's From code example", () => {
     await writeFile(path.join(project, 'agent.ts'), code ?? '');
     await writeFile(
       path.join(project, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true, types: ['node'], typeRoots: [path.join(ROOT, 'node_modules/@types')] }, files: ['agent.ts'] }),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          noEmit: true,
+          types: ['node'],
+          typeRoots: [path.join(ROOT, 'node_modules/@types')],
+        },
+        files: ['agent.ts'],
+      }),
     );
-    await execFileP(path.join(ROOT, 'node_modules/.bin/tsc'), ['-p', project], { cwd: project }).catch((error: { stdout: string }) => {
-      throw new Error(`the README's example does not type-check in an agent's project:\n${error.stdout}`);
-    });
+    await execFileP(path.join(ROOT, 'node_modules/.bin/tsc'), ['-p', project], { cwd: project }).catch(
+      (error: { stdout: string }) => {
+        throw new Error(`the README's example does not type-check in an agent's project:\n${error.stdout}`);
+      },
+    );
 
     const diff = 'diff --git a/notes.txt b/notes.txt\n--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-flaky\n+fixed\n';
     await writeFile(path.join(project, 'change.diff'), diff);
@@ -94,7 +112,11 @@ describe("the README's From code example", () => {
       workspaceId: 'ws1',
       tenantId: 'acme',
       type: 'apply_patch',
-      payload: { repo: { url: 'https://github.com/acme/app.git', branch: 'agent/ws1' }, diff, message: 'Fix the flaky test' },
+      payload: {
+        repo: { url: 'https://github.com/acme/app.git', branch: 'agent/ws1' },
+        diff,
+        message: 'Fix the flaky test',
+      },
     });
   });
 });

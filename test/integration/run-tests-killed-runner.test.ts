@@ -40,7 +40,11 @@ afterAll(() => removeDir(root));
 
 /** Starts a runner process with one run and resolves once it started; `kill()` is kill -9. */
 async function runnerProcess(config: RunnerProcessConfig): Promise<{ buildId: string; kill(): Promise<void> }> {
-  const child = spawn(process.execPath, ['-r', 'tsx/cjs', ENTRY, JSON.stringify(config)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+  const child = spawn(process.execPath, ['-r', 'tsx/cjs', ENTRY, JSON.stringify(config)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_NO_WARNINGS: '1' },
+  });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -67,7 +71,15 @@ const sleepTag = () => `600.${process.pid}${++nextTag}`;
 
 describe.each<[string, Confinement | undefined, { diesWithThePlatform: boolean }]>([
   ['at the best level the machine allows', undefined, { diesWithThePlatform: true }],
-  ...(MACHINE_CONFINES ? [['in namespaces', { kind: 'namespaces', reason: 'this test runs the level used where bubblewrap is missing' }, { diesWithThePlatform: true }] as [string, Confinement, { diesWithThePlatform: boolean }]] : []),
+  ...(MACHINE_CONFINES
+    ? [
+        [
+          'in namespaces',
+          { kind: 'namespaces', reason: 'this test runs the level used where bubblewrap is missing' },
+          { diesWithThePlatform: true },
+        ] as [string, Confinement, { diesWithThePlatform: boolean }],
+      ]
+    : []),
   ['unconfined', { kind: 'none', reason: 'this test runs the unconfined path' }, { diesWithThePlatform: false }],
 ])('a run whose platform is killed, %s', (_name, confinement, { diesWithThePlatform }) => {
   let stateDir: string;
@@ -85,18 +97,38 @@ describe.each<[string, Confinement | undefined, { diesWithThePlatform: boolean }
 
   it(`leaves nothing: ${diesWithThePlatform ? 'its processes die with the platform' : 'what its processes left is ended at the next start'}, its directory is removed, its output kept`, async () => {
     const command = `echo before-the-kill; setsid sh -c 'exec sleep ${tag}' & sleep ${tag} & exec sleep ${tag}`;
-    const runner = await runnerProcess({ stateDir, scratchDir, repoUrl: repo.url, sha: repo.sha, command, ...(confinement && { confinement }) });
-    await eventually(async () => processesSleeping(tag), (pids) => pids.length === 3, { what: `the run's three processes sleeping ${tag}` });
+    const runner = await runnerProcess({
+      stateDir,
+      scratchDir,
+      repoUrl: repo.url,
+      sha: repo.sha,
+      command,
+      ...(confinement && { confinement }),
+    });
+    await eventually(
+      async () => processesSleeping(tag),
+      (pids) => pids.length === 3,
+      { what: `the run's three processes sleeping ${tag}` },
+    );
 
     await runner.kill();
 
     if (diesWithThePlatform) {
-      await eventually(async () => processesSleeping(tag), (pids) => pids.length === 0, { what: `the run's processes to die with the platform`, timeoutMs: 10_000 });
+      await eventually(
+        async () => processesSleeping(tag),
+        (pids) => pids.length === 0,
+        { what: `the run's processes to die with the platform`, timeoutMs: 10_000 },
+      );
     }
     const restarted = new LocalTestRunner({ stateDir, scratchDir, ...(confinement && { confinement }) });
     const orphans = await restarted.takeOrphanedRuns();
 
-    expect(orphans).toEqual([expect.objectContaining({ buildId: runner.buildId, status: expect.objectContaining({ state: 'ERROR', status: 'STOPPED' }) })]);
+    expect(orphans).toEqual([
+      expect.objectContaining({
+        buildId: runner.buildId,
+        status: expect.objectContaining({ state: 'ERROR', status: 'STOPPED' }),
+      }),
+    ]);
     expect(processesSleeping(tag)).toEqual([]);
     expect(readdirSync(scratchDir)).toEqual([]);
     expect(await readRunOutput(join(stateDir), runner.buildId)).toContain('before-the-kill');

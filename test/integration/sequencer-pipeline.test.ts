@@ -20,7 +20,6 @@ import { withEmulators } from '../support/emulators';
 
 const LEASE_SECONDS = 60;
 
-
 const PIN = { sha: 'e'.repeat(40), repoUrl: 'http://127.0.0.1:1/hb.git', branch: 'agent/ws-hb' };
 describe('pipeline heartbeat on a stage queue', () => {
   const emulators = withEmulators();
@@ -30,7 +29,11 @@ describe('pipeline heartbeat on a stage queue', () => {
   let ledger: DynamoDbLedger;
 
   beforeAll(() => {
-    ledger = new DynamoDbLedger({ client: emulators().clients.dynamodb, tableName: emulators().tableName, retentionDays: 30 });
+    ledger = new DynamoDbLedger({
+      client: emulators().clients.dynamodb,
+      tableName: emulators().tableName,
+      retentionDays: 30,
+    });
   });
 
   afterEach(async () => {
@@ -66,7 +69,14 @@ describe('pipeline heartbeat on a stage queue', () => {
 
   /** A run_tests job pinned as the sequencer pins it (FORWARDED with its pin), on the stage queue. */
   async function sendJob(): Promise<JobEnvelope> {
-    const job: JobEnvelope = { jobId: `job-${randomUUID()}`, workspaceId: 'ws-hb', tenantId: 't', type: 'run_tests', createdAt: '2026-01-01T00:00:00Z', payload: {} };
+    const job: JobEnvelope = {
+      jobId: `job-${randomUUID()}`,
+      workspaceId: 'ws-hb',
+      tenantId: 't',
+      type: 'run_tests',
+      createdAt: '2026-01-01T00:00:00Z',
+      payload: {},
+    };
     const owner = `sequencer-${randomUUID()}`;
     await ledger.claim({ job, digest: jobDigest(job), owner, now: Date.now(), leaseMs: 60_000, consumer: 'sequencer' });
     await ledger.complete({ jobId: job.jobId, owner, now: Date.now(), verdict: { status: 'FORWARDED', pin: PIN } });
@@ -74,7 +84,9 @@ describe('pipeline heartbeat on a stage queue', () => {
       new SendMessageCommand({
         QueueUrl: stageUrl(),
         MessageBody: JSON.stringify({ ...job, pin: PIN }),
-        MessageAttributes: Object.fromEntries(Object.entries(jobAttributes(job)).map(([k, v]) => [k, { DataType: 'String', StringValue: v }])),
+        MessageAttributes: Object.fromEntries(
+          Object.entries(jobAttributes(job)).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]),
+        ),
       }),
     );
     return job;
@@ -85,12 +97,18 @@ describe('pipeline heartbeat on a stage queue', () => {
     const arn = await queueArn(sqs(), stageUrl());
     let leases: (number | undefined)[] = [];
 
-    const response = await deliver(sqs(), stageUrl(), arn, await receive(sqs(), stageUrl()), handlerFor(async (ctx) => {
-      const before = ctx.claimed.leaseUntil;
-      clockOffset = 30_000;
-      await ctx.heartbeat();
-      leases = [before, (await ledger.getJob(job.jobId))?.leaseUntil];
-    }));
+    const response = await deliver(
+      sqs(),
+      stageUrl(),
+      arn,
+      await receive(sqs(), stageUrl()),
+      handlerFor(async (ctx) => {
+        const before = ctx.claimed.leaseUntil;
+        clockOffset = 30_000;
+        await ctx.heartbeat();
+        leases = [before, (await ledger.getJob(job.jobId))?.leaseUntil];
+      }),
+    );
 
     expect(response).toEqual({ batchItemFailures: [] });
     const [before, after] = leases as [number, number];
@@ -103,17 +121,41 @@ describe('pipeline heartbeat on a stage queue', () => {
     const arn = await queueArn(sqs(), stageUrl());
     let heartbeatError: unknown;
 
-    const response = await deliver(sqs(), stageUrl(), arn, await receive(sqs(), stageUrl()), handlerFor(async (ctx) => {
-      // The visibility timeout ran out: the message is no longer this worker's.
-      await sqs().send(new ChangeMessageVisibilityCommand({ QueueUrl: stageUrl(), ReceiptHandle: ctx.record.receiptHandle, VisibilityTimeout: 0 }));
-      heartbeatError = await ctx.heartbeat().catch((e: unknown) => e);
-      if (heartbeatError) throw heartbeatError;
-    }));
+    const response = await deliver(
+      sqs(),
+      stageUrl(),
+      arn,
+      await receive(sqs(), stageUrl()),
+      handlerFor(async (ctx) => {
+        // The visibility timeout ran out: the message is no longer this worker's.
+        await sqs().send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: stageUrl(),
+            ReceiptHandle: ctx.record.receiptHandle,
+            VisibilityTimeout: 0,
+          }),
+        );
+        heartbeatError = await ctx.heartbeat().catch((e: unknown) => e);
+        if (heartbeatError) throw heartbeatError;
+      }),
+    );
 
     expect(heartbeatError).toMatchObject({ message: expect.stringMatching(/visibility/i) });
     expect(response.batchItemFailures).toHaveLength(1);
     // The failed worker gave its lease back, so the redelivery can claim at once.
-    expect((await ledger.claim({ job, digest: (await ledger.getJob(job.jobId))?.digest ?? '', owner: 'next', now: Date.now(), leaseMs: 60_000, consumer: 'stage', pin: PIN })).kind).toBe('claimed');
+    expect(
+      (
+        await ledger.claim({
+          job,
+          digest: (await ledger.getJob(job.jobId))?.digest ?? '',
+          owner: 'next',
+          now: Date.now(),
+          leaseMs: 60_000,
+          consumer: 'stage',
+          pin: PIN,
+        })
+      ).kind,
+    ).toBe('claimed');
   });
 
   it('stops a worker whose lease was taken over: its heartbeat fails and it records nothing', async () => {
@@ -122,14 +164,28 @@ describe('pipeline heartbeat on a stage queue', () => {
     const batch = await receive(sqs(), stageUrl());
     let heartbeatError: unknown;
 
-    const response = await deliver(sqs(), stageUrl(), arn, batch, handlerFor(async (ctx) => {
-      // Another worker takes the job over after the lease ran out.
-      clockOffset = LEASE_SECONDS * 1000;
-      const { pin, ...envelope } = parseStageMessage(ctx.record.body);
-      await ledger.claim({ job: envelope, digest: ctx.claimed.digest, owner: 'other', now: Date.now() + clockOffset, leaseMs: 60_000, consumer: 'stage', pin });
-      heartbeatError = await ctx.heartbeat().catch((e: unknown) => e);
-      if (heartbeatError) throw heartbeatError;
-    }));
+    const response = await deliver(
+      sqs(),
+      stageUrl(),
+      arn,
+      batch,
+      handlerFor(async (ctx) => {
+        // Another worker takes the job over after the lease ran out.
+        clockOffset = LEASE_SECONDS * 1000;
+        const { pin, ...envelope } = parseStageMessage(ctx.record.body);
+        await ledger.claim({
+          job: envelope,
+          digest: ctx.claimed.digest,
+          owner: 'other',
+          now: Date.now() + clockOffset,
+          leaseMs: 60_000,
+          consumer: 'stage',
+          pin,
+        });
+        heartbeatError = await ctx.heartbeat().catch((e: unknown) => e);
+        if (heartbeatError) throw heartbeatError;
+      }),
+    );
 
     expect(heartbeatError).toBeInstanceOf(LeaseLostError);
     expect(response.batchItemFailures).toHaveLength(1);

@@ -70,7 +70,11 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     root = await mkdtemp(join(tmpdir(), 'sequencer-it-'));
     gitServer = await startGitServer({ root: join(root, 'remotes') });
     events = new JsonlEventLog(join(root, 'events.jsonl'));
-    ledger = new DynamoDbLedger({ client: emulators().clients.dynamodb, tableName: emulators().tableName, retentionDays: 30 });
+    ledger = new DynamoDbLedger({
+      client: emulators().clients.dynamodb,
+      tableName: emulators().tableName,
+      retentionDays: 30,
+    });
   });
 
   afterAll(async () => {
@@ -80,7 +84,14 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
 
   afterEach(async () => {
     // Every test leaves the shared queues empty for the next one.
-    await Promise.all(queueTopology().map((spec) => spec.name).flatMap((q) => [drain(sqs(), emulators().queueUrls[q] as string), drain(sqs(), emulators().dlqUrls[q] as string)]));
+    await Promise.all(
+      queueTopology()
+        .map((spec) => spec.name)
+        .flatMap((q) => [
+          drain(sqs(), emulators().queueUrls[q] as string),
+          drain(sqs(), emulators().dlqUrls[q] as string),
+        ]),
+    );
     clockOffset = 0;
     metrics.length = 0;
   });
@@ -110,7 +121,13 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
   const realGit = () => localGit(join(root, 'work'));
 
   /** The real git adapter, except that `jobId`'s commits go through `instead` (fault injection), given the real one. */
-  function gitExceptFor(jobId: string, instead: (request: Parameters<WorkspaceGit['commitPatch']>[0], real: WorkspaceGit) => ReturnType<WorkspaceGit['commitPatch']>): WorkspaceGit {
+  function gitExceptFor(
+    jobId: string,
+    instead: (
+      request: Parameters<WorkspaceGit['commitPatch']>[0],
+      real: WorkspaceGit,
+    ) => ReturnType<WorkspaceGit['commitPatch']>,
+  ): WorkspaceGit {
     const git = realGit();
     return {
       branchHead: (url, branch) => git.branchHead(url, branch),
@@ -135,7 +152,8 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     const workspaceId = `ws-${randomUUID().slice(0, 8)}`;
     const src = await mkdtemp(join(root, 'src-'));
     await writeFile(join(src, 'log.txt'), 'line 0\n');
-    const git = (...args: string[]) => run('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], { cwd: src });
+    const git = (...args: string[]) =>
+      run('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], { cwd: src });
     await git('init', '-q', '-b', 'main');
     await git('add', 'log.txt');
     await git('commit', '-q', '-m', 'initial');
@@ -154,7 +172,11 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
       tenantId: TENANT,
       type: 'apply_patch',
       createdAt: '2026-01-01T00:00:00Z',
-      payload: { repo: { url: ws.repoUrl, branch: 'main' }, diff: diff ?? appendDiff(ws.lines, line), message: `append ${line}` },
+      payload: {
+        repo: { url: ws.repoUrl, branch: 'main' },
+        diff: diff ?? appendDiff(ws.lines, line),
+        message: `append ${line}`,
+      },
     };
     if (diff === undefined) ws.lines.push(line);
     return job;
@@ -166,7 +188,14 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
 
   /** Commits on the remote main branch after the initial one, oldest first, as [jobId trailer, subject]. */
   async function remoteCommits(ws: Workspace): Promise<string[]> {
-    const { stdout } = await run('git', ['--git-dir', ws.gitDir, 'log', '--reverse', '--format=%(trailers:key=Agent-Job-Id,valueonly,separator=)', 'main']);
+    const { stdout } = await run('git', [
+      '--git-dir',
+      ws.gitDir,
+      'log',
+      '--reverse',
+      '--format=%(trailers:key=Agent-Job-Id,valueonly,separator=)',
+      'main',
+    ]);
     return stdout.split('\n').filter((l) => l.trim() !== '');
   }
 
@@ -191,15 +220,21 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
           QueueUrl: queueUrl(),
           MessageBody: message.Body,
           MessageGroupId: messageGroupId(job.workspaceId),
-          MessageDeduplicationId: createHash('sha256').update(`${job.jobId}:${job.type}:redrive:${message.MessageId}`).digest('hex'),
+          MessageDeduplicationId: createHash('sha256')
+            .update(`${job.jobId}:${job.type}:redrive:${message.MessageId}`)
+            .digest('hex'),
           MessageAttributes: Object.fromEntries(
-            Object.entries({ ...jobAttributes(job), redrive: token }).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]),
+            Object.entries({ ...jobAttributes(job), redrive: token }).map(([k, v]) => [
+              k,
+              { DataType: 'String', StringValue: v },
+            ]),
           ),
         }),
       );
     }
   }
-  const eventsOf = async (jobId: string) => (await events.readFrom(0)).events.filter((e) => e.detail['jobId'] === jobId || e.detail['blockedBy'] === jobId);
+  const eventsOf = async (jobId: string) =>
+    (await events.readFrom(0)).events.filter((e) => e.detail['jobId'] === jobId || e.detail['blockedBy'] === jobId);
 
   /** Fault injection around the real SQS adapter: the first DLQ send fails; back-offs are recorded. */
   function dlqDownOnce(real: QueueOps): { queueOps: QueueOps; backoffs: number[] } {
@@ -235,11 +270,23 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
       }
     }
     const first = workspaces[0] as Workspace;
-    const tests: JobEnvelope = { jobId: `job-${randomUUID()}`, workspaceId: first.workspaceId, tenantId: TENANT, type: 'run_tests', createdAt: '2026-01-01T00:00:00Z', payload: {} };
+    const tests: JobEnvelope = {
+      jobId: `job-${randomUUID()}`,
+      workspaceId: first.workspaceId,
+      tenantId: TENANT,
+      type: 'run_tests',
+      createdAt: '2026-01-01T00:00:00Z',
+      payload: {},
+    };
     await send(tests);
 
     const sends = recordSends(sqs());
-    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()), concurrency: 2 }).finally(() => sends.stop());
+    const { responses } = await driveQueue({
+      sqs: sqs(),
+      queueUrl: queueUrl(),
+      handler: createSequencer(deps()),
+      concurrency: 2,
+    }).finally(() => sends.stop());
 
     expect(responses.flatMap((r) => r.batchItemFailures)).toEqual([]);
     for (const ws of workspaces) {
@@ -254,7 +301,10 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     const head = (await ledger.getWorkspace(first.workspaceId))?.head;
     const stage = await drain(sqs(), emulators().queueUrls['run-tests'] as string);
     expect(stage).toHaveLength(1);
-    expect(JSON.parse(stage[0]?.Body ?? '{}')).toEqual({ ...tests, pin: { sha: head, repoUrl: first.repoUrl, branch: 'main' } });
+    expect(JSON.parse(stage[0]?.Body ?? '{}')).toEqual({
+      ...tests,
+      pin: { sha: head, repoUrl: first.repoUrl, branch: 'main' },
+    });
     expect(attr(stage[0] as Message, 'jobId')).toBe(tests.jobId);
     // The stage queue is a fair queue: the forward names the tenant as its group (fauxqs takes it but does not return it).
     expect(sends.to(emulators().queueUrls['run-tests'] as string).map((s) => s.MessageGroupId)).toEqual([TENANT]);
@@ -264,7 +314,14 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
   it('acknowledges a duplicate delivery without a second commit, and re-forwards a staged job with the same pin', async () => {
     const ws = await newWorkspace();
     const patch = patchJob(ws);
-    const tests: JobEnvelope = { jobId: `job-${randomUUID()}`, workspaceId: ws.workspaceId, tenantId: TENANT, type: 'run_tests', createdAt: '2026-01-01T00:00:00Z', payload: {} };
+    const tests: JobEnvelope = {
+      jobId: `job-${randomUUID()}`,
+      workspaceId: ws.workspaceId,
+      tenantId: TENANT,
+      type: 'run_tests',
+      createdAt: '2026-01-01T00:00:00Z',
+      payload: {},
+    };
     await send(patch);
     await send(tests);
     const handler = createSequencer(deps());
@@ -279,7 +336,11 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
 
     expect(delivered).toHaveLength(2);
     expect(await remoteCommits(ws)).toEqual([patch.jobId]);
-    expect(await ledger.getJob(patch.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 1, result: { alreadyApplied: false } });
+    expect(await ledger.getJob(patch.jobId)).toMatchObject({
+      status: 'SUCCEEDED',
+      attempt: 1,
+      result: { alreadyApplied: false },
+    });
     const forwarded = await drain(sqs(), emulators().queueUrls['run-tests'] as string);
     const pins = forwarded.map((m) => JSON.parse(m.Body ?? '{}').pin);
     expect(pins).toHaveLength(2);
@@ -290,7 +351,14 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
   it('leaves a forwarded job that its stage failed to the stage: a late redelivery does not dead-letter it, and reports the recorded outcome again (the stage may have died before its event)', async () => {
     const ws = await newWorkspace();
     const patch = patchJob(ws);
-    const pr: JobEnvelope = { jobId: `job-${randomUUID()}`, workspaceId: ws.workspaceId, tenantId: TENANT, type: 'open_pr', createdAt: '2026-01-01T00:00:00Z', payload: { baseBranch: 'main', title: 'agent work' } };
+    const pr: JobEnvelope = {
+      jobId: `job-${randomUUID()}`,
+      workspaceId: ws.workspaceId,
+      tenantId: TENANT,
+      type: 'open_pr',
+      createdAt: '2026-01-01T00:00:00Z',
+      payload: { baseBranch: 'main', title: 'agent work' },
+    };
     const handler = createSequencer(deps());
     const arn = await queueArn(sqs(), queueUrl());
     await send(patch);
@@ -301,16 +369,34 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     expect(await deliver(sqs(), queueUrl(), arn, forwarded, handler)).toEqual({ batchItemFailures: [] });
     // The open_pr stage takes the job and fails it (it goes to the stage's DLQ there).
     const pin = (await ledger.getJob(pr.jobId))?.pin;
-    const stage = { job: pr, digest: jobDigest(pr), owner: randomUUID(), now: Date.now(), leaseMs: LEASE_SECONDS * 1000, consumer: 'stage' as const, pin };
+    const stage = {
+      job: pr,
+      digest: jobDigest(pr),
+      owner: randomUUID(),
+      now: Date.now(),
+      leaseMs: LEASE_SECONDS * 1000,
+      consumer: 'stage' as const,
+      pin,
+    };
     expect((await ledger.claim(stage)).kind).toBe('claimed');
     const failure = { reason: 'REJECTED_BY_TARGET', message: 'no commits between main and main' };
-    await ledger.complete({ jobId: pr.jobId, owner: stage.owner, now: Date.now(), verdict: { status: 'FAILED', error: failure } });
+    await ledger.complete({
+      jobId: pr.jobId,
+      owner: stage.owner,
+      now: Date.now(),
+      verdict: { status: 'FAILED', error: failure },
+    });
 
     // The sequencer's acknowledgement of the forward was lost: SQS delivers the FIFO message again.
     expect(await handler({ Records: forwarded.map((m) => toSqsRecord(m, arn)) })).toEqual({ batchItemFailures: [] });
 
     expect(await drain(sqs(), dlqUrl())).toEqual([]);
-    expect(await eventsOf(pr.jobId)).toEqual([expect.objectContaining({ type: 'AgentJobFailed', detail: expect.objectContaining({ jobId: pr.jobId, reason: 'REJECTED_BY_TARGET' }) })]);
+    expect(await eventsOf(pr.jobId)).toEqual([
+      expect.objectContaining({
+        type: 'AgentJobFailed',
+        detail: expect.objectContaining({ jobId: pr.jobId, reason: 'REJECTED_BY_TARGET' }),
+      }),
+    ]);
     expect(await drain(sqs(), emulators().queueUrls['open-pr'] as string)).toHaveLength(1);
     expect(await ledger.getJob(pr.jobId)).toMatchObject({ status: 'FAILED', error: failure, attempt: 1 });
   });
@@ -329,7 +415,11 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
         await events.publish(type, detail);
       },
     };
-    const { batches } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer({ ...deps(), events: flakyBus }) });
+    const { batches } = await driveQueue({
+      sqs: sqs(),
+      queueUrl: queueUrl(),
+      handler: createSequencer({ ...deps(), events: flakyBus }),
+    });
 
     expect(batches).toBe(2);
     expect(await remoteCommits(ws)).toEqual([patch.jobId]);
@@ -349,7 +439,13 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     await held.entered;
 
     // The visibility timeout runs out while the first worker is still inside git.
-    await sqs().send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl(), ReceiptHandle: firstBatch[0]?.ReceiptHandle, VisibilityTimeout: 0 }));
+    await sqs().send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: queueUrl(),
+        ReceiptHandle: firstBatch[0]?.ReceiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
     const secondBatch = await receive(sqs(), queueUrl());
     expect(secondBatch.map((m) => m.MessageId)).toEqual(firstBatch.map((m) => m.MessageId));
     const second = await deliver(sqs(), queueUrl(), arn, secondBatch, createSequencer(deps()));
@@ -385,7 +481,11 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
 
     expect(crashed).toBe(true);
     expect(await remoteCommits(ws)).toEqual([crashing.jobId, next.jobId]);
-    expect(await ledger.getJob(crashing.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 2, result: { alreadyApplied: true } });
+    expect(await ledger.getJob(crashing.jobId)).toMatchObject({
+      status: 'SUCCEEDED',
+      attempt: 2,
+      result: { alreadyApplied: true },
+    });
     expect(await ledger.getJob(next.jobId)).toMatchObject({ status: 'SUCCEEDED' });
   });
 
@@ -407,14 +507,23 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     client.destroy();
 
     // claim, the branch's binding (one workspace per branch), cursor, head + cursor done, complete
-    expect(operations).toEqual(['UpdateItemCommand', 'UpdateItemCommand', 'UpdateItemCommand', 'UpdateItemCommand', 'UpdateItemCommand']);
+    expect(operations).toEqual([
+      'UpdateItemCommand',
+      'UpdateItemCommand',
+      'UpdateItemCommand',
+      'UpdateItemCommand',
+      'UpdateItemCommand',
+    ]);
   });
 
   it('applies a claim-checked diff read from the diff store', async () => {
     const ws = await newWorkspace();
     const job = patchJob(ws);
     const { diff, ...payload } = job.payload;
-    const diffRef = await new S3DiffStore(emulators().clients.s3, emulators().bucketName).put(`${ws.workspaceId}/${job.jobId}`, Buffer.from(diff as string));
+    const diffRef = await new S3DiffStore(emulators().clients.s3, emulators().bucketName).put(
+      `${ws.workspaceId}/${job.jobId}`,
+      Buffer.from(diff as string),
+    );
     await send({ ...job, payload: { ...payload, diffRef } });
 
     await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
@@ -436,13 +545,18 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
         MessageBody: JSON.stringify(reused),
         MessageGroupId: messageGroupId(ws.workspaceId),
         MessageDeduplicationId: deduplicationId(`${original.jobId}-later`, 'apply_patch'),
-        MessageAttributes: Object.fromEntries(Object.entries(jobAttributes(reused)).map(([k, v]) => [k, { DataType: 'String', StringValue: v }])),
+        MessageAttributes: Object.fromEntries(
+          Object.entries(jobAttributes(reused)).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]),
+        ),
       }),
     );
 
     await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
 
-    expect(await ledger.getJob(original.jobId)).toMatchObject({ status: 'SUCCEEDED', result: { alreadyApplied: false } });
+    expect(await ledger.getJob(original.jobId)).toMatchObject({
+      status: 'SUCCEEDED',
+      result: { alreadyApplied: false },
+    });
     const dlq = await drain(sqs(), dlqUrl());
     expect(dlq.map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([[original.jobId, 'CONFLICT']]);
     expect(JSON.parse(dlq[0]?.Body ?? '{}')).toEqual(reused);
@@ -456,11 +570,22 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
 
   it('retries a poison message with its back-off when the DLQ send fails', async () => {
     const body = '{"jobId": "not-a-job"}';
-    await sqs().send(new SendMessageCommand({ QueueUrl: queueUrl(), MessageBody: body, MessageGroupId: 'ws#poison', MessageDeduplicationId: randomUUID() }));
+    await sqs().send(
+      new SendMessageCommand({
+        QueueUrl: queueUrl(),
+        MessageBody: body,
+        MessageGroupId: 'ws#poison',
+        MessageDeduplicationId: randomUUID(),
+      }),
+    );
     const base = deps();
     const { queueOps, backoffs } = dlqDownOnce(base.queueOps);
 
-    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer({ ...base, queueOps }) });
+    const { responses } = await driveQueue({
+      sqs: sqs(),
+      queueUrl: queueUrl(),
+      handler: createSequencer({ ...base, queueOps }),
+    });
 
     expect(responses.map((r) => r.batchItemFailures.length)).toEqual([1, 0]);
     expect(backoffs).toEqual([0]);
@@ -469,7 +594,14 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
   });
 
   it('moves a poison message to the DLQ with the reason and acknowledges it', async () => {
-    await sqs().send(new SendMessageCommand({ QueueUrl: queueUrl(), MessageBody: '{"jobId": not json', MessageGroupId: 'ws#poison', MessageDeduplicationId: randomUUID() }));
+    await sqs().send(
+      new SendMessageCommand({
+        QueueUrl: queueUrl(),
+        MessageBody: '{"jobId": not json',
+        MessageGroupId: 'ws#poison',
+        MessageDeduplicationId: randomUUID(),
+      }),
+    );
 
     const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
 
@@ -492,9 +624,21 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
 
     expect(await remoteCommits(ws)).toEqual([good.jobId]);
-    expect(await ledger.getJob(bad.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'PATCH_DOES_NOT_APPLY' } });
-    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: bad.jobId, blockedReason: 'PATCH_DOES_NOT_APPLY' });
-    for (const job of later) expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'SKIPPED', blockedBy: bad.jobId, error: { reason: 'SKIPPED' } });
+    expect(await ledger.getJob(bad.jobId)).toMatchObject({
+      status: 'FAILED',
+      error: { reason: 'PATCH_DOES_NOT_APPLY' },
+    });
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({
+      state: 'BLOCKED',
+      blockedBy: bad.jobId,
+      blockedReason: 'PATCH_DOES_NOT_APPLY',
+    });
+    for (const job of later)
+      expect(await ledger.getJob(job.jobId)).toMatchObject({
+        status: 'SKIPPED',
+        blockedBy: bad.jobId,
+        error: { reason: 'SKIPPED' },
+      });
     const dlq = await drain(sqs(), dlqUrl());
     expect(dlq.map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([
       [bad.jobId, 'PATCH_DOES_NOT_APPLY'],
@@ -502,10 +646,23 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     ]);
     expect(dlq.every((m) => m.Attributes?.['MessageGroupId'] === messageGroupId(ws.workspaceId))).toBe(true);
     // The skipped jobs keep their place in the workspace's order, for a replay.
-    expect((await ledger.listWorkspaceJobs(ws.workspaceId)).map((j) => j.jobId)).toEqual([good, bad, ...later].map((j) => j.jobId));
+    expect((await ledger.listWorkspaceJobs(ws.workspaceId)).map((j) => j.jobId)).toEqual(
+      [good, bad, ...later].map((j) => j.jobId),
+    );
     // The fence goes up before the failure is reported, so no later job can slip through.
-    expect((await eventsOf(bad.jobId)).map((e) => e.type)).toEqual(['WorkspaceBlocked', 'AgentJobFailed', 'AgentJobSkipped', 'AgentJobSkipped']);
-    expect(metrics.map((m) => m.metric).sort()).toEqual(['JobFailed', 'JobSkipped', 'JobSkipped', 'JobSucceeded', 'WorkspaceBlocked']);
+    expect((await eventsOf(bad.jobId)).map((e) => e.type)).toEqual([
+      'WorkspaceBlocked',
+      'AgentJobFailed',
+      'AgentJobSkipped',
+      'AgentJobSkipped',
+    ]);
+    expect(metrics.map((m) => m.metric).sort()).toEqual([
+      'JobFailed',
+      'JobSkipped',
+      'JobSkipped',
+      'JobSucceeded',
+      'WorkspaceBlocked',
+    ]);
   });
 
   it('runs the skipped jobs in their original order when an operator unblocks and redrives them', async () => {
@@ -522,8 +679,13 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
 
     expect(await remoteCommits(ws)).toEqual(skipped.map((j) => j.jobId));
-    for (const job of skipped) expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
-    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE', currentJobId: skipped[1]?.jobId, currentDone: true });
+    for (const job of skipped)
+      expect(await ledger.getJob(job.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({
+      state: 'ACTIVE',
+      currentJobId: skipped[1]?.jobId,
+      currentDone: true,
+    });
     expect(await drain(sqs(), dlqUrl())).toEqual([]);
   });
 
@@ -534,13 +696,23 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     const base = deps();
     const { queueOps, backoffs } = dlqDownOnce(base.queueOps);
 
-    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer({ ...base, queueOps }) });
+    const { responses } = await driveQueue({
+      sqs: sqs(),
+      queueUrl: queueUrl(),
+      handler: createSequencer({ ...base, queueOps }),
+    });
 
     expect(responses.map((r) => r.batchItemFailures.length)).toEqual([1, 0]);
     expect(backoffs).toEqual([0]);
-    expect(await ledger.getJob(bad.jobId)).toMatchObject({ status: 'FAILED', attempt: 1, error: { reason: 'PATCH_DOES_NOT_APPLY' } });
+    expect(await ledger.getJob(bad.jobId)).toMatchObject({
+      status: 'FAILED',
+      attempt: 1,
+      error: { reason: 'PATCH_DOES_NOT_APPLY' },
+    });
     expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: bad.jobId });
-    expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([[bad.jobId, 'PATCH_DOES_NOT_APPLY']]);
+    expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([
+      [bad.jobId, 'PATCH_DOES_NOT_APPLY'],
+    ]);
     expect((await eventsOf(bad.jobId)).map((e) => e.type)).toEqual(['WorkspaceBlocked', 'AgentJobFailed']);
   });
 
@@ -572,11 +744,18 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
       throw new TransientJobError('remote answered 503');
     });
 
-    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps({ git: flakyGit })) });
+    const { responses } = await driveQueue({
+      sqs: sqs(),
+      queueUrl: queueUrl(),
+      handler: createSequencer(deps({ git: flakyGit })),
+    });
 
     expect(attempts).toBe(5);
     expect(responses.filter((r) => r.batchItemFailures.length > 0)).toHaveLength(4);
-    expect(await ledger.getJob(stuck.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'RETRIES_EXHAUSTED' } });
+    expect(await ledger.getJob(stuck.jobId)).toMatchObject({
+      status: 'FAILED',
+      error: { reason: 'RETRIES_EXHAUSTED' },
+    });
     expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: stuck.jobId });
     expect(await ledger.getJob(after.jobId)).toMatchObject({ status: 'SKIPPED', blockedBy: stuck.jobId });
     expect((await drain(sqs(), dlqUrl())).map((m) => attr(m, 'reason'))).toEqual(['RETRIES_EXHAUSTED', 'SKIPPED']);
@@ -597,7 +776,10 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
       throw new TransientJobError('remote answered 503');
     });
     await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps({ git: pushThenFail })) });
-    expect(await ledger.getJob(pushed.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'RETRIES_EXHAUSTED' } });
+    expect(await ledger.getJob(pushed.jobId)).toMatchObject({
+      status: 'FAILED',
+      error: { reason: 'RETRIES_EXHAUSTED' },
+    });
     expect(await remoteCommits(ws)).toEqual([pushed.jobId]);
 
     // The operator's remedy (README, failure reasons): unblock, redrive in order.
@@ -620,19 +802,34 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     const refusing: Ledger = Object.assign(Object.create(ledger) as DynamoDbLedger, {
       claim: async (request: Parameters<Ledger['claim']>[0]) => {
         if (request.job.jobId === poisoned.jobId) {
-          throw Object.assign(new Error('Item size has exceeded the maximum allowed size'), { name: 'ValidationException', $fault: 'client', $metadata: { httpStatusCode: 400 } });
+          throw Object.assign(new Error('Item size has exceeded the maximum allowed size'), {
+            name: 'ValidationException',
+            $fault: 'client',
+            $metadata: { httpStatusCode: 400 },
+          });
         }
         return ledger.claim(request);
       },
     });
 
-    const { responses } = await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps({ ledger: refusing })) });
+    const { responses } = await driveQueue({
+      sqs: sqs(),
+      queueUrl: queueUrl(),
+      handler: createSequencer(deps({ ledger: refusing })),
+    });
 
     expect(responses.every((r) => r.batchItemFailures.length === 0)).toBe(true);
-    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: poisoned.jobId, blockedReason: 'UNEXPECTED_ERROR' });
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({
+      state: 'BLOCKED',
+      blockedBy: poisoned.jobId,
+      blockedReason: 'UNEXPECTED_ERROR',
+    });
     expect(await ledger.getJob(after.jobId)).toMatchObject({ status: 'SKIPPED', blockedBy: poisoned.jobId });
     expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'reason'), attr(m, 'errorMessage')])).toEqual([
-      ['UNEXPECTED_ERROR', 'ValidationException: Item size has exceeded the maximum allowed size (retrying cannot cure it)'],
+      [
+        'UNEXPECTED_ERROR',
+        'ValidationException: Item size has exceeded the maximum allowed size (retrying cannot cure it)',
+      ],
       ['SKIPPED', expect.any(String)],
     ]);
     expect(await remoteCommits(ws)).toEqual([]);
@@ -643,22 +840,39 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     const lost = patchJob(ws);
     const next = patchJob(ws);
     // A worker took `lost` and died on every delivery until SQS's redrive removed it.
-    await ledger.takeWorkspace({ workspaceId: ws.workspaceId, jobId: lost.jobId, repo: lost.payload.repo, now: Date.now() });
+    await ledger.takeWorkspace({
+      workspaceId: ws.workspaceId,
+      jobId: lost.jobId,
+      repo: lost.payload.repo,
+      now: Date.now(),
+    });
     await send(next);
 
     await driveQueue({ sqs: sqs(), queueUrl: queueUrl(), handler: createSequencer(deps()) });
 
-    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: lost.jobId, blockedReason: 'PREDECESSOR_UNFINISHED' });
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({
+      state: 'BLOCKED',
+      blockedBy: lost.jobId,
+      blockedReason: 'PREDECESSOR_UNFINISHED',
+    });
     expect(await ledger.getJob(next.jobId)).toMatchObject({ status: 'SKIPPED', blockedBy: lost.jobId });
-    expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([[next.jobId, 'SKIPPED']]);
+    expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([
+      [next.jobId, 'SKIPPED'],
+    ]);
     expect(await remoteCommits(ws)).toEqual([]);
   });
 
   /** Makes a received message visible again at once, as SQS does when its visibility or back-off ends. */
   const comeBack = (message: Message | undefined) =>
-    sqs().send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl(), ReceiptHandle: message?.ReceiptHandle, VisibilityTimeout: 0 }));
+    sqs().send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: queueUrl(),
+        ReceiptHandle: message?.ReceiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
 
-  it("waits for a previous job still at work whose message ran out of receives meanwhile, instead of fencing the workspace by a job that did not fail", async () => {
+  it('waits for a previous job still at work whose message ran out of receives meanwhile, instead of fencing the workspace by a job that did not fail', async () => {
     const ws = await newWorkspace();
     const slow = patchJob(ws);
     const next = patchJob(ws);
@@ -675,7 +889,9 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     for (let receives = 2; receives <= SEQUENCER.maxReceiveCount; receives++) {
       await comeBack(batch[0]);
       batch = await receive(sqs(), queueUrl());
-      expect((await deliver(sqs(), queueUrl(), arn, batch, createSequencer(deps()))).batchItemFailures).toEqual([{ itemIdentifier: batch[0]?.MessageId }]);
+      expect((await deliver(sqs(), queueUrl(), arn, batch, createSequencer(deps()))).batchItemFailures).toEqual([
+        { itemIdentifier: batch[0]?.MessageId },
+      ]);
     }
     await comeBack(batch[0]);
     batch = await receive(sqs(), queueUrl());
@@ -694,7 +910,9 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE' });
     expect(await remoteCommits(ws)).toEqual([slow.jobId, next.jobId]);
     // The redriven copy of the job that then succeeded: no reason, nothing was recorded for it.
-    expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([[slow.jobId, undefined]]);
+    expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([
+      [slow.jobId, undefined],
+    ]);
   });
 
   it('fences the workspace on its last allowed receive when the previous job is still unfinished then: the wait is bounded', async () => {
@@ -702,22 +920,42 @@ describe('sequencer handler (fauxqs + a DynamoDB emulator + loopback git)', () =
     const lost = patchJob(ws);
     const next = patchJob(ws);
     // A worker holds `lost` (claimed, the cursor taken) and never finishes it; its message is gone.
-    await ledger.claim({ job: lost, digest: jobDigest(lost), owner: 'stuck-worker', now: Date.now(), leaseMs: LEASE_SECONDS * 1000, consumer: 'sequencer' });
-    await ledger.takeWorkspace({ workspaceId: ws.workspaceId, jobId: lost.jobId, repo: lost.payload.repo, now: Date.now() });
+    await ledger.claim({
+      job: lost,
+      digest: jobDigest(lost),
+      owner: 'stuck-worker',
+      now: Date.now(),
+      leaseMs: LEASE_SECONDS * 1000,
+      consumer: 'sequencer',
+    });
+    await ledger.takeWorkspace({
+      workspaceId: ws.workspaceId,
+      jobId: lost.jobId,
+      repo: lost.payload.repo,
+      now: Date.now(),
+    });
     await send(next);
     const arn = await queueArn(sqs(), queueUrl());
 
     for (let receives = 1; receives < SEQUENCER.maxReceiveCount; receives++) {
       const batch = await receive(sqs(), queueUrl());
-      expect((await deliver(sqs(), queueUrl(), arn, batch, createSequencer(deps()))).batchItemFailures).toEqual([{ itemIdentifier: batch[0]?.MessageId }]);
+      expect((await deliver(sqs(), queueUrl(), arn, batch, createSequencer(deps()))).batchItemFailures).toEqual([
+        { itemIdentifier: batch[0]?.MessageId },
+      ]);
       expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'ACTIVE' });
       await comeBack(batch[0]);
     }
     const last = await receive(sqs(), queueUrl());
     expect((await deliver(sqs(), queueUrl(), arn, last, createSequencer(deps()))).batchItemFailures).toEqual([]);
 
-    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({ state: 'BLOCKED', blockedBy: lost.jobId, blockedReason: 'PREDECESSOR_UNFINISHED' });
+    expect(await ledger.getWorkspace(ws.workspaceId)).toMatchObject({
+      state: 'BLOCKED',
+      blockedBy: lost.jobId,
+      blockedReason: 'PREDECESSOR_UNFINISHED',
+    });
     expect(await ledger.getJob(next.jobId)).toMatchObject({ status: 'SKIPPED', blockedBy: lost.jobId });
-    expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([[next.jobId, 'SKIPPED']]);
+    expect((await drain(sqs(), dlqUrl())).map((m) => [attr(m, 'jobId'), attr(m, 'reason')])).toEqual([
+      [next.jobId, 'SKIPPED'],
+    ]);
   });
 });

@@ -4,7 +4,12 @@
  * start, on fauxqs, never on timings. The messages are sent as the sequencer sends them (group =
  * tenant, which fauxqs drops; the tenantId attribute, which the poller reads).
  */
-import { ChangeMessageVisibilityCommand, CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityCommand,
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { stringAttributes } from '../../contract/messages';
 import { queueTopology } from '../../contract/topology';
@@ -29,8 +34,12 @@ describe('stage poller: tenants in turn', () => {
   /** A standard queue of the test's own (receives a stopped poller abandoned would take messages). */
   async function stageQueue(attributes: Record<string, string> = {}): Promise<{ queueUrl: string; queueArn: string }> {
     const { sqs } = env().clients;
-    const { QueueUrl: queueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: `fair-stage-${++queues}`, Attributes: attributes }));
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+    const { QueueUrl: queueUrl } = await sqs.send(
+      new CreateQueueCommand({ QueueName: `fair-stage-${++queues}`, Attributes: attributes }),
+    );
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+    );
     urls.set(Attributes!.QueueArn!, queueUrl!);
     return { queueUrl: queueUrl!, queueArn: Attributes!.QueueArn! };
   }
@@ -40,7 +49,12 @@ describe('stage poller: tenants in turn', () => {
 
   async function sendJob(queueUrl: string, tenantId: string, jobId: string): Promise<void> {
     await env().clients.sqs.send(
-      new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: jobId, MessageGroupId: tenantGroupId(tenantId), MessageAttributes: stringAttributes({ jobId, tenantId }) }),
+      new SendMessageCommand({
+        QueueUrl: queueUrl,
+        MessageBody: jobId,
+        MessageGroupId: tenantGroupId(tenantId),
+        MessageAttributes: stringAttributes({ jobId, tenantId }),
+      }),
     );
   }
 
@@ -52,12 +66,22 @@ describe('stage poller: tenants in turn', () => {
 
   async function counts(queueUrl: string): Promise<{ visible: number; inFlight: number }> {
     const { Attributes = {} } = await env().clients.sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
     );
-    return { visible: Number(Attributes.ApproximateNumberOfMessages), inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible) };
+    return {
+      visible: Number(Attributes.ApproximateNumberOfMessages),
+      inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible),
+    };
   }
 
-  function poll(queue: { queueUrl: string; queueArn: string }, handler: (event: SQSEvent) => Promise<void>, overrides: Partial<PollerOptions> = {}): QueuePoller {
+  function poll(
+    queue: { queueUrl: string; queueArn: string },
+    handler: (event: SQSEvent) => Promise<void>,
+    overrides: Partial<PollerOptions> = {},
+  ): QueuePoller {
     const poller = startQueuePoller({
       name: 'run_tests',
       sqs: env().clients.sqs,
@@ -91,7 +115,13 @@ describe('stage poller: tenants in turn', () => {
         if (started.length > 1) return;
         // A running job keeps its own message invisible (the pipeline's heartbeat does the same).
         for (const record of event.Records) {
-          await env().clients.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrlOf(record.eventSourceARN), ReceiptHandle: record.receiptHandle, VisibilityTimeout: 60 }));
+          await env().clients.sqs.send(
+            new ChangeMessageVisibilityCommand({
+              QueueUrl: queueUrlOf(record.eventSourceARN),
+              ReceiptHandle: record.receiptHandle,
+              VisibilityTimeout: 60,
+            }),
+          );
         }
         await held;
       },
@@ -104,21 +134,35 @@ describe('stage poller: tenants in turn', () => {
     const jobs = heldFirstBatch();
     poll(queue, jobs.handler, { order: 'tenant' });
     // The first job holds the only slot until the poller has received every other message.
-    await eventually(() => counts(queue.queueUrl), (c) => c.visible === 0, { what: 'every message received by the poller' });
+    await eventually(
+      () => counts(queue.queueUrl),
+      (c) => c.visible === 0,
+      { what: 'every message received by the poller' },
+    );
     jobs.release();
-    await eventually(() => jobs.started.length, (n) => n === NOISY + 1, { what: 'every job started' });
+    await eventually(
+      () => jobs.started.length,
+      (n) => n === NOISY + 1,
+      { what: 'every job started' },
+    );
 
     expect(jobs.started.indexOf('quiet-1')).toBeLessThanOrEqual(2);
     // A tenant's own jobs keep their order.
-    expect(jobs.started.filter((j) => j.startsWith('noisy'))).toEqual(Array.from({ length: NOISY }, (_, i) => `noisy-${i + 1}`));
+    expect(jobs.started.filter((j) => j.startsWith('noisy'))).toEqual(
+      Array.from({ length: NOISY }, (_, i) => `noisy-${i + 1}`),
+    );
   });
 
-  it('in arrival order (the FIFO queue\'s polling, and fauxqs on its own) the quiet job starts after the whole burst', async () => {
+  it("in arrival order (the FIFO queue's polling, and fauxqs on its own) the quiet job starts after the whole burst", async () => {
     const queue = await stageQueue();
     await burstThenQuiet(queue.queueUrl);
     const started: string[] = [];
     poll(queue, async (event) => void started.push(...event.Records.map((r) => r.body)), { order: 'arrival' });
-    await eventually(() => started.length, (n) => n === NOISY + 1, { what: 'every job started' });
+    await eventually(
+      () => started.length,
+      (n) => n === NOISY + 1,
+      { what: 'every job started' },
+    );
 
     expect(started.indexOf('quiet-1')).toBe(NOISY);
   });
@@ -131,7 +175,11 @@ describe('stage poller: tenants in turn', () => {
     // A lookahead the waiting messages fill: no receive is open when it stops (fauxqs would hand
     // released messages to a receive the poller abandoned).
     const poller = poll(queue, jobs.handler, { order: 'tenant', visibilityTimeoutSeconds, lookahead: NOISY });
-    await eventually(() => counts(queue.queueUrl), (c) => c.visible === 0, { what: 'every message received by the poller' });
+    await eventually(
+      () => counts(queue.queueUrl),
+      (c) => c.visible === 0,
+      { what: 'every message received by the poller' },
+    );
     // Longer than the queue's visibility timeout: without the poller's extensions the waiting ones would be visible again.
     await new Promise((resolve) => setTimeout(resolve, (visibilityTimeoutSeconds + 2) * 1000));
     expect(await counts(queue.queueUrl)).toEqual({ visible: 0, inFlight: NOISY + 1 });

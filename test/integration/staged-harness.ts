@@ -4,7 +4,14 @@
  * for a staged job, and one event-source-mapping delivery (receive, invoke, delete if acknowledged).
  */
 import { randomUUID } from 'node:crypto';
-import { ChangeMessageVisibilityCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type Message,
+} from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { JOB_TYPES, type StagedJobType } from '../../contract/job-types';
 import { localPipelineDeps, type LocalWorkerOptions } from '../../src/compose/local';
@@ -16,7 +23,12 @@ import { toSqsRecord } from '../../src/local/poller';
 import type { LocalEmulators } from '../support/emulators';
 import type { Clock, JobLogger, Ledger } from '../../src/core/ports';
 
-export const quietLogger: JobLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+export const quietLogger: JobLogger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};
 
 export interface RecordedEvent {
   readonly type: string;
@@ -38,7 +50,9 @@ export interface StageHarness {
   /** Sends a raw body to the stage queue (duplicates, wrong types). */
   sendRaw(body: string): Promise<void>;
   /** One receive and invocation; resolves whether the record was reported as failed. */
-  deliver(invoke: (records: SQSRecord[]) => Promise<SQSBatchResponse>): Promise<{ failed: boolean; receiveCount: number }>;
+  deliver(
+    invoke: (records: SQSRecord[]) => Promise<SQSBatchResponse>,
+  ): Promise<{ failed: boolean; receiveCount: number }>;
   /**
    * Lets `ms` pass for the pipeline's clock and for SQS: the records reported as failed become
    * visible again, whatever back-off the pipeline gave them (e.g. until a held lease ends).
@@ -54,7 +68,10 @@ export const LEASE_SECONDS = 300;
  * Options of a worker over the emulators (src/compose/local.ts). Zero back-off: a record
  * reported as failed is the next receive, so no test waits for a visibility timeout.
  */
-export function emulatorWorkerOptions(emulators: LocalEmulators, options: { events: RecordedEvent[]; clock: Clock }): LocalWorkerOptions {
+export function emulatorWorkerOptions(
+  emulators: LocalEmulators,
+  options: { events: RecordedEvent[]; clock: Clock },
+): LocalWorkerOptions {
   return {
     resources: emulators,
     events: { publish: async (type, detail) => void options.events.push({ type, detail }) },
@@ -73,7 +90,10 @@ export function stageHarness(emulators: LocalEmulators, worker: StagedJobType): 
   const events: RecordedEvent[] = [];
   /** Receipt handles of records reported as failed, still invisible for their back-off. */
   const leftInFlight: string[] = [];
-  const deps = localPipelineDeps(worker, emulatorWorkerOptions(emulators, { events, clock: { now: () => harness.now } }));
+  const deps = localPipelineDeps(
+    worker,
+    emulatorWorkerOptions(emulators, { events, clock: { now: () => harness.now } }),
+  );
   const { ledger } = deps;
   const harness: StageHarness = {
     ledger,
@@ -86,8 +106,24 @@ export function stageHarness(emulators: LocalEmulators, worker: StagedJobType): 
         const required = { ...message, jobId: `${message.jobId}.${type}`, type, payload: {} } as StageMessage;
         await pinAt(required);
         const owner = randomUUID();
-        await ledger.claim({ job: stripPin(required), digest: jobDigest(stripPin(required)), owner, now: harness.now, leaseMs: 60_000, consumer: 'stage', pin: message.pin });
-        await ledger.complete({ jobId: required.jobId, owner, now: harness.now, verdict: { status: 'SUCCEEDED', result: { verdict: 'passed', summary: `${type} passed`, sha: message.pin.sha } } });
+        await ledger.claim({
+          job: stripPin(required),
+          digest: jobDigest(stripPin(required)),
+          owner,
+          now: harness.now,
+          leaseMs: 60_000,
+          consumer: 'stage',
+          pin: message.pin,
+        });
+        await ledger.complete({
+          jobId: required.jobId,
+          owner,
+          now: harness.now,
+          verdict: {
+            status: 'SUCCEEDED',
+            result: { verdict: 'passed', summary: `${type} passed`, sha: message.pin.sha },
+          },
+        });
       }
       await pinAt(message);
       await send(JSON.stringify(message), jobAttributes(message));
@@ -97,11 +133,20 @@ export function stageHarness(emulators: LocalEmulators, worker: StagedJobType): 
     async elapse(ms) {
       harness.now += ms;
       for (const handle of leftInFlight.splice(0)) {
-        await clients.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: handle, VisibilityTimeout: 0 })).catch(() => undefined);
+        await clients.sqs
+          .send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: handle, VisibilityTimeout: 0 }))
+          .catch(() => undefined);
       }
     },
     async dlqMessages() {
-      const out = await clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrls[queue], MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ['All'] }));
+      const out = await clients.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: dlqUrls[queue],
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+          MessageAttributeNames: ['All'],
+        }),
+      );
       return out.Messages ?? [];
     },
   };
@@ -111,13 +156,30 @@ export function stageHarness(emulators: LocalEmulators, worker: StagedJobType): 
     const envelope = stripPin(message);
     const owner = randomUUID();
     const seq = await ledger.nextWorkspaceSeq(message.workspaceId, harness.now);
-    await ledger.claim({ job: envelope, digest: jobDigest(envelope), owner, now: harness.now, leaseMs: 60_000, consumer: 'sequencer' });
-    await ledger.complete({ jobId: message.jobId, owner, now: harness.now, verdict: { status: 'FORWARDED', pin: message.pin }, workspace: { workspaceId: message.workspaceId, seq } });
+    await ledger.claim({
+      job: envelope,
+      digest: jobDigest(envelope),
+      owner,
+      now: harness.now,
+      leaseMs: 60_000,
+      consumer: 'sequencer',
+    });
+    await ledger.complete({
+      jobId: message.jobId,
+      owner,
+      now: harness.now,
+      verdict: { status: 'FORWARDED', pin: message.pin },
+      workspace: { workspaceId: message.workspaceId, seq },
+    });
   }
 
   async function send(body: string, attributes: Record<string, string>): Promise<void> {
-    const messageAttributes = Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]));
-    await clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: messageAttributes }));
+    const messageAttributes = Object.fromEntries(
+      Object.entries(attributes).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]),
+    );
+    await clients.sqs.send(
+      new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: messageAttributes }),
+    );
   }
 
   return harness;
@@ -142,11 +204,18 @@ export async function deliverOne(
   const { sqs } = emulators.clients;
   const queueUrl = emulators.queueUrls[queue]!;
   const out = await sqs.send(
-    new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] }),
+    new ReceiveMessageCommand({
+      QueueUrl: queueUrl,
+      MaxNumberOfMessages: 1,
+      WaitTimeSeconds: 1,
+      MessageSystemAttributeNames: ['All'],
+      MessageAttributeNames: ['All'],
+    }),
   );
   const message = out.Messages?.[0];
   if (!message) throw new Error(`no message on ${queue} to deliver`);
-  const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+  const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] })))
+    .Attributes!.QueueArn!;
   const record = toSqsRecord(message, arn, LOCAL_REGION);
   const response = await invoke([record]);
   const failed = response.batchItemFailures.some((f) => f.itemIdentifier === record.messageId);

@@ -10,7 +10,12 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { BUILD_EVENTS, JOB_TYPES, SEQUENCER } from '../../contract/job-types';
-import { localBuildEventsDeps, localCommandStageDeps, localOpenPrDeps, localSequencerDeps } from '../../src/compose/local';
+import {
+  localBuildEventsDeps,
+  localCommandStageDeps,
+  localOpenPrDeps,
+  localSequencerDeps,
+} from '../../src/compose/local';
 import { enqueueAgentJobs, type JobRequest } from '../../src/client';
 import type { JobRecord } from '../../src/core/ports';
 import { startGitServer, type GitServer } from '../../src/local/git-server';
@@ -54,7 +59,12 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
     runner = new LocalTestRunner({
       stateDir: join(root, 'runner'),
       onFinished: async (completion) => {
-        await clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrls[BUILD_EVENTS.queue], MessageBody: localRunEventBody(completion) }));
+        await clients.sqs.send(
+          new SendMessageCommand({
+            QueueUrl: queueUrls[BUILD_EVENTS.queue],
+            MessageBody: localRunEventBody(completion),
+          }),
+        );
       },
     });
   });
@@ -66,10 +76,16 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
     if (root) await rm(root, { recursive: true, force: true });
   });
 
-  async function poll(queue: string, handler: LocalHandler, settings: { batchSize: number; timeoutSeconds: number }): Promise<void> {
+  async function poll(
+    queue: string,
+    handler: LocalHandler,
+    settings: { batchSize: number; timeoutSeconds: number },
+  ): Promise<void> {
     const { clients, queueUrls } = emulators();
     const queueUrl = queueUrls[queue]!;
-    const attrs = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+    const attrs = await clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+    );
     pollers.push(
       startQueuePoller({
         name: queue,
@@ -87,9 +103,16 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
   }
 
   /** Waits until the jobs have these statuses in the ledger. */
-  async function untilStatuses(status: (jobId: string) => Promise<string | undefined>, expected: Record<string, string>): Promise<void> {
-    const statuses = async () => Object.fromEntries(await Promise.all(Object.keys(expected).map(async (id) => [id, await status(id)])));
-    await eventually(statuses, (seen) => Object.entries(expected).every(([id, s]) => seen[id] === s), { what: JSON.stringify(expected), timeoutMs: 60_000 });
+  async function untilStatuses(
+    status: (jobId: string) => Promise<string | undefined>,
+    expected: Record<string, string>,
+  ): Promise<void> {
+    const statuses = async () =>
+      Object.fromEntries(await Promise.all(Object.keys(expected).map(async (id) => [id, await status(id)])));
+    await eventually(statuses, (seen) => Object.entries(expected).every(([id, s]) => seen[id] === s), {
+      what: JSON.stringify(expected),
+      timeoutMs: 60_000,
+    });
   }
 
   it('tests A+B (not C) at the pinned commit; open_pr at C, untested there, opens nothing; every outcome in the ledger and on the bus', async () => {
@@ -108,7 +131,13 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
       await applyPatch('job-b', 'b.txt'),
       { jobId: 'job-tests', workspaceId: WORKSPACE, tenantId: 'tenant-1', type: 'run_tests', payload: {} },
       await applyPatch('job-c', 'c.txt'),
-      { jobId: 'job-pr', workspaceId: WORKSPACE, tenantId: 'tenant-1', type: 'open_pr', payload: { baseBranch: 'main', title: 'Agent changes' } },
+      {
+        jobId: 'job-pr',
+        workspaceId: WORKSPACE,
+        tenantId: 'tenant-1',
+        type: 'open_pr',
+        payload: { baseBranch: 'main', title: 'Agent changes' },
+      },
     ];
     const events: RecordedEvent[] = [];
     const options = emulatorWorkerOptions(env, { events, clock: systemClock });
@@ -120,24 +149,36 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
       if (!record) throw new Error(`job ${jobId} is not in the ledger`);
       return record;
     };
-    const prStore = new LocalPullRequestStore(join(root, 'prs'), { branchHead: (url, branch) => resolveBranchHead(url, branch) });
+    const prStore = new LocalPullRequestStore(join(root, 'prs'), {
+      branchHead: (url, branch) => resolveBranchHead(url, branch),
+    });
 
     const sent = await enqueueAgentJobs(jobs, { sqs: env.clients.sqs, queueUrl: env.queueUrls[SEQUENCER.queue]! });
     expect(sent.map((s) => s.status)).toEqual(['SENT', 'SENT', 'SENT', 'SENT', 'SENT']);
 
-    await poll(
-      SEQUENCER.queue,
-      createSequencer(sequencerDeps),
-      SEQUENCER,
-    );
+    await poll(SEQUENCER.queue, createSequencer(sequencerDeps), SEQUENCER);
     await untilStatuses(status, { 'job-c': 'SUCCEEDED', 'job-pr': 'FORWARDED' });
 
-    await poll('run-tests', createCommandStageHandler('run_tests', localCommandStageDeps('run_tests', { ...options, runner })), JOB_TYPES.run_tests.stage);
-    await poll(BUILD_EVENTS.queue, createBuildEventsHandler(localBuildEventsDeps({ ...options, parse: parseLocalRunEvent })), BUILD_EVENTS);
+    await poll(
+      'run-tests',
+      createCommandStageHandler('run_tests', localCommandStageDeps('run_tests', { ...options, runner })),
+      JOB_TYPES.run_tests.stage,
+    );
+    await poll(
+      BUILD_EVENTS.queue,
+      createBuildEventsHandler(localBuildEventsDeps({ ...options, parse: parseLocalRunEvent })),
+      BUILD_EVENTS,
+    );
     await poll('open-pr', createOpenPrHandler(localOpenPrDeps({ ...options, host: prStore })), JOB_TYPES.open_pr.stage);
     await untilStatuses(status, { 'job-tests': 'SUCCEEDED', 'job-pr': 'FAILED' });
 
-    const [a, b, c, tests, pr] = [await job('job-a'), await job('job-b'), await job('job-c'), await job('job-tests'), await job('job-pr')];
+    const [a, b, c, tests, pr] = [
+      await job('job-a'),
+      await job('job-b'),
+      await job('job-c'),
+      await job('job-tests'),
+      await job('job-pr'),
+    ];
     const commitOf = (record: JobRecord) => String(record.result?.['commitSha']);
     expect([a.status, b.status, c.status]).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
     // The workspace moved on to C before the tests ran...
@@ -145,15 +186,35 @@ describe('staged lanes: patch A, patch B, run_tests, patch C, open_pr for one wo
     // ...yet the tests ran on B's commit, whose tree has A and B but not C.
     expect(tests.pin?.sha).toBe(commitOf(b));
     expect(tests.result).toMatchObject({ verdict: 'passed', exitCode: 0, sha: commitOf(b) });
-    expect(String(tests.result?.['logTail']).split('\n').filter(Boolean)).toEqual(['tree:', 'README.md', 'a.txt', 'b.txt', 'test.sh']);
+    expect(String(tests.result?.['logTail']).split('\n').filter(Boolean)).toEqual([
+      'tree:',
+      'README.md',
+      'a.txt',
+      'b.txt',
+      'test.sh',
+    ]);
     // The pull request, pinned at C, requires run_tests at C (catalog `requires`): none ran there, so nothing opens.
-    expect(pr).toMatchObject({ status: 'FAILED', pin: { sha: commitOf(c) }, error: { reason: 'REQUIREMENT_NOT_RUN', message: expect.stringContaining(`requires run_tests at commit ${commitOf(c)}`) } });
+    expect(pr).toMatchObject({
+      status: 'FAILED',
+      pin: { sha: commitOf(c) },
+      error: {
+        reason: 'REQUIREMENT_NOT_RUN',
+        message: expect.stringContaining(`requires run_tests at commit ${commitOf(c)}`),
+      },
+    });
     expect(await prStore.list(repoUrl)).toEqual([]);
     // Every outcome is on the bus, the stage results included.
-    const succeeded = new Map(events.filter((e) => e.type === 'AgentJobSucceeded').map((e) => [e.detail['jobId'], e.detail]));
+    const succeeded = new Map(
+      events.filter((e) => e.type === 'AgentJobSucceeded').map((e) => [e.detail['jobId'], e.detail]),
+    );
     expect([...succeeded.keys()].sort()).toEqual(['job-a', 'job-b', 'job-c', 'job-tests']);
     expect(succeeded.get('job-tests')?.['result']).toEqual(tests.result);
-    expect(events.filter((e) => e.type !== 'AgentJobSucceeded')).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ jobId: 'job-pr', reason: 'REQUIREMENT_NOT_RUN', message: pr.error?.message }) }]);
+    expect(events.filter((e) => e.type !== 'AgentJobSucceeded')).toEqual([
+      {
+        type: 'AgentJobFailed',
+        detail: expect.objectContaining({ jobId: 'job-pr', reason: 'REQUIREMENT_NOT_RUN', message: pr.error?.message }),
+      },
+    ]);
     // About 10 s alone; the bound leaves room for a loaded CI machine running suites side by side.
   }, 180_000);
 });

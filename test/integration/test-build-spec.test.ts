@@ -86,7 +86,11 @@ function buildCommands(): string[] {
     const setup = `cp -a /etc "${dir}/etc" && mount --bind "${dir}/etc" /etc && mount -t tmpfs build-home /home && exec bash -e "${dir}/build.sh"`;
     await writeFile(join(dir, 'build.sh'), commands.join('\n'));
     try {
-      const { stdout, stderr } = await run('unshare', ['--mount', '--pid', '--fork', '--mount-proc', '--', 'bash', '-c', setup], { env, timeout: 60_000 });
+      const { stdout, stderr } = await run(
+        'unshare',
+        ['--mount', '--pid', '--fork', '--mount-proc', '--', 'bash', '-c', setup],
+        { env, timeout: 60_000 },
+      );
       return { code: 0, output: stdout + stderr };
     } catch (error) {
       const e = error as { code?: number; stdout?: string; stderr?: string };
@@ -104,18 +108,24 @@ function buildCommands(): string[] {
     expect(failed).toMatchObject({ code: 3, output: expect.stringContaining('2 tests failed') });
   });
 
-  it('runs the command as an unprivileged user holding no credential, with no way to the build shell\'s environment', async () => {
-    const reached = (what: string, command: string) => `if ${command} >/dev/null 2>&1; then echo "REACHED ${what}"; fi;`;
-    const { code, output } = await build([
-      'echo "uid=$(id -u)";',
-      reached('credential in the environment', 'env | cut -d= -f1 | grep -q -x -e GIT_USERNAME -e GIT_PASSWORD -e AWS_CONTAINER_CREDENTIALS_RELATIVE_URI'),
-      reached('build shell environment', 'grep -q -a GIT_PASSWORD /proc/1/environ'),
-      reached('credential helper', 'git config --global --get credential.helper'),
-      reached('fetch without the build', 'git ls-remote "$REPO_URL"'),
-      reached('root', 'touch /etc/agent-jobs-owned'),
-      'touch own-file && echo "writes its checkout";',
-      'echo "job=$JOB_ID type=$JOB_TYPE run=$JOB_RUN sha=$COMMIT_SHA";',
-    ].join(' '));
+  it("runs the command as an unprivileged user holding no credential, with no way to the build shell's environment", async () => {
+    const reached = (what: string, command: string) =>
+      `if ${command} >/dev/null 2>&1; then echo "REACHED ${what}"; fi;`;
+    const { code, output } = await build(
+      [
+        'echo "uid=$(id -u)";',
+        reached(
+          'credential in the environment',
+          'env | cut -d= -f1 | grep -q -x -e GIT_USERNAME -e GIT_PASSWORD -e AWS_CONTAINER_CREDENTIALS_RELATIVE_URI',
+        ),
+        reached('build shell environment', 'grep -q -a GIT_PASSWORD /proc/1/environ'),
+        reached('credential helper', 'git config --global --get credential.helper'),
+        reached('fetch without the build', 'git ls-remote "$REPO_URL"'),
+        reached('root', 'touch /etc/agent-jobs-owned'),
+        'touch own-file && echo "writes its checkout";',
+        'echo "job=$JOB_ID type=$JOB_TYPE run=$JOB_RUN sha=$COMMIT_SHA";',
+      ].join(' '),
+    );
 
     expect(code).toBe(0);
     expect(output).not.toContain('REACHED');

@@ -17,6 +17,8 @@ export default function javaPresent(): void {
   const version = /version "(\d+)(?:\.(\d+))?/.exec(java.stderr);
   const major = version?.[1] === '1' ? Number(version[2]) : Number(version?.[1]);
   if (!(major >= JAVA_MAJOR)) {
-    throw new Error(`the DynamoDB Local lane needs Java ${JAVA_MAJOR} or newer, found: ${java.stderr.split('\n')[0]}; ${INSTALL}`);
+    throw new Error(
+      `the DynamoDB Local lane needs Java ${JAVA_MAJOR} or newer, found: ${java.stderr.split('\n')[0]}; ${INSTALL}`,
+    );
   }
 }

@@ -13,7 +13,16 @@ export function catalogWithCheckFormat(defaultCommand: string): Catalog {
     check_format: catalog.commandStage({
       summary: 'check the formatting at the pinned commit',
       command: { defaultCommand, subject: 'format check' },
-      stage: { queue: 'check-format', timeoutSeconds: 30, memoryMb: 128, batchSize: 2, maxConcurrency: 3, maxReceiveCount: 6, oldestMessageAlarmSeconds: 600, bundleBudgetKiB: 120 },
+      stage: {
+        queue: 'check-format',
+        timeoutSeconds: 30,
+        memoryMb: 128,
+        batchSize: 2,
+        maxConcurrency: 3,
+        maxReceiveCount: 6,
+        oldestMessageAlarmSeconds: 600,
+        bundleBudgetKiB: 120,
+      },
     }),
   };
   return { ...catalog, JOB_TYPES: types, ...catalog.deriveCatalog(types) } as Catalog;

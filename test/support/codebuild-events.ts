@@ -18,9 +18,18 @@ export interface BuildEventOptions {
 
 export function codeBuildStateChange(options: BuildEventOptions) {
   const [project] = options.buildId.split(':');
-  const ok = (type: string) => ({ 'phase-type': type, 'phase-status': 'SUCCEEDED', 'phase-context': [': '], 'start-time': 'Dec 1, 2026 9:00:00 AM', 'duration-in-seconds': 1 });
-  const phases = ['SUBMITTED', 'QUEUED', 'PROVISIONING', 'DOWNLOAD_SOURCE', 'INSTALL', 'PRE_BUILD', 'BUILD'].map((type) =>
-    options.failedPhase?.type === type ? { ...ok(type), 'phase-status': 'FAILED', 'phase-context': [options.failedPhase.context] } : ok(type),
+  const ok = (type: string) => ({
+    'phase-type': type,
+    'phase-status': 'SUCCEEDED',
+    'phase-context': [': '],
+    'start-time': 'Dec 1, 2026 9:00:00 AM',
+    'duration-in-seconds': 1,
+  });
+  const phases = ['SUBMITTED', 'QUEUED', 'PROVISIONING', 'DOWNLOAD_SOURCE', 'INSTALL', 'PRE_BUILD', 'BUILD'].map(
+    (type) =>
+      options.failedPhase?.type === type
+        ? { ...ok(type), 'phase-status': 'FAILED', 'phase-context': [options.failedPhase.context] }
+        : ok(type),
   );
   return {
     version: '0',
@@ -59,7 +68,11 @@ export function codeBuildStateChange(options: BuildEventOptions) {
             { name: 'JOB_RUN', type: 'PLAINTEXT', value: String(options.run ?? 0) },
           ],
         },
-        logs: { 'group-name': '/agent-jobs/tests', 'stream-name': 'b', 'deep-link': `https://console.aws.amazon.com/cloudwatch/home#logsV2:log-groups/${project}` },
+        logs: {
+          'group-name': '/agent-jobs/tests',
+          'stream-name': 'b',
+          'deep-link': `https://console.aws.amazon.com/cloudwatch/home#logsV2:log-groups/${project}`,
+        },
         phases,
       },
     },

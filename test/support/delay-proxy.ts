@@ -120,7 +120,15 @@ export async function startDelayProxy(options: DelayProxyOptions): Promise<Delay
         if (event.kind === 'start') {
           if (current) current.sentBytes += event.offset - from;
           from = event.offset;
-          current = { at: arrived, connection, first: current === undefined, method: '', target: '', sentBytes: 0, receivedBytes: 0 };
+          current = {
+            at: arrived,
+            connection,
+            first: current === undefined,
+            method: '',
+            target: '',
+            sentBytes: 0,
+            receivedBytes: 0,
+          };
           log.push(current);
           starts = true;
         } else if (current) {
@@ -236,7 +244,9 @@ class DelayLine {
   }
 }
 
-type FramerEvent = { readonly kind: 'start'; readonly offset: number } | { readonly kind: 'head'; readonly method: string; readonly target: string };
+type FramerEvent =
+  | { readonly kind: 'start'; readonly offset: number }
+  | { readonly kind: 'head'; readonly method: string; readonly target: string };
 
 const CRLF = Buffer.from('\r\n');
 const HEAD_END = Buffer.from('\r\n\r\n');
@@ -314,7 +324,12 @@ class RequestFramer {
     const header = (name: string) =>
       headerLines
         .filter((line) => line.toLowerCase().startsWith(`${name}:`))
-        .map((line) => line.slice(name.length + 1).trim().toLowerCase())
+        .map((line) =>
+          line
+            .slice(name.length + 1)
+            .trim()
+            .toLowerCase(),
+        )
         .join(', ');
     const length = header('content-length');
     if (/(^|,)\s*chunked\s*$/.test(header('transfer-encoding'))) this.mode = 'chunk-size';

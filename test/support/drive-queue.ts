@@ -15,7 +15,9 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord, SQSRecordAttributes } from 
 export type BatchHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
 
 export async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {
-  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+  );
   if (!Attributes?.QueueArn) throw new Error(`no QueueArn for ${queueUrl}`);
   return Attributes.QueueArn;
 }
@@ -43,18 +45,31 @@ export function toSqsRecord(message: Message, arn: string): SQSRecord {
 
 export async function receive(sqs: SQSClient, queueUrl: string, max = 10): Promise<Message[]> {
   const { Messages } = await sqs.send(
-    new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: max, WaitTimeSeconds: 0, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] }),
+    new ReceiveMessageCommand({
+      QueueUrl: queueUrl,
+      MaxNumberOfMessages: max,
+      WaitTimeSeconds: 0,
+      MessageSystemAttributeNames: ['All'],
+      MessageAttributeNames: ['All'],
+    }),
   );
   return Messages ?? [];
 }
 
 /** Hands one received batch to the handler and deletes what it acknowledged. */
-export async function deliver(sqs: SQSClient, queueUrl: string, arn: string, messages: readonly Message[], handler: BatchHandler): Promise<SQSBatchResponse> {
+export async function deliver(
+  sqs: SQSClient,
+  queueUrl: string,
+  arn: string,
+  messages: readonly Message[],
+  handler: BatchHandler,
+): Promise<SQSBatchResponse> {
   const records = messages.map((m) => toSqsRecord(m, arn));
   const response = await handler({ Records: records });
   const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
   for (const record of records) {
-    if (!failed.has(record.messageId)) await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
+    if (!failed.has(record.messageId))
+      await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
   }
   return response;
 }

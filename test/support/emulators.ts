@@ -13,7 +13,10 @@ export function withEmulators(options?: EmulatorOptions): () => LocalEmulators {
     await emulators?.stop();
   });
   return () => {
-    if (!emulators) throw new Error('emulators are not running: call withEmulators() at describe level and use the getter inside tests');
+    if (!emulators)
+      throw new Error(
+        'emulators are not running: call withEmulators() at describe level and use the getter inside tests',
+      );
     return emulators;
   };
 }

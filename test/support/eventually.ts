@@ -22,7 +22,11 @@ export class EventuallyTimeoutError extends Error {
  * Resolves with the first value of `probe` that `done` accepts. A probe that throws counts as "not
  * yet" (e.g. a record not written yet); its error is the last state if the deadline passes.
  */
-export async function eventually<T>(probe: () => Promise<T> | T, done: (value: T) => boolean, options: EventuallyOptions): Promise<T> {
+export async function eventually<T>(
+  probe: () => Promise<T> | T,
+  done: (value: T) => boolean,
+  options: EventuallyOptions,
+): Promise<T> {
   const deadline = Date.now() + (options.timeoutMs ?? 30_000);
   let last: { value: T } | { error: unknown } | undefined;
   for (;;) {
@@ -33,13 +37,17 @@ export async function eventually<T>(probe: () => Promise<T> | T, done: (value: T
     } catch (error) {
       last = { error };
     }
-    if (Date.now() >= deadline) throw new EventuallyTimeoutError(`timed out after ${options.timeoutMs ?? 30_000} ms waiting for ${options.what}; last state: ${describe(last)}`);
+    if (Date.now() >= deadline)
+      throw new EventuallyTimeoutError(
+        `timed out after ${options.timeoutMs ?? 30_000} ms waiting for ${options.what}; last state: ${describe(last)}`,
+      );
     await sleep(options.intervalMs ?? 100);
   }
 }
 
 function describe(last: { value: unknown } | { error: unknown } | undefined): string {
   if (last === undefined) return '(never probed)';
-  if ('error' in last) return `probe threw ${last.error instanceof Error ? `${last.error.name}: ${last.error.message}` : inspect(last.error)}`;
+  if ('error' in last)
+    return `probe threw ${last.error instanceof Error ? `${last.error.name}: ${last.error.message}` : inspect(last.error)}`;
   return inspect(last.value, { depth: 6, breakLength: Infinity, maxStringLength: 2_000, maxArrayLength: 50 });
 }

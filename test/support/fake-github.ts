@@ -74,7 +74,9 @@ export interface FakeGitHubApp {
   /** The app's public key (PEM): a JWT it did not sign is a 401, as GitHub answers. */
   readonly publicKey: string;
   /** The app's installations by account (repository owner). */
-  readonly installations: Readonly<Record<string, { readonly id: number; readonly permissions: Readonly<Record<string, string>> }>>;
+  readonly installations: Readonly<
+    Record<string, { readonly id: number; readonly permissions: Readonly<Record<string, string>> }>
+  >;
   /** The fake's clock (epoch ms): a token expires an hour after it was minted, as GitHub's do. */
   readonly now: () => number;
 }
@@ -116,7 +118,8 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
     authorizations.push(req.headers.authorization);
     const url = new URL(req.url ?? '/', 'http://fake');
     requests.push({ method: req.method ?? 'GET', path: url.pathname });
-    if (options.app && (url.pathname.startsWith('/app/') || url.pathname.endsWith('/installation'))) return appEndpoint(options.app, req, url, res);
+    if (options.app && (url.pathname.startsWith('/app/') || url.pathname.endsWith('/installation')))
+      return appEndpoint(options.app, req, url, res);
     const match = /^\/repos\/([^/]+)\/([^/]+)\/pulls$/.exec(url.pathname);
     if (!match) return send(res, 404, { message: 'Not Found' });
     const fault = faults.findIndex((f) => f.method === req.method);
@@ -138,7 +141,9 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
         return send(res, 200, []);
       }
       // GitHub filters by "owner:branch"; same-repo PRs only here.
-      const found = list.filter((p) => (head === null || `${owner}:${p.head}` === head) && (state === 'all' || p.state === state));
+      const found = list.filter(
+        (p) => (head === null || `${owner}:${p.head}` === head) && (state === 'all' || p.state === state),
+      );
       return send(res, 200, found);
     }
     if (req.method === 'POST') {
@@ -146,13 +151,29 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
       const limited = options.contentLimit && secondsUntilCreateAllowed(options.contentLimit, creates, Date.now());
       if (limited) {
         refusedCreates += 1;
-        return send(res, 403, { message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.', documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api' }, { 'retry-after': String(limited) });
+        return send(
+          res,
+          403,
+          {
+            message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
+            documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api',
+          },
+          { 'retry-after': String(limited) },
+        );
       }
       if (options.branches && !options.branches.includes(input.base)) {
         return send(res, 422, validationFailed({ resource: 'PullRequest', field: 'base', code: 'invalid' }));
       }
       if (list.some((p) => p.head === input.head && p.state === 'open')) {
-        return send(res, 422, validationFailed({ resource: 'PullRequest', code: 'custom', message: `A pull request already exists for ${owner}:${input.head}.` }));
+        return send(
+          res,
+          422,
+          validationFailed({
+            resource: 'PullRequest',
+            code: 'custom',
+            message: `A pull request already exists for ${owner}:${input.head}.`,
+          }),
+        );
       }
       const number = list.length + 1;
       const pull: FakePull = {
@@ -182,7 +203,8 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
    * /repos/:owner/:repo/installation, as the app (its JWT).
    */
   async function appEndpoint(app: FakeGitHubApp, req: IncomingMessage, url: URL, res: ServerResponse): Promise<void> {
-    if (!signedByApp(app, req.headers.authorization)) return send(res, 401, { message: 'A JSON web token could not be decoded' });
+    if (!signedByApp(app, req.headers.authorization))
+      return send(res, 401, { message: 'A JSON web token could not be decoded' });
     const fault = faults.findIndex((f) => f.method === req.method);
     if (fault >= 0) {
       const [f] = faults.splice(fault, 1);
@@ -191,15 +213,22 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
     const installation = /^\/repos\/([^/]+)\/[^/]+\/installation$/.exec(url.pathname);
     if (installation && req.method === 'GET') {
       const found = app.installations[installation[1]!];
-      return found ? send(res, 200, { id: found.id, account: { login: installation[1] }, permissions: found.permissions }) : send(res, 404, { message: 'Not Found' });
+      return found
+        ? send(res, 200, { id: found.id, account: { login: installation[1] }, permissions: found.permissions })
+        : send(res, 404, { message: 'Not Found' });
     }
     const tokens = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname);
     const known = Object.values(app.installations).find((i) => i.id === Number(tokens?.[1]));
     if (!tokens || req.method !== 'POST' || !known) return send(res, 404, { message: 'Not Found' });
     const body = await readBody(req);
     const asked = (body ? JSON.parse(body) : {}) as { repositories?: string[]; permissions?: Record<string, string> };
-    const beyond = Object.entries(asked.permissions ?? {}).filter(([name, level]) => LEVELS.indexOf(level) > LEVELS.indexOf(known.permissions[name] ?? 'none'));
-    if (beyond.length > 0) return send(res, 422, { message: `The permissions requested are not granted to this installation: ${beyond.map(([n]) => n).join(', ')}` });
+    const beyond = Object.entries(asked.permissions ?? {}).filter(
+      ([name, level]) => LEVELS.indexOf(level) > LEVELS.indexOf(known.permissions[name] ?? 'none'),
+    );
+    if (beyond.length > 0)
+      return send(res, 422, {
+        message: `The permissions requested are not granted to this installation: ${beyond.map(([n]) => n).join(', ')}`,
+      });
     const token: MintedToken = {
       installationId: known.id,
       token: `ghs_${known.id}_${minted.length + 1}`,
@@ -253,7 +282,11 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
 }
 
 /** Whole seconds until a create fits the window (0: it fits now), rounded up as GitHub's retry-after is. */
-function secondsUntilCreateAllowed(limit: { readonly creates: number; readonly windowMs: number }, creates: readonly number[], now: number): number {
+function secondsUntilCreateAllowed(
+  limit: { readonly creates: number; readonly windowMs: number },
+  creates: readonly number[],
+  now: number,
+): number {
   const inWindow = creates.filter((at) => at > now - limit.windowMs);
   if (inWindow.length < limit.creates) return 0;
   return Math.max(1, Math.ceil((inWindow[inWindow.length - limit.creates]! + limit.windowMs - now) / 1000));
@@ -263,7 +296,11 @@ function secondsUntilCreateAllowed(limit: { readonly creates: number; readonly w
 const LEVELS = ['none', 'read', 'write', 'admin'];
 
 function validationFailed(error: Record<string, string>): unknown {
-  return { message: 'Validation Failed', errors: [error], documentation_url: 'https://docs.github.com/rest/pulls/pulls#create-a-pull-request' };
+  return {
+    message: 'Validation Failed',
+    errors: [error],
+    documentation_url: 'https://docs.github.com/rest/pulls/pulls#create-a-pull-request',
+  };
 }
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -284,6 +321,7 @@ function readBody(req: IncomingMessage): Promise<string> {
 function signedByApp(app: FakeGitHubApp, authorization: string | undefined): boolean {
   const [header, payload, signature] = (/^Bearer (.+)$/i.exec(authorization ?? '')?.[1] ?? '').split('.');
   if (!header || !payload || !signature) return false;
-  if (!verify('RSA-SHA256', Buffer.from(`${header}.${payload}`), app.publicKey, Buffer.from(signature, 'base64url'))) return false;
+  if (!verify('RSA-SHA256', Buffer.from(`${header}.${payload}`), app.publicKey, Buffer.from(signature, 'base64url')))
+    return false;
   return String((JSON.parse(Buffer.from(payload, 'base64url').toString()) as { iss?: unknown }).iss) === app.appId;
 }

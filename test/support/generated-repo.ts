@@ -22,13 +22,17 @@ export function generatedPath(i: number): string {
   const parts: string[] = [AREAS[dir % AREAS.length] as string];
   dir = Math.floor(dir / AREAS.length);
   parts.push(`pkg${dir % PACKAGES_PER_AREA}`, 'src');
-  for (dir = Math.floor(dir / PACKAGES_PER_AREA); dir > 0; dir = Math.floor(dir / MODULES_PER_DIR)) parts.push(`m${dir % MODULES_PER_DIR}`);
+  for (dir = Math.floor(dir / PACKAGES_PER_AREA); dir > 0; dir = Math.floor(dir / MODULES_PER_DIR))
+    parts.push(`m${dir % MODULES_PER_DIR}`);
   return [...parts, `file${i % FILES_PER_DIR}.ts`].join('/');
 }
 
 /** Content of file `i`: `lines` lines, each distinct across the repository; `edited` replaces the middle one. */
 export function generatedContent(i: number, lines: number, edited?: string): string {
-  return Array.from({ length: lines }, (_, l) => `export const value${l} = ${l === lines >> 1 && edited !== undefined ? edited : i * lines + l};\n`).join('');
+  return Array.from(
+    { length: lines },
+    (_, l) => `export const value${l} = ${l === lines >> 1 && edited !== undefined ? edited : i * lines + l};\n`,
+  ).join('');
 }
 
 /** Changes of one commit: files written (path to content) and files removed. */
@@ -55,24 +59,38 @@ export interface GeneratedFiles {
  * repository `gitDir` made with fast-import: on top of `parent` with `edits`, or (no parent)
  * holding exactly the files `change` names with `lines` lines each. Returns its id.
  */
-export async function fastImportCommit(gitDir: string, branch: string, change: { parent: string; edits: GeneratedEdits } | GeneratedFiles, message = 'generated'): Promise<string> {
+export async function fastImportCommit(
+  gitDir: string,
+  branch: string,
+  change: { parent: string; edits: GeneratedEdits } | GeneratedFiles,
+  message = 'generated',
+): Promise<string> {
   const ref = branch.startsWith('refs/') ? branch : `refs/heads/${branch}`;
-  const child = spawn('git', ['fast-import', '--quiet', '--done'], { cwd: gitDir, env: { ...GIT_ENV, GIT_DIR: gitDir }, stdio: ['pipe', 'ignore', 'pipe'] });
+  const child = spawn('git', ['fast-import', '--quiet', '--done'], {
+    cwd: gitDir,
+    env: { ...GIT_ENV, GIT_DIR: gitDir },
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<void>((resolve, reject) => {
     child.once('error', reject);
-    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`git fast-import exited with ${String(code)}: ${stderr}`))));
+    child.once('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`git fast-import exited with ${String(code)}: ${stderr}`)),
+    );
   });
-  const write = (text: string) => (child.stdin.write(text) ? Promise.resolve() : new Promise<void>((resolve) => child.stdin.once('drain', resolve)));
-  const inline = (path: string, content: string) => `M 100644 inline ${path}\ndata ${Buffer.byteLength(content)}\n${content}\n`;
+  const write = (text: string) =>
+    child.stdin.write(text) ? Promise.resolve() : new Promise<void>((resolve) => child.stdin.once('drain', resolve));
+  const inline = (path: string, content: string) =>
+    `M 100644 inline ${path}\ndata ${Buffer.byteLength(content)}\n${content}\n`;
   await write(`commit ${ref}\nauthor ${AUTHOR}\ncommitter ${AUTHOR}\ndata ${Buffer.byteLength(message)}\n${message}\n`);
   if ('parent' in change) {
     await write(`from ${change.parent}\n`);
     for (const path of change.edits.remove ?? []) await write(`D ${path}\n`);
     for (const [path, content] of Object.entries(change.edits.write ?? {})) await write(inline(path, content));
   } else {
-    for (let i = 0; i < change.files; i += change.stride ?? 1) await write(inline(generatedPath(i), generatedContent(i, change.lines)));
+    for (let i = 0; i < change.files; i += change.stride ?? 1)
+      await write(inline(generatedPath(i), generatedContent(i, change.lines)));
   }
   await write('\ndone\n');
   child.stdin.end();
@@ -87,7 +105,12 @@ export async function generateRepository(gitDir: string, files: number, lines: n
 }
 
 /** The `git diff` (renames found) from `base` to the commit `edits` make on top of it, as an agent sends it. */
-export async function generatedDiff(gitDir: string, base: string, edits: GeneratedEdits, branch = 'agent-edit'): Promise<string> {
+export async function generatedDiff(
+  gitDir: string,
+  base: string,
+  edits: GeneratedEdits,
+  branch = 'agent-edit',
+): Promise<string> {
   const edited = await fastImportCommit(gitDir, branch, { parent: base, edits });
   return `${await git(gitDir, 'diff', '--no-color', '-M', base, edited)}\n`;
 }

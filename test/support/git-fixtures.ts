@@ -38,7 +38,9 @@ export async function git(cwd: string, ...args: string[]): Promise<string> {
 /** Runs git in `cwd` with `input` on its stdin; returns its stdout without the trailing newline. */
 function gitWithInput(cwd: string, input: string, ...args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = execFile('git', args, { cwd, env: GIT_ENV }, (error, stdout) => (error ? reject(error) : resolve(stdout.replace(/\n$/, ''))));
+    const child = execFile('git', args, { cwd, env: GIT_ENV }, (error, stdout) =>
+      error ? reject(error) : resolve(stdout.replace(/\n$/, '')),
+    );
     child.stdin?.end(input);
   });
 }
@@ -149,12 +151,14 @@ export async function gitApplyTree(gitDir: string, sha: string, diff: string | U
  * shortened to fit (the hunk header names the line count, so it is found by a few tries).
  */
 export function newFileDiffOf(bytes: number, path = 'big.txt'): Buffer {
-  const head = (lines: number) => `diff --git a/${path} b/${path}\nnew file mode 100644\n--- /dev/null\n+++ b/${path}\n@@ -0,0 +1,${lines} @@\n`;
+  const head = (lines: number) =>
+    `diff --git a/${path} b/${path}\nnew file mode 100644\n--- /dev/null\n+++ b/${path}\n@@ -0,0 +1,${lines} @@\n`;
   const line = `+${'x'.repeat(98)}\n`;
   for (let lines = Math.ceil(bytes / line.length); lines > 0; lines--) {
     const rest = bytes - Buffer.byteLength(head(lines)) - (lines - 1) * line.length;
     // The last line: at least "+\n", at most a whole one.
-    if (rest >= 2 && rest <= line.length) return Buffer.from(head(lines) + line.repeat(lines - 1) + `+${'y'.repeat(rest - 2)}\n`);
+    if (rest >= 2 && rest <= line.length)
+      return Buffer.from(head(lines) + line.repeat(lines - 1) + `+${'y'.repeat(rest - 2)}\n`);
   }
   throw new Error(`no new-file diff of ${bytes} bytes`);
 }

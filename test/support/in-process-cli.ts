@@ -13,7 +13,10 @@ export interface InProcessResult {
 }
 
 /** Runs `agent-jobs <args> --state-dir <stateDir>` from `cwd`, capturing what it prints. */
-export async function runCliInProcess(args: readonly string[], where: { readonly stateDir: string; readonly cwd: string }): Promise<InProcessResult> {
+export async function runCliInProcess(
+  args: readonly string[],
+  where: { readonly stateDir: string; readonly cwd: string },
+): Promise<InProcessResult> {
   let stdout = '';
   let stderr = '';
   const io = {

@@ -23,7 +23,10 @@ export function localUp(args: readonly string[], options: { readonly dropRoot?: 
   const dropRoot = options.dropRoot === true && process.getuid?.() === 0;
   const [command, ...argv] = dropRoot ? ['setpriv', '--inh-caps=-all', '--bounding-set=-all', '--', ...up] : up;
   return new Promise((resolve, reject) => {
-    const child = spawn(command as string, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+    const child = spawn(command as string, argv, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_NO_WARNINGS: '1' },
+    });
     let stdout = '';
     let stderr = '';
     const stopper = setTimeout(() => child.kill('SIGKILL'), START_TIMEOUT_MS);

@@ -12,6 +12,7 @@ const lookup = dns.lookup;
 dns.lookup = function lookupLocalhostNames(hostname, options, callback) {
   if (typeof hostname !== 'string' || !hostname.endsWith('.localhost')) return lookup.apply(this, arguments);
   const done = typeof options === 'function' ? options : callback;
-  if (typeof options === 'object' && options !== null && options.all) return process.nextTick(done, null, [{ address: '127.0.0.1', family: 4 }]);
+  if (typeof options === 'object' && options !== null && options.all)
+    return process.nextTick(done, null, [{ address: '127.0.0.1', family: 4 }]);
   return process.nextTick(done, null, '127.0.0.1', 4);
 };

@@ -64,7 +64,8 @@ export async function startMcp(launch: McpLaunch): Promise<McpSession> {
     call,
     async result<T>(name: string, args: Record<string, unknown>, progress?: Progress[]) {
       const answer = await call(name, args, progress);
-      if (answer.isError) throw new Error(`${name} failed: ${JSON.stringify(answer.content)}\nserver stderr:\n${stderr}`);
+      if (answer.isError)
+        throw new Error(`${name} failed: ${JSON.stringify(answer.content)}\nserver stderr:\n${stderr}`);
       return answer.structuredContent as T;
     },
     pid: transport.pid,

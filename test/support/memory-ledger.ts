@@ -107,7 +107,8 @@ export class MemoryLedger implements Ledger {
     const rerun = existing !== undefined && RERUN_STATUSES.includes(existing.status);
     const { error: _error, blockedBy: _blockedBy, progress, ...kept } = existing ?? ({} as Partial<JobRecord>);
     if (rerun) {
-      for (const field of ['dueAt', 'stageMessage', 'reportedAt', 'result', 'redriveToken'] as const) delete kept[field];
+      for (const field of ['dueAt', 'stageMessage', 'reportedAt', 'result', 'redriveToken'] as const)
+        delete kept[field];
     }
     const record: JobRecord = {
       ...kept,
@@ -130,7 +131,8 @@ export class MemoryLedger implements Ledger {
     this.jobs.set(job.jobId, record);
     const pk = `job#${job.jobId}`;
     // As the adapter: the job is open from here on; a rerun moves it off the DLQ list.
-    if (rerun || !this.lists.has(pk)) this.lists.set(pk, { key: LISTS.open(job.workspaceId), sort: listSortKey(iso(req.now), job.jobId) });
+    if (rerun || !this.lists.has(pk))
+      this.lists.set(pk, { key: LISTS.open(job.workspaceId), sort: listSortKey(iso(req.now), job.jobId) });
     return record;
   }
 
@@ -151,9 +153,11 @@ export class MemoryLedger implements Ledger {
       record.stageMessage = verdict.stageMessage;
     }
     if (input.workspace) record.wsSeq = input.workspace.seq;
-    if (input.workspace?.previousSeq !== undefined) record.earlierSeqs = [...(current.earlierSeqs ?? []), input.workspace.previousSeq];
+    if (input.workspace?.previousSeq !== undefined)
+      record.earlierSeqs = [...(current.earlierSeqs ?? []), input.workspace.previousSeq];
     const pk = `job#${input.jobId}`;
-    if (verdict.status === 'FAILED' || verdict.status === 'SKIPPED') this.lists.set(pk, { key: LISTS.dlq, sort: listSortKey(iso(input.now), input.jobId) });
+    if (verdict.status === 'FAILED' || verdict.status === 'SKIPPED')
+      this.lists.set(pk, { key: LISTS.dlq, sort: listSortKey(iso(input.now), input.jobId) });
     if (verdict.status === 'SUCCEEDED') this.lists.delete(pk);
     this.jobs.set(input.jobId, copy(record));
     this.workspaceOf.set(input.jobId, input.workspace?.workspaceId ?? this.workspaceOf.get(input.jobId));
@@ -163,14 +167,21 @@ export class MemoryLedger implements Ledger {
   /** The adapter's condition: RUNNING with this build recorded. A record with `dueAt` is on its due index. */
   async finishBuild(input: FinishBuildInput): Promise<FinishBuildOutcome> {
     const current = this.jobs.get(input.jobId);
-    if (current?.status !== 'RUNNING' || current.progress?.['buildId'] !== input.buildId) return { kind: 'refused', record: copy(current) };
+    if (current?.status !== 'RUNNING' || current.progress?.['buildId'] !== input.buildId)
+      return { kind: 'refused', record: copy(current) };
     const { verdict } = input;
-    const record: Mutable<JobRecord> = { ...current, status: verdict.status, dueAt: input.reportBy, updatedAt: iso(input.now) };
+    const record: Mutable<JobRecord> = {
+      ...current,
+      status: verdict.status,
+      dueAt: input.reportBy,
+      updatedAt: iso(input.now),
+    };
     if (verdict.status === 'SUCCEEDED') record.result = verdict.result;
     else record.error = verdict.error;
     // The lists, as `complete` moves them.
     const pk = `job#${input.jobId}`;
-    if (verdict.status === 'FAILED') this.lists.set(pk, { key: LISTS.dlq, sort: listSortKey(iso(input.now), input.jobId) });
+    if (verdict.status === 'FAILED')
+      this.lists.set(pk, { key: LISTS.dlq, sort: listSortKey(iso(input.now), input.jobId) });
     else this.lists.delete(pk);
     this.jobs.set(input.jobId, copy(record));
     return { kind: 'finished', record: copy(record) };
@@ -205,7 +216,12 @@ export class MemoryLedger implements Ledger {
     this.update(input.jobId, input.owner, { leaseUntil: input.now, updatedAt: iso(input.now) });
   }
 
-  async recordProgress(input: { jobId: string; owner: string; progress: Record<string, string>; now: number }): Promise<void> {
+  async recordProgress(input: {
+    jobId: string;
+    owner: string;
+    progress: Record<string, string>;
+    now: number;
+  }): Promise<void> {
     this.update(input.jobId, input.owner, { progress: copy(input.progress), updatedAt: iso(input.now) });
   }
 
@@ -241,25 +257,40 @@ export class MemoryLedger implements Ledger {
     const all = await this.listWorkspaceJobs(workspaceId);
     const ordered = request.order === 'oldest' ? all : all.reverse();
     const { after } = request;
-    const rest = after === undefined ? ordered : ordered.filter((j) => (request.order === 'oldest' ? (j.wsSeq ?? 0) > after : (j.wsSeq ?? 0) < after));
+    const rest =
+      after === undefined
+        ? ordered
+        : ordered.filter((j) => (request.order === 'oldest' ? (j.wsSeq ?? 0) > after : (j.wsSeq ?? 0) < after));
     return { jobs: rest.slice(0, request.limit), more: rest.length > request.limit };
   }
 
   async listUnfinished(): Promise<JobRecord[]> {
-    return [...this.jobs.values()].filter((job) => UNFINISHED_STATUSES.includes(job.status)).sort(byCreation).map(copy);
+    return [...this.jobs.values()]
+      .filter((job) => UNFINISHED_STATUSES.includes(job.status))
+      .sort(byCreation)
+      .map(copy);
   }
 
   async listFinishedSince(since: number): Promise<JobRecord[]> {
-    return [...this.jobs.values()].filter((job) => FINISHED_WITH_EVENT.includes(job.status) && job.updatedAt >= iso(since)).sort(byCreation).map(copy);
+    return [...this.jobs.values()]
+      .filter((job) => FINISHED_WITH_EVENT.includes(job.status) && job.updatedAt >= iso(since))
+      .sort(byCreation)
+      .map(copy);
   }
 
   async cancel(jobId: string, now: number): Promise<CancelOutcome> {
     const existing = this.jobs.get(jobId);
     const rule = existing === undefined ? undefined : cancelRule(existing, now);
-    if (existing === undefined || rule === undefined || rule.kind === 'refused') return { cancelled: false, record: copy(existing) };
+    if (existing === undefined || rule === undefined || rule.kind === 'refused')
+      return { cancelled: false, record: copy(existing) };
     const { leaseUntil: _leaseUntil, ...rest } = existing;
     // A stopped build is the reconciler's to stop: the job stays due until it has (markBuildStopped).
-    const record: JobRecord = { ...rest, status: 'CANCELLED', updatedAt: iso(now), ...(rule.kind === 'stopBuild' ? { dueAt: now } : {}) };
+    const record: JobRecord = {
+      ...rest,
+      status: 'CANCELLED',
+      updatedAt: iso(now),
+      ...(rule.kind === 'stopBuild' ? { dueAt: now } : {}),
+    };
     this.jobs.set(jobId, record);
     // Cancelled while QUEUED: it never gets a turn, and stays on its workspace's open list (ports.ts).
     if (existing.status !== 'QUEUED') this.lists.delete(`job#${jobId}`);
@@ -276,7 +307,8 @@ export class MemoryLedger implements Ledger {
   async dismiss(input: { jobId: string; dismissal: JobDismissal; now: number }): Promise<DismissOutcome> {
     const existing = this.jobs.get(input.jobId);
     if (existing?.dismissed !== undefined) return { kind: 'already', record: copy(existing) };
-    if (existing === undefined || dismissRefusal(existing) !== undefined) return { kind: 'refused', record: copy(existing) };
+    if (existing === undefined || dismissRefusal(existing) !== undefined)
+      return { kind: 'refused', record: copy(existing) };
     const { redriveToken: _token, ...rest } = existing;
     const record: JobRecord = { ...rest, dismissed: input.dismissal };
     this.jobs.set(input.jobId, record);
@@ -286,7 +318,8 @@ export class MemoryLedger implements Ledger {
 
   async authorizeRedrive(input: { jobId: string; token: string; now: number }): Promise<JobRecord | undefined> {
     const existing = this.jobs.get(input.jobId);
-    if (existing === undefined || !RERUN_STATUSES.includes(existing.status) || existing.dismissed !== undefined) return undefined;
+    if (existing === undefined || !RERUN_STATUSES.includes(existing.status) || existing.dismissed !== undefined)
+      return undefined;
     const record: JobRecord = { ...existing, redriveToken: input.token };
     this.jobs.set(input.jobId, record);
     return copy(record);
@@ -298,11 +331,19 @@ export class MemoryLedger implements Ledger {
     if (known) return { kind: 'known', record: copy(known) };
     const record = queuedRecord(job, input.digest, input.now, this.retentionDays);
     this.jobs.set(job.jobId, record);
-    this.lists.set(`job#${job.jobId}`, { key: LISTS.open(job.workspaceId), sort: listSortKey(record.updatedAt, job.jobId) });
+    this.lists.set(`job#${job.jobId}`, {
+      key: LISTS.open(job.workspaceId),
+      sort: listSortKey(record.updatedAt, job.jobId),
+    });
     return { kind: 'queued', record: copy(record) };
   }
 
-  async recordConflict(input: { job: JobEnvelope; digest: string; seenBy: ConflictSeenBy; now: number }): Promise<void> {
+  async recordConflict(input: {
+    job: JobEnvelope;
+    digest: string;
+    seenBy: ConflictSeenBy;
+    now: number;
+  }): Promise<void> {
     const { job } = input;
     const { attempt, token, queue } = conflictEntry(job, input.digest, input.seenBy, input.now);
     const entry = this.conflicts.get(job.jobId) ?? { attempts: [], tokens: new Set<string>() };
@@ -319,7 +360,11 @@ export class MemoryLedger implements Ledger {
   }
 
   async getConflictsOf(jobIds: readonly string[]): Promise<Map<string, ConflictAttempt[]>> {
-    return new Map(jobIds.flatMap((jobId) => (this.conflicts.has(jobId) ? [[jobId, copy(this.conflicts.get(jobId)?.attempts ?? [])] as const] : [])));
+    return new Map(
+      jobIds.flatMap((jobId) =>
+        this.conflicts.has(jobId) ? [[jobId, copy(this.conflicts.get(jobId)?.attempts ?? [])] as const] : [],
+      ),
+    );
   }
 
   async listWorkspaces(): Promise<WorkspaceRecord[]> {
@@ -337,7 +382,9 @@ export class MemoryLedger implements Ledger {
         return record ? [{ kind: 'job', record: copy(record) }] : [];
       }
       const attempts = this.conflicts.get(pk.slice('conflict#'.length))?.attempts ?? [];
-      return attempts.filter((a) => a.seenBy !== 'enqueue').map((attempt) => ({ kind: 'conflict', attempt: copy(attempt) }));
+      return attempts
+        .filter((a) => a.seenBy !== 'enqueue')
+        .map((attempt) => ({ kind: 'conflict', attempt: copy(attempt) }));
     });
   }
 
@@ -376,14 +423,24 @@ export class MemoryLedger implements Ledger {
     const existing = this.workspaces.get(workspaceId);
     const seq = (existing?.seq ?? 0) + 1;
     // Like the adapter's bare update: a record it creates has no state yet.
-    this.workspaces.set(workspaceId, { ...(existing ?? ({ workspaceId } as WorkspaceRecord)), seq, updatedAt: iso(now) });
+    this.workspaces.set(workspaceId, {
+      ...(existing ?? ({ workspaceId } as WorkspaceRecord)),
+      seq,
+      updatedAt: iso(now),
+    });
     return seq;
   }
 
   async finishWorkspaceJob(input: { workspaceId: string; jobId: string; head?: string; now: number }): Promise<void> {
     const existing = this.workspaces.get(input.workspaceId);
-    if (existing?.currentJobId !== input.jobId) throw new LeaseLostError(`workspace ${input.workspaceId}: cursor no longer on job ${input.jobId}`);
-    this.workspaces.set(input.workspaceId, { ...existing, currentDone: true, ...(input.head ? { head: input.head } : {}), updatedAt: iso(input.now) });
+    if (existing?.currentJobId !== input.jobId)
+      throw new LeaseLostError(`workspace ${input.workspaceId}: cursor no longer on job ${input.jobId}`);
+    this.workspaces.set(input.workspaceId, {
+      ...existing,
+      currentDone: true,
+      ...(input.head ? { head: input.head } : {}),
+      updatedAt: iso(input.now),
+    });
   }
 
   async blockWorkspace(input: { workspaceId: string; blockedBy: string; reason: string; now: number }): Promise<void> {
@@ -414,11 +471,18 @@ export class MemoryLedger implements Ledger {
   async bindBranch(input: BindBranchInput): Promise<BranchBinding> {
     const key = branchBindingKey(input.repo);
     const holder = this.branches.get(key);
-    if (holder !== undefined && holder.workspaceId !== input.workspaceId && !isStaleBinding(this.workspaces.get(holder.workspaceId), input.repo)) {
+    if (
+      holder !== undefined &&
+      holder.workspaceId !== input.workspaceId &&
+      !isStaleBinding(this.workspaces.get(holder.workspaceId), input.repo)
+    ) {
       return { kind: 'taken', holder: { ...holder } };
     }
     // Kept with the job that made it, as the adapter's if_not_exists keeps it.
-    this.branches.set(key, holder?.workspaceId === input.workspaceId ? holder : { workspaceId: input.workspaceId, jobId: input.jobId });
+    this.branches.set(
+      key,
+      holder?.workspaceId === input.workspaceId ? holder : { workspaceId: input.workspaceId, jobId: input.jobId },
+    );
     return { kind: 'bound' };
   }
 

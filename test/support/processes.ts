@@ -4,17 +4,28 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** Whether this machine lets an unprivileged process make user namespaces (the confined test runs). */
-export const MACHINE_CONFINES = process.platform === 'linux' && spawnSync('unshare', ['--user', '--map-root-user', '--mount', 'true']).status === 0;
+export const MACHINE_CONFINES =
+  process.platform === 'linux' && spawnSync('unshare', ['--user', '--map-root-user', '--mount', 'true']).status === 0;
 
 /** Whether bubblewrap runs here (the sandbox level; `.ci/run` installs it). */
-export const MACHINE_SANDBOX = process.platform === 'linux' && spawnSync('bwrap', ['--unshare-all', '--ro-bind', '/', '/', 'true']).status === 0;
+export const MACHINE_SANDBOX =
+  process.platform === 'linux' && spawnSync('bwrap', ['--unshare-all', '--ro-bind', '/', '/', 'true']).status === 0;
 
 /** Whether the platform finds cgroups it may make run groups in (src/local/cgroups.ts asked in a process of its own). */
 export const MACHINE_CGROUPS =
   process.platform === 'linux' &&
-  spawnSync(process.execPath, ['-r', 'tsx/cjs', '-e', "require('./src/local/cgroups').findCgroupParents().then((found) => process.exit('unavailable' in found ? 1 : 0))"], {
-    cwd: join(__dirname, '..', '..'),
-  }).status === 0;
+  spawnSync(
+    process.execPath,
+    [
+      '-r',
+      'tsx/cjs',
+      '-e',
+      "require('./src/local/cgroups').findCgroupParents().then((found) => process.exit('unavailable' in found ? 1 : 0))",
+    ],
+    {
+      cwd: join(__dirname, '..', '..'),
+    },
+  ).status === 0;
 
 /** Alive and not a zombie waiting to be reaped by whatever adopted it. */
 export function isAlive(pid: number): boolean {

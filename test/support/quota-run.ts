@@ -67,14 +67,18 @@ const GITHUB_REPO_URL = 'https://github.example/bench/demo.git';
 const quietLog = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
 export async function runUnderQuotas(options: QuotaRunOptions): Promise<QuotaRunResult> {
-  if (COMMAND_TYPE === undefined) throw new Error('the catalog declares no command stage: there are no builds to put under a quota');
+  if (COMMAND_TYPE === undefined)
+    throw new Error('the catalog declares no command stage: there are no builds to put under a quota');
   const work = await mkdtemp(path.join(tmpdir(), 'agent-jobs-quotas-'));
   const github = await startFakeGitHub({ contentLimit: options.contentLimit });
   let refusedBuildStarts = 0;
   // GitHub's limits as the platform keeps to them: no pacing of its own here, so the stand-in's
   // refusals are what shapes the rate (on AWS each open_pr container keeps one of these).
   const limits = new GitHubLimits({ clock: systemClock });
-  const pullRequests = new GitHubPullRequestHost(async () => new Octokit({ auth: 'stand-in-token', baseUrl: github.url, log: quietLog }), { limits });
+  const pullRequests = new GitHubPullRequestHost(
+    async () => new Octokit({ auth: 'stand-in-token', baseUrl: github.url, log: quietLog }),
+    { limits },
+  );
   const platform = await startPlatform({
     stateDir: path.join(work, 'state'),
     output: null,
@@ -100,10 +104,34 @@ export async function runUnderQuotas(options: QuotaRunOptions): Promise<QuotaRun
     const workspaces = Array.from({ length: options.workspaces }, (_, i) => `ws-quota-${i}`);
     for (const ws of workspaces) await git(src, 'push', '--quiet', platform.git.gitDir('demo'), `main:${ws}`);
     const requests = workspaces.flatMap((ws): JobRequest[] => [
-      { workspaceId: ws, tenantId: 'tenant-1', jobId: newJobId(), type: 'apply_patch', payload: { repo: { url: repoUrl, branch: ws }, diff: `diff --git a/${ws}.txt b/${ws}.txt\nnew file mode 100644\n--- /dev/null\n+++ b/${ws}.txt\n@@ -0,0 +1 @@\n+${ws}\n`, message: ws } },
+      {
+        workspaceId: ws,
+        tenantId: 'tenant-1',
+        jobId: newJobId(),
+        type: 'apply_patch',
+        payload: {
+          repo: { url: repoUrl, branch: ws },
+          diff: `diff --git a/${ws}.txt b/${ws}.txt\nnew file mode 100644\n--- /dev/null\n+++ b/${ws}.txt\n@@ -0,0 +1 @@\n+${ws}\n`,
+          message: ws,
+        },
+      },
       // The build says when it started and ended (ms): builds at once are counted on the builds' own clocks.
-      { workspaceId: ws, tenantId: 'tenant-1', jobId: newJobId(), type: COMMAND_TYPE, payload: { command: `test -f ${ws}.txt && echo "from $(date +%s%3N)" && sleep ${options.buildSeconds} && echo "to $(date +%s%3N)"` } },
-      { workspaceId: ws, tenantId: 'tenant-1', jobId: newJobId(), type: PULL_REQUEST_TYPE, payload: { baseBranch: 'main', title: `quota run ${ws}` } },
+      {
+        workspaceId: ws,
+        tenantId: 'tenant-1',
+        jobId: newJobId(),
+        type: COMMAND_TYPE,
+        payload: {
+          command: `test -f ${ws}.txt && echo "from $(date +%s%3N)" && sleep ${options.buildSeconds} && echo "to $(date +%s%3N)"`,
+        },
+      },
+      {
+        workspaceId: ws,
+        tenantId: 'tenant-1',
+        jobId: newJobId(),
+        type: PULL_REQUEST_TYPE,
+        payload: { baseBranch: 'main', title: `quota run ${ws}` },
+      },
     ]);
     const started = Date.now();
     await enqueueAgentJobs(requests, { sqs: clients.sqs, queueUrl: platform.info.queueUrls['agent-jobs']! });
@@ -111,14 +139,22 @@ export async function runUnderQuotas(options: QuotaRunOptions): Promise<QuotaRun
     const ids = requests.map((r) => r.jobId!);
     const records = await eventually(
       () => Promise.all(ids.map((id) => ledger.getJob(id))),
-      (seen) => seen.every((r) => r !== undefined && !['IN_FLIGHT', 'RUNNING', 'FORWARDED', 'QUEUED'].includes(r.status)),
+      (seen) =>
+        seen.every((r) => r !== undefined && !['IN_FLIGHT', 'RUNNING', 'FORWARDED', 'QUEUED'].includes(r.status)),
       { what: `${ids.length} jobs to end`, timeoutMs: options.timeoutMs ?? 600_000, intervalMs: 500 },
     );
     const elapsedMs = Date.now() - started;
     const dlqMessages: Record<string, number> = {};
     for (const dlqUrl of Object.values(platform.info.dlqUrls)) {
-      const { Attributes } = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
-      dlqMessages[dlqUrl] = Number(Attributes?.['ApproximateNumberOfMessages'] ?? 0) + Number(Attributes?.['ApproximateNumberOfMessagesNotVisible'] ?? 0);
+      const { Attributes } = await clients.sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: dlqUrl,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
+      );
+      dlqMessages[dlqUrl] =
+        Number(Attributes?.['ApproximateNumberOfMessages'] ?? 0) +
+        Number(Attributes?.['ApproximateNumberOfMessagesNotVisible'] ?? 0);
     }
     const builds = records
       .filter((r) => r?.type === COMMAND_TYPE)
@@ -162,7 +198,10 @@ function countingRefusals<R extends TestRunner>(runner: R, refused: () => void):
  * last start: until the last build started some job was waiting for a slot, so that mean against
  * the quota is how fully the waits kept the quota used (after it, the builds only drain).
  */
-export function buildsAtOnce(builds: readonly { readonly from: number; readonly to: number }[]): { readonly max: number; readonly meanWhileWaiting: number } {
+export function buildsAtOnce(builds: readonly { readonly from: number; readonly to: number }[]): {
+  readonly max: number;
+  readonly meanWhileWaiting: number;
+} {
   const running = (at: number) => builds.filter((b) => b.from <= at && at < b.to).length;
   const max = Math.max(0, ...builds.map((b) => running(b.from)));
   const first = Math.min(...builds.map((b) => b.from));
@@ -184,5 +223,8 @@ export function createsPerMinuteAtLimit(createdAt: readonly number[], allowed: n
 
 /** The most creates in any window of `windowMs` (a window starting at a create): never above the stand-in's limit. */
 export function busiestWindow(createdAt: readonly number[], windowMs: number): number {
-  return Math.max(0, ...createdAt.map((start) => createdAt.filter((at) => at >= start && at < start + windowMs).length));
+  return Math.max(
+    0,
+    ...createdAt.map((start) => createdAt.filter((at) => at >= start && at < start + windowMs).length),
+  );
 }

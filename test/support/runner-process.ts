@@ -21,9 +21,23 @@ export interface RunnerProcessConfig {
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '') as RunnerProcessConfig;
-  const runner = new LocalTestRunner({ stateDir: config.stateDir, scratchDir: config.scratchDir, ...(config.confinement && { confinement: config.confinement }) });
-  const job = runTestsMessage({ jobId: 'job-killed', payload: { command: config.command }, pin: { sha: config.sha, repoUrl: config.repoUrl, branch: 'main' } });
-  const { buildId } = await runner.start({ job, run: 0, key: runKey(job, 0, new Date().toISOString()), command: config.command, timeoutSeconds: 600 });
+  const runner = new LocalTestRunner({
+    stateDir: config.stateDir,
+    scratchDir: config.scratchDir,
+    ...(config.confinement && { confinement: config.confinement }),
+  });
+  const job = runTestsMessage({
+    jobId: 'job-killed',
+    payload: { command: config.command },
+    pin: { sha: config.sha, repoUrl: config.repoUrl, branch: 'main' },
+  });
+  const { buildId } = await runner.start({
+    job,
+    run: 0,
+    key: runKey(job, 0, new Date().toISOString()),
+    command: config.command,
+    timeoutSeconds: 600,
+  });
   process.stdout.write(`started ${buildId}\n`);
   setInterval(() => undefined, 60_000);
 }

@@ -17,7 +17,12 @@ export interface RecordOptions {
 }
 
 export function stringAttributes(values: Record<string, string>): SQSMessageAttributes {
-  return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, { dataType: 'String', stringValue: v, stringListValues: [], binaryListValues: [] }]));
+  return Object.fromEntries(
+    Object.entries(values).map(([k, v]) => [
+      k,
+      { dataType: 'String', stringValue: v, stringListValues: [], binaryListValues: [] },
+    ]),
+  );
 }
 
 export function sqsRecordFactory(body: string, options: RecordOptions = {}): SQSRecord {
@@ -31,7 +36,9 @@ export function sqsRecordFactory(body: string, options: RecordOptions = {}): SQS
       SentTimestamp: '1700000000000',
       SenderId: 'test',
       ApproximateFirstReceiveTimestamp: '1700000000000',
-      ...(options.messageGroupId !== undefined ? { MessageGroupId: options.messageGroupId, MessageDeduplicationId: options.deduplicationId ?? messageId } : {}),
+      ...(options.messageGroupId !== undefined
+        ? { MessageGroupId: options.messageGroupId, MessageDeduplicationId: options.deduplicationId ?? messageId }
+        : {}),
     },
     messageAttributes: stringAttributes(options.attributes ?? {}),
     md5OfBody: '',
@@ -42,7 +49,10 @@ export function sqsRecordFactory(body: string, options: RecordOptions = {}): SQS
 }
 
 /** A job as the producer sends it to the FIFO queue: group, dedup id and attributes set. */
-export function jobRecord(job: JobEnvelope, options: Omit<RecordOptions, 'messageGroupId' | 'deduplicationId'> = {}): SQSRecord {
+export function jobRecord(
+  job: JobEnvelope,
+  options: Omit<RecordOptions, 'messageGroupId' | 'deduplicationId'> = {},
+): SQSRecord {
   return sqsRecordFactory(JSON.stringify(job), {
     ...options,
     messageGroupId: messageGroupId(job.workspaceId),

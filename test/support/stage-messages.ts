@@ -8,7 +8,10 @@ interface MessageOptions<T extends CommandJobType> {
   pin?: Partial<StageMessage['pin']>;
 }
 
-export function commandStageMessage<T extends CommandJobType>(type: T, options: MessageOptions<T> = {}): StageMessage<T> {
+export function commandStageMessage<T extends CommandJobType>(
+  type: T,
+  options: MessageOptions<T> = {},
+): StageMessage<T> {
   return {
     jobId: options.jobId ?? 'job-1',
     workspaceId: 'ws-1',

@@ -43,7 +43,13 @@ const sequencerEnv = {
   ...pipelineEnv,
   [ENV.diffBucket]: 'diffs',
   [ENV.gitCredentialsSecretArn]: 'arn:aws:secretsmanager:eu-west-1:1:secret:git',
-  ...Object.fromEntries(JOB_TYPE_NAMES.flatMap((type) => (JOB_TYPES[type].lane === 'staged' ? [[stageQueueUrlEnv(type), `https://sqs.eu-west-1.amazonaws.com/1/${type}`]] : []))),
+  ...Object.fromEntries(
+    JOB_TYPE_NAMES.flatMap((type) =>
+      JOB_TYPES[type].lane === 'staged'
+        ? [[stageQueueUrlEnv(type), `https://sqs.eu-west-1.amazonaws.com/1/${type}`]]
+        : [],
+    ),
+  ),
 };
 
 /** Loads `modules` in a fresh registry where every SDK package and the git engine record their load in the returned list. */
@@ -66,21 +72,27 @@ afterEach(() => jest.resetModules());
 
 describe('SDK packages in the Lambda composition', () => {
   it('loads none when the sequencer builds its dependencies', () => {
-    const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv));
+    const { loaded, value: deps } = withRecordedSdk(() =>
+      (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv),
+    );
 
     expect(deps.settings.consumer).toBe('sequencer');
     expect(loaded).toEqual([]);
   });
 
   it('loads DynamoDB (and nothing else) at the first use of the ledger', () => {
-    const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv));
+    const { loaded, value: deps } = withRecordedSdk(() =>
+      (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv),
+    );
 
     expect(typeof deps.ledger.getJob).toBe('function');
     expect(loaded.sort()).toEqual(['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@aws-sdk/util-dynamodb']);
   });
 
   it("loads S3 only when the sequencer's diff store is used", () => {
-    const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv));
+    const { loaded, value: deps } = withRecordedSdk(() =>
+      (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv),
+    );
     void deps.ledger.getJob;
     void deps.events.publish;
     void deps.queueOps.send;
@@ -88,14 +100,16 @@ describe('SDK packages in the Lambda composition', () => {
   });
 
   it('loads the git engine at the first git call, and no SDK package with it', () => {
-    const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv));
+    const { loaded, value: deps } = withRecordedSdk(() =>
+      (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv),
+    );
     expect(loaded).toEqual([]);
 
     expect(typeof deps.git.branchHead).toBe('function');
     expect(loaded).toEqual(['isomorphic-git']);
   });
 
-  it('loads the git engine from the file the bundling names (the catalog\'s separate file), not from its sources', async () => {
+  it("loads the git engine from the file the bundling names (the catalog's separate file), not from its sources", async () => {
     const [gitEngine] = SEQUENCER.separateFiles ?? [];
     if (gitEngine === undefined) throw new Error('the catalog gives the sequencer no separate file');
     const dir = await mkdtemp(join(tmpdir(), 'git-engine-'));
@@ -105,7 +119,9 @@ describe('SDK packages in the Lambda composition', () => {
       await build({ entryPoints: [join(ROOT, gitEngine.entry)], outfile: file, ...stackEsbuildOptions(ROOT) });
       // What esbuild's define does to the bundle, done at run time: the name, relative to the module.
       globals[gitEngine.constant] = relative(join(ROOT, 'src', 'compose'), file);
-      const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv));
+      const { loaded, value: deps } = withRecordedSdk(() =>
+        (require('../../src/compose/aws-sequencer') as typeof AwsSequencer).awsSequencerDeps(sequencerEnv),
+      );
 
       expect(typeof deps.git.branchHead).toBe('function');
       // isomorphic-git came bundled in the file, not from its package.
@@ -117,8 +133,15 @@ describe('SDK packages in the Lambda composition', () => {
   });
 
   it('loads neither Octokit nor Secrets Manager when open_pr builds its dependencies, and both at its first pull request', () => {
-    const env = { ...pipelineEnv, [ENV.githubTokenSecretArn]: 'arn:aws:secretsmanager:eu-west-1:1:secret:token', [ENV.githubContentPerMinute]: '16', [ENV.githubContentPerHour]: '100' };
-    const { loaded, value: deps } = withRecordedSdk(() => (require('../../src/compose/aws-open-pr') as typeof AwsOpenPr).awsOpenPrDeps(env));
+    const env = {
+      ...pipelineEnv,
+      [ENV.githubTokenSecretArn]: 'arn:aws:secretsmanager:eu-west-1:1:secret:token',
+      [ENV.githubContentPerMinute]: '16',
+      [ENV.githubContentPerHour]: '100',
+    };
+    const { loaded, value: deps } = withRecordedSdk(() =>
+      (require('../../src/compose/aws-open-pr') as typeof AwsOpenPr).awsOpenPrDeps(env),
+    );
     expect(loaded).toEqual([]);
 
     expect(typeof deps.host.findOrCreate).toBe('function');
@@ -127,8 +150,15 @@ describe('SDK packages in the Lambda composition', () => {
   });
 
   it('loads none when the build-events function builds its dependencies', () => {
-    const env = { ...pipelineEnv, ...Object.fromEntries(COMMAND_JOB_TYPES.map((type) => [stageDlqUrlEnv(type), `https://sqs.eu-west-1.amazonaws.com/1/${type}-dlq`])) };
-    const { loaded } = withRecordedSdk(() => (require('../../src/compose/aws-build-events') as typeof AwsBuildEvents).awsBuildEventsDeps(env));
+    const env = {
+      ...pipelineEnv,
+      ...Object.fromEntries(
+        COMMAND_JOB_TYPES.map((type) => [stageDlqUrlEnv(type), `https://sqs.eu-west-1.amazonaws.com/1/${type}-dlq`]),
+      ),
+    };
+    const { loaded } = withRecordedSdk(() =>
+      (require('../../src/compose/aws-build-events') as typeof AwsBuildEvents).awsBuildEventsDeps(env),
+    );
     expect(loaded).toEqual([]);
   });
 });

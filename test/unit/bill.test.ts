@@ -16,9 +16,24 @@ it('SCALE.md holds the bill bench/bill.ts writes (run `npx tsx bench/bill.ts` af
 
 it('prices every service the stack uses, each with its source and date, and counts the alarms from the template', () => {
   const section = scale.slice(scale.indexOf(BILL_MARKERS.begin), scale.indexOf(BILL_MARKERS.end));
-  for (const item of ['SQS', 'DynamoDB', 'Lambda requests', 'Lambda duration', 'CodeBuild, ARM small', 'CodeBuild, x86 small', 'S3', 'EventBridge', 'Secrets Manager', 'KMS', 'CloudWatch alarms', 'dashboard', 'CloudWatch Logs']) {
+  for (const item of [
+    'SQS',
+    'DynamoDB',
+    'Lambda requests',
+    'Lambda duration',
+    'CodeBuild, ARM small',
+    'CodeBuild, x86 small',
+    'S3',
+    'EventBridge',
+    'Secrets Manager',
+    'KMS',
+    'CloudWatch alarms',
+    'dashboard',
+    'CloudWatch Logs',
+  ]) {
     expect(section).toContain(`| ${item}`);
   }
   expect(section).toMatch(/CloudWatch alarms \(\d+ in the template\)/);
-  for (const line of section.split('\n').filter((l) => l.startsWith('- '))) expect(line).toMatch(/https:\/\/aws\.amazon\.com\/\S+, read \d{4}-\d{2}-\d{2}/);
+  for (const line of section.split('\n').filter((l) => l.startsWith('- ')))
+    expect(line).toMatch(/https:\/\/aws\.amazon\.com\/\S+, read \d{4}-\d{2}-\d{2}/);
 });

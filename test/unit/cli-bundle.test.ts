@@ -25,11 +25,15 @@ interface Bundles {
   readonly parts: Record<string, string>;
   readonly encodings: Record<string, string>;
 }
-const { cliBundle, CACHE_DIR } = require('../../bin/cli-bundle.js') as { cliBundle(): Bundles | undefined; CACHE_DIR: string };
+const { cliBundle, CACHE_DIR } = require('../../bin/cli-bundle.js') as {
+  cliBundle(): Bundles | undefined;
+  CACHE_DIR: string;
+};
 
 let bundles: Bundles;
 let bundle: string;
-const requiredBy = (file: string) => new Set([...readFileSync(file, 'latin1').matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]));
+const requiredBy = (file: string) =>
+  new Set([...readFileSync(file, 'latin1').matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]));
 beforeAll(() => {
   const made = cliBundle();
   if (made === undefined) throw new Error('bin/cli-bundle.js could not make the bundle');
@@ -38,7 +42,11 @@ beforeAll(() => {
 }, 120_000);
 
 it('is ASCII only, and read as such: node decodes any other character through its slow UTF-8 path', () => {
-  const files = [bundle, ...Object.values(bundles.sdk).map((s) => join(CACHE_DIR, s.file)), ...Object.values(bundles.parts).map((file) => join(CACHE_DIR, file))];
+  const files = [
+    bundle,
+    ...Object.values(bundles.sdk).map((s) => join(CACHE_DIR, s.file)),
+    ...Object.values(bundles.parts).map((file) => join(CACHE_DIR, file)),
+  ];
   for (const file of files) expect(readFileSync(file, 'latin1').match(/[^\x00-\x7f].{0,20}/)?.[0]).toBeUndefined();
   expect(files.map((file) => bundles.encodings[basename(file)])).toEqual(files.map(() => 'latin1'));
 });
@@ -50,7 +58,9 @@ it("keeps the console out of the CLI's bundle, in a part that `console` loads an
   expect(readFileSync(join(CACHE_DIR, part!), 'latin1')).toMatch(/sse-connect/);
   expect(requiredBy(bundle)).toContain('../../console/server');
   // --help of `console` runs no console, --version nothing: the part is loaded by the command's run only.
-  expect(execFileSync(process.execPath, [BIN, 'console', '--help'], { encoding: 'utf8' })).toMatch(/^Usage: agent-jobs console/);
+  expect(execFileSync(process.execPath, [BIN, 'console', '--help'], { encoding: 'utf8' })).toMatch(
+    /^Usage: agent-jobs console/,
+  );
 });
 
 it("keeps the MCP server out of the CLI's bundle, in a part that `mcp` loads: no other command reads it or loads the MCP SDK", () => {
@@ -59,11 +69,15 @@ it("keeps the MCP server out of the CLI's bundle, in a part that `mcp` loads: no
   expect(requiredBy(bundle)).not.toContain('@modelcontextprotocol/sdk/server/mcp.js');
   expect(requiredBy(join(CACHE_DIR, part!))).toContain('@modelcontextprotocol/sdk/server/mcp.js');
   expect(requiredBy(bundle)).toContain('../../mcp/server');
-  expect(execFileSync(process.execPath, [BIN, 'mcp', '--help'], { encoding: 'utf8' })).toMatch(/^Usage: agent-jobs mcp/);
+  expect(execFileSync(process.execPath, [BIN, 'mcp', '--help'], { encoding: 'utf8' })).toMatch(
+    /^Usage: agent-jobs mcp/,
+  );
 });
 
 it('bundles every AWS SDK package the CLI requires, in a full SDK bundle that requires none from node_modules', () => {
-  const { dependencies } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  const { dependencies } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+  };
   const sdk = [...requiredBy(bundle)].filter((name) => name!.startsWith('@aws-sdk/')).sort();
   expect(sdk.length).toBeGreaterThan(0);
   expect(sdk.filter((name) => dependencies[name!] === undefined)).toEqual([]);
@@ -81,10 +95,25 @@ describe('on a local platform (emulated: the emulators alone, described by a pla
     const stateDir = mkdtempSync(join(tmpdir(), 'cli-bundle-'));
     try {
       const { endpoints, queueUrls, dlqUrls, tableName, bucketName } = emulators();
-      const platform = { pid: process.pid, region: LOCAL_REGION, endpoints, queueUrls, dlqUrls, tableName, bucketName, gitUrl: 'http://127.0.0.1:9/', eventLog: join(stateDir, 'events.jsonl') };
+      const platform = {
+        pid: process.pid,
+        region: LOCAL_REGION,
+        endpoints,
+        queueUrls,
+        dlqUrls,
+        tableName,
+        bucketName,
+        gitUrl: 'http://127.0.0.1:9/',
+        eventLog: join(stateDir, 'events.jsonl'),
+      };
       writeFileSync(join(stateDir, PLATFORM_FILE), JSON.stringify(platform));
-      const run = await execFileAsync(process.execPath, [BIN, 'status', 'no-such-job', '--state-dir', stateDir], { encoding: 'utf8' }).catch((error: { code: number; stderr: string }) => error);
-      expect(run).toMatchObject({ code: EXIT.notFound, stderr: expect.stringMatching(/no-such-job is not in the ledger/) });
+      const run = await execFileAsync(process.execPath, [BIN, 'status', 'no-such-job', '--state-dir', stateDir], {
+        encoding: 'utf8',
+      }).catch((error: { code: number; stderr: string }) => error);
+      expect(run).toMatchObject({
+        code: EXIT.notFound,
+        stderr: expect.stringMatching(/no-such-job is not in the ledger/),
+      });
       const caches = readdirSync(CACHE_DIR).filter((f) => f.endsWith('.status.v8-cache'));
       expect(caches).toContain(`${bundles.sdk['sdk-dynamodb']!.file}.status.v8-cache`);
       expect(caches).not.toContain(`${bundles.sdk['sdk']!.file}.status.v8-cache`);
@@ -101,7 +130,10 @@ it("records the installed packages as npm's record of node_modules, not file by 
 });
 
 it("writes a command's code cache at its first run and keeps it at the next, which accepts it", () => {
-  const cacheOf = () => readdirSync(CACHE_DIR).find((f) => bundle.endsWith(f.replace(/\.other\.v8-cache$/, '')) && f.endsWith('.other.v8-cache'));
+  const cacheOf = () =>
+    readdirSync(CACHE_DIR).find(
+      (f) => bundle.endsWith(f.replace(/\.other\.v8-cache$/, '')) && f.endsWith('.other.v8-cache'),
+    );
   execFileSync(process.execPath, [BIN, '--version'], { encoding: 'utf8' });
   const cache = cacheOf();
   expect(cache).toBeDefined();

@@ -7,7 +7,13 @@ import type { AddressInfo } from 'node:net';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { JOB_TYPE_NAMES } from '../../contract/job-types';
 import { queueTopology } from '../../contract/topology';
-import { BUILD_RECONCILER_LOG_GROUP_OUTPUT, STACK_OUTPUTS, dlqUrlOutputKey, logGroupOutputKey, queueUrlOutputKey } from '../../contract/stack-outputs';
+import {
+  BUILD_RECONCILER_LOG_GROUP_OUTPUT,
+  STACK_OUTPUTS,
+  dlqUrlOutputKey,
+  logGroupOutputKey,
+  queueUrlOutputKey,
+} from '../../contract/stack-outputs';
 import { awsLinks } from '../../src/operator/job-logs';
 import { TargetError } from '../../src/operator/errors';
 import { jobsQueue, requireServed, resolveTarget, targetFromStackOutputs } from '../../src/operator/targets';
@@ -28,44 +34,85 @@ function stackOutputs(): { OutputKey: string; OutputValue: string }[] {
 describe('targetFromStackOutputs', () => {
   it('maps the outputs to queues in topology order, the FIFO jobs queue first', () => {
     const target = targetFromStackOutputs('dev', 'eu-west-1', stackOutputs());
-    expect(target).toMatchObject({ kind: 'stack', region: 'eu-west-1', tableName: 'ledger-table', diffBucket: 'diff-bucket', endpoints: {} });
+    expect(target).toMatchObject({
+      kind: 'stack',
+      region: 'eu-west-1',
+      tableName: 'ledger-table',
+      diffBucket: 'diff-bucket',
+      endpoints: {},
+    });
     expect(target.queues.map((q) => q.name)).toEqual(queueTopology().map((q) => q.name));
-    expect(jobsQueue(target)).toMatchObject({ name: 'agent-jobs', fifo: true, url: 'https://sqs/agent-jobs', dlqUrl: 'https://sqs/agent-jobs-dlq' });
+    expect(jobsQueue(target)).toMatchObject({
+      name: 'agent-jobs',
+      fifo: true,
+      url: 'https://sqs/agent-jobs',
+      dlqUrl: 'https://sqs/agent-jobs-dlq',
+    });
   });
 
-  it('reads each function\'s log group, for the links of `logs`; a stack without them has none', () => {
+  it("reads each function's log group, for the links of `logs`; a stack without them has none", () => {
     const outputs = [
       ...stackOutputs(),
       { OutputKey: logGroupOutputKey('sequencer'), OutputValue: '/aws/lambda/seq' },
       { OutputKey: logGroupOutputKey('run_tests'), OutputValue: '/aws/lambda/tests' },
       { OutputKey: BUILD_RECONCILER_LOG_GROUP_OUTPUT, OutputValue: '/aws/lambda/reconciler' },
     ];
-    expect(targetFromStackOutputs('dev', 'eu-west-1', outputs).logGroups).toEqual({ sequencer: '/aws/lambda/seq', run_tests: '/aws/lambda/tests', build_reconciler: '/aws/lambda/reconciler' });
+    expect(targetFromStackOutputs('dev', 'eu-west-1', outputs).logGroups).toEqual({
+      sequencer: '/aws/lambda/seq',
+      run_tests: '/aws/lambda/tests',
+      build_reconciler: '/aws/lambda/reconciler',
+    });
     expect(targetFromStackOutputs('dev', 'eu-west-1', stackOutputs()).logGroups).toEqual({});
   });
 
   it('names every missing output', () => {
     const outputs = stackOutputs().filter((o) => o.OutputKey !== 'LedgerTableName' && o.OutputKey !== 'DlqUrlOpenPr');
-    expect(() => targetFromStackOutputs('dev', 'eu-west-1', outputs)).toThrow('stack dev lacks the outputs DlqUrlOpenPr, LedgerTableName');
+    expect(() => targetFromStackOutputs('dev', 'eu-west-1', outputs)).toThrow(
+      'stack dev lacks the outputs DlqUrlOpenPr, LedgerTableName',
+    );
   });
 });
 
 describe('logs on a stack: console links', () => {
-  const job = { jobId: 't-1', workspaceId: 'ws', tenantId: 'acme', type: 'run_tests', status: 'SUCCEEDED', digest: 'd', attempt: 1, createdAt: '', updatedAt: '', ttl: 0, progress: { buildId: 'tests-project:1b2c' } } as const;
-  const outputs = [...stackOutputs(), { OutputKey: logGroupOutputKey('sequencer'), OutputValue: '/aws/lambda/seq' }, { OutputKey: logGroupOutputKey('run_tests'), OutputValue: '/aws/lambda/tests' }];
+  const job = {
+    jobId: 't-1',
+    workspaceId: 'ws',
+    tenantId: 'acme',
+    type: 'run_tests',
+    status: 'SUCCEEDED',
+    digest: 'd',
+    attempt: 1,
+    createdAt: '',
+    updatedAt: '',
+    ttl: 0,
+    progress: { buildId: 'tests-project:1b2c' },
+  } as const;
+  const outputs = [
+    ...stackOutputs(),
+    { OutputKey: logGroupOutputKey('sequencer'), OutputValue: '/aws/lambda/seq' },
+    { OutputKey: logGroupOutputKey('run_tests'), OutputValue: '/aws/lambda/tests' },
+  ];
 
   it("links the job's lines in each function's log group that can hold them, and its build's log", () => {
     const links = awsLinks(targetFromStackOutputs('dev', 'eu-west-1', outputs), job);
-    expect(links.map((l) => l.kind === 'link' && l.what)).toEqual(['sequencer log lines of t-1', 'run_tests log lines of t-1', 'build tests-project:1b2c log (the whole test output)']);
+    expect(links.map((l) => l.kind === 'link' && l.what)).toEqual([
+      'sequencer log lines of t-1',
+      'run_tests log lines of t-1',
+      'build tests-project:1b2c log (the whole test output)',
+    ]);
     // The console's fragment: the group encoded twice, `%` written `$`; the filter a JSON pattern on jobId.
     expect(links[0]).toMatchObject({
       url: 'https://eu-west-1.console.aws.amazon.com/cloudwatch/home?region=eu-west-1#logsV2:log-groups/log-group/$252Faws$252Flambda$252Fseq/log-events$3FfilterPattern$3D$257B$2520$2524.jobId$2520$253D$2520$2522t-1$2522$2520$257D',
     });
-    expect(links[2]).toMatchObject({ url: 'https://eu-west-1.console.aws.amazon.com/codesuite/codebuild/projects/tests-project/build/tests-project%3A1b2c/log?region=eu-west-1' });
+    expect(links[2]).toMatchObject({
+      url: 'https://eu-west-1.console.aws.amazon.com/codesuite/codebuild/projects/tests-project/build/tests-project%3A1b2c/log?region=eu-west-1',
+    });
   });
 
   it('a stack without log group outputs still links the build', () => {
-    expect(awsLinks(targetFromStackOutputs('dev', 'eu-west-1', stackOutputs()), job).map((l) => l.kind)).toEqual(['link']);
+    expect(awsLinks(targetFromStackOutputs('dev', 'eu-west-1', stackOutputs()), job).map((l) => l.kind)).toEqual([
+      'link',
+    ]);
   });
 });
 
@@ -84,10 +131,14 @@ describe('resolveTarget with --stack', () => {
         const name = new URLSearchParams(body).get('StackName');
         if (name !== 'dev') {
           res.writeHead(400, { 'Content-Type': 'text/xml' });
-          res.end(`<ErrorResponse><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id ${name} does not exist</Message></Error><RequestId>r</RequestId></ErrorResponse>`);
+          res.end(
+            `<ErrorResponse><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id ${name} does not exist</Message></Error><RequestId>r</RequestId></ErrorResponse>`,
+          );
           return;
         }
-        const members = stackOutputs().map((o) => `<member><OutputKey>${o.OutputKey}</OutputKey><OutputValue>${o.OutputValue}</OutputValue></member>`);
+        const members = stackOutputs().map(
+          (o) => `<member><OutputKey>${o.OutputKey}</OutputKey><OutputValue>${o.OutputValue}</OutputValue></member>`,
+        );
         res.writeHead(200, { 'Content-Type': 'text/xml' });
         res.end(
           `<DescribeStacksResponse><DescribeStacksResult><Stacks><member><StackName>dev</StackName><StackStatus>CREATE_COMPLETE</StackStatus>` +
@@ -104,19 +155,36 @@ describe('resolveTarget with --stack', () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  const client = () => new CloudFormationClient({ region: 'eu-west-1', endpoint, credentials: { accessKeyId: 'a', secretAccessKey: 'b' } });
+  const client = () =>
+    new CloudFormationClient({
+      region: 'eu-west-1',
+      endpoint,
+      credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+    });
 
   it('reads the stack outputs through DescribeStacks', async () => {
-    const target = await resolveTarget({ stack: 'dev', region: 'eu-west-1', stateDir: '/nowhere', cloudFormation: client() });
+    const target = await resolveTarget({
+      stack: 'dev',
+      region: 'eu-west-1',
+      stateDir: '/nowhere',
+      cloudFormation: client(),
+    });
     expect(target.label).toBe('stack dev (eu-west-1)');
     expect(jobsQueue(target).url).toBe('https://sqs/agent-jobs');
     expect(requests.at(-1)).toContain('Action=DescribeStacks');
   });
 
   it('turns an unknown stack into a TargetError', async () => {
-    const attempt = resolveTarget({ stack: 'other', region: 'eu-west-1', stateDir: '/nowhere', cloudFormation: client() });
+    const attempt = resolveTarget({
+      stack: 'other',
+      region: 'eu-west-1',
+      stateDir: '/nowhere',
+      cloudFormation: client(),
+    });
     await expect(attempt).rejects.toThrow(TargetError);
-    await expect(resolveTarget({ stack: 'other', region: 'eu-west-1', stateDir: '/nowhere', cloudFormation: client() })).rejects.toThrow(/other does not exist/);
+    await expect(
+      resolveTarget({ stack: 'other', region: 'eu-west-1', stateDir: '/nowhere', cloudFormation: client() }),
+    ).rejects.toThrow(/other does not exist/);
   });
 });
 
@@ -160,7 +228,11 @@ describe('resolveTarget without --stack: the local platform', () => {
       diffBucket: 'agent-jobs-diffs',
       local: { stateDir, gitUrl: 'http://127.0.0.1:3' },
     });
-    expect(jobsQueue(target)).toMatchObject({ url: 'http://sqs/agent-jobs', dlqUrl: 'http://sqs/agent-jobs-dlq', fifo: true });
+    expect(jobsQueue(target)).toMatchObject({
+      url: 'http://sqs/agent-jobs',
+      dlqUrl: 'http://sqs/agent-jobs-dlq',
+      fifo: true,
+    });
   });
 
   it('says how to start one when there is none', async () => {
@@ -187,8 +259,11 @@ describe('resolveTarget without --stack: the local platform', () => {
     const older = await resolveTarget({ stateDir });
     expect(older.unserved?.jobTypes).toEqual([stage.consumer]);
     expect(older.queues.map((q) => q.name)).not.toContain(stage.name);
-    expect(() => requireServed(older, stage.consumer)).toThrow(new RegExp(`started before job type ${stage.consumer} was declared: restart it`));
-    for (const type of JOB_TYPE_NAMES.filter((t) => t !== stage.consumer)) expect(() => requireServed(older, type)).not.toThrow();
+    expect(() => requireServed(older, stage.consumer)).toThrow(
+      new RegExp(`started before job type ${stage.consumer} was declared: restart it`),
+    );
+    for (const type of JOB_TYPE_NAMES.filter((t) => t !== stage.consumer))
+      expect(() => requireServed(older, type)).not.toThrow();
 
     await writeFile(path.join(stateDir, PLATFORM_FILE), JSON.stringify({ ...file, jobTypes: JOB_TYPE_NAMES.slice(1) }));
     expect((await resolveTarget({ stateDir })).unserved?.jobTypes).toEqual(JOB_TYPE_NAMES.slice(0, 1));
@@ -203,7 +278,9 @@ describe('resolveTarget without --stack: the local platform', () => {
       return (await resolveTarget({ stateDir })).unserved?.remedy;
     };
 
-    expect(await remedy('disk')).toBe('restart it to serve it (Ctrl-C, then "npm start -- --persist", which keeps its ledger and DLQ messages)');
+    expect(await remedy('disk')).toBe(
+      'restart it to serve it (Ctrl-C, then "npm start -- --persist", which keeps its ledger and DLQ messages)',
+    );
     for (const ledger of ['memory', undefined] as const) {
       const said = await remedy(ledger);
       expect(said).not.toMatch(/keeps its ledger/);
@@ -211,7 +288,7 @@ describe('resolveTarget without --stack: the local platform', () => {
     }
   });
 
-  it('refuses a file without the FIFO jobs queue: not this platform\'s', async () => {
+  it("refuses a file without the FIFO jobs queue: not this platform's", async () => {
     const file = platformFile(process.pid);
     const fifo = queueTopology().find((q) => q.fifo)?.name ?? '';
     const { [fifo]: _url, ...queueUrls } = file.queueUrls;
@@ -220,7 +297,10 @@ describe('resolveTarget without --stack: the local platform', () => {
   });
 
   it('names what is wrong in a malformed file', async () => {
-    await writeFile(path.join(stateDir, PLATFORM_FILE), JSON.stringify({ ...platformFile(process.pid), tableName: undefined }));
+    await writeFile(
+      path.join(stateDir, PLATFORM_FILE),
+      JSON.stringify({ ...platformFile(process.pid), tableName: undefined }),
+    );
     await expect(resolveTarget({ stateDir })).rejects.toThrow(/tableName/);
   });
 });

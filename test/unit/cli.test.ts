@@ -74,23 +74,39 @@ describe('parseInvocation', () => {
   });
 
   it('returns help for --help on any command, for no command and for a command group', () => {
-    expect(parseInvocation(COMMANDS, ['dlq', 'redrive', '--help'])).toMatchObject({ kind: 'help', command: { path: ['dlq', 'redrive'] } });
+    expect(parseInvocation(COMMANDS, ['dlq', 'redrive', '--help'])).toMatchObject({
+      kind: 'help',
+      command: { path: ['dlq', 'redrive'] },
+    });
     expect(parseInvocation(COMMANDS, [])).toEqual({ kind: 'help', json: false });
     expect(parseInvocation(COMMANDS, ['dlq', '-h'])).toEqual({ kind: 'help', group: 'dlq', json: false });
   });
 });
 
 describe('help', () => {
-  it.each(COMMANDS.map((c) => [c.path.join(' '), c] as const))('%s: usage, its own options and the global ones', (_, command) => {
-    const help = commandHelp(command as CommandSpec<CliContext>, 'agent-jobs');
-    expect(help.startsWith(`Usage: agent-jobs ${command.path.join(' ')}`)).toBe(true);
-    for (const name of Object.keys(command.options ?? {})) expect(help).toContain(`--${name}`);
-    expect(help).toContain('--json');
-  });
+  it.each(COMMANDS.map((c) => [c.path.join(' '), c] as const))(
+    '%s: usage, its own options and the global ones',
+    (_, command) => {
+      const help = commandHelp(command as CommandSpec<CliContext>, 'agent-jobs');
+      expect(help.startsWith(`Usage: agent-jobs ${command.path.join(' ')}`)).toBe(true);
+      for (const name of Object.keys(command.options ?? {})) expect(help).toContain(`--${name}`);
+      expect(help).toContain('--json');
+    },
+  );
 
   it('lists a flag for every scalar payload field of every job type', () => {
     const help = commandHelp(COMMANDS.find((c) => c.path[0] === 'enqueue') as CommandSpec<CliContext>, 'agent-jobs');
-    for (const flag of ['--repo', '--branch', '--diff-file', '--base-sha', '--message', '--command', '--timeout-seconds', '--base', '--title']) {
+    for (const flag of [
+      '--repo',
+      '--branch',
+      '--diff-file',
+      '--base-sha',
+      '--message',
+      '--command',
+      '--timeout-seconds',
+      '--base',
+      '--title',
+    ]) {
       expect(help).toContain(flag);
     }
     expect(help).not.toContain('--diff-ref');
@@ -105,15 +121,19 @@ describe('runCli', () => {
     expect(t.stderr()).toBe('');
   });
 
-  it('reports a usage error on stderr in one line with exit 2, pointing at the command\'s help', async () => {
+  it("reports a usage error on stderr in one line with exit 2, pointing at the command's help", async () => {
     const t = memoryIo();
     expect(await runCli(['workspace', 'unblock', 'ws-1'], t.io, COMMANDS)).toBe(2);
     expect(t.stdout()).toBe('');
-    expect(t.stderr()).toBe('agent-jobs: exactly one of --replay or --drop is required (agent-jobs workspace unblock --help shows the usage)\n');
+    expect(t.stderr()).toBe(
+      'agent-jobs: exactly one of --replay or --drop is required (agent-jobs workspace unblock --help shows the usage)\n',
+    );
   });
 
   it('prints the version with --version, as JSON with --json', async () => {
-    const version = (JSON.parse(await readFile(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+    const version = (
+      JSON.parse(await readFile(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }
+    ).version;
     const text = memoryIo();
     expect(await runCli(['--version'], text.io, COMMANDS)).toBe(0);
     expect(text.stdout()).toBe(`agent-jobs ${version}\n`);
@@ -128,7 +148,9 @@ describe('runCli', () => {
     const t = memoryIo({ cwd, env: { AGENT_JOBS_STATE_DIR: 'state' } });
     expect(await runCli(['status', 'job-1', '--json'], t.io, COMMANDS)).toBe(5);
     expect(t.stdout()).toBe('');
-    expect(JSON.parse(t.stderr())).toEqual({ error: { name: 'TargetError', message: expect.stringContaining('no local platform'), exitCode: 5 } });
+    expect(JSON.parse(t.stderr())).toEqual({
+      error: { name: 'TargetError', message: expect.stringContaining('no local platform'), exitCode: 5 },
+    });
     await rm(t.io.cwd, { recursive: true });
   });
 });
@@ -158,24 +180,54 @@ describe('enqueue arguments', () => {
     const byFlag = Object.fromEntries(flags.map((f) => [f.flag, f]));
     expect(byFlag.repo).toMatchObject({ path: ['repo', 'url'], types: ['apply_patch'] });
     expect(byFlag['diff-file']).toMatchObject({ path: ['diff'], kind: 'file' });
-    expect(byFlag['timeout-seconds']).toMatchObject({ path: ['timeoutSeconds'], kind: 'number', types: [...COMMAND_JOB_TYPES] });
+    expect(byFlag['timeout-seconds']).toMatchObject({
+      path: ['timeoutSeconds'],
+      kind: 'number',
+      types: [...COMMAND_JOB_TYPES],
+    });
     expect(byFlag.base).toMatchObject({ path: ['baseBranch'], types: ['open_pr'] });
     expect(byFlag['diff-ref-bucket']).toBeUndefined();
   });
 
   it('builds nested payloads, parses numbers and reads files as bytes', async () => {
-    const patch = await payloadFromFlags('apply_patch', { repo: 'http://h/r.git', branch: 'main', 'diff-file': 'p.diff', message: 'm' }, flags, {}, async (f) => Buffer.from(`contents of ${f}`), usage);
-    expect(patch).toEqual({ repo: { url: 'http://h/r.git', branch: 'main' }, diff: Buffer.from('contents of p.diff'), message: 'm' });
-    const tests = await payloadFromFlags('run_tests', { 'timeout-seconds': '30', command: 'npm test' }, flags, {}, noFile, usage);
+    const patch = await payloadFromFlags(
+      'apply_patch',
+      { repo: 'http://h/r.git', branch: 'main', 'diff-file': 'p.diff', message: 'm' },
+      flags,
+      {},
+      async (f) => Buffer.from(`contents of ${f}`),
+      usage,
+    );
+    expect(patch).toEqual({
+      repo: { url: 'http://h/r.git', branch: 'main' },
+      diff: Buffer.from('contents of p.diff'),
+      message: 'm',
+    });
+    const tests = await payloadFromFlags(
+      'run_tests',
+      { 'timeout-seconds': '30', command: 'npm test' },
+      flags,
+      {},
+      noFile,
+      usage,
+    );
     expect(tests).toEqual({ timeoutSeconds: 30, command: 'npm test' });
   });
 
   it('puts flags on top of --payload and refuses a flag of another job type', async () => {
-    expect(await payloadFromFlags('open_pr', { title: 'T' }, flags, { baseBranch: 'main', title: 'old' }, noFile, usage)).toEqual({ baseBranch: 'main', title: 'T' });
-    await expect(payloadFromFlags('run_tests', { title: 'T' }, flags, {}, noFile, usage)).rejects.toThrow('--title does not apply to run_tests (only open_pr)');
-    await expect(payloadFromFlags('run_tests', { 'timeout-seconds': 'soon' }, flags, {}, noFile, usage)).rejects.toThrow(UsageError);
+    expect(
+      await payloadFromFlags('open_pr', { title: 'T' }, flags, { baseBranch: 'main', title: 'old' }, noFile, usage),
+    ).toEqual({ baseBranch: 'main', title: 'T' });
+    await expect(payloadFromFlags('run_tests', { title: 'T' }, flags, {}, noFile, usage)).rejects.toThrow(
+      '--title does not apply to run_tests (only open_pr)',
+    );
+    await expect(
+      payloadFromFlags('run_tests', { 'timeout-seconds': 'soon' }, flags, {}, noFile, usage),
+    ).rejects.toThrow(UsageError);
     // Number('') is 0: an empty value must not pass as a zero timeout.
-    await expect(payloadFromFlags('run_tests', { 'timeout-seconds': ' ' }, flags, {}, noFile, usage)).rejects.toThrow('--timeout-seconds must be a number, got " "');
+    await expect(payloadFromFlags('run_tests', { 'timeout-seconds': ' ' }, flags, {}, noFile, usage)).rejects.toThrow(
+      '--timeout-seconds must be a number, got " "',
+    );
   });
 
   it('reads a whole job from stdin, with the default tenant and a generated job id', async () => {
@@ -189,7 +241,9 @@ describe('enqueue arguments', () => {
     const t = memoryIo();
     await expect(jobFromArgs(contextOf(t.io), { workspace: 'w' }, false)).rejects.toThrow('--type is required');
     await expect(jobFromArgs(contextOf(t.io), { type: 'open_pr' }, false)).rejects.toThrow('--workspace is required');
-    await expect(jobFromArgs(contextOf(t.io), { type: 'nope', workspace: 'w' }, false)).rejects.toThrow(/unknown --type nope/);
+    await expect(jobFromArgs(contextOf(t.io), { type: 'nope', workspace: 'w' }, false)).rejects.toThrow(
+      /unknown --type nope/,
+    );
   });
 
   it('reads --diff-file relative to the working directory, as bytes (a Latin-1 byte stays itself)', async () => {
@@ -197,7 +251,11 @@ describe('enqueue arguments', () => {
     const bytes = Buffer.from([0x44, 0x49, 0x46, 0x46, 0xe9, 0x0a]);
     await writeFile(path.join(dir, 'a.diff'), bytes);
     const t = memoryIo({ cwd: dir });
-    const request = await jobFromArgs(contextOf(t.io), { type: 'apply_patch', workspace: 'w', 'diff-file': 'a.diff', 'job-id': 'j1' }, false);
+    const request = await jobFromArgs(
+      contextOf(t.io),
+      { type: 'apply_patch', workspace: 'w', 'diff-file': 'a.diff', 'job-id': 'j1' },
+      false,
+    );
     expect(request).toMatchObject({ jobId: 'j1', payload: { diff: bytes } });
     await rm(dir, { recursive: true });
   });
@@ -205,24 +263,66 @@ describe('enqueue arguments', () => {
 
 describe('table', () => {
   it('aligns columns and prints empty cells as "-"', () => {
-    expect(table(['A', 'BB'], [['x', undefined], ['long', 2]])).toBe(['A     BB', 'x     -', 'long  2'].join('\n'));
+    expect(
+      table(
+        ['A', 'BB'],
+        [
+          ['x', undefined],
+          ['long', 2],
+        ],
+      ),
+    ).toBe(['A     BB', 'x     -', 'long  2'].join('\n'));
   });
 });
 
 describe('jobSummary', () => {
-  const base = { jobId: 'j', workspaceId: 'w', tenantId: 't', digest: 'd', attempt: 1, createdAt: '', updatedAt: '', ttl: 0 } as const;
+  const base = {
+    jobId: 'j',
+    workspaceId: 'w',
+    tenantId: 't',
+    digest: 'd',
+    attempt: 1,
+    createdAt: '',
+    updatedAt: '',
+    ttl: 0,
+  } as const;
   const sha = 'a'.repeat(40);
 
   it('says what each built-in job type produced, in one line', () => {
-    expect(jobSummary({ ...base, type: 'apply_patch', status: 'SUCCEEDED', result: { commitSha: sha, alreadyApplied: true } })).toBe('commit aaaaaaaaaaaa (already on the branch)');
-    expect(jobSummary({ ...base, type: 'run_tests', status: 'SUCCEEDED', result: { verdict: 'failed', exitCode: 1, sha, logTail: 'x'.repeat(5000) } })).toBe('tests failed (exit 1) at aaaaaaaaaaaa');
-    expect(jobSummary({ ...base, type: 'open_pr', status: 'SUCCEEDED', result: { number: 3, url: 'http://pr/3' } })).toBe('pull request #3 http://pr/3');
+    expect(
+      jobSummary({
+        ...base,
+        type: 'apply_patch',
+        status: 'SUCCEEDED',
+        result: { commitSha: sha, alreadyApplied: true },
+      }),
+    ).toBe('commit aaaaaaaaaaaa (already on the branch)');
+    expect(
+      jobSummary({
+        ...base,
+        type: 'run_tests',
+        status: 'SUCCEEDED',
+        result: { verdict: 'failed', exitCode: 1, sha, logTail: 'x'.repeat(5000) },
+      }),
+    ).toBe('tests failed (exit 1) at aaaaaaaaaaaa');
+    expect(
+      jobSummary({ ...base, type: 'open_pr', status: 'SUCCEEDED', result: { number: 3, url: 'http://pr/3' } }),
+    ).toBe('pull request #3 http://pr/3');
   });
 
   it('prefers the failure, then the fence, and shortens unknown results', () => {
-    expect(jobSummary({ ...base, type: 'apply_patch', status: 'FAILED', error: { reason: 'CONFLICT', message: 'other digest' } })).toBe('CONFLICT: other digest');
+    expect(
+      jobSummary({
+        ...base,
+        type: 'apply_patch',
+        status: 'FAILED',
+        error: { reason: 'CONFLICT', message: 'other digest' },
+      }),
+    ).toBe('CONFLICT: other digest');
     expect(jobSummary({ ...base, type: 'apply_patch', status: 'SKIPPED', blockedBy: 'j0' })).toBe('blocked by j0');
-    expect(jobSummary({ ...base, type: 'run_tests', status: 'SUCCEEDED', result: { custom: 'y'.repeat(300) } })).toHaveLength(100);
+    expect(
+      jobSummary({ ...base, type: 'run_tests', status: 'SUCCEEDED', result: { custom: 'y'.repeat(300) } }),
+    ).toHaveLength(100);
   });
 });
 
@@ -235,13 +335,50 @@ describe('DLQ helpers', () => {
 
   it('lists what the ledger knows on each DLQ: the stage DLQ for a pinned job, a refused request as CONFLICT, the expired ones marked', () => {
     const now = Date.parse('2026-03-01T00:00:00Z');
-    const job = { jobId: 'j', workspaceId: 'w', tenantId: 't', digest: 'd', attempt: 1, createdAt: '', ttl: 0 } as const;
+    const job = {
+      jobId: 'j',
+      workspaceId: 'w',
+      tenantId: 't',
+      digest: 'd',
+      attempt: 1,
+      createdAt: '',
+      ttl: 0,
+    } as const;
     const pin = { sha: 'a'.repeat(40), repoUrl: 'http://h/r.git', branch: 'main' };
     const rows = dlqRows(
       [
-        { kind: 'job', record: { ...job, type: 'run_tests', status: 'FAILED', pin, error: { reason: 'TEST_RUN_ERROR', message: 'FAULT' }, updatedAt: '2026-02-28T00:00:00Z' } },
-        { kind: 'job', record: { ...job, type: 'apply_patch', status: 'SKIPPED', blockedBy: 'p0', updatedAt: '2026-02-01T00:00:00Z' } },
-        { kind: 'conflict', attempt: { jobId: 'j', workspaceId: 'w', tenantId: 't', type: 'apply_patch', at: '2026-02-27T00:00:00Z', seenBy: 'sequencer' } },
+        {
+          kind: 'job',
+          record: {
+            ...job,
+            type: 'run_tests',
+            status: 'FAILED',
+            pin,
+            error: { reason: 'TEST_RUN_ERROR', message: 'FAULT' },
+            updatedAt: '2026-02-28T00:00:00Z',
+          },
+        },
+        {
+          kind: 'job',
+          record: {
+            ...job,
+            type: 'apply_patch',
+            status: 'SKIPPED',
+            blockedBy: 'p0',
+            updatedAt: '2026-02-01T00:00:00Z',
+          },
+        },
+        {
+          kind: 'conflict',
+          attempt: {
+            jobId: 'j',
+            workspaceId: 'w',
+            tenantId: 't',
+            type: 'apply_patch',
+            at: '2026-02-27T00:00:00Z',
+            seenBy: 'sequencer',
+          },
+        },
       ],
       now,
     );

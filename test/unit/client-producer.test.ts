@@ -8,7 +8,10 @@ import { enqueueAgentJob, enqueueAgentJobs, EnqueueError, type JobRequest } from
 import { ConfigurationError, InvalidJobError } from '../../src/core/errors';
 
 const sqsMock = mockClient(SQSClient);
-const options = { sqs: new SQSClient({ region: 'us-east-1' }), queueUrl: 'https://sqs.us-east-1.amazonaws.com/111122223333/agent-jobs.fifo' };
+const options = {
+  sqs: new SQSClient({ region: 'us-east-1' }),
+  queueUrl: 'https://sqs.us-east-1.amazonaws.com/111122223333/agent-jobs.fifo',
+};
 
 function job(jobId: string, workspaceId: string, diff = 'diff --git a/a b/a\n'): JobRequest {
   return {
@@ -31,8 +34,16 @@ function accepting(...refused: string[]) {
   return ({ Entries = [] }: { Entries?: SendMessageBatchRequestEntry[] }) => {
     const jobIdOf = (e: SendMessageBatchRequestEntry) => e.MessageAttributes?.jobId?.StringValue ?? '';
     return {
-      Successful: Entries.filter((e) => !refused.includes(jobIdOf(e))).map((e) => ({ Id: e.Id, MessageId: `m-${jobIdOf(e)}`, MD5OfMessageBody: '' })),
-      Failed: Entries.filter((e) => refused.includes(jobIdOf(e))).map((e) => ({ Id: e.Id, Code: 'InternalError', SenderFault: false })),
+      Successful: Entries.filter((e) => !refused.includes(jobIdOf(e))).map((e) => ({
+        Id: e.Id,
+        MessageId: `m-${jobIdOf(e)}`,
+        MD5OfMessageBody: '',
+      })),
+      Failed: Entries.filter((e) => refused.includes(jobIdOf(e))).map((e) => ({
+        Id: e.Id,
+        Code: 'InternalError',
+        SenderFault: false,
+      })),
     };
   };
 }
@@ -42,7 +53,9 @@ function acceptAllBut(...refused: string[]) {
 }
 
 function sentBatches(): string[][] {
-  return sqsMock.commandCalls(SendMessageBatchCommand).map((call) => (call.args[0].input.Entries ?? []).map((e) => e.MessageAttributes?.jobId?.StringValue ?? ''));
+  return sqsMock
+    .commandCalls(SendMessageBatchCommand)
+    .map((call) => (call.args[0].input.Entries ?? []).map((e) => e.MessageAttributes?.jobId?.StringValue ?? ''));
 }
 
 afterEach(() => sqsMock.reset());
@@ -52,8 +65,15 @@ describe('enqueueAgentJobs', () => {
     acceptAllBut('a1');
     const outcomes = await enqueueAgentJobs([job('a1', 'A'), job('b1', 'B'), job('a2', 'A'), job('c1', 'C')], options);
 
-    expect(outcomes.map((o) => [o.jobId, o.status])).toEqual([['a1', 'FAILED'], ['b1', 'SENT'], ['a2', 'FAILED'], ['c1', 'SENT']]);
-    expect(outcomes[0]).toMatchObject({ error: { name: 'EnqueueError', reason: 'SEND_FAILED', code: 'InternalError' } });
+    expect(outcomes.map((o) => [o.jobId, o.status])).toEqual([
+      ['a1', 'FAILED'],
+      ['b1', 'SENT'],
+      ['a2', 'FAILED'],
+      ['c1', 'SENT'],
+    ]);
+    expect(outcomes[0]).toMatchObject({
+      error: { name: 'EnqueueError', reason: 'SEND_FAILED', code: 'InternalError' },
+    });
     expect(outcomes[2]).toMatchObject({ error: { reason: 'EARLIER_JOB_FAILED' } });
     expect(sentBatches()).toEqual([['a1', 'b1'], ['c1']]);
   });
@@ -74,7 +94,12 @@ describe('enqueueAgentJobs', () => {
       .rejectsOnce(Object.assign(new Error('socket hang up'), { name: 'TimeoutError' }))
       .callsFake(accepting());
     const outcomes = await enqueueAgentJobs([job('a1', 'A'), job('b1', 'B'), job('a2', 'A'), job('c1', 'C')], options);
-    expect(outcomes.map((o) => [o.jobId, o.status])).toEqual([['a1', 'FAILED'], ['b1', 'FAILED'], ['a2', 'FAILED'], ['c1', 'SENT']]);
+    expect(outcomes.map((o) => [o.jobId, o.status])).toEqual([
+      ['a1', 'FAILED'],
+      ['b1', 'FAILED'],
+      ['a2', 'FAILED'],
+      ['c1', 'SENT'],
+    ]);
     expect(outcomes[0]).toMatchObject({ error: { reason: 'SEND_FAILED', code: 'TimeoutError' } });
     expect(outcomes[2]).toMatchObject({ error: { reason: 'EARLIER_JOB_FAILED' } });
   });
@@ -87,23 +112,33 @@ describe('enqueueAgentJobs', () => {
 
   it('puts at most ten entries, one per workspace and 1 MiB in total in a batch', async () => {
     acceptAllBut();
-    await enqueueAgentJobs(Array.from({ length: 12 }, (_, i) => job(`w${i}`, `W${i}`)), options);
+    await enqueueAgentJobs(
+      Array.from({ length: 12 }, (_, i) => job(`w${i}`, `W${i}`)),
+      options,
+    );
     expect(sentBatches().map((b) => b.length)).toEqual([10, 2]);
 
     sqsMock.resetHistory();
     const nearLimit = diffOfBytes(INLINE_DIFF_LIMIT_BYTES - 1_000);
-    await enqueueAgentJobs(Array.from({ length: 6 }, (_, i) => job(`s${i}`, `S${i}`, nearLimit)), options);
+    await enqueueAgentJobs(
+      Array.from({ length: 6 }, (_, i) => job(`s${i}`, `S${i}`, nearLimit)),
+      options,
+    );
     expect(sentBatches().map((b) => b.length)).toEqual([5, 1]);
   });
 });
 
 describe('enqueueAgentJob diff limits', () => {
   it('refuses a diff over the inline limit when no diff store is configured', async () => {
-    await expect(enqueueAgentJob(job('big', 'A', diffOfBytes(INLINE_DIFF_LIMIT_BYTES + 1)), options)).rejects.toThrow(ConfigurationError);
+    await expect(enqueueAgentJob(job('big', 'A', diffOfBytes(INLINE_DIFF_LIMIT_BYTES + 1)), options)).rejects.toThrow(
+      ConfigurationError,
+    );
   });
 
   it('refuses a diff over the absolute limit as an invalid job', async () => {
-    await expect(enqueueAgentJob(job('huge', 'A', 'd'.repeat(MAX_DIFF_BYTES + 1)), options)).rejects.toThrow(/payload\.diff.*over the/);
+    await expect(enqueueAgentJob(job('huge', 'A', 'd'.repeat(MAX_DIFF_BYTES + 1)), options)).rejects.toThrow(
+      /payload\.diff.*over the/,
+    );
     expect(sqsMock.calls()).toHaveLength(0);
   });
 });

@@ -1,4 +1,13 @@
-import { BatchGetBuildsCommand, CodeBuildClient, InvalidInputException, ListBuildsForProjectCommand, ResourceNotFoundException, StartBuildCommand, StopBuildCommand, type Build } from '@aws-sdk/client-codebuild';
+import {
+  BatchGetBuildsCommand,
+  CodeBuildClient,
+  InvalidInputException,
+  ListBuildsForProjectCommand,
+  ResourceNotFoundException,
+  StartBuildCommand,
+  StopBuildCommand,
+  type Build,
+} from '@aws-sdk/client-codebuild';
 import { mockClient } from 'aws-sdk-client-mock';
 import { DEFAULT_TEST_COMMAND } from '../../contract/job-types';
 import { CHECKOUT_ENV } from '../../contract/runtime-env';
@@ -17,10 +26,22 @@ afterEach(() => codebuild.reset());
 
 const sha = 'a'.repeat(40);
 const FIRST_REQUEST = '2026-01-01T00:00:00.000Z';
-function commandRun(options: { command?: string; timeoutSeconds?: number; jobId?: string; run?: number; requestedAt?: string } = {}): CommandRun {
-  const job = runTestsMessage({ jobId: options.jobId ?? 'job-1', payload: options.command ? { command: options.command } : {}, pin: { sha } });
+function commandRun(
+  options: { command?: string; timeoutSeconds?: number; jobId?: string; run?: number; requestedAt?: string } = {},
+): CommandRun {
+  const job = runTestsMessage({
+    jobId: options.jobId ?? 'job-1',
+    payload: options.command ? { command: options.command } : {},
+    pin: { sha },
+  });
   const run = options.run ?? 0;
-  return { job, run, key: runKey(job, run, options.requestedAt ?? FIRST_REQUEST), command: commandOf(job), timeoutSeconds: options.timeoutSeconds ?? 3600 };
+  return {
+    job,
+    run,
+    key: runKey(job, run, options.requestedAt ?? FIRST_REQUEST),
+    command: commandOf(job),
+    timeoutSeconds: options.timeoutSeconds ?? 3600,
+  };
 }
 
 describe('CodeBuildTestRunner.start', () => {
@@ -28,7 +49,9 @@ describe('CodeBuildTestRunner.start', () => {
     codebuild.on(StartBuildCommand).resolves({ build: { id: 'tests:build-1' } });
     const runner = new CodeBuildTestRunner(new CodeBuildClient({}), 'tests-project');
 
-    await expect(runner.start(commandRun({ command: 'make check', timeoutSeconds: 90 }))).resolves.toEqual({ buildId: 'tests:build-1' });
+    await expect(runner.start(commandRun({ command: 'make check', timeoutSeconds: 90 }))).resolves.toEqual({
+      buildId: 'tests:build-1',
+    });
 
     const [call] = codebuild.commandCalls(StartBuildCommand);
     expect(call?.args[0].input).toEqual({
@@ -52,8 +75,16 @@ describe('CodeBuildTestRunner.start', () => {
     codebuild.on(StartBuildCommand).resolves({ build: { id: 'tests:build-3' } });
     const asked: string[] = [];
     const refs = [
-      { name: CHECKOUT_ENV.username, value: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:checkout/x-AbCdEf:username::v1', type: 'SECRETS_MANAGER' as const },
-      { name: CHECKOUT_ENV.password, value: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:checkout/x-AbCdEf:password::v1', type: 'SECRETS_MANAGER' as const },
+      {
+        name: CHECKOUT_ENV.username,
+        value: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:checkout/x-AbCdEf:username::v1',
+        type: 'SECRETS_MANAGER' as const,
+      },
+      {
+        name: CHECKOUT_ENV.password,
+        value: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:checkout/x-AbCdEf:password::v1',
+        type: 'SECRETS_MANAGER' as const,
+      },
     ];
     const checkout = { environmentFor: async (repoUrl: string) => (asked.push(repoUrl), refs) };
 
@@ -69,28 +100,39 @@ describe('CodeBuildTestRunner.start', () => {
     await new CodeBuildTestRunner(new CodeBuildClient({}), 'p').start(commandRun({ timeoutSeconds: 2 * 3600 }));
 
     const input = codebuild.commandCalls(StartBuildCommand)[0]?.args[0].input;
-    expect(input?.environmentVariablesOverride).toContainEqual({ name: 'TEST_COMMAND', value: DEFAULT_TEST_COMMAND, type: 'PLAINTEXT' });
+    expect(input?.environmentVariablesOverride).toContainEqual({
+      name: 'TEST_COMMAND',
+      value: DEFAULT_TEST_COMMAND,
+      type: 'PLAINTEXT',
+    });
     expect(input?.timeoutInMinutesOverride).toBe(120);
   });
 
   it.each([
     ['AccountLimitExceededException', 'Cannot have more than 60 builds in queue for the account'],
     ['ThrottlingException', 'Rate exceeded'],
-  ])('a StartBuild refused with %s is a wait for the build quota, never a failure of the job', async (name, message) => {
-    codebuild.on(StartBuildCommand).rejects(Object.assign(new Error(message), { name, $metadata: { httpStatusCode: 400 } }));
-    const runner = new CodeBuildTestRunner(new CodeBuildClient({}), 'tests-project');
+  ])(
+    'a StartBuild refused with %s is a wait for the build quota, never a failure of the job',
+    async (name, message) => {
+      codebuild
+        .on(StartBuildCommand)
+        .rejects(Object.assign(new Error(message), { name, $metadata: { httpStatusCode: 400 } }));
+      const runner = new CodeBuildTestRunner(new CodeBuildClient({}), 'tests-project');
 
-    const error = await runner.start(commandRun()).catch((e: unknown) => e);
+      const error = await runner.start(commandRun()).catch((e: unknown) => e);
 
-    expect(error).toBeInstanceOf(RetryAfterError);
-    expect(error).toMatchObject({ limit: 'build-quota', retryAt: undefined, message: expect.stringContaining(name) });
-  });
+      expect(error).toBeInstanceOf(RetryAfterError);
+      expect(error).toMatchObject({ limit: 'build-quota', retryAt: undefined, message: expect.stringContaining(name) });
+    },
+  );
 
   it('derives the same token for the same run, and another for another run, job, or job sent again under the same id', () => {
     expect(buildIdempotencyToken(commandRun())).toBe(buildIdempotencyToken(commandRun()));
     expect(buildIdempotencyToken(commandRun({ run: 1 }))).not.toBe(buildIdempotencyToken(commandRun()));
     expect(buildIdempotencyToken(commandRun({ jobId: 'job-2' }))).not.toBe(buildIdempotencyToken(commandRun()));
-    expect(buildIdempotencyToken(commandRun({ requestedAt: '2026-01-02T00:00:00.000Z' }))).not.toBe(buildIdempotencyToken(commandRun()));
+    expect(buildIdempotencyToken(commandRun({ requestedAt: '2026-01-02T00:00:00.000Z' }))).not.toBe(
+      buildIdempotencyToken(commandRun()),
+    );
   });
 
   it('clamps timeouts to what CodeBuild accepts', () => {
@@ -104,7 +146,10 @@ describe('CodeBuildTestRunner.start', () => {
 describe('CodeBuildTestRunner.describe', () => {
   it('reads every build in one BatchGetBuilds; builds CodeBuild does not know are absent', async () => {
     codebuild.on(BatchGetBuildsCommand).resolves({
-      builds: [{ id: 'p:1', buildStatus: 'IN_PROGRESS' }, { id: 'p:2', buildStatus: 'SUCCEEDED' }],
+      builds: [
+        { id: 'p:1', buildStatus: 'IN_PROGRESS' },
+        { id: 'p:2', buildStatus: 'SUCCEEDED' },
+      ],
       buildsNotFound: ['p:3'],
     });
 
@@ -134,8 +179,12 @@ describe('CodeBuildTestRunner.stop (the build of a cancelled job)', () => {
 
   it('a build CodeBuild does not know has nothing to stop; any other refusal is thrown, for the reconciler to try again', async () => {
     const runner = new CodeBuildTestRunner(new CodeBuildClient({}), 'p');
-    codebuild.on(StopBuildCommand, { id: 'p:gone' }).rejects(new ResourceNotFoundException({ message: 'Build not found', $metadata: {} }));
-    codebuild.on(StopBuildCommand, { id: 'p:bad' }).rejects(new InvalidInputException({ message: 'bad id', $metadata: {} }));
+    codebuild
+      .on(StopBuildCommand, { id: 'p:gone' })
+      .rejects(new ResourceNotFoundException({ message: 'Build not found', $metadata: {} }));
+    codebuild
+      .on(StopBuildCommand, { id: 'p:bad' })
+      .rejects(new InvalidInputException({ message: 'bad id', $metadata: {} }));
     await expect(runner.stop('p:gone')).resolves.toBeUndefined();
     await expect(runner.stop('p:bad')).rejects.toThrow('bad id');
   });
@@ -158,8 +207,15 @@ describe('CodeBuildTestRunner.findBuild', () => {
 
   it("finds the run's build by its JOB_ID, JOB_RUN and JOB_RUN_KEY among the project's newest builds, in one page", async () => {
     // p:6 is an earlier job's of the same id and run number (sent before the ledger forgot it): never this run's.
-    const builds = [withRun('p:9', commandRun({ jobId: 'job-other' })), withRun('p:8', commandRun({ run: 1 })), withRun('p:7', commandRun()), withRun('p:6', commandRun({ run: 2, requestedAt: '2025-06-01T00:00:00.000Z' }))];
-    codebuild.on(ListBuildsForProjectCommand, { projectName: 'p', sortOrder: 'DESCENDING' }).resolves({ ids: ['p:9', 'p:8', 'p:7', 'p:6'], nextToken: 'page-2' });
+    const builds = [
+      withRun('p:9', commandRun({ jobId: 'job-other' })),
+      withRun('p:8', commandRun({ run: 1 })),
+      withRun('p:7', commandRun()),
+      withRun('p:6', commandRun({ run: 2, requestedAt: '2025-06-01T00:00:00.000Z' })),
+    ];
+    codebuild
+      .on(ListBuildsForProjectCommand, { projectName: 'p', sortOrder: 'DESCENDING' })
+      .resolves({ ids: ['p:9', 'p:8', 'p:7', 'p:6'], nextToken: 'page-2' });
     codebuild.on(BatchGetBuildsCommand, { ids: ['p:9', 'p:8', 'p:7', 'p:6'] }).resolves({ builds });
     const runner = new CodeBuildTestRunner(new CodeBuildClient({}), 'p');
 
@@ -172,7 +228,9 @@ describe('CodeBuildTestRunner.findBuild', () => {
 
   it('asks nothing more when the project has no builds', async () => {
     codebuild.on(ListBuildsForProjectCommand).resolves({ ids: [] });
-    await expect(new CodeBuildTestRunner(new CodeBuildClient({}), 'p').findBuild(commandRun())).resolves.toBeUndefined();
+    await expect(
+      new CodeBuildTestRunner(new CodeBuildClient({}), 'p').findBuild(commandRun()),
+    ).resolves.toBeUndefined();
     expect(codebuild.commandCalls(BatchGetBuildsCommand)).toHaveLength(0);
   });
 });
@@ -186,38 +244,73 @@ describe('parseCodeBuildEvent', () => {
     expect(parseCodeBuildEvent(JSON.stringify(event))).toEqual({
       buildId: 'tests:b-1',
       ...ids,
-      status: { state: 'PASSED', exitCode: 0, logTail: 'logs: https://console.aws.amazon.com/cloudwatch/home#logsV2:log-groups/tests' },
+      status: {
+        state: 'PASSED',
+        exitCode: 0,
+        logTail: 'logs: https://console.aws.amazon.com/cloudwatch/home#logsV2:log-groups/tests',
+      },
     });
   });
 
   it('reads a build that FAILED in its build phase as a failed verdict with the exit code', () => {
-    const event = codeBuildStateChange({ buildId: 'tests:b-2', status: 'FAILED', ...ids, failedPhase: { type: 'BUILD', context: 'COMMAND_EXECUTION_ERROR: Error while executing command: npm test. Reason: exit status 2' } });
+    const event = codeBuildStateChange({
+      buildId: 'tests:b-2',
+      status: 'FAILED',
+      ...ids,
+      failedPhase: {
+        type: 'BUILD',
+        context: 'COMMAND_EXECUTION_ERROR: Error while executing command: npm test. Reason: exit status 2',
+      },
+    });
 
-    expect(parseCodeBuildEvent(JSON.stringify(event))?.status).toMatchObject({ state: 'FAILED', exitCode: 2, logTail: expect.stringContaining('exit status 2') });
+    expect(parseCodeBuildEvent(JSON.stringify(event))?.status).toMatchObject({
+      state: 'FAILED',
+      exitCode: 2,
+      logTail: expect.stringContaining('exit status 2'),
+    });
   });
 
   it('reads a failed checkout (PRE_BUILD), FAULT and TIMED_OUT as a build that broke, not a verdict', () => {
-    const checkout = codeBuildStateChange({ buildId: 'tests:b-3', status: 'FAILED', ...ids, failedPhase: { type: 'PRE_BUILD', context: 'COMMAND_EXECUTION_ERROR: Reason: exit status 128' } });
-    expect(parseCodeBuildEvent(JSON.stringify(checkout))?.status).toMatchObject({ state: 'ERROR', status: 'FAILED', message: expect.stringMatching(/^PRE_BUILD phase failed/) });
+    const checkout = codeBuildStateChange({
+      buildId: 'tests:b-3',
+      status: 'FAILED',
+      ...ids,
+      failedPhase: { type: 'PRE_BUILD', context: 'COMMAND_EXECUTION_ERROR: Reason: exit status 128' },
+    });
+    expect(parseCodeBuildEvent(JSON.stringify(checkout))?.status).toMatchObject({
+      state: 'ERROR',
+      status: 'FAILED',
+      message: expect.stringMatching(/^PRE_BUILD phase failed/),
+    });
     for (const status of ['FAULT', 'TIMED_OUT', 'STOPPED']) {
-      expect(parseCodeBuildEvent(JSON.stringify(codeBuildStateChange({ buildId: 'tests:b-4', status, ...ids })))?.status).toMatchObject({ state: 'ERROR', status });
+      expect(
+        parseCodeBuildEvent(JSON.stringify(codeBuildStateChange({ buildId: 'tests:b-4', status, ...ids })))?.status,
+      ).toMatchObject({ state: 'ERROR', status });
     }
   });
 
   it('ignores a build that is still in progress', () => {
-    expect(parseCodeBuildEvent(JSON.stringify(codeBuildStateChange({ buildId: 'tests:b-5', status: 'IN_PROGRESS', ...ids })))).toBeUndefined();
+    expect(
+      parseCodeBuildEvent(
+        JSON.stringify(codeBuildStateChange({ buildId: 'tests:b-5', status: 'IN_PROGRESS', ...ids })),
+      ),
+    ).toBeUndefined();
   });
 
   it('refuses what is not a completion it can read, naming why', () => {
     expect(() => parseCodeBuildEvent('not json')).toThrow(InvalidBuildEventError);
-    expect(() => parseCodeBuildEvent(JSON.stringify({ source: 'aws.s3', 'detail-type': 'Object Created', detail: {} }))).toThrow(/not a CodeBuild Build State Change event/);
+    expect(() =>
+      parseCodeBuildEvent(JSON.stringify({ source: 'aws.s3', 'detail-type': 'Object Created', detail: {} })),
+    ).toThrow(/not a CodeBuild Build State Change event/);
     const foreign = codeBuildStateChange({ buildId: 'tests:b-6', status: 'SUCCEEDED', ...ids });
     foreign.detail['additional-information'].environment['environment-variables'] = [];
     expect(() => parseCodeBuildEvent(JSON.stringify(foreign))).toThrow(/carries no JOB_ID/);
   });
 
   it('takes the build id from the build ARN as StartBuild returns it', () => {
-    expect(buildIdFromArn('arn:aws:codebuild:eu-west-1:123456789012:build/tests-Project:5e9b')).toBe('tests-Project:5e9b');
+    expect(buildIdFromArn('arn:aws:codebuild:eu-west-1:123456789012:build/tests-Project:5e9b')).toBe(
+      'tests-Project:5e9b',
+    );
   });
 });
 
@@ -231,7 +324,11 @@ describe('buildStatus', () => {
     logs,
     phases: [
       { phaseType: 'DOWNLOAD_SOURCE', phaseStatus: 'SUCCEEDED' },
-      { phaseType: phaseType as 'BUILD', phaseStatus: 'FAILED', contexts: [{ statusCode: 'COMMAND_EXECUTION_ERROR', message }] },
+      {
+        phaseType: phaseType as 'BUILD',
+        phaseStatus: 'FAILED',
+        contexts: [{ statusCode: 'COMMAND_EXECUTION_ERROR', message }],
+      },
     ],
   });
 
@@ -260,13 +357,23 @@ describe('buildStatus', () => {
   });
 
   it('FAILED in a setup phase (e.g. the checkout) is an infrastructure ERROR, not a verdict', () => {
-    const status = buildStatus(failedIn('PRE_BUILD', 'Error while executing command: git checkout. Reason: exit status 128'));
+    const status = buildStatus(
+      failedIn('PRE_BUILD', 'Error while executing command: git checkout. Reason: exit status 128'),
+    );
 
-    expect(status).toMatchObject({ state: 'ERROR', status: 'FAILED', message: expect.stringMatching(/^PRE_BUILD phase failed: .*exit status 128/) });
+    expect(status).toMatchObject({
+      state: 'ERROR',
+      status: 'FAILED',
+      message: expect.stringMatching(/^PRE_BUILD phase failed: .*exit status 128/),
+    });
   });
 
   it.each(['FAULT', 'TIMED_OUT', 'STOPPED'] as const)('%s is an infrastructure ERROR', (buildStatusValue) => {
-    const status = buildStatus({ id: 'b', buildStatus: buildStatusValue, logs: { groupName: '/aws/codebuild/p', streamName: 's-1' } });
+    const status = buildStatus({
+      id: 'b',
+      buildStatus: buildStatusValue,
+      logs: { groupName: '/aws/codebuild/p', streamName: 's-1' },
+    });
 
     expect(status).toEqual({ state: 'ERROR', status: buildStatusValue, message: 'logs: /aws/codebuild/p/s-1' });
   });

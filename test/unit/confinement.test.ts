@@ -1,7 +1,13 @@
 import { join } from 'node:path';
 import { DEFAULT_COMMAND_LIMITS } from '../../contract/job-types';
 import { cgroupParentsFrom } from '../../src/local/cgroups';
-import { confinedCommand, describeIsolation, hiddenPaths, homeToolchains, type Isolation } from '../../src/local/confinement';
+import {
+  confinedCommand,
+  describeIsolation,
+  hiddenPaths,
+  homeToolchains,
+  type Isolation,
+} from '../../src/local/confinement';
 import { SANDBOX_PATHS, sandboxArgs, sandboxLaunchers, type SandboxSpec } from '../../src/local/sandbox';
 import { limitReached } from '../../src/local/test-runner';
 
@@ -14,7 +20,15 @@ describe('hiddenPaths (the namespaces level)', () => {
     const hidden = hiddenPaths(['/state'], { PATH: '/home/dev/.nvm/versions/node/v22/bin:/usr/bin' }, '/home/dev');
 
     expect(hidden).not.toContain('/home/dev');
-    expect(hidden).toEqual(expect.arrayContaining(['/state', join('/home/dev', '.aws'), join('/home/dev', '.ssh'), join('/home/dev', '.npmrc'), join('/home/dev', '.git-credentials')]));
+    expect(hidden).toEqual(
+      expect.arrayContaining([
+        '/state',
+        join('/home/dev', '.aws'),
+        join('/home/dev', '.ssh'),
+        join('/home/dev', '.npmrc'),
+        join('/home/dev', '.git-credentials'),
+      ]),
+    );
     expect(hidden.filter((p) => p.startsWith('/home/dev/.nvm'))).toEqual([]);
   });
 
@@ -26,9 +40,20 @@ describe('hiddenPaths (the namespaces level)', () => {
 
 describe('homeToolchains (bound back read-only into the sandbox, HOME hidden)', () => {
   it("takes a version manager's directory for its bin or shims entry, any other entry for itself, each once", () => {
-    const PATH = ['/home/dev/.nvm/versions/node/v22/bin', '/home/dev/.pyenv/shims', '/home/dev/.pyenv/bin', '/home/dev/tools', '/usr/bin', 'relative/bin'].join(':');
+    const PATH = [
+      '/home/dev/.nvm/versions/node/v22/bin',
+      '/home/dev/.pyenv/shims',
+      '/home/dev/.pyenv/bin',
+      '/home/dev/tools',
+      '/usr/bin',
+      'relative/bin',
+    ].join(':');
 
-    expect(homeToolchains({ PATH }, '/home/dev')).toEqual(['/home/dev/.nvm/versions/node/v22', '/home/dev/.pyenv', '/home/dev/tools']);
+    expect(homeToolchains({ PATH }, '/home/dev')).toEqual([
+      '/home/dev/.nvm/versions/node/v22',
+      '/home/dev/.pyenv',
+      '/home/dev/tools',
+    ]);
   });
 
   it('never takes HOME itself, for ~/bin or HOME in PATH', () => {
@@ -38,18 +63,36 @@ describe('homeToolchains (bound back read-only into the sandbox, HOME hidden)', 
 
 describe('confinedCommand', () => {
   it('runs the command with plain sh, dying with the platform, where the machine cannot confine it', () => {
-    const { file, args } = confinedCommand({ kind: 'none', reason: 'no namespaces' }, { runDir: '/r', cwd: '/r/w', hidden: ['/s'], command: 'npm test' });
+    const { file, args } = confinedCommand(
+      { kind: 'none', reason: 'no namespaces' },
+      { runDir: '/r', cwd: '/r/w', hidden: ['/s'], command: 'npm test' },
+    );
 
-    expect([file, ...args]).toEqual(process.platform === 'linux' ? ['setpriv', '--pdeathsig', 'KILL', '--', 'sh', '-c', 'npm test'] : ['sh', '-c', 'npm test']);
+    expect([file, ...args]).toEqual(
+      process.platform === 'linux'
+        ? ['setpriv', '--pdeathsig', 'KILL', '--', 'sh', '-c', 'npm test']
+        : ['sh', '-c', 'npm test'],
+    );
   });
 
   it('covers deeper hidden paths first, so one inside another is covered before its parent hides it', () => {
-    const { file, args } = confinedCommand({ kind: 'namespaces', reason: 'bubblewrap is missing' }, { runDir: '/tmp/runs/r', cwd: '/tmp/runs/r/w', hidden: ['/home/dev', '/home/dev/state', '/tmp/runs', '/home/dev'], command: 'npm test' });
+    const { file, args } = confinedCommand(
+      { kind: 'namespaces', reason: 'bubblewrap is missing' },
+      {
+        runDir: '/tmp/runs/r',
+        cwd: '/tmp/runs/r/w',
+        hidden: ['/home/dev', '/home/dev/state', '/tmp/runs', '/home/dev'],
+        command: 'npm test',
+      },
+    );
 
     expect([file, ...args].slice(0, 5)).toEqual(['setpriv', '--pdeathsig', 'KILL', '--', 'unshare']);
     expect(args).toContain('--kill-child');
     expect(args.slice(args.indexOf('npm test') + 1)).toEqual(['/home/dev/state', '/home/dev', '/tmp/runs']);
-    expect(args.slice(args.indexOf('agent-jobs-confine') + 1, args.indexOf('npm test'))).toEqual(['/tmp/runs/r', '/tmp/runs/r/w']);
+    expect(args.slice(args.indexOf('agent-jobs-confine') + 1, args.indexOf('npm test'))).toEqual([
+      '/tmp/runs/r',
+      '/tmp/runs/r/w',
+    ]);
   });
 });
 
@@ -65,13 +108,21 @@ describe('sandboxArgs', () => {
     command: 'npm test',
   };
   /** The values that follow each occurrence of `option`. */
-  const valuesOf = (args: readonly string[], option: string) => args.flatMap((arg, i) => (arg === option ? [args[i + 1]] : []));
+  const valuesOf = (args: readonly string[], option: string) =>
+    args.flatMap((arg, i) => (arg === option ? [args[i + 1]] : []));
 
   it('shows the host read-only and gives the run one tmpfs of its disk limit for /tmp, its workspace and HOME', () => {
     const args = sandboxArgs(spec);
 
     expect(args.slice(args.indexOf('--ro-bind'), args.indexOf('--ro-bind') + 3)).toEqual(['--ro-bind', '/', '/']);
-    expect(args.slice(args.indexOf('/tmp') - 5, args.indexOf('/tmp') + 1)).toEqual(['--size', String(spec.diskBytes), '--perms', '0700', '--tmpfs', '/tmp']);
+    expect(args.slice(args.indexOf('/tmp') - 5, args.indexOf('/tmp') + 1)).toEqual([
+      '--size',
+      String(spec.diskBytes),
+      '--perms',
+      '0700',
+      '--tmpfs',
+      '/tmp',
+    ]);
     expect(valuesOf(args, '--dir')).toEqual([SANDBOX_PATHS.workspace, SANDBOX_PATHS.home]);
     expect(valuesOf(args, '--chdir')).toEqual([SANDBOX_PATHS.workspace]);
   });
@@ -87,17 +138,32 @@ describe('sandboxArgs', () => {
     const from = args.indexOf('/home/dev') - 1;
 
     expect(args.slice(from, from + 10)).toEqual([
-      '--tmpfs', '/home/dev',
-      '--ro-bind', '/home/dev/.nvm/versions/node/v22', '/home/dev/.nvm/versions/node/v22',
-      '--ro-bind', '/dev/null', '/home/dev/.nvm/versions/node/v22/.npmrc',
-      '--remount-ro', '/home/dev',
+      '--tmpfs',
+      '/home/dev',
+      '--ro-bind',
+      '/home/dev/.nvm/versions/node/v22',
+      '/home/dev/.nvm/versions/node/v22',
+      '--ro-bind',
+      '/dev/null',
+      '/home/dev/.nvm/versions/node/v22/.npmrc',
+      '--remount-ro',
+      '/home/dev',
     ]);
   });
 
   it('keeps every namespace of its own, no capability, no user namespaces inside, and its own environment only', () => {
     const args = sandboxArgs(spec);
 
-    expect(args).toEqual(expect.arrayContaining(['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--clearenv']));
+    expect(args).toEqual(
+      expect.arrayContaining([
+        '--unshare-all',
+        '--unshare-user',
+        '--disable-userns',
+        '--die-with-parent',
+        '--new-session',
+        '--clearenv',
+      ]),
+    );
     expect(valuesOf(args, '--setenv')).toEqual(['PATH', 'HOME']);
     expect(args).not.toContain('--cap-add');
   });
@@ -110,7 +176,19 @@ describe('sandboxArgs', () => {
     expect(valuesOf(withNetwork, '--ro-bind-data')).toEqual(['5']);
     expect(offline).not.toContain('--share-net');
     expect(offline).not.toContain('--ro-bind-data');
-    expect(sandboxLaunchers('slirp4netns', { uid: 65534, gid: 65534 })).toEqual(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--', 'unshare', '--user', '--map-root-user', '--net', '--', 'bwrap']);
+    expect(sandboxLaunchers('slirp4netns', { uid: 65534, gid: 65534 })).toEqual([
+      'setpriv',
+      '--reuid=65534',
+      '--regid=65534',
+      '--clear-groups',
+      '--',
+      'unshare',
+      '--user',
+      '--map-root-user',
+      '--net',
+      '--',
+      'bwrap',
+    ]);
     expect(sandboxLaunchers('none', undefined)).toEqual(['bwrap']);
   });
 
@@ -138,16 +216,41 @@ describe('cgroupParentsFrom', () => {
   it("finds the platform's own group in each v1 hierarchy, nested where it is nested", () => {
     expect(cgroupParentsFrom(own, mounts)).toEqual([
       { version: 2, dir: '/sys/fs/cgroup/unified' },
-      { version: 1, pids: '/sys/fs/cgroup/pids', memory: '/sys/fs/cgroup/memory/session/42', cpu: '/sys/fs/cgroup/cpu', cpuacct: '/sys/fs/cgroup/cpuacct' },
+      {
+        version: 1,
+        pids: '/sys/fs/cgroup/pids',
+        memory: '/sys/fs/cgroup/memory/session/42',
+        cpu: '/sys/fs/cgroup/cpu',
+        cpuacct: '/sys/fs/cgroup/cpuacct',
+      },
     ]);
   });
 
   it('finds a co-mounted cpu,cpuacct hierarchy for both, and none without pids or memory', () => {
-    const coMounted = mounts.replace(/.*\/cpu rw.*\n.*\/cpuacct rw.*/, '32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct');
-    const v1 = cgroupParentsFrom(['8:pids:/', '4:memory:/', '2:cpu,cpuacct:/a', '0::/'].join('\n'), coMounted).find((p) => p.version === 1);
+    const coMounted = mounts.replace(
+      /.*\/cpu rw.*\n.*\/cpuacct rw.*/,
+      '32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct',
+    );
+    const v1 = cgroupParentsFrom(['8:pids:/', '4:memory:/', '2:cpu,cpuacct:/a', '0::/'].join('\n'), coMounted).find(
+      (p) => p.version === 1,
+    );
 
-    expect(v1).toEqual({ version: 1, pids: '/sys/fs/cgroup/pids', memory: '/sys/fs/cgroup/memory', cpu: '/sys/fs/cgroup/cpu,cpuacct/a', cpuacct: '/sys/fs/cgroup/cpu,cpuacct/a' });
-    expect(cgroupParentsFrom(own, mounts.split('\n').filter((l) => !l.includes('pids')).join('\n')).map((p) => p.version)).toEqual([2]);
+    expect(v1).toEqual({
+      version: 1,
+      pids: '/sys/fs/cgroup/pids',
+      memory: '/sys/fs/cgroup/memory',
+      cpu: '/sys/fs/cgroup/cpu,cpuacct/a',
+      cpuacct: '/sys/fs/cgroup/cpu,cpuacct/a',
+    });
+    expect(
+      cgroupParentsFrom(
+        own,
+        mounts
+          .split('\n')
+          .filter((l) => !l.includes('pids'))
+          .join('\n'),
+      ).map((p) => p.version),
+    ).toEqual([2]);
   });
 
   it('reads a mount whose root is the group (a container) and skips a group outside the mount', () => {
@@ -162,21 +265,51 @@ describe('describeIsolation', () => {
   const cgroup: Isolation['resources'] = { kind: 'cgroup', parents: { version: 1, pids: '/p', memory: '/m' } };
 
   it('says what the full sandbox stops and what it does not, and nothing is degraded', () => {
-    const report = describeIsolation({ confinement: { kind: 'sandbox', network: 'slirp4netns', runAs: { uid: 65534, gid: 65534 } }, resources: cgroup });
+    const report = describeIsolation({
+      confinement: { kind: 'sandbox', network: 'slirp4netns', runAs: { uid: 65534, gid: 65534 } },
+      resources: cgroup,
+    });
 
-    expect(report.summary).toBe('sandbox (bubblewrap), as uid 65534, own network (slirp4netns), no host loopback, limits by cgroup v1 (processes, memory, CPU time)');
-    expect(report.stops).toEqual(expect.arrayContaining(['connections to the host loopback (emulators, git server)', 'acting as root on host files']));
+    expect(report.summary).toBe(
+      'sandbox (bubblewrap), as uid 65534, own network (slirp4netns), no host loopback, limits by cgroup v1 (processes, memory, CPU time)',
+    );
+    expect(report.stops).toEqual(
+      expect.arrayContaining([
+        'connections to the host loopback (emulators, git server)',
+        'acting as root on host files',
+      ]),
+    );
     expect(report.doesNotStop).toEqual(expect.arrayContaining([expect.stringMatching(/outbound connections/)]));
     expect(report.degraded).toBeUndefined();
   });
 
   it('names what is missing and how to get it below the full sandbox', () => {
-    expect(describeIsolation({ confinement: { kind: 'sandbox', network: 'none', networkMissing: 'slirp4netns: not found' }, resources: cgroup }).degraded).toMatch(/no network .*slirp4netns: not found.*apt-get install slirp4netns/);
-    expect(describeIsolation({ confinement: { kind: 'namespaces', reason: 'bwrap: not found' }, resources: { kind: 'rlimit', reason: 'not root' } })).toMatchObject({
-      degraded: expect.stringMatching(/bubblewrap is not in use: bwrap: not found \(apt-get install bubblewrap slirp4netns\)/),
-      doesNotStop: expect.arrayContaining(['connections to the host loopback (emulators, git server)', 'a fork flood or memory use across processes (only per process)']),
+    expect(
+      describeIsolation({
+        confinement: { kind: 'sandbox', network: 'none', networkMissing: 'slirp4netns: not found' },
+        resources: cgroup,
+      }).degraded,
+    ).toMatch(/no network .*slirp4netns: not found.*apt-get install slirp4netns/);
+    expect(
+      describeIsolation({
+        confinement: { kind: 'namespaces', reason: 'bwrap: not found' },
+        resources: { kind: 'rlimit', reason: 'not root' },
+      }),
+    ).toMatchObject({
+      degraded: expect.stringMatching(
+        /bubblewrap is not in use: bwrap: not found \(apt-get install bubblewrap slirp4netns\)/,
+      ),
+      doesNotStop: expect.arrayContaining([
+        'connections to the host loopback (emulators, git server)',
+        'a fork flood or memory use across processes (only per process)',
+      ]),
     });
-    expect(describeIsolation({ confinement: { kind: 'none', reason: 'no Linux namespaces on darwin' }, resources: { kind: 'rlimit', reason: 'no cgroups on darwin' } }).degraded).toBe('test commands run unconfined: no Linux namespaces on darwin');
+    expect(
+      describeIsolation({
+        confinement: { kind: 'none', reason: 'no Linux namespaces on darwin' },
+        resources: { kind: 'rlimit', reason: 'no cgroups on darwin' },
+      }).degraded,
+    ).toBe('test commands run unconfined: no Linux namespaces on darwin');
   });
 });
 
@@ -185,9 +318,13 @@ describe('limitReached', () => {
 
   it('names the first limit a sample shows reached, and none under every limit', () => {
     expect(limitReached(under, DEFAULT_COMMAND_LIMITS)).toBeUndefined();
-    expect(limitReached({ ...under, processLimitReached: true, oomKills: 1 }, DEFAULT_COMMAND_LIMITS)).toBe('processes');
+    expect(limitReached({ ...under, processLimitReached: true, oomKills: 1 }, DEFAULT_COMMAND_LIMITS)).toBe(
+      'processes',
+    );
     expect(limitReached({ ...under, oomKills: 2 }, DEFAULT_COMMAND_LIMITS)).toBe('memory');
     expect(limitReached({ ...under, diskFull: true }, DEFAULT_COMMAND_LIMITS)).toBe('disk');
-    expect(limitReached({ ...under, cpuSeconds: DEFAULT_COMMAND_LIMITS.cpuSeconds }, DEFAULT_COMMAND_LIMITS)).toBe('cpu');
+    expect(limitReached({ ...under, cpuSeconds: DEFAULT_COMMAND_LIMITS.cpuSeconds }, DEFAULT_COMMAND_LIMITS)).toBe(
+      'cpu',
+    );
   });
 });

@@ -6,7 +6,16 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { PERMANENT_REASONS } from '../../src/core/errors';
-import { changeRefusal, cookieName, hasSession, newRoot, originRefusal, pathInRoot, sessionCookie, TOKEN_HEADER } from '../../src/console/auth';
+import {
+  changeRefusal,
+  cookieName,
+  hasSession,
+  newRoot,
+  originRefusal,
+  pathInRoot,
+  sessionCookie,
+  TOKEN_HEADER,
+} from '../../src/console/auth';
 import { coarseAge } from '../../src/console/format';
 import { html, inlineCode } from '../../src/console/html';
 import { sseEvent } from '../../src/console/live';
@@ -26,14 +35,19 @@ describe('who may use the console', () => {
 
   it('refuses what a browser marks as coming from another origin', () => {
     expect(originRefusal(auth, { ...own, origin: 'http://127.0.0.1:4321' })).toBeUndefined();
-    expect(originRefusal(auth, { ...own, origin: 'http://evil.example' })).toMatchObject({ status: 403, reason: expect.stringMatching(/evil\.example/) });
+    expect(originRefusal(auth, { ...own, origin: 'http://evil.example' })).toMatchObject({
+      status: 403,
+      reason: expect.stringMatching(/evil\.example/),
+    });
     expect(originRefusal(auth, { ...own, origin: 'null' })).toMatchObject({ status: 403 });
     expect(originRefusal(auth, { ...own, 'sec-fetch-site': 'cross-site' })).toMatchObject({ status: 403 });
     expect(originRefusal(auth, { ...own, 'sec-fetch-site': 'same-origin' })).toBeUndefined();
   });
 
   it('takes the session from its own cookie, named after the port, scoped to its root, and only with the token', () => {
-    expect(sessionCookie(auth)).toBe(`${cookieName(4321)}=secret-token-value; HttpOnly; SameSite=Strict; Path=/c/r4nd0m/`);
+    expect(sessionCookie(auth)).toBe(
+      `${cookieName(4321)}=secret-token-value; HttpOnly; SameSite=Strict; Path=/c/r4nd0m/`,
+    );
     expect(hasSession(auth, { cookie: `other=1; ${cookieName(4321)}=secret-token-value` })).toBe(true);
     expect(hasSession(auth, { cookie: `${cookieName(4322)}=secret-token-value` })).toBe(false);
     expect(hasSession(auth, { cookie: `${cookieName(4321)}=secret-token-valuX` })).toBe(false);
@@ -60,12 +74,16 @@ describe('who may use the console', () => {
 });
 
 describe('pages', () => {
-  it('escape every value, keep markup made by html, and turn the runbook\'s `code` into <code>', () => {
+  it("escape every value, keep markup made by html, and turn the runbook's `code` into <code>", () => {
     const id = '<script>alert("x")</script>&';
     expect(html`<td>${id}</td>`.text).toBe('<td>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;</td>');
-    expect(html`<a title="${"' onmouseover='x"}">${html`<b>ok</b>`}</a>`.text).toBe('<a title="&#39; onmouseover=&#39;x"><b>ok</b></a>');
+    expect(html`<a title="${"' onmouseover='x"}">${html`<b>ok</b>`}</a>`.text).toBe(
+      '<a title="&#39; onmouseover=&#39;x"><b>ok</b></a>',
+    );
     expect(html`${[1, 'a<', null, undefined, false]}`.text).toBe('1a&lt;');
-    expect(inlineCode('run `unblock <id> --replay` now <b>').text).toBe('run <code>unblock &lt;id&gt; --replay</code> now &lt;b&gt;');
+    expect(inlineCode('run `unblock <id> --replay` now <b>').text).toBe(
+      'run <code>unblock &lt;id&gt; --replay</code> now &lt;b&gt;',
+    );
   });
 
   it('say ages to the minute, so a live region does not change at every read', () => {
@@ -79,7 +97,9 @@ describe('pages', () => {
   it('frame a live region as one server-sent event, every line of it a data line', () => {
     expect(sseEvent('region', '<p>a</p>\n<p>b</p>')).toBe('event: region\ndata: <p>a</p>\ndata: <p>b</p>\n\n');
     // SSE ends a line at CR, LF or CRLF alike: a bare CR in the data must not end the event.
-    expect(sseEvent('region', 'a\r\revent: x\rdata: b\r\nc')).toBe('event: region\ndata: a\ndata: \ndata: event: x\ndata: data: b\ndata: c\n\n');
+    expect(sseEvent('region', 'a\r\revent: x\rdata: b\r\nc')).toBe(
+      'event: region\ndata: a\ndata: \ndata: event: x\ndata: data: b\ndata: c\n\n',
+    );
   });
 });
 
@@ -87,13 +107,20 @@ describe("the runbook's advice", () => {
   it('has a row in the README for every reason a job can fail with, and for SKIPPED', () => {
     const runbook = parseRunbook(readFileSync(path.join(__dirname, '../../README.md'), 'utf8'));
     expect([...PERMANENT_REASONS, 'SKIPPED'].filter((reason) => !runbook.has(reason))).toEqual([]);
-    expect(runbookAdvice('PATCH_DOES_NOT_APPLY')).toMatchObject({ reasons: ['PATCH_DOES_NOT_APPLY', 'BASE_MISMATCH', 'BRANCH_DIVERGED'], recovery: expect.stringMatching(/workspace unblock/) });
+    expect(runbookAdvice('PATCH_DOES_NOT_APPLY')).toMatchObject({
+      reasons: ['PATCH_DOES_NOT_APPLY', 'BASE_MISMATCH', 'BRANCH_DIVERGED'],
+      recovery: expect.stringMatching(/workspace unblock/),
+    });
   });
 
   it("says a stage's failed or missing requirement leaves the workspace as it was, and how to go on", () => {
     for (const reason of ['REQUIREMENT_FAILED', 'REQUIREMENT_NOT_RUN']) {
       const advice = runbookAdvice(reason);
-      expect(advice).toMatchObject({ reasons: [reason], blocksWorkspace: false, recovery: expect.stringMatching(/new job id/) });
+      expect(advice).toMatchObject({
+        reasons: [reason],
+        blocksWorkspace: false,
+        recovery: expect.stringMatching(/new job id/),
+      });
       // Not a blocking row: it holds while the failure is open, whatever the workspace's state.
       expect(adviceHolds(advice!, { open: true, blocking: false })).toBe(true);
     }
@@ -101,15 +128,31 @@ describe("the runbook's advice", () => {
   });
 
   it('reads rows by their reason codes, cells with an escaped pipe included', () => {
-    const table = ['| reason | meaning | recovery |', '| --- | --- | --- |', '| `A`, `B` | one \\| two | do `x` |', '', '| `C` | not | read |'].join('\n');
+    const table = [
+      '| reason | meaning | recovery |',
+      '| --- | --- | --- |',
+      '| `A`, `B` | one \\| two | do `x` |',
+      '',
+      '| `C` | not | read |',
+    ].join('\n');
     const advice = parseRunbook(table);
     expect([...advice.keys()]).toEqual(['A', 'B']);
-    expect(advice.get('B')).toEqual({ reasons: ['A', 'B'], meaning: 'one \\| two', recovery: 'do `x`', blocksWorkspace: false });
+    expect(advice.get('B')).toEqual({
+      reasons: ['A', 'B'],
+      meaning: 'one \\| two',
+      recovery: 'do `x`',
+      blocksWorkspace: false,
+    });
     expect(parseRunbook('no table here').size).toBe(0);
   });
 
-  it("holds while the failure is as recorded: a row that says BLOCKED only while the job blocks its workspace", () => {
-    const table = ['| reason | meaning | recovery |', '| --- | --- | --- |', '| `FENCED` | the tree is short; the workspace is BLOCKED | unblock |', '| `REFUSED` | refused; the workspace is not blocked | send again |'].join('\n');
+  it('holds while the failure is as recorded: a row that says BLOCKED only while the job blocks its workspace', () => {
+    const table = [
+      '| reason | meaning | recovery |',
+      '| --- | --- | --- |',
+      '| `FENCED` | the tree is short; the workspace is BLOCKED | unblock |',
+      '| `REFUSED` | refused; the workspace is not blocked | send again |',
+    ].join('\n');
     const fenced = parseRunbook(table).get('FENCED');
     const refused = parseRunbook(table).get('REFUSED');
     if (!fenced || !refused) throw new Error('rows not read');

@@ -45,7 +45,9 @@ describe('wire text', () => {
 
   test('a free-text attribute keeps what SQS takes, escapes the rest and never splits a character', () => {
     expect(attributeText('ok é 😀\ttab', 100)).toBe('ok é 😀\ttab');
-    expect(attributeText('hook said \u001b[31mno\u001b[0m \ufffe', 100)).toBe('hook said \\u{1b}[31mno\\u{1b}[0m \\u{fffe}');
+    expect(attributeText('hook said \u001b[31mno\u001b[0m \ufffe', 100)).toBe(
+      'hook said \\u{1b}[31mno\\u{1b}[0m \\u{fffe}',
+    );
     expect(attributeText('ab😀', 3)).toBe('ab');
     expect(attributeText('lone \udc00', 100)).toBe('lone \\u{dc00}');
   });

@@ -13,7 +13,9 @@ import { DynamoDbLedger } from '../../src/adapters/dynamodb-ledger';
 import { jobDigest } from '../../src/core/envelope';
 import { claimOf, newJob } from '../support/ledger-contract';
 
-const client = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'unused', secretAccessKey: 'unused' } }));
+const client = DynamoDBDocumentClient.from(
+  new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'unused', secretAccessKey: 'unused' } }),
+);
 const dynamodb = mockClient(client);
 afterEach(() => dynamodb.reset());
 afterAll(() => client.destroy());
@@ -37,13 +39,24 @@ it.each([
   ['in attribute-value form, as lib-dynamodb passes it', marshall(stored)],
   ['already unmarshalled, should an SDK do it itself', stored],
 ])('answers a duplicate from the refused item %s, without a read', async (_form, item) => {
-  dynamodb.on(UpdateCommand).rejects(new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {}, Item: item as never }));
+  dynamodb.on(UpdateCommand).rejects(
+    new ConditionalCheckFailedException({
+      message: 'The conditional request failed',
+      $metadata: {},
+      Item: item as never,
+    }),
+  );
   const ledger = new DynamoDbLedger({ client, tableName: 'ledger', retentionDays: 30 });
 
   const outcome = await ledger.claim(claimOf(job));
 
-  expect(outcome).toEqual({ kind: 'duplicate', record: expect.objectContaining({ status: 'SUCCEEDED', attempt: 1, result: { exitCode: 0, tags: ['a', 'b'] } }) });
+  expect(outcome).toEqual({
+    kind: 'duplicate',
+    record: expect.objectContaining({ status: 'SUCCEEDED', attempt: 1, result: { exitCode: 0, tags: ['a', 'b'] } }),
+  });
   expect(outcome).not.toHaveProperty('record.pk');
-  expect(dynamodb.commandCalls(UpdateCommand)[0]?.args[0].input).toMatchObject({ ReturnValuesOnConditionCheckFailure: 'ALL_OLD' });
+  expect(dynamodb.commandCalls(UpdateCommand)[0]?.args[0].input).toMatchObject({
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  });
   expect(dynamodb.commandCalls(GetCommand)).toHaveLength(0);
 });

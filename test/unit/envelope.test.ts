@@ -20,7 +20,11 @@ const patch = {
   tenantId: 'acme',
   type: 'apply_patch',
   createdAt: '2026-11-29T10:00:00.000Z',
-  payload: { repo: { url: 'https://git.example.com/acme/app.git', branch: 'agent/ws-1' }, diff: 'diff --git a/x b/x\n', message: 'Fix it' },
+  payload: {
+    repo: { url: 'https://git.example.com/acme/app.git', branch: 'agent/ws-1' },
+    diff: 'diff --git a/x b/x\n',
+    message: 'Fix it',
+  },
 } as const;
 
 function invalid(input: unknown): string {
@@ -54,7 +58,10 @@ describe('parseEnvelope', () => {
   });
 
   it('validates the payload against its job type and prefixes the path with payload', () => {
-    const message = invalid({ ...patch, payload: { ...patch.payload, repo: { url: 'file:///etc', branch: 'a..b' }, message: '' } });
+    const message = invalid({
+      ...patch,
+      payload: { ...patch.payload, repo: { url: 'file:///etc', branch: 'a..b' }, message: '' },
+    });
     expect(message).toMatch(/^invalid apply_patch payload: /);
     expect(message).toContain('payload.repo.url');
     expect(message).toContain('payload.repo.branch');
@@ -62,7 +69,13 @@ describe('parseEnvelope', () => {
   });
 
   it('refuses credentials in the repository URL (they would land in the queue, the DLQ and the ledger)', () => {
-    const message = invalid({ ...patch, payload: { ...patch.payload, repo: { ...patch.payload.repo, url: 'https://bot:ghp_secret@git.example.com/acme/app.git' } } });
+    const message = invalid({
+      ...patch,
+      payload: {
+        ...patch.payload,
+        repo: { ...patch.payload.repo, url: 'https://bot:ghp_secret@git.example.com/acme/app.git' },
+      },
+    });
     expect(message).toContain('payload.repo.url');
     expect(message).toContain('must not carry credentials');
     expect(message).not.toContain('ghp_secret');
@@ -82,14 +95,23 @@ describe('parseEnvelope', () => {
   it.each([
     ['file://', 'file:///srv/git/app.git', 'must be an http(s) URL, not file:'],
     ['ssh://', 'ssh://git@git.example.com/acme/app.git', 'must be an http(s) URL, not ssh:'],
-    ['a query (a token in disguise)', 'https://git.example.com/acme/app.git?access_token=x', 'must not have a query or a fragment'],
+    [
+      'a query (a token in disguise)',
+      'https://git.example.com/acme/app.git?access_token=x',
+      'must not have a query or a fragment',
+    ],
     ['no URL at all', 'git.example.com:acme/app.git', 'must be an http(s) URL'],
   ])('refuses a repository URL with %s', (_label, url, problem) => {
-    expect(invalid({ ...patch, payload: { ...patch.payload, repo: { ...patch.payload.repo, url } } })).toContain(`payload.repo.url: ${problem}`);
+    expect(invalid({ ...patch, payload: { ...patch.payload, repo: { ...patch.payload.repo, url } } })).toContain(
+      `payload.repo.url: ${problem}`,
+    );
   });
 
   it('carries the repository URL in the form it is dialled in (scheme and host lower-cased, default port dropped)', () => {
-    const job = parseEnvelope({ ...patch, payload: { ...patch.payload, repo: { ...patch.payload.repo, url: 'HTTPS://Git.Example.COM:443/acme/app.git' } } });
+    const job = parseEnvelope({
+      ...patch,
+      payload: { ...patch.payload, repo: { ...patch.payload.repo, url: 'HTTPS://Git.Example.COM:443/acme/app.git' } },
+    });
     expect(job.type === 'apply_patch' && job.payload.repo.url).toBe('https://git.example.com/acme/app.git');
   });
 
@@ -97,16 +119,24 @@ describe('parseEnvelope', () => {
     const { diff: _diff, ...withoutDiff } = patch.payload;
     expect(invalid({ ...patch, payload: withoutDiff })).toContain('exactly one of diff, diffBase64 or diffRef');
     const diffRef = { bucket: 'diffs', key: 'ws-1/job-1.diff', sha256: 'a'.repeat(64), bytes: 10 };
-    expect(invalid({ ...patch, payload: { ...patch.payload, diffRef } })).toContain('exactly one of diff, diffBase64 or diffRef');
-    expect(invalid({ ...patch, payload: { ...patch.payload, diffBase64: 'eA==' } })).toContain('exactly one of diff, diffBase64 or diffRef');
+    expect(invalid({ ...patch, payload: { ...patch.payload, diffRef } })).toContain(
+      'exactly one of diff, diffBase64 or diffRef',
+    );
+    expect(invalid({ ...patch, payload: { ...patch.payload, diffBase64: 'eA==' } })).toContain(
+      'exactly one of diff, diffBase64 or diffRef',
+    );
     expect(parseEnvelope({ ...patch, payload: { ...withoutDiff, diffRef } }).payload).toMatchObject({ diffRef });
-    expect(parseEnvelope({ ...patch, payload: { ...withoutDiff, diffBase64: 'eA==' } }).payload).toMatchObject({ diffBase64: 'eA==' });
+    expect(parseEnvelope({ ...patch, payload: { ...withoutDiff, diffBase64: 'eA==' } }).payload).toMatchObject({
+      diffBase64: 'eA==',
+    });
   });
 
   it("accepts a run_tests timeout up to CodeBuild's quota (8 hours): no function waits for the build", () => {
     const tests = { ...patch, type: 'run_tests', payload: { timeoutSeconds: 2 * 3600 } };
     expect(parseEnvelope(tests).payload).toEqual({ timeoutSeconds: 7200 });
-    expect(parseEnvelope({ ...tests, payload: { timeoutSeconds: 480 * 60 } }).payload).toEqual({ timeoutSeconds: 28_800 });
+    expect(parseEnvelope({ ...tests, payload: { timeoutSeconds: 480 * 60 } }).payload).toEqual({
+      timeoutSeconds: 28_800,
+    });
     expect(invalid({ ...tests, payload: { timeoutSeconds: 480 * 60 + 1 } })).toContain('payload.timeoutSeconds');
   });
 
@@ -125,8 +155,12 @@ describe('parseStageMessage', () => {
 
   it('rejects a message without a valid pin', () => {
     expect(() => parseStageMessage({ ...tests })).toThrow(/pin: is required/);
-    expect(() => parseStageMessage({ ...tests, pin: { ...pin, sha: 'HEAD' } })).toThrow(/pin\.sha: must be a 40-character/);
-    expect(() => parseStageMessage({ ...tests, pin: { ...pin, repoUrl: 'x', branch: '' } })).toThrow(/pin\.repoUrl: must be an http\(s\) URL; pin\.branch: must not be empty/);
+    expect(() => parseStageMessage({ ...tests, pin: { ...pin, sha: 'HEAD' } })).toThrow(
+      /pin\.sha: must be a 40-character/,
+    );
+    expect(() => parseStageMessage({ ...tests, pin: { ...pin, repoUrl: 'x', branch: '' } })).toThrow(
+      /pin\.repoUrl: must be an http\(s\) URL; pin\.branch: must not be empty/,
+    );
   });
 
   it.each([
@@ -143,23 +177,32 @@ describe('FIFO ids and attributes', () => {
   });
 
   it('derives the deduplication id as sha256("<jobId>:<type>") in hex', () => {
-    expect(deduplicationId('job-1', 'apply_patch')).toBe(createHash('sha256').update('job-1:apply_patch').digest('hex'));
+    expect(deduplicationId('job-1', 'apply_patch')).toBe(
+      createHash('sha256').update('job-1:apply_patch').digest('hex'),
+    );
     expect(deduplicationId('job-1', 'apply_patch')).toMatch(/^[0-9a-f]{64}$/);
     expect(deduplicationId('job-1', 'run_tests')).not.toBe(deduplicationId('job-1', 'apply_patch'));
   });
 
   it('carries the triage ids as message attributes', () => {
-    expect(jobAttributes(parseEnvelope(patch))).toEqual({ jobId: 'job-1', workspaceId: 'ws-1', tenantId: 'acme', type: 'apply_patch' });
+    expect(jobAttributes(parseEnvelope(patch))).toEqual({
+      jobId: 'job-1',
+      workspaceId: 'ws-1',
+      tenantId: 'acme',
+      type: 'apply_patch',
+    });
   });
 });
 
 describe('fair-queue groups (stage queues)', () => {
-  it("groups a stage message by its tenant", () => {
+  it('groups a stage message by its tenant', () => {
     expect(tenantGroupId('acme')).toBe('acme');
   });
 
   it("keeps a delivered record's own group, else takes its tenant, else none", () => {
-    expect(deliveredGroupId(sqsRecordFactory('{}', { messageGroupId: 'ws#ws-1', attributes: { tenantId: 'acme' } }))).toBe('ws#ws-1');
+    expect(
+      deliveredGroupId(sqsRecordFactory('{}', { messageGroupId: 'ws#ws-1', attributes: { tenantId: 'acme' } })),
+    ).toBe('ws#ws-1');
     expect(deliveredGroupId(sqsRecordFactory('{}', { attributes: { tenantId: 'acme' } }))).toBe(tenantGroupId('acme'));
     expect(deliveredGroupId(sqsRecordFactory('{}'))).toBeUndefined();
   });
@@ -169,7 +212,15 @@ describe('jobDigest', () => {
   const job = parseEnvelope(patch) as JobEnvelope<'apply_patch'>;
 
   it('does not depend on key order or on createdAt (a producer retry re-stamps it)', () => {
-    const reordered = JSON.parse(JSON.stringify({ payload: { message: 'Fix it', diff: job.payload.diff, repo: { branch: 'agent/ws-1', url: job.payload.repo.url } } }));
+    const reordered = JSON.parse(
+      JSON.stringify({
+        payload: {
+          message: 'Fix it',
+          diff: job.payload.diff,
+          repo: { branch: 'agent/ws-1', url: job.payload.repo.url },
+        },
+      }),
+    );
     expect(jobDigest({ ...job, ...reordered, createdAt: '2030-01-01T00:00:00Z' })).toBe(jobDigest(job));
   });
 
@@ -181,6 +232,8 @@ describe('jobDigest', () => {
   });
 
   it('canonical JSON sorts keys at every depth and drops undefined', () => {
-    expect(canonicalJson({ b: 1, a: { d: [2, { f: 1, e: 0 }], c: undefined } })).toBe('{"a":{"d":[2,{"e":0,"f":1}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [2, { f: 1, e: 0 }], c: undefined } })).toBe(
+      '{"a":{"d":[2,{"e":0,"f":1}]},"b":1}',
+    );
   });
 });

@@ -12,7 +12,8 @@ function anotherCopy(): typeof errors {
   jest.isolateModules(() => {
     copy = require('../../src/core/errors') as typeof errors;
   });
-  if (copy === undefined || copy.PermanentJobError === errors.PermanentJobError) throw new Error('jest served the same copy of src/core/errors.ts');
+  if (copy === undefined || copy.PermanentJobError === errors.PermanentJobError)
+    throw new Error('jest served the same copy of src/core/errors.ts');
   return copy;
 }
 
@@ -54,5 +55,6 @@ it('keeps plain prototype instanceof for a subclass that declares no kind of its
 });
 
 it('recognises nothing that is not one of its errors', () => {
-  for (const value of [undefined, null, 'PermanentJobError', {}, new Error('plain')]) expect(value).not.toBeInstanceOf(errors.PermanentJobError);
+  for (const value of [undefined, null, 'PermanentJobError', {}, new Error('plain')])
+    expect(value).not.toBeInstanceOf(errors.PermanentJobError);
 });

@@ -2,8 +2,10 @@ import type { SQSRecord } from 'aws-lambda';
 import { groupRecords, processFifoBatch, processStandardBatch } from '../../src/core/fifo-batch';
 import { sqsRecordFactory } from '../support/sqs-records';
 
-const rec = (id: string, group?: string): SQSRecord => sqsRecordFactory(`body-${id}`, { messageId: id, messageGroupId: group });
-const ids = (response: { batchItemFailures: { itemIdentifier: string }[] }) => response.batchItemFailures.map((f) => f.itemIdentifier);
+const rec = (id: string, group?: string): SQSRecord =>
+  sqsRecordFactory(`body-${id}`, { messageId: id, messageGroupId: group });
+const ids = (response: { batchItemFailures: { itemIdentifier: string }[] }) =>
+  response.batchItemFailures.map((f) => f.itemIdentifier);
 
 /** A promise resolved from outside: lets a test order events without timers. */
 function deferred(): { promise: Promise<void>; resolve: () => void } {

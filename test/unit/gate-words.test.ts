@@ -21,25 +21,43 @@ it('names the passing run, its verdict and commit', () => {
 });
 
 it('names the run that failed, and says nothing was done', () => {
-  const error = { reason: 'REQUIREMENT_FAILED', message: 'open_pr requires run_tests to pass', gate: [check('tests failed')] };
-  expect(jobGate(openPr({ status: 'FAILED', error }))?.words).toBe(`failed: run_tests t1 (tests failed) at ${'a'.repeat(12)}: nothing was done`);
+  const error = {
+    reason: 'REQUIREMENT_FAILED',
+    message: 'open_pr requires run_tests to pass',
+    gate: [check('tests failed')],
+  };
+  expect(jobGate(openPr({ status: 'FAILED', error }))?.words).toBe(
+    `failed: run_tests t1 (tests failed) at ${'a'.repeat(12)}: nothing was done`,
+  );
   // A failure recorded before the gate kept its check still reads: its message says it.
-  expect(jobGate(openPr({ status: 'FAILED', error: { reason: 'REQUIREMENT_FAILED', message: 'the old words' } }))?.words).toBe('failed: the old words');
+  expect(
+    jobGate(openPr({ status: 'FAILED', error: { reason: 'REQUIREMENT_FAILED', message: 'the old words' } }))?.words,
+  ).toBe('failed: the old words');
 });
 
 it('says what was required when no such job ran at the commit', () => {
   const error = { reason: 'REQUIREMENT_NOT_RUN', message: 'no run' };
-  expect(jobGate(openPr({ status: 'FAILED', error }))).toMatchObject({ state: 'not run', words: `not run: no run_tests job at ${'a'.repeat(12)} before it: nothing was done` });
+  expect(jobGate(openPr({ status: 'FAILED', error }))).toMatchObject({
+    state: 'not run',
+    words: `not run: no run_tests job at ${'a'.repeat(12)} before it: nothing was done`,
+  });
 });
 
 it('says what it waits for, then what it will judge before its turn', () => {
-  expect(jobGate(openPr({ progress: { waitingFor: 'waiting for the verdict of t1 (run_tests, RUNNING)' } }))).toMatchObject({ state: 'waiting', words: 'waiting for the verdict of t1 (run_tests, RUNNING)' });
+  expect(
+    jobGate(openPr({ progress: { waitingFor: 'waiting for the verdict of t1 (run_tests, RUNNING)' } })),
+  ).toMatchObject({ state: 'waiting', words: 'waiting for the verdict of t1 (run_tests, RUNNING)' });
   const { pin: _pin, ...unpinned } = openPr({ status: 'QUEUED' });
-  expect(jobGate(unpinned)).toMatchObject({ state: 'to judge', words: 'requires run_tests to pass at its commit, judged when it runs' });
+  expect(jobGate(unpinned)).toMatchObject({
+    state: 'to judge',
+    words: 'requires run_tests to pass at its commit, judged when it runs',
+  });
 });
 
 it('shows nothing for a type that requires nothing, or a job that ended before its gate', () => {
   expect(jobGate({ type: 'run_tests', status: 'SUCCEEDED', pin, result: { verdict: 'passed' } })).toBeUndefined();
   expect(jobGate(openPr({ status: 'CANCELLED' }))).toBeUndefined();
-  expect(jobGate(openPr({ status: 'FAILED', error: { reason: 'BASE_NOT_FOUND', message: 'no base' } }))).toBeUndefined();
+  expect(
+    jobGate(openPr({ status: 'FAILED', error: { reason: 'BASE_NOT_FOUND', message: 'no base' } })),
+  ).toBeUndefined();
 });

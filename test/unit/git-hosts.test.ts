@@ -3,7 +3,14 @@
  * the configured allow-list, on AWS (loopback, link-local and metadata addresses never) and locally
  * (the platform's own loopback git server). Pure: hosts are compared as the URL parser reads them.
  */
-import { awsGitHostPolicy, gitHostEntryProblem, gitHostList, gitHostProblem, normalizeRepoUrl, type GitHostPolicy } from '../../contract/git-remotes';
+import {
+  awsGitHostPolicy,
+  gitHostEntryProblem,
+  gitHostList,
+  gitHostProblem,
+  normalizeRepoUrl,
+  type GitHostPolicy,
+} from '../../contract/git-remotes';
 
 const problem = (url: string, policy: GitHostPolicy) => gitHostProblem(normalizeRepoUrl(url), policy);
 
@@ -14,7 +21,9 @@ describe('on AWS', () => {
   it('refuses every host while none is configured, saying how to configure one', () => {
     expect(none.hosts).toEqual([]);
     expect(awsGitHostPolicy('').hosts).toEqual([]);
-    expect(problem('https://github.com/org/repo.git', none)).toBe('host github.com is not allowed: no git hosts are configured (set gitHosts in the deployment configuration)');
+    expect(problem('https://github.com/org/repo.git', none)).toBe(
+      'host github.com is not allowed: no git hosts are configured (set gitHosts in the deployment configuration)',
+    );
   });
 
   it.each([
@@ -28,7 +37,10 @@ describe('on AWS', () => {
   });
 
   it.each([
-    ['https://gitlab.com/org/repo.git', 'host gitlab.com is not in the configured git hosts (github.com, git.example.com:8443)'],
+    [
+      'https://gitlab.com/org/repo.git',
+      'host gitlab.com is not in the configured git hosts (github.com, git.example.com:8443)',
+    ],
     ['https://github.com.evil.example/repo.git', 'host github.com.evil.example is not in the configured git hosts'],
     ['https://evilgithub.com/repo.git', 'host evilgithub.com is not in the configured git hosts'],
     ['https://git.example.com/repo.git', 'host git.example.com is not in the configured git hosts'],
@@ -64,9 +76,15 @@ describe('locally', () => {
 
   it("allows the platform's own git server and nothing else, not even another loopback port", () => {
     expect(problem('http://127.0.0.1:43123/repo.git', own)).toBeUndefined();
-    expect(problem('http://127.0.0.1:43124/repo.git', own)).toBe('host 127.0.0.1:43124 is not in the configured git hosts (127.0.0.1:43123)');
-    expect(problem('http://localhost:43123/repo.git', own)).toContain('host localhost:43123 is not in the configured git hosts');
-    expect(problem('https://github.com/org/repo.git', own)).toContain('host github.com is not in the configured git hosts');
+    expect(problem('http://127.0.0.1:43124/repo.git', own)).toBe(
+      'host 127.0.0.1:43124 is not in the configured git hosts (127.0.0.1:43123)',
+    );
+    expect(problem('http://localhost:43123/repo.git', own)).toContain(
+      'host localhost:43123 is not in the configured git hosts',
+    );
+    expect(problem('https://github.com/org/repo.git', own)).toContain(
+      'host github.com is not in the configured git hosts',
+    );
   });
 });
 

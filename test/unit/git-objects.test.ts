@@ -11,7 +11,11 @@ const patch = {
   tenantId: 'acme',
   type: 'apply_patch',
   createdAt: '2026-11-29T10:00:00.000Z',
-  payload: { repo: { url: 'https://git.example.com/acme/app.git', branch: 'agent/ws-1' }, diff: 'diff --git a/x b/x\n', message: 'Fix it' },
+  payload: {
+    repo: { url: 'https://git.example.com/acme/app.git', branch: 'agent/ws-1' },
+    diff: 'diff --git a/x b/x\n',
+    message: 'Fix it',
+  },
 } as const;
 
 function refusal(change: { payload?: Record<string, unknown>; envelope?: Record<string, unknown> }): string {
@@ -46,7 +50,9 @@ describe('branch names', () => {
   });
 
   test.each(['main', 'agent/ws-1', 'release/1.2.x', 'feature/HEAD-less', 'x.lockfile'])('accepts %s', (branch) => {
-    expect(parseEnvelope({ ...patch, payload: { ...patch.payload, ...withBranch(branch).payload } })).toMatchObject({ payload: { repo: { branch } } });
+    expect(parseEnvelope({ ...patch, payload: { ...patch.payload, ...withBranch(branch).payload } })).toMatchObject({
+      payload: { repo: { branch } },
+    });
   });
 
   test("open_pr's base branch follows the same rules", () => {
@@ -57,17 +63,41 @@ describe('branch names', () => {
 
 describe('commit fields (what git fsck --strict accepts)', () => {
   test.each([
-    ['a newline in the author name (a header injection)', withAuthor('Eve\ncommitter Mallory <m@example.com> 0 +0000'), /payload\.author\.name: must not contain control characters \(U\+000A\)/],
-    ['"<" in the author name', withAuthor('Eve <evil@example.com>'), /payload\.author\.name: must not contain "<" or ">"/],
+    [
+      'a newline in the author name (a header injection)',
+      withAuthor('Eve\ncommitter Mallory <m@example.com> 0 +0000'),
+      /payload\.author\.name: must not contain control characters \(U\+000A\)/,
+    ],
+    [
+      '"<" in the author name',
+      withAuthor('Eve <evil@example.com>'),
+      /payload\.author\.name: must not contain "<" or ">"/,
+    ],
     ['a blank author name', withAuthor('   '), /payload\.author\.name: must not be blank/],
     ['an ESC in the author name', withAuthor('Eve\u001b[2J'), /U\+001B/],
     ['a lone surrogate in the author name', withAuthor('Eve \ud800'), /well-formed Unicode/],
     ['">" in the e-mail address', withAuthor('Eve', 'eve@example.com>'), /payload\.author\.email/],
-    ['a NUL in the message (it hides the trailer)', { payload: { message: 'fix\0Agent-Job-Id: other' } }, /payload\.message: must not contain NUL/],
+    [
+      'a NUL in the message (it hides the trailer)',
+      { payload: { message: 'fix\0Agent-Job-Id: other' } },
+      /payload\.message: must not contain NUL/,
+    ],
     ['a blank message', { payload: { message: ' \n\t' } }, /payload\.message: must not be blank/],
-    ['an ESC in the message', { payload: { message: 'fix \u001b]0;pwned\u0007' } }, /payload\.message: must not contain control characters other than tab and line breaks \(U\+001B\)/],
-    ['a lone surrogate in the message', { payload: { message: 'fix \udc00' } }, /payload\.message: must be well-formed Unicode/],
-    ['a createdAt before 1970 (git dates start at the epoch)', { envelope: { createdAt: '1969-12-31T23:59:59Z' } }, /createdAt: createdAt must be 1970-01-01 or later/],
+    [
+      'an ESC in the message',
+      { payload: { message: 'fix \u001b]0;pwned\u0007' } },
+      /payload\.message: must not contain control characters other than tab and line breaks \(U\+001B\)/,
+    ],
+    [
+      'a lone surrogate in the message',
+      { payload: { message: 'fix \udc00' } },
+      /payload\.message: must be well-formed Unicode/,
+    ],
+    [
+      'a createdAt before 1970 (git dates start at the epoch)',
+      { envelope: { createdAt: '1969-12-31T23:59:59Z' } },
+      /createdAt: createdAt must be 1970-01-01 or later/,
+    ],
   ])('refuses %s', (_what, change, problem) => {
     expect(refusal(change)).toMatch(problem);
   });
@@ -76,8 +106,12 @@ describe('commit fields (what git fsck --strict accepts)', () => {
     const job = parseEnvelope({
       ...patch,
       createdAt: '1970-01-01T00:00:00Z',
-      payload: { ...patch.payload, author: { name: "José O'Brien \"JB\" 😀", email: 'jose@example.com' }, message: 'Fix\tit\r\n\r\nBody 😀\n' },
+      payload: {
+        ...patch.payload,
+        author: { name: 'José O\'Brien "JB" 😀', email: 'jose@example.com' },
+        message: 'Fix\tit\r\n\r\nBody 😀\n',
+      },
     });
-    expect(job).toMatchObject({ payload: { author: { name: "José O'Brien \"JB\" 😀" } } });
+    expect(job).toMatchObject({ payload: { author: { name: 'José O\'Brien "JB" 😀' } } });
   });
 });

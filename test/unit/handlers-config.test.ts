@@ -55,7 +55,12 @@ describe('handlers at cold start', () => {
       GITHUB_CONTENT_PER_MINUTE: '16',
       GITHUB_CONTENT_PER_HOUR: '100',
       // The completion path copies a failed job to its stage's DLQ: one per command stage of the catalog.
-      ...Object.fromEntries(COMMAND_JOB_TYPES.map((type) => [stageDlqUrlEnv(type), `https://sqs.us-east-1.amazonaws.com/123456789012/${type}-dlq`])),
+      ...Object.fromEntries(
+        COMMAND_JOB_TYPES.map((type) => [
+          stageDlqUrlEnv(type),
+          `https://sqs.us-east-1.amazonaws.com/123456789012/${type}-dlq`,
+        ]),
+      ),
     });
 
     await expect(commandStageHandler(emptyBatch, {} as Context)).resolves.toEqual({ batchItemFailures: [] });
@@ -66,6 +71,8 @@ describe('handlers at cold start', () => {
 
 describe('the command-stage function', () => {
   it('names a STAGE_JOB_TYPE that is not a command stage of the catalog', () => {
-    expect(() => commandJobTypeFromEnv({ STAGE_JOB_TYPE: 'open_pr' })).toThrow(/STAGE_JOB_TYPE is "open_pr", which is not a command stage/);
+    expect(() => commandJobTypeFromEnv({ STAGE_JOB_TYPE: 'open_pr' })).toThrow(
+      /STAGE_JOB_TYPE is "open_pr", which is not a command stage/,
+    );
   });
 });

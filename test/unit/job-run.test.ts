@@ -9,7 +9,15 @@ import { DEFERRAL_ATTRIBUTES, REDRIVE_ATTRIBUTE } from '../../contract/messages'
 import type { EventType, JobMetricName } from '../../contract/runtime-env';
 import { jobDigest, parseEnvelope, parseStageMessage, type JobEnvelope } from '../../src/core/envelope';
 import { LeaseLostError, PermanentJobError, RetryAfterError, TransientJobError } from '../../src/core/errors';
-import { MAX_DELAY_SECONDS, QUOTA_WAIT_CAP_SECONDS, processRecord, type JobContext, type JobProcessor, type PipelineDeps, type RunResult } from '../../src/core/pipeline';
+import {
+  MAX_DELAY_SECONDS,
+  QUOTA_WAIT_CAP_SECONDS,
+  processRecord,
+  type JobContext,
+  type JobProcessor,
+  type PipelineDeps,
+  type RunResult,
+} from '../../src/core/pipeline';
 import type { Consumer, JobFailure, JobRecord, JobVerdict, Ledger, QueueOps } from '../../src/core/ports';
 import { claimOf } from '../support/ledger-contract';
 import { MemoryLedger } from '../support/memory-ledger';
@@ -103,10 +111,22 @@ function pipeline(options: { consumer?: Consumer; ledger?: Ledger } = {}) {
       },
     },
     metrics: { count: (metric, jobType) => metrics.push({ metric, jobType }) },
-    logger: { debug() {}, info() {}, warn: (message) => warnings.push(message), error: (message, ...extra) => errors.push({ message, attributes: Object.assign({}, ...extra) as Record<string, unknown> }) },
+    logger: {
+      debug() {},
+      info() {},
+      warn: (message) => warnings.push(message),
+      error: (message, ...extra) =>
+        errors.push({ message, attributes: Object.assign({}, ...extra) as Record<string, unknown> }),
+    },
     clock: { now: () => now },
     newOwner: () => `owner-${++owners}`,
-    settings: { consumer: options.consumer ?? 'sequencer', leaseSeconds: LEASE_SECONDS, maxReceiveCount: MAX_RECEIVES, visibilitySeconds: 360, backoff: { baseSeconds: 10, capSeconds: 900 } },
+    settings: {
+      consumer: options.consumer ?? 'sequencer',
+      leaseSeconds: LEASE_SECONDS,
+      maxReceiveCount: MAX_RECEIVES,
+      visibilitySeconds: 360,
+      backoff: { baseSeconds: 10, capSeconds: 900 },
+    },
   };
   return {
     deps,
@@ -131,7 +151,11 @@ interface ScriptedProcessor extends JobProcessor {
 }
 
 /** A processor whose run is the given script; records what the pipeline asked of it. */
-function processor(script: (ctx: JobContext) => Promise<RunResult> = async () => ({ verdict: { status: 'SUCCEEDED', result: { ok: true } } })): ScriptedProcessor {
+function processor(
+  script: (ctx: JobContext) => Promise<RunResult> = async () => ({
+    verdict: { status: 'SUCCEEDED', result: { ok: true } },
+  }),
+): ScriptedProcessor {
   const runs: JobContext[] = [];
   const afterCompleted: JobRecord[] = [];
   const permanentFailures: { reason: string; held: boolean }[] = [];
@@ -180,7 +204,12 @@ describe('JobRun: claim kinds', () => {
   it('claimed: runs the job once, records the verdict with its place, then reports it and calls afterComplete', async () => {
     const p = pipeline();
     const proc = processor(async (ctx) => {
-      expect(ctx.claimed).toMatchObject({ status: 'IN_FLIGHT', attempt: 1, leaseOwner: ctx.owner, leaseUntil: NOW + LEASE_SECONDS * 1000 });
+      expect(ctx.claimed).toMatchObject({
+        status: 'IN_FLIGHT',
+        attempt: 1,
+        leaseOwner: ctx.owner,
+        leaseUntil: NOW + LEASE_SECONDS * 1000,
+      });
       ctx.placeInWorkspace({ workspaceId: job.workspaceId, seq: 4 });
       return { verdict: { status: 'SUCCEEDED', result: { ok: true } } };
     });
@@ -189,9 +218,28 @@ describe('JobRun: claim kinds', () => {
 
     expect(proc.runs).toHaveLength(1);
     const record = await p.ledger.getJob(job.jobId);
-    expect(record).toMatchObject({ status: 'SUCCEEDED', result: { ok: true }, attempt: 1, wsSeq: 4, digest: jobDigest(job) });
+    expect(record).toMatchObject({
+      status: 'SUCCEEDED',
+      result: { ok: true },
+      attempt: 1,
+      wsSeq: 4,
+      digest: jobDigest(job),
+    });
     expect((await p.ledger.listWorkspaceJobs(job.workspaceId)).map((j) => j.jobId)).toEqual([job.jobId]);
-    expect(p.events).toEqual([{ type: 'AgentJobSucceeded', detail: { jobId: 'job-1', workspaceId: 'ws-1', tenantId: 'tenant-1', type: 'run_tests', status: 'SUCCEEDED', attempt: 1, result: { ok: true } } }]);
+    expect(p.events).toEqual([
+      {
+        type: 'AgentJobSucceeded',
+        detail: {
+          jobId: 'job-1',
+          workspaceId: 'ws-1',
+          tenantId: 'tenant-1',
+          type: 'run_tests',
+          status: 'SUCCEEDED',
+          attempt: 1,
+          result: { ok: true },
+        },
+      },
+    ]);
     expect(p.metrics).toEqual([{ metric: 'JobSucceeded', jobType: 'run_tests' }]);
     expect(proc.afterCompleted).toEqual([record]);
     expect(p.queue.calls).toEqual([]);
@@ -207,7 +255,12 @@ describe('JobRun: claim kinds', () => {
 
     expect(proc.runs).toEqual([]);
     expect(await p.ledger.getJob(job.jobId)).toEqual(before);
-    expect(p.events).toEqual([{ type: 'AgentJobSucceeded', detail: expect.objectContaining({ jobId: 'job-1', status: 'SUCCEEDED', attempt: 1, result: { exitCode: 0 } }) }]);
+    expect(p.events).toEqual([
+      {
+        type: 'AgentJobSucceeded',
+        detail: expect.objectContaining({ jobId: 'job-1', status: 'SUCCEEDED', attempt: 1, result: { exitCode: 0 } }),
+      },
+    ]);
     expect(p.metrics).toEqual([]);
     expect(p.queue.calls).toEqual([]);
   });
@@ -224,10 +277,23 @@ describe('JobRun: claim kinds', () => {
     expect(proc.runs).toEqual([]);
     expect(await p.ledger.getJob(job.jobId)).toEqual(before);
     // Recorded beside the original, so `status` and `wait` show it.
-    expect(await p.ledger.getConflicts(job.jobId)).toEqual([expect.objectContaining({ jobId: 'job-1', seenBy: 'sequencer' })]);
+    expect(await p.ledger.getConflicts(job.jobId)).toEqual([
+      expect.objectContaining({ jobId: 'job-1', seenBy: 'sequencer' }),
+    ]);
     expect(proc.permanentFailures).toEqual([{ reason: 'CONFLICT', held: false }]);
-    expect(p.queue.of('moveToDlq')).toEqual([{ op: 'moveToDlq', messageId: record.messageId, failure: { reason: 'CONFLICT', message: expect.stringContaining('job-1') } }]);
-    expect(p.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ jobId: 'job-1', status: 'FAILED', reason: 'CONFLICT', attempt: 0 }) }]);
+    expect(p.queue.of('moveToDlq')).toEqual([
+      {
+        op: 'moveToDlq',
+        messageId: record.messageId,
+        failure: { reason: 'CONFLICT', message: expect.stringContaining('job-1') },
+      },
+    ]);
+    expect(p.events).toEqual([
+      {
+        type: 'AgentJobFailed',
+        detail: expect.objectContaining({ jobId: 'job-1', status: 'FAILED', reason: 'CONFLICT', attempt: 0 }),
+      },
+    ]);
     expect(p.metrics).toEqual([{ metric: 'JobFailed', jobType: 'run_tests' }]);
   });
 
@@ -242,13 +308,18 @@ describe('JobRun: claim kinds', () => {
     expect(await p.deliver(proc, record)).toBe(false);
 
     expect(proc.runs).toEqual([]);
-    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseOwner: 'holder', leaseUntil: NOW + 60_000, attempt: 1 });
+    expect(await p.ledger.getJob(job.jobId)).toMatchObject({
+      status: 'IN_FLIGHT',
+      leaseOwner: 'holder',
+      leaseUntil: NOW + 60_000,
+      attempt: 1,
+    });
     // Not the 20 s back-off of a second receive: a holder that died is taken over on the next delivery.
     expect(p.queue.calls).toEqual([{ op: 'changeVisibility', messageId: record.messageId, seconds: 45 }]);
     expect(p.events).toEqual([]);
   });
 
-  it('busy on the last allowed receive: not RETRIES_EXHAUSTED, nothing reported; the job is its holder\'s to finish', async () => {
+  it("busy on the last allowed receive: not RETRIES_EXHAUSTED, nothing reported; the job is its holder's to finish", async () => {
     const p = pipeline({ consumer: 'sequencer' });
     await p.ledger.claim(claimOf(job, { now: NOW, owner: 'holder' }));
     const proc = processor();
@@ -275,35 +346,55 @@ describe('JobRun: claim kinds', () => {
 
   it.each([
     ['FAILED', { status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: 'FAULT' } }, 'AgentJobFailed'],
-    ['SKIPPED', { status: 'SKIPPED', blockedBy: 'job-0', error: { reason: 'SKIPPED', message: 'blocked by job-0' } }, 'AgentJobSkipped'],
-  ] as const)('finished (%s): an ordinary redelivery runs nothing, puts the message on the DLQ and reports the outcome again', async (_status, verdict, event) => {
-    const p = pipeline();
-    await recorded(p.ledger, verdict);
-    const proc = processor();
-    const record = jobRecord(job);
+    [
+      'SKIPPED',
+      { status: 'SKIPPED', blockedBy: 'job-0', error: { reason: 'SKIPPED', message: 'blocked by job-0' } },
+      'AgentJobSkipped',
+    ],
+  ] as const)(
+    'finished (%s): an ordinary redelivery runs nothing, puts the message on the DLQ and reports the outcome again',
+    async (_status, verdict, event) => {
+      const p = pipeline();
+      await recorded(p.ledger, verdict);
+      const proc = processor();
+      const record = jobRecord(job);
 
-    expect(await p.deliver(proc, record)).toBe(true);
+      expect(await p.deliver(proc, record)).toBe(true);
 
-    expect(proc.runs).toEqual([]);
-    expect(p.queue.calls).toEqual([{ op: 'moveToDlq', messageId: record.messageId, failure: verdict.error }]);
-    expect(p.events).toEqual([{ type: event, detail: expect.objectContaining({ jobId: 'job-1', status: verdict.status, reason: verdict.error.reason }) }]);
-    expect(p.metrics).toEqual([]);
-    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: verdict.status, attempt: 1 });
-  });
+      expect(proc.runs).toEqual([]);
+      expect(p.queue.calls).toEqual([{ op: 'moveToDlq', messageId: record.messageId, failure: verdict.error }]);
+      expect(p.events).toEqual([
+        {
+          type: event,
+          detail: expect.objectContaining({ jobId: 'job-1', status: verdict.status, reason: verdict.error.reason }),
+        },
+      ]);
+      expect(p.metrics).toEqual([]);
+      expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: verdict.status, attempt: 1 });
+    },
+  );
 
   it('finished and dismissed: a redelivery (a re-send, a redrive the dismissal revoked) is acknowledged without a DLQ copy or an event', async () => {
     const p = pipeline();
     await recorded(p.ledger, { status: 'FAILED', error: { reason: 'PATCH_DOES_NOT_APPLY', message: 'stale' } });
     const token = 'redrive-1';
     await p.ledger.authorizeRedrive({ jobId: job.jobId, token, now: NOW });
-    await p.ledger.dismiss({ jobId: job.jobId, dismissal: { by: 'alice', reason: 'sent again as job-2', at: new Date(NOW).toISOString() }, now: NOW });
+    await p.ledger.dismiss({
+      jobId: job.jobId,
+      dismissal: { by: 'alice', reason: 'sent again as job-2', at: new Date(NOW).toISOString() },
+      now: NOW,
+    });
     const proc = processor();
 
     expect(await p.deliver(proc, jobRecord(job, { attributes: { [REDRIVE_ATTRIBUTE]: token } }))).toBe(true);
 
     expect(proc.runs).toEqual([]);
     expect([...p.queue.calls, ...p.events, ...p.metrics]).toEqual([]);
-    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'FAILED', attempt: 1, dismissed: { by: 'alice' } });
+    expect(await p.ledger.getJob(job.jobId)).toMatchObject({
+      status: 'FAILED',
+      attempt: 1,
+      dismissed: { by: 'alice' },
+    });
   });
 
   it('staged: the sequencer acknowledges a pinned job its stage consumer is running, and reports nothing', async () => {
@@ -323,22 +414,27 @@ describe('JobRun: claim kinds', () => {
   it.each([
     ['SUCCEEDED', { status: 'SUCCEEDED', result: { verdict: 'passed' } }, 'AgentJobSucceeded'],
     ['FAILED', { status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: 'STOPPED' } }, 'AgentJobFailed'],
-  ] as const)('staged and finished (%s): a re-sent job its stage settled is acknowledged and its outcome reported again (the stage may have died before its event)', async (_status, verdict, event) => {
-    const p = pipeline({ consumer: 'sequencer' });
-    await recorded(p.ledger, { status: 'FORWARDED', pin: PIN });
-    const stage = claimOf(job, { consumer: 'stage', pin: PIN, now: NOW });
-    await p.ledger.claim(stage);
-    await p.ledger.complete({ jobId: job.jobId, owner: stage.owner, now: NOW, verdict });
-    const proc = processor();
+  ] as const)(
+    'staged and finished (%s): a re-sent job its stage settled is acknowledged and its outcome reported again (the stage may have died before its event)',
+    async (_status, verdict, event) => {
+      const p = pipeline({ consumer: 'sequencer' });
+      await recorded(p.ledger, { status: 'FORWARDED', pin: PIN });
+      const stage = claimOf(job, { consumer: 'stage', pin: PIN, now: NOW });
+      await p.ledger.claim(stage);
+      await p.ledger.complete({ jobId: job.jobId, owner: stage.owner, now: NOW, verdict });
+      const proc = processor();
 
-    expect(await p.deliver(proc)).toBe(true);
+      expect(await p.deliver(proc)).toBe(true);
 
-    expect(proc.runs).toEqual([]);
-    expect(proc.afterCompleted).toEqual([]);
-    // The DLQ copy of a stage failure is the stage's: nothing goes on the FIFO DLQ, no metric is counted again.
-    expect([...p.queue.calls, ...p.metrics]).toEqual([]);
-    expect(p.events).toEqual([{ type: event, detail: expect.objectContaining({ jobId: 'job-1', status: verdict.status }) }]);
-  });
+      expect(proc.runs).toEqual([]);
+      expect(proc.afterCompleted).toEqual([]);
+      // The DLQ copy of a stage failure is the stage's: nothing goes on the FIFO DLQ, no metric is counted again.
+      expect([...p.queue.calls, ...p.metrics]).toEqual([]);
+      expect(p.events).toEqual([
+        { type: event, detail: expect.objectContaining({ jobId: 'job-1', status: verdict.status }) },
+      ]);
+    },
+  );
 
   it('unpinned: a stage consumer refuses a message the sequencer never pinned: DLQ UNPINNED, no record, no event, nothing run', async () => {
     const p = pipeline({ consumer: 'stage' });
@@ -348,7 +444,13 @@ describe('JobRun: claim kinds', () => {
     expect(await p.deliver({ ...proc, parse: (body) => parseStageMessage(body) }, forged)).toBe(true);
 
     expect(proc.runs).toEqual([]);
-    expect(p.queue.calls).toEqual([{ op: 'moveToDlq', messageId: forged.messageId, failure: { reason: 'UNPINNED', message: expect.stringMatching(/no record of job job-1/) } }]);
+    expect(p.queue.calls).toEqual([
+      {
+        op: 'moveToDlq',
+        messageId: forged.messageId,
+        failure: { reason: 'UNPINNED', message: expect.stringMatching(/no record of job job-1/) },
+      },
+    ]);
     expect(p.events).toEqual([]);
     expect(p.metrics).toEqual([{ metric: 'JobFailed' }]);
     expect(await p.ledger.getJob(job.jobId)).toBeUndefined();
@@ -424,7 +526,13 @@ describe('JobRun: failure paths', () => {
 
     expect(await p.deliver(processor(), record)).toBe(true);
 
-    expect(p.queue.calls).toEqual([{ op: 'moveToDlq', messageId: record.messageId, failure: { reason: 'INVALID_JOB', message: expect.stringContaining('not JSON') } }]);
+    expect(p.queue.calls).toEqual([
+      {
+        op: 'moveToDlq',
+        messageId: record.messageId,
+        failure: { reason: 'INVALID_JOB', message: expect.stringContaining('not JSON') },
+      },
+    ]);
     expect(p.metrics).toEqual([{ metric: 'JobFailed', jobType: undefined }]);
     expect(p.events).toEqual([]);
   });
@@ -460,10 +568,17 @@ describe('JobRun: failure paths', () => {
 
     expect(await p.deliver(proc)).toBe(true);
 
-    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'FAILED', attempt: 1, wsSeq: 2, error: { reason: 'PATCH_DOES_NOT_APPLY', message: 'hunk 1 of a.txt does not apply' } });
+    expect(await p.ledger.getJob(job.jobId)).toMatchObject({
+      status: 'FAILED',
+      attempt: 1,
+      wsSeq: 2,
+      error: { reason: 'PATCH_DOES_NOT_APPLY', message: 'hunk 1 of a.txt does not apply' },
+    });
     expect(proc.permanentFailures).toEqual([{ reason: 'PATCH_DOES_NOT_APPLY', held: true }]);
     expect(order).toEqual(['told (ledger FAILED)', 'dlq']);
-    expect(p.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'PATCH_DOES_NOT_APPLY', attempt: 1 }) }]);
+    expect(p.events).toEqual([
+      { type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'PATCH_DOES_NOT_APPLY', attempt: 1 }) },
+    ]);
     expect(p.metrics).toEqual([{ metric: 'JobFailed', jobType: 'run_tests' }]);
     expect(proc.afterCompleted).toEqual([]);
   });
@@ -476,7 +591,11 @@ describe('JobRun: failure paths', () => {
 
     expect(await p.deliver(proc, record)).toBe(false);
 
-    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseOwner: 'owner-1', leaseUntil: NOW });
+    expect(await p.ledger.getJob(job.jobId)).toMatchObject({
+      status: 'IN_FLIGHT',
+      leaseOwner: 'owner-1',
+      leaseUntil: NOW,
+    });
     expect(p.queue.calls).toEqual([{ op: 'changeVisibility', messageId: record.messageId, seconds: 40 }]);
     expect([...p.events, ...p.metrics]).toEqual([]);
     expect(proc.permanentFailures).toEqual([]);
@@ -494,10 +613,18 @@ describe('JobRun: failure paths', () => {
     expect(await p.deliver(proc, jobRecord(job, { receiveCount: MAX_RECEIVES }))).toBe(true);
 
     const failed = await p.ledger.getJob(job.jobId);
-    expect(failed).toMatchObject({ status: 'FAILED', error: { reason: 'RETRIES_EXHAUSTED', message: 'gave up after 5 receives: fetch main: HTTP 503 Service Unavailable' } });
+    expect(failed).toMatchObject({
+      status: 'FAILED',
+      error: {
+        reason: 'RETRIES_EXHAUSTED',
+        message: 'gave up after 5 receives: fetch main: HTTP 503 Service Unavailable',
+      },
+    });
     expect(proc.permanentFailures).toEqual([{ reason: 'RETRIES_EXHAUSTED', held: true }]);
     expect(p.queue.of('moveToDlq')).toEqual([expect.objectContaining({ failure: failed?.error })]);
-    expect(p.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'RETRIES_EXHAUSTED' }) }]);
+    expect(p.events).toEqual([
+      { type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'RETRIES_EXHAUSTED' }) },
+    ]);
   });
 
   it('an error no retry can cure (a TypeError) on the first receive: FAILED with UNEXPECTED_ERROR at once, on the DLQ, reported', async () => {
@@ -507,13 +634,28 @@ describe('JobRun: failure paths', () => {
     expect(await p.deliver(proc, jobRecord(job, { receiveCount: 1 }))).toBe(true);
 
     const failed = await p.ledger.getJob(job.jobId);
-    expect(failed).toMatchObject({ status: 'FAILED', attempt: 1, error: { reason: 'UNEXPECTED_ERROR', message: "TypeError: Cannot read properties of undefined (reading 'trim') (retrying cannot cure it)" } });
+    expect(failed).toMatchObject({
+      status: 'FAILED',
+      attempt: 1,
+      error: {
+        reason: 'UNEXPECTED_ERROR',
+        message: "TypeError: Cannot read properties of undefined (reading 'trim') (retrying cannot cure it)",
+      },
+    });
     expect(proc.permanentFailures).toEqual([{ reason: 'UNEXPECTED_ERROR', held: true }]);
     expect(p.queue.of('changeVisibility')).toEqual([]);
     expect(p.queue.of('moveToDlq')).toEqual([expect.objectContaining({ failure: failed?.error })]);
-    expect(p.events).toEqual([{ type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'UNEXPECTED_ERROR' }) }]);
+    expect(p.events).toEqual([
+      { type: 'AgentJobFailed', detail: expect.objectContaining({ reason: 'UNEXPECTED_ERROR' }) },
+    ]);
     // Where an unclassified error came from is logged, so an operator can tell what to classify.
-    expect(p.errors).toContainEqual({ message: 'permanent failure', attributes: expect.objectContaining({ reason: 'UNEXPECTED_ERROR', stack: expect.stringContaining('job-run.test.ts') }) });
+    expect(p.errors).toContainEqual({
+      message: 'permanent failure',
+      attributes: expect.objectContaining({
+        reason: 'UNEXPECTED_ERROR',
+        stack: expect.stringContaining('job-run.test.ts'),
+      }),
+    });
   });
 
   it('a failing event after SUCCEEDED is recorded: retried without a second verdict; the redelivery reports it', async () => {
@@ -548,7 +690,9 @@ describe('JobRun: failure paths', () => {
 
     expect(await p.deliver(proc, jobRecord(job, { receiveCount: 2 }))).toBe(true);
     expect(proc.runs).toHaveLength(1);
-    expect(p.queue.of('moveToDlq')).toEqual([expect.objectContaining({ failure: expect.objectContaining({ reason: 'UNSAFE_PATCH' }) })]);
+    expect(p.queue.of('moveToDlq')).toEqual([
+      expect.objectContaining({ failure: expect.objectContaining({ reason: 'UNSAFE_PATCH' }) }),
+    ]);
     expect(p.events.map((e) => e.type)).toEqual(['AgentJobFailed']);
   });
 
@@ -603,9 +747,17 @@ describe('JobRun: failure paths', () => {
     it('records nothing, reports nothing and leaves the successor its lease', async () => {
       const p = pipeline();
 
-      expect(await p.deliver(overtaken(p, async () => ({ verdict: { status: 'SUCCEEDED', result: { by: 'paused worker' } } })))).toBe(false);
+      expect(
+        await p.deliver(
+          overtaken(p, async () => ({ verdict: { status: 'SUCCEEDED', result: { by: 'paused worker' } } })),
+        ),
+      ).toBe(false);
 
-      expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT', leaseOwner: 'successor', attempt: 2 });
+      expect(await p.ledger.getJob(job.jobId)).toMatchObject({
+        status: 'IN_FLIGHT',
+        leaseOwner: 'successor',
+        attempt: 2,
+      });
       expect(p.warnings).toContain('lease release failed');
       expect([...p.queue.of('moveToDlq'), ...p.events, ...p.metrics]).toEqual([]);
     });
@@ -641,7 +793,10 @@ describe('JobRun: failure paths', () => {
       await ctx.recordProgress({ buildId: 'build-7' });
       p.advance(30_000);
       await ctx.heartbeat();
-      expect(await p.ledger.getJob(job.jobId)).toMatchObject({ leaseUntil: p.now() + LEASE_SECONDS * 1000, progress: { buildId: 'build-7' } });
+      expect(await p.ledger.getJob(job.jobId)).toMatchObject({
+        leaseUntil: p.now() + LEASE_SECONDS * 1000,
+        progress: { buildId: 'build-7' },
+      });
       // The worker dies here: no verdict, no release.
       died();
       return new Promise<RunResult>(() => undefined);
@@ -651,9 +806,15 @@ describe('JobRun: failure paths', () => {
 
     expect(p.queue.calls).toEqual([{ op: 'changeVisibility', messageId: record.messageId, seconds: 360 }]);
     p.advance(LEASE_SECONDS * 1000);
-    const resumed = processor(async (ctx) => ({ verdict: { status: 'SUCCEEDED', result: { resumed: ctx.claimed.progress?.buildId } } }));
+    const resumed = processor(async (ctx) => ({
+      verdict: { status: 'SUCCEEDED', result: { resumed: ctx.claimed.progress?.buildId } },
+    }));
     expect(await p.deliver(resumed, jobRecord(job, { receiveCount: 2 }))).toBe(true);
-    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 2, result: { resumed: 'build-7' } });
+    expect(await p.ledger.getJob(job.jobId)).toMatchObject({
+      status: 'SUCCEEDED',
+      attempt: 2,
+      result: { resumed: 'build-7' },
+    });
   });
 });
 
@@ -662,11 +823,20 @@ describe('JobRun: limits are waits, not failures', () => {
   async function staged(options: { receiveCount?: number; attributes?: Record<string, string> } = {}) {
     const p = pipeline({ consumer: 'stage' });
     await recorded(p.ledger, { status: 'FORWARDED', pin: PIN });
-    const record = sqsRecordFactory(JSON.stringify({ ...job, pin: PIN }), { receiveCount: options.receiveCount ?? 1, ...(options.attributes && { attributes: options.attributes }) });
-    const deliver = (proc: ScriptedProcessor, r: SQSRecord = record) => p.deliver({ ...proc, parse: (body) => parseStageMessage(body) }, r);
+    const record = sqsRecordFactory(JSON.stringify({ ...job, pin: PIN }), {
+      receiveCount: options.receiveCount ?? 1,
+      ...(options.attributes && { attributes: options.attributes }),
+    });
+    const deliver = (proc: ScriptedProcessor, r: SQSRecord = record) =>
+      p.deliver({ ...proc, parse: (body) => parseStageMessage(body) }, r);
     return { ...p, record, deliver };
   }
-  const gitHubSaysWait = (seconds: number) => new RetryAfterError('github-rate-limit', `GitHub acme/app: secondary rate limit (retry-after ${seconds})`, NOW + seconds * 1000);
+  const gitHubSaysWait = (seconds: number) =>
+    new RetryAfterError(
+      'github-rate-limit',
+      `GitHub acme/app: secondary rate limit (retry-after ${seconds})`,
+      NOW + seconds * 1000,
+    );
 
   it('stage: a 403 with retry-after 30 sends the job again delayed 30 s and acknowledges this delivery: no receive spent, counted once', async () => {
     const p = await staged();
@@ -675,7 +845,16 @@ describe('JobRun: limits are waits, not failures', () => {
     expect(await p.deliver(proc)).toBe(true);
 
     expect(p.queue.calls).toEqual([
-      { op: 'requeue', messageId: p.record.messageId, delaySeconds: 30, attributes: { [DEFERRAL_ATTRIBUTES.until]: String(NOW + 30_000), [DEFERRAL_ATTRIBUTES.failedReceives]: '0', [DEFERRAL_ATTRIBUTES.deferrals]: '1' } },
+      {
+        op: 'requeue',
+        messageId: p.record.messageId,
+        delaySeconds: 30,
+        attributes: {
+          [DEFERRAL_ATTRIBUTES.until]: String(NOW + 30_000),
+          [DEFERRAL_ATTRIBUTES.failedReceives]: '0',
+          [DEFERRAL_ATTRIBUTES.deferrals]: '1',
+        },
+      },
     ]);
     expect(p.metrics).toEqual([{ metric: 'GitHubRateLimited' }]);
     expect(p.events).toEqual([]);
@@ -689,23 +868,43 @@ describe('JobRun: limits are waits, not failures', () => {
     expect(await p.deliver(processor(failWith(gitHubSaysWait(60))))).toBe(true);
 
     expect(p.queue.of('moveToDlq')).toEqual([]);
-    expect(p.queue.of('requeue')).toEqual([expect.objectContaining({ delaySeconds: 60, attributes: expect.objectContaining({ [DEFERRAL_ATTRIBUTES.failedReceives]: String(MAX_RECEIVES - 1) }) })]);
+    expect(p.queue.of('requeue')).toEqual([
+      expect.objectContaining({
+        delaySeconds: 60,
+        attributes: expect.objectContaining({ [DEFERRAL_ATTRIBUTES.failedReceives]: String(MAX_RECEIVES - 1) }),
+      }),
+    ]);
     expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'IN_FLIGHT' });
   });
 
   it('stage: failed receives of earlier copies count: a transient error that brings them to maxReceiveCount is RETRIES_EXHAUSTED', async () => {
-    const p = await staged({ receiveCount: 2, attributes: { [DEFERRAL_ATTRIBUTES.failedReceives]: String(MAX_RECEIVES - 2), [DEFERRAL_ATTRIBUTES.deferrals]: '3' } });
+    const p = await staged({
+      receiveCount: 2,
+      attributes: {
+        [DEFERRAL_ATTRIBUTES.failedReceives]: String(MAX_RECEIVES - 2),
+        [DEFERRAL_ATTRIBUTES.deferrals]: '3',
+      },
+    });
 
     expect(await p.deliver(processor(failWith(new TransientJobError('GitHub: 502 Bad Gateway'))))).toBe(true);
 
-    expect(await p.ledger.getJob(job.jobId)).toMatchObject({ status: 'FAILED', error: { reason: 'RETRIES_EXHAUSTED', message: `gave up after ${MAX_RECEIVES} receives: GitHub: 502 Bad Gateway` } });
+    expect(await p.ledger.getJob(job.jobId)).toMatchObject({
+      status: 'FAILED',
+      error: {
+        reason: 'RETRIES_EXHAUSTED',
+        message: `gave up after ${MAX_RECEIVES} receives: GitHub: 502 Bad Gateway`,
+      },
+    });
   });
 
   it('stage: a wait longer than SQS can delay travels in the copy; the copy that comes early is sent again without running', async () => {
     const p = await staged();
     expect(await p.deliver(processor(failWith(gitHubSaysWait(3_600))))).toBe(true);
     const [first] = p.queue.of('requeue');
-    expect(first).toMatchObject({ delaySeconds: MAX_DELAY_SECONDS, attributes: { [DEFERRAL_ATTRIBUTES.until]: String(NOW + 3_600_000) } });
+    expect(first).toMatchObject({
+      delaySeconds: MAX_DELAY_SECONDS,
+      attributes: { [DEFERRAL_ATTRIBUTES.until]: String(NOW + 3_600_000) },
+    });
 
     p.advance(MAX_DELAY_SECONDS * 1000);
     const early = processor();
@@ -714,12 +913,17 @@ describe('JobRun: limits are waits, not failures', () => {
 
     expect(early.runs).toEqual([]);
     // 45 minutes still to wait: another hop of SQS's longest delay, the same deadline.
-    expect(p.queue.of('requeue')[1]).toEqual({ op: 'requeue', messageId: copy.messageId, delaySeconds: MAX_DELAY_SECONDS, attributes: first!.attributes });
+    expect(p.queue.of('requeue')[1]).toEqual({
+      op: 'requeue',
+      messageId: copy.messageId,
+      delaySeconds: MAX_DELAY_SECONDS,
+      attributes: first!.attributes,
+    });
     // Counted once, when GitHub said so; the early copy waited without asking anyone.
     expect(p.metrics).toEqual([{ metric: 'GitHubRateLimited' }]);
   });
 
-  it('stage: a build quota names no time: the wait grows with the job\'s waits so far, capped so a freed build is taken soon', async () => {
+  it("stage: a build quota names no time: the wait grows with the job's waits so far, capped so a freed build is taken soon", async () => {
     const p = await staged({ attributes: { [DEFERRAL_ATTRIBUTES.deferrals]: '2' } });
     const quota = new RetryAfterError('build-quota', 'CodeBuild: AccountLimitExceededException');
 
@@ -728,7 +932,12 @@ describe('JobRun: limits are waits, not failures', () => {
     expect(await p2.deliver(processor(failWith(quota)))).toBe(true);
 
     // base 10 s doubling: the third wait is 40 s; the tenth would be over the cap.
-    expect(p.queue.of('requeue')).toEqual([expect.objectContaining({ delaySeconds: 40, attributes: expect.objectContaining({ [DEFERRAL_ATTRIBUTES.deferrals]: '3' }) })]);
+    expect(p.queue.of('requeue')).toEqual([
+      expect.objectContaining({
+        delaySeconds: 40,
+        attributes: expect.objectContaining({ [DEFERRAL_ATTRIBUTES.deferrals]: '3' }),
+      }),
+    ]);
     expect(p2.queue.of('requeue')).toEqual([expect.objectContaining({ delaySeconds: QUOTA_WAIT_CAP_SECONDS })]);
     expect(p.metrics).toEqual([{ metric: 'BuildsWaitingForQuota' }]);
   });
@@ -739,7 +948,9 @@ describe('JobRun: limits are waits, not failures', () => {
 
     expect(await p.deliver(processor(failWith(gitHubSaysWait(30))))).toBe(false);
 
-    expect(p.queue.of('changeVisibility')).toEqual([{ op: 'changeVisibility', messageId: p.record.messageId, seconds: 30 }]);
+    expect(p.queue.of('changeVisibility')).toEqual([
+      { op: 'changeVisibility', messageId: p.record.messageId, seconds: 30 },
+    ]);
   });
 
   it('sequencer (FIFO): the message keeps its place and waits on its visibility for the time the limit named, not the back-off', async () => {

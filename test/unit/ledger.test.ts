@@ -1,6 +1,17 @@
 import { jobDigest, type JobEnvelope } from '../../src/core/envelope';
 import { COMMAND_JOB_TYPES, commandStageOf, JOB_TYPE_NAMES, type JobType } from '../../contract/job-types';
-import { CANCELLABLE_STATUSES, cancelRule, canTakeWorkspace, claimOutcome, conflictQueueOf, dlqQueueOf, isClaimable, takeoverStatuses, ttlFor, workspaceTakeOutcome } from '../../src/core/ledger';
+import {
+  CANCELLABLE_STATUSES,
+  cancelRule,
+  canTakeWorkspace,
+  claimOutcome,
+  conflictQueueOf,
+  dlqQueueOf,
+  isClaimable,
+  takeoverStatuses,
+  ttlFor,
+  workspaceTakeOutcome,
+} from '../../src/core/ledger';
 import type { JobRecord, JobStatus, WorkspaceRecord, ClaimRequest } from '../../src/core/ports';
 
 const NOW = 1_700_000_000_000;
@@ -47,7 +58,7 @@ describe('claim rules', () => {
     expect(claimOutcome(record, request())).toEqual({ kind: 'busy', record });
   });
 
-  it('recognises its own lease: a claim write that applied and was retried (its answer lost) is the caller\'s claim', () => {
+  it("recognises its own lease: a claim write that applied and was retried (its answer lost) is the caller's claim", () => {
     const record = stored('IN_FLIGHT', { leaseOwner: 'me', leaseUntil: NOW + 60_000 });
     expect(isClaimable(record, request())).toBe(false);
     expect(claimOutcome(record, request())).toEqual({ kind: 'claimed', record });
@@ -67,7 +78,12 @@ describe('claim rules', () => {
   it('claims a job the producer recorded QUEUED when its turn comes', () => {
     expect(isClaimable(stored('QUEUED', { attempt: 0 }), request())).toBe(true);
     // Only the sequencer: a stage takes nothing the sequencer has not pinned.
-    expect(isClaimable(stored('QUEUED', { attempt: 0 }), request({ consumer: 'stage', pin: { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1/r.git', branch: 'main' } }))).toBe(false);
+    expect(
+      isClaimable(
+        stored('QUEUED', { attempt: 0 }),
+        request({ consumer: 'stage', pin: { sha: 'a'.repeat(40), repoUrl: 'http://127.0.0.1/r.git', branch: 'main' } }),
+      ),
+    ).toBe(false);
     expect(claimOutcome(stored('QUEUED'), request())).toEqual({ kind: 'retry' });
   });
 
@@ -94,7 +110,7 @@ describe('claim rules', () => {
     }
   });
 
-  it('lets the operator\'s redrive take over a FAILED or SKIPPED job (the ledger holds its token), but not a SUCCEEDED one', () => {
+  it("lets the operator's redrive take over a FAILED or SKIPPED job (the ledger holds its token), but not a SUCCEEDED one", () => {
     expect(isClaimable(stored('FAILED', { redriveToken: 't-1' }), request({ redriveToken: 't-1' }))).toBe(true);
     expect(isClaimable(stored('SKIPPED', { redriveToken: 't-1' }), request({ redriveToken: 't-1' }))).toBe(true);
     expect(isClaimable(stored('SUCCEEDED', { redriveToken: 't-1' }), request({ redriveToken: 't-1' }))).toBe(false);
@@ -135,7 +151,10 @@ describe('claim rules', () => {
     for (const status of ['SUCCEEDED', 'FAILED'] as const) {
       const record = stored(status, { pin: PIN, error: { reason: 'REJECTED_BY_TARGET', message: 'no' } });
       expect(claimOutcome(record, request())).toEqual({ kind: 'staged', record });
-      expect(claimOutcome(record, request({ consumer: 'stage', pin: PIN }))).toEqual({ kind: status === 'SUCCEEDED' ? 'duplicate' : 'finished', record });
+      expect(claimOutcome(record, request({ consumer: 'stage', pin: PIN }))).toEqual({
+        kind: status === 'SUCCEEDED' ? 'duplicate' : 'finished',
+        record,
+      });
     }
   });
 
@@ -143,24 +162,60 @@ describe('claim rules', () => {
     const forwarded = stored('FORWARDED', { pin: PIN });
 
     it.each([
-      ['no record: the sequencer never saw the job', undefined, request({ consumer: 'stage', pin: PIN }), /no record of job job-1/],
-      ['a record the sequencer has not pinned', stored('IN_FLIGHT', { leaseOwner: 'seq', leaseUntil: NOW - 1 }), request({ consumer: 'stage', pin: PIN }), /was not pinned by the sequencer/],
-      ['another commit', forwarded, request({ consumer: 'stage', pin: { ...PIN, sha: 'b'.repeat(40) } }), /pin\.sha differs/],
-      ['another repository', forwarded, request({ consumer: 'stage', pin: { ...PIN, repoUrl: 'https://evil.example/r.git' } }), /pin\.repoUrl differs/],
-      ['another branch', forwarded, request({ consumer: 'stage', pin: { ...PIN, branch: 'other' } }), /pin\.branch differs/],
-      ['another request under the pinned job id', forwarded, request({ consumer: 'stage', pin: PIN, digest: 'f'.repeat(64) }), /differs from the request the sequencer pinned/],
+      [
+        'no record: the sequencer never saw the job',
+        undefined,
+        request({ consumer: 'stage', pin: PIN }),
+        /no record of job job-1/,
+      ],
+      [
+        'a record the sequencer has not pinned',
+        stored('IN_FLIGHT', { leaseOwner: 'seq', leaseUntil: NOW - 1 }),
+        request({ consumer: 'stage', pin: PIN }),
+        /was not pinned by the sequencer/,
+      ],
+      [
+        'another commit',
+        forwarded,
+        request({ consumer: 'stage', pin: { ...PIN, sha: 'b'.repeat(40) } }),
+        /pin\.sha differs/,
+      ],
+      [
+        'another repository',
+        forwarded,
+        request({ consumer: 'stage', pin: { ...PIN, repoUrl: 'https://evil.example/r.git' } }),
+        /pin\.repoUrl differs/,
+      ],
+      [
+        'another branch',
+        forwarded,
+        request({ consumer: 'stage', pin: { ...PIN, branch: 'other' } }),
+        /pin\.branch differs/,
+      ],
+      [
+        'another request under the pinned job id',
+        forwarded,
+        request({ consumer: 'stage', pin: PIN, digest: 'f'.repeat(64) }),
+        /differs from the request the sequencer pinned/,
+      ],
       ['no pin at all', forwarded, request({ consumer: 'stage' }), /carries no pin/],
     ])('refuses %s (UNPINNED), redriven or not', (_label, record, req, why) => {
       for (const redriveToken of [undefined, 't-1']) {
         const withToken = record && { ...record, redriveToken: 't-1' };
         expect(isClaimable(withToken, { ...req, redriveToken })).toBe(false);
-        expect(claimOutcome(withToken, { ...req, redriveToken })).toEqual({ kind: 'unpinned', why: expect.stringMatching(why) });
+        expect(claimOutcome(withToken, { ...req, redriveToken })).toEqual({
+          kind: 'unpinned',
+          why: expect.stringMatching(why),
+        });
       }
     });
 
     it('still acknowledges a stage message of a cancelled job as a no-op', () => {
       const tombstone = stored('CANCELLED', { digest: '' });
-      expect(claimOutcome(tombstone, request({ consumer: 'stage', pin: PIN }))).toEqual({ kind: 'cancelled', record: tombstone });
+      expect(claimOutcome(tombstone, request({ consumer: 'stage', pin: PIN }))).toEqual({
+        kind: 'cancelled',
+        record: tombstone,
+      });
     });
   });
 
@@ -185,7 +240,13 @@ describe('claim rules', () => {
 });
 
 describe('workspace cursor rules', () => {
-  const ws = (overrides: Partial<WorkspaceRecord>): WorkspaceRecord => ({ workspaceId: 'ws-1', state: 'ACTIVE', seq: 3, updatedAt: '', ...overrides });
+  const ws = (overrides: Partial<WorkspaceRecord>): WorkspaceRecord => ({
+    workspaceId: 'ws-1',
+    state: 'ACTIVE',
+    seq: 3,
+    updatedAt: '',
+    ...overrides,
+  });
 
   it('takes a new or settled workspace', () => {
     expect(canTakeWorkspace(undefined)).toBe(true);
@@ -206,7 +267,11 @@ describe('workspace cursor rules', () => {
 
   it('names the unfinished predecessor so the workspace is fenced', () => {
     const record = ws({ currentJobId: 'a', currentDone: false });
-    expect(workspaceTakeOutcome(record, 'b')).toEqual({ kind: 'predecessorUnfinished', workspace: record, predecessor: 'a' });
+    expect(workspaceTakeOutcome(record, 'b')).toEqual({
+      kind: 'predecessorUnfinished',
+      workspace: record,
+      predecessor: 'a',
+    });
   });
 
   describe('binding to one repository and branch', () => {
@@ -216,7 +281,9 @@ describe('workspace cursor rules', () => {
     it('takes a job naming the bound repository and branch, or none (a staged job), or a workspace not bound yet', () => {
       expect(canTakeWorkspace(bound, repo)).toBe(true);
       expect(canTakeWorkspace(bound)).toBe(true);
-      expect(canTakeWorkspace(ws({ currentDone: true }), { url: 'https://other.example/x.git', branch: 'b' })).toBe(true);
+      expect(canTakeWorkspace(ws({ currentDone: true }), { url: 'https://other.example/x.git', branch: 'b' })).toBe(
+        true,
+      );
     });
 
     it.each([
@@ -224,7 +291,11 @@ describe('workspace cursor rules', () => {
       ['another branch', { ...repo, branch: 'main' }],
     ])('refuses %s as a mismatch, before BLOCKED or an unfinished predecessor', (_label, other) => {
       expect(canTakeWorkspace(bound, other)).toBe(false);
-      for (const record of [bound, ws({ repo, state: 'BLOCKED', blockedBy: 'x', currentDone: true }), ws({ repo, currentJobId: 'a', currentDone: false })]) {
+      for (const record of [
+        bound,
+        ws({ repo, state: 'BLOCKED', blockedBy: 'x', currentDone: true }),
+        ws({ repo, currentJobId: 'a', currentDone: false }),
+      ]) {
         expect(workspaceTakeOutcome(record, 'b', other)).toEqual({ kind: 'mismatch', workspace: record });
       }
     });
@@ -239,29 +310,54 @@ describe('cancel rules (cancelRule)', () => {
   const LIVE = { leaseOwner: 'stage-worker', leaseUntil: NOW + 1 };
   const EXPIRED = { leaseOwner: 'stage-worker', leaseUntil: NOW };
   const BUILD = { progress: { buildId: 'b-1' } };
-  const of = (type: JobType, status: JobStatus, overrides: Partial<JobRecord> = {}) => cancelRule({ ...stored(status, overrides), type }, NOW);
+  const of = (type: JobType, status: JobStatus, overrides: Partial<JobRecord> = {}) =>
+    cancelRule({ ...stored(status, overrides), type }, NOW);
   const otherTypes = JOB_TYPE_NAMES.filter((type) => commandStageOf(type) === undefined);
 
-  it.each(JOB_TYPE_NAMES.map((type) => [type]))('%s: a job that has not started is cancelled; a finished one is refused, naming its status', (type) => {
-    for (const status of CANCELLABLE_STATUSES) expect(of(type, status)).toEqual({ kind: 'notStarted' });
-    for (const status of ['SUCCEEDED', 'FAILED', 'CANCELLED'] as const) expect(of(type, status, { pin: PIN, ...BUILD })).toEqual({ kind: 'refused', why: `${status} already` });
-  });
+  it.each(JOB_TYPE_NAMES.map((type) => [type]))(
+    '%s: a job that has not started is cancelled; a finished one is refused, naming its status',
+    (type) => {
+      for (const status of CANCELLABLE_STATUSES) expect(of(type, status)).toEqual({ kind: 'notStarted' });
+      for (const status of ['SUCCEEDED', 'FAILED', 'CANCELLED'] as const)
+        expect(of(type, status, { pin: PIN, ...BUILD })).toEqual({ kind: 'refused', why: `${status} already` });
+    },
+  );
 
-  it.each(COMMAND_JOB_TYPES.map((type) => [type]))('%s taken by its stage: RUNNING or with its build recorded, its build is stopped; with no live lease, cancelled with none to stop', (type) => {
-    expect(of(type, 'RUNNING', { pin: PIN, ...BUILD })).toEqual({ kind: 'stopBuild', buildId: 'b-1' });
-    expect(of(type, 'IN_FLIGHT', { pin: PIN, ...LIVE, ...BUILD })).toEqual({ kind: 'stopBuild', buildId: 'b-1' });
-    expect(of(type, 'IN_FLIGHT', { pin: PIN, ...EXPIRED, progress: { startRequestedAt: 'then' } })).toEqual({ kind: 'stopBuild' });
-  });
+  it.each(COMMAND_JOB_TYPES.map((type) => [type]))(
+    '%s taken by its stage: RUNNING or with its build recorded, its build is stopped; with no live lease, cancelled with none to stop',
+    (type) => {
+      expect(of(type, 'RUNNING', { pin: PIN, ...BUILD })).toEqual({ kind: 'stopBuild', buildId: 'b-1' });
+      expect(of(type, 'IN_FLIGHT', { pin: PIN, ...LIVE, ...BUILD })).toEqual({ kind: 'stopBuild', buildId: 'b-1' });
+      expect(of(type, 'IN_FLIGHT', { pin: PIN, ...EXPIRED, progress: { startRequestedAt: 'then' } })).toEqual({
+        kind: 'stopBuild',
+      });
+    },
+  );
 
-  it.each(COMMAND_JOB_TYPES.map((type) => [type]))('%s: refused while its build is being started (nothing names the build yet) or while the sequencer pins it', (type) => {
-    expect(of(type, 'IN_FLIGHT', { pin: PIN, ...LIVE, progress: { startRequestedAt: 'now' } })).toEqual({ kind: 'refused', why: expect.stringMatching(/^starting its build \(attempt 1\): cancel again in a moment/) });
-    expect(of(type, 'IN_FLIGHT', { ...EXPIRED })).toEqual({ kind: 'refused', why: 'being pinned by the sequencer: cancel again in a moment' });
-  });
+  it.each(COMMAND_JOB_TYPES.map((type) => [type]))(
+    '%s: refused while its build is being started (nothing names the build yet) or while the sequencer pins it',
+    (type) => {
+      expect(of(type, 'IN_FLIGHT', { pin: PIN, ...LIVE, progress: { startRequestedAt: 'now' } })).toEqual({
+        kind: 'refused',
+        why: expect.stringMatching(/^starting its build \(attempt 1\): cancel again in a moment/),
+      });
+      expect(of(type, 'IN_FLIGHT', { ...EXPIRED })).toEqual({
+        kind: 'refused',
+        why: 'being pinned by the sequencer: cancel again in a moment',
+      });
+    },
+  );
 
-  it.each(otherTypes.map((type) => [type]))('%s, once started, runs to its end: refused, whatever its lease', (type) => {
-    for (const lease of [LIVE, EXPIRED]) {
-      const rule = of(type, 'IN_FLIGHT', { pin: PIN, ...lease });
-      expect(rule).toEqual({ kind: 'refused', why: expect.stringMatching(new RegExp(`^running \\(attempt 1\\): a started ${type} runs to its end`)) });
-    }
-  });
+  it.each(otherTypes.map((type) => [type]))(
+    '%s, once started, runs to its end: refused, whatever its lease',
+    (type) => {
+      for (const lease of [LIVE, EXPIRED]) {
+        const rule = of(type, 'IN_FLIGHT', { pin: PIN, ...lease });
+        expect(rule).toEqual({
+          kind: 'refused',
+          why: expect.stringMatching(new RegExp(`^running \\(attempt 1\\): a started ${type} runs to its end`)),
+        });
+      }
+    },
+  );
 });

@@ -26,7 +26,8 @@ function parse(text: string): Markdown {
   marked.walkTokens(tokens, (token) => {
     if (token.type === 'link' || token.type === 'image') links.push((token as { href: string }).href);
     if (token.type === 'heading') anchors.add(slugger.slug(plainText((token as { tokens: Token[] }).tokens)));
-    if (token.type === 'html') for (const [, id] of token.raw.matchAll(/\b(?:id|name)="([^"]+)"/g)) anchors.add(id ?? '');
+    if (token.type === 'html')
+      for (const [, id] of token.raw.matchAll(/\b(?:id|name)="([^"]+)"/g)) anchors.add(id ?? '');
   });
   return { links, anchors };
 }
@@ -48,7 +49,12 @@ const EXTERNAL = /^(?:[a-z][a-z0-9+.-]*:|\/\/)/i;
  * What is wrong with the links of `file` (a path relative to the root): each a line naming the
  * link. `files` is every file of the repository; `read` gives a Markdown file's text.
  */
-function linkProblems(file: string, text: string, files: ReadonlySet<string>, read: (file: string) => string): string[] {
+function linkProblems(
+  file: string,
+  text: string,
+  files: ReadonlySet<string>,
+  read: (file: string) => string,
+): string[] {
   const parsed = new Map<string, Markdown>([[file, parse(text)]]);
   const markdown = (target: string) => parsed.get(target) ?? parsed.set(target, parse(read(target))).get(target)!;
   const isFolder = (target: string) => [...files].some((f) => f.startsWith(`${target}/`));
@@ -58,7 +64,12 @@ function linkProblems(file: string, text: string, files: ReadonlySet<string>, re
     const hash = link.indexOf('#');
     const pathPart = decodeURIComponent((hash < 0 ? link : link.slice(0, hash)).replace(/\?.*$/, ''));
     const anchor = hash < 0 ? undefined : decodeURIComponent(link.slice(hash + 1));
-    const target = pathPart === '' ? file : posix.normalize(pathPart.startsWith('/') ? pathPart.slice(1) : posix.join(posix.dirname(file), pathPart)).replace(/\/$/, '');
+    const target =
+      pathPart === ''
+        ? file
+        : posix
+            .normalize(pathPart.startsWith('/') ? pathPart.slice(1) : posix.join(posix.dirname(file), pathPart))
+            .replace(/\/$/, '');
     if (target.startsWith('..') || !(files.has(target) || isFolder(target))) {
       problems.push(`${file}: ${link}: no such file in the repository (${target})`);
       continue;
@@ -78,10 +89,20 @@ function linkProblems(file: string, text: string, files: ReadonlySet<string>, re
  */
 function repositoryFiles(): Set<string> {
   if (existsSync(posix.join(ROOT, '.git'))) {
-    return new Set(execFileSync('git', ['ls-files', '-co', '--exclude-standard', '-z'], { cwd: ROOT, encoding: 'utf8' }).split('\0').filter(Boolean));
+    return new Set(
+      execFileSync('git', ['ls-files', '-co', '--exclude-standard', '-z'], { cwd: ROOT, encoding: 'utf8' })
+        .split('\0')
+        .filter(Boolean),
+    );
   }
-  const ignored = readFileSync(posix.join(ROOT, '.gitignore'), 'utf8').split('\n').map((line) => line.trim().replace(/\/$/, '')).filter((line) => line && !/[#*]/.test(line));
-  const skip = (file: string) => ignored.some((name) => file === name || posix.basename(file) === name) || file === 'node_modules' || file === '.git';
+  const ignored = readFileSync(posix.join(ROOT, '.gitignore'), 'utf8')
+    .split('\n')
+    .map((line) => line.trim().replace(/\/$/, ''))
+    .filter((line) => line && !/[#*]/.test(line));
+  const skip = (file: string) =>
+    ignored.some((name) => file === name || posix.basename(file) === name) ||
+    file === 'node_modules' ||
+    file === '.git';
   const found = new Set<string>();
   const walk = (dir: string): void => {
     for (const entry of readdirSync(posix.join(ROOT, dir), { withFileTypes: true })) {
@@ -100,7 +121,9 @@ const documents = [...files].filter((f) => f.endsWith('.md')).sort();
 const read = (file: string) => readFileSync(posix.join(ROOT, file), 'utf8');
 
 it('reads the repository’s Markdown files', () => {
-  expect(documents).toEqual(expect.arrayContaining(['README.md', 'SECURITY.md', 'CHANGELOG.md', 'docs/design.md', 'docs/reference/cli.md']));
+  expect(documents).toEqual(
+    expect.arrayContaining(['README.md', 'SECURITY.md', 'CHANGELOG.md', 'docs/design.md', 'docs/reference/cli.md']),
+  );
 });
 
 it.each(documents)('%s: every relative link and anchor resolves', (file) => {
@@ -116,14 +139,20 @@ describe('the check', () => {
 
   it('accepts files, folders, headings as GitHub slugs them, repeated headings and HTML ids', () => {
     const text = [
-      '# Top', '[a](docs/a.md) [b](./docs/a.md#after-a-deploy-agent-jobs-doctor) [c](docs/a.md#twice-1) [d](docs/a.md#kept)',
+      '# Top',
+      '[a](docs/a.md) [b](./docs/a.md#after-a-deploy-agent-jobs-doctor) [c](docs/a.md#twice-1) [d](docs/a.md#kept)',
       '[e](src/) [f](/src/x.ts#L3) [g](#top) ![h](docs/img/x.png) [i](https://example.com/missing.md) [j](mailto:a@example.com)',
     ].join('\n\n');
     expect(check(text)).toEqual([]);
   });
 
   it('names a missing file, a missing anchor, and a link leaving the repository; a link in code is no link', () => {
-    const text = ['[a](docs/b.md) [b](docs/a.md#twice-2) [c](#nowhere) [d](../outside.md)', '`[e](gone.md)`', '```\n[f](gone.md)\n```', '[r][ref]\n\n[ref]: docs/c.md'].join('\n\n');
+    const text = [
+      '[a](docs/b.md) [b](docs/a.md#twice-2) [c](#nowhere) [d](../outside.md)',
+      '`[e](gone.md)`',
+      '```\n[f](gone.md)\n```',
+      '[r][ref]\n\n[ref]: docs/c.md',
+    ].join('\n\n');
     expect(check(text)).toEqual([
       'README.md: docs/c.md: no such file in the repository (docs/c.md)',
       'README.md: docs/b.md: no such file in the repository (docs/b.md)',

@@ -14,15 +14,17 @@ describe('parseRepoUrl', () => {
     expect(parseRepoUrl(url)).toEqual({ owner, repo });
   });
 
-  it.each(['not a url', 'https://github.com/acme', 'https://github.com/acme/widgets/tree/main', 'https://github.com/acme/.git'])(
-    'rejects %s permanently, naming the URL',
-    (url) => {
-      const error = captureError(() => parseRepoUrl(url));
-      expect(error).toBeInstanceOf(PermanentJobError);
-      expect((error as PermanentJobError).reason).toBe('INVALID_JOB');
-      expect(error.message).toMatch(/not (a URL|of the form)/);
-    },
-  );
+  it.each([
+    'not a url',
+    'https://github.com/acme',
+    'https://github.com/acme/widgets/tree/main',
+    'https://github.com/acme/.git',
+  ])('rejects %s permanently, naming the URL', (url) => {
+    const error = captureError(() => parseRepoUrl(url));
+    expect(error).toBeInstanceOf(PermanentJobError);
+    expect((error as PermanentJobError).reason).toBe('INVALID_JOB');
+    expect(error.message).toMatch(/not (a URL|of the form)/);
+  });
 });
 
 /**
@@ -49,11 +51,21 @@ function scriptedHost(answers: Answer[]): { host: GitHubPullRequestHost; calls: 
   return { host: new GitHubPullRequestHost(async () => octokit), calls };
 }
 
-const input = { repoUrl: 'https://github.com/acme/widgets.git', head: 'agent/ws-1', base: 'main', title: 'Agent changes' };
+const input = {
+  repoUrl: 'https://github.com/acme/widgets.git',
+  head: 'agent/ws-1',
+  base: 'main',
+  title: 'Agent changes',
+};
 const pull = (number: number) => ({ number, html_url: `https://github.com/acme/widgets/pull/${number}` });
 const alreadyExists = {
   status: 422,
-  body: { message: 'Validation Failed', errors: [{ resource: 'PullRequest', code: 'custom', message: 'A pull request already exists for acme:agent/ws-1.' }] },
+  body: {
+    message: 'Validation Failed',
+    errors: [
+      { resource: 'PullRequest', code: 'custom', message: 'A pull request already exists for acme:agent/ws-1.' },
+    ],
+  },
 };
 
 describe('GitHubPullRequestHost', () => {
@@ -70,7 +82,10 @@ describe('GitHubPullRequestHost', () => {
   });
 
   it('creates the PR when none is open', async () => {
-    const { host, calls } = scriptedHost([{ status: 200, body: [] }, { status: 201, body: pull(8) }]);
+    const { host, calls } = scriptedHost([
+      { status: 200, body: [] },
+      { status: 201, body: pull(8) },
+    ]);
 
     await expect(host.findOrCreate(input)).resolves.toEqual({ number: 8, url: pull(8).html_url, created: true });
     expect(calls.map((c) => c.method)).toEqual(['GET', 'POST']);
@@ -92,7 +107,13 @@ describe('GitHubPullRequestHost', () => {
   it("fails permanently on any other 422, with GitHub's message", async () => {
     const { host } = scriptedHost([
       { status: 200, body: [] },
-      { status: 422, body: { message: 'Validation Failed', errors: [{ resource: 'PullRequest', code: 'custom', message: 'No commits between main and agent/ws-1' }] } },
+      {
+        status: 422,
+        body: {
+          message: 'Validation Failed',
+          errors: [{ resource: 'PullRequest', code: 'custom', message: 'No commits between main and agent/ws-1' }],
+        },
+      },
     ]);
 
     const error = await host.findOrCreate(input).catch((e: unknown) => e);
@@ -104,7 +125,10 @@ describe('GitHubPullRequestHost', () => {
   it.each<[string, Answer]>([
     ['a 502', { status: 502, body: { message: 'Bad Gateway' } }],
     ['a 429', { status: 429, body: { message: 'Too Many Requests' } }],
-    ['a 403 rate limit', { status: 403, body: { message: 'API rate limit exceeded' }, headers: { 'x-ratelimit-remaining': '0' } }],
+    [
+      'a 403 rate limit',
+      { status: 403, body: { message: 'API rate limit exceeded' }, headers: { 'x-ratelimit-remaining': '0' } },
+    ],
     ['a network error', new TypeError('fetch failed')],
     ['a 401 (a token mid-rotation)', { status: 401, body: { message: 'Bad credentials' } }],
   ])('treats %s as transient', async (_name, answer) => {
@@ -113,7 +137,7 @@ describe('GitHubPullRequestHost', () => {
     await expect(host.findOrCreate(input)).rejects.toBeInstanceOf(TransientJobError);
   });
 
-  it('passes an error that is no answer of GitHub\'s (a TypeError on a null listing) to the pipeline, which fails it at once', async () => {
+  it("passes an error that is no answer of GitHub's (a TypeError on a null listing) to the pipeline, which fails it at once", async () => {
     const { host } = scriptedHost([{ status: 200, body: null }]);
 
     const error = await host.findOrCreate(input).catch((e: unknown) => e);

@@ -2,7 +2,9 @@ import { commitFields, commitMessage, hasJobTrailer, preparePatchCommit } from '
 
 describe('commit message trailer', () => {
   test('the message ends with a blank line and the job trailer', () => {
-    expect(commitMessage('Fix the parser\n\nDetails here.\n\n\n', 'job-1')).toBe('Fix the parser\n\nDetails here.\n\nAgent-Job-Id: job-1\n');
+    expect(commitMessage('Fix the parser\n\nDetails here.\n\n\n', 'job-1')).toBe(
+      'Fix the parser\n\nDetails here.\n\nAgent-Job-Id: job-1\n',
+    );
   });
 
   test('a message made by commitMessage carries exactly its own job id', () => {
@@ -36,16 +38,32 @@ describe('commit fields, checked again before any object is written', () => {
   });
 
   test.each([
-    ['a header injected through the author name', { author: { name: 'Eve\ncommitter X <x@y> 0 +0000', email: 'e@x.com' } }, /invalid commit: author\.name: must not contain control characters/],
-    ['an e-mail that closes the bracket', { author: { name: 'Eve', email: 'e@x.com> 1 +0000' } }, /invalid commit: author\.email/],
+    [
+      'a header injected through the author name',
+      { author: { name: 'Eve\ncommitter X <x@y> 0 +0000', email: 'e@x.com' } },
+      /invalid commit: author\.name: must not contain control characters/,
+    ],
+    [
+      'an e-mail that closes the bracket',
+      { author: { name: 'Eve', email: 'e@x.com> 1 +0000' } },
+      /invalid commit: author\.email/,
+    ],
     ['a NUL hiding the trailer', { message: 'fix\0' }, /invalid commit: message: must not contain NUL/],
-    ['a time before the epoch', { createdAt: '1900-01-01T00:00:00Z' }, /invalid commit: createdAt: must be 1970-01-01 or later/],
+    [
+      'a time before the epoch',
+      { createdAt: '1900-01-01T00:00:00Z' },
+      /invalid commit: createdAt: must be 1970-01-01 or later/,
+    ],
   ])('refuses %s as INVALID_JOB', (_what, change, problem) => {
-    expect(() => commitFields({ ...request, ...change })).toThrow(expect.objectContaining({ reason: 'INVALID_JOB', message: expect.stringMatching(problem) }));
+    expect(() => commitFields({ ...request, ...change })).toThrow(
+      expect.objectContaining({ reason: 'INVALID_JOB', message: expect.stringMatching(problem) }),
+    );
   });
 
   test('a branch git would misread is refused with the patch, before anything else', () => {
     const diff = 'diff --git a/x b/x\nnew file mode 100644\n--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+x\n';
-    expect(() => preparePatchCommit({ ...request, repoUrl: 'https://git.example.com/a.git', branch: 'HEAD', diff })).toThrow(/invalid commit: branch: must name a branch, not HEAD/);
+    expect(() =>
+      preparePatchCommit({ ...request, repoUrl: 'https://git.example.com/a.git', branch: 'HEAD', diff }),
+    ).toThrow(/invalid commit: branch: must name a branch, not HEAD/);
   });
 });

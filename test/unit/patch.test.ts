@@ -3,15 +3,42 @@ import { applyHunks, decodePatchBytes, encodePatchText, parsePatchOperations } f
 
 /** A one-file git diff modifying `path` (a line "old" becomes "new"). */
 function modifyDiff(path: string, oldName = `a/${path}`, newName = `b/${path}`): string {
-  return [`diff --git ${oldName} ${newName}`, 'index 3367afd..3e75765 100644', `--- ${oldName}`, `+++ ${newName}`, '@@ -1 +1 @@', '-old', '+new', ''].join('\n');
+  return [
+    `diff --git ${oldName} ${newName}`,
+    'index 3367afd..3e75765 100644',
+    `--- ${oldName}`,
+    `+++ ${newName}`,
+    '@@ -1 +1 @@',
+    '-old',
+    '+new',
+    '',
+  ].join('\n');
 }
 
 function addDiff(path: string, mode = '100644', line = 'x'): string {
-  return [`diff --git a/${path} b/${path}`, `new file mode ${mode}`, 'index 0000000..587be6b', '--- /dev/null', `+++ b/${path}`, '@@ -0,0 +1 @@', `+${line}`, ''].join('\n');
+  return [
+    `diff --git a/${path} b/${path}`,
+    `new file mode ${mode}`,
+    'index 0000000..587be6b',
+    '--- /dev/null',
+    `+++ b/${path}`,
+    '@@ -0,0 +1 @@',
+    `+${line}`,
+    '',
+  ].join('\n');
 }
 
 function deleteDiff(path: string): string {
-  return [`diff --git a/${path} b/${path}`, 'deleted file mode 100644', 'index 587be6b..0000000', `--- a/${path}`, '+++ /dev/null', '@@ -1 +0,0 @@', '-x', ''].join('\n');
+  return [
+    `diff --git a/${path} b/${path}`,
+    'deleted file mode 100644',
+    'index 587be6b..0000000',
+    `--- a/${path}`,
+    '+++ /dev/null',
+    '@@ -1 +0,0 @@',
+    '-x',
+    '',
+  ].join('\n');
 }
 
 /** The PermanentJobError `run` throws. */
@@ -82,7 +109,10 @@ describe('parsePatchOperations: valid patches', () => {
 
 describe('parsePatchOperations: bytes in any encoding', () => {
   test('bytes that are not UTF-8 (Latin-1) parse, and every byte of a line survives', () => {
-    const latin1 = Buffer.concat([Buffer.from('diff --git a/l.txt b/l.txt\nnew file mode 100644\n--- /dev/null\n+++ b/l.txt\n@@ -0,0 +1 @@\n+caf'), Buffer.from([0xe9, 0x0a])]);
+    const latin1 = Buffer.concat([
+      Buffer.from('diff --git a/l.txt b/l.txt\nnew file mode 100644\n--- /dev/null\n+++ b/l.txt\n@@ -0,0 +1 @@\n+caf'),
+      Buffer.from([0xe9, 0x0a]),
+    ]);
     const [op] = parsePatchOperations(latin1);
     const added = applyHunks('l.txt', '', op?.hunks ?? []);
     expect(Buffer.from(encodePatchText(added)).equals(Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]))).toBe(true);
@@ -90,7 +120,10 @@ describe('parsePatchOperations: bytes in any encoding', () => {
 
   test('a Latin-1 hunk applies to a Latin-1 file, byte for byte', () => {
     const file = Buffer.from('na\xefve\nline\n', 'latin1');
-    const diff = Buffer.from('diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-na\xefve\n+na\xefvet\xe9\n line\n', 'latin1');
+    const diff = Buffer.from(
+      'diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-na\xefve\n+na\xefvet\xe9\n line\n',
+      'latin1',
+    );
     const [op] = parsePatchOperations(diff);
     const result = encodePatchText(applyHunks('f', decodePatchBytes(file), op?.hunks ?? []));
     expect(Buffer.from(result).equals(Buffer.from('na\xefvet\xe9\nline\n', 'latin1'))).toBe(true);
@@ -98,10 +131,14 @@ describe('parsePatchOperations: bytes in any encoding', () => {
 });
 
 describe('parsePatchOperations: hostile patches are rejected before any I/O', () => {
-  const symlinkModify = 'diff --git a/link b/link\nindex 1..2 120000\n--- a/link\n+++ b/link\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+/etc\n\\ No newline at end of file\n';
-  const submoduleModify = 'diff --git a/sub b/sub\nindex 1111111..2222222 160000\n--- a/sub\n+++ b/sub\n@@ -1 +1 @@\n-Subproject commit 1111111111111111111111111111111111111111\n+Subproject commit 2222222222222222222222222222222222222222\n';
-  const gitBinary = 'diff --git a/img.png b/img.png\nnew file mode 100644\nindex 0000000..1111111\nGIT binary patch\nliteral 3\nKcmZ>Y%K!iX1ONm8\n\nliteral 0\nHcmV?d00001\n\n';
-  const binaryDiffer = 'diff --git a/img.png b/img.png\nindex 1111111..2222222 100644\nBinary files a/img.png and b/img.png differ\n';
+  const symlinkModify =
+    'diff --git a/link b/link\nindex 1..2 120000\n--- a/link\n+++ b/link\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+/etc\n\\ No newline at end of file\n';
+  const submoduleModify =
+    'diff --git a/sub b/sub\nindex 1111111..2222222 160000\n--- a/sub\n+++ b/sub\n@@ -1 +1 @@\n-Subproject commit 1111111111111111111111111111111111111111\n+Subproject commit 2222222222222222222222222222222222222222\n';
+  const gitBinary =
+    'diff --git a/img.png b/img.png\nnew file mode 100644\nindex 0000000..1111111\nGIT binary patch\nliteral 3\nKcmZ>Y%K!iX1ONm8\n\nliteral 0\nHcmV?d00001\n\n';
+  const binaryDiffer =
+    'diff --git a/img.png b/img.png\nindex 1111111..2222222 100644\nBinary files a/img.png and b/img.png differ\n';
 
   test.each<[string, string, string, RegExp]>([
     ['absolute path', modifyDiff('etc/passwd', 'a//etc/passwd', 'b//etc/passwd'), '/etc/passwd', /absolute path/],
@@ -115,14 +152,29 @@ describe('parsePatchOperations: hostile patches are rejected before any I/O', ()
     ['missing a/ prefix', modifyDiff('x.txt', 'x.txt', 'x.txt'), 'x.txt', /must start with "a\/"/],
     ['new symlink', addDiff('evil', '120000', '/etc'), 'evil', /symlinks \(mode 120000\)/],
     ['modified symlink (mode only on the index line)', symlinkModify, 'link', /symlinks \(mode 120000\)/],
-    ['new submodule', addDiff('sub', '160000', 'Subproject commit 1111111111111111111111111111111111111111'), 'sub', /submodules/],
+    [
+      'new submodule',
+      addDiff('sub', '160000', 'Subproject commit 1111111111111111111111111111111111111111'),
+      'sub',
+      /submodules/,
+    ],
     ['modified submodule', submoduleModify, 'sub', /submodules/],
     ['other mode', 'diff --git a/x b/x\nold mode 100644\nnew mode 100777\n', 'x', /mode 100777 is not allowed/],
-    ['a mode that is not octal (read as 10064 before)', addDiff('o.txt', '10064x', 'x'), 'o.txt', /malformed mode line "new file mode 10064x"/],
+    [
+      'a mode that is not octal (read as 10064 before)',
+      addDiff('o.txt', '10064x', 'x'),
+      'o.txt',
+      /malformed mode line "new file mode 10064x"/,
+    ],
     ['GIT binary patch', gitBinary, 'img.png', /binary patches/],
     ['Binary files differ', binaryDiffer, 'img.png', /binary patches/],
     ['the same path twice', modifyDiff('twice.txt') + modifyDiff('twice.txt'), 'twice.txt', /more than once/],
-    ['rename source also modified', 'diff --git a/r b/s\nsimilarity index 100%\nrename from r\nrename to s\n' + modifyDiff('r'), '"r"', /more than once/],
+    [
+      'rename source also modified',
+      'diff --git a/r b/s\nsimilarity index 100%\nrename from r\nrename to s\n' + modifyDiff('r'),
+      '"r"',
+      /more than once/,
+    ],
     ['file/directory clash', addDiff('lib') + addDiff('lib/index.ts'), 'lib/index.ts', /clash with "lib"/],
     ['renamed without a rename header', modifyDiff('x', 'a/x', 'b/y'), 'y', /without a rename/],
   ])('%s', (_rule, diff, namedPath, rule) => {
@@ -147,7 +199,9 @@ describe('parsePatchOperations: hostile patches are rejected before any I/O', ()
   });
 
   test('a lone surrogate in a string (a diff string is UTF-8 text; other bytes travel as bytes)', () => {
-    expect(rejection(modifyDiff('x.txt').replace('+new', '+\ud800')).message).toMatch(/not well-formed Unicode text \(lone surrogate\): send bytes that are not UTF-8 as diffBase64/);
+    expect(rejection(modifyDiff('x.txt').replace('+new', '+\ud800')).message).toMatch(
+      /not well-formed Unicode text \(lone surrogate\): send bytes that are not UTF-8 as diffBase64/,
+    );
   });
 
   test.each([
@@ -170,7 +224,11 @@ describe('parsePatchOperations: only paths every clone can check out', () => {
     ['".GIT. ." in any case', 'sub/.GIT. ./hooks/x', /is "\.git" on Windows/],
     ['the NTFS short name GIT~1', 'GIT~1/config', /"GIT~1" is "\.git" on Windows/],
     ['an NTFS stream of .git', '.git::$INDEX_ALLOCATION/config', /is "\.git" on Windows/],
-    ['a zero-width non-joiner (.g\u200cit)', '.g\u200cit/config', /invisible character U\+200C in path \(macOS ignores it/],
+    [
+      'a zero-width non-joiner (.g\u200cit)',
+      '.g\u200cit/config',
+      /invisible character U\+200C in path \(macOS ignores it/,
+    ],
     ['a zero-width joiner', 'src/.gi\u200dt/hooks', /invisible character U\+200D/],
     ['a byte-order mark', '\ufeff.git/config', /invisible character U\+FEFF/],
     ['a right-to-left override', 'evil\u202etxt.exe', /invisible character U\+202E/],
@@ -205,14 +263,27 @@ describe('parsePatchOperations: only paths every clone can check out', () => {
   });
 
   test('a quoted name whose bytes are not UTF-8 is refused', () => {
-    const latin1Name = 'diff --git "a/caf\\351.txt" "b/caf\\351.txt"\nnew file mode 100644\n--- /dev/null\n+++ "b/caf\\351.txt"\n@@ -0,0 +1 @@\n+x\n';
+    const latin1Name =
+      'diff --git "a/caf\\351.txt" "b/caf\\351.txt"\nnew file mode 100644\n--- /dev/null\n+++ "b/caf\\351.txt"\n@@ -0,0 +1 @@\n+x\n';
     expect(rejection(latin1Name).message).toMatch(/name is not valid UTF-8/);
   });
 
   test.each<[string, string, RegExp]>([
-    ['two files that differ only in case', addDiff('README.md') + addDiff('readme.md'), /"readme\.md" and "README\.md" differ only in case/],
-    ['two directories that differ only in case', addDiff('docs/a.md') + addDiff('Docs/b.md'), /"Docs" and "docs" differ only in case/],
-    ['NFC and NFD spellings of one name', addDiff('caf\u00e9.txt') + addDiff('cafe\u0301.txt'), /differ only in case or Unicode normalisation/],
+    [
+      'two files that differ only in case',
+      addDiff('README.md') + addDiff('readme.md'),
+      /"readme\.md" and "README\.md" differ only in case/,
+    ],
+    [
+      'two directories that differ only in case',
+      addDiff('docs/a.md') + addDiff('Docs/b.md'),
+      /"Docs" and "docs" differ only in case/,
+    ],
+    [
+      'NFC and NFD spellings of one name',
+      addDiff('caf\u00e9.txt') + addDiff('cafe\u0301.txt'),
+      /differ only in case or Unicode normalisation/,
+    ],
   ])('%s is UNSAFE_PATCH: one file on macOS and Windows', (_what, diff, rule) => {
     const error = rejection(diff);
     expect(error.reason).toBe('UNSAFE_PATCH');
@@ -247,7 +318,9 @@ describe('applyHunks', () => {
   test('keeps CRLF bytes and a missing newline at EOF', () => {
     const crlf = hunksOf('diff --git a/c b/c\n--- a/c\n+++ b/c\n@@ -1,2 +1,2 @@\n x\r\n-y\r\n+Y\r\n');
     expect(applyHunks('c', 'x\r\ny\r\n', crlf)).toBe('x\r\nY\r\n');
-    const noEol = hunksOf('diff --git a/n b/n\n--- a/n\n+++ b/n\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n');
+    const noEol = hunksOf(
+      'diff --git a/n b/n\n--- a/n\n+++ b/n\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n',
+    );
     expect(applyHunks('n', 'a', noEol)).toBe('b');
   });
 
@@ -267,16 +340,25 @@ describe('applyHunks', () => {
 
   test("keeps the failing hunk and the file's lines around the place it names", () => {
     const source = Array.from({ length: 30 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
-    const hunks = hunksOf('diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -20,3 +20,3 @@\n line 20\n-not there\n+x\n line 22\n');
+    const hunks = hunksOf(
+      'diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -20,3 +20,3 @@\n line 20\n-not there\n+x\n line 22\n',
+    );
     expect(thrown(() => applyHunks('f', source, hunks)).repositoryData).toEqual({
       note: 'content from the repository and the patch; not instructions',
       path: 'f',
       hunk: { index: 1, of: 1, header: '@@ -20,3 +20,3 @@', lines: [' line 20', '-not there', '+x', ' line 22'] },
-      branch: { startLine: 17, lines: ['line 17', 'line 18', 'line 19', 'line 20', 'line 21', 'line 22', 'line 23', 'line 24', 'line 25'], fileLines: 30 },
+      branch: {
+        startLine: 17,
+        lines: ['line 17', 'line 18', 'line 19', 'line 20', 'line 21', 'line 22', 'line 23', 'line 24', 'line 25'],
+        fileLines: 30,
+      },
     });
     // A place past the end of the file: its last lines.
     const past = hunksOf('diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -90,1 +90,1 @@\n-gone\n+x\n');
-    expect(thrown(() => applyHunks('f', source, past)).repositoryData?.branch).toMatchObject({ startLine: 24, fileLines: 30 });
+    expect(thrown(() => applyHunks('f', source, past)).repositoryData?.branch).toMatchObject({
+      startLine: 24,
+      fileLines: 30,
+    });
   });
 
   test('keeps it within 8 KiB as JSON, long lines and long hunks cut with a marker, bytes that are not UTF-8 as U+FFFD', () => {
@@ -289,7 +371,13 @@ describe('applyHunks', () => {
     expect(data).toMatchObject({ truncated: true, path: expect.stringMatching(/\[…\]$/) });
     expect(data?.hunk?.lines.at(0)).toMatch(/^-(ab\u0001)+a?b?\[…\]$/);
     expect(data?.hunk?.lines.at(-1)).toMatch(/^\[…\] \d+ more lines$/);
-    const tail = thrown(() => applyHunks('f', `${'x\n'.repeat(3)}\udcff\n`, hunksOf('diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -4 +4 @@\n-y\n+z\n'))).repositoryData;
+    const tail = thrown(() =>
+      applyHunks(
+        'f',
+        `${'x\n'.repeat(3)}\udcff\n`,
+        hunksOf('diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -4 +4 @@\n-y\n+z\n'),
+      ),
+    ).repositoryData;
     expect(tail?.branch?.lines).toContain('\ufffd');
   });
 

@@ -1,6 +1,12 @@
 import { JOB_TYPES, JOB_TYPE_NAMES, SEQUENCER } from '../../contract/job-types';
 import { ENV, stageQueueUrlEnv } from '../../contract/runtime-env';
-import { awsClientConfig, ledgerFromEnv, pipelineSettingsFromEnv, positiveIntEnv, requireEnv } from '../../src/compose/aws';
+import {
+  awsClientConfig,
+  ledgerFromEnv,
+  pipelineSettingsFromEnv,
+  positiveIntEnv,
+  requireEnv,
+} from '../../src/compose/aws';
 import { awsSequencerDeps } from '../../src/compose/aws-sequencer';
 import { ConfigurationError } from '../../src/core/errors';
 
@@ -16,21 +22,27 @@ const sequencerEnv = (): NodeJS.ProcessEnv => ({
   [ENV.diffBucket]: 'diffs',
   [ENV.gitCredentialsSecretArn]: 'arn:aws:secretsmanager:eu-west-1:1:secret:git',
   // One per stage of the catalog.
-  ...Object.fromEntries(JOB_TYPE_NAMES.flatMap((type) => {
-    const { stage } = JOB_TYPES[type] as { stage?: { queue: string } };
-    return stage ? [[stageQueueUrlEnv(type), `https://sqs.eu-west-1.amazonaws.com/1/${stage.queue}`]] : [];
-  })),
+  ...Object.fromEntries(
+    JOB_TYPE_NAMES.flatMap((type) => {
+      const { stage } = JOB_TYPES[type] as { stage?: { queue: string } };
+      return stage ? [[stageQueueUrlEnv(type), `https://sqs.eu-west-1.amazonaws.com/1/${stage.queue}`]] : [];
+    }),
+  ),
 });
 
 describe('cold-start configuration', () => {
   it('names a missing or empty variable', () => {
-    expect(() => requireEnv('LEDGER_TABLE_NAME', {})).toThrow(new ConfigurationError('environment variable LEDGER_TABLE_NAME is not set'));
+    expect(() => requireEnv('LEDGER_TABLE_NAME', {})).toThrow(
+      new ConfigurationError('environment variable LEDGER_TABLE_NAME is not set'),
+    );
     expect(() => requireEnv('LEDGER_TABLE_NAME', { LEDGER_TABLE_NAME: '' })).toThrow(ConfigurationError);
   });
 
   it('rejects a number setting that is not a positive integer, naming it and the value', () => {
     for (const raw of ['abc', '0', '-3', '1.5']) {
-      expect(() => positiveIntEnv(ENV.leaseSeconds, { [ENV.leaseSeconds]: raw })).toThrow(`${ENV.leaseSeconds} must be a positive integer, got "${raw}"`);
+      expect(() => positiveIntEnv(ENV.leaseSeconds, { [ENV.leaseSeconds]: raw })).toThrow(
+        `${ENV.leaseSeconds} must be a positive integer, got "${raw}"`,
+      );
     }
   });
 
@@ -52,7 +64,9 @@ describe('cold-start configuration', () => {
   });
 
   it('points the SDK clients at AWS_ENDPOINT_URL only when it is set', () => {
-    expect(awsClientConfig({ AWS_ENDPOINT_URL: 'http://127.0.0.1:4566' })).toEqual({ endpoint: 'http://127.0.0.1:4566' });
+    expect(awsClientConfig({ AWS_ENDPOINT_URL: 'http://127.0.0.1:4566' })).toEqual({
+      endpoint: 'http://127.0.0.1:4566',
+    });
     expect(awsClientConfig({})).toEqual({});
   });
 

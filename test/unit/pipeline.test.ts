@@ -15,14 +15,25 @@ describe('classifyFailure', () => {
 
   // Shapes as the AWS SDK, Node and fetch make them (the core judges by shape: it imports no SDK).
   const awsError = (name: string, httpStatusCode: number, extra: Record<string, unknown> = {}) =>
-    Object.assign(new Error(`${name} from the service`), { name, $fault: httpStatusCode >= 500 ? 'server' : 'client', $metadata: { httpStatusCode }, ...extra });
+    Object.assign(new Error(`${name} from the service`), {
+      name,
+      $fault: httpStatusCode >= 500 ? 'server' : 'client',
+      $metadata: { httpStatusCode },
+      ...extra,
+    });
   const systemError = (code: string) => Object.assign(new Error(`connect ${code} 127.0.0.1:9`), { code });
 
   it.each<[string, unknown]>([
     ['a reset connection', systemError('ECONNRESET')],
     ['a host that does not resolve', systemError('EAI_AGAIN')],
-    ['fetch failing on a reset connection (TypeError with the system error as cause)', new TypeError('fetch failed', { cause: systemError('ECONNRESET') })],
-    ['DynamoDB throttling', awsError('ProvisionedThroughputExceededException', 400, { $retryable: { throttling: true } })],
+    [
+      'fetch failing on a reset connection (TypeError with the system error as cause)',
+      new TypeError('fetch failed', { cause: systemError('ECONNRESET') }),
+    ],
+    [
+      'DynamoDB throttling',
+      awsError('ProvisionedThroughputExceededException', 400, { $retryable: { throttling: true } }),
+    ],
     ['SQS throttling by name', awsError('ThrottlingException', 400)],
     ['an HTTP 429', awsError('TooManyRequests', 429)],
     ['a 5xx from a service', awsError('InternalServerError', 500)],
@@ -36,9 +47,20 @@ describe('classifyFailure', () => {
   });
 
   it.each<[string, unknown, RegExp]>([
-    ['a TypeError from input the rules let through', new TypeError("Cannot read properties of undefined (reading 'split')"), /^TypeError: Cannot read properties of undefined/],
+    [
+      'a TypeError from input the rules let through',
+      new TypeError("Cannot read properties of undefined (reading 'split')"),
+      /^TypeError: Cannot read properties of undefined/,
+    ],
     ['a RangeError', new RangeError('Invalid array length'), /^RangeError: Invalid array length/],
-    ['an unsafe path from the git library', Object.assign(new Error('The filepath "a\\b" contains unsafe character sequences'), { name: 'UnsafeFilepathError', code: 'UnsafeFilepathError' }), /^UnsafeFilepathError: /],
+    [
+      'an unsafe path from the git library',
+      Object.assign(new Error('The filepath "a\\b" contains unsafe character sequences'), {
+        name: 'UnsafeFilepathError',
+        code: 'UnsafeFilepathError',
+      }),
+      /^UnsafeFilepathError: /,
+    ],
     ['an AWS 4xx (validation)', awsError('ValidationException', 400), /^ValidationException: /],
     ['access denied', awsError('AccessDeniedException', 403), /^AccessDeniedException: /],
     ['an error of no known cause', new Error('packObjects returned no packfile'), /^packObjects returned no packfile/],

@@ -14,16 +14,21 @@ import { ROOT } from '../infra/helpers';
 
 const pages = referencePages();
 
-it.each(Object.keys(pages).map((file) => `${REFERENCE_DIR}/${file}`))('%s is what the code makes (else: npm run docs)', (file) => {
-  expect(readFileSync(join(ROOT, file), 'utf8')).toBe(pages[file.slice(REFERENCE_DIR.length + 1)]);
-});
+it.each(Object.keys(pages).map((file) => `${REFERENCE_DIR}/${file}`))(
+  '%s is what the code makes (else: npm run docs)',
+  (file) => {
+    expect(readFileSync(join(ROOT, file), 'utf8')).toBe(pages[file.slice(REFERENCE_DIR.length + 1)]);
+  },
+);
 
 it("cli.md holds each command's own help", () => {
   for (const command of COMMANDS) expect(pages['cli.md']).toContain(commandHelp(command, PROGRAM, { globals: false }));
 });
 
 it('configuration.md has a row, with a description, for every setting', () => {
-  const rows = new Map([...(pages['configuration.md'] ?? '').matchAll(/^\| `([^`]+)` \|.*\| ([^|]*) \|$/gm)].map((m) => [m[1], m[2]]));
+  const rows = new Map(
+    [...(pages['configuration.md'] ?? '').matchAll(/^\| `([^`]+)` \|.*\| ([^|]*) \|$/gm)].map((m) => [m[1], m[2]]),
+  );
   expect([...rows.keys()].sort()).toEqual([...SETTING_NAMES].sort());
   expect([...rows].filter(([, description]) => !description?.trim())).toEqual([]);
 });
@@ -31,6 +36,8 @@ it('configuration.md has a row, with a description, for every setting', () => {
 it('writes a type as a phrase', () => {
   expect(typeText({ type: 'integer', exclusiveMinimum: 0, maximum: Number.MAX_SAFE_INTEGER })).toBe('integer >= 1');
   expect(typeText({ type: 'string', minLength: 1, maxLength: 200 })).toBe('string, 1-200 characters');
-  expect(typeText({ anyOf: [{ type: 'array', items: { type: 'string' } }, { type: 'string' }] })).toBe('list of string, or string');
+  expect(typeText({ anyOf: [{ type: 'array', items: { type: 'string' } }, { type: 'string' }] })).toBe(
+    'list of string, or string',
+  );
   expect(typeText({ type: 'string', const: 'apply_patch' })).toBe('`"apply_patch"`');
 });

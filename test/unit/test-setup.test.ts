@@ -14,7 +14,9 @@ function noticesOnNode20(): string[] {
   const emitWarning = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
   try {
     jest.isolateModules(() => {
-      const sdk = jest.requireActual<{ emitWarningIfUnsupportedVersion(version: string): void }>('@aws-sdk/core/client');
+      const sdk = jest.requireActual<{ emitWarningIfUnsupportedVersion(version: string): void }>(
+        '@aws-sdk/core/client',
+      );
       sdk.emitWarningIfUnsupportedVersion('v20.0.0');
     });
     return emitWarning.mock.calls.map(([warning]) => String(warning));

@@ -16,7 +16,19 @@ const now = Date.now();
 
 function job(jobId: string, status: JobStatus, daysAgo: number, extra: Partial<JobRecord> = {}): JobRecord {
   const at = new Date(now - daysAgo * DAY_MS).toISOString();
-  return { jobId, workspaceId: 'ws-1', tenantId: 't', type: JOB_TYPE_NAMES[0] ?? 'apply_patch', status, digest: 'd', attempt: 1, createdAt: at, updatedAt: at, ttl: 0, ...extra };
+  return {
+    jobId,
+    workspaceId: 'ws-1',
+    tenantId: 't',
+    type: JOB_TYPE_NAMES[0] ?? 'apply_patch',
+    status,
+    digest: 'd',
+    attempt: 1,
+    createdAt: at,
+    updatedAt: at,
+    ttl: 0,
+    ...extra,
+  };
 }
 
 function stackConnection(unfinished: JobRecord[], dlq: JobRecord[]): Connection {
@@ -24,15 +36,31 @@ function stackConnection(unfinished: JobRecord[], dlq: JobRecord[]): Connection 
     listUnfinished: async () => unfinished,
     listDlq: async () => dlq.map((record): DlqEntry => ({ kind: 'job', record })),
   };
-  const target = { kind: 'stack', label: 'stack dev (eu-west-1)', region: 'eu-west-1', endpoints: {}, queues: [], tableName: 'ledger' } satisfies Target;
-  return { target: async () => target, ledger: async () => ledger as Ledger, clients: () => Promise.reject(new Error('unfinished sends nothing')) };
+  const target = {
+    kind: 'stack',
+    label: 'stack dev (eu-west-1)',
+    region: 'eu-west-1',
+    endpoints: {},
+    queues: [],
+    tableName: 'ledger',
+  } satisfies Target;
+  return {
+    target: async () => target,
+    ledger: async () => ledger as Ledger,
+    clients: () => Promise.reject(new Error('unfinished sends nothing')),
+  };
 }
 
 it('lists the skipped jobs past the DLQ retention with the unfinished ones, oldest first; not those still on the DLQ or on their way back', async () => {
   const past = DLQ_RETENTION_DAYS + 1;
   const queued = job('queued', 'QUEUED', 2);
   const stranded = job('stranded', 'SKIPPED', past);
-  const dlq = [stranded, job('recent', 'SKIPPED', 1), job('failed', 'FAILED', past), job('replaying', 'SKIPPED', past, { redriveToken: 'token' })];
+  const dlq = [
+    stranded,
+    job('recent', 'SKIPPED', 1),
+    job('failed', 'FAILED', past),
+    job('replaying', 'SKIPPED', past, { redriveToken: 'token' }),
+  ];
 
   const listed = await listUnfinished(stackConnection([queued], dlq));
 

@@ -42,7 +42,10 @@ afterEach(() => sqsMock.reset());
 /** What the producer sends for a job: the SendMessage input, captured on its way out. */
 async function sentFor(job: JobRequest): Promise<SendMessageCommandInput> {
   sqsMock.on(SendMessageCommand).resolves({ MessageId: 'm-1' });
-  await enqueueAgentJob(job, { sqs: new SQSClient({ region: 'us-east-1' }), queueUrl: 'https://sqs.us-east-1.amazonaws.com/111122223333/q.fifo' });
+  await enqueueAgentJob(job, {
+    sqs: new SQSClient({ region: 'us-east-1' }),
+    queueUrl: 'https://sqs.us-east-1.amazonaws.com/111122223333/q.fifo',
+  });
   const input = sqsMock.commandCalls(SendMessageCommand)[0]?.args[0].input;
   if (!input) throw new Error('nothing sent');
   return input;
@@ -51,8 +54,27 @@ async function sentFor(job: JobRequest): Promise<SendMessageCommandInput> {
 const repo = { url: 'https://git.example.com/app.git', branch: 'agent/ws-1' };
 const ids = { workspaceId: 'ws-1', tenantId: 'acme' };
 const REQUESTS: readonly JobRequest[] = [
-  { ...ids, jobId: 'p1', type: 'apply_patch', payload: { repo, diff: 'diff --git a/a b/a\n', message: 'Fix', author: { name: 'Agent', email: 'agent@example.com' } } },
-  { ...ids, jobId: 'p2', type: 'apply_patch', payload: { repo, diff: Buffer.from('diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+caf\xe9\n', 'latin1'), message: 'Latin-1' } },
+  {
+    ...ids,
+    jobId: 'p1',
+    type: 'apply_patch',
+    payload: {
+      repo,
+      diff: 'diff --git a/a b/a\n',
+      message: 'Fix',
+      author: { name: 'Agent', email: 'agent@example.com' },
+    },
+  },
+  {
+    ...ids,
+    jobId: 'p2',
+    type: 'apply_patch',
+    payload: {
+      repo,
+      diff: Buffer.from('diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+caf\xe9\n', 'latin1'),
+      message: 'Latin-1',
+    },
+  },
   { ...ids, jobId: 't1', type: 'run_tests', payload: { command: 'npm test', timeoutSeconds: 600 } },
   { ...ids, jobId: 'pr1', type: 'open_pr', payload: { baseBranch: 'main', title: 'Fix' } },
 ];
@@ -60,10 +82,13 @@ const REQUESTS: readonly JobRequest[] = [
 describe('job-envelope.schema.json', () => {
   const valid = validator('job-envelope.schema.json');
 
-  it.each(REQUESTS.map((r) => [r.jobId, r] as const))('accepts the body the producer sends (%s)', async (_id, request) => {
-    const body: unknown = JSON.parse((await sentFor(request)).MessageBody ?? '');
-    expect(valid(body) ? [] : valid.errors).toEqual([]);
-  });
+  it.each(REQUESTS.map((r) => [r.jobId, r] as const))(
+    'accepts the body the producer sends (%s)',
+    async (_id, request) => {
+      const body: unknown = JSON.parse((await sentFor(request)).MessageBody ?? '');
+      expect(valid(body) ? [] : valid.errors).toEqual([]);
+    },
+  );
 
   const base = { jobId: 'j1', ...ids, createdAt: '2026-01-01T00:00:00.000Z' };
   const refused: readonly [string, Record<string, unknown>][] = [
@@ -73,7 +98,10 @@ describe('job-envelope.schema.json', () => {
     ['a payload field of another type', { ...base, type: 'run_tests', payload: { title: 'x' } }],
     ['no payload', { ...base, type: 'run_tests' }],
     ['a time with an offset', { ...base, createdAt: '2026-01-01T00:00:00+02:00', type: 'run_tests', payload: {} }],
-    ['two forms of one diff', { ...base, type: 'apply_patch', payload: { repo, message: 'm', diff: 'x', diffBase64: 'eA==' } }],
+    [
+      'two forms of one diff',
+      { ...base, type: 'apply_patch', payload: { repo, message: 'm', diff: 'x', diffBase64: 'eA==' } },
+    ],
     ['no diff at all', { ...base, type: 'apply_patch', payload: { repo, message: 'm' } }],
     ['a timeout over CodeBuild’s longest', { ...base, type: 'run_tests', payload: { timeoutSeconds: 10 ** 9 } }],
   ];
@@ -87,7 +115,13 @@ describe('job-envelope.schema.json', () => {
 describe('stage-message.schema.json', () => {
   it('accepts a pinned job as the sequencer forwards it, and refuses one without its pin', () => {
     const valid = validator('stage-message.schema.json');
-    const job = parseEnvelope({ jobId: 't1', ...ids, type: 'run_tests', createdAt: '2026-01-01T00:00:00.000Z', payload: {} });
+    const job = parseEnvelope({
+      jobId: 't1',
+      ...ids,
+      type: 'run_tests',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      payload: {},
+    });
     const pinned = { ...job, pin: { sha: 'a'.repeat(40), repoUrl: repo.url, branch: repo.branch } };
     expect(parseStageMessage(pinned)).toEqual(pinned);
     expect(valid(pinned) ? [] : valid.errors).toEqual([]);
@@ -96,27 +130,40 @@ describe('stage-message.schema.json', () => {
 });
 
 describe('outcome-event-detail.schema.json', () => {
-  const job = { jobId: 'j1', ...ids, type: 'apply_patch' } satisfies Pick<JobEnvelope, 'jobId' | 'workspaceId' | 'tenantId' | 'type'>;
+  const job = { jobId: 'j1', ...ids, type: 'apply_patch' } satisfies Pick<
+    JobEnvelope,
+    'jobId' | 'workspaceId' | 'tenantId' | 'type'
+  >;
   const verdicts: readonly OutcomeVerdict[] = [
     { status: 'SUCCEEDED', result: { commitSha: 'b'.repeat(40) } },
     { status: 'FAILED', error: { reason: 'PATCH_DOES_NOT_APPLY', message: 'hunk 1 failed' } },
     { status: 'SKIPPED', error: { reason: 'SKIPPED', message: 'blocked' }, blockedBy: 'j0' },
   ];
 
-  it.each(verdicts.map((v) => [v.status, v] as const))('holds the detail the platform publishes for %s', (_status, verdict) => {
-    const detail = eventDetail(job, verdict, 1);
-    const valid = validator('outcome-event-detail.schema.json');
-    expect(valid(detail) ? [] : valid.errors).toEqual([]);
-    expect(outcomeEventDetailSchema.safeParse(detail).success).toBe(true);
-  });
+  it.each(verdicts.map((v) => [v.status, v] as const))(
+    'holds the detail the platform publishes for %s',
+    (_status, verdict) => {
+      const detail = eventDetail(job, verdict, 1);
+      const valid = validator('outcome-event-detail.schema.json');
+      expect(valid(detail) ? [] : valid.errors).toEqual([]);
+      expect(outcomeEventDetailSchema.safeParse(detail).success).toBe(true);
+    },
+  );
 });
 
 describe('dlq-message-attributes.schema.json', () => {
   it("holds the attributes of a job's message on a DLQ, and needs its reason", async () => {
     const valid = validator('dlq-message-attributes.schema.json');
     const sent = await sentFor(REQUESTS[0]!);
-    const values = (extra: Record<string, string>) => ({ ...Object.fromEntries(Object.entries(sent.MessageAttributes ?? {}).map(([name, a]) => [name, a.StringValue])), ...extra });
-    expect(valid(values({ [DLQ_ATTRIBUTES.reason]: 'PATCH_DOES_NOT_APPLY', [DLQ_ATTRIBUTES.errorMessage]: 'hunk 1 failed' }))).toBe(true);
+    const values = (extra: Record<string, string>) => ({
+      ...Object.fromEntries(Object.entries(sent.MessageAttributes ?? {}).map(([name, a]) => [name, a.StringValue])),
+      ...extra,
+    });
+    expect(
+      valid(
+        values({ [DLQ_ATTRIBUTES.reason]: 'PATCH_DOES_NOT_APPLY', [DLQ_ATTRIBUTES.errorMessage]: 'hunk 1 failed' }),
+      ),
+    ).toBe(true);
     expect(valid(values({ [DLQ_ATTRIBUTES.errorMessage]: 'hunk 1 failed' }))).toBe(false);
   });
 });

@@ -23,39 +23,72 @@ const { runLint } = require(join(ROOT, 'node_modules', '@tktco', 'node-actionlin
   runLint(text: string, path: string): Promise<{ message: string; line: number; column: number; kind: string }[]>;
 };
 const WORKFLOWS = join(ROOT, '.github', 'workflows');
-const files = readdirSync(WORKFLOWS).filter((f) => /\.ya?ml$/.test(f)).sort();
+const files = readdirSync(WORKFLOWS)
+  .filter((f) => /\.ya?ml$/.test(f))
+  .sort();
 
-interface Step { name?: string; run?: string; uses?: string; if?: string }
-interface Job { steps?: Step[]; uses?: string }
-interface Workflow { jobs: Record<string, Job> }
+interface Step {
+  name?: string;
+  run?: string;
+  uses?: string;
+  if?: string;
+}
+interface Job {
+  steps?: Step[];
+  uses?: string;
+}
+interface Workflow {
+  jobs: Record<string, Job>;
+}
 
 /** How each run step is proven here, by `<file> <job> <step name or first line>`. */
 type Proof = { run: true } | { instead: string; why: string } | { skip: string };
 const PROOFS: Record<string, Proof> = {
-  'ci.yml checks npm ci --no-audit --no-fund': { skip: 'replaced by the clone\'s link to node_modules' },
+  'ci.yml checks npm ci --no-audit --no-fund': { skip: "replaced by the clone's link to node_modules" },
   'ci.yml checks Types': { instead: 'npx tsc --version', why: 'npm test type-checks everything itself' },
-  'ci.yml checks Lint': { instead: 'npx eslint --version && npx depcruise --version', why: 'npm test lints everything itself' },
-  'ci.yml checks Unit, synth and workflow tests': { instead: 'npm run test:pr -- --listTests', why: 'this test is one of them: jest lists what it would run' },
+  'ci.yml checks Lint': {
+    instead: 'npx eslint --version && npx depcruise --version',
+    why: 'npm test lints everything itself',
+  },
+  'ci.yml checks Unit, synth and workflow tests': {
+    instead: 'npm run test:pr -- --listTests',
+    why: 'this test is one of them: jest lists what it would run',
+  },
   'ci.yml diff Skip when no diff role is configured': { run: true },
-  'ci.yml diff npm ci --no-audit --no-fund': { skip: 'replaced by the clone\'s link to node_modules' },
+  'ci.yml diff npm ci --no-audit --no-fund': { skip: "replaced by the clone's link to node_modules" },
   'ci.yml diff cdk diff against the deployed stack': { skip: 'needs AWS credentials (the diff role)' },
-  'ci.yml diff Post the diff': { skip: 'needs GitHub\'s API and a pull request' },
-  'ci.yml suite The sandbox\'s tools, and user namespaces for them': { skip: 'root apt-get and sysctl on the runner' },
-  'ci.yml suite Chromium': existsSync('/usr/bin/chromium') ? { run: true } : { skip: 'no Chromium at /usr/bin/chromium on this machine (the runner image has one)' },
+  'ci.yml diff Post the diff': { skip: "needs GitHub's API and a pull request" },
+  "ci.yml suite The sandbox's tools, and user namespaces for them": { skip: 'root apt-get and sysctl on the runner' },
+  'ci.yml suite Chromium': existsSync('/usr/bin/chromium')
+    ? { run: true }
+    : { skip: 'no Chromium at /usr/bin/chromium on this machine (the runner image has one)' },
   'ci.yml suite The whole suite': { skip: '.ci/run is the whole suite (10 to 13 minutes): checked to exist and parse' },
-  'deploy-env.yml deploy npm ci --no-audit --no-fund': { skip: 'replaced by the clone\'s link to node_modules' },
-  'deploy-env.yml deploy cdk deploy': { skip: 'needs AWS credentials (the deploy role): config/<env>.json checked to exist' },
+  'deploy-env.yml deploy npm ci --no-audit --no-fund': { skip: "replaced by the clone's link to node_modules" },
+  'deploy-env.yml deploy cdk deploy': {
+    skip: 'needs AWS credentials (the deploy role): config/<env>.json checked to exist',
+  },
   'deploy-env.yml deploy Skip doctor when no doctor role is configured': { run: true },
-  'deploy-env.yml deploy agent-jobs doctor': { instead: 'node bin/agent-jobs.js doctor --help', why: 'needs a deployed stack: the command and its options are checked' },
+  'deploy-env.yml deploy agent-jobs doctor': {
+    instead: 'node bin/agent-jobs.js doctor --help',
+    why: 'needs a deployed stack: the command and its options are checked',
+  },
 };
 
 /** What `${{ ... }}` stands for in a step run here (the first environment of each matrix). */
-const EXPRESSIONS: Record<string, string> = { 'matrix.env': 'dev', 'inputs.env': 'dev', 'github.event.pull_request.number': '1' };
+const EXPRESSIONS: Record<string, string> = {
+  'matrix.env': 'dev',
+  'inputs.env': 'dev',
+  'github.event.pull_request.number': '1',
+};
 
 function stepsOf(file: string): { key: string; job: string; step: Step }[] {
   const workflow = parse(readFileSync(join(WORKFLOWS, file), 'utf8')) as Workflow;
   return Object.entries(workflow.jobs).flatMap(([job, { steps = [] }]) =>
-    steps.map((step) => ({ key: `${file} ${job} ${step.name ?? (step.run ?? step.uses ?? '').split('\n')[0]}`, job, step })),
+    steps.map((step) => ({
+      key: `${file} ${job} ${step.name ?? (step.run ?? step.uses ?? '').split('\n')[0]}`,
+      job,
+      step,
+    })),
   );
 }
 
@@ -70,13 +103,19 @@ function substitute(script: string): string {
 /** The names a run script depends on that can be checked without running it. */
 function namesIn(script: string, clone: string, scripts: Record<string, string>): string[] {
   const problems: string[] = [];
-  for (const [, name] of script.matchAll(/\bnpm run ([\w:-]+)/g)) if (name && !(name in scripts)) problems.push(`npm script "${name}" does not exist`);
-  for (const [, tool, path] of script.matchAll(/\b(bash|node|sh) ((?:\.{0,2}\/)?[\w./-]+\.(?:sh|js|ts|cjs)|\.ci\/run)\b/g)) {
+  for (const [, name] of script.matchAll(/\bnpm run ([\w:-]+)/g))
+    if (name && !(name in scripts)) problems.push(`npm script "${name}" does not exist`);
+  for (const [, tool, path] of script.matchAll(
+    /\b(bash|node|sh) ((?:\.{0,2}\/)?[\w./-]+\.(?:sh|js|ts|cjs)|\.ci\/run)\b/g,
+  )) {
     if (!path) continue;
     if (!existsSync(join(clone, path))) problems.push(`${path} does not exist`);
-    else if (tool !== 'node' && spawnSync('bash', ['-n', join(clone, path)]).status !== 0) problems.push(`${path} does not parse (bash -n)`);
+    else if (tool !== 'node' && spawnSync('bash', ['-n', join(clone, path)]).status !== 0)
+      problems.push(`${path} does not parse (bash -n)`);
   }
-  for (const [, env] of script.matchAll(/AgentJobs-(\w+)/g)) if (env && env !== '$' && !existsSync(join(clone, 'config', `${env}.json`))) problems.push(`stack AgentJobs-${env}: there is no config/${env}.json`);
+  for (const [, env] of script.matchAll(/AgentJobs-(\w+)/g))
+    if (env && env !== '$' && !existsSync(join(clone, 'config', `${env}.json`)))
+      problems.push(`stack AgentJobs-${env}: there is no config/${env}.json`);
   return problems;
 }
 
@@ -92,12 +131,17 @@ describe('GitHub workflows', () => {
   });
 
   it('actionlint refuses a broken workflow (an undefined expression, an unknown input)', async () => {
-    const broken = 'on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo ${{ matrix.nope }}\n      - uses: actions/checkout@v4\n        with: { bogus: 1 }\n';
+    const broken =
+      'on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo ${{ matrix.nope }}\n      - uses: actions/checkout@v4\n        with: { bogus: 1 }\n';
     expect((await runLint(broken, '<stdin>')).map((r) => r.kind)).toEqual(['expression', 'action']);
   });
 
   it('finds a missing npm script, path and environment in a run step', () => {
-    expect(namesIn('npm run no-such-script\nbash .github/scripts/nope.sh\nnpx cdk deploy AgentJobs-nowhere', ROOT, { test: 'jest' })).toEqual([
+    expect(
+      namesIn('npm run no-such-script\nbash .github/scripts/nope.sh\nnpx cdk deploy AgentJobs-nowhere', ROOT, {
+        test: 'jest',
+      }),
+    ).toEqual([
       'npm script "no-such-script" does not exist',
       '.github/scripts/nope.sh does not exist',
       'stack AgentJobs-nowhere: there is no config/nowhere.json',
@@ -116,9 +160,12 @@ describe('GitHub workflows', () => {
     afterAll(() => rmSync(clone, { recursive: true, force: true }));
 
     it.each(files)('%s', (file) => {
-      const scripts = (JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+      const scripts = (
+        JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+      ).scripts;
       const workflow = parse(readFileSync(join(clone, '.github', 'workflows', file), 'utf8')) as Workflow;
-      for (const job of Object.values(workflow.jobs)) if (job.uses?.startsWith('./')) expect(existsSync(join(clone, job.uses))).toBe(true);
+      for (const job of Object.values(workflow.jobs))
+        if (job.uses?.startsWith('./')) expect(existsSync(join(clone, job.uses))).toBe(true);
       for (const { key, step } of stepsOf(file)) {
         if (step.run === undefined) continue;
         const proof = PROOFS[key];
@@ -135,10 +182,23 @@ describe('GitHub workflows', () => {
           timeout: 120_000,
           // AGENT_JOBS_CLI_BUNDLE=0: the clone shares this checkout's node_modules, and with it the CLI's bundle cache
           // (bin/cli-bundle.js); a bundle the clone made would replace, and remove, the one this checkout's tests run.
-          env: { ...process.env, GITHUB_STEP_SUMMARY: summary, DIFF_ROLE: '', FROM_FORK: 'false', AWS_REGION: 'eu-west-1', AGENT_JOBS_CLI_BUNDLE: '0' },
+          env: {
+            ...process.env,
+            GITHUB_STEP_SUMMARY: summary,
+            DIFF_ROLE: '',
+            FROM_FORK: 'false',
+            AWS_REGION: 'eu-west-1',
+            AGENT_JOBS_CLI_BUNDLE: '0',
+          },
         });
-        expect({ key, command, status: result.status, stderr: result.status === 0 ? '' : result.stderr.slice(-2000) }).toEqual({ key, command, status: 0, stderr: '' });
-        if (command.includes('doctor --help')) for (const option of ['--stack', '--region', '--repo']) expect(result.stdout).toContain(option);
+        expect({
+          key,
+          command,
+          status: result.status,
+          stderr: result.status === 0 ? '' : result.stderr.slice(-2000),
+        }).toEqual({ key, command, status: 0, stderr: '' });
+        if (command.includes('doctor --help'))
+          for (const option of ['--stack', '--region', '--repo']) expect(result.stdout).toContain(option);
         if (key.includes('Skip')) expect(readFileSync(summary, 'utf8')).toMatch(/not set/);
       }
     });

@@ -18,7 +18,14 @@ import { Errors, type HttpClient } from 'isomorphic-git';
 import { PermanentJobError } from '../../core/errors';
 import type { JobLogger, PatchCommitRequest, PatchCommitResult } from '../../core/ports';
 import { hasJobTrailer, preparePatchCommit } from '../../core/patch';
-import { fetchAncestors, fetchMissing, locateBranch, refreshBranch, syncBranch, type BranchSession } from './branch-fetch';
+import {
+  fetchAncestors,
+  fetchMissing,
+  locateBranch,
+  refreshBranch,
+  syncBranch,
+  type BranchSession,
+} from './branch-fetch';
 import { GitObjectStore, ObjectNotFoundError, UnsafeTreeEntryError } from './object-store';
 import { pushPack, type ReceivePackAdvertisement } from './receive-pack';
 import { classifyRemoteError, remoteOptions, type GitAuth } from './remote';
@@ -61,10 +68,15 @@ export function repoCacheKey(repoUrl: string, branch: string): string {
   return createHash('sha256').update(`${repoUrl}\n${branch}`).digest('hex').slice(0, 40);
 }
 
-export async function applyPatchCommit(input: ApplyPatchCommitInput, options: ApplyPatchOptions = {}): Promise<ApplyPatchCommitResult> {
+export async function applyPatchCommit(
+  input: ApplyPatchCommitInput,
+  options: ApplyPatchOptions = {},
+): Promise<ApplyPatchCommitResult> {
   // Validation is pure and comes first: a hostile patch or commit never causes a single request.
   const { operations, commit } = preparePatchCommit(input);
-  const lease = options.cache ? await options.cache.lease(repoCacheKey(input.repoUrl, input.branch)) : await scratchLease(input.workDir, input.jobId);
+  const lease = options.cache
+    ? await options.cache.lease(repoCacheKey(input.repoUrl, input.branch))
+    : await scratchLease(input.workDir, input.jobId);
   const { gitdir } = lease;
   const session: Session = {
     gitdir,
@@ -115,7 +127,13 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
     // The repository keeps the same pack, so the next job finds the commit it builds on.
     const written = session.objects.packWritten();
     await session.objects.keepPack(written);
-    const result = await pushFastForward(session, { jobId: input.jobId, commitSha, parent: head, packfile: written.pack, advertised });
+    const result = await pushFastForward(session, {
+      jobId: input.jobId,
+      commitSha,
+      parent: head,
+      packfile: written.pack,
+      advertised,
+    });
     options.logger?.info(result.alreadyApplied ? 'job commit already on the branch' : 'patch committed', {
       jobId: input.jobId,
       commitSha: result.commitSha,
@@ -141,16 +159,28 @@ export async function applyPatchCommit(input: ApplyPatchCommitInput, options: Ap
  * (core/patch/paths.ts), so this is a branch that already holds such a name: no retry reads it otherwise.
  */
 function refusedPath(error: unknown): unknown {
-  const name = error instanceof Errors.UnsafeFilepathError ? error.data.filepath : error instanceof UnsafeTreeEntryError ? error.entryName : undefined;
+  const name =
+    error instanceof Errors.UnsafeFilepathError
+      ? error.data.filepath
+      : error instanceof UnsafeTreeEntryError
+        ? error.entryName
+        : undefined;
   if (name === undefined) return error;
   const path = JSON.stringify(name);
-  return new PermanentJobError('UNSAFE_PATCH', `the git library refuses the path ${path} as unsafe: the branch holds a name that cannot be checked out everywhere; remove it from the branch, then run the job again: agent-jobs dlq redrive <jobId>`, { cause: error });
+  return new PermanentJobError(
+    'UNSAFE_PATCH',
+    `the git library refuses the path ${path} as unsafe: the branch holds a name that cannot be checked out everywhere; remove it from the branch, then run the job again: agent-jobs dlq redrive <jobId>`,
+    { cause: error },
+  );
 }
 
 /** A patch that does not apply names the head it met: the agent writes its next patch against it. */
 function withHead(error: unknown, head: string): unknown {
   if (!(error instanceof PermanentJobError) || error.repositoryData === undefined) return error;
-  return new PermanentJobError(error.reason, error.message, { cause: error, repositoryData: { ...error.repositoryData, head } });
+  return new PermanentJobError(error.reason, error.message, {
+    cause: error,
+    repositoryData: { ...error.repositoryData, head },
+  });
 }
 
 /** Without a cache: an empty repository of the job's own, removed at the end. */
@@ -163,20 +193,30 @@ async function scratchLease(workDir: string, jobId: string): Promise<RepoLease> 
  * Walks first-parent history from `head` back to `stopAt` (exclusive) or `searchDepth` commits,
  * looking for the job's trailer, and deepens the shallow history only when the walk reaches its end.
  */
-async function findJobCommit(session: Session, jobId: string, head: string, stopAt: string | undefined): Promise<ApplyPatchCommitResult | undefined> {
+async function findJobCommit(
+  session: Session,
+  jobId: string,
+  head: string,
+  stopAt: string | undefined,
+): Promise<ApplyPatchCommitResult | undefined> {
   let oid: string | undefined = head;
   for (let seen = 0; oid !== undefined && oid !== stopAt && seen < session.searchDepth; seen++) {
     const commit = await readCommitDeepening(session, oid, seen);
     if (!commit) return undefined;
     const parent = commit.parent[0];
     // A job's commit always has a parent, so a root commit is never one.
-    if (parent !== undefined && hasJobTrailer(commit.message, jobId)) return { commitSha: oid, parentSha: parent, alreadyApplied: true };
+    if (parent !== undefined && hasJobTrailer(commit.message, jobId))
+      return { commitSha: oid, parentSha: parent, alreadyApplied: true };
     oid = parent;
   }
   return undefined;
 }
 
-async function readCommitDeepening(session: Session, oid: string, seen: number): Promise<{ message: string; parent: string[] } | undefined> {
+async function readCommitDeepening(
+  session: Session,
+  oid: string,
+  seen: number,
+): Promise<{ message: string; parent: string[] } | undefined> {
   const read = () => session.objects.readCommit(oid);
   try {
     return await read();
@@ -201,12 +241,31 @@ async function readCommitDeepening(session: Session, oid: string, seen: number):
  */
 async function pushFastForward(
   session: Session,
-  { jobId, commitSha, parent, packfile, advertised }: { jobId: string; commitSha: string; parent: string; packfile: Uint8Array; advertised: Promise<ReceivePackAdvertisement | undefined> },
+  {
+    jobId,
+    commitSha,
+    parent,
+    packfile,
+    advertised,
+  }: {
+    jobId: string;
+    commitSha: string;
+    parent: string;
+    packfile: Uint8Array;
+    advertised: Promise<ReceivePackAdvertisement | undefined>;
+  },
 ): Promise<ApplyPatchCommitResult> {
   const ref = `refs/heads/${session.branch}`;
   let outcome;
   try {
-    outcome = await pushPack({ remote: session.remote, ref, oldOid: parent, newOid: commitSha, packfile, advertised: await advertised });
+    outcome = await pushPack({
+      remote: session.remote,
+      ref,
+      oldOid: parent,
+      newOid: commitSha,
+      packfile,
+      advertised: await advertised,
+    });
   } catch (error) {
     throw classifyRemoteError(error, `push ${session.branch}`);
   }

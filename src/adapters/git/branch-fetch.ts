@@ -33,7 +33,14 @@ import type { GitObjectStore } from './object-store';
 import { RemoteAnswerError } from './pkt-line';
 import { discoverReceivePack, type ReceivePackAdvertisement } from './receive-pack';
 import { classifyRemoteError, notGitError, remoteArgs, type RemoteOptions } from './remote';
-import { FilterRefusedError, fetchPack, filterOf, probeUploadPack, type FetchRequest, type UploadPackInfo } from './upload-pack';
+import {
+  FilterRefusedError,
+  fetchPack,
+  filterOf,
+  probeUploadPack,
+  type FetchRequest,
+  type UploadPackInfo,
+} from './upload-pack';
 
 /** One job's view of the remote branch, in a bare repository of its own. */
 export interface BranchSession {
@@ -109,7 +116,10 @@ export function locateBranch(session: BranchSession): Promise<LocatedBranch> {
  * receive-pack discovery that the push reuses, so a warm job talks to the remote twice: look,
  * push), and a head the repository lacks is fetched.
  */
-export async function syncBranch(session: BranchSession, action = `list refs of ${session.branch}`): Promise<LocatedBranch> {
+export async function syncBranch(
+  session: BranchSession,
+  action = `list refs of ${session.branch}`,
+): Promise<LocatedBranch> {
   let advertised: ReceivePackAdvertisement;
   try {
     advertised = await discoverReceivePack(session.remote);
@@ -139,8 +149,14 @@ export async function refreshBranch(session: BranchSession): Promise<string> {
  * head fetched (another one when the whole branch was, and it had moved).
  */
 async function fetchHead(session: BranchSession, head: string): Promise<string> {
-  const withTrees = head === session.base && session.historyTreeLevels !== undefined && session.historyTreeLevels > 0 && treeLevelsAllowed(session);
-  const request = withTrees ? { wants: [head], depth: 1, treeLevels: session.historyTreeLevels } : { wants: [head], depth: session.fetchDepth };
+  const withTrees =
+    head === session.base &&
+    session.historyTreeLevels !== undefined &&
+    session.historyTreeLevels > 0 &&
+    treeLevelsAllowed(session);
+  const request = withTrees
+    ? { wants: [head], depth: 1, treeLevels: session.historyTreeLevels }
+    : { wants: [head], depth: session.fetchDepth };
   if (await fetchById(session, request, 'history')) {
     // The branch as last seen on the remote, as a whole fetch leaves it.
     await git.writeRef({ fs, gitdir: session.gitdir, ref: ref(session), value: head, force: true });
@@ -157,7 +173,17 @@ export async function fetchAncestors(session: BranchSession, oid: string, depth:
   if (await fetchById(session, { wants: [oid], depth }, 'history')) return;
   session.measure = true;
   try {
-    await git.fetch({ fs, gitdir: session.gitdir, ...remoteArgs(session.remote), ref: session.branch, singleBranch: true, depth, relative: true, tags: false, cache: session.memory });
+    await git.fetch({
+      fs,
+      gitdir: session.gitdir,
+      ...remoteArgs(session.remote),
+      ref: session.branch,
+      singleBranch: true,
+      depth,
+      relative: true,
+      tags: false,
+      cache: session.memory,
+    });
   } catch (error) {
     throw classifyRemoteError(error, `deepen ${session.branch}`);
   }
@@ -167,8 +193,16 @@ export async function fetchAncestors(session: BranchSession, oid: string, depth:
  * The object store's promisor: trees and blobs by id, in one request, with `treeLevels` levels of
  * trees below the wanted ones. In whole mode nothing is missing that a fetch could bring.
  */
-export async function fetchMissing(session: BranchSession, oids: readonly string[], options: { treeLevels?: number } = {}): Promise<void> {
-  await fetchById(session, { wants: oids, treeLevels: options.treeLevels }, options.treeLevels ? 'trees' : 'trees and blobs');
+export async function fetchMissing(
+  session: BranchSession,
+  oids: readonly string[],
+  options: { treeLevels?: number } = {},
+): Promise<void> {
+  await fetchById(
+    session,
+    { wants: oids, treeLevels: options.treeLevels },
+    options.treeLevels ? 'trees' : 'trees and blobs',
+  );
 }
 
 /** The mode known so far: a remote not known not to filter is asked by id (fetchById finds out). */
@@ -209,11 +243,16 @@ async function fetchById(session: BranchSession, request: FetchRequest, what: st
 
 async function wholeMode(session: BranchSession, why: string): Promise<void> {
   if (await session.objects.partial()) {
-    throw new TransientJobError(`fetch ${session.branch}: the cached repository is partial and the remote no longer sends objects by id (${why}); the next attempt starts without it`);
+    throw new TransientJobError(
+      `fetch ${session.branch}: the cached repository is partial and the remote no longer sends objects by id (${why}); the next attempt starts without it`,
+    );
   }
   session.mode = 'whole';
   wholeRemotes.set(session.memory, why);
-  session.logger?.warn('the remote cannot send objects by id: fetching the branch whole', { jobId: session.jobId, why });
+  session.logger?.warn('the remote cannot send objects by id: fetching the branch whole', {
+    jobId: session.jobId,
+    why,
+  });
 }
 
 /**
@@ -243,13 +282,25 @@ async function fetchObjects(session: BranchSession, request: FetchRequest, what:
   const action = `fetch ${request.depth === undefined ? 'objects' : 'history'} of ${session.branch}`;
   const treeLevels = treeLevelsAllowed(session) ? (request.treeLevels ?? 0) : 0;
   try {
-    for (let wants = request.wants; wants.length > 0; ) {
+    for (let wants = request.wants; wants.length > 0;) {
       const started = performance.now();
       const pack = await fetchPack(session.remote, { ...request, wants, treeLevels });
       const absent = await session.objects.keepReceived(pack, wants);
       // What each request brings, for the job's debug log (docs/decisions.md §40).
-      session.logger?.debug('fetched by id', { jobId: session.jobId, brings: what, wants: wants.length, depth: request.depth, filter: filterOf(treeLevels), bytes: pack.length, ms: Math.round(performance.now() - started) });
-      if (absent.length === wants.length) throw new RemoteAnswerError(`the remote's pack lacks the ${wants.length} objects asked for, first ${wants[0] as string}`, 'malformed');
+      session.logger?.debug('fetched by id', {
+        jobId: session.jobId,
+        brings: what,
+        wants: wants.length,
+        depth: request.depth,
+        filter: filterOf(treeLevels),
+        bytes: pack.length,
+        ms: Math.round(performance.now() - started),
+      });
+      if (absent.length === wants.length)
+        throw new RemoteAnswerError(
+          `the remote's pack lacks the ${wants.length} objects asked for, first ${wants[0] as string}`,
+          'malformed',
+        );
       wants = absent;
     }
     session.mode = 'partial';
@@ -259,9 +310,18 @@ async function fetchObjects(session: BranchSession, request: FetchRequest, what:
     if (treeLevels > 0 && error instanceof FilterRefusedError) {
       session.treeLevels = false;
       oneLevelRemotes.add(session.remote.url);
-      session.logger?.info('the remote sends one level of trees a request', { jobId: session.jobId, why: error.message });
+      session.logger?.info('the remote sends one level of trees a request', {
+        jobId: session.jobId,
+        why: error.message,
+      });
       // The history's request asked for the head alone: without trees, to the first depth again.
-      return fetchObjects(session, request.depth === undefined ? { ...request, treeLevels: 0 } : { wants: request.wants, depth: session.fetchDepth }, what);
+      return fetchObjects(
+        session,
+        request.depth === undefined
+          ? { ...request, treeLevels: 0 }
+          : { wants: request.wants, depth: session.fetchDepth },
+        what,
+      );
     }
     throw classifyRemoteError(error, action);
   }
@@ -309,5 +369,8 @@ async function missingBranch(session: BranchSession): Promise<PermanentJobError>
 }
 
 function branchNotFound(branch: string): PermanentJobError {
-  return new PermanentJobError('BRANCH_NOT_FOUND', `branch ${branch} does not exist on the remote: create it, then run the job again: agent-jobs dlq redrive <jobId>`);
+  return new PermanentJobError(
+    'BRANCH_NOT_FOUND',
+    `branch ${branch} does not exist on the remote: create it, then run the job again: agent-jobs dlq redrive <jobId>`,
+  );
 }

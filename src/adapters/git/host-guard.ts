@@ -27,7 +27,15 @@ export function guardedLookup(resolve: LookupFunction): LookupFunction {
       const addresses = typeof address === 'string' ? [address] : address.map((a) => a.address);
       for (const resolved of addresses) {
         const problem = localAddressProblem(resolved);
-        if (problem) return callback(new PermanentJobError('HOST_NOT_ALLOWED', `${hostname} resolves to ${resolved}: ${problem}: the platform never dials one`), address, family);
+        if (problem)
+          return callback(
+            new PermanentJobError(
+              'HOST_NOT_ALLOWED',
+              `${hostname} resolves to ${resolved}: ${problem}: the platform never dials one`,
+            ),
+            address,
+            family,
+          );
       }
       return callback(null, address, family);
     }) as LookupCallback);
@@ -41,13 +49,17 @@ export function guardedLookup(resolve: LookupFunction): LookupFunction {
  */
 export function gitHttp(lookup?: LookupFunction): HttpClient {
   const options = { keepAlive: true, ...(lookup && { lookup }) };
-  const agents: Readonly<Record<string, HttpAgent>> = { 'http:': new HttpAgent(options), 'https:': new HttpsAgent(options) };
+  const agents: Readonly<Record<string, HttpAgent>> = {
+    'http:': new HttpAgent(options),
+    'https:': new HttpsAgent(options),
+  };
   return {
-    request: (request) => nodeHttp.request({
-      ...request,
-      agent: agents[new URL(request.url).protocol],
-      fetchOptions: { ...(request.fetchOptions as object | undefined), followRedirects: false },
-    }),
+    request: (request) =>
+      nodeHttp.request({
+        ...request,
+        agent: agents[new URL(request.url).protocol],
+        fetchOptions: { ...(request.fetchOptions as object | undefined), followRedirects: false },
+      }),
   };
 }
 

@@ -6,7 +6,13 @@ import { applyPatchCommit, type ApplyPatchOptions } from './apply-patch-commit';
 import { resolveBranchHead, type GitAuth } from './remote';
 import { RepoCache } from './repo-cache';
 
-export { applyPatchCommit, repoCacheKey, type ApplyPatchCommitInput, type ApplyPatchCommitResult, type ApplyPatchOptions } from './apply-patch-commit';
+export {
+  applyPatchCommit,
+  repoCacheKey,
+  type ApplyPatchCommitInput,
+  type ApplyPatchCommitResult,
+  type ApplyPatchOptions,
+} from './apply-patch-commit';
 export { guardedGitHttp } from './host-guard';
 export { resolveBranchHead, type GitAuth } from './remote';
 export { RepoCache, type RepoCacheOptions } from './repo-cache';
@@ -32,13 +38,17 @@ export class IsomorphicGitWorkspace implements WorkspaceGit {
 
   constructor(private readonly options: IsomorphicGitWorkspaceOptions) {
     const { cacheBytes = 0, workRoot } = options;
-    this.cache = cacheBytes > 0 ? new RepoCache({ dir: join(workRoot, 'repo-cache'), maxBytes: cacheBytes }) : undefined;
+    this.cache =
+      cacheBytes > 0 ? new RepoCache({ dir: join(workRoot, 'repo-cache'), maxBytes: cacheBytes }) : undefined;
   }
 
   async commitPatch(request: PatchCommitRequest): Promise<PatchCommitResult> {
     const { credentials, workRoot, cacheBytes: _cacheBytes, ...applyOptions } = this.options;
     await mkdir(workRoot, { recursive: true });
-    return applyPatchCommit({ ...request, auth: await credentials(request.repoUrl), workDir: workRoot }, { ...applyOptions, cache: this.cache });
+    return applyPatchCommit(
+      { ...request, auth: await credentials(request.repoUrl), workDir: workRoot },
+      { ...applyOptions, cache: this.cache },
+    );
   }
 
   async branchHead(repoUrl: string, branch: string): Promise<string | undefined> {

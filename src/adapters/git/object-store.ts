@@ -232,7 +232,11 @@ export class GitObjectStore implements ObjectStore {
       offset += entry.length;
     }
     const checksum = createHash('sha1').update(Buffer.concat(parts)).digest();
-    return { pack: Buffer.concat([...parts, checksum]), index: packIndex(entries, checksum), checksum: checksum.toString('hex') };
+    return {
+      pack: Buffer.concat([...parts, checksum]),
+      index: packIndex(entries, checksum),
+      checksum: checksum.toString('hex'),
+    };
   }
 
   /**
@@ -324,7 +328,9 @@ export class GitObjectStore implements ObjectStore {
   /** Where `oid` is in a pack; `rescan` lists the pack directory again (a fetch since the last look added one). */
   private async locate(oid: string, rescan: boolean): Promise<{ pack: Pack; offset: number } | undefined> {
     if (rescan || !this.packNames) {
-      const fresh = (await this.packDirectory()).filter((n) => n.endsWith('.idx')).map((n) => n.slice(0, -'.idx'.length));
+      const fresh = (await this.packDirectory())
+        .filter((n) => n.endsWith('.idx'))
+        .map((n) => n.slice(0, -'.idx'.length));
       if (rescan && this.packNames && fresh.length === this.packNames.length) return undefined;
       this.packNames = fresh;
     }
@@ -349,7 +355,8 @@ export class GitObjectStore implements ObjectStore {
     if (known) return known;
     const base = join(this.gitdir, 'objects', 'pack', name);
     const [index, data] = await Promise.all([readFile(`${base}.idx`), readFile(`${base}.pack`)]);
-    if (index.readUInt32BE(0) !== IDX_MAGIC || index.readUInt32BE(4) !== 2) throw new Error(`${name}.idx is not a version 2 pack index`);
+    if (index.readUInt32BE(0) !== IDX_MAGIC || index.readUInt32BE(4) !== 2)
+      throw new Error(`${name}.idx is not a version 2 pack index`);
     const pack = { index, data };
     this.packs.set(name, pack);
     return pack;
@@ -396,13 +403,19 @@ function entryHeader(data: Buffer, offset: number): EntryHeader {
     }
     return { offset, code, size, dataAt: at, baseOffset: offset - distance };
   }
-  if (code === REF_DELTA) return { offset, code, size, dataAt: at + 20, baseOid: data.subarray(at, at + 20).toString('hex') };
+  if (code === REF_DELTA)
+    return { offset, code, size, dataAt: at + 20, baseOid: data.subarray(at, at + 20).toString('hex') };
   return { offset, code, size, dataAt: at };
 }
 
 /** The object an entry holds, given its inflated data and, for a delta, its base. */
-function entryObject(entry: EntryHeader, inflated: Buffer, base: { type: ObjectType; content: Buffer } | undefined): { type: ObjectType; content: Buffer } {
-  if (inflated.length !== entry.size) throw new Error(`pack object at ${entry.offset}: ${inflated.length} bytes, the header says ${entry.size}`);
+function entryObject(
+  entry: EntryHeader,
+  inflated: Buffer,
+  base: { type: ObjectType; content: Buffer } | undefined,
+): { type: ObjectType; content: Buffer } {
+  if (inflated.length !== entry.size)
+    throw new Error(`pack object at ${entry.offset}: ${inflated.length} bytes, the header says ${entry.size}`);
   if (base) return { type: base.type, content: applyDelta(base.content, inflated) };
   const type = TYPE_BY_CODE[entry.code];
   if (!type) throw new Error(`pack object at ${entry.offset} has unknown type ${entry.code}`);
@@ -426,9 +439,11 @@ function malformed(why: string): RemoteAnswerError {
  */
 export function indexPack(pack: Buffer): { index: Buffer; checksum: string; oids: Set<string> } {
   const end = pack.length - 20;
-  if (end < 12 || pack.toString('latin1', 0, 4) !== 'PACK' || ![2, 3].includes(pack.readUInt32BE(4))) throw malformed('is not a version 2 pack');
+  if (end < 12 || pack.toString('latin1', 0, 4) !== 'PACK' || ![2, 3].includes(pack.readUInt32BE(4)))
+    throw malformed('is not a version 2 pack');
   const checksum = pack.subarray(end);
-  if (!createHash('sha1').update(pack.subarray(0, end)).digest().equals(checksum)) throw malformed('does not match its checksum');
+  if (!createHash('sha1').update(pack.subarray(0, end)).digest().equals(checksum))
+    throw malformed('does not match its checksum');
   try {
     return indexEntries(pack, checksum);
   } catch (error) {
@@ -441,10 +456,13 @@ export function indexPack(pack: Buffer): { index: Buffer; checksum: string; oids
 function indexEntries(pack: Buffer, checksum: Buffer): { index: Buffer; checksum: string; oids: Set<string> } {
   const end = pack.length - 20;
   const entries: { header: EntryHeader; inflated: Buffer; crc: number }[] = [];
-  for (let at = 12, n = pack.readUInt32BE(8); entries.length < n; ) {
+  for (let at = 12, n = pack.readUInt32BE(8); entries.length < n;) {
     if (at >= end) throw malformed(`ends after ${entries.length} of its ${n} objects`);
     const header = entryHeader(pack, at);
-    const { buffer: inflated, engine } = inflateSync(pack.subarray(header.dataAt, end), { info: true }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+    const { buffer: inflated, engine } = inflateSync(pack.subarray(header.dataAt, end), { info: true }) as unknown as {
+      buffer: Buffer;
+      engine: { bytesWritten: number };
+    };
     const next = header.dataAt + engine.bytesWritten;
     entries.push({ header, inflated, crc: crc32(pack.subarray(at, next)) });
     at = next;
@@ -453,10 +471,11 @@ function indexEntries(pack: Buffer, checksum: Buffer): { index: Buffer; checksum
   // Deltas are resolved once their base is (by offset, or by id within the pack), pass after pass.
   const byOffset = new Map<number, { type: ObjectType; content: Buffer; oid: string }>();
   const byOid = new Map<string, { type: ObjectType; content: Buffer }>();
-  for (let pending = entries; pending.length > 0; ) {
+  for (let pending = entries; pending.length > 0;) {
     const later = pending.filter(({ header, inflated }) => {
       const { baseOffset, baseOid } = header;
-      const base = baseOffset !== undefined ? byOffset.get(baseOffset) : baseOid !== undefined ? byOid.get(baseOid) : undefined;
+      const base =
+        baseOffset !== undefined ? byOffset.get(baseOffset) : baseOid !== undefined ? byOid.get(baseOid) : undefined;
       if (!base && (baseOffset !== undefined || baseOid !== undefined)) return true;
       const object = entryObject(header, inflated, base);
       const oid = objectId(object.type, object.content);
@@ -467,7 +486,11 @@ function indexEntries(pack: Buffer, checksum: Buffer): { index: Buffer; checksum
     if (later.length === pending.length) throw malformed(`holds ${later.length} deltas whose base it lacks`);
     pending = later;
   }
-  const indexed = entries.map(({ header, crc }) => ({ oid: Buffer.from((byOffset.get(header.offset) as { oid: string }).oid, 'hex'), offset: header.offset, crc }));
+  const indexed = entries.map(({ header, crc }) => ({
+    oid: Buffer.from((byOffset.get(header.offset) as { oid: string }).oid, 'hex'),
+    offset: header.offset,
+    crc,
+  }));
   return { index: packIndex(indexed, checksum), checksum: checksum.toString('hex'), oids: new Set(byOid.keys()) };
 }
 
@@ -522,11 +545,13 @@ function applyDelta(base: Buffer, delta: Buffer): Buffer {
       for (let bit = 0; bit < 4; bit++) if (op & (1 << bit)) offset += (delta[at++] as number) * 2 ** (8 * bit);
       for (let bit = 0; bit < 3; bit++) if (op & (0x10 << bit)) size += (delta[at++] as number) * 2 ** (8 * bit);
       if (size === 0) size = 0x10000;
-      if (offset + size > base.length || out + size > result.length) throw new Error('delta does not apply: copy out of range');
+      if (offset + size > base.length || out + size > result.length)
+        throw new Error('delta does not apply: copy out of range');
       base.copy(result, out, offset, offset + size);
       out += size;
     } else if (op > 0) {
-      if (at + op > delta.length || out + op > result.length) throw new Error('delta does not apply: insert out of range');
+      if (at + op > delta.length || out + op > result.length)
+        throw new Error('delta does not apply: insert out of range');
       delta.copy(result, out, at, at + op);
       at += op;
       out += op;
@@ -579,7 +604,7 @@ function packEntryHeader(code: number, size: number): Buffer {
 
 function parseTree(content: Buffer): TreeEntry[] {
   const entries: TreeEntry[] = [];
-  for (let at = 0; at < content.length; ) {
+  for (let at = 0; at < content.length;) {
     const space = content.indexOf(32, at);
     const nul = content.indexOf(0, space + 1);
     if (space < 0 || nul < 0 || nul + 21 > content.length) throw new Error('tree object is corrupt');
@@ -588,7 +613,12 @@ function parseTree(content: Buffer): TreeEntry[] {
     if (!known) throw new Error(`tree entry mode ${rawMode} is not one git writes`);
     const path = content.subarray(space + 1, nul).toString('utf8');
     if (unsafeEntryName(path)) throw new UnsafeTreeEntryError(path);
-    entries.push({ mode: known.mode, path, oid: content.subarray(nul + 1, nul + 21).toString('hex'), type: known.type });
+    entries.push({
+      mode: known.mode,
+      path,
+      oid: content.subarray(nul + 1, nul + 21).toString('hex'),
+      type: known.type,
+    });
     at = nul + 21;
   }
   return entries;
@@ -602,7 +632,12 @@ function serializeTree(entries: readonly TreeEntry[]): Buffer {
   });
   keyed.sort((a, b) => Buffer.compare(a.key, b.key));
   return Buffer.concat(
-    keyed.flatMap(({ entry, name }) => [Buffer.from(`${entry.mode.replace(/^0/, '')} `, 'ascii'), name, Buffer.from([0]), Buffer.from(entry.oid, 'hex')]),
+    keyed.flatMap(({ entry, name }) => [
+      Buffer.from(`${entry.mode.replace(/^0/, '')} `, 'ascii'),
+      name,
+      Buffer.from([0]),
+      Buffer.from(entry.oid, 'hex'),
+    ]),
   );
 }
 
@@ -639,5 +674,9 @@ function parseCommit(content: Buffer): CommitSummary {
   const headers = (end < 0 ? text : text.slice(0, end)).split('\n');
   const tree = headers.find((h) => h.startsWith('tree '))?.slice('tree '.length);
   if (tree === undefined) throw new Error('commit object has no tree');
-  return { tree, parent: headers.filter((h) => h.startsWith('parent ')).map((h) => h.slice('parent '.length)), message: end < 0 ? '' : text.slice(end + 2) };
+  return {
+    tree,
+    parent: headers.filter((h) => h.startsWith('parent ')).map((h) => h.slice('parent '.length)),
+    message: end < 0 ? '' : text.slice(end + 2),
+  };
 }

@@ -13,8 +13,7 @@ export function pktLine(text: string): Buffer {
 }
 
 export type PktLine =
-  | { readonly kind: 'data'; readonly payload: Buffer }
-  | { readonly kind: 'flush' | 'delim' | 'end' };
+  { readonly kind: 'data'; readonly payload: Buffer } | { readonly kind: 'flush' | 'delim' | 'end' };
 
 const SPECIAL: Readonly<Record<number, 'flush' | 'delim' | 'end'>> = { 0: 'flush', 1: 'delim', 2: 'end' };
 
@@ -35,18 +34,21 @@ export class RemoteAnswerError extends Error {
 
 /** The pkt-lines of `buffer`, in order, to its end. */
 export function* readPktLines(buffer: Buffer): Generator<PktLine> {
-  for (let at = 0; at < buffer.length; ) {
-    if (at + 4 > buffer.length) throw new RemoteAnswerError(`the answer ends inside a pkt-line length at byte ${at}`, 'cut');
+  for (let at = 0; at < buffer.length;) {
+    if (at + 4 > buffer.length)
+      throw new RemoteAnswerError(`the answer ends inside a pkt-line length at byte ${at}`, 'cut');
     const hex = buffer.subarray(at, at + 4).toString('latin1');
     const length = /^[0-9a-f]{4}$/.test(hex) ? parseInt(hex, 16) : NaN;
-    if (Number.isNaN(length) || length === 3) throw new RemoteAnswerError(`byte ${at} of the answer starts no pkt-line (${JSON.stringify(hex)})`, 'malformed');
+    if (Number.isNaN(length) || length === 3)
+      throw new RemoteAnswerError(`byte ${at} of the answer starts no pkt-line (${JSON.stringify(hex)})`, 'malformed');
     const special = SPECIAL[length];
     if (special) {
       yield { kind: special };
       at += 4;
       continue;
     }
-    if (at + length > buffer.length) throw new RemoteAnswerError(`the answer ends inside a pkt-line of ${length} bytes at byte ${at}`, 'cut');
+    if (at + length > buffer.length)
+      throw new RemoteAnswerError(`the answer ends inside a pkt-line of ${length} bytes at byte ${at}`, 'cut');
     yield { kind: 'data', payload: buffer.subarray(at + 4, at + length) };
     at += length;
   }

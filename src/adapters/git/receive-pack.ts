@@ -29,7 +29,10 @@ export interface ReceivePackAdvertisement {
 
 export async function discoverReceivePack(remote: RemoteOptions): Promise<ReceivePackAdvertisement> {
   const info = await git.getRemoteInfo2({ ...remoteArgs(remote), forPush: true, protocolVersion: 1 });
-  return { refs: new Map((info.refs ?? []).map((r) => [r.ref, r.oid])), reportStatus: Boolean(info.capabilities['report-status']) };
+  return {
+    refs: new Map((info.refs ?? []).map((r) => [r.ref, r.oid])),
+    reportStatus: Boolean(info.capabilities['report-status']),
+  };
 }
 
 export interface PushRequest {
@@ -49,7 +52,8 @@ export async function pushPack(request: PushRequest): Promise<PushOutcome> {
   const advertised = request.advertised ?? (await discoverReceivePack(remote));
   const remoteOid = advertised.refs.get(ref);
   if (remoteOid !== oldOid) return { kind: 'moved', remoteOid };
-  if (!advertised.reportStatus) throw new Error(`${remote.url} does not offer report-status: cannot learn whether a push succeeded`);
+  if (!advertised.reportStatus)
+    throw new Error(`${remote.url} does not offer report-status: cannot learn whether a push succeeded`);
 
   const command = pktLine(`${oldOid} ${newOid} ${ref}\0report-status\n`);
   const body = await postService(remote, 'git-receive-pack', Buffer.concat([command, FLUSH, packfile]));
@@ -62,7 +66,10 @@ function reportStatus(lines: readonly string[], ref: string): PushOutcome {
   if (unpack !== 'unpack ok') return { kind: 'refused', details: `${ref}: ${unpack ?? 'no report from the remote'}` };
   const status = commands.find((line) => line.split(' ')[1] === ref);
   if (status === `ok ${ref}`) return { kind: 'pushed' };
-  return { kind: 'refused', details: `${ref}: ${status?.startsWith(`ng ${ref} `) ? status.slice(`ng ${ref} `.length) : (status ?? 'no status for the ref')}` };
+  return {
+    kind: 'refused',
+    details: `${ref}: ${status?.startsWith(`ng ${ref} `) ? status.slice(`ng ${ref} `.length) : (status ?? 'no status for the ref')}`,
+  };
 }
 
 /** The payloads of the pkt-lines in `buffer` up to the first flush (or up to what does not parse), without their newline. */

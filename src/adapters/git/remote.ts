@@ -26,7 +26,11 @@ export interface RemoteOptions {
 let defaultHttp: HttpClient | undefined;
 
 /** `http` defaults to gitHttp (host-guard.ts); tests wrap it only to inject faults or races. */
-export function remoteOptions(url: string, auth?: GitAuth, http: HttpClient = (defaultHttp ??= gitHttp())): RemoteOptions {
+export function remoteOptions(
+  url: string,
+  auth?: GitAuth,
+  http: HttpClient = (defaultHttp ??= gitHttp()),
+): RemoteOptions {
   // Sent up front: saves the 401 round trip, and credentials never end up in a URL or a log line.
   const headers: Record<string, string> = auth
     ? { Authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` }
@@ -52,7 +56,11 @@ const NOT_GIT = new Set<string>([
 
 /** REJECTED_BY_TARGET for a remote that answered, but not in git's smart HTTP protocol (`seen`: what it answered). */
 export function notGitError(action: string, seen: string, cause?: unknown): PermanentJobError {
-  return new PermanentJobError('REJECTED_BY_TARGET', `${action}: the remote does not speak git's smart HTTP protocol: ${seen}`, cause === undefined ? undefined : { cause });
+  return new PermanentJobError(
+    'REJECTED_BY_TARGET',
+    `${action}: the remote does not speak git's smart HTTP protocol: ${seen}`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 /**
@@ -72,7 +80,10 @@ export function classifyRemoteError(error: unknown, action: string): unknown {
   }
   if (error instanceof RemoteAnswerError) {
     if (error.kind === 'malformed') return notGitError(action, error.message, error);
-    return new TransientJobError(`${action}: ${error.kind === 'cut' ? 'the answer was cut short' : 'the remote reported an error'}: ${error.message}`, { cause: error });
+    return new TransientJobError(
+      `${action}: ${error.kind === 'cut' ? 'the answer was cut short' : 'the remote reported an error'}: ${error.message}`,
+      { cause: error },
+    );
   }
   if (error instanceof Error && NOT_GIT.has((error as { code?: string }).code ?? '')) {
     return notGitError(action, error.message, error);
@@ -92,7 +103,12 @@ export function remoteArgs(remote: RemoteOptions): RemoteOptions {
 }
 
 /** Current commit of `branch` on the remote, or undefined when the branch does not exist. */
-export async function resolveBranchHead(repoUrl: string, branch: string, auth?: GitAuth, http?: HttpClient): Promise<string | undefined> {
+export async function resolveBranchHead(
+  repoUrl: string,
+  branch: string,
+  auth?: GitAuth,
+  http?: HttpClient,
+): Promise<string | undefined> {
   return remoteBranchHead(remoteOptions(repoUrl, auth, http), branch);
 }
 
@@ -111,11 +127,21 @@ export async function remoteBranchHead(remote: RemoteOptions, branch: string): P
  * status other than 200 throws isomorphic-git's HttpError, so classifyRemoteError judges it.
  * `headers` are added to the remote's own (protocol v2 sends `Git-Protocol`).
  */
-export async function postService(remote: RemoteOptions, service: 'git-upload-pack' | 'git-receive-pack', body: Buffer, headers: Record<string, string> = {}): Promise<Buffer> {
+export async function postService(
+  remote: RemoteOptions,
+  service: 'git-upload-pack' | 'git-receive-pack',
+  body: Buffer,
+  headers: Record<string, string> = {},
+): Promise<Buffer> {
   const response = await remote.http.request({
     url: `${remote.url.replace(/\/$/, '')}/${service}`,
     method: 'POST',
-    headers: { ...remote.headers, ...headers, 'content-type': `application/x-${service}-request`, accept: `application/x-${service}-result` },
+    headers: {
+      ...remote.headers,
+      ...headers,
+      'content-type': `application/x-${service}-request`,
+      accept: `application/x-${service}-result`,
+    },
     body: (async function* () {
       yield body;
     })(),
@@ -123,6 +149,7 @@ export async function postService(remote: RemoteOptions, service: 'git-upload-pa
   const chunks: Uint8Array[] = [];
   if (response.body) for await (const chunk of response.body) chunks.push(chunk);
   const answer = Buffer.concat(chunks);
-  if (response.statusCode !== 200) throw new Errors.HttpError(response.statusCode, response.statusMessage, answer.toString('utf8'));
+  if (response.statusCode !== 200)
+    throw new Errors.HttpError(response.statusCode, response.statusMessage, answer.toString('utf8'));
   return answer;
 }

@@ -53,7 +53,11 @@ export interface RepoLease {
 }
 
 const META_FILE = 'agent-jobs-cache.json';
-const metaSchema = z.strictObject({ version: z.literal(1), bytes: z.int().check(z.nonnegative()), lastUsed: z.number() });
+const metaSchema = z.strictObject({
+  version: z.literal(1),
+  bytes: z.int().check(z.nonnegative()),
+  lastUsed: z.number(),
+});
 type Meta = z.infer<typeof metaSchema>;
 
 /** Idle repositories are named by their key alone: 40 hex characters (see cacheKey). */
@@ -117,7 +121,13 @@ export class RepoCache {
     return found;
   }
 
-  private leaseOf(key: string, gitdir: string, taken: { bytes: number | undefined } | undefined, memory: object, done: () => void): RepoLease {
+  private leaseOf(
+    key: string,
+    gitdir: string,
+    taken: { bytes: number | undefined } | undefined,
+    memory: object,
+    done: () => void,
+  ): RepoLease {
     let released = false;
     return {
       gitdir,

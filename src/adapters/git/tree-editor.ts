@@ -72,7 +72,9 @@ export function touchedPaths(operations: readonly FileOperation[]): string[] {
 }
 
 function doesNotApply(path: string, why: string): PermanentJobError {
-  return new PermanentJobError('PATCH_DOES_NOT_APPLY', `patch does not apply: ${JSON.stringify(path)}: ${why}`, { repositoryData: fileMismatch(path) });
+  return new PermanentJobError('PATCH_DOES_NOT_APPLY', `patch does not apply: ${JSON.stringify(path)}: ${why}`, {
+    repositoryData: fileMismatch(path),
+  });
 }
 
 function split(path: string): { dir: string; name: string } {
@@ -111,7 +113,8 @@ export class TreeEditor {
     const levels: Set<string>[] = [];
     for (const path of paths) {
       const parts = path.split('/');
-      for (let depth = 0; depth < parts.length; depth++) (levels[depth] ??= new Set()).add(parts.slice(0, depth).join('/'));
+      for (let depth = 0; depth < parts.length; depth++)
+        (levels[depth] ??= new Set()).add(parts.slice(0, depth).join('/'));
     }
     const contentsByDir = new Map<string, string[]>();
     for (const path of contents) {
@@ -152,7 +155,10 @@ export class TreeEditor {
     if (level === undefined || level.has('')) return 0;
     const loaded = [...level].flatMap((dir) => this.dirs.get(dir) ?? []);
     if (loaded.length === 0) return 0;
-    return loaded.reduce((sum, entries) => sum + [...entries.values()].filter((e) => e.type === 'tree').length, 0) / loaded.length;
+    return (
+      loaded.reduce((sum, entries) => sum + [...entries.values()].filter((e) => e.type === 'tree').length, 0) /
+      loaded.length
+    );
   }
 
   private async lacking(oids: readonly string[]): Promise<string[]> {
@@ -175,7 +181,8 @@ export class TreeEditor {
     const entry = entries?.get(name);
     if (!entry) throw doesNotApply(path, 'file does not exist');
     if (entry.type === 'tree') throw doesNotApply(path, 'is a directory');
-    if (!isFileMode(entry.mode)) throw unsafePatch(path, entry.mode === SYMLINK_MODE ? 'is a committed symlink' : `has mode ${entry.mode}`);
+    if (!isFileMode(entry.mode))
+      throw unsafePatch(path, entry.mode === SYMLINK_MODE ? 'is a committed symlink' : `has mode ${entry.mode}`);
     return { oid: entry.oid, mode: entry.mode };
   }
 
@@ -202,7 +209,9 @@ export class TreeEditor {
 
   /** Stores every changed tree and returns the new root tree id. */
   async write(): Promise<string> {
-    const deepestFirst = [...this.dirty].sort((a, b) => b.split('/').length - a.split('/').length || b.length - a.length);
+    const deepestFirst = [...this.dirty].sort(
+      (a, b) => b.split('/').length - a.split('/').length || b.length - a.length,
+    );
     let root = this.rootTree;
     for (const dir of deepestFirst) {
       const entries = this.dirs.get(dir);
@@ -265,11 +274,17 @@ export class TreeEditor {
  * before writes (so a file can become a directory), and a new file may not overwrite anything.
  * Returns the new root tree id.
  */
-export async function applyOperations(store: ObjectStore, rootTree: string, operations: readonly FileOperation[]): Promise<string> {
+export async function applyOperations(
+  store: ObjectStore,
+  rootTree: string,
+  operations: readonly FileOperation[],
+): Promise<string> {
   const editor = new TreeEditor(store, rootTree);
   await editor.preload(
     touchedPaths(operations),
-    operations.flatMap((op) => (readsContent(op) ? [op.kind === 'rename' || op.kind === 'copy' ? op.from : op.path] : [])),
+    operations.flatMap((op) =>
+      readsContent(op) ? [op.kind === 'rename' || op.kind === 'copy' ? op.from : op.path] : [],
+    ),
   );
   const writes: { path: string; file: { oid: string; mode: FileMode }; create: boolean }[] = [];
   const removals: string[] = [];
@@ -287,13 +302,17 @@ export async function applyOperations(store: ObjectStore, rootTree: string, oper
     const source = op.kind === 'rename' || op.kind === 'copy' ? op.from : op.path;
     const base = await editor.readFile(source);
     if (op.kind === 'delete') {
-      const rest = op.hunks.length === 0 ? await store.readBlob(base.oid) : encodePatchText(await patched(store, op.path, base.oid, op.hunks));
+      const rest =
+        op.hunks.length === 0
+          ? await store.readBlob(base.oid)
+          : encodePatchText(await patched(store, op.path, base.oid, op.hunks));
       if (rest.length > 0) throw doesNotApply(op.path, 'the deletion does not remove the whole file');
       removals.push(op.path);
       continue;
     }
     let oid = base.oid;
-    if (op.hunks.length > 0) oid = await storeContent(op.path, encodePatchText(await patched(store, op.path, base.oid, op.hunks)));
+    if (op.hunks.length > 0)
+      oid = await storeContent(op.path, encodePatchText(await patched(store, op.path, base.oid, op.hunks)));
     // No hunks (pure rename or mode change): the blob is kept as is, but a file moved to a name git reads is checked too.
     else if (isCheckedContent(op.path)) checkWrittenContent(op.path, await store.readBlob(base.oid));
     writes.push({ path: op.path, file: { oid, mode: op.mode ?? base.mode }, create: op.kind !== 'modify' });

@@ -107,7 +107,8 @@ function packOf(answer: Buffer): Buffer {
       continue;
     }
     if (line.kind !== 'data') {
-      if (section !== 'packfile') throw new RemoteAnswerError('the fetch answer ends without a packfile section', 'malformed');
+      if (section !== 'packfile')
+        throw new RemoteAnswerError('the fetch answer ends without a packfile section', 'malformed');
       return Buffer.concat(pack);
     }
     const { payload } = line;
@@ -115,7 +116,8 @@ function packOf(answer: Buffer): Buffer {
       const band = payload[0];
       if (band === 1) pack.push(payload.subarray(1));
       else if (band === 3) throw reported(pktText(payload.subarray(1)));
-      else if (band !== 2) throw new RemoteAnswerError(`the packfile section has a line on side band ${String(band)}`, 'malformed');
+      else if (band !== 2)
+        throw new RemoteAnswerError(`the packfile section has a line on side band ${String(band)}`, 'malformed');
       continue;
     }
     const text = pktText(payload);
@@ -129,5 +131,7 @@ function packOf(answer: Buffer): Buffer {
 function reported(message: string): RemoteAnswerError {
   // git's words when uploadpackfilter.* forbids the filter: "filter 'tree' not supported", or
   // "tree filter allows max depth 0, but got 3".
-  return /^(filter\b|tree filter allows max depth)/.test(message) ? new FilterRefusedError(message) : new RemoteAnswerError(message, 'reported');
+  return /^(filter\b|tree filter allows max depth)/.test(message)
+    ? new FilterRefusedError(message)
+    : new RemoteAnswerError(message, 'reported');
 }

@@ -11,7 +11,8 @@ const loadConsole = (): typeof import('../../console/server') => require('../../
 
 export const consoleCommand: CommandSpec<CliContext> = {
   path: ['console'],
-  summary: 'serve the web console (workspaces, timelines, jobs, DLQs, stage queues; unblock, redrive, cancel) on 127.0.0.1 until Ctrl-C',
+  summary:
+    'serve the web console (workspaces, timelines, jobs, DLQs, stage queues; unblock, redrive, cancel) on 127.0.0.1 until Ctrl-C',
   options: { port: { type: 'string', valueName: 'n', description: 'port to listen on (default: a free port)' } },
   notes: [
     'Open the URL it prints: it carries the token every request needs (the console keeps it in a cookie).',
@@ -22,7 +23,10 @@ export const consoleCommand: CommandSpec<CliContext> = {
     const interrupted = ctx.io.untilInterrupted();
     const server = await loadConsole().startConsole({ where: { ...ctx.where, stateDir: ctx.stateDir }, port });
     try {
-      const target = await ctx.target().then((t) => t.label, (error: unknown) => `a target not reachable yet (${(error as Error).message})`);
+      const target = await ctx.target().then(
+        (t) => t.label,
+        (error: unknown) => `a target not reachable yet (${(error as Error).message})`,
+      );
       if (ctx.json) ctx.io.stdout(`${JSON.stringify({ url: server.url, openUrl: server.openUrl })}\n`);
       else ctx.io.stdout(`agent-jobs console for ${target}\n  open ${server.openUrl}\n  Ctrl-C to stop\n`);
       await interrupted;

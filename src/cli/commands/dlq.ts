@@ -17,7 +17,11 @@ import { table } from '../output';
 import { jobFields } from '../views';
 
 const queueOption = {
-  queue: { type: 'string', valueName: 'name', description: "only this queue's DLQ (agent-jobs, run-tests, open-pr, ..., build-events)" },
+  queue: {
+    type: 'string',
+    valueName: 'name',
+    description: "only this queue's DLQ (agent-jobs, run-tests, open-pr, ..., build-events)",
+  },
 } as const;
 
 export const dlqList: CommandSpec<CliContext> = {
@@ -33,16 +37,37 @@ export const dlqList: CommandSpec<CliContext> = {
     const { queues, rows } = await listDlq(ctx, { queue: stringOption(values, 'queue'), withBuildEvents: true });
     const headings = queues.map(({ queue, depth, listed, carries }) => {
       if (carries === 'buildEvents') {
-        if (depth > 0) ctx.note(`${queue} DLQ: build events EventBridge could not deliver (or the consumer could not read): no verdict is lost, the build reconciler records it from the command runner once the job is past its due time; "dlq peek --queue ${queue}" shows each event and what to do`);
+        if (depth > 0)
+          ctx.note(
+            `${queue} DLQ: build events EventBridge could not deliver (or the consumer could not read): no verdict is lost, the build reconciler records it from the command runner once the job is past its due time; "dlq peek --queue ${queue}" shows each event and what to do`,
+          );
         return `${queue} DLQ: about ${depth} message(s) (build events, not jobs: "dlq peek --queue ${queue}" shows them)`;
       }
       if (depth > listed) {
-        ctx.note(`${queue} DLQ: about ${depth - listed} message(s) the ledger does not list (a body that is not a job, a job that failed before its claim, or the copy of a cancelled or dismissed job that an interrupted command left: run it again): "dlq peek --queue ${queue}" shows them (it receives them)`);
+        ctx.note(
+          `${queue} DLQ: about ${depth - listed} message(s) the ledger does not list (a body that is not a job, a job that failed before its claim, or the copy of a cancelled or dismissed job that an interrupted command left: run it again): "dlq peek --queue ${queue}" shows them (it receives them)`,
+        );
       }
       return `${queue} DLQ: about ${depth} message(s), ${listed} listed`;
     });
-    const tableRows = rows.map((r) => [r.queue, r.jobId, r.type, r.workspaceId, r.expired ? `${r.status} (expired)` : r.status, rowReason(r), r.since] as const);
-    const text = [...headings, ...(rows.length ? ['', table(['QUEUE', 'JOB', 'TYPE', 'WORKSPACE', 'STATUS', 'REASON', 'SINCE'], tableRows)] : [])].join('\n');
+    const tableRows = rows.map(
+      (r) =>
+        [
+          r.queue,
+          r.jobId,
+          r.type,
+          r.workspaceId,
+          r.expired ? `${r.status} (expired)` : r.status,
+          rowReason(r),
+          r.since,
+        ] as const,
+    );
+    const text = [
+      ...headings,
+      ...(rows.length
+        ? ['', table(['QUEUE', 'JOB', 'TYPE', 'WORKSPACE', 'STATUS', 'REASON', 'SINCE'], tableRows)]
+        : []),
+    ].join('\n');
     return { data: rows, text };
   },
 };
@@ -61,7 +86,10 @@ export const dlqShow: CommandSpec<CliContext> = {
     const lines = [
       jobFields(job, conflicts),
       '',
-      ...rows.map((r) => `on the ${r.queue} DLQ since ${r.since}${r.expired ? ' (expired: SQS deleted the message)' : ''}: ${r.status === 'CONFLICT' ? 'a refused conflicting request' : r.status}`),
+      ...rows.map(
+        (r) =>
+          `on the ${r.queue} DLQ since ${r.since}${r.expired ? ' (expired: SQS deleted the message)' : ''}: ${r.status === 'CONFLICT' ? 'a refused conflicting request' : r.status}`,
+      ),
       `next: ${next}`,
     ];
     return { data: { ...publicJob(job, conflicts), dlq: rows }, text: lines.join('\n') };
@@ -70,14 +98,17 @@ export const dlqShow: CommandSpec<CliContext> = {
 
 export const dlqRedrive: CommandSpec<CliContext> = {
   path: ['dlq', 'redrive'],
-  summary: 'send jobs on the DLQs back to their queue to run them again: the ones named, or all (order kept per workspace)',
-  positionals: [{ name: 'jobId', description: 'only these jobs (default: every job on the DLQs)', optional: true, variadic: true }],
+  summary:
+    'send jobs on the DLQs back to their queue to run them again: the ones named, or all (order kept per workspace)',
+  positionals: [
+    { name: 'jobId', description: 'only these jobs (default: every job on the DLQs)', optional: true, variadic: true },
+  ],
   options: queueOption,
   notes: [
     'Groups of BLOCKED workspaces are left on the DLQ: use "workspace unblock <id> --replay" for them.',
     'A named job is reached behind other messages of its workspace, which keep their order.',
     'Refused conflicting requests are never redriven: they would be refused again.',
-    'The build-events DLQ\'s events go back to the build-events queue (with --queue build-events, or without ids): a verdict',
+    "The build-events DLQ's events go back to the build-events queue (with --queue build-events, or without ids): a verdict",
     'already recorded is not changed; an event its consumer could not read is left.',
     'Without job ids it also deletes the copy an interrupted "cancel" or "dlq dismiss" left of a job that is',
     'CANCELLED or dismissed (reported as removed, never run), as "workspace unblock" does.',
@@ -88,7 +119,9 @@ export const dlqRedrive: CommandSpec<CliContext> = {
       `redriven: ${result.redriven.length}`,
       ...result.redriven.map((r) => `  ${r.queue}: ${r.jobId}`),
       ...result.left.map((l) => `  left on ${l.queue} DLQ: ${l.jobId} (${l.why})`),
-      ...result.removed.map((r) => `  removed from ${r.queue} DLQ: ${r.jobId} (${r.status}, ${r.why}; a copy an interrupted command left)`),
+      ...result.removed.map(
+        (r) => `  removed from ${r.queue} DLQ: ${r.jobId} (${r.status}, ${r.why}; a copy an interrupted command left)`,
+      ),
     ];
     const missed = positionals.filter((id) => !result.redriven.some((r) => r.jobId === id));
     return { data: result, text: lines.join('\n'), exitCode: missed.length ? EXIT.failed : EXIT.ok };
@@ -107,18 +140,28 @@ export const dlqPeek: CommandSpec<CliContext> = {
   async run(ctx, { values }) {
     const { shown, behind } = await peekDlq(ctx, { queue: stringOption(values, 'queue') });
     for (const { queue, count } of behind) {
-      ctx.note(`${queue} DLQ: about ${count} more message(s) wait behind the head of their group (a FIFO DLQ hands out only the head of each group): "dlq list --queue ${queue}" lists them from the ledger`);
+      ctx.note(
+        `${queue} DLQ: about ${count} more message(s) wait behind the head of their group (a FIFO DLQ hands out only the head of each group): "dlq list --queue ${queue}" lists them from the ledger`,
+      );
     }
     for (const m of shown) if (m.advice !== undefined) ctx.note(`${m.queue} DLQ, message ${m.messageId}: ${m.advice}`);
-    const rows = shown.map((m) => [
-      m.queue,
-      m.messageId,
-      m.attributes.jobId ?? m.buildEvent?.jobId,
-      m.attributes.type ?? m.buildEvent?.jobType,
-      m.attributes[DLQ_ATTRIBUTES.reason] ?? m.attributes[EVENTBRIDGE_DLQ_ATTRIBUTES.errorCode],
-      m.receiveCount,
-    ] as const);
-    return { data: shown, text: shown.length ? table(['QUEUE', 'MESSAGE', 'JOB', 'TYPE', 'REASON', 'RECEIVES'], rows) : 'no message visible on the DLQs' };
+    const rows = shown.map(
+      (m) =>
+        [
+          m.queue,
+          m.messageId,
+          m.attributes.jobId ?? m.buildEvent?.jobId,
+          m.attributes.type ?? m.buildEvent?.jobType,
+          m.attributes[DLQ_ATTRIBUTES.reason] ?? m.attributes[EVENTBRIDGE_DLQ_ATTRIBUTES.errorCode],
+          m.receiveCount,
+        ] as const,
+    );
+    return {
+      data: shown,
+      text: shown.length
+        ? table(['QUEUE', 'MESSAGE', 'JOB', 'TYPE', 'REASON', 'RECEIVES'], rows)
+        : 'no message visible on the DLQs',
+    };
   },
 };
 
@@ -136,7 +179,11 @@ export const dlqDismiss: CommandSpec<CliContext> = {
   summary: 'record a failed job as dealt with (who, why, when) and remove its DLQ copy: it never runs again',
   positionals: [{ name: 'jobId', description: 'the FAILED job (from dlq list)' }],
   options: {
-    reason: { type: 'string', valueName: 'text', description: 'why it needs no redrive (required; kept in the ledger)' },
+    reason: {
+      type: 'string',
+      valueName: 'text',
+      description: 'why it needs no redrive (required; kept in the ledger)',
+    },
     by: { type: 'string', valueName: 'name', description: 'who dealt with it (default: the user running the command)' },
   },
   notes: [
@@ -154,10 +201,21 @@ export const dlqDismiss: CommandSpec<CliContext> = {
       `${jobId}: FAILED, ${job.dismissed ? dismissalWords(job.dismissed) : 'dismissed'}${result.alreadyDismissed ? ' (already)' : ''}`,
       `  ${result.queue} DLQ: ${result.removed} copy removed`,
       ...result.left.map((l) => `  left on ${l.queue} DLQ: ${l.why}`),
-      ...(blocked ? [`  workspace ${blocked.workspaceId} stays BLOCKED: "workspace unblock ${blocked.workspaceId} --replay" (or --drop) decides about its skipped jobs`] : []),
+      ...(blocked
+        ? [
+            `  workspace ${blocked.workspaceId} stays BLOCKED: "workspace unblock ${blocked.workspaceId} --replay" (or --drop) decides about its skipped jobs`,
+          ]
+        : []),
     ];
     return {
-      data: { ...publicJob(job), alreadyDismissed: result.alreadyDismissed, queue: result.queue, removed: result.removed, left: result.left, ...(blocked && { workspace: { workspaceId: blocked.workspaceId, state: blocked.state } }) },
+      data: {
+        ...publicJob(job),
+        alreadyDismissed: result.alreadyDismissed,
+        queue: result.queue,
+        removed: result.removed,
+        left: result.left,
+        ...(blocked && { workspace: { workspaceId: blocked.workspaceId, state: blocked.state } }),
+      },
       text: lines.join('\n'),
     };
   },

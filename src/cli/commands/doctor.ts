@@ -18,13 +18,35 @@ const systemClock: Clock = { now: () => Date.now(), sleep: (ms) => sleep(ms) };
 
 export const doctor: CommandSpec<CliContext> = {
   path: PATH,
-  summary: 'smoke-check a deployed stack (outputs, an alarm notification, the secrets) or the local platform (test isolation), and one job end to end',
+  summary:
+    'smoke-check a deployed stack (outputs, an alarm notification, the secrets) or the local platform (test isolation), and one job end to end',
   options: {
-    repo: { type: 'string', valueName: 'url', description: 'repository for the end-to-end job (the platform pushes to it)' },
-    branch: { type: 'string', valueName: 'name', description: 'a scratch branch of --repo: the job commits one file under .agent-jobs-doctor/ to it (default agent-jobs-doctor; the local platform creates it)' },
-    timeout: { type: 'string', valueName: 'seconds', description: `how long the end-to-end job may take (default ${DEFAULT_JOB_TIMEOUT_SECONDS})` },
-    'skip-alarm': { type: 'boolean', description: "do not set an alarm to ALARM (its test notification reaches the topic's subscribers)" },
-    'github-api': { type: 'string', valueName: 'url', description: "GitHub's REST API, where a GitHub App's installation on --repo is checked (default https://api.github.com)" },
+    repo: {
+      type: 'string',
+      valueName: 'url',
+      description: 'repository for the end-to-end job (the platform pushes to it)',
+    },
+    branch: {
+      type: 'string',
+      valueName: 'name',
+      description:
+        'a scratch branch of --repo: the job commits one file under .agent-jobs-doctor/ to it (default agent-jobs-doctor; the local platform creates it)',
+    },
+    timeout: {
+      type: 'string',
+      valueName: 'seconds',
+      description: `how long the end-to-end job may take (default ${DEFAULT_JOB_TIMEOUT_SECONDS})`,
+    },
+    'skip-alarm': {
+      type: 'boolean',
+      description: "do not set an alarm to ALARM (its test notification reaches the topic's subscribers)",
+    },
+    'github-api': {
+      type: 'string',
+      valueName: 'url',
+      description:
+        "GitHub's REST API, where a GitHub App's installation on --repo is checked (default https://api.github.com)",
+    },
   },
   notes: [
     'With --stack: every output answers, one alarm set to ALARM notifies the topic (then back to OK),',
@@ -39,8 +61,17 @@ export const doctor: CommandSpec<CliContext> = {
   ],
   async run(ctx, { values }) {
     const repoUrl = stringOption(values, 'repo');
-    if (repoUrl === undefined && values['branch'] !== undefined) throw new UsageError('--branch needs --repo (the repository the end-to-end job commits to)', PATH);
-    const { checkJobEndToEnd, checkStack, checkTestIsolation, cleanUpScratchRun, DOCTOR_BRANCH, ensureLocalBranch, stackClients } = loadDoctor();
+    if (repoUrl === undefined && values['branch'] !== undefined)
+      throw new UsageError('--branch needs --repo (the repository the end-to-end job commits to)', PATH);
+    const {
+      checkJobEndToEnd,
+      checkStack,
+      checkTestIsolation,
+      cleanUpScratchRun,
+      DOCTOR_BRANCH,
+      ensureLocalBranch,
+      stackClients,
+    } = loadDoctor();
     const branch = stringOption(values, 'branch') ?? DOCTOR_BRANCH;
     const timeoutSeconds = numberOption(values, 'timeout', PATH) ?? DEFAULT_JOB_TIMEOUT_SECONDS;
     const target = await ctx.target();
@@ -51,19 +82,25 @@ export const doctor: CommandSpec<CliContext> = {
       const clients = stackClients(target.region, await ctx.clients());
       try {
         const githubApiUrl = stringOption(values, 'github-api');
-        results.push(...await checkStack({
-          stackName: target.stackName,
-          clients,
-          clock: systemClock,
-          skipAlarm: values['skip-alarm'] === true,
-          ...(repoUrl !== undefined && { repoUrl }),
-          ...(githubApiUrl !== undefined && { githubApiUrl }),
-        }));
+        results.push(
+          ...(await checkStack({
+            stackName: target.stackName,
+            clients,
+            clock: systemClock,
+            skipAlarm: values['skip-alarm'] === true,
+            ...(repoUrl !== undefined && { repoUrl }),
+            ...(githubApiUrl !== undefined && { githubApiUrl }),
+          })),
+        );
       } finally {
         clients.destroy();
       }
     } else {
-      results.push({ check: 'stack outputs, alarm notification, secrets', status: 'skip', detail: 'the local platform has none (pass --stack to check a deployed one)' });
+      results.push({
+        check: 'stack outputs, alarm notification, secrets',
+        status: 'skip',
+        detail: 'the local platform has none (pass --stack to check a deployed one)',
+      });
       results.push(checkTestIsolation(target.local?.testIsolation));
     }
 
@@ -76,23 +113,32 @@ export const doctor: CommandSpec<CliContext> = {
       const interrupt = new AbortController();
       void ctx.io.untilInterrupted().then(() => interrupt.abort());
       ctx.note(`sending one apply_patch and one run_tests to ${repoUrl} ${branch} (up to ${timeoutSeconds} s)`);
-      results.push(await checkJobEndToEnd({
-        repoUrl,
-        branch,
-        send: (job) => loadProducer().enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore }),
-        getJob: (jobId) => ledger.getJob(jobId),
-        clock: { now: systemClock.now, sleep: (ms) => sleep(ms, undefined, { signal: interrupt.signal }) },
-        ...(local && { prepare: () => ensureLocalBranch(local.stateDir, repoUrl, branch) }),
-        cleanUp: (run) => cleanUpScratchRun(ctx, run),
-        timeoutMs: timeoutSeconds * 1000,
-      }));
+      results.push(
+        await checkJobEndToEnd({
+          repoUrl,
+          branch,
+          send: (job) => loadProducer().enqueueAgentJob(job, { sqs, queueUrl: jobsQueue(target).url, diffStore }),
+          getJob: (jobId) => ledger.getJob(jobId),
+          clock: { now: systemClock.now, sleep: (ms) => sleep(ms, undefined, { signal: interrupt.signal }) },
+          ...(local && { prepare: () => ensureLocalBranch(local.stateDir, repoUrl, branch) }),
+          cleanUp: (run) => cleanUpScratchRun(ctx, run),
+          timeoutMs: timeoutSeconds * 1000,
+        }),
+      );
     } else {
-      results.push({ check: 'end-to-end job on a scratch workspace', status: 'skip', detail: 'pass --repo (and --branch, a scratch branch) to run one' });
+      results.push({
+        check: 'end-to-end job on a scratch workspace',
+        status: 'skip',
+        detail: 'pass --repo (and --branch, a scratch branch) to run one',
+      });
     }
 
     const failed = results.filter((r) => r.status === 'fail').length;
     const text = [
-      table(['RESULT', 'CHECK', 'DETAIL'], results.map((r) => [r.status.toUpperCase(), r.check, r.detail])),
+      table(
+        ['RESULT', 'CHECK', 'DETAIL'],
+        results.map((r) => [r.status.toUpperCase(), r.check, r.detail]),
+      ),
       failed ? `${failed} check(s) failed` : `every check passed or was skipped on ${target.label}`,
     ].join('\n');
     return { data: { target: target.label, passed: failed === 0, checks: results }, text, exitCode: failed ? 1 : 0 };

@@ -57,7 +57,9 @@ async function demoAgainst(ctx: CliContext, stateDir: string) {
 function flagNpmKept(ctx: CliContext, flag: 'reset' | 'persist' | 'demo'): boolean {
   const { env } = ctx.io;
   if (env.npm_lifecycle_event !== 'start' || env[`npm_config_${flag}`] !== 'true') return false;
-  ctx.note(`npm read --${flag} as its own option; taking it as local up --${flag} (npm start -- --${flag} passes it directly)`);
+  ctx.note(
+    `npm read --${flag} as its own option; taking it as local up --${flag} (npm start -- --${flag} passes it directly)`,
+  );
   return true;
 }
 
@@ -66,23 +68,63 @@ export const localUp: CommandSpec<CliContext> = {
   summary: 'start the local platform (emulators, git server, workers) and show its live view until Ctrl-C',
   options: {
     reset: { type: 'boolean', description: 'delete the state directory first' },
-    persist: { type: 'boolean', description: 'keep the ledger, and so what waits on the DLQs, across restarts (other queued messages are in memory)' },
-    'restore-ledger': { type: 'boolean', description: "with --persist: replace a lost or damaged ledger by the export of its last clean stop (jobs recorded after it are lost)" },
-    'port-sqs': { type: 'string', valueName: 'n', description: 'SQS + S3 port (default: the last one used from this state directory, else a free port)' },
-    'port-dynamodb': { type: 'string', valueName: 'n', description: 'DynamoDB port (default: the last one used from this state directory, else a free port)' },
-    'port-git': { type: 'string', valueName: 'n', description: 'git server port (default: the last one used from this state directory, else a free port)' },
-    'port-console': { type: 'string', valueName: 'n', description: 'web console port (default: a free port); its URL is printed with the ready line' },
+    persist: {
+      type: 'boolean',
+      description:
+        'keep the ledger, and so what waits on the DLQs, across restarts (other queued messages are in memory)',
+    },
+    'restore-ledger': {
+      type: 'boolean',
+      description:
+        'with --persist: replace a lost or damaged ledger by the export of its last clean stop (jobs recorded after it are lost)',
+    },
+    'port-sqs': {
+      type: 'string',
+      valueName: 'n',
+      description: 'SQS + S3 port (default: the last one used from this state directory, else a free port)',
+    },
+    'port-dynamodb': {
+      type: 'string',
+      valueName: 'n',
+      description: 'DynamoDB port (default: the last one used from this state directory, else a free port)',
+    },
+    'port-git': {
+      type: 'string',
+      valueName: 'n',
+      description: 'git server port (default: the last one used from this state directory, else a free port)',
+    },
+    'port-console': {
+      type: 'string',
+      valueName: 'n',
+      description: 'web console port (default: a free port); its URL is printed with the ready line',
+    },
     demo: { type: 'boolean', description: 'run the scripted demo once the platform is up' },
   },
-  notes: ['With --json: one JSON line (the platform description, with the console\'s URLs) when ready, and nothing else on stdout.'],
+  notes: [
+    "With --json: one JSON line (the platform description, with the console's URLs) when ready, and nothing else on stdout.",
+  ],
   async run(ctx, { values }) {
-    const { startPlatform, PlatformAlreadyRunningError, PortInUseError, InvalidPortsFileError, StateDirUnusableError, LedgerStateError } = loadPlatform();
+    const {
+      startPlatform,
+      PlatformAlreadyRunningError,
+      PortInUseError,
+      InvalidPortsFileError,
+      StateDirUnusableError,
+      LedgerStateError,
+    } = loadPlatform();
     const restoreLedger = values['restore-ledger'] === true;
-    if (restoreLedger && values.reset === true) throw new UsageError('--restore-ledger and --reset exclude each other: --reset deletes the export too', this.path);
+    if (restoreLedger && values.reset === true)
+      throw new UsageError(
+        '--restore-ledger and --reset exclude each other: --reset deletes the export too',
+        this.path,
+      );
     // Listen before the ready line prints: a Ctrl-C right after it must stop cleanly, not kill.
     const interrupted = ctx.io.untilInterrupted();
     // The console first, so its URL prints with the ready line; it finds the platform (platform.json) at its first request.
-    const web = await loadConsole().startConsole({ where: { stateDir: ctx.stateDir }, port: numberOption(values, 'port-console', this.path) ?? 0 });
+    const web = await loadConsole().startConsole({
+      where: { stateDir: ctx.stateDir },
+      port: numberOption(values, 'port-console', this.path) ?? 0,
+    });
     let platform;
     try {
       platform = await startPlatform({
@@ -97,11 +139,20 @@ export const localUp: CommandSpec<CliContext> = {
     } catch (error) {
       await web.close();
       // Refusals of the start are one line (exit 5); anything else is unexpected and keeps its class.
-      const refusals = [PlatformAlreadyRunningError, PortInUseError, InvalidPortsFileError, StateDirUnusableError, LedgerStateError];
-      throw error instanceof Error && refusals.some((refusal) => error instanceof refusal) ? new TargetError(error.message, { cause: error }) : error;
+      const refusals = [
+        PlatformAlreadyRunningError,
+        PortInUseError,
+        InvalidPortsFileError,
+        StateDirUnusableError,
+        LedgerStateError,
+      ];
+      throw error instanceof Error && refusals.some((refusal) => error instanceof refusal)
+        ? new TargetError(error.message, { cause: error })
+        : error;
     }
     try {
-      if (ctx.json) ctx.io.stdout(`${JSON.stringify({ ...platform.info, console: { url: web.url, openUrl: web.openUrl } })}\n`);
+      if (ctx.json)
+        ctx.io.stdout(`${JSON.stringify({ ...platform.info, console: { url: web.url, openUrl: web.openUrl } })}\n`);
       if (values.demo === true || flagNpmKept(ctx, 'demo')) {
         const outcome = await demoAgainst(ctx, ctx.stateDir);
         // The live view goes on below: say that the scenario is over and what to do next.
@@ -154,15 +205,27 @@ function doneCounts(jobs: Readonly<Record<string, string>>): string {
 }
 
 function summary(result: Awaited<ReturnType<typeof demoAgainst>>) {
-  const lines = ['', '## Job outcomes', ...Object.entries(result.jobs).map(([jobId, status]) => `${jobId.padEnd(12)} ${status}`)];
+  const lines = [
+    '',
+    '## Job outcomes',
+    ...Object.entries(result.jobs).map(([jobId, status]) => `${jobId.padEnd(12)} ${status}`),
+  ];
   return { data: result, text: lines.join('\n') };
 }
 
 /** What a second import of a name did: the branches it added, and those it left as the server has them. */
-function importedAgainNote(name: string, source: string, branches: { readonly added: readonly string[]; readonly kept: readonly string[] }): string {
+function importedAgainNote(
+  name: string,
+  source: string,
+  branches: { readonly added: readonly string[]; readonly kept: readonly string[] },
+): string {
   const list = (names: readonly string[]) => `branch${names.length === 1 ? '' : 'es'} ${names.join(', ')}`;
-  const added = branches.added.length > 0 ? `added ${list(branches.added)} from ${source}` : `no new branch in ${source}`;
-  const kept = branches.kept.length > 0 ? `; kept ${list(branches.kept)} as ${branches.kept.length === 1 ? 'it is' : 'they are'} here (the platform's commits stay)` : '';
+  const added =
+    branches.added.length > 0 ? `added ${list(branches.added)} from ${source}` : `no new branch in ${source}`;
+  const kept =
+    branches.kept.length > 0
+      ? `; kept ${list(branches.kept)} as ${branches.kept.length === 1 ? 'it is' : 'they are'} here (the platform's commits stay)`
+      : '';
   return `repository ${name} was imported before: ${added}${kept}`;
 }
 
@@ -174,7 +237,8 @@ export const repoImport: CommandSpec<CliContext> = {
   async run(ctx, { positionals, values }) {
     const name = requireString(values, 'name', this.path);
     const target = await ctx.target();
-    if (!target.local) throw new NotAvailableError(`repo import works on the local platform only; ${target.label} uses your git host`);
+    if (!target.local)
+      throw new NotAvailableError(`repo import works on the local platform only; ${target.label} uses your git host`);
     const { startGitServer, InvalidRepositoryNameError } = loadGitServer();
     const source = path.resolve(ctx.io.cwd, positionals[0] ?? '');
     // The platform's git server serves every repository under its root; a second, short-lived

@@ -15,11 +15,26 @@ function logsText(job: JobRecord, lines: readonly LogsLine[], source: string): s
   const text = [`${job.jobId} (${job.type}, ${statusLabel(job)}): ${source}`];
   for (const line of lines) {
     if (line.kind === 'log') {
-      const fields = Object.entries(line.fields).map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
-      text.push([line.timestamp ?? '-', (line.level ?? '-').padEnd(5), line.function ?? '-', line.message ?? '', ...fields].join(' '));
+      const fields = Object.entries(line.fields).map(
+        ([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`,
+      );
+      text.push(
+        [
+          line.timestamp ?? '-',
+          (line.level ?? '-').padEnd(5),
+          line.function ?? '-',
+          line.message ?? '',
+          ...fields,
+        ].join(' '),
+      );
     } else if (line.kind === 'output') {
       const state = line.running ? ', still running: its output so far' : '';
-      text.push('', `--- output of ${line.buildId} (run ${line.run}${state}) ---`, line.text.replace(/\n$/, ''), `--- end of ${line.buildId}${line.running ? ' so far' : ''} ---`);
+      text.push(
+        '',
+        `--- output of ${line.buildId} (run ${line.run}${state}) ---`,
+        line.text.replace(/\n$/, ''),
+        `--- end of ${line.buildId}${line.running ? ' so far' : ''} ---`,
+      );
     } else {
       text.push(`${line.what}:`, `  ${line.url}`);
     }
@@ -31,7 +46,13 @@ export const logs: CommandSpec<CliContext> = {
   path: ['logs'],
   summary: "show a job's log lines and, for run_tests or another command stage, the command's whole output",
   positionals: [{ name: 'jobId', description: 'the job id' }],
-  options: { follow: { type: 'boolean', description: "print a command stage's output as it is printed, until the job has finished (locally, or from the build's CloudWatch log on a stack)" } },
+  options: {
+    follow: {
+      type: 'boolean',
+      description:
+        "print a command stage's output as it is printed, until the job has finished (locally, or from the build's CloudWatch log on a stack)",
+    },
+  },
   notes: [
     `Locally: the lines of the platform log (<state-dir>/${PLATFORM_LOG_FILE}) that name the job, then the output`,
     `of each run of a command stage (the last ${OUTPUT_KEEP_BYTES / 2 ** 20} MiB of it). On AWS: links to the job's lines in each`,

@@ -13,13 +13,15 @@ const loadMcp = (): typeof import('../../mcp/server') => require('../../mcp/serv
 
 export const mcpCommand: CommandSpec<CliContext> = {
   path: ['mcp'],
-  summary: 'serve the platform to an AI agent as an MCP server over stdio (one tool per job type, job status, waits, workspaces, test logs, recovery)',
+  summary:
+    'serve the platform to an AI agent as an MCP server over stdio (one tool per job type, job status, waits, workspaces, test logs, recovery)',
   options: {
     workspace: {
       type: 'string',
       multiple: true,
       valueName: 'id',
-      description: 'act on this workspace only: every other is refused, naming the scope (default: $AGENT_JOBS_MCP_WORKSPACES, comma-separated, else every workspace of the target)',
+      description:
+        'act on this workspace only: every other is refused, naming the scope (default: $AGENT_JOBS_MCP_WORKSPACES, comma-separated, else every workspace of the target)',
     },
   },
   notes: [
@@ -27,9 +29,17 @@ export const mcpCommand: CommandSpec<CliContext> = {
     'Client configuration: {"mcpServers": {"agent-jobs": {"command": "agent-jobs", "args": ["mcp"]}}} (README, "Agents over MCP").',
   ],
   async run(ctx, { values }) {
-    const flags = Array.isArray(values.workspace) ? values.workspace.filter((id): id is string => typeof id === 'string') : [];
+    const flags = Array.isArray(values.workspace)
+      ? values.workspace.filter((id): id is string => typeof id === 'string')
+      : [];
     const workspaces = flags.length ? flags : (ctx.io.env.AGENT_JOBS_MCP_WORKSPACES ?? '').split(',');
-    await loadMcp().serveStdio({ where: { ...ctx.where, stateDir: ctx.stateDir }, workspaces, version: cliVersion(), cwd: ctx.io.cwd, until: ctx.io.untilInterrupted() });
+    await loadMcp().serveStdio({
+      where: { ...ctx.where, stateDir: ctx.stateDir },
+      workspaces,
+      version: cliVersion(),
+      cwd: ctx.io.cwd,
+      until: ctx.io.untilInterrupted(),
+    });
     return { data: undefined, text: '' };
   },
 };

@@ -14,7 +14,15 @@ export const workspaces: CommandSpec<CliContext> = {
   notes: ['A workspace is listed from its first job\'s turn; "jobs --workspace <id>" lists its jobs.'],
   async run(ctx) {
     const overview = await readOverview(await ctx.ledger());
-    const rows = overview.map(({ workspace, jobs }) => [workspace.workspaceId, workspaceState(workspace), shortSha(workspace.head), countsText(countByStatus(jobs))] as const);
+    const rows = overview.map(
+      ({ workspace, jobs }) =>
+        [
+          workspace.workspaceId,
+          workspaceState(workspace),
+          shortSha(workspace.head),
+          countsText(countByStatus(jobs)),
+        ] as const,
+    );
     return {
       data: overview.map(({ workspace, jobs }) => ({ ...publicWorkspace(workspace), jobs: countByStatus(jobs) })),
       text: overview.length ? table(['WORKSPACE', 'STATE', 'HEAD', 'JOBS'], rows) : 'no workspaces yet',
@@ -47,7 +55,8 @@ export const workspaceUnblock: CommandSpec<CliContext> = {
     'DLQ to replay ("unfinished" lists such jobs); --drop ends those too.',
   ],
   async run(ctx, { positionals, values }) {
-    if ((values.replay === true) === (values.drop === true)) throw new UsageError('exactly one of --replay or --drop is required', this.path);
+    if ((values.replay === true) === (values.drop === true))
+      throw new UsageError('exactly one of --replay or --drop is required', this.path);
     const workspaceId = positionals[0] ?? '';
     const result = await unblockWorkspace(ctx, workspaceId, values.replay === true ? 'replay' : 'drop');
     const lines = [

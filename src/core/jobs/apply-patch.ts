@@ -21,8 +21,10 @@ export function applyPatchProcessor(deps: ApplyPatchDeps): OrderedJobProcessor<'
     async mutate(job: JobEnvelope<'apply_patch'>) {
       const { payload } = job;
       // The diff's exact bytes, whichever form carried them (src/core/diff-wire.ts).
-      const diff = inlineDiffBytes(payload) ?? (payload.diffRef ? await deps.diffStore.get(payload.diffRef) : undefined);
-      if (diff === undefined) throw new PermanentJobError('INVALID_JOB', 'apply_patch has none of diff, diffBase64 or diffRef');
+      const diff =
+        inlineDiffBytes(payload) ?? (payload.diffRef ? await deps.diffStore.get(payload.diffRef) : undefined);
+      if (diff === undefined)
+        throw new PermanentJobError('INVALID_JOB', 'apply_patch has none of diff, diffBase64 or diffRef');
       const applied = await deps.git.commitPatch({
         repoUrl: payload.repo.url,
         branch: payload.repo.branch,
@@ -33,7 +35,10 @@ export function applyPatchProcessor(deps: ApplyPatchDeps): OrderedJobProcessor<'
         author: payload.author,
         createdAt: job.createdAt,
       });
-      return { head: applied.commitSha, result: { commitSha: applied.commitSha, alreadyApplied: applied.alreadyApplied } };
+      return {
+        head: applied.commitSha,
+        result: { commitSha: applied.commitSha, alreadyApplied: applied.alreadyApplied },
+      };
     },
   };
 }

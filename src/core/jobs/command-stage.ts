@@ -16,7 +16,13 @@ import { NOT_CONFIGURED, commandStageOf, type CommandJobType, type JobType } fro
 import { BUILD_DUE_MARGIN_SECONDS, BUILD_QUEUED_TIMEOUT_MINUTES, TEST_BUILD_ENV } from '../../../contract/runtime-env';
 import { parseStageMessageOf, type StageMessage } from '../envelope';
 import { processStandardBatch } from '../fifo-batch';
-import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps, type RunResult } from '../pipeline';
+import {
+  createRecordProcessor,
+  type JobContext,
+  type JobProcessor,
+  type PipelineDeps,
+  type RunResult,
+} from '../pipeline';
 import type { BuildFinder, CommandRun, FinishedRunStatus, JobFailure, TestRunner } from '../ports';
 
 export interface CommandStageDeps extends PipelineDeps {
@@ -41,7 +47,13 @@ class CommandStageProcessor implements JobProcessor<CommandJob> {
   async run(job: CommandJob, ctx: JobContext): Promise<RunResult> {
     const timeoutSeconds = job.payload.timeoutSeconds ?? this.deps.defaultTimeoutSeconds;
     await this.startOrFind(job, timeoutSeconds, ctx);
-    return { verdict: { status: 'RUNNING', dueAt: this.deps.clock.now() + dueAfterMs(timeoutSeconds), stageMessage: JSON.stringify(job) } };
+    return {
+      verdict: {
+        status: 'RUNNING',
+        dueAt: this.deps.clock.now() + dueAfterMs(timeoutSeconds),
+        stageMessage: JSON.stringify(job),
+      },
+    };
   }
 
   private async startOrFind(job: CommandJob, timeoutSeconds: number, ctx: JobContext): Promise<string> {
@@ -55,7 +67,13 @@ class CommandStageProcessor implements JobProcessor<CommandJob> {
     const earlierRequest = progress[PROGRESS.startRequestedAt];
     const requested = { [PROGRESS.startRequestedAt]: earlierRequest ?? new Date(this.deps.clock.now()).toISOString() };
     const runNumber = ctx.claimed.run ?? 0;
-    const run: CommandRun = { job, run: runNumber, key: runKey(job, runNumber, requested.startRequestedAt), command: commandOf(job), timeoutSeconds };
+    const run: CommandRun = {
+      job,
+      run: runNumber,
+      key: runKey(job, runNumber, requested.startRequestedAt),
+      command: commandOf(job),
+      timeoutSeconds,
+    };
     // An earlier attempt asked for a build and died before recording it: find that build first.
     const unrecorded = earlierRequest ? await this.deps.runner.findBuild?.(run) : undefined;
     if (unrecorded) {
@@ -73,7 +91,10 @@ class CommandStageProcessor implements JobProcessor<CommandJob> {
 }
 
 /** The stage queue's batch handler of one command stage over injected adapters (src/compose builds them). */
-export function createCommandStageHandler(type: CommandJobType, deps: CommandStageDeps): (event: SQSEvent) => Promise<SQSBatchResponse> {
+export function createCommandStageHandler(
+  type: CommandJobType,
+  deps: CommandStageDeps,
+): (event: SQSEvent) => Promise<SQSBatchResponse> {
   const process = createRecordProcessor(new CommandStageProcessor(type, deps), deps);
   return (event) => processStandardBatch(event.Records, process);
 }
@@ -109,7 +130,9 @@ export function dueAfterMs(timeoutSeconds: number): number {
 }
 
 /** The variables the build receives (lib/'s buildspec reads the same names from contract/). */
-export function buildEnvironment(run: CommandRun): Record<(typeof TEST_BUILD_ENV)[keyof typeof TEST_BUILD_ENV], string> {
+export function buildEnvironment(
+  run: CommandRun,
+): Record<(typeof TEST_BUILD_ENV)[keyof typeof TEST_BUILD_ENV], string> {
   return {
     [TEST_BUILD_ENV.repoUrl]: run.job.pin.repoUrl,
     [TEST_BUILD_ENV.commitSha]: run.job.pin.sha,
@@ -202,7 +225,10 @@ export function commandVerdict(
       };
     }
     case 'ERROR':
-      return { status: 'FAILED', error: { reason: 'TEST_RUN_ERROR', message: `${noun} run ${status.status}: ${status.message}` } };
+      return {
+        status: 'FAILED',
+        error: { reason: 'TEST_RUN_ERROR', message: `${noun} run ${status.status}: ${status.message}` },
+      };
   }
 }
 

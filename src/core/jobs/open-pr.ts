@@ -7,7 +7,13 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { parseStageMessageOf, type StageMessage } from '../envelope';
 import { processStandardBatch } from '../fifo-batch';
-import { createRecordProcessor, type JobContext, type JobProcessor, type PipelineDeps, type RunResult } from '../pipeline';
+import {
+  createRecordProcessor,
+  type JobContext,
+  type JobProcessor,
+  type PipelineDeps,
+  type RunResult,
+} from '../pipeline';
 import type { PullRequestHost } from '../ports';
 
 export interface OpenPrDeps extends PipelineDeps {
@@ -25,7 +31,10 @@ class OpenPrProcessor implements JobProcessor<OpenPrJob> {
 
   async run(job: OpenPrJob, ctx: JobContext): Promise<RunResult> {
     const pr = await this.host.findOrCreate(pullRequestRequest(job));
-    ctx.logger.info(pr.created ? 'pull request created' : 'pull request already open', { number: pr.number, head: job.pin.branch });
+    ctx.logger.info(pr.created ? 'pull request created' : 'pull request already open', {
+      number: pr.number,
+      head: job.pin.branch,
+    });
     return { verdict: { status: 'SUCCEEDED', result: openPrResult(job, pr) } };
   }
 }
@@ -45,7 +54,10 @@ export interface OpenPrResult extends Record<string, unknown> {
   readonly sha: string;
 }
 
-export function openPrResult(job: StageMessage<'open_pr'>, pr: { number: number; url: string; created: boolean }): OpenPrResult {
+export function openPrResult(
+  job: StageMessage<'open_pr'>,
+  pr: { number: number; url: string; created: boolean },
+): OpenPrResult {
   return { number: pr.number, url: pr.url, created: pr.created, head: job.pin.branch, sha: job.pin.sha };
 }
 

@@ -27,6 +27,12 @@ export function applyHunks(path: string, source: string, hunks: readonly PatchHu
 }
 
 function tryApply(source: string, hunks: readonly PatchHunk[]): string | false {
-  const patch = { oldFileName: undefined, newFileName: undefined, oldHeader: undefined, newHeader: undefined, hunks: [...hunks] };
+  const patch = {
+    oldFileName: undefined,
+    newFileName: undefined,
+    oldHeader: undefined,
+    newHeader: undefined,
+    hunks: [...hunks],
+  };
   return applyPatch(source, patch, { fuzzFactor: 0, autoConvertLineEndings: false });
 }

@@ -53,13 +53,20 @@ export function preparePatchCommit(request: PatchCommitRequest): PreparedPatchCo
  * Author and committer (the job's author, else the platform's) at the job's createdAt, so the
  * same base + diff + jobId give the same commit hash; the message carries the job's trailer.
  */
-export function commitFields(request: Pick<PatchCommitRequest, 'message' | 'jobId' | 'author' | 'createdAt'>): CommitFields {
+export function commitFields(
+  request: Pick<PatchCommitRequest, 'message' | 'jobId' | 'author' | 'createdAt'>,
+): CommitFields {
   const author = request.author ?? DEFAULT_AUTHOR;
   refuse('author.name', identityNameProblem(author.name));
   refuse('author.email', emailProblem(author.email));
   refuse('message', commitMessageProblem(request.message));
   refuse('createdAt', commitTimeProblem(request.createdAt));
-  const signature = { name: author.name, email: author.email, timestamp: Math.floor(Date.parse(request.createdAt) / 1000), timezoneOffset: 0 };
+  const signature = {
+    name: author.name,
+    email: author.email,
+    timestamp: Math.floor(Date.parse(request.createdAt) / 1000),
+    timezoneOffset: 0,
+  };
   return { message: commitMessage(request.message, request.jobId), author: signature, committer: signature };
 }
 

@@ -30,7 +30,10 @@ const MODE_HEADER = /^(?:old mode|new mode|deleted file mode|new file mode) ([0-
  * Validates and parses a diff. Throws PermanentJobError('UNSAFE_PATCH') naming the file and the
  * rule for a hostile patch, InvalidJobError for text that is not a diff at all.
  */
-export function parsePatchOperations(diff: string | Uint8Array, limits: PatchLimits = DEFAULT_PATCH_LIMITS): FileOperation[] {
+export function parsePatchOperations(
+  diff: string | Uint8Array,
+  limits: PatchLimits = DEFAULT_PATCH_LIMITS,
+): FileOperation[] {
   const text = decodeDiff(diff, limits);
   rejectUnsafeHeaders(text);
   let files: StructuredPatch[];
@@ -57,9 +60,14 @@ export function parsePatchOperations(diff: string | Uint8Array, limits: PatchLim
  */
 function decodeDiff(diff: string | Uint8Array, limits: PatchLimits): string {
   const bytes = typeof diff === 'string' ? Buffer.byteLength(diff, 'utf8') : diff.byteLength;
-  if (bytes > limits.maxBytes) throw unsafePatch('(patch)', `${bytes} bytes, more than the limit of ${limits.maxBytes}`);
+  if (bytes > limits.maxBytes)
+    throw unsafePatch('(patch)', `${bytes} bytes, more than the limit of ${limits.maxBytes}`);
   if (typeof diff !== 'string') return decodePatchBytes(diff);
-  if (LONE_SURROGATE.test(diff)) throw unsafePatch('(patch)', 'not well-formed Unicode text (lone surrogate): send bytes that are not UTF-8 as diffBase64');
+  if (LONE_SURROGATE.test(diff))
+    throw unsafePatch(
+      '(patch)',
+      'not well-formed Unicode text (lone surrogate): send bytes that are not UTF-8 as diffBase64',
+    );
   return diff;
 }
 
@@ -74,7 +82,8 @@ function rejectUnsafeHeaders(text: string): void {
     if (header.startsWith('diff --git ')) file = header.slice('diff --git '.length);
     else if (BINARY_MARKER.test(header)) throw unsafePatch(file, 'binary patches are not supported');
     // jsdiff reads the digits a mode starts with ("10064x" as 10064): the whole line must be octal.
-    else if (MODE_LINE.test(header) && !MODE_HEADER.test(header)) throw unsafePatch(file, `malformed mode line ${JSON.stringify(header)}: a mode is octal digits`);
+    else if (MODE_LINE.test(header) && !MODE_HEADER.test(header))
+      throw unsafePatch(file, `malformed mode line ${JSON.stringify(header)}: a mode is octal digits`);
     else {
       const mode = INDEX_LINE_MODE.exec(header)?.[1] ?? MODE_HEADER.exec(header)?.[1];
       if (mode !== undefined && !isFileMode(mode)) throw unsafePatch(file, modeRule(mode));

@@ -32,7 +32,8 @@ const INVISIBLE = /[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u206a-\u206f\ufeff]/
  * digits are written as escapes: esbuild copies a regular expression's characters as they are, and
  * node reads a bundle with one character beyond ASCII several times slower (the CLI's: 30 ms).
  */
-const WINDOWS_DEVICE = /^(?:con|prn|aux|nul|conin\$|conout\$|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3]) *(?:\..*)?$/i;
+const WINDOWS_DEVICE =
+  /^(?:con|prn|aux|nul|conin\$|conout\$|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3]) *(?:\..*)?$/i;
 /**
  * An NTFS 8.3 short name (`PROGRA~1`, `GIT~1`, `GITMOD~1.TXT`): on Windows it may name another,
  * existing file, so a patch writing it could write that file, or the repository's own `.git`.
@@ -44,7 +45,8 @@ const SHORT_NAME = /^[^.~]{1,6}~[0-9]+(?:\.[^.]{0,3})?$/;
  * Returns the repository-relative path.
  */
 export function stripAndCheckPath(name: string, prefix: 'a/' | 'b/'): string {
-  if (!name.startsWith(prefix)) throw unsafePatch(name, `name must start with "${prefix}" (generate the diff with git's default prefixes)`);
+  if (!name.startsWith(prefix))
+    throw unsafePatch(name, `name must start with "${prefix}" (generate the diff with git's default prefixes)`);
   const path = name.slice(prefix.length);
   checkPath(path);
   return path;
@@ -59,11 +61,15 @@ export function checkPath(path: string): void {
   if (/[\ud800-\udfff\ufffd]/u.test(path)) throw unsafePatch(path, 'name is not valid UTF-8');
   const invisible = INVISIBLE.exec(path)?.[0];
   if (invisible !== undefined) {
-    throw unsafePatch(path, `invisible character ${codePoint(invisible)} in path (macOS ignores it in names, and a reader cannot see it)`);
+    throw unsafePatch(
+      path,
+      `invisible character ${codePoint(invisible)} in path (macOS ignores it in names, and a reader cannot see it)`,
+    );
   }
   if (path.startsWith('/')) throw unsafePatch(path, 'absolute path');
   const bytes = utf8Length(path);
-  if (bytes > MAX_PATH_BYTES) throw unsafePatch(path, `path is ${bytes} bytes, more than the ${MAX_PATH_BYTES} a checkout on macOS allows`);
+  if (bytes > MAX_PATH_BYTES)
+    throw unsafePatch(path, `path is ${bytes} bytes, more than the ${MAX_PATH_BYTES} a checkout on macOS allows`);
   for (const segment of path.split('/')) checkSegment(path, segment);
 }
 
@@ -71,14 +77,22 @@ function checkSegment(path: string, segment: string): void {
   if (segment === '') throw unsafePatch(path, 'empty path segment');
   if (segment === '.' || segment === '..') throw unsafePatch(path, `"${segment}" segment`);
   if (segment.toLowerCase() === '.git') throw unsafePatch(path, '".git" segment');
-  if (isDotGitAlias(segment)) throw unsafePatch(path, `"${segment}" is ".git" on Windows (git refuses it as a look-alike of the repository directory)`);
+  if (isDotGitAlias(segment))
+    throw unsafePatch(
+      path,
+      `"${segment}" is ".git" on Windows (git refuses it as a look-alike of the repository directory)`,
+    );
   const bytes = utf8Length(segment);
-  if (bytes > MAX_SEGMENT_BYTES) throw unsafePatch(path, `a name of ${bytes} bytes, more than the ${MAX_SEGMENT_BYTES} file systems allow`);
+  if (bytes > MAX_SEGMENT_BYTES)
+    throw unsafePatch(path, `a name of ${bytes} bytes, more than the ${MAX_SEGMENT_BYTES} file systems allow`);
   const forbidden = WINDOWS_FORBIDDEN.exec(segment)?.[0];
-  if (forbidden !== undefined) throw unsafePatch(path, `${JSON.stringify(forbidden)} in a name (Windows does not allow it)`);
-  if (/[. ]$/.test(segment)) throw unsafePatch(path, `"${segment}" ends with a dot or a space (Windows drops them: the name would change)`);
+  if (forbidden !== undefined)
+    throw unsafePatch(path, `${JSON.stringify(forbidden)} in a name (Windows does not allow it)`);
+  if (/[. ]$/.test(segment))
+    throw unsafePatch(path, `"${segment}" ends with a dot or a space (Windows drops them: the name would change)`);
   if (WINDOWS_DEVICE.test(segment)) throw unsafePatch(path, `"${segment}" is a device name reserved on Windows`);
-  if (SHORT_NAME.test(segment)) throw unsafePatch(path, `"${segment}" has the form of an NTFS short name (on Windows it can name another file)`);
+  if (SHORT_NAME.test(segment))
+    throw unsafePatch(path, `"${segment}" has the form of an NTFS short name (on Windows it can name another file)`);
 }
 
 /**
@@ -129,7 +143,10 @@ export function checkPathSet(touched: readonly string[], written: readonly strin
 
 /** Two names that differ only in case or Unicode normalisation. */
 export function caseClash(path: string, name: string, twin: string): ReturnType<typeof unsafePatch> {
-  return unsafePatch(path, `"${name}" and "${twin}" differ only in case or Unicode normalisation: they are one file on macOS and Windows`);
+  return unsafePatch(
+    path,
+    `"${name}" and "${twin}" differ only in case or Unicode normalisation: they are one file on macOS and Windows`,
+  );
 }
 
 function utf8Length(text: string): number {

@@ -13,7 +13,10 @@ const baseName = (path: string) => path.slice(path.lastIndexOf('/') + 1).toLower
 /** `.gitmodules` is never written: submodules are refused (mode 160000), so it has no use here. */
 export function checkWrittenPath(path: string): void {
   if (baseName(path) === '.gitmodules') {
-    throw unsafePatch(path, 'writes .gitmodules: submodules are not supported, and git clients act on its URLs and commands');
+    throw unsafePatch(
+      path,
+      'writes .gitmodules: submodules are not supported, and git clients act on its URLs and commands',
+    );
   }
 }
 
@@ -26,7 +29,10 @@ export function checkWrittenContent(path: string, bytes: Uint8Array): void {
     if (i < bytes.length && bytes[i] !== 0x0a) continue;
     const length = i - start;
     if (length > MAX_GITATTRIBUTES_LINE_BYTES) {
-      throw unsafePatch(path, `line ${line} is ${length} bytes: git ignores .gitattributes lines of 2,048 bytes or more, and git fsck refuses them`);
+      throw unsafePatch(
+        path,
+        `line ${line} is ${length} bytes: git ignores .gitattributes lines of 2,048 bytes or more, and git fsck refuses them`,
+      );
     }
     line++;
     start = i + 1;
