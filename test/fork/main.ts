@@ -41,11 +41,16 @@ export function forkDeclaration(readme: string): string {
     .replace("the workspace's linter", "the workspace's format check");
 }
 
-/** contract/job-types.ts with the declaration added to JOB_TYPES, before open_pr. */
+/** contract/job-types.ts with the declaration added to JOB_TYPES (indented as an entry), before open_pr. */
 export function withDeclaration(catalogSource: string, declaration: string): string {
   const anchor = '\n  open_pr: {';
   if (!catalogSource.includes(anchor)) throw new Error('contract/job-types.ts: no open_pr entry to insert before');
-  return catalogSource.replace(anchor, `\n${declaration.trimEnd()}${anchor}`);
+  const entry = declaration
+    .trimEnd()
+    .split('\n')
+    .map((line) => `  ${line}`)
+    .join('\n');
+  return catalogSource.replace(anchor, `\n${entry}${anchor}`);
 }
 
 /**
@@ -88,6 +93,9 @@ function main(): number {
 
     const tsc = spawnSync('npx', ['tsc', '--noEmit'], { cwd: dir, stdio: 'inherit' });
     if (tsc.status !== 0) return fail('the fork does not type-check');
+    // The README's block pasted as it is keeps `npm run lint` green: it is already in Prettier's shape.
+    const format = spawnSync('npx', ['prettier', '--check', catalog], { cwd: dir, stdio: 'inherit' });
+    if (format.status !== 0) return fail("the README's declaration is not in Prettier's shape");
     // The wire contract's JSON Schemas are made from the catalog: a fork regenerates them, as the
     // README's Customize section says, and the drift test then holds them to the new catalog.
     const schema = spawnSync('npm', ['run', '--silent', 'schema'], { cwd: dir, stdio: 'inherit' });

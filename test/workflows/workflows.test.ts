@@ -47,7 +47,7 @@ const PROOFS: Record<string, Proof> = {
   'ci.yml checks npm ci --no-audit --no-fund': { skip: "replaced by the clone's link to node_modules" },
   'ci.yml checks Types': { instead: 'npx tsc --version', why: 'npm test type-checks everything itself' },
   'ci.yml checks Lint': {
-    instead: 'npx eslint --version && npx depcruise --version',
+    instead: 'npx eslint --version && npx prettier --version && npx depcruise --version',
     why: 'npm test lints everything itself',
   },
   'ci.yml checks Unit, synth and workflow tests': {
