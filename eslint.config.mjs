@@ -1,6 +1,6 @@
 // Lint: the few rules the type checker cannot enforce. Focused or skipped tests must never land,
 // runtime code logs through Powertools Logger, never console, and no import runs back up the
-// layers: only bin/ imports the CLI, and the read model for people (src/operator) imports neither
+// layers: only bin/ imports the CLI, and the read model for people (tools/operator) imports neither
 // the CLI nor the local platform (but for the modules that name its files).
 import tseslint from 'typescript-eslint';
 import jest from 'eslint-plugin-jest';
@@ -26,8 +26,8 @@ export default tseslint.config(
     rules: { 'no-console': 'error' },
   },
   {
-    files: ['src/**/*.ts'],
-    ignores: ['src/cli/**'],
+    files: ['tools/**/*.ts'],
+    ignores: ['tools/cli/**'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -35,7 +35,7 @@ export default tseslint.config(
           patterns: [
             {
               group: ['**/cli', '**/cli/*'],
-              message: 'only bin/ imports the CLI: read and change the platform through src/operator',
+              message: 'only bin/ imports the CLI: read and change the platform through tools/operator',
             },
           ],
         },
@@ -43,7 +43,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/operator/**/*.ts'],
+    files: ['tools/operator/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

@@ -17,7 +17,7 @@
  * Run alone with `npm run bench apply-patch-network` (add `--quick` for one run per figure).
  */
 import { join } from 'node:path';
-import { startGitServer, type GitServer } from '../src/local/git-server';
+import { startGitServer, type GitServer } from '../tools/local/git-server';
 import { startDelayProxy, totals, type DelayProxy, type ProxyExchange } from '../test/support/delay-proxy';
 import { removeDir, tempDir } from '../test/support/git-fixtures';
 import {

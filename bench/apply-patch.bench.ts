@@ -36,7 +36,7 @@ import { promisify } from 'node:util';
 import type { HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { RepoCache, applyPatchCommit, type ApplyPatchCommitInput } from '../src/adapters/git';
-import { startGitServer, type GitServer } from '../src/local/git-server';
+import { startGitServer, type GitServer } from '../tools/local/git-server';
 import {
   generateRepository,
   generatedContent,

@@ -24,12 +24,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { LEDGER_RETENTION_DAYS } from '../contract/topology';
-import { startConsole } from '../src/console/server';
+import { startConsole } from '../tools/console/server';
 import { localLedger } from '../src/compose/local';
 import { jobDigest, type JobEnvelope } from '../src/core/envelope';
 import { queuedRecord } from '../src/core/ledger';
 import type { JobRecord, Ledger } from '../src/core/ports';
-import { startPlatform } from '../src/local/platform';
+import { startPlatform } from '../tools/local/platform';
 import { fmt, loadLine, quantile, quick, repeat, type Benchmark, type BenchRow } from './harness';
 
 const BIG = 10_000;

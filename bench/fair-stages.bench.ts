@@ -17,8 +17,8 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { JOB_TYPES } from '../contract/job-types';
 import { SqsQueueOps } from '../src/adapters/sqs-queue-ops';
 import { jobAttributes, tenantGroupId } from '../src/core/envelope';
-import { LOCAL_REGION, startEmulators, type LocalEmulators } from '../src/local/emulators';
-import { startQueuePoller } from '../src/local/poller';
+import { LOCAL_REGION, startEmulators, type LocalEmulators } from '../tools/local/emulators';
+import { startQueuePoller } from '../tools/local/poller';
 import { fmt, quantile, quick, type Benchmark, type BenchRow } from './harness';
 
 /** The stage's work per job: a quick command. */
@@ -165,7 +165,7 @@ export const bench: Benchmark = {
         `tenant's burst of ${NOISY_BURST}; ${runs()} run(s) of each scenario pooled. The stage poller runs with run_tests' batch size (${STAGE.batchSize}) and`,
         `concurrency (${STAGE.maxConcurrency}); each job's work is a quick command (a fixed ${SERVICE_MS} ms), so the burst takes about`,
         `${((NOISY_BURST * SERVICE_MS) / STAGE.maxConcurrency / 1000).toFixed(0)} s to drain and the figures measure scheduling. Tenants in turn is how the local platform polls`,
-        'every stage queue (src/local/tenant-turns.ts); arrival order is the same poller, receiving ahead the same way, serving what it',
+        'every stage queue (tools/local/tenant-turns.ts); arrival order is the same poller, receiving ahead the same way, serving what it',
         'received first come first served (as fauxqs hands messages out), so only the order differs. Both run in the same process on the',
         "same fauxqs. On AWS a stage queue is an SQS fair queue and the fairness is SQS's:",
         'not exercised here (docs/decisions.md §19). In turn, the slowest quiet jobs are the first ones: they wait until the poller',

@@ -37,8 +37,8 @@ import { createBuildEventsHandler } from '../src/core/build-completion';
 import { reconcileBuilds } from '../src/core/build-reconciler';
 import { jobAttributes, jobDigest, type StageMessage } from '../src/core/envelope';
 import { createCommandStageHandler } from '../src/core/jobs/command-stage';
-import { LOCAL_REGION, startEmulators, type LocalEmulators } from '../src/local/emulators';
-import { toSqsRecord } from '../src/local/poller';
+import { LOCAL_REGION, startEmulators, type LocalEmulators } from '../tools/local/emulators';
+import { toSqsRecord } from '../tools/local/poller';
 import { codeBuildStateChange } from '../test/support/codebuild-events';
 import { fmt, type Benchmark, type BenchRow } from './harness';
 

@@ -12,7 +12,7 @@
  *
  * AWS's DynamoDB Local returns the refused item (ReturnValuesOnConditionCheckFailure) as DynamoDB
  * does, so its counts are what AWS would bill; dynalite returns none, so both this ledger and
- * Powertools read the item after a refusal there. Needs `java` (src/local/dynamodb-local.ts).
+ * Powertools read the item after a refusal there. Needs `java` (tools/local/dynamodb-local.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
@@ -22,7 +22,12 @@ import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempo
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { DynamoDbLedger } from '../src/adapters/dynamodb-ledger';
 import { jobDigest, type JobEnvelope } from '../src/core/envelope';
-import { DYNAMODB_EMULATORS, startEmulators, type DynamoDbEmulator, type LocalEmulators } from '../src/local/emulators';
+import {
+  DYNAMODB_EMULATORS,
+  startEmulators,
+  type DynamoDbEmulator,
+  type LocalEmulators,
+} from '../tools/local/emulators';
 import { PRICES_AS_OF, PRICES_USD, RequestCounter, perMillionJobs, usd } from './aws-bill';
 import type { Benchmark, BenchRow } from './harness';
 

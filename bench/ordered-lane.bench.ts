@@ -21,7 +21,7 @@ import type { ReceiveMessageCommandOutput } from '@aws-sdk/client-sqs';
 import { DynamoDbLedger } from '../src/adapters/dynamodb-ledger';
 import { enqueueAgentJob, type JobRequest } from '../src/client';
 import type { EventType } from '../contract/runtime-env';
-import { startPlatform, type LocalPlatform } from '../src/local/platform';
+import { startPlatform, type LocalPlatform } from '../tools/local/platform';
 import { PRICES_AS_OF, PRICES_USD, RequestCounter, perMillionJobs, usd } from './aws-bill';
 import { fmt, quantile, type Benchmark, type BenchRow } from './harness';
 

@@ -1,5 +1,5 @@
 /**
- * What the test sandbox (src/local/sandbox.ts) adds to a test job: the local runner's whole job,
+ * What the test sandbox (tools/local/sandbox.ts) adds to a test job: the local runner's whole job,
  * from `start` to its verdict (checkout of the pinned commit, the run, cleaning up), at each level
  * of isolation, taking turns in one run so that the machine's load falls on all of them alike:
  *
@@ -18,10 +18,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CommandRun } from '../src/core/ports';
-import type { Confinement, Isolation, ResourceControl } from '../src/local/confinement';
-import { probeIsolation } from '../src/local/run-launcher';
+import type { Confinement, Isolation, ResourceControl } from '../tools/local/confinement';
+import { probeIsolation } from '../tools/local/run-launcher';
 import { runKey } from '../src/core/jobs/command-stage';
-import { LocalTestRunner } from '../src/local/test-runner';
+import { LocalTestRunner } from '../tools/local/test-runner';
 import { runTestsMessage } from '../test/support/stage-messages';
 import { fmt, median, quick, type Benchmark, type BenchRow } from './harness';
 

@@ -50,8 +50,8 @@ const sdkPackage = (name) => name.startsWith('@aws-sdk/');
 const FULL_SDK = 'sdk';
 /** The smaller SDK bundles, by group name: the packages each holds. */
 const SDK_GROUPS = { 'sdk-dynamodb': ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@aws-sdk/util-dynamodb'] };
-/** Bundled apart, by the path the CLI's sources require them with (relative to src/cli/commands): the file of each. */
-const PARTS = { '../../console/server': 'src/console/server.ts', '../../mcp/server': 'src/mcp/server.ts' };
+/** Bundled apart, by the path the CLI's sources require them with (relative to tools/cli/commands): the file of each. */
+const PARTS = { '../../console/server': 'tools/console/server.ts', '../../mcp/server': 'tools/mcp/server.ts' };
 /** What npm installed: stands for every file of node_modules in the manifest (see the header). */
 const INSTALLED = path.join(ROOT, 'node_modules', '.package-lock.json');
 /** Files that shape the output besides the sources esbuild reports: this file and the settings it reads. */

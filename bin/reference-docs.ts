@@ -9,10 +9,10 @@ import * as path from 'node:path';
 import * as z from 'zod';
 import { allWorkers } from '../contract/job-types';
 import { TUNABLE_SETTINGS, configSchema, envSetting } from '../lib/config';
-import { commandHelp, globalOptionsHelp, overviewHelp } from '../src/cli/command';
-import { COMMANDS } from '../src/cli/commands';
-import { EXIT } from '../src/cli/errors';
-import { PROGRAM } from '../src/cli/main';
+import { commandHelp, globalOptionsHelp, overviewHelp } from '../tools/cli/command';
+import { COMMANDS } from '../tools/cli/commands';
+import { EXIT } from '../tools/cli/errors';
+import { PROGRAM } from '../tools/cli/main';
 import { WIRE_SCHEMA_DIR } from '../src/core/wire-schema';
 
 /** Where the pages live, relative to the project root. */
@@ -55,14 +55,14 @@ function cliPage(): string {
   );
   return page([
     '# CLI reference',
-    `Look up every \`${PROGRAM}\` command, its arguments and its options here: \`npm run docs\` generates this page from the command table in [src/cli/commands/](${UP}src/cli/commands/index.ts), the one every \`--help\` is made from.`,
+    `Look up every \`${PROGRAM}\` command, its arguments and its options here: \`npm run docs\` generates this page from the command table in [tools/cli/commands/](${UP}tools/cli/commands/index.ts), the one every \`--help\` is made from.`,
     `## ${PROGRAM} --help`,
     fence(overviewHelp(COMMANDS, PROGRAM)),
     '## Global options',
     'Every command takes these.',
     fence(globalOptionsHelp()),
     '## Exit codes',
-    `Scripts branch on these ([src/cli/errors.ts](${UP}src/cli/errors.ts)); the README's [Exit codes](${UP}README.md#exit-codes) says when each is given.`,
+    `Scripts branch on these ([tools/cli/errors.ts](${UP}tools/cli/errors.ts)); the README's [Exit codes](${UP}README.md#exit-codes) says when each is given.`,
     table(
       ['code', 'name'],
       Object.entries(EXIT).map(([name, exit]) => [String(exit), code(name)]),

@@ -226,7 +226,7 @@ export interface CommandStageSpec {
 }
 
 /**
- * What one run of a command may use on the local runner (src/local/test-runner.ts). A run that
+ * What one run of a command may use on the local runner (tools/local/test-runner.ts). A run that
  * reaches one is ended and its job fails with TEST_RUN_ERROR naming the limit. On AWS the build's
  * compute type bounds memory and CPU instead (lib/constructs/test-runner.ts).
  */

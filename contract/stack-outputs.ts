@@ -1,5 +1,5 @@
 /**
- * Stack output keys: the stack (lib/) emits them and the CLI (src/cli) resolves a deployed
+ * Stack output keys: the stack (lib/) emits them and the CLI (tools/cli) resolves a deployed
  * stack from them (DescribeStacks), so they are stable API shared by both sides. Queue keys derive from the topology's queue names, so a new job type's queue gets
  * its outputs with no change here.
  */

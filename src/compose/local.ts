@@ -1,7 +1,7 @@
 /**
  * The one way workers are built over local parts: the emulators' clients (fauxqs, and dynalite or
  * DynamoDB Local), the loopback git server, the child-process test runner and the local PR store.
- * The local platform (src/local/platform.ts) runs exactly these; integration tests and benchmarks
+ * The local platform (tools/local/platform.ts) runs exactly these; integration tests and benchmarks
  * build their workers here too, overriding only what they control (clock, back-off, lease, a
  * fault-injecting wrapper).
  */
@@ -44,7 +44,7 @@ import { IsomorphicGitWorkspace, type GitAuth } from '../adapters/git';
 import { SqsQueueOps } from '../adapters/sqs-queue-ops';
 import { randomOwner, systemClock } from '../adapters/system';
 
-/** The emulators' clients and resource names (LocalEmulators of src/local/emulators.ts satisfies it). */
+/** The emulators' clients and resource names (LocalEmulators of tools/local/emulators.ts satisfies it). */
 export interface LocalResources {
   readonly clients: { readonly sqs: SQSClient; readonly dynamodb: DynamoDBDocumentClient; readonly s3: S3Client };
   readonly tableName: string;

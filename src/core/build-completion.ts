@@ -9,7 +9,7 @@
  * A reporter that dies in between leaves the job due: the reconciler reports it.
  *
  * `createBuildEventsHandler` is the build-events queue's batch handler; the platform hands it the
- * parser of its completion events (src/adapters for CodeBuild, src/local for the local runner).
+ * parser of its completion events (src/adapters for CodeBuild, tools/local for the local runner).
  */
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type * as z from 'zod/mini';
@@ -130,7 +130,7 @@ export async function reportOutcome(record: JobRecord, deps: BuildCompletionDeps
     const dlqUrl = deps.stageDlqUrls[record.type];
     if (dlqUrl === undefined) throw new Error(`no stage DLQ for job type ${record.type}`);
     const body = record.stageMessage ?? JSON.stringify(jobAttributes(record));
-    // The run it failed in: a redrive takes only the copy of the job's current run (src/operator/dlq-messages.ts copyMismatch).
+    // The run it failed in: a redrive takes only the copy of the job's current run (tools/operator/dlq-messages.ts copyMismatch).
     const attributes = { ...jobAttributes(record), [RUN_ATTRIBUTE]: String(record.run ?? 0) };
     await deps.queueOps.sendToDlq(dlqUrl, { body, attributes, groupId: tenantGroupId(record.tenantId) }, verdict.error);
   }

@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { DEFAULT_TEST_COMMAND } from '../../contract/job-types';
-import { duration } from '../../src/console/format';
-import { repositoryDir } from '../../src/local/state-dir';
+import { duration } from '../../tools/console/format';
+import { repositoryDir } from '../../tools/local/state-dir';
 import {
   applyPatchArgs,
   diffChain,

@@ -33,9 +33,9 @@ import { DLQ_ATTRIBUTES } from '../../contract/messages';
 import { JsonlEventLog, type LoggedEvent } from '../../src/adapters/events';
 import type { JobEnvelope } from '../../src/core/envelope';
 import type { JobRecord, WorkspaceRecord } from '../../src/core/ports';
-import type { LocalClients } from '../../src/local/emulators';
-import type { PlatformInfo } from '../../src/local/platform';
-import { TEST_RUNS_DIR } from '../../src/local/state-dir';
+import type { LocalClients } from '../../tools/local/emulators';
+import type { PlatformInfo } from '../../tools/local/platform';
+import { TEST_RUNS_DIR } from '../../tools/local/state-dir';
 import { drain } from '../support/drive-queue';
 import type { FakeGitHub } from '../support/fake-github';
 import { processesSleeping } from '../support/processes';
@@ -510,7 +510,7 @@ function checkStages(
 
 /**
  * The local platform's queues live in memory; at start it puts back the DLQ copy of every FAILED
- * or SKIPPED job from its saved copies (src/local/dlq-copies.ts), but a kill between the ledger's
+ * or SKIPPED job from its saved copies (tools/local/dlq-copies.ts), but a kill between the ledger's
  * verdict and the DLQ send leaves none to put back. A re-send does not always bring a copy back: the
  * CLI's door does not send a finished job again, and a job that failed at its stage is the stage's
  * (the sequencer acknowledges it, as on AWS). So a copy with its reason is required for every job

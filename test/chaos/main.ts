@@ -3,7 +3,7 @@
  * (./run.ts), its summary on stdout, exit code 1 on any violation (2 on bad arguments).
  */
 import { parseArgs } from 'node:util';
-import { quietKnownWarnings } from '../../src/local/quiet-warnings';
+import { quietKnownWarnings } from '../../tools/local/quiet-warnings';
 import { parseRates } from './config';
 import { runChaos } from './run';
 import { summary } from './summary';

@@ -1,5 +1,5 @@
 /**
- * The platform process of a chaos run: the local platform (src/local/platform.ts: emulators, git
+ * The platform process of a chaos run: the local platform (tools/local/platform.ts: emulators, git
  * server, pollers, the same processors as on AWS) started with --persist semantics from the run's
  * state directory, with fault injectors at its boundaries (./injectors.ts) and the open_pr stage
  * talking to the GitHub stand-in the harness runs. The harness kills it with SIGKILL and starts it
@@ -11,9 +11,9 @@
 import { Octokit } from '@octokit/core';
 import { GitHubPullRequestHost } from '../../src/adapters/github-pr-host';
 import { localGit } from '../../src/compose/local';
-import { createLocalClients } from '../../src/local/emulators';
-import { startPlatform } from '../../src/local/platform';
-import { quietKnownWarnings } from '../../src/local/quiet-warnings';
+import { createLocalClients } from '../../tools/local/emulators';
+import { startPlatform } from '../../tools/local/platform';
+import { quietKnownWarnings } from '../../tools/local/quiet-warnings';
 import { CHAOS_BACKOFF, CHAOS_WORKERS, CONFIG_ENV, type PlatformProcessConfig } from './config';
 import { FaultLog } from './fault-log';
 import { TransientJobError } from '../../src/core/errors';

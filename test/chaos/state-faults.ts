@@ -17,15 +17,15 @@
 import { existsSync } from 'node:fs';
 import { cp, rename, rm } from 'node:fs/promises';
 import * as path from 'node:path';
-import { dynamoDbEmulatorOf } from '../../src/local/emulators';
-import { LEDGER_DIR, MANIFEST_FILE } from '../../src/local/persisted-ledger';
-import { PLATFORM_FILE } from '../../src/local/state-dir';
+import { dynamoDbEmulatorOf } from '../../tools/local/emulators';
+import { LEDGER_DIR, MANIFEST_FILE } from '../../tools/local/persisted-ledger';
+import { PLATFORM_FILE } from '../../tools/local/state-dir';
 import { ledgerDamages } from '../support/ledger-damage';
 import { localUp, type LocalUpRun } from '../support/local-up';
 import type { FaultLog } from './fault-log';
 import type { Random } from './random';
 
-/** Exit code of a refused start (src/cli/errors.ts EXIT.unavailable). */
+/** Exit code of a refused start (tools/cli/errors.ts EXIT.unavailable). */
 const REFUSED = 5;
 
 /** Why the run is not a one-line refusal that `says` accepts, or undefined when it is. */

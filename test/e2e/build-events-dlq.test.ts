@@ -8,9 +8,9 @@
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { createLocalClients } from '../../src/local/emulators';
-import { PLATFORM_FILE } from '../../src/local/state-dir';
-import { localRunEventBody } from '../../src/local/test-runner';
+import { createLocalClients } from '../../tools/local/emulators';
+import { PLATFORM_FILE } from '../../tools/local/state-dir';
+import { localRunEventBody } from '../../tools/local/test-runner';
 import { eventually } from '../support/eventually';
 import { removeScratch, startPlatform, type RunningPlatform } from './harness';
 

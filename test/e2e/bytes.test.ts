@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { repositoryDir } from '../../src/local/state-dir';
+import { repositoryDir } from '../../tools/local/state-dir';
 import { applyPatchArgs, git, makeRepository, removeScratch, startPlatform, type RunningPlatform } from './harness';
 
 jest.setTimeout(180_000);

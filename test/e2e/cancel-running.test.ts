@@ -8,7 +8,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { COMMAND_JOB_TYPES } from '../../contract/job-types';
-import { TEST_RUNS_DIR } from '../../src/local/state-dir';
+import { TEST_RUNS_DIR } from '../../tools/local/state-dir';
 import { eventually } from '../support/eventually';
 import {
   applyPatchArgs,
@@ -47,7 +47,7 @@ afterAll(async () => {
   await removeScratch();
 });
 
-/** The local runner's record of a job's run (src/local/test-runner.ts LocalRunState), read from the state directory. */
+/** The local runner's record of a job's run (tools/local/test-runner.ts LocalRunState), read from the state directory. */
 async function runState(
   jobId: string,
 ): Promise<{ status: { state: string; status?: string; message?: string }; marker?: string }> {

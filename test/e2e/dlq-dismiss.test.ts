@@ -6,7 +6,7 @@
  * (ApproximateNumberOfMessages* of the DLQ): emulated here by fauxqs.
  */
 import type { Ledger } from '../../src/core/ports';
-import { connect } from '../../src/operator/connection';
+import { connect } from '../../tools/operator/connection';
 import {
   applyPatchArgs,
   diffChain,

@@ -7,9 +7,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { cleanUpScratchRun } from '../../src/cli/doctor';
-import { PLATFORM_FILE, TEST_RUNS_DIR } from '../../src/local/state-dir';
-import { connect } from '../../src/operator/connection';
+import { cleanUpScratchRun } from '../../tools/cli/doctor';
+import { PLATFORM_FILE, TEST_RUNS_DIR } from '../../tools/local/state-dir';
+import { connect } from '../../tools/operator/connection';
 import { eventually } from '../support/eventually';
 import {
   applyPatchArgs,
@@ -153,7 +153,7 @@ test('its clean-up cancels a run_tests still running (its build stopped), as "ca
     /^cleaned up: doctor-slow-tests cancelled \(its build local:doctor-slow-tests:0:[0-9a-f]{16} is stopped; /,
   );
   expect(await platform.cliJson(['status', 'doctor-slow-tests'])).toMatchObject({ status: 'CANCELLED' });
-  // The local runner's record of the run (src/local/test-runner.ts): the command was stopped, not left to end on its own.
+  // The local runner's record of the run (tools/local/test-runner.ts): the command was stopped, not left to end on its own.
   const key = /its build local:doctor-slow-tests:0:([0-9a-f]{16}) /.exec(cleaned ?? '')?.[1] ?? '';
   const runFile = path.join(platform.stateDir, TEST_RUNS_DIR, 'runs', `doctor-slow-tests.0.${key}.json`);
   const runState = async () =>

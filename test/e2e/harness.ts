@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { repositoryDir } from '../../src/local/state-dir';
+import { repositoryDir } from '../../tools/local/state-dir';
 import { eventually } from '../support/eventually';
 
 const execFileP = promisify(execFile);
@@ -190,7 +190,7 @@ export async function startPlatform(options: PlatformOptions = {}): Promise<Runn
 }
 
 /**
- * The ledger's working fields and index keys: no `--json` output may carry them (src/operator/views.ts
+ * The ledger's working fields and index keys: no `--json` output may carry them (tools/operator/views.ts
  * builds its JSON from allow-lists).
  */
 export const INTERNAL_FIELDS = [

@@ -12,8 +12,8 @@
 import { readdir, truncate } from 'node:fs/promises';
 import * as path from 'node:path';
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { EXIT } from '../../src/cli/errors';
-import { createLocalClients, dynamoDbEmulatorOf, LOCAL_TABLE_NAME } from '../../src/local/emulators';
+import { EXIT } from '../../tools/cli/errors';
+import { createLocalClients, dynamoDbEmulatorOf, LOCAL_TABLE_NAME } from '../../tools/local/emulators';
 import { localUp } from '../support/local-up';
 import {
   applyPatchArgs,

@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { localGit } from '../../src/compose/local';
-import { startPlatform, type LocalPlatform } from '../../src/local/platform';
+import { startPlatform, type LocalPlatform } from '../../tools/local/platform';
 import { eventually } from '../support/eventually';
-import { repositoryDir } from '../../src/local/state-dir';
+import { repositoryDir } from '../../tools/local/state-dir';
 import {
   applyPatchArgs,
   commitSubjects,

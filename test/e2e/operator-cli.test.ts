@@ -15,7 +15,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { deduplicationId, messageGroupId } from '../../src/core/envelope';
-import { COMMANDS } from '../../src/cli/commands';
+import { COMMANDS } from '../../tools/cli/commands';
 import {
   applyPatchArgs,
   BIN,

@@ -13,7 +13,7 @@ import {
   startPlatform,
   type RunningPlatform,
 } from './harness';
-import { repositoryDir } from '../../src/local/state-dir';
+import { repositoryDir } from '../../tools/local/state-dir';
 
 jest.setTimeout(180_000);
 

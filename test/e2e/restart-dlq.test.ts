@@ -9,7 +9,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { DLQ_COPIES_DIR } from '../../src/local/state-dir';
+import { DLQ_COPIES_DIR } from '../../tools/local/state-dir';
 import {
   applyPatchArgs,
   diffChain,

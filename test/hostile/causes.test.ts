@@ -7,7 +7,7 @@
  */
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { runbookAdvice } from '../../src/operator';
+import { runbookAdvice } from '../../tools/operator';
 import { commitRawEntry } from '../support/git-fixtures';
 import { applyPatchJob, gitIn, hostileSuite, type HostileRow, type HostileWorkspace } from './harness';
 

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { MAX_DIFF_BYTES } from '../../contract/runtime-env';
-import { EXIT } from '../../src/cli/errors';
+import { EXIT } from '../../tools/cli/errors';
 import { newFileDiffOf } from '../support/git-fixtures';
 import { fsckStrict, gitIn, hostileSuite } from './harness';
 

@@ -5,7 +5,7 @@
  * is refused with one line naming what is wrong and the way out, before anything is deleted or
  * started; the running platform and the repositories are untouched.
  *
- * The platform under attack runs in this process (src/local/platform.ts); the second start runs
+ * The platform under attack runs in this process (tools/local/platform.ts); the second start runs
  * through the real CLI in a process of its own, as `npm start -- --reset` does.
  */
 import { existsSync } from 'node:fs';
@@ -14,11 +14,11 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { localLedger } from '../../src/compose/local';
 import { jobDigest } from '../../src/core/envelope';
-import { EXIT } from '../../src/cli/errors';
-import { PlatformAlreadyRunningError, startPlatform, type LocalPlatform } from '../../src/local/platform';
-import { DYNAMODB_EMULATORS, dynamoDbEmulatorOf } from '../../src/local/emulators';
-import { MANIFEST_FILE } from '../../src/local/persisted-ledger';
-import { PLATFORM_FILE, REPOSITORIES_DIR } from '../../src/local/state-dir';
+import { EXIT } from '../../tools/cli/errors';
+import { PlatformAlreadyRunningError, startPlatform, type LocalPlatform } from '../../tools/local/platform';
+import { DYNAMODB_EMULATORS, dynamoDbEmulatorOf } from '../../tools/local/emulators';
+import { MANIFEST_FILE } from '../../tools/local/persisted-ledger';
+import { PLATFORM_FILE, REPOSITORIES_DIR } from '../../tools/local/state-dir';
 import { newJob } from '../support/ledger-contract';
 import { ledgerDamages, loseLatestWrites } from '../support/ledger-damage';
 import { localUp, type LocalUpRun } from '../support/local-up';

@@ -3,7 +3,7 @@
  * is refused as UNSAFE_PATCH on the first delivery, the remote untouched (harness.ts); the
  * README's recovery for it, followed step by step, makes the workspace usable again.
  */
-import { runbookAdvice } from '../../src/operator';
+import { runbookAdvice } from '../../tools/operator';
 import { addFileDiff, applyPatchJob, hostileSuite, type HostileRow } from './harness';
 
 const modifyReadme = (name: string) =>

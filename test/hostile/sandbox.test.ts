@@ -2,7 +2,7 @@
  * Hostile test code, through the real platform (`agent-jobs local up`, jobs sent with the CLI): a
  * run_tests command that tries to reach the platform's loopback services, to write outside its
  * run, and to exhaust the machine (5,000 processes, a 4 GiB allocation, a disk fill). Each is
- * stopped by the sandbox (src/local/sandbox.ts) or by the job type's limits (contract/job-types.ts,
+ * stopped by the sandbox (tools/local/sandbox.ts) or by the job type's limits (contract/job-types.ts,
  * read here from the catalog), ends TEST_RUN_ERROR naming the limit, leaves nothing running, and
  * the platform answers the CLI throughout: the latency of `agent-jobs status` while the run runs
  * is measured and printed against the one-second goal (BENCHMARKS.md), and only bounded loosely
@@ -19,8 +19,8 @@ import { rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { commandLimitsOf } from '../../contract/job-types';
-import { SANDBOX_USER } from '../../src/local/sandbox';
-import { PROJECT_ROOT } from '../../src/local/state-dir';
+import { SANDBOX_USER } from '../../tools/local/sandbox';
+import { PROJECT_ROOT } from '../../tools/local/state-dir';
 import {
   applyPatchArgs,
   diffChain,

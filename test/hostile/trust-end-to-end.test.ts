@@ -10,8 +10,8 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { createLocalClients } from '../../src/local/emulators';
-import { repositoryDir, PLATFORM_FILE, REPOSITORIES_DIR } from '../../src/local/state-dir';
+import { createLocalClients } from '../../tools/local/emulators';
+import { repositoryDir, PLATFORM_FILE, REPOSITORIES_DIR } from '../../tools/local/state-dir';
 import {
   applyPatchArgs,
   diffChain,

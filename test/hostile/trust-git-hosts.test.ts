@@ -10,7 +10,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { awsGitHostPolicy, type GitHostPolicy } from '../../contract/git-remotes';
 import { ownGitServerPolicy } from '../../src/compose/local';
-import { startGitServer, type GitServer } from '../../src/local/git-server';
+import { startGitServer, type GitServer } from '../../tools/local/git-server';
 import { createRepo, git, removeDir, tempDir } from '../support/git-fixtures';
 import { withTrustHarness, type Workspace } from './trust-harness';
 

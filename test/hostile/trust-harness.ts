@@ -40,10 +40,10 @@ import {
   type StageMessage,
 } from '../../src/core/envelope';
 import type { JobRecord, Ledger, WorkspaceRecord } from '../../src/core/ports';
-import { startGitServer, type GitServer } from '../../src/local/git-server';
+import { startGitServer, type GitServer } from '../../tools/local/git-server';
 import { resolveBranchHead } from '../../src/adapters/git';
-import { LocalPullRequestStore } from '../../src/local/pr-store';
-import { LocalTestRunner, localRunEventBody, parseLocalRunEvent } from '../../src/local/test-runner';
+import { LocalPullRequestStore } from '../../tools/local/pr-store';
+import { LocalTestRunner, localRunEventBody, parseLocalRunEvent } from '../../tools/local/test-runner';
 import { deliver, drain, driveQueue, queueArn, receive } from '../support/drive-queue';
 import { withEmulators } from '../support/emulators';
 import { createRepo, git, removeDir, tempDir } from '../support/git-fixtures';

@@ -13,7 +13,7 @@ import { ENV, JOB_METRICS, METRICS_NAMESPACE, stageDlqUrlEnv, stageQueueUrlEnv }
 import { STACK_OUTPUTS } from '../../contract/stack-outputs';
 import { DLQ_RETENTION_DAYS, QUEUE_RETENTION_DAYS, VISIBILITY_TIMEOUT_FACTOR } from '../../contract/topology';
 import type { AgentJobsStack } from '../../lib/agent-jobs-stack';
-import { expectedOutputKeys } from '../../src/cli/doctor';
+import { expectedOutputKeys } from '../../tools/cli/doctor';
 import { addStack, nagFindings, newApp, synth } from './helpers';
 import { clone, resourcesOf, type TemplateJson } from './template';
 import { TEMPLATE_RULES } from './template-rules';

@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { createAgentJobsServer } from '../../src/mcp/server';
-import { connect } from '../../src/operator';
-import { startPlatform, type LocalPlatform } from '../../src/local/platform';
+import { createAgentJobsServer } from '../../tools/mcp/server';
+import { connect } from '../../tools/operator';
+import { startPlatform, type LocalPlatform } from '../../tools/local/platform';
 import { runCliInProcess, type InProcessResult } from '../support/in-process-cli';
 import { applyPatchArgs, diffChain, makeRepository, removeScratch } from '../e2e/harness';
 

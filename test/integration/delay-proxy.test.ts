@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { applyPatchCommit } from '../../src/adapters/git';
-import { startGitServer, type GitServer } from '../../src/local/git-server';
+import { startGitServer, type GitServer } from '../../tools/local/git-server';
 import { startDelayProxy, totals, type DelayProxy } from '../support/delay-proxy';
 import { eventually } from '../support/eventually';
 import { commitFiles, createRepo, diffOfEdits, git, removeDir, tempDir, writeFiles } from '../support/git-fixtures';

@@ -7,8 +7,8 @@
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { stringAttributes } from '../../contract/messages';
-import { peekDlq, redriveMessage, requeueAtTail } from '../../src/operator/dlq-messages';
-import type { QueueEndpoint } from '../../src/operator/targets';
+import { peekDlq, redriveMessage, requeueAtTail } from '../../tools/operator/dlq-messages';
+import type { QueueEndpoint } from '../../tools/operator/targets';
 import { drain } from '../support/drive-queue';
 import { withEmulators } from '../support/emulators';
 import { recordSends } from '../support/sqs-sends';

@@ -1,5 +1,5 @@
 /**
- * The stack checks of `agent-jobs doctor` (src/cli/doctor.ts). Emulated: there is no local
+ * The stack checks of `agent-jobs doctor` (tools/cli/doctor.ts). Emulated: there is no local
  * CloudFormation, CloudWatch, CloudWatch Logs, SNS, CodeBuild, EventBridge or Secrets Manager, so those clients are
  * mocked (aws-sdk-client-mock) with the answers AWS documents; the queues, the table and the bucket
  * the outputs name are real, on the local emulators (fauxqs, dynalite). The end-to-end job check
@@ -41,8 +41,8 @@ import {
   expectedOutputKeys,
   type Clock,
   type StackClients,
-} from '../../src/cli/doctor';
-import { LOCAL_REGION } from '../../src/local/emulators';
+} from '../../tools/cli/doctor';
+import { LOCAL_REGION } from '../../tools/local/emulators';
 import { withEmulators } from '../support/emulators';
 import { startFakeGitHub } from '../support/fake-github';
 

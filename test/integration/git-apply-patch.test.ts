@@ -11,7 +11,7 @@ import type { HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { applyPatchCommit, resolveBranchHead, type ApplyPatchCommitInput } from '../../src/adapters/git';
 import { PermanentJobError, TransientJobError } from '../../src/core/errors';
-import { startGitServer, type GitServer } from '../../src/local/git-server';
+import { startGitServer, type GitServer } from '../../tools/local/git-server';
 import {
   commitFiles,
   commitRawEntry,

@@ -14,7 +14,7 @@ import { build } from 'esbuild';
 import { stackEsbuildOptions } from '../../lib/constructs/worker';
 import * as source from '../../src/adapters/git';
 import { PermanentJobError } from '../../src/core/errors';
-import { startGitServer, type GitServer } from '../../src/local/git-server';
+import { startGitServer, type GitServer } from '../../tools/local/git-server';
 import { createRepo, diffOfEdits, git, gitApplyTree, removeDir, tempDir, writeFiles } from '../support/git-fixtures';
 
 const ROOT = join(__dirname, '..', '..');

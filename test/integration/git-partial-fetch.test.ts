@@ -17,7 +17,7 @@ import { remoteOptions } from '../../src/adapters/git/remote';
 import { FilterRefusedError, fetchPack, probeUploadPack } from '../../src/adapters/git/upload-pack';
 import { TransientJobError } from '../../src/core/errors';
 import type { JobLogger } from '../../src/core/ports';
-import { startGitServer, type GitServer } from '../../src/local/git-server';
+import { startGitServer, type GitServer } from '../../tools/local/git-server';
 import {
   fastImportCommit,
   generateRepository,

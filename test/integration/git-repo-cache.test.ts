@@ -12,7 +12,7 @@ import type { GitHttpRequest, HttpClient } from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import { RepoCache, applyPatchCommit, repoCacheKey, type ApplyPatchCommitInput } from '../../src/adapters/git';
 import { TransientJobError } from '../../src/core/errors';
-import { startGitServer, type GitServer } from '../../src/local/git-server';
+import { startGitServer, type GitServer } from '../../tools/local/git-server';
 import { createRepo, diffOfEdits, git, gitApplyTree, removeDir, tempDir, writeFiles } from '../support/git-fixtures';
 
 /**

@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { applyPatchCommit, resolveBranchHead } from '../../src/adapters/git';
 import { PermanentJobError, TransientJobError } from '../../src/core/errors';
-import { PlatformGitAccess, type GitCredentials } from '../../src/local/git-access';
-import { InvalidRepositoryNameError, startGitServer, type GitServer } from '../../src/local/git-server';
+import { PlatformGitAccess, type GitCredentials } from '../../tools/local/git-access';
+import { InvalidRepositoryNameError, startGitServer, type GitServer } from '../../tools/local/git-server';
 import { eventually } from '../support/eventually';
 import { commitFiles, createRepo, diffOfEdits, git, removeDir, tempDir, writeFiles } from '../support/git-fixtures';
 

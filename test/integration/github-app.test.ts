@@ -24,7 +24,7 @@ import {
 import { GitHubPullRequestHost } from '../../src/adapters/github-pr-host';
 import { parseGitCredentials, parseGithubToken } from '../../src/adapters/secrets';
 import { ConfigurationError, PermanentJobError, RetryAfterError } from '../../src/core/errors';
-import { startGitServer, type GitServer } from '../../src/local/git-server';
+import { startGitServer, type GitServer } from '../../tools/local/git-server';
 import { startFakeGitHub, type FakeGitHub } from '../support/fake-github';
 import { createRepo, git, tempDir } from '../support/git-fixtures';
 

@@ -8,8 +8,8 @@ import { mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { logIsolation, describeIsolation } from '../../src/local/confinement';
-import { StreamLogger } from '../../src/local/file-logger';
+import { logIsolation, describeIsolation } from '../../tools/local/confinement';
+import { StreamLogger } from '../../tools/local/file-logger';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -33,7 +33,7 @@ it('without bubblewrap, the isolation warning says bubblewrap is not installed',
   const dir = pathWithout('bwrap');
   try {
     const probe =
-      "require('./src/local/run-launcher').probeIsolation(require('node:os').tmpdir()).then((i) => console.log(JSON.stringify(require('./src/local/confinement').describeIsolation(i))))";
+      "require('./tools/local/run-launcher').probeIsolation(require('node:os').tmpdir()).then((i) => console.log(JSON.stringify(require('./tools/local/confinement').describeIsolation(i))))";
     const child = spawnSync(process.execPath, ['-r', 'tsx/cjs', '-e', probe], {
       cwd: ROOT,
       env: { ...process.env, PATH: dir, NODE_NO_WARNINGS: '1' },

@@ -10,7 +10,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbLedger } from '../../src/adapters/dynamodb-ledger';
 import { jobDigest } from '../../src/core/envelope';
 import { LeaseLostError } from '../../src/core/errors';
-import { dynamoDbEmulatorOf, localClientConfig } from '../../src/local/emulators';
+import { dynamoDbEmulatorOf, localClientConfig } from '../../tools/local/emulators';
 import { withEmulators } from '../support/emulators';
 import { LEDGER_TABLE } from '../../contract/topology';
 import { claimOf, describeLedgerContract, newJob, runningJob, type RefusedClaimSees } from '../support/ledger-contract';

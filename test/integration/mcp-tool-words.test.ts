@@ -9,8 +9,8 @@ import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { COMMAND_JOB_TYPES, JOB_TYPE_NAMES } from '../../contract/job-types';
-import { createAgentJobsServer } from '../../src/mcp/server';
-import { connect, type OpenConnection } from '../../src/operator';
+import { createAgentJobsServer } from '../../tools/mcp/server';
+import { connect, type OpenConnection } from '../../tools/operator';
 
 type Tool = Awaited<ReturnType<Client['listTools']>>['tools'][number];
 

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { resolveBranchHead } from '../../src/adapters/git';
-import { startGitServer } from '../../src/local/git-server';
-import { LocalPullRequestStore, PR_STORE_FILE } from '../../src/local/pr-store';
+import { startGitServer } from '../../tools/local/git-server';
+import { LocalPullRequestStore, PR_STORE_FILE } from '../../tools/local/pr-store';
 import { createRepo, git } from '../support/git-fixtures';
 
 describe('LocalPullRequestStore', () => {

@@ -22,7 +22,7 @@ import {
   LOCAL_TABLE_NAME,
   startDynamoDb,
   startEmulators,
-} from '../../src/local/emulators';
+} from '../../tools/local/emulators';
 import { withEmulators } from '../support/emulators';
 import { eventually } from '../support/eventually';
 
@@ -195,7 +195,7 @@ describe('a DynamoDB emulator whose process is killed', () => {
   // A platform killed with `kill -9` must not leave DynamoDB Local (a process of its own) holding
   // the port its restart takes again; in process, dynalite dies with it anyway.
   it('stops listening', async () => {
-    const start = `require(${JSON.stringify(path.resolve(__dirname, '../../src/local/emulators'))}).startDynamoDb(process.env.${DYNAMODB_EMULATOR_ENV} || 'dynalite', { port: 0 }).then((db) => console.log(db.endpoint))`;
+    const start = `require(${JSON.stringify(path.resolve(__dirname, '../../tools/local/emulators'))}).startDynamoDb(process.env.${DYNAMODB_EMULATOR_ENV} || 'dynalite', { port: 0 }).then((db) => console.log(db.endpoint))`;
     const child = spawn(process.execPath, ['--require', 'tsx/cjs', '--eval', start], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });

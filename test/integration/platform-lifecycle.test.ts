@@ -15,8 +15,8 @@ import {
   readPlatformInfo,
   startPlatform,
   type LocalPlatform,
-} from '../../src/local/platform';
-import { portsFile } from '../../src/local/stable-ports';
+} from '../../tools/local/platform';
+import { portsFile } from '../../tools/local/stable-ports';
 import { claimOf, newJob } from '../support/ledger-contract';
 
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');

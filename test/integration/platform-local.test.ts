@@ -10,14 +10,14 @@ import { COMMAND_JOB_TYPES } from '../../contract/job-types';
 import { enqueueAgentJobs, newJobId, type JobRequest } from '../../src/client';
 import { localLedger } from '../../src/compose/local';
 import type { JobRecord } from '../../src/core/ports';
-import { createLocalClients, type LocalClients } from '../../src/local/emulators';
+import { createLocalClients, type LocalClients } from '../../tools/local/emulators';
 import {
   readPlatformInfo,
   startPlatform,
   type LocalPlatform,
   type PlatformInfo,
   type PlatformOptions,
-} from '../../src/local/platform';
+} from '../../tools/local/platform';
 import { drain } from '../support/drive-queue';
 import { eventually } from '../support/eventually';
 

@@ -6,8 +6,8 @@ import {
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { LOCAL_REGION } from '../../src/local/emulators';
-import { recordsToDelete, startQueuePoller, type LocalHandler, type PollerOptions } from '../../src/local/poller';
+import { LOCAL_REGION } from '../../tools/local/emulators';
+import { recordsToDelete, startQueuePoller, type LocalHandler, type PollerOptions } from '../../tools/local/poller';
 import { withEmulators } from '../support/emulators';
 import { eventually } from '../support/eventually';
 

@@ -18,8 +18,8 @@ import { runTestsMessage } from '../support/stage-messages';
 import type { StageMessage } from '../../src/core/envelope';
 import { commandOf, runKey } from '../../src/core/jobs/command-stage';
 import type { BuildCompletion, CommandRun, TestRunStatus } from '../../src/core/ports';
-import { hiddenPaths, type Confinement } from '../../src/local/confinement';
-import { OUTPUT_KEEP_BYTES } from '../../src/local/state-dir';
+import { hiddenPaths, type Confinement } from '../../tools/local/confinement';
+import { OUTPUT_KEEP_BYTES } from '../../tools/local/state-dir';
 import {
   LocalTestRunner,
   localBuildId,
@@ -27,7 +27,7 @@ import {
   parseLocalRunEvent,
   readRunOutput,
   requestStop,
-} from '../../src/local/test-runner';
+} from '../../tools/local/test-runner';
 
 /** A real repository with two commits: A (test.sh, a.txt) and B (adds b.txt). */
 function makeRepo(root: string): { url: string; shaA: string; shaB: string } {

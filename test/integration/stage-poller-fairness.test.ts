@@ -14,8 +14,8 @@ import type { SQSEvent } from 'aws-lambda';
 import { stringAttributes } from '../../contract/messages';
 import { queueTopology } from '../../contract/topology';
 import { tenantGroupId } from '../../src/core/envelope';
-import { LOCAL_REGION } from '../../src/local/emulators';
-import { pollingOrder, startQueuePoller, type PollerOptions, type QueuePoller } from '../../src/local/poller';
+import { LOCAL_REGION } from '../../tools/local/emulators';
+import { pollingOrder, startQueuePoller, type PollerOptions, type QueuePoller } from '../../tools/local/poller';
 import { withEmulators } from '../support/emulators';
 import { eventually } from '../support/eventually';
 

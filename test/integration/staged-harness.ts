@@ -18,8 +18,8 @@ import { localPipelineDeps, type LocalWorkerOptions } from '../../src/compose/lo
 import { jobAttributes, jobDigest, type JobEnvelope, type StageMessage } from '../../src/core/envelope';
 import type { PipelineDeps } from '../../src/core/pipeline';
 import { requiredTypes } from '../../src/core/requirements';
-import { LOCAL_REGION } from '../../src/local/emulators';
-import { toSqsRecord } from '../../src/local/poller';
+import { LOCAL_REGION } from '../../tools/local/emulators';
+import { toSqsRecord } from '../../tools/local/poller';
 import type { LocalEmulators } from '../support/emulators';
 import type { Clock, JobLogger, Ledger } from '../../src/core/ports';
 

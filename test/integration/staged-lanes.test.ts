@@ -18,11 +18,11 @@ import {
 } from '../../src/compose/local';
 import { enqueueAgentJobs, type JobRequest } from '../../src/client';
 import type { JobRecord } from '../../src/core/ports';
-import { startGitServer, type GitServer } from '../../src/local/git-server';
-import { startQueuePoller, type LocalHandler, type QueuePoller } from '../../src/local/poller';
+import { startGitServer, type GitServer } from '../../tools/local/git-server';
+import { startQueuePoller, type LocalHandler, type QueuePoller } from '../../tools/local/poller';
 import { resolveBranchHead } from '../../src/adapters/git';
-import { LocalPullRequestStore } from '../../src/local/pr-store';
-import { LocalTestRunner, localRunEventBody, parseLocalRunEvent } from '../../src/local/test-runner';
+import { LocalPullRequestStore } from '../../tools/local/pr-store';
+import { LocalTestRunner, localRunEventBody, parseLocalRunEvent } from '../../tools/local/test-runner';
 import { withEmulators } from '../support/emulators';
 import { eventually } from '../support/eventually';
 import { createRepo, diffOfEdits, git, tempDir, writeFiles } from '../support/git-fixtures';

@@ -1,11 +1,11 @@
 /**
  * The tests' environment: jest's node environment, plus the CLI's filter of the two known process
- * warnings (src/local/quiet-warnings.ts). It runs in the worker itself, not in a test's sandbox,
+ * warnings (tools/local/quiet-warnings.ts). It runs in the worker itself, not in a test's sandbox,
  * which is where Node prints the experimental-loader notice that loading fauxqs raises
- * (src/local/emulators.ts): a setup file could not reach that listener.
+ * (tools/local/emulators.ts): a setup file could not reach that listener.
  */
 import NodeEnvironment from 'jest-environment-node';
-import { quietKnownWarnings } from '../../src/local/quiet-warnings';
+import { quietKnownWarnings } from '../../tools/local/quiet-warnings';
 
 quietKnownWarnings();
 

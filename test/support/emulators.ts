@@ -2,7 +2,7 @@
  * Jest helper: one set of local emulators per test file (started in beforeAll, stopped in
  * afterAll). Call it at describe level; the returned getter is valid inside tests and hooks.
  */
-import { startEmulators, type EmulatorOptions, type LocalEmulators } from '../../src/local/emulators';
+import { startEmulators, type EmulatorOptions, type LocalEmulators } from '../../tools/local/emulators';
 
 export function withEmulators(options?: EmulatorOptions): () => LocalEmulators {
   let emulators: LocalEmulators | undefined;

@@ -1,10 +1,10 @@
 /**
- * The CLI run in this process (src/cli/main.ts runCli over the real commands), for tests whose
+ * The CLI run in this process (tools/cli/main.ts runCli over the real commands), for tests whose
  * catalog is a fixture (jest.mock of contract/job-types): a CLI in a child process would read the
  * real catalog.
  */
-import { COMMANDS } from '../../src/cli/commands';
-import { runCli } from '../../src/cli/main';
+import { COMMANDS } from '../../tools/cli/commands';
+import { runCli } from '../../tools/cli/main';
 
 export interface InProcessResult {
   readonly code: number;

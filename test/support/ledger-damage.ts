@@ -5,7 +5,7 @@
  */
 import { readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import type { DynamoDbEmulator } from '../../src/local/emulators';
+import type { DynamoDbEmulator } from '../../tools/local/emulators';
 
 type Damage = (ledgerDir: string) => Promise<void>;
 

@@ -11,7 +11,7 @@ export const MACHINE_CONFINES =
 export const MACHINE_SANDBOX =
   process.platform === 'linux' && spawnSync('bwrap', ['--unshare-all', '--ro-bind', '/', '/', 'true']).status === 0;
 
-/** Whether the platform finds cgroups it may make run groups in (src/local/cgroups.ts asked in a process of its own). */
+/** Whether the platform finds cgroups it may make run groups in (tools/local/cgroups.ts asked in a process of its own). */
 export const MACHINE_CGROUPS =
   process.platform === 'linux' &&
   spawnSync(
@@ -20,7 +20,7 @@ export const MACHINE_CGROUPS =
       '-r',
       'tsx/cjs',
       '-e',
-      "require('./src/local/cgroups').findCgroupParents().then((found) => process.exit('unavailable' in found ? 1 : 0))",
+      "require('./tools/local/cgroups').findCgroupParents().then((found) => process.exit('unavailable' in found ? 1 : 0))",
     ],
     {
       cwd: join(__dirname, '..', '..'),

@@ -3,9 +3,9 @@
  * crash or `kill -9` of the platform would: it starts one run (config as JSON in argv[2]), prints
  * `started <buildId>` and then waits to be killed.
  */
-import type { Confinement } from '../../src/local/confinement';
+import type { Confinement } from '../../tools/local/confinement';
 import { runKey } from '../../src/core/jobs/command-stage';
-import { LocalTestRunner } from '../../src/local/test-runner';
+import { LocalTestRunner } from '../../tools/local/test-runner';
 import { runTestsMessage } from './stage-messages';
 
 export interface RunnerProcessConfig {

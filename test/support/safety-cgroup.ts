@@ -3,7 +3,7 @@
  * flood, a runaway allocation): the test process moves itself into a cgroup of its own with
  * generous limits before it starts the platform, so the platform, its runs (their groups nest in
  * the platform's) and everything else it starts stay inside, even if the platform's own limits
- * failed to apply. Written here by hand, not with the platform's code (src/local/cgroups.ts), so a
+ * failed to apply. Written here by hand, not with the platform's code (tools/local/cgroups.ts), so a
  * fault there cannot take the net down with it. Version 1 hierarchies only (pids and memory), as
  * the machines these tests run on have; elsewhere `enterSafetyGroup` says why it cannot.
  */

@@ -3,7 +3,7 @@
  * CodeBuild "Build State Change" event as EventBridge delivers it on AWS), and the advice by why it
  * is there (EventBridge's ERROR_CODE, or the consumer's own reason).
  */
-import { buildEventAdvice, buildEventSummary } from '../../src/operator/build-events-dlq';
+import { buildEventAdvice, buildEventSummary } from '../../tools/operator/build-events-dlq';
 import { codeBuildStateChange } from '../support/codebuild-events';
 
 describe('the build-events DLQ as peek shows it', () => {

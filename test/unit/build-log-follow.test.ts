@@ -1,5 +1,5 @@
 /**
- * Following a run's output on a deployed stack (src/operator/build-log.ts, followRunOutput):
+ * Following a run's output on a deployed stack (tools/operator/build-log.ts, followRunOutput):
  * CodeBuild names the build's CloudWatch Logs stream and GetLogEvents reads it on, page by page.
  * Emulated with aws-sdk-client-mock: CodeBuild and CloudWatch Logs have no local stand-in. The
  * job's record over time is scripted (what the stage writes as the build runs and ends).
@@ -8,9 +8,9 @@ import { BatchGetBuildsCommand, CodeBuildClient } from '@aws-sdk/client-codebuil
 import { CloudWatchLogsClient, GetLogEventsCommand, ResourceNotFoundException } from '@aws-sdk/client-cloudwatch-logs';
 import { mockClient } from 'aws-sdk-client-mock';
 import type { JobRecord, Ledger } from '../../src/core/ports';
-import type { Connection } from '../../src/operator/connection';
-import { followRunOutput } from '../../src/operator/job-logs';
-import type { Target, TargetClients } from '../../src/operator/targets';
+import type { Connection } from '../../tools/operator/connection';
+import { followRunOutput } from '../../tools/operator/job-logs';
+import type { Target, TargetClients } from '../../tools/operator/targets';
 
 const codeBuild = mockClient(CodeBuildClient);
 const logs = mockClient(CloudWatchLogsClient);

@@ -10,9 +10,9 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
-import { EXIT } from '../../src/cli/errors';
-import { LOCAL_REGION } from '../../src/local/emulators';
-import { PLATFORM_FILE } from '../../src/local/state-dir';
+import { EXIT } from '../../tools/cli/errors';
+import { LOCAL_REGION } from '../../tools/local/emulators';
+import { PLATFORM_FILE } from '../../tools/local/state-dir';
 import { withEmulators } from '../support/emulators';
 
 const execFileAsync = promisify(execFile);

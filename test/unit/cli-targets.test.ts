@@ -14,10 +14,10 @@ import {
   logGroupOutputKey,
   queueUrlOutputKey,
 } from '../../contract/stack-outputs';
-import { awsLinks } from '../../src/operator/job-logs';
-import { TargetError } from '../../src/operator/errors';
-import { jobsQueue, requireServed, resolveTarget, targetFromStackOutputs } from '../../src/operator/targets';
-import { PLATFORM_FILE } from '../../src/local/state-dir';
+import { awsLinks } from '../../tools/operator/job-logs';
+import { TargetError } from '../../tools/operator/errors';
+import { jobsQueue, requireServed, resolveTarget, targetFromStackOutputs } from '../../tools/operator/targets';
+import { PLATFORM_FILE } from '../../tools/local/state-dir';
 
 /** Every output an agent-jobs stack publishes, with recognisable values. */
 function stackOutputs(): { OutputKey: string; OutputValue: string }[] {
@@ -199,7 +199,7 @@ describe('resolveTarget without --stack: the local platform', () => {
     await rm(stateDir, { recursive: true, force: true });
   });
 
-  /** platform.json as src/local/platform.ts writes it. */
+  /** platform.json as tools/local/platform.ts writes it. */
   function platformFile(pid: number) {
     const names = queueTopology().map((q) => q.name);
     return {

@@ -1,15 +1,15 @@
 import { join } from 'node:path';
 import { DEFAULT_COMMAND_LIMITS } from '../../contract/job-types';
-import { cgroupParentsFrom } from '../../src/local/cgroups';
+import { cgroupParentsFrom } from '../../tools/local/cgroups';
 import {
   confinedCommand,
   describeIsolation,
   hiddenPaths,
   homeToolchains,
   type Isolation,
-} from '../../src/local/confinement';
-import { SANDBOX_PATHS, sandboxArgs, sandboxLaunchers, type SandboxSpec } from '../../src/local/sandbox';
-import { limitReached } from '../../src/local/test-runner';
+} from '../../tools/local/confinement';
+import { SANDBOX_PATHS, sandboxArgs, sandboxLaunchers, type SandboxSpec } from '../../tools/local/sandbox';
+import { limitReached } from '../../tools/local/test-runner';
 
 describe('hiddenPaths (the namespaces level)', () => {
   it('hides the given directories and the whole HOME when no tool in PATH lives there', () => {

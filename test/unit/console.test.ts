@@ -1,6 +1,6 @@
 /**
  * The console's pure parts: who may use it (auth.ts), escaping (html.ts), the live stream's
- * framing (live.ts) and the runbook's advice read from the README (src/operator/runbook.ts). The
+ * framing (live.ts) and the runbook's advice read from the README (tools/operator/runbook.ts). The
  * whole console runs against the local platform in test/browser/console.test.ts.
  */
 import { readFileSync } from 'node:fs';
@@ -15,11 +15,11 @@ import {
   pathInRoot,
   sessionCookie,
   TOKEN_HEADER,
-} from '../../src/console/auth';
-import { coarseAge } from '../../src/console/format';
-import { html, inlineCode } from '../../src/console/html';
-import { sseEvent } from '../../src/console/live';
-import { adviceHolds, parseRunbook, runbookAdvice } from '../../src/operator/runbook';
+} from '../../tools/console/auth';
+import { coarseAge } from '../../tools/console/format';
+import { html, inlineCode } from '../../tools/console/html';
+import { sseEvent } from '../../tools/console/live';
+import { adviceHolds, parseRunbook, runbookAdvice } from '../../tools/operator/runbook';
 
 const auth = { token: 'secret-token-value', port: 4321, root: '/c/r4nd0m/' };
 const own = { host: '127.0.0.1:4321' };

@@ -1,6 +1,6 @@
 /** `agent-jobs doctor` on the local platform: what it makes of the isolation the platform reported at start. */
-import { checkTestIsolation, TEST_ISOLATION_CHECK } from '../../src/cli/doctor';
-import { describeIsolation } from '../../src/local/confinement';
+import { checkTestIsolation, TEST_ISOLATION_CHECK } from '../../tools/cli/doctor';
+import { describeIsolation } from '../../tools/local/confinement';
 
 const cgroup = { kind: 'cgroup', parents: { version: 1, pids: '/p', memory: '/m' } } as const;
 

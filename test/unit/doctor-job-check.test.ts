@@ -12,9 +12,9 @@ import {
   type Clock,
   type DoctorRun,
   type JobCheckOptions,
-} from '../../src/cli/doctor';
+} from '../../tools/cli/doctor';
 import type { JobRecord } from '../../src/core/ports';
-import type { Connection } from '../../src/operator/connection';
+import type { Connection } from '../../tools/operator/connection';
 import { claimOf, newJob } from '../support/ledger-contract';
 import { MemoryLedger } from '../support/memory-ledger';
 

@@ -1,5 +1,5 @@
-/** Which DynamoDB emulator the local emulators start (src/local/emulators.ts): the one switch of the DynamoDB Local lane. */
-import { DYNAMODB_EMULATOR_ENV, DYNAMODB_EMULATORS, dynamoDbEmulatorOf } from '../../src/local/emulators';
+/** Which DynamoDB emulator the local emulators start (tools/local/emulators.ts): the one switch of the DynamoDB Local lane. */
+import { DYNAMODB_EMULATOR_ENV, DYNAMODB_EMULATORS, dynamoDbEmulatorOf } from '../../tools/local/emulators';
 
 describe('the DynamoDB emulator asked for', () => {
   it(`is dynalite unless ${DYNAMODB_EMULATOR_ENV} names another`, () => {

@@ -3,7 +3,7 @@
  * (passed, failed, not run), what it waits for, or that it is still to judge; nothing for a type
  * that requires nothing.
  */
-import { jobGate } from '../../src/operator/views';
+import { jobGate } from '../../tools/operator/views';
 import type { JobRecord } from '../../src/core/ports';
 
 const sha = 'a'.repeat(40);

@@ -1,5 +1,5 @@
 /**
- * The filter the CLI and the tests' environment install (src/local/quiet-warnings.ts): it keeps
+ * The filter the CLI and the tests' environment install (tools/local/quiet-warnings.ts): it keeps
  * the two known notices off stderr and prints every other warning. Run in a child process, because
  * the filter replaces the process's own warning listeners.
  */
@@ -20,7 +20,7 @@ const EMIT_BOTH = `
 `;
 
 it('keeps the known loader notice off stderr and prints any other warning', () => {
-  const stderr = stderrOf(`require('./src/local/quiet-warnings.ts').quietKnownWarnings();${EMIT_BOTH}`);
+  const stderr = stderrOf(`require('./tools/local/quiet-warnings.ts').quietKnownWarnings();${EMIT_BOTH}`);
   expect(stderr).not.toContain('USE_MAIN_CONTEXT_DEFAULT_LOADER');
   expect(stderr).toContain('ExperimentalWarning: something else entirely');
 });

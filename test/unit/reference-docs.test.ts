@@ -6,9 +6,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REFERENCE_DIR, referencePages, typeText } from '../../bin/reference-docs';
-import { commandHelp } from '../../src/cli/command';
-import { COMMANDS } from '../../src/cli/commands';
-import { PROGRAM } from '../../src/cli/main';
+import { commandHelp } from '../../tools/cli/command';
+import { COMMANDS } from '../../tools/cli/commands';
+import { PROGRAM } from '../../tools/cli/main';
 import { SETTING_NAMES } from '../../lib/config';
 import { ROOT } from '../infra/helpers';
 

@@ -1,5 +1,5 @@
-import { tenantOf } from '../../src/local/poller';
-import { TenantTurns } from '../../src/local/tenant-turns';
+import { tenantOf } from '../../tools/local/poller';
+import { TenantTurns } from '../../tools/local/tenant-turns';
 import { sqsRecordFactory } from '../support/sqs-records';
 
 /** Messages named `<tenant><n>`: the tenant is the leading letters. */

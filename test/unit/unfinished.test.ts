@@ -7,9 +7,9 @@
 import { JOB_TYPE_NAMES } from '../../contract/job-types';
 import { DLQ_RETENTION_DAYS } from '../../contract/topology';
 import type { DlqEntry, JobRecord, JobStatus, Ledger } from '../../src/core/ports';
-import type { Connection } from '../../src/operator/connection';
-import { listUnfinished } from '../../src/operator/jobs';
-import type { Target } from '../../src/operator/targets';
+import type { Connection } from '../../tools/operator/connection';
+import { listUnfinished } from '../../tools/operator/jobs';
+import type { Target } from '../../tools/operator/targets';
 
 const DAY_MS = 86_400_000;
 const now = Date.now();
